@@ -1,0 +1,158 @@
+"""OpenAI-compatible Chat Completions upstream (non-streaming).
+
+Owns: building the upstream request for one target, sending it through the
+shared `httpx.AsyncClient` within the attempt's timeout, and turning whatever
+comes back (response, error body, error envelope in a 200, exception) into
+an `AttemptResult`: an `Outcome` for the loop plus the body on success.
+Must not import: services, FastAPI, arq.
+
+Wire format: https://platform.openai.com/docs/api-reference/chat/create and
+the error object `{"error": {"message", "type", "param", "code"}}`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import msgspec
+
+from turnout.adapters.transport import transport_error_of
+from turnout.core.hints import retry_after_s
+from turnout.core.types import Outcome, Target, TransportError
+
+_decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token counts of one successful call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one upstream call produced.
+
+    Attributes:
+        outcome: the classified-later facts for the loop.
+        body: the upstream's JSON body on success (bytes, passed through),
+            else None.
+        usage: token counts on success.
+    """
+
+    outcome: Outcome
+    body: bytes | None = None
+    usage: Usage = Usage()
+
+
+def upstream_body(request: dict[str, Any], target: Target) -> bytes:
+    """The request body for `target`: the client's body with `model` replaced."""
+    return _encode.encode({**request, "model": target.model})
+
+
+def _error_fields(data: Any) -> tuple[str | None, str | None, str]:
+    """(type, code, message) from an OpenAI- or Anthropic-style error body."""
+    if not isinstance(data, dict):
+        return None, None, ""
+    err = data.get("error", data)
+    if isinstance(err, str):
+        return None, None, err
+    if not isinstance(err, dict):
+        return None, None, ""
+    etype, code, message = err.get("type"), err.get("code"), err.get("message", "")
+    return (
+        etype if isinstance(etype, str) else None,
+        str(code) if isinstance(code, (str, int)) and code != "" else None,
+        message if isinstance(message, str) else str(message),
+    )
+
+
+def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+    """Turn a complete upstream response into an `AttemptResult` (pure).
+
+    A 2xx whose body is not JSON or lacks `choices` is malformed (PROTOCOL);
+    a 2xx carrying `{"error": {...}}` is flagged `error_in_body` so the core
+    classifies it by its type and code, never as a success (SPEC §3).
+    """
+    try:
+        data = _decode.decode(content) if content else None
+    except msgspec.DecodeError:
+        data = None
+    if 200 <= status < 300:
+        if isinstance(data, dict) and "error" in data and data.get("error"):
+            etype, code, message = _error_fields(data)
+            hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
+            return AttemptResult(outcome=Outcome(
+                status=status, error_type=etype, error_code=code, message=message,
+                retry_after_s=hint, error_in_body=True,
+            ))
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            return AttemptResult(outcome=Outcome(
+                status=status, transport=TransportError.PROTOCOL,
+                message="upstream answered 2xx with a body that is not a chat completion",
+            ))
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return AttemptResult(
+            outcome=Outcome(status=status),
+            body=content,
+            usage=Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+            ),
+        )
+    etype, code, message = _error_fields(data)
+    if not message and content and data is None:
+        message = content[:300].decode("utf-8", "replace")
+    hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
+    return AttemptResult(outcome=Outcome(
+        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
+    ))
+
+
+async def call_chat(
+    client: httpx.AsyncClient,
+    *,
+    base_url: str,
+    api_key: str,
+    body: bytes,
+    timeout_s: float,
+    request_id: str,
+) -> AttemptResult:
+    """One non-streaming attempt: POST `{base_url}/chat/completions`.
+
+    Args:
+        client: the process's shared client.
+        base_url: the provider's API root (no trailing slash needed).
+        api_key: the credential for this provider (sent as Bearer; never
+            logged or echoed).
+        body: the JSON request body for this target (`upstream_body`).
+        timeout_s: the whole attempt's time limit in seconds (connect + send +
+            wait + read), from the loop's `Dispatch.timeout_s`.
+        request_id: Turnout's request id, sent as `x-request-id`.
+
+    Returns:
+        An `AttemptResult`; never raises for upstream trouble (every httpx
+        exception is mapped by `transport_error_of`). Cancellation propagates.
+    """
+    url = base_url.rstrip("/") + "/chat/completions"
+    headers = {
+        "authorization": f"Bearer {api_key}",
+        "content-type": "application/json",
+        "x-request-id": request_id,
+    }
+    try:
+        async with asyncio.timeout(timeout_s):
+            response = await client.post(url, content=body, headers=headers)
+    except TimeoutError:
+        return AttemptResult(outcome=Outcome(
+            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
+        ))
+    except httpx.HTTPError as exc:
+        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=type(exc).__name__))
+    except OSError as exc:
+        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=type(exc).__name__))
+    return outcome_of_response(response.status_code, response.headers, response.content, time.time())

@@ -1,0 +1,68 @@
+"""Map every httpx exception, once, to a transport failure kind.
+
+Owns: the table from httpx's exception tree to `TransportError`, and the
+shared `httpx.AsyncClient` factory (one per process: pooling, keep-alive).
+Must not import: services, FastAPI, arq.
+
+httpx's tree (the leaves that matter):
+    TimeoutException: ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
+    NetworkError: ConnectError, ReadError, WriteError, CloseError
+    ProtocolError: LocalProtocolError, RemoteProtocolError
+    ProxyError, UnsupportedProtocol, DecodingError, TooManyRedirects
+"""
+
+from __future__ import annotations
+
+import httpx
+
+from turnout.core.classify import transport_kind_from_message
+from turnout.core.types import TransportError
+
+# Most specific class first; the first isinstance match wins.
+_TABLE: tuple[tuple[type[BaseException], TransportError], ...] = (
+    (httpx.ConnectTimeout, TransportError.CONNECT),  # never connected: unreachable, not slow
+    (httpx.PoolTimeout, TransportError.ATTEMPT_TIMEOUT),
+    (httpx.TimeoutException, TransportError.ATTEMPT_TIMEOUT),
+    (httpx.ConnectError, TransportError.CONNECT),
+    (httpx.UnsupportedProtocol, TransportError.CONNECT),
+    (httpx.ProxyError, TransportError.CONNECT),
+    (httpx.RemoteProtocolError, TransportError.RESET),
+    (httpx.ReadError, TransportError.RESET),
+    (httpx.WriteError, TransportError.RESET),
+    (httpx.CloseError, TransportError.RESET),
+    (httpx.NetworkError, TransportError.RESET),
+    (httpx.LocalProtocolError, TransportError.PROTOCOL),
+    (httpx.DecodingError, TransportError.PROTOCOL),
+    (httpx.TooManyRedirects, TransportError.PROTOCOL),
+    (httpx.InvalidURL, TransportError.CONNECT),
+    (TimeoutError, TransportError.ATTEMPT_TIMEOUT),
+    (ConnectionRefusedError, TransportError.CONNECT),
+    (ConnectionResetError, TransportError.RESET),
+)
+
+
+def transport_error_of(exc: BaseException) -> TransportError:
+    """The transport failure kind of an exception raised while calling upstream.
+
+    Matched on the exception type first (`_TABLE`); only an exception of no
+    known type is matched on its message wording (SPEC §3), and one that
+    matches nothing is a PROTOCOL failure (malformed exchange).
+    """
+    for cls, kind in _TABLE:
+        if isinstance(exc, cls):
+            return kind
+    return transport_kind_from_message(str(exc)) or TransportError.PROTOCOL
+
+
+def make_http_client(*, max_connections: int = 1000) -> httpx.AsyncClient:
+    """The shared upstream client of one process.
+
+    Redirects are never followed (a provider answering 3xx is malformed) and
+    timeouts are set per attempt by the caller, so the client has none.
+    """
+    return httpx.AsyncClient(
+        timeout=None,
+        follow_redirects=False,
+        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        trust_env=False,
+    )

@@ -1,0 +1,72 @@
+"""Answer: the HTTP response (status, headers, body) for a routed request.
+
+Owns: Turnout's response headers (SPEC §7) and the OpenAI-format error body,
+built from a `RouteResult` or a gateway-side error. Used by the worker (whose
+answer the ingress replays) and by the ingress itself.
+Must not import: services, FastAPI, arq, httpx.
+
+Headers:
+    x-request-id          the request's id (also the job id)
+    x-turnout-provider    provider that served (or was tried last)
+    x-turnout-model       model served (the provider's model name)
+    x-turnout-attempts    attempts made
+    x-turnout-fallback    1 when a fallback target served
+    x-turnout-reroute     1 when a reroute model served
+    retry-after           seconds, on 429 / 503
+    x-should-retry        "false" after an exhausted chain (SDKs then do not
+                          multiply the attempts already made)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from turnout.core.verdict import Served
+from turnout.router import RouteResult
+
+_json = msgspec.json.Encoder()
+
+
+def error_body(
+    message: str, *, error_type: str, code: str | None = None, param: str | None = None, **extra: Any
+) -> bytes:
+    """An OpenAI-format error body: `{"error": {"message","type","param","code", ...}}`."""
+    return _json.encode({"error": {"message": message, "type": error_type, "param": param, "code": code, **extra}})
+
+
+def served_headers(served: Served, request_id: str) -> dict[str, str]:
+    """The `x-turnout-*` and `x-request-id` headers for `served`."""
+    headers = {"x-request-id": request_id, "x-turnout-attempts": str(served.attempts)}
+    if served.provider is not None and served.model is not None:
+        headers["x-turnout-provider"] = served.provider
+        headers["x-turnout-model"] = served.model
+        headers["x-turnout-fallback"] = "1" if served.fallback else "0"
+        headers["x-turnout-reroute"] = "1" if served.reroute else "0"
+    return headers
+
+
+def answer_of(result: RouteResult, request_id: str) -> tuple[int, dict[str, str], bytes]:
+    """(status, headers, body) for a routed request (SPEC §7).
+
+    Success passes the provider's body through. An error carries the verdict's
+    status, an OpenAI-format body with `attempts` (the per-attempt summary)
+    and, where the verdict says so, `retry-after` and `x-should-retry`.
+    """
+    headers = served_headers(result.served, request_id)
+    verdict = result.verdict
+    if verdict is None:
+        assert result.body is not None
+        return 200, headers, result.body
+    if verdict.retry_after_s is not None:
+        headers["retry-after"] = str(verdict.retry_after_s)
+    if verdict.should_retry is not None:
+        headers["x-should-retry"] = "true" if verdict.should_retry else "false"
+    body = error_body(
+        verdict.message,
+        error_type=verdict.error_type,
+        code=verdict.error_code,
+        attempts=[msgspec.to_builtins(s) for s in verdict.summary],
+    )
+    return verdict.status_code, headers, body

@@ -1,0 +1,61 @@
+"""Catalog: the routable view of a validated configuration.
+
+Owns: model id -> targets, provider name -> how to reach it, prices. Built
+once per process from a `Config` and passed down; read-only afterwards.
+Must not import: services, FastAPI, arq, httpx.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import msgspec
+
+from turnout.config import Config, ProviderConfig
+from turnout.core.types import Target
+
+
+class Price(msgspec.Struct, frozen=True, kw_only=True):
+    """Catalog prices of one offer in USD per million tokens."""
+
+    input_usd_per_mtok: float = 0.0
+    output_usd_per_mtok: float = 0.0
+
+    def cost_usd(self, input_tokens: int, output_tokens: int) -> float:
+        """Cost of one call in USD."""
+        return (input_tokens * self.input_usd_per_mtok + output_tokens * self.output_usd_per_mtok) / 1_000_000
+
+
+class Catalog:
+    """Models, their offers, and the providers behind them.
+
+    Attributes:
+        models: catalog model id -> its targets in configured order.
+        providers: provider name -> its configuration (holds the shared key;
+            never log this object).
+        prices: target key -> price.
+        context_windows: model id -> context window in tokens (when known).
+    """
+
+    def __init__(self, config: Config) -> None:
+        raw = config.raw
+        self.models: dict[str, tuple[Target, ...]] = {
+            model_id: tuple(
+                Target(provider=o.provider, model=o.model, catalog_model=model_id) for o in spec.offers
+            )
+            for model_id, spec in raw.models.items()
+        }
+        self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)
+        self.provider_names = frozenset(raw.providers)
+        self.prices: dict[str, Price] = {}
+        for model_id, spec in raw.models.items():
+            for o in spec.offers:
+                self.prices[f"{o.provider}/{o.model}"] = Price(
+                    input_usd_per_mtok=o.input_usd_per_mtok, output_usd_per_mtok=o.output_usd_per_mtok
+                )
+        self.priority_models = frozenset(m for m, s in raw.models.items() if s.order == "priority")
+        self.context_windows = {m: s.context_window for m, s in raw.models.items() if s.context_window}
+
+    def model_list(self) -> list[dict[str, object]]:
+        """The `GET /v1/models` data: one OpenAI model object per catalog id."""
+        return [{"id": m, "object": "model", "created": 0, "owned_by": "turnout"} for m in sorted(self.models)]

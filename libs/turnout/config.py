@@ -1,0 +1,328 @@
+"""Configuration file: load, interpolate, validate (SPEC §11).
+
+Owns: the YAML schema of `turnout.yaml`, `${NAME}` environment interpolation,
+and every validation that refuses a bad file at start with the offending path
+named (unknown provider, unknown model, malformed `custom:` entry, fallback
+cycle, a value over a ceiling). Nothing half-loads: `load_config` returns a
+complete `Config` or raises `ConfigError`.
+Must not import: services, FastAPI, arq, httpx.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import msgspec
+import yaml
+
+from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
+from turnout.core.scopes import ScopeSettings, as_model_map
+from turnout.errors import ConfigError
+
+ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
+
+
+class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One upstream provider.
+
+    Attributes:
+        kind: wire API family it speaks.
+        base_url: API root (`https://api.openai.com/v1`).
+        api_key: the shared (platform) credential; None or "" = none
+            configured (its offers are skipped as NO_CREDENTIAL).
+    """
+
+    kind: ProviderKind
+    base_url: str
+    api_key: str | None = None
+
+
+class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One (provider, model) offer of a catalog model; prices in USD per million tokens."""
+
+    provider: str
+    model: str
+    input_usd_per_mtok: float = 0.0
+    output_usd_per_mtok: float = 0.0
+
+
+class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A catalog model.
+
+    Attributes:
+        offers: its (provider, model) offers.
+        context_window: context window in tokens, when known.
+        order: `health` (SPEC §5: by recent success rate, ties shuffled) or
+            `priority` (always the configured order: a primary and backups).
+    """
+
+    offers: list[OfferConfig]
+    context_window: int | None = None
+    order: Literal["health", "priority"] = "health"
+
+
+class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A gateway key. `key` is the secret as given; only its hash is kept."""
+
+    name: str
+    key: str
+    squad: str | None = None
+    admin: bool = False
+    settings: ScopeSettings = ScopeSettings()
+
+
+class SquadConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A squad of an org and its settings."""
+
+    settings: ScopeSettings = ScopeSettings()
+
+
+class CustomEndpointConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A tenant-registered OpenAI-compatible endpoint (SPEC §6)."""
+
+    base_url: str
+    api_key: str | None = None
+
+
+class OrgConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An org: settings, BYOK keys, custom endpoints, squads and gateway keys."""
+
+    settings: ScopeSettings = ScopeSettings()
+    provider_keys: dict[str, str] = {}
+    custom_endpoints: dict[str, CustomEndpointConfig] = {}
+    squads: dict[str, SquadConfig] = {}
+    keys: list[KeyConfig] = []
+
+
+class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Circuit breaker thresholds (SPEC §5, §11 `breaker:`); durations in seconds."""
+
+    consecutive_failures: int = 3
+    window: int = 50
+    failure_rate: float = 1.0
+    min_results: int = 20
+    cooldown_s: float = 30.0
+    max_cooldown_s: float = 300.0
+    probe_ttl_s: float = 30.0
+
+
+class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Process-level limits.
+
+    Attributes:
+        max_body_bytes: largest accepted request body (413 above).
+        max_queue_depth: queued jobs above which the ingress sheds with 503.
+        result_ttl_s: how long a finished job's result stays readable.
+        worker_max_jobs: concurrent jobs per worker process.
+    """
+
+    max_body_bytes: int = 4 * 1024 * 1024
+    max_queue_depth: int = 10_000
+    result_ttl_s: int = 300
+    worker_max_jobs: int = 500
+
+
+class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The file as written (after interpolation), before cross-checks."""
+
+    providers: dict[str, ProviderConfig]
+    models: dict[str, ModelConfig]
+    policy: dict[str, Any] = {}
+    ceilings: Ceilings = Ceilings()
+    breaker: BreakerConfig = BreakerConfig()
+    gateway: GatewayConfig = GatewayConfig()
+    orgs: dict[str, OrgConfig] = {}
+
+
+class Config(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated configuration.
+
+    Attributes:
+        raw: the file's content.
+        policy: the gateway-wide policy (SPEC defaults overlaid with `policy:`).
+        source: where it was read from (for messages), or "<memory>".
+    """
+
+    raw: RawConfig
+    policy: Policy
+    source: str = "<memory>"
+
+
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
+    if isinstance(node, dict):
+        return {k: _interpolate(v, env, f"{path}.{k}") for k, v in node.items()}
+    if isinstance(node, list):
+        return [_interpolate(v, env, f"{path}[{i}]") for i, v in enumerate(node)]
+    if isinstance(node, str) and "${" in node:
+        def sub(m: re.Match[str]) -> str:
+            name, default = m.group(1), m.group(2)
+            if name in env:
+                return env[name]
+            if default is not None:
+                return default
+            raise ConfigError(f"{path}: environment variable {name} is not set (write ${{{name}:-}} to allow empty)")
+
+        return _ENV.sub(sub, node)
+    return node
+
+
+def _path_of(exc: msgspec.ValidationError) -> str:
+    m = re.search(r"at `\$(.*)`", str(exc))
+    return (m.group(1).lstrip(".") if m else "") or "(top level)"
+
+
+def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str = "<memory>") -> Config:
+    """Parse and validate configuration text (YAML).
+
+    Args:
+        text: the YAML document.
+        env: variables for `${NAME}` / `${NAME:-default}`; defaults to
+            `os.environ`.
+        source: a name for messages.
+
+    Returns:
+        A validated `Config`.
+
+    Raises:
+        ConfigError: the message names the offending path, e.g.
+            `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`.
+    """
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the configuration must be a mapping with `providers` and `models`")
+    data = _interpolate(data, os.environ if env is None else env, "")
+    try:
+        raw = msgspec.convert(data, RawConfig)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+    try:
+        policy = merge_policy(Policy(), raw.policy)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"policy.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+    _validate(raw, policy)
+    return Config(raw=raw, policy=policy, source=source)
+
+
+def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> Config:
+    """Read and validate a configuration file (see `parse_config`).
+
+    Raises:
+        ConfigError: the file is missing, unreadable or invalid.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{p}: cannot read the configuration file: {exc.strerror}") from exc
+    return parse_config(text, env=env, source=str(p))
+
+
+def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings: Ceilings) -> None:
+    try:
+        merged = merge_policy(base, partial)
+    except msgspec.ValidationError as exc:
+        raise ConfigError(f"{path}.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+    _, clamps = clamp_policy(merged, ceilings)
+    if clamps:
+        c = clamps[0]
+        raise ConfigError(f"{path}.{c.path}: {c.requested} is outside the allowed range (at most/least {c.applied})")
+
+
+def _check_models(path: str, models: list[str], catalog: Mapping[str, ModelConfig], org: OrgConfig | None) -> None:
+    for i, model in enumerate(models):
+        if model.startswith("custom:"):
+            parts = model.split(":")
+            if len(parts) != 3 or not parts[1] or not parts[2]:
+                raise ConfigError(f"{path}[{i}]: malformed entry {model!r}; expected custom:<provider_key_id>:<model_name>")
+            if org is None or parts[1] not in org.custom_endpoints:
+                raise ConfigError(f"{path}[{i}]: {model!r} names no custom endpoint of this org")
+            raise ConfigError(f"{path}[{i}]: custom endpoints are not routable yet ({model!r})")
+        if model not in catalog:
+            raise ConfigError(f"{path}[{i}]: unknown model {model!r} (not in `models`)")
+
+
+def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
+    graph = {k: v for k, v in model_map.items() if k != "*"}
+    state: dict[str, int] = {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph.get(node, ()):
+            if nxt == node or state.get(nxt) == 1:
+                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                raise ConfigError(f"{path}: fallback cycle {' -> '.join(cycle)}")
+            if nxt not in state:
+                visit(nxt, trail + [nxt])
+        state[node] = 2
+
+    for start in graph:
+        if start not in state:
+            visit(start, [start])
+
+
+def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Policy, org: OrgConfig | None) -> None:
+    if isinstance(settings.reroutes, list):
+        _check_models(f"{path}.reroutes", settings.reroutes, raw.models, org)
+    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+        value = getattr(settings, name)
+        model_map = as_model_map(value)
+        for key, models in model_map.items():
+            sub = f"{path}.{name}" if isinstance(value, list) else f"{path}.{name}.{key}"
+            if key != "*" and key not in raw.models:
+                raise ConfigError(f"{path}.{name}: unknown model {key!r} (not in `models`)")
+            _check_models(sub, list(models), raw.models, org)
+        if name == "fallbacks":
+            _check_cycles(f"{path}.{name}", model_map)
+    if isinstance(settings.policy, dict):
+        _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
+
+
+def _validate(raw: RawConfig, policy: Policy) -> None:
+    if not raw.models:
+        raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
+    for name, provider in raw.providers.items():
+        if not re.match(r"^https?://[^/\s@]+", provider.base_url):
+            raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
+        if "/" in name:
+            raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
+    for model, spec in raw.models.items():
+        if not spec.offers:
+            raise ConfigError(f"models.{model}.offers: a model needs at least one offer")
+        for i, offer in enumerate(spec.offers):
+            if offer.provider not in raw.providers:
+                raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
+    _, clamps = clamp_policy(policy, raw.ceilings)
+    if clamps:
+        c = clamps[0]
+        raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
+    if not isinstance(policy.fallback.models, tuple):
+        raise ConfigError("policy.fallback.models: must be a list of models")
+    _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)
+    seen_keys: set[str] = set()
+    for org_name, org in raw.orgs.items():
+        base = f"orgs.{org_name}"
+        _check_scope(f"{base}.settings", org.settings, raw, policy, org)
+        for provider in org.provider_keys:
+            if provider not in raw.providers:
+                raise ConfigError(f"{base}.provider_keys.{provider}: unknown provider")
+        for squad_name, squad in org.squads.items():
+            _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)
+        for i, key in enumerate(org.keys):
+            kpath = f"{base}.keys[{i}]"
+            if len(key.key) < 8:
+                raise ConfigError(f"{kpath}.key: a gateway key needs at least 8 characters")
+            if key.key in seen_keys:
+                raise ConfigError(f"{kpath}.key: the same gateway key is declared twice")
+            seen_keys.add(key.key)
+            if key.squad is not None and key.squad not in org.squads:
+                raise ConfigError(f"{kpath}.squad: unknown squad {key.squad!r}")
+            _check_scope(f"{kpath}.settings", key.settings, raw, policy, org)

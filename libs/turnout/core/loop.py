@@ -1,0 +1,378 @@
+"""The attempt loop as a pure state machine (SPEC §3 steps 2–5, §5 skipping).
+
+Owns: what to do next (dispatch a target, wait, give up), how an outcome or a
+skipped target changes the loop's state, and the decision record of every
+attempt. The shell (`turnout.router`) performs the steps: it dispatches
+through an adapter, sleeps through an injected sleep, asks the breaker for
+admission, and feeds the results back here.
+Must not import: anything outside the standard library, msgspec and
+`turnout.core`. Time is a float of seconds passed in (any monotonic origin,
+the same for every call on one state); randomness is a `random.Random`.
+
+Usage by the shell::
+
+    state = begin(plan, policy, deadline_s=now + budget)
+    while not isinstance(step := next_step(state, now()), GiveUp):
+        if isinstance(step, Wait): await sleep(step.delay_s); continue
+        # admission refused -> state = on_skip(state, step, ...); continue
+        outcome = await adapter.call(step.entry.target, timeout_s=step.timeout_s)
+        state = on_outcome(state, step, outcome, started_s, now(), rng)
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+
+import msgspec
+
+from turnout.core.backoff import retry_delay
+from turnout.core.classify import DISPOSITION, classify, status_for_lists, status_matches
+from turnout.core.plan import Plan, PlanEntry, Role
+from turnout.core.policy import Policy
+from turnout.core.types import Disposition, FailureKind, Outcome, Target
+
+
+class StopReason(enum.StrEnum):
+    """Why the loop ended (SPEC §3 step 5, §7)."""
+
+    SERVED = "served"
+    TERMINAL = "terminal"  # a terminal outcome: answer with it now
+    EXHAUSTED = "exhausted"  # plan or max_attempts used up, or fallback not allowed
+    DEADLINE = "deadline"  # the budget's wall-clock deadline
+    ALL_OPEN = "all_open"  # every target skipped by an OPEN breaker
+    CANCELLED = "cancelled"  # the client went away
+
+
+class SkipReason(enum.StrEnum):
+    """Why a target was passed over without an attempt."""
+
+    CIRCUIT_OPEN = "circuit_open"
+    NO_CREDENTIAL = "no_credential"
+
+
+class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The decision record of one attempt (SPEC §9 fields the loop knows).
+
+    Attributes:
+        number: attempt number within the request, from 1.
+        target: the target attempted.
+        role: its role in the plan.
+        is_retry: same target as the previous attempt.
+        is_fallback: a target other than the primary.
+        is_reroute: the target's model came from a reroute list.
+        resend_count: retries of this target before this attempt (0 first).
+        cycle: pass over the plan, from 1.
+        kind: the classified outcome.
+        disposition: the SPEC §3 class of `kind`.
+        status: upstream HTTP status, or None (transport failure).
+        error_code: provider error code, or None.
+        message: provider's error message ("" on success).
+        retry_after_s: the hint this response carried, seconds, or None.
+        delay_before_s: seconds waited before this attempt.
+        delay_reason: "backoff", "retry_after", "fallback_backoff" or None.
+        started_s: loop clock when the attempt started (seconds).
+        duration_ms: how long the attempt took.
+    """
+
+    number: int
+    target: Target
+    role: Role
+    is_retry: bool
+    is_fallback: bool
+    is_reroute: bool
+    resend_count: int
+    cycle: int
+    kind: FailureKind
+    disposition: Disposition
+    status: int | None
+    error_code: str | None
+    message: str
+    retry_after_s: float | None
+    delay_before_s: float
+    delay_reason: str | None
+    started_s: float
+    duration_ms: float
+
+
+class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """A target passed over without an attempt (not counted as one).
+
+    Attributes:
+        target: the target skipped.
+        reason: why.
+        reopen_in_s: for an OPEN breaker, seconds until it admits a probe.
+    """
+
+    target: Target
+    reason: SkipReason
+    reopen_in_s: float | None = None
+
+
+class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
+    """Attempt `entry` now, with at most `timeout_s` seconds.
+
+    Attributes:
+        entry: the plan entry to attempt.
+        number: the attempt number this will be (from 1).
+        timeout_s: `min(per_attempt_timeout_ms, time left)` in seconds.
+        is_retry: same target as the previous attempt.
+        resend_count: retries of this target before this attempt.
+        delay_before_s: seconds waited before it (for the record).
+        delay_reason: why it waited, or None.
+    """
+
+    entry: PlanEntry
+    number: int
+    timeout_s: float
+    is_retry: bool
+    resend_count: int
+    delay_before_s: float
+    delay_reason: str | None
+
+
+class Wait(msgspec.Struct, frozen=True, kw_only=True):
+    """Sleep `delay_s` seconds, then ask again. Never ends past the deadline."""
+
+    delay_s: float
+    reason: str
+
+
+class GiveUp(msgspec.Struct, frozen=True, kw_only=True):
+    """The loop is over; `conclude` turns the state into the answer."""
+
+    reason: StopReason
+
+
+Step = Dispatch | Wait | GiveUp
+
+
+class LoopState(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the loop knows about one request. Replaced, never mutated.
+
+    Attributes:
+        plan: the request's plan.
+        policy: the policy in force (already clamped).
+        deadline_s: loop-clock time after which nothing starts or sleeps.
+        sequence: the entries being walked: `plan.entries`, or a special
+            fallback list after a context-length / content-policy failure.
+        special: the sequence is a special fallback list (no second switch).
+        cursor: index of the current entry in `sequence`.
+        cycle: pass over the plan, from 1 (SPEC §3 step 5 `max_cycles`).
+        resend_count: retries already made on the current entry.
+        wait_until_s: no dispatch before this time, or None.
+        delay_s / delay_reason: the wait pending before the next attempt.
+        records: every attempt so far.
+        skips: every skipped target so far.
+        stop: why the loop ended, or None while it runs.
+    """
+
+    plan: Plan
+    policy: Policy
+    deadline_s: float
+    sequence: tuple[PlanEntry, ...]
+    special: bool = False
+    cursor: int = 0
+    cycle: int = 1
+    resend_count: int = 0
+    wait_until_s: float | None = None
+    delay_s: float = 0.0
+    delay_reason: str | None = None
+    records: tuple[AttemptRecord, ...] = ()
+    skips: tuple[SkipRecord, ...] = ()
+    stop: StopReason | None = None
+
+
+def begin(plan: Plan, policy: Policy, *, deadline_s: float) -> LoopState:
+    """Start the loop over `plan`; `deadline_s` is on the caller's loop clock."""
+    state = LoopState(plan=plan, policy=policy, deadline_s=deadline_s, sequence=plan.entries)
+    if not plan.entries:
+        return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
+    return state
+
+
+def next_step(state: LoopState, now_s: float) -> Step:
+    """What to do now (SPEC §3 step 2).
+
+    Returns:
+        `GiveUp` once the loop stopped, `max_attempts` is used up, or the
+        deadline has passed; `Wait` while a backoff is pending; else
+        `Dispatch` of the current entry with timeout
+        `min(per_attempt_timeout_ms, time left)`.
+    """
+    if state.stop is not None:
+        return GiveUp(reason=state.stop)
+    if len(state.records) >= state.policy.budget.max_attempts:
+        return GiveUp(reason=StopReason.EXHAUSTED)
+    if now_s >= state.deadline_s:
+        return GiveUp(reason=StopReason.DEADLINE)
+    if state.wait_until_s is not None and now_s < state.wait_until_s:
+        return Wait(delay_s=state.wait_until_s - now_s, reason=state.delay_reason or "backoff")
+    per_attempt_s = state.policy.retry.per_attempt_timeout_ms / 1000.0
+    return Dispatch(
+        entry=state.sequence[state.cursor],
+        number=len(state.records) + 1,
+        timeout_s=min(per_attempt_s, state.deadline_s - now_s),
+        is_retry=state.resend_count > 0,
+        resend_count=state.resend_count,
+        delay_before_s=state.delay_s,
+        delay_reason=state.delay_reason,
+    )
+
+
+def _retry_allowance(state: LoopState, entry: PlanEntry) -> int:
+    retry = state.policy.retry
+    return retry.max_retries if entry.role is Role.PRIMARY else retry.fallback_target_retries
+
+
+def _advance(state: LoopState, now_s: float, *, backoff: bool) -> LoopState:
+    """Move to the next entry (fallback, or fall-through after a skip)."""
+    cursor, cycle = state.cursor + 1, state.cycle
+    if cursor >= len(state.sequence):
+        if state.special or cycle >= state.policy.fallback.max_cycles:
+            return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
+        cursor, cycle = 0, cycle + 1
+    moved = msgspec.structs.replace(
+        state, cursor=cursor, cycle=cycle, resend_count=0, wait_until_s=None, delay_s=0.0, delay_reason=None
+    )
+    backoff_s = state.policy.fallback.backoff_ms / 1000.0 if backoff else 0.0
+    if backoff_s > 0:
+        if now_s + backoff_s >= state.deadline_s:
+            return msgspec.structs.replace(moved, stop=StopReason.DEADLINE)
+        return msgspec.structs.replace(
+            moved, wait_until_s=now_s + backoff_s, delay_s=backoff_s, delay_reason="fallback_backoff"
+        )
+    return moved
+
+
+def _may_fall_back(state: LoopState, outcome: Outcome, kind: FailureKind) -> bool:
+    fallback = state.policy.fallback
+    if not fallback.enabled:
+        return False
+    if kind in (FailureKind.QUOTA_EXHAUSTED, FailureKind.NO_CREDENTIAL):
+        return True  # decided by the class, not by the status lists (SPEC §3)
+    return status_matches(status_for_lists(outcome, kind, purpose="fallback"), fallback.on_status)
+
+
+def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopState:
+    return msgspec.structs.replace(
+        state, sequence=entries, special=True, cursor=0, resend_count=0,
+        wait_until_s=None, delay_s=0.0, delay_reason=None,
+    )
+
+
+def on_outcome(
+    state: LoopState,
+    dispatch: Dispatch,
+    outcome: Outcome,
+    *,
+    started_s: float,
+    now_s: float,
+    rng: random.Random,
+    kind: FailureKind | None = None,
+) -> LoopState:
+    """Record an attempt's outcome and decide what follows (SPEC §3 steps 3–5).
+
+    Args:
+        state: the state `dispatch` came from.
+        dispatch: the step that was performed.
+        outcome: what the adapter observed.
+        started_s: loop clock when the attempt started.
+        now_s: loop clock now (after the attempt).
+        rng: jitter source for a retry's backoff.
+        kind: a classification decided by the shell (e.g. CANCELLED); None
+            classifies `outcome` with the default table.
+
+    Returns:
+        The next state: stopped (success, terminal, exhausted, deadline,
+        cancelled), a retry of the same target after a delay (only when the
+        status is in `retry_on_status`, the target has retries left, attempts
+        remain, and the retry starts before the deadline), or the next target
+        (when fallback is enabled and allowed for this failure), after
+        `fallback.backoff_ms`.
+    """
+    kind = classify(outcome) if kind is None else kind
+    entry = dispatch.entry
+    record = AttemptRecord(
+        number=dispatch.number,
+        target=entry.target,
+        role=entry.role,
+        is_retry=dispatch.is_retry,
+        is_fallback=entry.is_fallback,
+        is_reroute=entry.is_reroute,
+        resend_count=dispatch.resend_count,
+        cycle=state.cycle,
+        kind=kind,
+        disposition=DISPOSITION[kind],
+        status=outcome.status,
+        error_code=outcome.error_code,
+        message=outcome.message,
+        retry_after_s=outcome.retry_after_s,
+        delay_before_s=dispatch.delay_before_s,
+        delay_reason=dispatch.delay_reason,
+        started_s=started_s,
+        duration_ms=max(0.0, (now_s - started_s) * 1000.0),
+    )
+    state = msgspec.structs.replace(
+        state, records=state.records + (record,), wait_until_s=None, delay_s=0.0, delay_reason=None
+    )
+    disposition = record.disposition
+    if kind is FailureKind.CANCELLED:
+        return msgspec.structs.replace(state, stop=StopReason.CANCELLED)
+    if disposition is Disposition.SUCCESS:
+        return msgspec.structs.replace(state, stop=StopReason.SERVED)
+    if disposition is Disposition.TERMINAL:
+        if not state.special and kind is FailureKind.CONTEXT_LENGTH and state.plan.context_window:
+            return _switch_special(state, state.plan.context_window)
+        if not state.special and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
+            return _switch_special(state, state.plan.content_policy)
+        return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
+    if disposition is Disposition.RETRY_THEN_FALLBACK:
+        retried = _try_retry(state, entry, outcome, kind, now_s, rng)
+        if retried is not None:
+            return retried
+    if not _may_fall_back(state, outcome, kind):
+        return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
+    return _advance(state, now_s, backoff=True)
+
+
+def _try_retry(
+    state: LoopState, entry: PlanEntry, outcome: Outcome, kind: FailureKind, now_s: float, rng: random.Random
+) -> LoopState | None:
+    policy = state.policy
+    if not status_matches(status_for_lists(outcome, kind, purpose="retry"), policy.retry.retry_on_status):
+        return None
+    if state.resend_count >= _retry_allowance(state, entry):
+        return None
+    if len(state.records) >= policy.budget.max_attempts:
+        return None
+    delay = retry_delay(policy.retry, state.resend_count, outcome.retry_after_s, state.deadline_s - now_s, rng)
+    if delay.fall_back_now or now_s + delay.delay_s >= state.deadline_s:
+        return None
+    return msgspec.structs.replace(
+        state,
+        resend_count=state.resend_count + 1,
+        wait_until_s=now_s + delay.delay_s,
+        delay_s=delay.delay_s,
+        delay_reason=str(delay.source),
+    )
+
+
+def on_skip(
+    state: LoopState, dispatch: Dispatch, *, reason: SkipReason, reopen_in_s: float | None, now_s: float
+) -> LoopState:
+    """Pass over the dispatched target without an attempt (SPEC §5).
+
+    A skipped target is not an attempt and falls through to the next one with
+    no backoff. When the plan ends with no attempt made and at least one
+    breaker OPEN, the loop stops with `ALL_OPEN` (answer 503 + Retry-After).
+    """
+    state = msgspec.structs.replace(
+        state,
+        skips=state.skips + (SkipRecord(target=dispatch.entry.target, reason=reason, reopen_in_s=reopen_in_s),),
+    )
+    advanced = _advance(state, now_s, backoff=False)
+    if advanced.stop is StopReason.EXHAUSTED and not state.records:
+        if any(s.reason is SkipReason.CIRCUIT_OPEN for s in state.skips):
+            return msgspec.structs.replace(advanced, stop=StopReason.ALL_OPEN)
+    return advanced

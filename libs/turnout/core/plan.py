@@ -1,0 +1,236 @@
+"""Plan: the ordered list of targets one request may attempt (SPEC §3 step 1).
+
+Owns: reroute substitution, model fallback maps, cross-provider expansion of
+a model into its offers, pinned `provider/model` requests, the special
+fallbacks used only for context-length and content-policy failures, and
+offer ranking by health.
+Must not import: anything outside the standard library, msgspec and
+`turnout.core`.
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from typing import Mapping, Sequence
+
+import msgspec
+
+from turnout.core.policy import Policy
+from turnout.core.types import Target
+
+ModelMap = Mapping[str, Sequence[str]]
+"""Requested model (or `*`) -> ordered list of models (SPEC §6 fallbacks)."""
+
+
+class Role(enum.StrEnum):
+    """Why a target is in the plan."""
+
+    PRIMARY = "primary"
+    PROVIDER_FALLBACK = "provider_fallback"  # same model, another provider
+    MODEL_FALLBACK = "model_fallback"  # another model
+    CONTEXT_WINDOW_FALLBACK = "context_window_fallback"
+    CONTENT_POLICY_FALLBACK = "content_policy_fallback"
+
+
+class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One target of the plan with the facts the attempt records need.
+
+    Attributes:
+        target: the offer to attempt.
+        role: why it is here.
+        is_reroute: its model came from a reroute list.
+    """
+
+    target: Target
+    role: Role
+    is_reroute: bool = False
+
+    @property
+    def is_fallback(self) -> bool:
+        """True for every entry but the primary."""
+        return self.role is not Role.PRIMARY
+
+
+class Plan(msgspec.Struct, frozen=True, kw_only=True):
+    """The targets of one request.
+
+    Attributes:
+        requested_model: the model the client asked for.
+        entries: the main sequence, primary first.
+        context_window: entries tried only after a context-length failure.
+        content_policy: entries tried only after a content-policy failure.
+        rerouted: a reroute list was in force (the requested model is never
+            contacted).
+    """
+
+    requested_model: str
+    entries: tuple[PlanEntry, ...]
+    context_window: tuple[PlanEntry, ...] = ()
+    content_policy: tuple[PlanEntry, ...] = ()
+    rerouted: bool = False
+
+
+class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The resolved per-request settings that shape a plan (SPEC §6).
+
+    Attributes:
+        reroutes: models substituted for the requested one, in order.
+        fallbacks: model fallback map; key `*` applies to every model.
+        context_window_fallbacks: map used only after a context-length failure.
+        content_policy_fallbacks: map used only after a content-policy failure.
+    """
+
+    reroutes: tuple[str, ...] = ()
+    fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    context_window_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    content_policy_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+
+
+class UnknownModel(ValueError):
+    """The requested model is neither a catalog id nor a pinned `provider/model`.
+
+    Attributes:
+        model: the id the client sent.
+    """
+
+    def __init__(self, model: str) -> None:
+        super().__init__(f"The model `{model}` does not exist or you do not have access to it.")
+        self.model = model
+
+
+def lookup(model_map: ModelMap, model: str) -> tuple[str, ...]:
+    """Models mapped from `model`, else from `*`, else none (SPEC §6)."""
+    found = model_map.get(model)
+    if found is None:
+        found = model_map.get("*", ())
+    return tuple(found)
+
+
+def rank_offers(
+    offers: Sequence[Target], success_rate: Mapping[str, float], rng: random.Random
+) -> tuple[Target, ...]:
+    """Order one model's offers by health (SPEC §5 "Ordering").
+
+    Args:
+        offers: the catalog's offers of one model.
+        success_rate: target key -> success rate in [0, 1] over its recent
+            results; a target absent from the map has no history and ranks as
+            healthy (1.0).
+        rng: breaks ties by shuffling, so load spreads.
+
+    Returns:
+        The offers, best first; equal rates in random order.
+    """
+    keyed = [(-success_rate.get(t.key, 1.0), rng.random(), i, t) for i, t in enumerate(offers)]
+    keyed.sort(key=lambda item: (item[0], item[1], item[2]))
+    return tuple(item[3] for item in keyed)
+
+
+def split_pinned(model: str, catalog: Mapping[str, Sequence[Target]], providers: frozenset[str]) -> tuple[str, str | None]:
+    """Split a pinned `provider/model` request (SPEC §3 step 1).
+
+    Returns:
+        `(catalog_model, provider)`; provider is None when the request is not
+        pinned: an exact catalog id wins over a provider prefix.
+    """
+    if model in catalog or "/" not in model:
+        return model, None
+    provider, _, rest = model.partition("/")
+    if provider in providers and rest:
+        return rest, provider
+    return model, None
+
+
+def _dedupe(models: Sequence[str], exclude: frozenset[str]) -> list[str]:
+    seen: set[str] = set(exclude)
+    out: list[str] = []
+    for m in models:
+        if m not in seen:
+            seen.add(m)
+            out.append(m)
+    return out
+
+
+def build_plan(
+    requested_model: str,
+    *,
+    catalog: Mapping[str, Sequence[Target]],
+    providers: frozenset[str],
+    settings: RoutingSettings,
+    policy: Policy,
+    success_rate: Mapping[str, float],
+    rng: random.Random,
+    priority_models: frozenset[str] = frozenset(),
+) -> Plan:
+    """Build the plan of one request (SPEC §3 step 1, §6).
+
+    Args:
+        requested_model: the model id the client sent (maybe `provider/model`).
+        catalog: model id -> its offers in configured order.
+        providers: the configured provider names (for pinned requests).
+        settings: reroutes and fallback maps resolved for this request.
+        policy: the policy in force (fallback switches, gateway fallbacks).
+        success_rate: target key -> recent success rate (see `rank_offers`).
+        rng: tie-breaking for offer ranking.
+        priority_models: models whose offers keep their configured order
+            (no health ranking, no shuffle).
+
+    Returns:
+        The plan. With a reroute list, its models replace the requested one,
+        which is never contacted; fallback models come from the maps keyed by
+        the requested model (else `*`), then `policy.fallback.models`. A
+        pinned request keeps only the pinned provider's offers of its model,
+        and gets no provider fallback for it.
+
+    Raises:
+        UnknownModel: the requested (or pinned) model has no offer.
+    """
+    base_model, pinned = split_pinned(requested_model, catalog, providers)
+    if base_model not in catalog:
+        raise UnknownModel(requested_model)
+    fb = policy.fallback
+
+    def offers_of(model: str, pin: str | None) -> tuple[Target, ...]:
+        offers = tuple(catalog.get(model, ()))
+        ranked = offers if model in priority_models else rank_offers(offers, success_rate, rng)
+        if pin is not None:
+            ranked = tuple(t for t in ranked if t.provider == pin)
+        if not fb.cross_provider_same_model:
+            ranked = ranked[:1]
+        return ranked
+
+    if pinned is not None and not offers_of(base_model, pinned):
+        raise UnknownModel(requested_model)
+
+    rerouted = bool(settings.reroutes)
+    heads = [(m, None) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
+    entries: list[PlanEntry] = []
+    for model, pin in heads:
+        for target in offers_of(model, pin):
+            role = Role.PRIMARY if not entries else (
+                Role.PROVIDER_FALLBACK if target.catalog_model == entries[0].target.catalog_model else Role.MODEL_FALLBACK
+            )
+            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted))
+
+    if fb.enabled:
+        used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
+        for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
+            for target in offers_of(model, None):
+                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_reroute=False))
+
+    def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
+        out: list[PlanEntry] = []
+        for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
+            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
+        return tuple(out)
+
+    if not fb.enabled:
+        entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
+    return Plan(
+        requested_model=requested_model,
+        entries=tuple(entries),
+        context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
+        content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
+        rerouted=rerouted,
+    )

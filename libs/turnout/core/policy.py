@@ -1,0 +1,218 @@
+"""Policy: the retry / fallback / budget settings that govern the attempt loop.
+
+Owns: the policy data shape and defaults of SPEC §4, the operator ceilings,
+clamping (which reports what it clamped) and merging of partial policies
+(layered settings: omitted fields keep the lower layer's value).
+Must not import: anything outside the standard library, msgspec and
+`turnout.core`.
+
+Durations follow the SPEC's policy JSON: milliseconds, with `_ms` in every
+name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Union
+
+import msgspec
+
+StatusEntry = Union[int, str]
+"""One entry of a status list: an HTTP status (429) or a class ("5xx")."""
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Same-target retries (SPEC §4 `retry`).
+
+    Attributes:
+        max_retries: retries of the primary target (attempts there = 1 + this).
+        retry_on_status: statuses (or "5xx"-style classes) that may be retried.
+        base_ms: full-jitter base delay, clamped to 250–60 000 ms.
+        max_ms: cap of one computed delay; a provider hint above it means
+            "do not wait, fall back now".
+        respect_retry_after: let a provider's Retry-After replace the delay.
+        per_attempt_timeout_ms: timeout of one attempt (also capped by the
+            time left in the budget).
+        fallback_target_retries: retries of each fallback target.
+        ttft_timeout_ms: streaming first-token timeout; 0 = only the attempt
+            timeout applies.
+        stall_timeout_ms: streaming gap between chunks that ends a stream;
+            0 = no stall watchdog.
+    """
+
+    max_retries: int = 1
+    retry_on_status: tuple[StatusEntry, ...] = (429, 500, 502, 503, 529)
+    base_ms: int = 250
+    max_ms: int = 8000
+    respect_retry_after: bool = True
+    per_attempt_timeout_ms: int = 120_000
+    fallback_target_retries: int = 0
+    ttft_timeout_ms: int = 0
+    stall_timeout_ms: int = 0
+
+
+class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Moving to another target after a failure (SPEC §4 `fallback`).
+
+    Attributes:
+        enabled: when False the loop never leaves the first target's model.
+        cross_provider_same_model: expand a model into all its offers.
+        models: gateway-wide model fallbacks (appended after configured maps).
+        backoff_ms: pause before each fallback attempt.
+        on_status: statuses (or classes) that allow a fallback.
+        max_cycles: passes over the whole plan (1 = no restart).
+    """
+
+    enabled: bool = True
+    cross_provider_same_model: bool = True
+    models: tuple[str, ...] = ()
+    backoff_ms: int = 0
+    on_status: tuple[StatusEntry, ...] = (408, 429, "5xx")
+    max_cycles: int = 1
+
+
+class BudgetPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Limits of one request (SPEC §4 `budget`).
+
+    Attributes:
+        max_attempts: attempts in total, over every target and cycle.
+        max_total_latency_ms: wall-clock deadline from arrival at the ingress.
+    """
+
+    max_attempts: int = 6
+    max_total_latency_ms: int = 180_000
+
+
+class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The whole policy object of SPEC §4 with its defaults."""
+
+    retry: RetryPolicy = RetryPolicy()
+    fallback: FallbackPolicy = FallbackPolicy()
+    budget: BudgetPolicy = BudgetPolicy()
+
+
+class Ceilings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Operator ceilings (SPEC §4, §11 `ceilings`). Defaults are the SPEC's."""
+
+    max_retries: int = 6
+    max_attempts: int = 6
+    max_total_latency_ms: int = 180_000
+    max_cycles: int = 3
+
+
+class Clamp(msgspec.Struct, frozen=True, kw_only=True):
+    """One field that clamping changed.
+
+    Attributes:
+        path: dotted field path (`budget.max_attempts`).
+        requested: the value asked for.
+        applied: the value in force.
+    """
+
+    path: str
+    requested: int
+    applied: int
+
+
+BASE_MS_RANGE = (250, 60_000)
+"""SPEC §3 Backoff: `base_ms` is clamped to 250–60 000 ms."""
+
+
+def _bounded(path: str, value: int, low: int, high: int, clamps: list[Clamp]) -> int:
+    applied = min(max(value, low), high)
+    if applied != value:
+        clamps.append(Clamp(path=path, requested=value, applied=applied))
+    return applied
+
+
+def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clamp, ...]]:
+    """Bring a policy within the operator's ceilings and the SPEC's ranges.
+
+    Args:
+        policy: the policy as saved or loaded.
+        ceilings: the operator's ceilings.
+
+    Returns:
+        The policy in force and the clamps applied (empty when none), so the
+        caller can report them (SPEC §4: "clamped at save time and the
+        clamping is reported to the caller").
+
+    Rules: counts are at least 0 (`max_attempts`, `max_cycles` at least 1),
+    durations at least 1 ms, `base_ms` within 250–60 000 (SPEC §3), and
+    `max_ms` at least `base_ms`.
+    """
+    clamps: list[Clamp] = []
+    r, f, b = policy.retry, policy.fallback, policy.budget
+    base_ms = _bounded("retry.base_ms", r.base_ms, *BASE_MS_RANGE, clamps)
+    retry = msgspec.structs.replace(
+        r,
+        max_retries=_bounded("retry.max_retries", r.max_retries, 0, ceilings.max_retries, clamps),
+        base_ms=base_ms,
+        max_ms=_bounded("retry.max_ms", r.max_ms, base_ms, 3_600_000, clamps),
+        per_attempt_timeout_ms=_bounded(
+            "retry.per_attempt_timeout_ms", r.per_attempt_timeout_ms, 1, ceilings.max_total_latency_ms, clamps
+        ),
+        fallback_target_retries=_bounded(
+            "retry.fallback_target_retries", r.fallback_target_retries, 0, ceilings.max_retries, clamps
+        ),
+        ttft_timeout_ms=_bounded("retry.ttft_timeout_ms", r.ttft_timeout_ms, 0, ceilings.max_total_latency_ms, clamps),
+        stall_timeout_ms=_bounded(
+            "retry.stall_timeout_ms", r.stall_timeout_ms, 0, ceilings.max_total_latency_ms, clamps
+        ),
+    )
+    fallback = msgspec.structs.replace(
+        f,
+        backoff_ms=_bounded("fallback.backoff_ms", f.backoff_ms, 0, 60_000, clamps),
+        max_cycles=_bounded("fallback.max_cycles", f.max_cycles, 1, ceilings.max_cycles, clamps),
+    )
+    budget = BudgetPolicy(
+        max_attempts=_bounded("budget.max_attempts", b.max_attempts, 1, ceilings.max_attempts, clamps),
+        max_total_latency_ms=_bounded(
+            "budget.max_total_latency_ms", b.max_total_latency_ms, 1, ceilings.max_total_latency_ms, clamps
+        ),
+    )
+    return Policy(retry=retry, fallback=fallback, budget=budget), tuple(clamps)
+
+
+_SECTIONS = {"retry": RetryPolicy, "fallback": FallbackPolicy, "budget": BudgetPolicy}
+
+
+def merge_policy(base: Policy, override: Mapping[str, Any]) -> Policy:
+    """Lay a partial policy (as written in config or sent to the admin API) over `base`.
+
+    Args:
+        base: the policy of the lower layer (SPEC defaults, or gateway-wide).
+        override: a mapping `{"retry": {...}, "fallback": {...}, "budget": {...}}`
+            where every section and field is optional; omitted fields keep
+            `base`'s value.
+
+    Returns:
+        The merged policy, not yet clamped.
+
+    Raises:
+        msgspec.ValidationError: an unknown section or field, or a value of the
+            wrong type; the message names the offending path
+            (`$.retry.max_retries`).
+    """
+    unknown = sorted(set(override) - set(_SECTIONS))
+    if unknown:
+        raise msgspec.ValidationError(f"Object contains unknown field `{unknown[0]}`")
+    sections: dict[str, Any] = {}
+    for name, cls in _SECTIONS.items():
+        current = msgspec.to_builtins(getattr(base, name))
+        patch = override.get(name)
+        if patch is None:
+            sections[name] = getattr(base, name)
+            continue
+        if not isinstance(patch, Mapping):
+            raise msgspec.ValidationError(f"Expected `object`, got `{type(patch).__name__}` - at `$.{name}`")
+        try:
+            sections[name] = msgspec.convert({**current, **patch}, cls)
+        except msgspec.ValidationError as exc:
+            raise msgspec.ValidationError(_prefix_path(str(exc), name)) from exc
+    return Policy(**sections)
+
+
+def _prefix_path(message: str, section: str) -> str:
+    if "- at `$" in message:
+        return message.replace("- at `$", f"- at `$.{section}", 1)
+    return f"{message} - at `$.{section}`"

@@ -1,0 +1,211 @@
+"""Verdict: what the client is told when the attempt loop ends (SPEC §7).
+
+Owns: the mapping from a stopped loop to the HTTP status, OpenAI-format error
+fields, Retry-After and the facts behind Turnout's response headers.
+Must not import: anything outside the standard library, msgspec and
+`turnout.core`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+
+from turnout.core.loop import AttemptRecord, LoopState, SkipReason, StopReason
+from turnout.core.types import FailureKind
+
+_TERMINAL_TYPE = {
+    FailureKind.AUTH: "authentication_error",
+    FailureKind.CLIENT_ERROR: "invalid_request_error",
+    FailureKind.CONTEXT_LENGTH: "invalid_request_error",
+    FailureKind.CONTENT_POLICY: "invalid_request_error",
+}
+
+
+class AttemptSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One row of the per-attempt summary in an error body (SPEC §7)."""
+
+    attempt: int
+    provider: str
+    model: str
+    status: int | None
+    kind: str
+    disposition: str
+    duration_ms: int
+
+
+class Served(msgspec.Struct, frozen=True, kw_only=True):
+    """Facts for the response headers (SPEC §7), success or error.
+
+    Attributes:
+        provider / model: who served (or was tried last); None when nothing
+            was attempted.
+        attempts: attempts made.
+        fallback: the last attempt was on a fallback target.
+        reroute: the last attempt's model came from a reroute list.
+    """
+
+    provider: str | None
+    model: str | None
+    attempts: int
+    fallback: bool
+    reroute: bool
+
+
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer to the client when the loop did not serve.
+
+    Attributes:
+        status_code: HTTP status for the client.
+        error_type / error_code / message: the OpenAI-format error fields.
+        retry_after_s: whole seconds for a `Retry-After` header, or None.
+        should_retry: value of `x-should-retry` (False after an exhausted chain).
+        summary: per-attempt rows, one per attempt made.
+        served: facts for the `x-turnout-*` headers.
+    """
+
+    status_code: int
+    error_type: str
+    error_code: str | None
+    message: str
+    retry_after_s: int | None
+    should_retry: bool | None
+    summary: tuple[AttemptSummary, ...]
+    served: Served
+
+
+def served_facts(state: LoopState) -> Served:
+    """Facts for `x-turnout-provider / -model / -attempts / -fallback / -reroute`."""
+    last = state.records[-1] if state.records else None
+    return Served(
+        provider=last.target.provider if last else None,
+        model=last.target.model if last else None,
+        attempts=len(state.records),
+        fallback=bool(last and last.is_fallback),
+        reroute=bool(last and last.is_reroute),
+    )
+
+
+def summarize(records: tuple[AttemptRecord, ...]) -> tuple[AttemptSummary, ...]:
+    """The per-attempt summary rows of an error body."""
+    return tuple(
+        AttemptSummary(
+            attempt=r.number,
+            provider=r.target.provider,
+            model=r.target.model,
+            status=r.status,
+            kind=str(r.kind),
+            disposition=str(r.disposition),
+            duration_ms=round(r.duration_ms),
+        )
+        for r in records
+    )
+
+
+def _ceil_s(value: float) -> int:
+    return max(1, math.ceil(value))
+
+
+def _describe(record: AttemptRecord) -> str:
+    status = record.status if record.status is not None else str(record.kind)
+    detail = f": {record.message}" if record.message else ""
+    return f"{record.target.provider}/{record.target.model} answered {status}{detail}"
+
+
+def conclude(state: LoopState, reason: StopReason) -> Verdict:
+    """Turn a stopped loop into the client's error answer (SPEC §7).
+
+    Args:
+        state: the final state.
+        reason: the `GiveUp` reason (any but SERVED).
+
+    Returns:
+        - TERMINAL: the provider's status, its message quoted.
+        - EXHAUSTED with every failure a rate limit: 429, Retry-After from the
+          shortest hint seen (else the shortest breaker reopen, else 1 s).
+        - EXHAUSTED otherwise (also a reroute list exhausted): 502
+          `provider_failed` with the last attempt and the summary.
+        - DEADLINE: 504 `budget_exhausted` with the summary.
+        - ALL_OPEN: 503 `circuit_open`, Retry-After of the shortest cooldown.
+        - CANCELLED: 499 (nobody is listening; kept for records).
+    """
+    records = state.records
+    last = records[-1] if records else None
+    summary = summarize(records)
+    served = served_facts(state)
+    reopen = [s.reopen_in_s for s in state.skips if s.reason is SkipReason.CIRCUIT_OPEN and s.reopen_in_s is not None]
+    model = state.plan.requested_model
+
+    if reason is StopReason.TERMINAL and last is not None:
+        return Verdict(
+            status_code=last.status or 400,
+            error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
+            error_code=last.error_code,
+            message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
+            retry_after_s=None,
+            should_retry=False,
+            summary=summary,
+            served=served,
+        )
+    if reason is StopReason.ALL_OPEN:
+        wait_s = min(reopen) if reopen else 1.0
+        return Verdict(
+            status_code=503,
+            error_type="service_unavailable",
+            error_code="circuit_open",
+            message=f"Every provider of `{model}` is temporarily out of rotation after repeated failures; "
+            f"retry after {_ceil_s(wait_s)} s.",
+            retry_after_s=_ceil_s(wait_s),
+            should_retry=True,
+            summary=summary,
+            served=served,
+        )
+    if reason is StopReason.DEADLINE:
+        return Verdict(
+            status_code=504,
+            error_type="timeout_error",
+            error_code="budget_exhausted",
+            message=f"The request's time budget ran out after {len(records)} attempt(s) for `{model}`"
+            + (f"; last: {_describe(last)}" if last else "."),
+            retry_after_s=None,
+            should_retry=False,
+            summary=summary,
+            served=served,
+        )
+    if reason is StopReason.CANCELLED:
+        return Verdict(
+            status_code=499,
+            error_type="cancelled",
+            error_code="client_closed_request",
+            message="The client closed the request.",
+            retry_after_s=None,
+            should_retry=None,
+            summary=summary,
+            served=served,
+        )
+    rate_limited = bool(records) and all(r.kind is FailureKind.RATE_LIMITED for r in records)
+    if rate_limited and last is not None:
+        hints = [r.retry_after_s for r in records if r.retry_after_s is not None]
+        wait_s = min(hints) if hints else (min(reopen) if reopen else 1.0)
+        return Verdict(
+            status_code=429,
+            error_type="rate_limit_error",
+            error_code="rate_limit_exceeded",
+            message=f"Every provider of `{model}` is rate limiting; last: {_describe(last)}",
+            retry_after_s=_ceil_s(wait_s),
+            should_retry=True,
+            summary=summary,
+            served=served,
+        )
+    return Verdict(
+        status_code=502,
+        error_type="upstream_error",
+        error_code="provider_failed",
+        message=f"No provider could serve `{model}` after {len(records)} attempt(s); a later retry may succeed"
+        + (f". Last: {_describe(last)}" if last else ". No target had a usable credential."),
+        retry_after_s=None,
+        should_retry=False,
+        summary=summary,
+        served=served,
+    )

@@ -1,0 +1,39 @@
+"""Every Redis key and channel name Turnout uses, in one place.
+
+Owns: names only. arq's own keys (`arq:queue`, `arq:job:*`,
+`arq:in-progress:*`) are arq's; the ones here are Turnout's.
+Must not import: anything but the standard library and arq's constants.
+"""
+
+from __future__ import annotations
+
+from arq.constants import default_queue_name, in_progress_key_prefix, job_key_prefix, result_key_prefix
+
+QUEUE = default_queue_name
+"""arq's queue sorted set (score = enqueue time in ms)."""
+
+JOB_PREFIX = job_key_prefix
+IN_PROGRESS_PREFIX = in_progress_key_prefix
+ARQ_RESULT_PREFIX = result_key_prefix
+
+DOORBELL_CHANNEL = "turnout:doorbell"
+"""Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
+
+RESULT_PREFIX = "turnout:result:"
+"""String key per job id: the encoded `JobResult`, kept `result_ttl_s`."""
+
+REPLY_CHANNEL_PREFIX = "turnout:reply:"
+"""Pub/sub channel per ingress process: results of the jobs it waits for."""
+
+CANCEL_CHANNEL = "turnout:cancel"
+"""Pub/sub channel: message = a job id whose client went away."""
+
+
+def result_key(job_id: str) -> str:
+    """Key of a job's stored result."""
+    return RESULT_PREFIX + job_id
+
+
+def reply_channel(ingress_id: str) -> str:
+    """Channel an ingress process listens on for its results."""
+    return REPLY_CHANNEL_PREFIX + ingress_id

@@ -1,0 +1,225 @@
+"""The push path over arq's queue: enqueue with a doorbell, wait without polling.
+
+Owns: the ingress side of a non-streaming job — one Lua round trip that
+checks depth, stores the job in arq's own format, adds it to arq's queue and
+rings the doorbell; one shared pub/sub listener per ingress process that
+resolves per-request futures (registered before enqueue); a slow read of the
+stored result so a dropped pub/sub message cannot hang a request; and the
+"nobody picked it up in time" answer.
+Must not import: services, FastAPI, httpx.
+
+Why not `ArqRedis.enqueue_job` + `Job.result()`: that enqueue takes three
+round trips and the result wait polls (0.5 s by default). The job bytes are
+still arq's (`arq.jobs.serialize_job`), so arq workers run them unchanged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import msgspec
+from arq.jobs import serialize_job
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from turnout.errors import GatewayUnavailable
+from turnout.state import keys
+from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
+
+log = logging.getLogger("turnout.queue")
+
+JOB_FUNCTION = "chat_completion"
+"""Name of the arq function that serves a non-streaming chat job."""
+
+# KEYS: job key, arq result key, queue, turnout result key
+# ARGV: job bytes, expiry ms, job id, max depth, doorbell channel
+_ENQUEUE = """
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return 0 end
+if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return -1 end
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
+redis.call('zadd', KEYS[3], now_ms, ARGV[3])
+redis.call('publish', ARGV[5], ARGV[3])
+return 1
+"""
+
+# KEYS: queue, in-progress key, job key   ARGV: job id
+# Removes a job nobody started (so it never runs late); 1 if removed.
+_WITHDRAW = """
+if redis.call('exists', KEYS[2]) == 1 then return 0 end
+redis.call('zrem', KEYS[1], ARGV[1])
+redis.call('del', KEYS[3])
+return 1
+"""
+
+job_serializer = payload_encoder.encode
+"""arq's job envelope serializer (msgpack), shared by ingress and worker."""
+
+
+def job_deserializer(data: bytes) -> dict[str, Any]:
+    """arq's job envelope deserializer (msgpack)."""
+    decoded: dict[str, Any] = msgspec.msgpack.decode(data)
+    return decoded
+
+
+class JobQueue:
+    """Ingress side of the queue: submit a job and wait for its result.
+
+    Args:
+        redis: a client (binary responses) shared by the process.
+        listen_redis: a client without a socket read timeout, for the
+            long-lived pub/sub subscription (an idle channel is normal).
+        ingress_id: unique per process; names its reply channel.
+        max_depth: queued + running jobs above which submissions are shed.
+        result_poll_s: interval of the slow fallback read of a stored result.
+        grace_s: extra seconds past the deadline to wait for a worker's answer.
+    """
+
+    def __init__(
+        self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0
+    ) -> None:
+        self._redis = redis
+        self._listen_redis = listen_redis
+        self._channel = keys.reply_channel(ingress_id)
+        self._max_depth = max_depth
+        self._result_poll_s = result_poll_s
+        self._grace_s = grace_s
+        self._waiters: dict[str, asyncio.Future[JobResult]] = {}
+        self._enqueue = redis.register_script(_ENQUEUE)
+        self._withdraw = redis.register_script(_WITHDRAW)
+        self._listener: asyncio.Task[None] | None = None
+
+    @property
+    def reply_channel(self) -> str:
+        """The pub/sub channel workers publish this process's results on."""
+        return self._channel
+
+    async def start(self) -> None:
+        """Start the shared result listener (reconnects on its own)."""
+        self._listener = asyncio.create_task(self._listen(), name="turnout-result-listener")
+
+    async def stop(self) -> None:
+        """Stop the listener."""
+        if self._listener is not None:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+
+    async def _listen(self) -> None:
+        backoff_s = 0.05
+        while True:
+            pubsub = self._listen_redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self._channel)
+                backoff_s = 0.05
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    try:
+                        result = result_decoder.decode(message["data"])
+                    except Exception:  # noqa: BLE001 - a bad message must not kill the listener
+                        log.warning("undecodable result message on %s", self._channel)
+                        continue
+                    fut = self._waiters.get(result.request_id)
+                    if fut is not None and not fut.done():
+                        fut.set_result(result)
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                log.warning("result listener lost Redis (%s); reconnecting", type(exc).__name__)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    async def submit(self, payload: JobPayload) -> JobResult:
+        """Enqueue `payload` and wait for its result, up to its deadline.
+
+        Returns:
+            The worker's `JobResult`.
+
+        Raises:
+            GatewayUnavailable: Redis unreachable (`redis_unavailable`), the
+                queue is full (`queue_full`), or no worker picked the job before
+                its deadline (`no_worker`); all answered 503 + Retry-After.
+            TimeoutError: a worker took the job but no answer came before the
+                deadline (+ grace); the caller answers 504.
+        """
+        job_id = payload.request_id
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[JobResult] = loop.create_future()
+        self._waiters[job_id] = fut
+        try:
+            await self._push(payload)
+            return await self._wait(job_id, fut, payload.deadline_epoch_s)
+        finally:
+            self._waiters.pop(job_id, None)
+
+    async def _push(self, payload: JobPayload) -> None:
+        job_id = payload.request_id
+        expires_ms = max(1, int((payload.deadline_epoch_s - time.time()) * 1000))
+        job = serialize_job(
+            JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(time.time() * 1000),
+            serializer=job_serializer,
+        )
+        try:
+            added = await self._enqueue(
+                keys=[keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id)],
+                args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL],
+            )
+        except (RedisError, OSError) as exc:
+            raise GatewayUnavailable(
+                "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+            ) from exc
+        if added == -1:
+            raise GatewayUnavailable(
+                "The gateway is at capacity (queue full); retry shortly.", retry_after_s=1, code="queue_full"
+            )
+        if added == 0:
+            raise GatewayUnavailable(
+                f"A job with id {job_id} already exists.", retry_after_s=1, code="duplicate_job"
+            )
+
+    async def _wait(self, job_id: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
+        while True:
+            remaining = deadline_epoch_s + self._grace_s - time.time()
+            if remaining <= 0:
+                break
+            try:
+                return await asyncio.wait_for(asyncio.shield(fut), min(remaining, self._result_poll_s))
+            except TimeoutError:
+                stored = await self._stored(job_id)
+                if stored is not None:
+                    return stored
+        stored = await self._stored(job_id)
+        if stored is not None:
+            return stored
+        try:
+            withdrawn = await self._withdraw(
+                keys=[keys.QUEUE, keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id], args=[job_id]
+            )
+        except (RedisError, OSError):
+            withdrawn = 1
+        if withdrawn:
+            raise GatewayUnavailable(
+                "No worker picked the request before its deadline; retry shortly.", retry_after_s=2, code="no_worker"
+            )
+        raise TimeoutError(job_id)
+
+    async def _stored(self, job_id: str) -> JobResult | None:
+        try:
+            data = await self._redis.get(keys.result_key(job_id))
+        except (RedisError, OSError):
+            return None
+        return result_decoder.decode(data) if data else None
+
+    async def cancel(self, job_id: str) -> None:
+        """Tell the fleet the client of `job_id` went away (best effort)."""
+        with contextlib.suppress(RedisError, OSError):
+            await self._redis.publish(keys.CANCEL_CHANNEL, job_id)

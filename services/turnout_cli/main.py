@@ -1,0 +1,146 @@
+"""`turnout` command line (SPEC §12).
+
+    turnout dev                  the whole fleet on one machine (Redis, simulator,
+                                 ingress, worker(s)) with a demo catalog
+    turnout ingress              one ingress process (uvicorn)
+    turnout worker               one worker process (arq)
+    turnout sim                  the provider simulator
+    turnout config check FILE    validate a configuration file
+
+Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from turnout.errors import ConfigError
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _config_path(args: argparse.Namespace) -> str:
+    return str(getattr(args, "config", None) or os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
+
+
+def _redis_url(args: argparse.Namespace) -> str:
+    return str(getattr(args, "redis_url", None) or os.environ.get("TURNOUT_REDIS_URL", DEFAULT_REDIS_URL))
+
+
+def cmd_ingress(args: argparse.Namespace) -> int:
+    """Run one ingress process."""
+    import uvicorn
+
+    from turnout.config import load_config
+    from turnout_ingress.app import create_app
+
+    config = load_config(_config_path(args))
+    app = create_app(config, redis_url=_redis_url(args))
+    uvicorn.run(
+        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+        loop="uvloop", http="httptools", timeout_graceful_shutdown=25,
+    )
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace) -> int:
+    """Run one worker process."""
+    from turnout_worker.app import run
+
+    run(_config_path(args), _redis_url(args))
+    return 0
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    """Run the provider simulator."""
+    from turnout_sim.app import run
+
+    run(args.host, args.port)
+    return 0
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """Validate a configuration file; print what it declares or the first error."""
+    from turnout.config import load_config
+
+    try:
+        config = load_config(args.file)
+    except ConfigError as exc:
+        print(f"invalid: {exc}", file=sys.stderr)
+        return 1
+    raw = config.raw
+    keys = sum(len(o.keys) for o in raw.orgs.values())
+    print(
+        f"ok: {args.file}: {len(raw.providers)} provider(s), {len(raw.models)} model(s), "
+        f"{len(raw.orgs)} org(s), {keys} gateway key(s)"
+    )
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    """Run the whole fleet locally (see `turnout_cli.dev`)."""
+    from turnout_cli.dev import run_dev
+
+    return run_dev(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="turnout", description="Turnout LLM gateway")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
+        p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
+
+    host = os.environ.get("TURNOUT_HOST", "127.0.0.1")
+    port = int(os.environ.get("TURNOUT_PORT", "8080"))
+
+    p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
+    common(p)
+    p.add_argument("--host", default=host)
+    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--sim-port", type=int, default=9100)
+    p.set_defaults(func=cmd_dev)
+
+    p = sub.add_parser("ingress", help="run one ingress process")
+    common(p)
+    p.add_argument("--host", default=host)
+    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--log-level", default="warning")
+    p.set_defaults(func=cmd_ingress)
+
+    p = sub.add_parser("worker", help="run one worker process")
+    common(p)
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("sim", help="run the provider simulator")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=9100)
+    p.set_defaults(func=cmd_sim)
+
+    p = sub.add_parser("config", help="configuration tools")
+    csub = p.add_subparsers(dest="config_command", required=True)
+    c = csub.add_parser("check", help="validate a configuration file")
+    c.add_argument("file")
+    c.set_defaults(func=cmd_config_check)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `turnout` command."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except ConfigError as exc:
+        print(f"turnout: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

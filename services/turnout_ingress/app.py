@@ -1,0 +1,168 @@
+"""The ingress: FastAPI app factory and the OpenAI-compatible routes.
+
+Owns: the HTTP surface (chat completions, models, health), the per-process
+objects (config, catalog, key ring, Redis client, job queue) built in the
+factory, and the hand-off of each non-streaming request to the queue. It
+makes no upstream call on the non-streaming path (SPEC §1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from fastapi import FastAPI, Request
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from starlette.responses import Response
+
+from turnout.catalog import Catalog
+from turnout.config import Config
+from turnout.core.plan import split_pinned
+from turnout.errors import RequestRejected
+from turnout.state.queue import JobQueue
+from turnout.tenancy import KeyRing
+from turnout.wire import JobPayload
+from turnout_ingress import errors
+from turnout_ingress.validation import authenticate, parse_chat_request, read_body
+
+log = logging.getLogger("turnout.ingress")
+_json = msgspec.json.Encoder()
+
+
+class IngressState:
+    """Objects built once per ingress process."""
+
+    def __init__(self, config: Config, redis: Redis, listen_redis: Redis) -> None:
+        self.config = config
+        self.catalog = Catalog(config)
+        self.keyring = KeyRing(config)
+        self.redis = redis
+        self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.listen_redis = listen_redis
+        self.queue = JobQueue(
+            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth
+        )
+        self.draining = False
+
+
+def _check_model(state: IngressState, model: str) -> None:
+    base, pinned = split_pinned(model, state.catalog.models, state.catalog.provider_names)
+    offers = state.catalog.models.get(base, ())
+    if not offers or (pinned is not None and not any(t.provider == pinned for t in offers)):
+        raise RequestRejected(
+            404, f"The model `{model}` does not exist or you do not have access to it.",
+            code="model_not_found", param="model",
+        )
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+def create_app(config: Config, *, redis_url: str) -> FastAPI:
+    """Build the ingress app for `config`, talking to Redis at `redis_url`."""
+    redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=5.0, health_check_interval=10)
+    listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
+    state = IngressState(config, redis, listen_redis)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await state.queue.start()
+        try:
+            yield
+        finally:
+            state.draining = True
+            await state.queue.stop()
+            await redis.aclose()
+            await listen_redis.aclose()
+
+    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    app.state.turnout = state
+    errors.install(app)
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        request_id = uuid.uuid4().hex
+        request.state.request_id = request_id
+        identity = authenticate(request, state.keyring)
+        raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
+        body = parse_chat_request(raw)
+        if body.get("stream"):
+            raise RequestRejected(
+                400, "Streaming (`stream: true`) is not supported by this gateway version yet.",
+                code="unsupported_parameter", param="stream",
+            )
+        _check_model(state, body["model"])
+        payload = JobPayload(
+            request_id=request_id,
+            body=raw,
+            org=identity.org,
+            squad=identity.squad,
+            key=identity.key,
+            policy=identity.policy,
+            settings=identity.settings,
+            deadline_epoch_s=time.time() + identity.policy.budget.max_total_latency_ms / 1000,
+            reply_to=state.queue.reply_channel,
+        )
+        submit = asyncio.ensure_future(state.queue.submit(payload))
+        gone = asyncio.ensure_future(_wait_disconnect(request))
+        try:
+            await asyncio.wait((submit, gone), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not submit.done():
+            submit.cancel()
+            await state.queue.cancel(request_id)
+            return Response(status_code=499)
+        try:
+            result = submit.result()
+        except TimeoutError:
+            return errors.error_response(
+                504, "The request's time budget ran out before a worker answered.",
+                error_type="timeout_error", code="budget_exhausted",
+                headers={"x-request-id": request_id, "x-should-retry": "false"},
+            )
+        return Response(result.body, status_code=result.status_code, headers=result.headers, media_type=errors.JSON)
+
+    @app.get("/v1/models")
+    async def models(request: Request) -> Response:
+        authenticate(request, state.keyring)
+        return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
+
+    @app.get("/health/liveness")
+    async def liveness() -> dict[str, Any]:
+        return {"status": "ok"}
+
+    @app.get("/health/readiness")
+    async def readiness() -> Response:
+        if state.draining:
+            return errors.error_response(503, "draining", error_type="service_unavailable", code="draining")
+        try:
+            await asyncio.wait_for(redis.ping(), 0.5)
+        except (RedisError, OSError, TimeoutError):
+            return errors.error_response(
+                503, "Redis is unreachable.", error_type="service_unavailable", code="redis_unavailable"
+            )
+        return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
+
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`."""
+    from turnout.config import load_config
+
+    config = load_config(os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
+    return create_app(config, redis_url=os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0"))

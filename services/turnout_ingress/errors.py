@@ -1,0 +1,88 @@
+"""HTTP error mapping of the ingress: every error is an OpenAI-format body.
+
+Owns: one handler table from exception class to (status, body, headers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import Response
+
+from turnout.answer import error_body
+from turnout.errors import GatewayUnavailable, RequestRejected
+
+JSON = "application/json"
+
+
+def error_response(
+    status: int, message: str, *, error_type: str, code: str | None = None, param: str | None = None,
+    headers: Mapping[str, str] | None = None,
+) -> Response:
+    """An OpenAI-format error response."""
+    return Response(
+        error_body(message, error_type=error_type, code=code, param=param),
+        status_code=status, media_type=JSON, headers=dict(headers or {}),
+    )
+
+
+def _request_id(request: Request) -> dict[str, str]:
+    rid = getattr(request.state, "request_id", None)
+    return {"x-request-id": rid} if rid else {}
+
+
+async def _rejected(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestRejected)
+    headers = _request_id(request)
+    if exc.status_code == 401:
+        headers["www-authenticate"] = "Bearer"
+    return error_response(
+        exc.status_code, exc.message, error_type=exc.error_type, code=exc.code, param=exc.param, headers=headers
+    )
+
+
+async def _unavailable(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayUnavailable)
+    headers = {**_request_id(request), "retry-after": str(exc.retry_after_s)}
+    return error_response(503, exc.message, error_type="service_unavailable", code=exc.code, headers=headers)
+
+
+_HTTP_TYPES = {404: "not_found_error", 405: "invalid_request_error"}
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
+    return error_response(
+        exc.status_code, f"{message} ({request.method} {request.url.path})",
+        error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"), headers=_request_id(request),
+    )
+
+
+async def _validation(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    param = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
+    return error_response(
+        400, f"Invalid request: {first.get('msg', 'validation failed')}", error_type="invalid_request_error",
+        param=param, headers=_request_id(request),
+    )
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    return error_response(
+        500, "The gateway hit an internal error; the request was not completed.",
+        error_type="server_error", code="internal_error", headers=_request_id(request),
+    )
+
+
+def install(app: FastAPI) -> None:
+    """Register the handler table on `app`."""
+    app.add_exception_handler(RequestRejected, _rejected)
+    app.add_exception_handler(GatewayUnavailable, _unavailable)
+    app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(Exception, _unexpected)

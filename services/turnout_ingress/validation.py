@@ -1,0 +1,110 @@
+"""Request checks of the ingress: size, authentication, JSON and schema.
+
+Owns: turning a raw HTTP request into (identity, decoded body) or a
+`RequestRejected` with the right status and the offending field named.
+Nothing is enqueued for a rejected request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from starlette.requests import Request
+
+from turnout.errors import RequestRejected
+from turnout.tenancy import Identity, KeyRing
+
+_decode = msgspec.json.Decoder()
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+UNAUTHORIZED = RequestRejected(
+    401,
+    "Invalid or missing gateway key. Send it as `Authorization: Bearer <key>`.",
+    error_type="invalid_request_error",
+    code="invalid_api_key",
+)
+
+
+def authenticate(request: Request, keyring: KeyRing) -> Identity:
+    """The caller's identity from `Authorization: Bearer …` (also `x-api-key`).
+
+    Raises:
+        RequestRejected: 401, the same body for a missing and a wrong key.
+    """
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer":
+        token = request.headers.get("x-api-key", "")
+    identity = keyring.authenticate(token.strip())
+    if identity is None:
+        raise UNAUTHORIZED
+    return identity
+
+
+async def read_body(request: Request, limit_bytes: int) -> bytes:
+    """The request body, refusing more than `limit_bytes` (413) without reading it all."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
+        raise _too_large(limit_bytes)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit_bytes:
+            raise _too_large(limit_bytes)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _too_large(limit_bytes: int) -> RequestRejected:
+    return RequestRejected(
+        413, f"Request body is larger than the gateway's limit of {limit_bytes} bytes.",
+        code="request_too_large",
+    )
+
+
+def _invalid(message: str, param: str) -> RequestRejected:
+    return RequestRejected(400, message, param=param, code="invalid_request")
+
+
+def parse_chat_request(body: bytes) -> dict[str, Any]:
+    """Decode and check a chat completions body (OpenAI's required fields).
+
+    Checks: a JSON object; `model` a non-empty string; `messages` a non-empty
+    array of objects each with a known `role`; `stream` a boolean;
+    `max_tokens` / `max_completion_tokens` / `n` positive integers when given.
+    Other fields pass through to the provider untouched.
+
+    Raises:
+        RequestRejected: 400 naming the field (`param`).
+    """
+    if not body.strip():
+        raise _invalid("The request body is empty; send a JSON object.", "body")
+    try:
+        data = _decode.decode(body)
+    except msgspec.DecodeError as exc:
+        raise _invalid(f"The request body is not valid JSON: {exc}", "body") from exc
+    if not isinstance(data, dict):
+        raise _invalid("The request body must be a JSON object.", "body")
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _invalid("`model` is required and must be a non-empty string.", "model")
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _invalid("`messages` is required and must be a non-empty array.", "messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            raise _invalid(f"`messages[{i}]` must be an object.", f"messages[{i}]")
+        role = message.get("role")
+        if role not in _ROLES:
+            raise _invalid(
+                f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role"
+            )
+    if "stream" in data and not isinstance(data["stream"], bool) and data["stream"] is not None:
+        raise _invalid("`stream` must be a boolean.", "stream")
+    for name in ("max_tokens", "max_completion_tokens", "n"):
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise _invalid(f"`{name}` must be a positive integer.", name)
+    return data

@@ -1,0 +1,11 @@
+"""turnout_sim: a fake upstream LLM provider with scripted faults.
+
+Speaks the OpenAI Chat Completions wire format (JSON and SSE) and applies a
+fault scenario chosen by the model name (`label~200,503,reset`) or the
+`x-sim-scenario` header. See `scenarios` for the DSL, `app` for the server.
+"""
+
+from turnout_sim.app import create_app, run, start_in_background
+from turnout_sim.scenarios import Step, StepKind, parse_scenario
+
+__all__ = ["Step", "StepKind", "create_app", "parse_scenario", "run", "start_in_background"]

@@ -1,0 +1,197 @@
+"""The simulator's aiohttp server: routes, shared state, start/run helpers.
+
+Owns: the aiohttp `Application` (OpenAI routes, `/sim/*` control routes,
+OpenAI-style 404 for unknown URLs), request admission (auth, JSON, scenario
+selection, attempt logging) and the ways to run it (blocking `run`, or
+`start_in_background` for tests).
+Must not import: turnout's gateway packages; the simulator stands alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from turnout_sim import openai_handler
+from turnout_sim import openai_wire as wire
+from turnout_sim.attempt_log import AttemptLog, ScenarioCursors
+from turnout_sim.scenarios import scenario_for
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8900
+SHUTDOWN_TIMEOUT_S = 2.0
+"""Seconds shutdown waits for in-flight handlers before cancelling them."""
+SCENARIO_HEADER = "x-sim-scenario"
+
+
+@dataclass(slots=True)
+class SimState:
+    """Everything one simulator instance remembers.
+
+    Attributes:
+        clock: wall clock, epoch seconds (log times, `created`, `down<N>s`).
+        log: every attempt received.
+        cursors: the next step of each scenario.
+        stopping: set on shutdown so held connections (hang, stall) end.
+    """
+
+    clock: Callable[[], float]
+    log: AttemptLog = field(default_factory=AttemptLog)
+    cursors: ScenarioCursors = field(default_factory=ScenarioCursors)
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+STATE = web.AppKey("turnout_sim_state", SimState)
+
+
+def _authorized(header: str | None) -> bool:
+    if header is None:
+        return False
+    scheme, _, credential = header.partition(" ")
+    return scheme.lower() == "bearer" and bool(credential.strip())
+
+
+def _env(state: SimState) -> openai_handler.Env:
+    return openai_handler.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+
+
+async def chat_completions(request: web.Request) -> web.StreamResponse:
+    """`POST /v1/chat/completions`: admit, log, consume a step, answer."""
+    state = request.app[STATE]
+    env = _env(state)
+    t_s = state.clock()
+    raw = await request.read()
+    try:
+        body: object = json.loads(raw)
+        parsed = True
+    except ValueError:  # includes UnicodeDecodeError
+        body, parsed = None, False
+    fields = body if isinstance(body, dict) else {}
+    model = fields.get("model")
+    authorization = request.headers.get("Authorization")
+    attempt = state.log.record(
+        t_s=t_s,
+        model=model if isinstance(model, str) else None,
+        stream=fields.get("stream") is True,
+        authorization=authorization,
+        request_id=request.headers.get("x-request-id"),
+    )
+
+    def reject(status: int, error: wire.ErrorBody) -> web.Response:
+        attempt.status = status
+        return openai_handler.json_response(env, status, error)
+
+    if not _authorized(authorization):
+        return reject(401, wire.missing_key_error())
+    if not parsed:
+        return reject(400, wire.invalid_json_error())
+    try:
+        req = wire.parse_request(body)
+    except wire.RequestError as exc:
+        return reject(400, exc.body)
+    header = request.headers.get(SCENARIO_HEADER)
+    try:
+        steps = scenario_for(req.model, header)
+    except ValueError as exc:
+        return reject(400, wire.invalid_scenario_error(str(exc)))
+    step, elapsed_s = state.cursors.advance((req.model, header), steps, t_s)
+    attempt.step = step.token
+    return await openai_handler.answer(request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env)
+
+
+async def list_models(request: web.Request) -> web.Response:
+    """`GET /v1/models`: a few model ids (auth required, like OpenAI)."""
+    state = request.app[STATE]
+    env = _env(state)
+    if not _authorized(request.headers.get("Authorization")):
+        return openai_handler.json_response(env, 401, wire.missing_key_error())
+    return openai_handler.json_response(env, 200, wire.models_list(1_700_000_000))
+
+
+async def get_log(request: web.Request) -> web.Response:
+    """`GET /sim/log[?model=...]`: every attempt, in arrival order."""
+    entries = request.app[STATE].log.entries(request.query.get("model"))
+    return web.json_response([entry.to_json() for entry in entries])
+
+
+async def delete_log(request: web.Request) -> web.Response:
+    """`DELETE /sim/log`: forget all attempts and restart every scenario."""
+    state = request.app[STATE]
+    cleared = len(state.log.entries())
+    state.log.clear()
+    state.cursors.clear()
+    return web.json_response({"cleared": cleared})
+
+
+async def health(request: web.Request) -> web.Response:
+    """`GET /sim/health`: always 200."""
+    return web.json_response({"status": "ok"})
+
+
+async def not_found(request: web.Request) -> web.Response:
+    """Any other URL: OpenAI's 404 `Invalid URL (METHOD /path)`."""
+    env = _env(request.app[STATE])
+    return openai_handler.json_response(env, 404, wire.invalid_url_error(request.method, request.path))
+
+
+async def _on_shutdown(app: web.Application) -> None:
+    app[STATE].stopping.set()
+
+
+def create_app(*, clock: Callable[[], float] = time.time) -> web.Application:
+    """Build the simulator application.
+
+    Args:
+        clock: wall clock returning epoch seconds (float); injected by tests.
+
+    Returns:
+        A fresh application with its own log and scenario cursors.
+    """
+    app = web.Application()
+    app[STATE] = SimState(clock=clock)
+    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/sim/log", get_log)
+    app.router.add_delete("/sim/log", delete_log)
+    app.router.add_get("/sim/health", health)
+    app.router.add_route("*", "/{tail:.*}", not_found)
+    app.on_shutdown.append(_on_shutdown)
+    return app
+
+
+async def start_in_background(
+    host: str = DEFAULT_HOST, port: int = 0, *, clock: Callable[[], float] = time.time
+) -> tuple[web.AppRunner, str]:
+    """Start the simulator on the running event loop and return at once.
+
+    Args:
+        host: address to bind.
+        port: TCP port; 0 picks a free one.
+        clock: wall clock returning epoch seconds.
+
+    Returns:
+        The runner (call `await runner.cleanup()` to stop) and the base URL
+        (`http://127.0.0.1:54321`, no trailing slash, without `/v1`).
+    """
+    runner = web.AppRunner(create_app(clock=clock), shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    bound_port = runner.addresses[0][1]
+    shown_host = f"[{host}]" if ":" in host else host
+    return runner, f"http://{shown_host}:{bound_port}"
+
+
+def run(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Serve the simulator until interrupted (blocking; `turnout sim`).
+
+    Args:
+        host: address to bind.
+        port: TCP port.
+    """
+    web.run_app(create_app(), host=host, port=port, shutdown_timeout=SHUTDOWN_TIMEOUT_S)

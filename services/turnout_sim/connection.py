@@ -1,0 +1,67 @@
+"""Socket-level faults on an aiohttp request's raw transport.
+
+Owns: resetting (TCP RST), closing (FIN) and waiting on a client connection,
+for any provider's wire module.
+Must not import: provider wire modules. Only this module touches sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+
+from aiohttp import web
+
+POLL_S = 0.02
+"""How often `wait_for_disconnect` looks at the connection, in seconds."""
+
+
+def is_gone(request: web.BaseRequest) -> bool:
+    """True once the client's connection is closed or closing."""
+    transport = request.transport
+    return transport is None or transport.is_closing()
+
+
+def reset(request: web.BaseRequest) -> None:
+    """Abort the connection with a TCP RST (SO_LINGER on, timeout 0).
+
+    Nothing buffered is sent; the client sees `ECONNRESET` on its next read.
+    """
+    transport = request.transport
+    if transport is None:
+        return
+    sock = transport.get_extra_info("socket")
+    if sock is not None:
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        except OSError:
+            pass  # already dead: aborting is all that is left
+    transport.abort()
+
+
+def close(request: web.BaseRequest) -> None:
+    """Close the connection cleanly (FIN) after flushing what was written."""
+    transport = request.transport
+    if transport is not None:
+        transport.close()
+
+
+async def wait_for_disconnect(request: web.BaseRequest, stopping: asyncio.Event) -> None:
+    """Wait until the client leaves or the server stops; then close.
+
+    Args:
+        request: the request whose connection is held open.
+        stopping: set when the server shuts down, so held connections do not
+            delay shutdown.
+    """
+    while not is_gone(request) and not stopping.is_set():
+        try:
+            await asyncio.wait_for(stopping.wait(), timeout=POLL_S)
+        except TimeoutError:
+            continue
+    close(request)
+
+
+class ResponseAbandoned(Exception):
+    """Raised by handlers after a socket fault: no HTTP response follows."""

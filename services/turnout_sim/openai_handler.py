@@ -1,0 +1,220 @@
+"""Apply one scenario step to an OpenAI chat completion request over HTTP.
+
+Owns: turning a parsed `Step` into what goes on the wire for
+`POST /v1/chat/completions` — error answers with their headers, JSON and SSE
+successes, and the mid-body faults (slow, cut, stall, badchunk, nodone).
+Must not import: scenario parsing details beyond `Step`/`StepKind`; socket
+tricks live in `connection`, bytes in `openai_wire`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from turnout_sim import connection
+from turnout_sim import openai_wire as wire
+from turnout_sim.attempt_log import Attempt
+from turnout_sim.scenarios import Step, StepKind
+
+_SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})
+
+
+@dataclass(frozen=True, slots=True)
+class Env:
+    """What a handler needs from the app.
+
+    Attributes:
+        clock: wall clock, epoch seconds (`created`, HTTP-dates).
+        stopping: set when the server shuts down (ends held connections).
+        received_mono_s: `time.monotonic()` at receipt, seconds, for the
+            `openai-processing-ms` header.
+    """
+
+    clock: Callable[[], float]
+    stopping: asyncio.Event
+    received_mono_s: float
+
+
+def _base_headers(env: Env) -> dict[str, str]:
+    processing_ms = int((time.monotonic() - env.received_mono_s) * 1000)
+    return {
+        "x-request-id": f"req_{uuid.uuid4().hex}",
+        "openai-version": "2020-10-01",
+        "openai-processing-ms": str(processing_ms),
+    }
+
+
+def json_response(env: Env, status: int, body: object, headers: dict[str, str] | None = None) -> web.Response:
+    """A complete JSON answer with OpenAI's usual headers.
+
+    Args:
+        env: handler environment.
+        status: HTTP status.
+        body: JSON-serialisable body.
+        headers: extra headers (Retry-After, ...).
+    """
+    all_headers = _base_headers(env) | (headers or {})
+    return web.Response(
+        status=status, body=wire.json_bytes(body), content_type="application/json", headers=all_headers
+    )
+
+
+def _error_for(step: Step, req: wire.ChatRequest, elapsed_s: float, env: Env) -> tuple[int, wire.ErrorBody, dict[str, str]] | None:
+    """The (status, body, headers) of an error step, or None for a success."""
+    kind, model = step.kind, req.model
+    if kind is StepKind.ERROR:
+        assert step.status is not None
+        return step.status, wire.status_error(step.status, model), {}
+    if kind is StepKind.DOWN:
+        assert step.seconds is not None
+        if elapsed_s < step.seconds:
+            return 503, wire.status_error(503, model), {}
+        return None
+    if kind is StepKind.RETRY_AFTER:
+        return 429, wire.rate_limit_error(model, f"{step.seconds}s"), {"retry-after": str(step.seconds)}
+    if kind is StepKind.RETRY_AFTER_DATE:
+        assert step.seconds is not None
+        date = email.utils.formatdate(env.clock() + step.seconds, usegmt=True)
+        return 429, wire.rate_limit_error(model, f"{step.seconds}s"), {"retry-after": date}
+    if kind is StepKind.RETRY_AFTER_MS:
+        return 429, wire.rate_limit_error(model, f"{step.delay_ms}ms"), {"retry-after-ms": str(step.delay_ms)}
+    if kind is StepKind.RESET_REQUESTS:
+        assert step.duration is not None
+        headers = {
+            "x-ratelimit-limit-requests": "3",
+            "x-ratelimit-remaining-requests": "0",
+            "x-ratelimit-reset-requests": step.duration,
+        }
+        return 429, wire.rate_limit_error(model, step.duration), headers
+    simple = {
+        StepKind.RATE_LIMIT_403: (403, lambda: wire.rate_limit_403_error(model)),
+        StepKind.QUOTA: (429, wire.quota_error),
+        StepKind.CONTEXT: (400, lambda: wire.context_length_error(req.prompt_tokens)),
+        StepKind.POLICY: (400, wire.content_policy_error),
+    }
+    if kind in simple:
+        status, build = simple[kind]
+        return status, build(), {}
+    return None
+
+
+async def answer(request: web.Request, req: wire.ChatRequest, step: Step, *, elapsed_s: float, attempt: Attempt, env: Env) -> web.StreamResponse:
+    """Answer a chat completion request according to `step`.
+
+    Waits `step.latency_ms` first, then sends the step's error, fault or
+    success, updating `attempt.status` once it is decided (it stays None for
+    reset/close/hang).
+
+    Args:
+        request: the aiohttp request (its transport is used for faults).
+        req: the parsed request fields.
+        step: the step this request consumed.
+        elapsed_s: seconds since this scenario's first request (`down`).
+        attempt: the log entry to update.
+        env: handler environment.
+
+    Returns:
+        The response aiohttp should finish (a dead one after socket faults).
+    """
+    if step.latency_ms:
+        await asyncio.sleep(step.latency_ms / 1000)
+    if step.kind in _SOCKET_FAULTS:
+        if step.kind is StepKind.RESET:
+            connection.reset(request)
+        elif step.kind is StepKind.CLOSE:
+            connection.close(request)
+        else:
+            await connection.wait_for_disconnect(request, env.stopping)
+        return web.Response()  # its write fails quietly on the closed transport
+    error = _error_for(step, req, elapsed_s, env)
+    if error is not None:
+        status, body, headers = error
+        attempt.status = status
+        return json_response(env, status, body, headers)
+    attempt.status = 200
+    completion_id = f"chatcmpl-sim{attempt.seq:012d}"
+    created_s = int(env.clock())
+    try:
+        if req.stream:
+            return await _stream(request, req, step, env, completion_id, created_s)
+        return await _json(request, req, step, env, completion_id, created_s)
+    except ConnectionError:  # the client left mid-answer
+        return web.Response()
+
+
+async def _json(request: web.Request, req: wire.ChatRequest, step: Step, env: Env, completion_id: str, created_s: int) -> web.StreamResponse:
+    kind = step.kind
+    if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
+        return json_response(env, 200, wire.body_error(kind is StepKind.BODY_ERROR_429, req.model))
+    if kind is StepKind.BAD_CHUNK:
+        body = b'{"id": "' + completion_id.encode() + b'", "object": "chat.completion", "choices": ['
+    else:
+        body = wire.json_bytes(wire.completion(req, completion_id=completion_id, created_s=created_s))
+    if kind not in (StepKind.SLOW, StepKind.CUT, StepKind.STALL):
+        return web.Response(status=200, body=body, content_type="application/json", headers=_base_headers(env))
+    resp = web.StreamResponse(status=200, headers=_base_headers(env))
+    resp.content_type = "application/json"
+    resp.content_length = len(body)
+    await resp.prepare(request)  # StreamResponse sends the head right away
+    if kind is StepKind.SLOW:
+        await asyncio.sleep((step.delay_ms or 0) / 1000)
+        await resp.write(body)
+        await resp.write_eof()
+        return resp
+    await resp.write(body[: len(body) // 2])
+    if kind is StepKind.CUT:
+        connection.close(request)
+    else:
+        await connection.wait_for_disconnect(request, env.stopping)
+    return resp
+
+
+async def _stream(request: web.Request, req: wire.ChatRequest, step: Step, env: Env, completion_id: str, created_s: int) -> web.StreamResponse:
+    kind = step.kind
+    resp = web.StreamResponse(status=200, headers=_base_headers(env) | {"cache-control": "no-cache"})
+    resp.content_type = "text/event-stream"
+    resp.charset = "utf-8"
+    resp.enable_chunked_encoding()
+    if kind is StepKind.NO_DONE:
+        resp.force_close()
+    await resp.prepare(request)
+
+    def chunk(**kwargs: object) -> bytes:
+        return wire.sse_event(wire.chunk(req, completion_id=completion_id, created_s=created_s, **kwargs))  # type: ignore[arg-type]
+
+    if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
+        await resp.write(wire.sse_event(wire.body_error(kind is StepKind.BODY_ERROR_429, req.model)))
+        await resp.write_eof()
+        return resp
+    await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}))
+    if kind is StepKind.SLOW:
+        await asyncio.sleep((step.delay_ms or 0) / 1000)
+    pieces = wire.tokens(req.completion_tokens)
+    stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
+    for index, piece in enumerate(pieces[:stop_after]):
+        if index and step.interval_ms:
+            await asyncio.sleep(step.interval_ms / 1000)
+        if kind is StepKind.BAD_CHUNK and index + 1 == step.count:
+            await resp.write(wire.MALFORMED_EVENT)
+        else:
+            await resp.write(chunk(delta={"content": piece}))
+    if kind is StepKind.CUT:
+        connection.close(request)
+        return resp
+    if kind is StepKind.STALL:
+        await connection.wait_for_disconnect(request, env.stopping)
+        return resp
+    await resp.write(chunk(delta={}, finish_reason="stop"))
+    if req.include_usage:
+        await resp.write(chunk(final_usage=True))
+    if kind is not StepKind.NO_DONE:
+        await resp.write(wire.SSE_DONE)
+    await resp.write_eof()
+    return resp

@@ -1,0 +1,298 @@
+"""The fault-scenario DSL: parse `label~step,step,...` into frozen steps.
+
+Owns: the grammar of scenario steps and the pure parsing of model names and
+`x-sim-scenario` header values into `Step` tuples.
+Must not import: anything outside the standard library; no I/O, no clock,
+no asyncio. Everything here is a pure function of its arguments.
+
+Grammar (case-insensitive, whitespace around steps ignored)::
+
+    scenario := step ("," step)*
+    step     := base ["i" INT] ["+" INT "ms"]
+    base     := "200" | STATUS | "429ra" INT | "429rad" INT | "429ram" INT
+              | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy"
+              | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
+              | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
+              | "nodone" | "down" INT "s"
+
+`i<N>` spaces streamed content chunks N ms apart (only on steps that stream
+content); `+<N>ms` waits N ms before the response head (any step).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass, replace
+
+SEPARATOR = "~"
+"""Separates the free-text label from the steps in a model name."""
+
+ERROR_STATUSES: frozenset[int] = frozenset(
+    {400, 401, 403, 404, 408, 413, 422, 429, 500, 501, 502, 503, 504, 505, 529}
+)
+"""Bare HTTP statuses a step may name (besides 200)."""
+
+MAX_MS = 600_000
+"""Upper bound for any millisecond argument (10 minutes)."""
+MAX_SECONDS = 86_400
+"""Upper bound for any second argument (one day)."""
+MAX_CHUNKS = 4096
+"""Upper bound for chunk counts; also the cap on generated tokens."""
+
+
+class StepKind(enum.StrEnum):
+    """What one step does to the request that consumes it."""
+
+    OK = "ok"  # 200 success
+    ERROR = "error"  # bare error status with the realistic body
+    RETRY_AFTER = "retry_after"  # 429 + Retry-After: <seconds>
+    RETRY_AFTER_DATE = "retry_after_date"  # 429 + Retry-After: <HTTP-date>
+    RETRY_AFTER_MS = "retry_after_ms"  # 429 + retry-after-ms: <ms>
+    RESET_REQUESTS = "reset_requests"  # 429 + x-ratelimit-reset-requests
+    RATE_LIMIT_403 = "rate_limit_403"  # 403 whose body speaks of a rate limit
+    QUOTA = "quota"  # 429 insufficient_quota
+    CONTEXT = "context"  # 400 context_length_exceeded
+    POLICY = "policy"  # 400 content_policy_violation
+    BODY_ERROR = "body_error"  # 200 carrying a server_error envelope
+    BODY_ERROR_429 = "body_error_429"  # 200 carrying a rate-limit envelope
+    RESET = "reset"  # TCP RST before any response byte
+    HANG = "hang"  # never answer
+    CLOSE = "close"  # clean close before any response byte
+    SLOW = "slow"  # success, first body byte / content chunk late
+    CUT = "cut"  # connection closed mid-body
+    STALL = "stall"  # body stops, connection kept open
+    BAD_CHUNK = "bad_chunk"  # one malformed SSE event
+    NO_DONE = "no_done"  # stream without `data: [DONE]`
+    DOWN = "down"  # 503 for a while from first request, then 200
+
+
+# Kinds whose response streams content chunks, so `i<N>` makes sense.
+_STREAMING_KINDS = frozenset(
+    {
+        StepKind.OK,
+        StepKind.SLOW,
+        StepKind.CUT,
+        StepKind.STALL,
+        StepKind.BAD_CHUNK,
+        StepKind.NO_DONE,
+        StepKind.DOWN,
+    }
+)
+
+_FIXED_STATUS = {
+    StepKind.OK: 200,
+    StepKind.RETRY_AFTER: 429,
+    StepKind.RETRY_AFTER_DATE: 429,
+    StepKind.RETRY_AFTER_MS: 429,
+    StepKind.RESET_REQUESTS: 429,
+    StepKind.RATE_LIMIT_403: 403,
+    StepKind.QUOTA: 429,
+    StepKind.CONTEXT: 400,
+    StepKind.POLICY: 400,
+    StepKind.BODY_ERROR: 200,
+    StepKind.BODY_ERROR_429: 200,
+    StepKind.SLOW: 200,
+    StepKind.CUT: 200,
+    StepKind.STALL: 200,
+    StepKind.BAD_CHUNK: 200,
+    StepKind.NO_DONE: 200,
+}
+
+_KEYWORDS = {
+    "403rl": StepKind.RATE_LIMIT_403,
+    "quota": StepKind.QUOTA,
+    "ctx": StepKind.CONTEXT,
+    "policy": StepKind.POLICY,
+    "bodyerr": StepKind.BODY_ERROR,
+    "bodyerr429": StepKind.BODY_ERROR_429,
+    "reset": StepKind.RESET,
+    "hang": StepKind.HANG,
+    "close": StepKind.CLOSE,
+    "nodone": StepKind.NO_DONE,
+}
+
+_STEP_RE = re.compile(r"^(?P<base>[a-z0-9.]+?)(?:i(?P<interval>\d+))?(?:\+(?P<latency>\d+)ms)?$")
+_DURATION_RE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
+# (regex, kind, field holding the number, minimum, maximum)
+_NUMBERED = (
+    (re.compile(r"^429ra(\d+)$"), StepKind.RETRY_AFTER, "seconds", 0, MAX_SECONDS),
+    (re.compile(r"^429rad(\d+)$"), StepKind.RETRY_AFTER_DATE, "seconds", 0, MAX_SECONDS),
+    (re.compile(r"^429ram(\d+)$"), StepKind.RETRY_AFTER_MS, "delay_ms", 0, MAX_MS),
+    (re.compile(r"^slow(\d+)$"), StepKind.SLOW, "delay_ms", 0, MAX_MS),
+    (re.compile(r"^cut(\d+)$"), StepKind.CUT, "count", 0, MAX_CHUNKS),
+    (re.compile(r"^stall(\d+)$"), StepKind.STALL, "count", 0, MAX_CHUNKS),
+    (re.compile(r"^badchunk(\d+)$"), StepKind.BAD_CHUNK, "count", 1, MAX_CHUNKS),
+    (re.compile(r"^down(\d+)s$"), StepKind.DOWN, "seconds", 1, MAX_SECONDS),
+)
+
+
+_FORMS = (
+    "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
+    "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, ctx, policy, "
+    "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
+    "nodone, down<s>s; optionally followed by i<ms> and/or +<ms>ms"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Step:
+    """One parsed scenario step.
+
+    Attributes:
+        kind: what the step does.
+        token: the step's text as written (stripped), recorded in the log.
+        status: HTTP status the step answers with; None for socket faults
+            (reset, hang, close) and for `down`, whose status depends on time.
+        count: chunk count for `cut`/`stall`; 1-based content-event index
+            for `badchunk`; None otherwise.
+        delay_ms: milliseconds for `slow` (first byte / first content chunk
+            delay) and `429ram` (the `retry-after-ms` value); None otherwise.
+        seconds: seconds for `429ra`/`429rad` (Retry-After) and `down`
+            (outage length); None otherwise.
+        duration: the `x-ratelimit-reset-requests` value for `429rr`, in
+            OpenAI's duration syntax (`6m0s`, `20ms`, `1s`); None otherwise.
+        interval_ms: gap between streamed content chunks, in ms (`i<N>`).
+        latency_ms: wait before the response head, in ms (`+<N>ms`).
+    """
+
+    kind: StepKind
+    token: str
+    status: int | None = None
+    count: int | None = None
+    delay_ms: int | None = None
+    seconds: int | None = None
+    duration: str | None = None
+    interval_ms: int = 0
+    latency_ms: int = 0
+
+
+DEFAULT_STEP = Step(kind=StepKind.OK, token="200", status=200)
+"""What a model name without `~` always gets."""
+
+
+def _bounded(value: str, what: str, low: int, high: int) -> int:
+    number = int(value)
+    if not low <= number <= high:
+        raise ValueError(f"{what} must be between {low} and {high}, got {number}")
+    return number
+
+
+def _parse_base(base: str, token: str) -> Step:
+    """Map a step's base (no interval, no latency) to a Step."""
+    if base.isdigit():
+        status = int(base)
+        if status == 200:
+            return Step(kind=StepKind.OK, token=token, status=200)
+        if status in ERROR_STATUSES:
+            return Step(kind=StepKind.ERROR, token=token, status=status)
+        allowed = " ".join(str(s) for s in sorted(ERROR_STATUSES | {200}))
+        raise ValueError(f"unsupported status {status}; expected one of {allowed}")
+    kind = _KEYWORDS.get(base)
+    if kind is not None:
+        return Step(kind=kind, token=token, status=_FIXED_STATUS.get(kind))
+    if base.startswith("429rr"):
+        duration = base[len("429rr") :]
+        if not _DURATION_RE.match(duration):
+            raise ValueError(
+                f"429rr needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}"
+            )
+        return Step(kind=StepKind.RESET_REQUESTS, token=token, status=429, duration=duration)
+    for regex, kind, field, low, high in _NUMBERED:
+        match = regex.match(base)
+        if match:
+            number = _bounded(match.group(1), field, low, high)
+            step = Step(kind=kind, token=token, status=_FIXED_STATUS.get(kind))
+            return replace(step, **{field: number})
+    raise ValueError(f"unknown step; expected one of: {_FORMS}")
+
+
+def parse_step(text: str) -> Step:
+    """Parse one step such as `200`, `503+50ms`, `200i20` or `429rr6m0s`.
+
+    Args:
+        text: the step's text; surrounding whitespace is ignored, case too.
+
+    Returns:
+        The parsed step.
+
+    Raises:
+        ValueError: the text is not a valid step; the message says why.
+    """
+    token = text.strip()
+    if not token:
+        raise ValueError("empty step")
+    match = _STEP_RE.match(token.lower())
+    if match is None:
+        raise ValueError(f"step {token!r} is not of the form base[i<N>][+<N>ms]")
+    try:
+        step = _parse_base(match.group("base"), token)
+        interval, latency = match.group("interval"), match.group("latency")
+        if interval is not None:
+            if step.kind not in _STREAMING_KINDS:
+                raise ValueError("a chunk interval i<N> only applies to steps that stream content")
+            step = replace(step, interval_ms=_bounded(interval, "interval_ms", 0, MAX_MS))
+        if latency is not None:
+            step = replace(step, latency_ms=_bounded(latency, "latency_ms", 0, MAX_MS))
+    except ValueError as exc:
+        raise ValueError(f"step {token!r}: {exc}") from None
+    return step
+
+
+def parse_scenario(text: str) -> tuple[Step, ...]:
+    """Parse a comma-separated list of steps (`200,503+50ms,reset`).
+
+    Args:
+        text: the steps part of a model name (after `~`) or the value of the
+            `x-sim-scenario` header.
+
+    Returns:
+        The steps in order; the last one repeats forever once reached.
+
+    Raises:
+        ValueError: the text is empty or a step is invalid; the message names
+            the step and its 1-based position.
+    """
+    if not text.strip():
+        raise ValueError("empty scenario: expected steps such as 200,503,reset")
+    steps = []
+    for position, part in enumerate(text.split(","), start=1):
+        try:
+            steps.append(parse_step(part))
+        except ValueError as exc:
+            raise ValueError(f"invalid scenario {text!r}, step {position}: {exc}") from None
+    return tuple(steps)
+
+
+def split_model(model: str) -> tuple[str, str | None]:
+    """Split `label~steps` into `(label, steps)`; `steps` is None without `~`.
+
+    Args:
+        model: the requested model name.
+
+    Returns:
+        The label and the raw steps text (unparsed), split at the first `~`.
+    """
+    label, sep, steps = model.partition(SEPARATOR)
+    return label, (steps if sep else None)
+
+
+def scenario_for(model: str, header: str | None) -> tuple[Step, ...]:
+    """The steps a request follows: the header's if present, else the model's.
+
+    Args:
+        model: the requested model name (`label` or `label~steps`).
+        header: the `x-sim-scenario` header value, or None when absent.
+
+    Returns:
+        The parsed steps; `(DEFAULT_STEP,)` for a plain model name.
+
+    Raises:
+        ValueError: the chosen scenario text is invalid.
+    """
+    if header is not None:
+        return parse_scenario(header)
+    _, steps = split_model(model)
+    if steps is None:
+        return (DEFAULT_STEP,)
+    return parse_scenario(steps)

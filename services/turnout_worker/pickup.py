@@ -1,0 +1,152 @@
+"""An arq worker woken by a doorbell instead of a poll timer.
+
+Owns: the worker's job pickup. arq's stock loop sleeps `poll_delay` between
+scans and claims each candidate with a WATCH/MULTI transaction of four round
+trips, re-checking every in-flight job on every scan. Here:
+
+- a pub/sub subscription to the doorbell starts the announced job at once;
+- the claim of any number of candidates is one pipelined round trip of a Lua
+  script (in-progress check, queue score check against Redis `TIME`, and the
+  in-progress key with its expiry), with arq's own keys and semantics;
+- the periodic scan stays (every `poll_delay`) for jobs whose doorbell was
+  missed and for jobs re-queued after a worker died;
+- a cancel message for a running job cancels its task (the client went away).
+
+Must not import: FastAPI, httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from arq.connections import create_pool
+from arq.worker import Worker
+from redis.exceptions import RedisError
+
+from turnout.state import keys
+
+log = logging.getLogger("turnout.worker")
+
+# KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
+_CLAIM = """
+if redis.call('exists', KEYS[1]) == 1 then return false end
+local s = redis.call('zscore', KEYS[2], ARGV[1])
+if not s then return false end
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(s) > now_ms then return false end
+redis.call('psetex', KEYS[1], ARGV[2], '1')
+return s
+"""
+
+
+class PushWorker(Worker):
+    """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._wake = asyncio.Event()
+        self._listener: asyncio.Task[None] | None = None
+        self._claim_script: Any = None
+
+    async def main(self) -> None:
+        """Run until stopped: startup hook, doorbell listener, scan loop."""
+        if self._pool is None:
+            self._pool = await create_pool(
+                self.redis_settings,
+                job_deserializer=self.job_deserializer,
+                job_serializer=self.job_serializer,
+                default_queue_name=self.queue_name,
+                expires_extra_ms=self.expires_extra_ms,
+            )
+        self._claim_script = self.pool.register_script(_CLAIM)
+        self.ctx["redis"] = self.pool
+        if self.on_startup:
+            await self.on_startup(self.ctx)
+        self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
+        log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
+        try:
+            while True:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.poll_delay_s)
+                self._wake.clear()
+                try:
+                    await self._poll_iteration()
+                except (RedisError, OSError) as exc:
+                    log.warning("queue scan failed (%s); retrying", type(exc).__name__)
+                    await asyncio.sleep(0.2)
+        finally:
+            self._listener.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._listener
+
+    async def _listen(self) -> None:
+        backoff_s = 0.05
+        while True:
+            pubsub = self.pool.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL)
+                backoff_s = 0.05
+                self._wake.set()  # catch up on anything enqueued while unsubscribed
+                async for message in pubsub.listen():
+                    if message.get("type") != "message":
+                        continue
+                    channel, job_id = message["channel"], message["data"]
+                    if channel == keys.DOORBELL_CHANNEL.encode():
+                        asyncio.create_task(self._start_announced(job_id))
+                    else:
+                        self._cancel(job_id.decode())
+            except asyncio.CancelledError:
+                raise
+            except (RedisError, OSError) as exc:
+                log.warning("doorbell listener lost Redis (%s); reconnecting", type(exc).__name__)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+
+    async def _start_announced(self, job_id: bytes) -> None:
+        try:
+            await self.start_jobs([job_id])
+        except (RedisError, OSError) as exc:
+            log.warning("claim of %s failed (%s); the scan will retry", job_id.decode(), type(exc).__name__)
+
+    def _cancel(self, job_id: str) -> None:
+        task = self.job_tasks.get(job_id)
+        if task is not None and not task.done():
+            log.info("job %s cancelled: client went away", job_id)
+            self.aborting_tasks.add(job_id)
+            task.cancel()
+
+    async def start_jobs(self, job_ids: list[bytes]) -> None:
+        """Claim and start up to the free capacity of `job_ids` in one round trip.
+
+        Overrides arq's per-job WATCH transaction; keys and expiry are arq's,
+        so stock arq workers and this one can share a queue.
+        """
+        if not self.allow_pick_jobs:
+            return
+        free = self.max_jobs - self.job_counter
+        candidates = [j.decode() for j in job_ids]
+        candidates = [j for j in candidates if j not in self.tasks][: max(free, 0)]
+        if not candidates:
+            return
+        ttl_ms = int(self.in_progress_timeout_s * 1000)
+        async with self.pool.pipeline(transaction=False) as pipe:
+            for job_id in candidates:
+                await self._claim_script(
+                    keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name], args=[job_id, ttl_ms], client=pipe
+                )
+            scores = await pipe.execute()
+        for job_id, score in zip(candidates, scores):
+            if not score:
+                continue
+            await self.sem.acquire()
+            self.job_counter += 1
+            task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
+            self.tasks[job_id] = task
