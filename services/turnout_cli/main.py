@@ -31,9 +31,14 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
+    import logging
+
     import uvicorn
 
     from turnout.config import load_config
+
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("turnout").setLevel(logging.INFO)
     from turnout_ingress.app import create_app
 
     config = load_config(_config_path(args))

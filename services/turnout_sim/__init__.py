@@ -6,6 +6,16 @@ fault scenario chosen by the model name (`label~200,503,reset`) or the
 """
 
 from turnout_sim.app import create_app, run, start_in_background
+from turnout_sim.clock import Clock, ManualClock
 from turnout_sim.scenarios import Step, StepKind, parse_scenario
 
-__all__ = ["Step", "StepKind", "create_app", "parse_scenario", "run", "start_in_background"]
+__all__ = [
+    "Clock",
+    "ManualClock",
+    "Step",
+    "StepKind",
+    "create_app",
+    "parse_scenario",
+    "run",
+    "start_in_background",
+]

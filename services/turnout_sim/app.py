@@ -12,14 +12,15 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from turnout_sim import openai_errors as errors
 from turnout_sim import openai_handler
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import AttemptLog, ScenarioCursors
+from turnout_sim.clock import Clock
 from turnout_sim.scenarios import scenario_for
 
 DEFAULT_HOST = "127.0.0.1"
@@ -27,6 +28,8 @@ DEFAULT_PORT = 8900
 SHUTDOWN_TIMEOUT_S = 2.0
 """Seconds shutdown waits for in-flight handlers before cancelling them."""
 SCENARIO_HEADER = "x-sim-scenario"
+MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Largest request body accepted, in bytes."""
 
 
 @dataclass(slots=True)
@@ -40,7 +43,7 @@ class SimState:
         stopping: set on shutdown so held connections (hang, stall) end.
     """
 
-    clock: Callable[[], float]
+    clock: Clock
     log: AttemptLog = field(default_factory=AttemptLog)
     cursors: ScenarioCursors = field(default_factory=ScenarioCursors)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -57,7 +60,9 @@ def _authorized(header: str | None) -> bool:
 
 
 def _env(state: SimState) -> openai_handler.Env:
-    return openai_handler.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+    return openai_handler.Env(
+        clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic()
+    )
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -82,14 +87,14 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         request_id=request.headers.get("x-request-id"),
     )
 
-    def reject(status: int, error: wire.ErrorBody) -> web.Response:
+    def reject(status: int, error: errors.ErrorBody) -> web.Response:
         attempt.status = status
         return openai_handler.json_response(env, status, error)
 
     if not _authorized(authorization):
-        return reject(401, wire.missing_key_error())
+        return reject(401, errors.missing_key_error())
     if not parsed:
-        return reject(400, wire.invalid_json_error())
+        return reject(400, errors.invalid_json_error())
     try:
         req = wire.parse_request(body)
     except wire.RequestError as exc:
@@ -98,10 +103,12 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     try:
         steps = scenario_for(req.model, header)
     except ValueError as exc:
-        return reject(400, wire.invalid_scenario_error(str(exc)))
+        return reject(400, errors.invalid_scenario_error(str(exc)))
     step, elapsed_s = state.cursors.advance((req.model, header), steps, t_s)
     attempt.step = step.token
-    return await openai_handler.answer(request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env)
+    return await openai_handler.answer(
+        request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env
+    )
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -109,7 +116,7 @@ async def list_models(request: web.Request) -> web.Response:
     state = request.app[STATE]
     env = _env(state)
     if not _authorized(request.headers.get("Authorization")):
-        return openai_handler.json_response(env, 401, wire.missing_key_error())
+        return openai_handler.json_response(env, 401, errors.missing_key_error())
     return openai_handler.json_response(env, 200, wire.models_list(1_700_000_000))
 
 
@@ -136,14 +143,16 @@ async def health(request: web.Request) -> web.Response:
 async def not_found(request: web.Request) -> web.Response:
     """Any other URL: OpenAI's 404 `Invalid URL (METHOD /path)`."""
     env = _env(request.app[STATE])
-    return openai_handler.json_response(env, 404, wire.invalid_url_error(request.method, request.path))
+    return openai_handler.json_response(
+        env, 404, errors.invalid_url_error(request.method, request.path)
+    )
 
 
 async def _on_shutdown(app: web.Application) -> None:
     app[STATE].stopping.set()
 
 
-def create_app(*, clock: Callable[[], float] = time.time) -> web.Application:
+def create_app(*, clock: Clock = time.time) -> web.Application:
     """Build the simulator application.
 
     Args:
@@ -152,7 +161,7 @@ def create_app(*, clock: Callable[[], float] = time.time) -> web.Application:
     Returns:
         A fresh application with its own log and scenario cursors.
     """
-    app = web.Application()
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[STATE] = SimState(clock=clock)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_get("/v1/models", list_models)
@@ -165,7 +174,7 @@ def create_app(*, clock: Callable[[], float] = time.time) -> web.Application:
 
 
 async def start_in_background(
-    host: str = DEFAULT_HOST, port: int = 0, *, clock: Callable[[], float] = time.time
+    host: str = DEFAULT_HOST, port: int = 0, *, clock: Clock = time.time
 ) -> tuple[web.AppRunner, str]:
     """Start the simulator on the running event loop and return at once.
 

@@ -142,7 +142,9 @@ class ScenarioCursors:
 
     _cursors: dict[ScenarioKey, _Cursor] = field(default_factory=dict)
 
-    def advance(self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float) -> tuple[Step, float]:
+    def advance(
+        self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float
+    ) -> tuple[Step, float]:
         """Consume the next step of a scenario.
 
         Args:

@@ -34,7 +34,9 @@ def reset(request: web.BaseRequest) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None:
         try:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+            )
         except OSError:
             pass  # already dead: aborting is all that is left
     transport.abort()
@@ -47,7 +49,9 @@ def close(request: web.BaseRequest) -> None:
         transport.close()
 
 
-async def wait_for_disconnect(request: web.BaseRequest, stopping: asyncio.Event) -> None:
+async def wait_for_disconnect(
+    request: web.BaseRequest, stopping: asyncio.Event
+) -> None:
     """Wait until the client leaves or the server stops; then close.
 
     Args:

@@ -13,14 +13,15 @@ import asyncio
 import email.utils
 import time
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from aiohttp import web
 
 from turnout_sim import connection
+from turnout_sim import openai_errors as errors
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import Attempt
+from turnout_sim.clock import Clock
 from turnout_sim.scenarios import Step, StepKind
 
 _SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})
@@ -37,7 +38,7 @@ class Env:
             `openai-processing-ms` header.
     """
 
-    clock: Callable[[], float]
+    clock: Clock
     stopping: asyncio.Event
     received_mono_s: float
 
@@ -51,7 +52,9 @@ def _base_headers(env: Env) -> dict[str, str]:
     }
 
 
-def json_response(env: Env, status: int, body: object, headers: dict[str, str] | None = None) -> web.Response:
+def json_response(
+    env: Env, status: int, body: object, headers: dict[str, str] | None = None
+) -> web.Response:
     """A complete JSON answer with OpenAI's usual headers.
 
     Args:
@@ -62,29 +65,46 @@ def json_response(env: Env, status: int, body: object, headers: dict[str, str] |
     """
     all_headers = _base_headers(env) | (headers or {})
     return web.Response(
-        status=status, body=wire.json_bytes(body), content_type="application/json", headers=all_headers
+        status=status,
+        body=wire.json_bytes(body),
+        content_type="application/json",
+        headers=all_headers,
     )
 
 
-def _error_for(step: Step, req: wire.ChatRequest, elapsed_s: float, env: Env) -> tuple[int, wire.ErrorBody, dict[str, str]] | None:
+def _error_for(
+    step: Step, req: wire.ChatRequest, elapsed_s: float, env: Env
+) -> tuple[int, errors.ErrorBody, dict[str, str]] | None:
     """The (status, body, headers) of an error step, or None for a success."""
     kind, model = step.kind, req.model
     if kind is StepKind.ERROR:
         assert step.status is not None
-        return step.status, wire.status_error(step.status, model), {}
+        return step.status, errors.status_error(step.status, model), {}
     if kind is StepKind.DOWN:
         assert step.seconds is not None
         if elapsed_s < step.seconds:
-            return 503, wire.status_error(503, model), {}
+            return 503, errors.status_error(503, model), {}
         return None
     if kind is StepKind.RETRY_AFTER:
-        return 429, wire.rate_limit_error(model, f"{step.seconds}s"), {"retry-after": str(step.seconds)}
+        return (
+            429,
+            errors.rate_limit_error(model, f"{step.seconds}s"),
+            {"retry-after": str(step.seconds)},
+        )
     if kind is StepKind.RETRY_AFTER_DATE:
         assert step.seconds is not None
         date = email.utils.formatdate(env.clock() + step.seconds, usegmt=True)
-        return 429, wire.rate_limit_error(model, f"{step.seconds}s"), {"retry-after": date}
+        return (
+            429,
+            errors.rate_limit_error(model, f"{step.seconds}s"),
+            {"retry-after": date},
+        )
     if kind is StepKind.RETRY_AFTER_MS:
-        return 429, wire.rate_limit_error(model, f"{step.delay_ms}ms"), {"retry-after-ms": str(step.delay_ms)}
+        return (
+            429,
+            errors.rate_limit_error(model, f"{step.delay_ms}ms"),
+            {"retry-after-ms": str(step.delay_ms)},
+        )
     if kind is StepKind.RESET_REQUESTS:
         assert step.duration is not None
         headers = {
@@ -92,20 +112,27 @@ def _error_for(step: Step, req: wire.ChatRequest, elapsed_s: float, env: Env) ->
             "x-ratelimit-remaining-requests": "0",
             "x-ratelimit-reset-requests": step.duration,
         }
-        return 429, wire.rate_limit_error(model, step.duration), headers
-    simple = {
-        StepKind.RATE_LIMIT_403: (403, lambda: wire.rate_limit_403_error(model)),
-        StepKind.QUOTA: (429, wire.quota_error),
-        StepKind.CONTEXT: (400, lambda: wire.context_length_error(req.prompt_tokens)),
-        StepKind.POLICY: (400, wire.content_policy_error),
-    }
-    if kind in simple:
-        status, build = simple[kind]
-        return status, build(), {}
+        return 429, errors.rate_limit_error(model, step.duration), headers
+    if kind is StepKind.RATE_LIMIT_403:
+        return 403, errors.rate_limit_403_error(model), {}
+    if kind is StepKind.QUOTA:
+        return 429, errors.quota_error(), {}
+    if kind is StepKind.CONTEXT:
+        return 400, errors.context_length_error(req.prompt_tokens), {}
+    if kind is StepKind.POLICY:
+        return 400, errors.content_policy_error(), {}
     return None
 
 
-async def answer(request: web.Request, req: wire.ChatRequest, step: Step, *, elapsed_s: float, attempt: Attempt, env: Env) -> web.StreamResponse:
+async def answer(
+    request: web.Request,
+    req: wire.ChatRequest,
+    step: Step,
+    *,
+    elapsed_s: float,
+    attempt: Attempt,
+    env: Env,
+) -> web.StreamResponse:
     """Answer a chat completion request according to `step`.
 
     Waits `step.latency_ms` first, then sends the step's error, fault or
@@ -149,16 +176,36 @@ async def answer(request: web.Request, req: wire.ChatRequest, step: Step, *, ela
         return web.Response()
 
 
-async def _json(request: web.Request, req: wire.ChatRequest, step: Step, env: Env, completion_id: str, created_s: int) -> web.StreamResponse:
+async def _json(
+    request: web.Request,
+    req: wire.ChatRequest,
+    step: Step,
+    env: Env,
+    completion_id: str,
+    created_s: int,
+) -> web.StreamResponse:
     kind = step.kind
     if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
-        return json_response(env, 200, wire.body_error(kind is StepKind.BODY_ERROR_429, req.model))
+        return json_response(
+            env, 200, errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)
+        )
     if kind is StepKind.BAD_CHUNK:
-        body = b'{"id": "' + completion_id.encode() + b'", "object": "chat.completion", "choices": ['
+        body = (
+            b'{"id": "'
+            + completion_id.encode()
+            + b'", "object": "chat.completion", "choices": ['
+        )
     else:
-        body = wire.json_bytes(wire.completion(req, completion_id=completion_id, created_s=created_s))
+        body = wire.json_bytes(
+            wire.completion(req, completion_id=completion_id, created_s=created_s)
+        )
     if kind not in (StepKind.SLOW, StepKind.CUT, StepKind.STALL):
-        return web.Response(status=200, body=body, content_type="application/json", headers=_base_headers(env))
+        return web.Response(
+            status=200,
+            body=body,
+            content_type="application/json",
+            headers=_base_headers(env),
+        )
     resp = web.StreamResponse(status=200, headers=_base_headers(env))
     resp.content_type = "application/json"
     resp.content_length = len(body)
@@ -176,9 +223,18 @@ async def _json(request: web.Request, req: wire.ChatRequest, step: Step, env: En
     return resp
 
 
-async def _stream(request: web.Request, req: wire.ChatRequest, step: Step, env: Env, completion_id: str, created_s: int) -> web.StreamResponse:
+async def _stream(
+    request: web.Request,
+    req: wire.ChatRequest,
+    step: Step,
+    env: Env,
+    completion_id: str,
+    created_s: int,
+) -> web.StreamResponse:
     kind = step.kind
-    resp = web.StreamResponse(status=200, headers=_base_headers(env) | {"cache-control": "no-cache"})
+    resp = web.StreamResponse(
+        status=200, headers=_base_headers(env) | {"cache-control": "no-cache"}
+    )
     resp.content_type = "text/event-stream"
     resp.charset = "utf-8"
     resp.enable_chunked_encoding()
@@ -186,18 +242,38 @@ async def _stream(request: web.Request, req: wire.ChatRequest, step: Step, env: 
         resp.force_close()
     await resp.prepare(request)
 
-    def chunk(**kwargs: object) -> bytes:
-        return wire.sse_event(wire.chunk(req, completion_id=completion_id, created_s=created_s, **kwargs))  # type: ignore[arg-type]
+    def chunk(
+        delta: dict[str, object] | None = None,
+        finish_reason: str | None = None,
+        final_usage: bool = False,
+    ) -> bytes:
+        obj = wire.chunk(
+            req,
+            completion_id=completion_id,
+            created_s=created_s,
+            delta=delta,
+            finish_reason=finish_reason,
+            final_usage=final_usage,
+        )
+        return wire.sse_event(obj)
 
     if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
-        await resp.write(wire.sse_event(wire.body_error(kind is StepKind.BODY_ERROR_429, req.model)))
+        await resp.write(
+            wire.sse_event(
+                errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)
+            )
+        )
         await resp.write_eof()
         return resp
     await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}))
     if kind is StepKind.SLOW:
         await asyncio.sleep((step.delay_ms or 0) / 1000)
     pieces = wire.tokens(req.completion_tokens)
-    stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
+    stop_after = (
+        min(step.count or 0, len(pieces))
+        if kind in (StepKind.CUT, StepKind.STALL)
+        else len(pieces)
+    )
     for index, piece in enumerate(pieces[:stop_after]):
         if index and step.interval_ms:
             await asyncio.sleep(step.interval_ms / 1000)

@@ -112,12 +112,20 @@ _KEYWORDS = {
     "nodone": StepKind.NO_DONE,
 }
 
-_STEP_RE = re.compile(r"^(?P<base>[a-z0-9.]+?)(?:i(?P<interval>\d+))?(?:\+(?P<latency>\d+)ms)?$")
+_STEP_RE = re.compile(
+    r"^(?P<base>[a-z0-9.]+?)(?:i(?P<interval>\d+))?(?:\+(?P<latency>\d+)ms)?$"
+)
 _DURATION_RE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
 # (regex, kind, field holding the number, minimum, maximum)
 _NUMBERED = (
     (re.compile(r"^429ra(\d+)$"), StepKind.RETRY_AFTER, "seconds", 0, MAX_SECONDS),
-    (re.compile(r"^429rad(\d+)$"), StepKind.RETRY_AFTER_DATE, "seconds", 0, MAX_SECONDS),
+    (
+        re.compile(r"^429rad(\d+)$"),
+        StepKind.RETRY_AFTER_DATE,
+        "seconds",
+        0,
+        MAX_SECONDS,
+    ),
     (re.compile(r"^429ram(\d+)$"), StepKind.RETRY_AFTER_MS, "delay_ms", 0, MAX_MS),
     (re.compile(r"^slow(\d+)$"), StepKind.SLOW, "delay_ms", 0, MAX_MS),
     (re.compile(r"^cut(\d+)$"), StepKind.CUT, "count", 0, MAX_CHUNKS),
@@ -197,13 +205,21 @@ def _parse_base(base: str, token: str) -> Step:
             raise ValueError(
                 f"429rr needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}"
             )
-        return Step(kind=StepKind.RESET_REQUESTS, token=token, status=429, duration=duration)
+        return Step(
+            kind=StepKind.RESET_REQUESTS, token=token, status=429, duration=duration
+        )
     for regex, kind, field, low, high in _NUMBERED:
         match = regex.match(base)
         if match:
             number = _bounded(match.group(1), field, low, high)
-            step = Step(kind=kind, token=token, status=_FIXED_STATUS.get(kind))
-            return replace(step, **{field: number})
+            return Step(
+                kind=kind,
+                token=token,
+                status=_FIXED_STATUS.get(kind),
+                count=number if field == "count" else None,
+                delay_ms=number if field == "delay_ms" else None,
+                seconds=number if field == "seconds" else None,
+            )
     raise ValueError(f"unknown step; expected one of: {_FORMS}")
 
 
@@ -230,8 +246,12 @@ def parse_step(text: str) -> Step:
         interval, latency = match.group("interval"), match.group("latency")
         if interval is not None:
             if step.kind not in _STREAMING_KINDS:
-                raise ValueError("a chunk interval i<N> only applies to steps that stream content")
-            step = replace(step, interval_ms=_bounded(interval, "interval_ms", 0, MAX_MS))
+                raise ValueError(
+                    "a chunk interval i<N> only applies to steps that stream content"
+                )
+            step = replace(
+                step, interval_ms=_bounded(interval, "interval_ms", 0, MAX_MS)
+            )
         if latency is not None:
             step = replace(step, latency_ms=_bounded(latency, "latency_ms", 0, MAX_MS))
     except ValueError as exc:
@@ -260,7 +280,9 @@ def parse_scenario(text: str) -> tuple[Step, ...]:
         try:
             steps.append(parse_step(part))
         except ValueError as exc:
-            raise ValueError(f"invalid scenario {text!r}, step {position}: {exc}") from None
+            raise ValueError(
+                f"invalid scenario {text!r}, step {position}: {exc}"
+            ) from None
     return tuple(steps)
 
 

@@ -138,6 +138,8 @@ def run(config_path: str, redis_url: str) -> None:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop ships with uvicorn[standard]
         pass
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("turnout").setLevel(logging.INFO)
     config = load_config(config_path)
     worker = build_worker(config, redis_url)
     worker.run()

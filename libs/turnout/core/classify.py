@@ -278,6 +278,12 @@ _CONTENT_POLICY_WORDING: Final = re.compile(
 _FIRST_TOKEN_TIMEOUT_WORDING: Final = re.compile(
     r"(?:first (?:token|byte)|ttft).{0,40}?(?:timed? ?out|timeout)"
 )
+# A timeout while connecting never reached the provider: CONNECT, as the
+# adapters map httpx.ConnectTimeout.
+_CONNECT_TIMEOUT_WORDING: Final = re.compile(
+    r"connect(?:ion)? (?:timed? ?out|timeout|etimedout)"
+    r"|connecttimeout|timed out (?:while )?connecting"
+)
 _TIMEOUT_WORDING: Final = re.compile(
     r"timed? ?out|timeout|etimedout|deadline exceeded"
 )
@@ -379,6 +385,8 @@ def transport_kind_from_message(message: str) -> TransportError | None:
     first. Rules, first match wins:
 
     - first-token timeout wording → FIRST_TOKEN_TIMEOUT;
+    - a timeout while connecting ("connect timeout", "connection timed out",
+      "connect ETIMEDOUT") → CONNECT: the provider was never reached;
     - "timed out", "timeout", ETIMEDOUT, "deadline exceeded" → ATTEMPT_TIMEOUT;
     - "refused", DNS failures ("name resolution", getaddrinfo, ENOTFOUND,
       EAI_AGAIN, "Name or service not known"), unreachable host / network,
@@ -400,6 +408,8 @@ def transport_kind_from_message(message: str) -> TransportError | None:
         return None
     if _FIRST_TOKEN_TIMEOUT_WORDING.search(text):
         return TransportError.FIRST_TOKEN_TIMEOUT
+    if _CONNECT_TIMEOUT_WORDING.search(text):
+        return TransportError.CONNECT
     if _TIMEOUT_WORDING.search(text):
         return TransportError.ATTEMPT_TIMEOUT
     if _CONNECT_WORDING.search(text):

@@ -284,8 +284,8 @@ def on_outcome(
             classifies `outcome` with the default table.
 
     Returns:
-        The next state: stopped (success, terminal, exhausted, deadline,
-        cancelled), a retry of the same target after a delay (only when the
+        The next state: stopped (success, terminal, exhausted, cancelled, or
+        deadline when a failed attempt ends at or past it), a retry of the same target after a delay (only when the
         status is in `retry_on_status`, the target has retries left, attempts
         remain, and the retry starts before the deadline), or the next target
         (when fallback is enabled and allowed for this failure), after
@@ -327,6 +327,8 @@ def on_outcome(
         if not state.special and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
             return _switch_special(state, state.plan.content_policy)
         return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
+    if now_s >= state.deadline_s:
+        return msgspec.structs.replace(state, stop=StopReason.DEADLINE)
     if disposition is Disposition.RETRY_THEN_FALLBACK:
         retried = _try_retry(state, entry, outcome, kind, now_s, rng)
         if retried is not None:

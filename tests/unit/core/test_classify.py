@@ -435,7 +435,7 @@ MATCH_CASES: list[tuple[str, int | None, list[int | str], bool]] = [
     ("none_never_matches", None, [429, "5xx", "4xx"], False),
     ("empty_list", 500, [], False),
     ("junk_entries", 500, ["abc", "5x", "xx", "", "5xxx", "6xx", "0xx"], False),
-    ("bool_entry_junk", 1, [True], False),  # type: ignore[list-item]
+    ("bool_entry_junk", 1, [True], False),
     ("float_entry_junk", 500, [500.0], False),  # type: ignore[list-item]
     ("none_entry_junk", 500, [None], False),  # type: ignore[list-item]
     ("junk_then_match", 502, ["junk", None, "5xx"], True),  # type: ignore[list-item]
@@ -457,7 +457,7 @@ def test_status_matches_junk_list_and_status_never_raise() -> None:
     assert status_matches(500, None) is False  # type: ignore[arg-type]
     assert status_matches(500, 5) is False  # type: ignore[arg-type]
     assert status_matches(500, "5xx") is True
-    assert status_matches(True, [1]) is False  # type: ignore[arg-type]
+    assert status_matches(True, [1]) is False
     assert status_matches("500", [500]) is False  # type: ignore[arg-type]
 
 
@@ -483,7 +483,11 @@ TRANSPORT_MESSAGE_CASES: list[tuple[str, str, TransportError | None]] = [
     ("all_attempts_failed", "All connection attempts failed", T.CONNECT),
     ("cert_verify", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed", T.CONNECT),
     ("timed_out", "The read operation timed out", T.ATTEMPT_TIMEOUT),
-    ("etimedout", "connect ETIMEDOUT 1.2.3.4:443", T.ATTEMPT_TIMEOUT),
+    ("read_etimedout", "read ETIMEDOUT", T.ATTEMPT_TIMEOUT),
+    ("connect_etimedout", "connect ETIMEDOUT 1.2.3.4:443", T.CONNECT),
+    ("connection_timed_out", "[Errno 110] Connection timed out", T.CONNECT),
+    ("connect_timeout_class", "ConnectTimeout: timed out", T.CONNECT),
+    ("deadline_exceeded", "Deadline Exceeded", T.ATTEMPT_TIMEOUT),
     ("read_timeout", "ReadTimeout", T.ATTEMPT_TIMEOUT),
     ("first_token_timeout", "first-token timeout after 10s", T.FIRST_TOKEN_TIMEOUT),
     ("protocol_error", "RemoteProtocolError: protocol error", T.PROTOCOL),

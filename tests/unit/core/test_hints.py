@@ -241,8 +241,9 @@ def test_retry_after_s_junk_message_never_raises() -> None:
 
 def test_retry_after_s_negative_zero_is_plain_zero() -> None:
     result = retry_after_s({"retry-after": "0.0"}, status=429, message="", now_epoch_s=NOW)
+    assert result is not None
     assert result == 0.0
-    assert math.copysign(1.0, result) == 1.0  # type: ignore[arg-type]
+    assert math.copysign(1.0, result) == 1.0
 
 
 # --- properties -------------------------------------------------------------------------

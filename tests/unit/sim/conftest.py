@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any
 
 import httpx
 import pytest
-
 from turnout_sim.app import start_in_background
+from turnout_sim.clock import ManualClock
 
 API_KEY = "test-key"
 
 
-class FakeClock:
-    """A settable wall clock (epoch seconds) for `create_app(clock=...)`."""
-
-    def __init__(self, now_s: float = 1_750_000_000.0) -> None:
-        self.now_s = now_s
-
-    def __call__(self) -> float:
-        return self.now_s
-
-
 @pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
@@ -39,7 +29,7 @@ async def sim_url() -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def fake_clock_url(clock: FakeClock) -> AsyncIterator[str]:
+async def fake_clock_url(clock: ManualClock) -> AsyncIterator[str]:
     """Base URL of a simulator driven by the `clock` fixture."""
     runner, url = await start_in_background("127.0.0.1", 0, clock=clock)
     try:
@@ -56,17 +46,26 @@ async def client(sim_url: str) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-Post = Callable[..., Awaitable[httpx.Response]]
-
-
 @pytest.fixture
-def post(client: httpx.AsyncClient) -> Post:
+def post(
+    client: httpx.AsyncClient,
+) -> Callable[..., Coroutine[Any, Any, httpx.Response]]:
     """`await post(model, stream=False, headers=None, **body_fields)`."""
 
     async def _post(
-        model: str, *, stream: bool = False, headers: dict[str, str] | None = None, **fields: Any
+        model: str,
+        *,
+        stream: bool = False,
+        headers: dict[str, str] | None = None,
+        **fields: Any,
     ) -> httpx.Response:
-        body = {"model": model, "messages": [{"role": "user", "content": "say hi"}], "stream": stream}
-        return await client.post("/v1/chat/completions", json=body | fields, headers=headers)
+        body = {
+            "model": model,
+            "messages": [{"role": "user", "content": "say hi"}],
+            "stream": stream,
+        }
+        return await client.post(
+            "/v1/chat/completions", json=body | fields, headers=headers
+        )
 
     return _post

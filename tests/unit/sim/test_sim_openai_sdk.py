@@ -10,7 +10,9 @@ import pytest
 
 @pytest.fixture
 async def sdk(sim_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0)
+    client = openai.AsyncOpenAI(
+        base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0
+    )
     try:
         yield client
     finally:
@@ -19,7 +21,9 @@ async def sdk(sim_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
 
 async def test_sdk_completion(sdk: openai.AsyncOpenAI) -> None:
     result = await sdk.chat.completions.create(
-        model="gpt-4o-mini", messages=[{"role": "user", "content": "hello there"}], max_tokens=3
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": "hello there"}],
+        max_tokens=3,
     )
     assert result.model == "gpt-4o-mini"
     assert result.choices[0].message.content == "tok0 tok1 tok2"
@@ -56,7 +60,9 @@ async def test_sdk_maps_errors(sdk: openai.AsyncOpenAI) -> None:
         await sdk.chat.completions.create(model="e~ctx", messages=[])
     assert ctx.value.code == "context_length_exceeded"
     with pytest.raises(openai.APIError):
-        stream = await sdk.chat.completions.create(model="e~bodyerr", messages=[], stream=True)
+        stream = await sdk.chat.completions.create(
+            model="e~bodyerr", messages=[], stream=True
+        )
         async for _ in stream:
             pass
 

@@ -26,9 +26,13 @@ def parse_sse(raw: bytes) -> list[str]:
     return payloads
 
 
-async def read_stream(client: httpx.AsyncClient, model: str, **fields: Any) -> tuple[httpx.Response, bytes]:
+async def read_stream(
+    client: httpx.AsyncClient, model: str, **fields: Any
+) -> tuple[httpx.Response, bytes]:
     """Stream one request, returning the response and every byte received."""
-    async with client.stream("POST", "/v1/chat/completions", json=BODY | {"model": model} | fields) as resp:
+    async with client.stream(
+        "POST", "/v1/chat/completions", json=BODY | {"model": model} | fields
+    ) as resp:
         return resp, await resp.aread()
 
 
@@ -39,7 +43,9 @@ async def read_until_error(
     received = bytearray()
     body = BODY | {"model": model}
     try:
-        async with client.stream("POST", "/v1/chat/completions", json=body, timeout=timeout) as resp:
+        async with client.stream(
+            "POST", "/v1/chat/completions", json=body, timeout=timeout
+        ) as resp:
             assert resp.status_code == 200
             async for piece in resp.aiter_raw():
                 received += piece
@@ -73,7 +79,11 @@ async def test_stream_success_framing_exact(client: httpx.AsyncClient) -> None:
     assert len(ids) == 1 and ids.pop().startswith("chatcmpl-")
     for c in chunks:
         assert c["object"] == "chat.completion.chunk" and c["model"] == "gpt-4o"
-        assert isinstance(c["created"], int) and len(c["choices"]) == 1 and "usage" not in c
+        assert (
+            isinstance(c["created"], int)
+            and len(c["choices"]) == 1
+            and "usage" not in c
+        )
     first = chunks[0]["choices"][0]
     assert first["delta"]["role"] == "assistant" and first["delta"]["content"] == ""
     assert first["finish_reason"] is None and first["index"] == 0
@@ -84,10 +94,17 @@ async def test_stream_success_framing_exact(client: httpx.AsyncClient) -> None:
         {"content": " tok3"},
     ]
     assert all(c["choices"][0]["finish_reason"] is None for c in chunks[:5])
-    assert chunks[5]["choices"][0] == {"index": 0, "delta": {}, "logprobs": None, "finish_reason": "stop"}
+    assert chunks[5]["choices"][0] == {
+        "index": 0,
+        "delta": {},
+        "logprobs": None,
+        "finish_reason": "stop",
+    }
 
 
-async def test_stream_default_length_and_include_usage(client: httpx.AsyncClient) -> None:
+async def test_stream_default_length_and_include_usage(
+    client: httpx.AsyncClient,
+) -> None:
     _, raw = await read_stream(client, "m", stream_options={"include_usage": True})
     payloads = parse_sse(raw)
     assert payloads[-1] == "[DONE]"
@@ -96,7 +113,11 @@ async def test_stream_default_length_and_include_usage(client: httpx.AsyncClient
     *body_chunks, usage_chunk = chunks
     assert all(c["usage"] is None for c in body_chunks)
     assert usage_chunk["choices"] == []
-    assert usage_chunk["usage"] == {"prompt_tokens": 1, "completion_tokens": 12, "total_tokens": 13}
+    assert usage_chunk["usage"] == {
+        "prompt_tokens": 1,
+        "completion_tokens": 12,
+        "total_tokens": 13,
+    }
 
 
 async def test_stream_error_status_is_json_not_sse(client: httpx.AsyncClient) -> None:
@@ -106,9 +127,13 @@ async def test_stream_error_status_is_json_not_sse(client: httpx.AsyncClient) ->
 
 
 @pytest.mark.parametrize(
-    ("step", "code"), [("bodyerr", None), ("bodyerr429", "rate_limit_exceeded")], ids=["bodyerr", "bodyerr429"]
+    ("step", "code"),
+    [("bodyerr", None), ("bodyerr429", "rate_limit_exceeded")],
+    ids=["bodyerr", "bodyerr429"],
 )
-async def test_stream_body_error_first_event(client: httpx.AsyncClient, step: str, code: object) -> None:
+async def test_stream_body_error_first_event(
+    client: httpx.AsyncClient, step: str, code: object
+) -> None:
     resp, raw = await read_stream(client, f"sbe~{step}")
     assert resp.status_code == 200
     payloads = parse_sse(raw)
@@ -125,13 +150,17 @@ async def test_cut_stream_sends_n_chunks_then_drops(client: httpx.AsyncClient) -
     assert "[DONE]" not in payloads
 
 
-async def test_stall_stream_sends_n_chunks_then_goes_quiet(client: httpx.AsyncClient) -> None:
+async def test_stall_stream_sends_n_chunks_then_goes_quiet(
+    client: httpx.AsyncClient,
+) -> None:
     raw, exc = await read_until_error(client, "ss~stall2", timeout=0.25)
     assert isinstance(exc, httpx.ReadTimeout)
     assert content_of(parse_sse(raw)) == ["tok0", " tok1"]
 
 
-async def test_badchunk_stream_has_one_malformed_event(client: httpx.AsyncClient) -> None:
+async def test_badchunk_stream_has_one_malformed_event(
+    client: httpx.AsyncClient,
+) -> None:
     _, raw = await read_stream(client, "bc~badchunk2", max_tokens=4)
     payloads = parse_sse(raw)
     assert payloads[-1] == "[DONE]"
@@ -157,10 +186,16 @@ async def test_nodone_stream_finishes_without_done(client: httpx.AsyncClient) ->
     assert content_of(payloads) == ["tok0", " tok1", " tok2"]
 
 
-async def test_slow_stream_delays_first_content_chunk(client: httpx.AsyncClient) -> None:
+async def test_slow_stream_delays_first_content_chunk(
+    client: httpx.AsyncClient,
+) -> None:
     started = time.monotonic()
     arrivals: list[tuple[float, bytes]] = []
-    async with client.stream("POST", "/v1/chat/completions", json=BODY | {"model": "sw~slow300", "max_tokens": 2}) as resp:
+    async with client.stream(
+        "POST",
+        "/v1/chat/completions",
+        json=BODY | {"model": "sw~slow300", "max_tokens": 2},
+    ) as resp:
         head_s = time.monotonic() - started
         async for line in resp.aiter_lines():
             if line:
@@ -182,4 +217,7 @@ async def test_reset_and_close_on_stream_requests(client: httpx.AsyncClient) -> 
         with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
             await read_stream(client, model)
     log = (await client.get("/sim/log")).json()
-    assert [(e["step"], e["status"], e["stream"]) for e in log] == [("reset", None, True), ("close", None, True)]
+    assert [(e["step"], e["status"], e["stream"]) for e in log] == [
+        ("reset", None, True),
+        ("close", None, True),
+    ]

@@ -1,0 +1,102 @@
+"""The integration fleet's configuration and the handle tests use.
+
+Every scenario gets its own catalog model whose simulator model name carries
+the fault script (`label~503,200`), so tests never share scenario state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import httpx
+import openai
+
+from support.procs import Fleet
+
+KEY = "tk-test-main-000000000001"
+KEY_WORKED = "tk-test-worked-0000000001"
+KEY_DEADLINE = "tk-test-deadline-00000001"
+KEY_REROUTE = "tk-test-reroute-000000001"
+
+CONFIG = """\
+providers:
+  sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
+  sim-b: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-b}}
+  sim-nokey: {{kind: openai_compatible, base_url: "{sim}/v1"}}
+models:
+  ok:              {{offers: [{{provider: sim-a, model: ok}}]}}
+  flaky:           {{offers: [{{provider: sim-a, model: "flaky~503,200"}}]}}
+  down-primary:
+    order: priority
+    offers: [{{provider: sim-a, model: "dp-a~503"}}, {{provider: sim-b, model: dp-b}}]
+  worked:
+    order: priority
+    offers: [{{provider: sim-a, model: "we-a~503"}}, {{provider: sim-b, model: we-b}}]
+  worked-401:
+    order: priority
+    offers: [{{provider: sim-a, model: "w401-a~401"}}, {{provider: sim-b, model: w401-b}}]
+  bad-400:         {{offers: [{{provider: sim-a, model: "b400~400"}}]}}
+  all-fail:
+    order: priority
+    offers: [{{provider: sim-a, model: "af-a~503"}}, {{provider: sim-b, model: "af-b~500"}}]
+  hang:            {{offers: [{{provider: sim-a, model: "hang~hang"}}]}}
+  retry-after:     {{offers: [{{provider: sim-a, model: "ra2~429ra2,200"}}]}}
+  retry-after-90:
+    order: priority
+    offers: [{{provider: sim-a, model: "ra90-a~429ra90"}}, {{provider: sim-b, model: ra90-b}}]
+  quota:
+    order: priority
+    offers: [{{provider: sim-a, model: "q-a~quota"}}, {{provider: sim-b, model: q-b}}]
+  ctx-small:       {{offers: [{{provider: sim-a, model: "ctx-a~ctx"}}]}}
+  ctx-large:       {{offers: [{{provider: sim-b, model: ctx-b}}]}}
+  rr-orig:         {{offers: [{{provider: sim-a, model: rr-orig}}]}}
+  rr-x:            {{offers: [{{provider: sim-a, model: "rr-x~503"}}]}}
+  rr-y:            {{offers: [{{provider: sim-b, model: "rr-y~502"}}]}}
+  fb-primary:      {{offers: [{{provider: sim-a, model: "fbp~500"}}]}}
+  fb-secondary:    {{offers: [{{provider: sim-b, model: fbs}}]}}
+  nokey:
+    order: priority
+    offers: [{{provider: sim-nokey, model: nk-a}}, {{provider: sim-b, model: nk-b}}]
+  cancel:          {{offers: [{{provider: sim-a, model: "cancel~hang"}}]}}
+policy:
+  retry: {{base_ms: 250, max_ms: 4000}}
+gateway:
+  max_body_bytes: 65536
+orgs:
+  acme:
+    settings:
+      fallbacks: {{fb-primary: [fb-secondary]}}
+      context_window_fallbacks: {{ctx-small: [ctx-large]}}
+    keys:
+      - {{name: main, key: {key}}}
+      - {{name: worked, key: {key_worked}, settings: {{policy: {{budget: {{max_attempts: 4}}}}}}}}
+      - {{name: deadline, key: {key_deadline}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
+      - {{name: reroute, key: {key_reroute}, settings: {{reroutes: [rr-x, rr-y]}}}}
+"""
+
+
+@dataclass
+class Gateway:
+    """The running fleet as tests see it."""
+
+    base_url: str
+    sim_url: str
+    redis_url: str
+    fleet: Fleet
+    clients: dict[str, openai.OpenAI] = field(default_factory=dict)
+
+    def client(self, key: str = KEY) -> openai.OpenAI:
+        """The official OpenAI SDK client for `key` (one per key), SDK retries off."""
+        if key not in self.clients:
+            self.clients[key] = openai.OpenAI(base_url=f"{self.base_url}/v1", api_key=key, max_retries=0)
+        return self.clients[key]
+
+    def close(self) -> None:
+        """Close the SDK clients."""
+        for client in self.clients.values():
+            client.close()
+
+    def sim_log(self, model: str) -> list[dict[str, object]]:
+        """Attempts the simulator received for upstream `model`."""
+        data: list[dict[str, object]] = httpx.get(f"{self.sim_url}/sim/log", params={"model": model}).json()
+        return data

@@ -1,0 +1,150 @@
+"""Start and stop real processes for integration tests and benchmarks.
+
+Owns: launching `redis-server`, the simulator, ingress and worker processes
+on 127.0.0.1 with free ports, waiting until they answer, and stopping them.
+Every process is bounded: `stop()` terminates, then kills after a grace.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(check: "callable[[], bool]", timeout_s: float, what: str) -> None:  # type: ignore[valid-type]
+    """Poll `check` every 50 ms until true; raise TimeoutError naming `what`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return
+        except Exception:  # noqa: BLE001 - not up yet
+            pass
+        time.sleep(0.05)
+    raise TimeoutError(f"{what} did not come up within {timeout_s} s")
+
+
+def http_ok(url: str) -> bool:
+    """True when GET `url` answers 200."""
+    return httpx.get(url, timeout=0.5).status_code == 200
+
+
+@dataclass
+class Proc:
+    """A started child process with its log file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+
+    def alive(self) -> bool:
+        """True while the process runs."""
+        return self.popen.poll() is None
+
+    def stop(self, sig: int = signal.SIGTERM, grace_s: float = 10.0) -> int | None:
+        """Send `sig`, wait up to `grace_s`, then kill. Returns the exit code."""
+        if self.popen.poll() is None:
+            self.popen.send_signal(sig)
+            try:
+                self.popen.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                self.popen.kill()
+                self.popen.wait(timeout=5)
+        return self.popen.returncode
+
+    def log(self) -> str:
+        """The process's combined output so far."""
+        try:
+            return self.log_path.read_text(errors="replace")
+        except OSError:
+            return ""
+
+
+@dataclass
+class Fleet:
+    """Processes started by one test session, stopped together."""
+
+    workdir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="turnout-test-")))
+    procs: list[Proc] = field(default_factory=list)
+
+    def spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
+        """Start `argv` with output to `<workdir>/<name>.log`."""
+        log_path = self.workdir / f"{name}.log"
+        with open(log_path, "wb") as out:  # the child keeps its own descriptor
+            popen = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=self.workdir
+            )
+        proc = Proc(name=name, popen=popen, log_path=log_path)
+        self.procs.append(proc)
+        return proc
+
+    def redis(self) -> tuple[Proc, str]:
+        """Start a private `redis-server` (AOF on); returns it and its URL."""
+        server = shutil.which("redis-server")
+        if server is None:
+            raise FileNotFoundError("redis-server is not on PATH (apt-get install -y redis-server)")
+        port = free_port()
+        data = self.workdir / f"redis-{port}"
+        data.mkdir()
+        proc = self.spawn(f"redis-{port}", [
+            server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
+            "--appendonly", "yes", "--save", "", "--loglevel", "warning",
+        ])
+        url = f"redis://127.0.0.1:{port}/0"
+        import redis
+
+        def ping() -> bool:
+            with redis.Redis.from_url(url) as client:
+                return bool(client.ping())
+
+        wait_until(ping, 10, "redis-server")
+        return proc, url
+
+    def sim(self) -> tuple[Proc, str]:
+        """Start the provider simulator; returns it and its base URL."""
+        port = free_port()
+        proc = self.spawn(f"sim-{port}", [sys.executable, "-m", "turnout_cli.main", "sim", "--port", str(port)])
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: http_ok(f"{base}/sim/health"), 15, "simulator")
+        return proc, base
+
+    def ingress(self, config_path: Path, redis_url: str, port: int | None = None) -> tuple[Proc, str]:
+        """Start an ingress process; returns it and its base URL."""
+        port = port or free_port()
+        proc = self.spawn(f"ingress-{port}", [
+            sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config_path),
+            "--redis-url", redis_url, "--port", str(port),
+        ])
+        base = f"http://127.0.0.1:{port}"
+        wait_until(lambda: http_ok(f"{base}/health/readiness"), 20, "ingress")
+        return proc, base
+
+    def worker(self, config_path: Path, redis_url: str, name: str = "worker") -> Proc:
+        """Start a worker process (ready once its log says so)."""
+        proc = self.spawn(name, [
+            sys.executable, "-m", "turnout_cli.main", "worker", "--config", str(config_path), "--redis-url", redis_url,
+        ])
+        wait_until(lambda: "worker ready" in proc.log(), 20, name)
+        return proc
+
+    def stop_all(self) -> None:
+        """Stop every process, newest first."""
+        for proc in reversed(self.procs):
+            proc.stop(grace_s=5)
