@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import os
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
@@ -152,11 +154,41 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+_ENV_REF = re.compile(r"\$\{[^}\n]*\}")
+
+
+def _shield_env(text: str) -> tuple[str, re.Pattern[str], list[str]]:
+    """Swap each `${...}` for a plain-scalar placeholder before YAML parsing.
+
+    `${NAME}` is not a valid plain scalar inside a YAML flow mapping (the SPEC
+    §11 example writes `{..., api_key: ${OPENAI_API_KEY}}`), so the text is
+    parsed with placeholders that `_unshield` puts back afterwards.
+    """
+    prefix = "__turnout_env_"
+    while prefix in text:
+        prefix = "_" + prefix
+    refs: list[str] = []
+
+    def sub(m: re.Match[str]) -> str:
+        refs.append(m.group(0))
+        return f"{prefix}{len(refs) - 1}__"
+
+    return _ENV_REF.sub(sub, text), re.compile(re.escape(prefix) + r"(\d+)__"), refs
+
+
+def _unshield(node: Any, token: re.Pattern[str], refs: list[str]) -> Any:
+    if isinstance(node, dict):
+        return {_unshield(k, token, refs): _unshield(v, token, refs) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_unshield(v, token, refs) for v in node]
+    if isinstance(node, str):
+        return token.sub(lambda m: refs[int(m.group(1))], node)
+    return node
 
 
 def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
     if isinstance(node, dict):
-        return {k: _interpolate(v, env, f"{path}.{k}") for k, v in node.items()}
+        return {k: _interpolate(v, env, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
     if isinstance(node, list):
         return [_interpolate(v, env, f"{path}[{i}]") for i, v in enumerate(node)]
     if isinstance(node, str) and "${" in node:
@@ -172,9 +204,70 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
     return node
 
 
-def _path_of(exc: msgspec.ValidationError) -> str:
-    m = re.search(r"at `\$(.*)`", str(exc))
-    return (m.group(1).lstrip(".") if m else "") or "(top level)"
+def _path_of(exc: msgspec.ValidationError, data: Any = None, tp: Any = None) -> str:
+    """The dotted path of a validation error; an unknown field is named too.
+
+    msgspec writes a dict key as `[...]`; with the converted `data` and its
+    type `tp` the key is found and named (`models.gpt-5.offers[0]`).
+    """
+    text = str(exc)
+    m = re.search(r"at `\$(.*)`", text)
+    path = m.group(1) if m else ""
+    if "[...]" in path and tp is not None:
+        path = _named_path(path, data, tp)
+    unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
+    if unknown:
+        path += f".{unknown.group(1)}"
+    return path.lstrip(".") or "(top level)"
+
+
+def _arms(tp: Any) -> tuple[Any, ...]:
+    return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
+
+
+def _field_type(tp: Any, name: str) -> Any:
+    for arm in _arms(tp):
+        if isinstance(arm, type) and issubclass(arm, msgspec.Struct):
+            for f in msgspec.structs.fields(arm):
+                if f.encode_name == name:
+                    return f.type
+    return Any
+
+
+def _item_type(tp: Any, origin: type) -> Any:
+    for arm in _arms(tp):
+        if typing.get_origin(arm) is origin:
+            return typing.get_args(arm)[-1]
+    return Any
+
+
+def _named_path(path: str, data: Any, tp: Any) -> str:
+    out: list[str] = []
+    for m in re.finditer(r"\.([^.\[]+)|\[([^\]]*)\]", path):
+        name, index = m.group(1), m.group(2)
+        if name is not None:
+            out.append(f".{name}")
+            tp, data = _field_type(tp, name), data.get(name) if isinstance(data, dict) else None
+        elif index == "...":
+            tp = _item_type(tp, dict)
+            key = next((k for k, v in data.items() if not _converts(v, tp)), None) if isinstance(data, dict) else None
+            if key is None:
+                return path
+            out.append(f".{key}")
+            data = data[key]
+        else:
+            out.append(f"[{index}]")
+            tp = _item_type(tp, list)
+            data = data[int(index)] if isinstance(data, list) and index.isdigit() and int(index) < len(data) else None
+    return "".join(out)
+
+
+def _converts(value: Any, tp: Any) -> bool:
+    try:
+        msgspec.convert(value, tp)
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str = "<memory>") -> Config:
@@ -193,8 +286,9 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         ConfigError: the message names the offending path, e.g.
             `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`.
     """
+    shielded, token, refs = _shield_env(text)
     try:
-        data = yaml.safe_load(text)
+        data = _unshield(yaml.safe_load(shielded), token, refs)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
@@ -203,7 +297,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     try:
         raw = msgspec.convert(data, RawConfig)
     except msgspec.ValidationError as exc:
-        raise ConfigError(f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+        raise ConfigError(f"{_path_of(exc, data, RawConfig)}: {str(exc).split(' - at ')[0]}") from exc
     try:
         policy = merge_policy(Policy(), raw.policy)
     except msgspec.ValidationError as exc:
@@ -240,7 +334,7 @@ def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings:
 def _check_models(path: str, models: list[str], catalog: Mapping[str, ModelConfig], org: OrgConfig | None) -> None:
     for i, model in enumerate(models):
         if model.startswith("custom:"):
-            parts = model.split(":")
+            parts = model.split(":", 2)  # the model name may hold colons (`llama3:8b`)
             if len(parts) != 3 or not parts[1] or not parts[2]:
                 raise ConfigError(f"{path}[{i}]: malformed entry {model!r}; expected custom:<provider_key_id>:<model_name>")
             if org is None or parts[1] not in org.custom_endpoints:

@@ -24,7 +24,7 @@ from turnout_sim.clock import Clock
 from turnout_sim.scenarios import scenario_for
 
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8900
+DEFAULT_PORT = 9100
 SHUTDOWN_TIMEOUT_S = 2.0
 """Seconds shutdown waits for in-flight handlers before cancelling them."""
 SCENARIO_HEADER = "x-sim-scenario"

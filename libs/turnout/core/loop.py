@@ -322,9 +322,11 @@ def on_outcome(
     if disposition is Disposition.SUCCESS:
         return msgspec.structs.replace(state, stop=StopReason.SERVED)
     if disposition is Disposition.TERMINAL:
-        if not state.special and kind is FailureKind.CONTEXT_LENGTH and state.plan.context_window:
+        # A special list leaves the first model: only with fallback enabled.
+        may_switch = not state.special and state.policy.fallback.enabled
+        if may_switch and kind is FailureKind.CONTEXT_LENGTH and state.plan.context_window:
             return _switch_special(state, state.plan.context_window)
-        if not state.special and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
+        if may_switch and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
             return _switch_special(state, state.plan.content_policy)
         return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
     if now_s >= state.deadline_s:

@@ -22,6 +22,10 @@ _TERMINAL_TYPE = {
     FailureKind.CONTENT_POLICY: "invalid_request_error",
 }
 
+_TERMINAL_STATUS = {FailureKind.AUTH: 401}
+"""Status of a terminal error that came without an error status (an error
+envelope inside a 2xx body, SPEC §3); other terminal kinds answer 400."""
+
 
 class AttemptSummary(msgspec.Struct, frozen=True, kw_only=True):
     """One row of the per-attempt summary in an error body (SPEC §7)."""
@@ -138,8 +142,9 @@ def conclude(state: LoopState, reason: StopReason) -> Verdict:
     model = state.plan.requested_model
 
     if reason is StopReason.TERMINAL and last is not None:
+        has_error_status = last.status is not None and 400 <= last.status <= 599
         return Verdict(
-            status_code=last.status or 400,
+            status_code=last.status if has_error_status else _TERMINAL_STATUS.get(last.kind, 400),
             error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
             error_code=last.error_code,
             message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
