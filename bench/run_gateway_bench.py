@@ -70,6 +70,7 @@ def main() -> int:
     parser.add_argument("--reps", default="3")
     parser.add_argument("--yardstick", type=Path, default=HERE.parent.parent / "shared" / "bench")
     parser.add_argument("--json")
+    parser.add_argument("--skip-direct", action="store_true", help="gateway runs only (for profiling)")
     args = parser.parse_args()
     if not (args.yardstick / "bench_gateway.py").exists():
         print(f"no load generator at {args.yardstick}; pass --yardstick DIR", file=sys.stderr)
@@ -86,6 +87,8 @@ def main() -> int:
         ]
         if args.json:
             cmd += ["--json", args.json]
+        if args.skip_direct:
+            cmd += ["--skip-direct"]
         return subprocess.call(cmd)
     finally:
         fleet.stop_all()

@@ -113,6 +113,12 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
     ))
 
 
+def _describe(exc: BaseException) -> str:
+    cause = exc.__cause__ or exc
+    text = str(cause).strip()
+    return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
+
+
 async def call_chat(
     client: httpx.AsyncClient,
     *,
@@ -151,8 +157,6 @@ async def call_chat(
         return AttemptResult(outcome=Outcome(
             transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
         ))
-    except httpx.HTTPError as exc:
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=type(exc).__name__))
-    except OSError as exc:
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=type(exc).__name__))
+    except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome; cancellation propagates
+        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=_describe(exc)))
     return outcome_of_response(response.status_code, response.headers, response.content, time.time())

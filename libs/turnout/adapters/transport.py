@@ -1,8 +1,15 @@
 """Map every httpx exception, once, to a transport failure kind.
 
-Owns: the table from httpx's exception tree to `TransportError`, and the
-shared `httpx.AsyncClient` factory (one per process: pooling, keep-alive).
+Owns: the table from httpx's exception tree (and aiohttp's, underneath) to
+`TransportError`, and the shared `httpx.AsyncClient` factory (one per
+process: pooling, keep-alive).
 Must not import: services, FastAPI, arq.
+
+The client speaks through `httpx_aiohttp.AiohttpTransport`: the httpx API and
+its instrumentation stay, while connection pooling is aiohttp's. Measured on
+this project's 2-core machine at 50 concurrent requests, httpx's own pool
+(httpcore) spent 1.9 ms CPU per request scanning its connections; through
+the aiohttp transport, 0.34 ms (bench/README.md).
 
 httpx's tree (the leaves that matter):
     TimeoutException: ConnectTimeout, ReadTimeout, WriteTimeout, PoolTimeout
@@ -13,7 +20,9 @@ httpx's tree (the leaves that matter):
 
 from __future__ import annotations
 
+import aiohttp
 import httpx
+from httpx_aiohttp import AiohttpTransport
 
 from turnout.core.classify import transport_kind_from_message
 from turnout.core.types import TransportError
@@ -35,6 +44,14 @@ _TABLE: tuple[tuple[type[BaseException], TransportError], ...] = (
     (httpx.DecodingError, TransportError.PROTOCOL),
     (httpx.TooManyRedirects, TransportError.PROTOCOL),
     (httpx.InvalidURL, TransportError.CONNECT),
+    # aiohttp's own, found as the `__cause__` of the httpx error the transport raises
+    (aiohttp.ServerTimeoutError, TransportError.ATTEMPT_TIMEOUT),
+    (aiohttp.ClientConnectorError, TransportError.CONNECT),
+    (aiohttp.ServerDisconnectedError, TransportError.RESET),
+    (aiohttp.ClientOSError, TransportError.RESET),
+    (aiohttp.ClientPayloadError, TransportError.RESET),
+    (aiohttp.ClientConnectionError, TransportError.RESET),
+    (aiohttp.ClientResponseError, TransportError.PROTOCOL),
     (TimeoutError, TransportError.ATTEMPT_TIMEOUT),
     (ConnectionRefusedError, TransportError.CONNECT),
     (ConnectionResetError, TransportError.RESET),
@@ -44,10 +61,14 @@ _TABLE: tuple[tuple[type[BaseException], TransportError], ...] = (
 def transport_error_of(exc: BaseException) -> TransportError:
     """The transport failure kind of an exception raised while calling upstream.
 
-    Matched on the exception type first (`_TABLE`); only an exception of no
-    known type is matched on its message wording (SPEC §3), and one that
-    matches nothing is a PROTOCOL failure (malformed exchange).
+    Matched on the exception type first (`_TABLE`; an aiohttp cause, being
+    the more precise, wins over the httpx class wrapping it); only an
+    exception of no known type is matched on its message wording (SPEC §3),
+    and one that matches nothing is a PROTOCOL failure (malformed exchange).
     """
+    cause = exc.__cause__
+    if isinstance(cause, aiohttp.ClientError):
+        exc = cause
     for cls, kind in _TABLE:
         if isinstance(exc, cls):
             return kind
@@ -60,9 +81,10 @@ def make_http_client(*, max_connections: int = 1000) -> httpx.AsyncClient:
     Redirects are never followed (a provider answering 3xx is malformed) and
     timeouts are set per attempt by the caller, so the client has none.
     """
+    limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     return httpx.AsyncClient(
         timeout=None,
         follow_redirects=False,
-        limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        transport=AiohttpTransport(limits=limits, trust_env=False),
         trust_env=False,
     )
