@@ -57,12 +57,9 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 
 async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) -> None:
+    worker: PushWorker = ctx["worker"]
     ttl_s = ctx["turnout"].config.raw.gateway.result_ttl_s
-    data = result_encoder.encode(result)
-    async with ctx["redis"].pipeline(transaction=False) as pipe:
-        pipe.set(keys.result_key(payload.request_id), data, ex=ttl_s)
-        pipe.publish(payload.reply_to, data)
-        await pipe.execute()
+    await worker.deliver(payload.request_id, payload.reply_to, result_encoder.encode(result), ttl_s)
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:

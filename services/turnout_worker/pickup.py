@@ -10,7 +10,9 @@ trips, re-checking every in-flight job on every scan. Here:
   in-progress key with its expiry), with arq's own keys and semantics;
 - the periodic scan stays (every `poll_delay`) for jobs whose doorbell was
   missed and for jobs re-queued after a worker died;
-- a cancel message for a running job cancels its task (the client went away).
+- a cancel message for a running job cancels its task (the client went away);
+- a job's answer is stored, published and the job's arq keys removed in one
+  Lua round trip (`deliver`), replacing arq's own finishing transaction.
 
 Must not import: FastAPI, httpx.
 """
@@ -43,6 +45,17 @@ return s
 """
 
 
+# KEYS: result key, in-progress key, job key, retry key, queue
+# ARGV: result bytes, result ttl s, reply channel, job id
+_DELIVER = """
+redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('publish', ARGV[3], ARGV[1])
+redis.call('del', KEYS[2], KEYS[3], KEYS[4])
+redis.call('zrem', KEYS[5], ARGV[4])
+return 1
+"""
+
+
 class PushWorker(Worker):
     """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
 
@@ -51,6 +64,8 @@ class PushWorker(Worker):
         self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._claim_script: Any = None
+        self._deliver_script: Any = None
+        self._delivered: set[str] = set()
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -63,7 +78,9 @@ class PushWorker(Worker):
                 expires_extra_ms=self.expires_extra_ms,
             )
         self._claim_script = self.pool.register_script(_CLAIM)
+        self._deliver_script = self.pool.register_script(_DELIVER)
         self.ctx["redis"] = self.pool
+        self.ctx["worker"] = self
         if self.on_startup:
             await self.on_startup(self.ctx)
         self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
@@ -136,12 +153,17 @@ class PushWorker(Worker):
         if not candidates:
             return
         ttl_ms = int(self.in_progress_timeout_s * 1000)
-        async with self.pool.pipeline(transaction=False) as pipe:
-            for job_id in candidates:
-                await self._claim_script(
-                    keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name], args=[job_id, ttl_ms], client=pipe
-                )
-            scores = await pipe.execute()
+        if len(candidates) == 1:  # the doorbell's case: no pipeline, no SCRIPT EXISTS
+            job_id = candidates[0]
+            scores = [await self._claim_script(keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name],
+                                               args=[job_id, ttl_ms])]
+        else:
+            async with self.pool.pipeline(transaction=False) as pipe:
+                for job_id in candidates:
+                    await self._claim_script(
+                        keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name], args=[job_id, ttl_ms], client=pipe
+                    )
+                scores = await pipe.execute()
         for job_id, score in zip(candidates, scores):
             if not score:
                 continue
@@ -150,3 +172,26 @@ class PushWorker(Worker):
             task = self.loop.create_task(self.run_job(job_id, int(float(score))))
             task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
             self.tasks[job_id] = task
+
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+        """Store and publish a job's answer and finish the job, in one round trip.
+
+        After this, a re-run of the job (its worker died before arq's
+        bookkeeping) finds the stored result and makes no upstream call;
+        arq's own `finish_job` for this job is skipped.
+        """
+        await self._deliver_script(
+            keys=[
+                keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
+                keys.RETRY_PREFIX + job_id, self.queue_name,
+            ],
+            args=[result, ttl_s, reply_to, job_id],
+        )
+        self._delivered.add(job_id)
+
+    async def finish_job(self, job_id: str, finish: bool, *args: Any, **kwargs: Any) -> None:
+        """arq's finishing step, skipped for jobs already finished by `deliver`."""
+        if job_id in self._delivered:
+            self._delivered.discard(job_id)
+            return
+        await super().finish_job(job_id, finish, *args, **kwargs)

@@ -7,7 +7,13 @@ Must not import: anything but the standard library and arq's constants.
 
 from __future__ import annotations
 
-from arq.constants import default_queue_name, in_progress_key_prefix, job_key_prefix, result_key_prefix
+from arq.constants import (
+    default_queue_name,
+    in_progress_key_prefix,
+    job_key_prefix,
+    result_key_prefix,
+    retry_key_prefix,
+)
 
 QUEUE = default_queue_name
 """arq's queue sorted set (score = enqueue time in ms)."""
@@ -15,6 +21,7 @@ QUEUE = default_queue_name
 JOB_PREFIX = job_key_prefix
 IN_PROGRESS_PREFIX = in_progress_key_prefix
 ARQ_RESULT_PREFIX = result_key_prefix
+RETRY_PREFIX = retry_key_prefix
 
 DOORBELL_CHANNEL = "turnout:doorbell"
 """Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
