@@ -20,6 +20,7 @@ from typing import Any, Literal, Mapping
 import msgspec
 import yaml
 
+from turnout.core.breaker import BreakerSettings
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
@@ -100,7 +101,12 @@ class OrgConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
 
 class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Circuit breaker thresholds (SPEC §5, §11 `breaker:`); durations in seconds."""
+    """Circuit breaker thresholds (SPEC §5, §11 `breaker:`); durations in seconds.
+
+    `on_store_error` is the explicit Redis-outage policy: `closed` serves as if
+    every breaker were CLOSED (logged), `fail` answers 503 (see turnout.health).
+    See `turnout.core.breaker.BreakerSettings` for the other fields.
+    """
 
     consecutive_failures: int = 3
     window: int = 50
@@ -109,6 +115,13 @@ class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     cooldown_s: float = 30.0
     max_cooldown_s: float = 300.0
     probe_ttl_s: float = 30.0
+    on_store_error: Literal["closed", "fail"] = "closed"
+
+    def settings(self) -> BreakerSettings:
+        """The thresholds as the pure core takes them."""
+        fields = msgspec.structs.asdict(self)
+        fields.pop("on_store_error")
+        return BreakerSettings(**fields)
 
 
 class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -383,8 +396,13 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
 def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
+    b = raw.breaker
+    if b.consecutive_failures < 1 or b.window < 1 or b.min_results < 1:
+        raise ConfigError("breaker: consecutive_failures, window and min_results must be at least 1")
+    if b.cooldown_s <= 0 or b.max_cooldown_s < b.cooldown_s or b.probe_ttl_s <= 0:
+        raise ConfigError("breaker: cooldown_s and probe_ttl_s must be positive, max_cooldown_s >= cooldown_s")
     for name, provider in raw.providers.items():
-        if not re.match(r"^https?://[^/\s@]+", provider.base_url):
+        if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         if "/" in name:
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
+import random
 import socket
 import time
 import uuid
@@ -26,10 +28,12 @@ from starlette.responses import Response
 
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.core.plan import split_pinned
-from turnout.errors import RequestRejected
+from turnout.core.plan import UnknownModel, build_plan
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.health import Breakers
+from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JobQueue
-from turnout.tenancy import KeyRing
+from turnout.tenancy import Identity, KeyRing
 from turnout.wire import JobPayload
 from turnout_ingress import errors
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
@@ -52,15 +56,28 @@ class IngressState:
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth
         )
         self.draining = False
+        self.breakers = Breakers(
+            RedisBreakerStore(redis), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
+        )
+        self.rng = random.Random()
 
 
-def _check_model(state: IngressState, model: str) -> None:
-    base, pinned = split_pinned(model, state.catalog.models, state.catalog.provider_names)
-    offers = state.catalog.models.get(base, ())
-    if not offers or (pinned is not None and not any(t.provider == pinned for t in offers)):
-        raise RequestRejected(
-            404, f"The model `{model}` does not exist or you do not have access to it.",
-            code="model_not_found", param="model",
+async def _check_plan(state: IngressState, model: str, identity: Identity) -> None:
+    """Refuse an unknown model (404), or a plan whose every target is OPEN (503)."""
+    try:
+        plan = build_plan(
+            model, catalog=state.catalog.models, providers=state.catalog.provider_names,
+            settings=identity.settings, policy=identity.policy, success_rate={}, rng=state.rng,
+        )
+    except UnknownModel as exc:
+        raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
+    view = await state.breakers.view([e.target.key for e in plan.entries])
+    wait_s = view.all_open([e.target.key for e in plan.entries])
+    if wait_s is not None:
+        raise GatewayUnavailable(
+            f"Every provider of `{model}` is temporarily out of rotation after repeated failures; "
+            f"retry after {max(1, math.ceil(wait_s))} s.",
+            retry_after_s=max(1, math.ceil(wait_s)), code="circuit_open",
         )
 
 
@@ -104,7 +121,7 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
                 400, "Streaming (`stream: true`) is not supported by this gateway version yet.",
                 code="unsupported_parameter", param="stream",
             )
-        _check_model(state, body["model"])
+        await _check_plan(state, body["model"], identity)
         payload = JobPayload(
             request_id=request_id,
             body=raw,

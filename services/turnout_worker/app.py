@@ -22,8 +22,10 @@ from turnout.answer import answer_of, error_body
 from turnout.catalog import Catalog
 from turnout.config import Config, load_config
 from turnout.core.plan import UnknownModel
+from turnout.errors import GatewayUnavailable
+from turnout.health import Breakers
 from turnout.router import Router
-from turnout.state import keys
+from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker.pickup import PushWorker
@@ -44,9 +46,11 @@ async def startup(ctx: dict[str, Any]) -> None:
     """arq startup hook: build the router over a shared httpx client."""
     config: Config = ctx["config"]
     http = make_http_client()
-    ctx["turnout"] = WorkerServices(
-        config=config, http=http, router=Router(catalog=Catalog(config), http=http, rng=random.Random())
+    breakers = Breakers(
+        RedisBreakerStore(ctx["redis"]), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
     )
+    router = Router(catalog=Catalog(config), http=http, breakers=breakers, rng=random.Random())
+    ctx["turnout"] = WorkerServices(config=config, http=http, router=router)
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -80,18 +84,25 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)
+    rid = payload.request_id
     try:
-        plan = services.router.plan(request["model"], payload.settings, payload.policy)
+        plan, view = await services.router.plan(request["model"], payload.settings, payload.policy)
     except UnknownModel as exc:
         result = JobResult(
-            request_id=payload.request_id, status_code=404,
-            headers={"x-request-id": payload.request_id},
+            request_id=rid, status_code=404, headers={"x-request-id": rid},
             body=error_body(str(exc), error_type="invalid_request_error", code="model_not_found", param="model"),
         )
         await _deliver(ctx, payload, result)
         return "error 404"
+    except GatewayUnavailable as exc:
+        result = JobResult(
+            request_id=rid, status_code=503, headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
+            body=error_body(exc.message, error_type="service_unavailable", code=exc.code),
+        )
+        await _deliver(ctx, payload, result)
+        return "error 503"
     routed = await services.router.route(
-        request, plan=plan, policy=payload.policy, time_left_s=time_left_s, request_id=payload.request_id
+        request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, request_id=rid
     )
     status, headers, body = answer_of(routed, payload.request_id)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))

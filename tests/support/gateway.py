@@ -100,3 +100,19 @@ class Gateway:
         """Attempts the simulator received for upstream `model`."""
         data: list[dict[str, object]] = httpx.get(f"{self.sim_url}/sim/log", params={"model": model}).json()
         return data
+
+
+def start_gateway(fleet: Fleet, template: str, *, workers: int = 1, **fields: str) -> Gateway:
+    """Start Redis, the simulator, `workers` workers and one ingress for `template`.
+
+    `template` is a configuration with `{sim}` (the simulator's base URL) and
+    any `fields` to format in.
+    """
+    _, redis_url = fleet.redis()
+    _, sim_url = fleet.sim()
+    config_path = fleet.workdir / "turnout.yaml"
+    config_path.write_text(template.format(sim=sim_url, **fields))
+    for i in range(workers):
+        fleet.worker(config_path, redis_url, name=f"worker-{i}")
+    _, base = fleet.ingress(config_path, redis_url)
+    return Gateway(base_url=base, sim_url=sim_url, redis_url=redis_url, fleet=fleet)

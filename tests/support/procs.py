@@ -21,6 +21,16 @@ from pathlib import Path
 import httpx
 
 
+def require_redis() -> None:
+    """Fail in CI (`CI=true`), skip elsewhere, when redis-server is missing."""
+    import pytest
+
+    if shutil.which("redis-server") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("redis-server is required in CI (apt-get install -y redis-server)")
+        pytest.skip("redis-server not installed")
+
+
 def free_port() -> int:
     """A free TCP port on 127.0.0.1."""
     with socket.socket() as s:

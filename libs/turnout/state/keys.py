@@ -44,3 +44,20 @@ def result_key(job_id: str) -> str:
 def reply_channel(ingress_id: str) -> str:
     """Channel an ingress process listens on for its results."""
     return REPLY_CHANNEL_PREFIX + ingress_id
+
+
+BREAKER_PREFIX = "turnout:breaker:"
+"""Hash per target `provider/model`: {v: version, s: msgpack BreakerSnapshot}."""
+
+PROBE_PREFIX = "turnout:probe:"
+"""String per target: the HALF_OPEN probe permit (`SET NX PX`)."""
+
+
+def breaker_key(target: str) -> str:
+    """Key of a target's breaker snapshot."""
+    return BREAKER_PREFIX + target
+
+
+def probe_key(target: str) -> str:
+    """Key of a target's probe permit."""
+    return PROBE_PREFIX + target

@@ -41,25 +41,27 @@ def policies(draw: st.DrawFn) -> Policy:
     base_ms = draw(st.integers(250, 5000))
     override: dict[str, Any] = {
         "retry": {
-            "max_retries": draw(st.integers(0, 6)),
+            "max_retries": draw(st.sampled_from([0, 1, 1, 2, 3, 6])),
             "retry_on_status": draw(st.lists(st.sampled_from(LIST_ENTRIES), max_size=5)),
             "base_ms": base_ms,
             "max_ms": draw(st.integers(base_ms, 20_000)),
             "respect_retry_after": draw(st.booleans()),
             "per_attempt_timeout_ms": draw(st.one_of(st.just(120_000), st.integers(100, 180_000))),
-            "fallback_target_retries": draw(st.integers(0, 6)),
+            "fallback_target_retries": draw(st.sampled_from([0, 0, 1, 2, 6])),
         },
         "fallback": {
             "enabled": draw(st.sampled_from([True, True, False])),
-            "cross_provider_same_model": draw(st.booleans()),
+            "cross_provider_same_model": draw(st.sampled_from([True, True, True, False])),
             "models": draw(st.lists(st.sampled_from(MODELS), max_size=3)),
             "backoff_ms": draw(st.sampled_from([0, 0, 100, 1000, 5000])),
             "on_status": draw(st.lists(st.sampled_from(LIST_ENTRIES), max_size=5)),
-            "max_cycles": draw(st.integers(1, 3)),
+            "max_cycles": draw(st.sampled_from([1, 1, 2, 3])),
         },
         "budget": {
-            "max_attempts": draw(st.integers(1, 6)),
-            "max_total_latency_ms": draw(st.one_of(st.just(180_000), st.integers(1, 180_000))),
+            "max_attempts": draw(st.sampled_from([1, 2, 3, 4, 5, 6, 6, 6])),
+            "max_total_latency_ms": draw(
+                st.one_of(st.just(180_000), st.integers(1_000, 180_000), st.integers(1, 1_000))
+            ),
         },
     }
     if draw(st.sampled_from([True, True, False])):  # mostly keep the SPEC's default lists
@@ -81,11 +83,11 @@ class Scenario:
 @st.composite
 def scenarios(draw: st.DrawFn) -> Scenario:
     policy = draw(policies())
-    n_models = draw(st.integers(1, 4))
+    n_models = draw(st.sampled_from([1, 2, 3, 4, 4]))
     models = MODELS[:n_models]
     catalog: dict[str, tuple[Target, ...]] = {}
     for m in models:
-        providers = draw(st.lists(st.sampled_from(PROVIDERS), min_size=1, max_size=3, unique=True))
+        providers = draw(st.permutations(PROVIDERS))[: draw(st.sampled_from([1, 2, 3, 3]))]
         catalog[m] = tuple(Target(provider=p, model=f"{m}@{p}", catalog_model=m) for p in providers)
     others = models[1:]
     some_models = st.lists(st.sampled_from(models), max_size=3)
@@ -93,12 +95,13 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         st.booleans()) else []
     settings_ = RoutingSettings(
         reroutes=tuple(reroutes),
-        fallbacks=draw(st.dictionaries(st.sampled_from(["*", *models]), some_models.map(tuple), max_size=2)),
+        fallbacks={"*": draw(some_models.map(tuple)),
+                   **draw(st.dictionaries(st.sampled_from(models), some_models.map(tuple), max_size=1))},
         context_window_fallbacks={"*": draw(some_models.map(tuple))},
         content_policy_fallbacks={"*": draw(some_models.map(tuple))},
     )
     requested = "m0"
-    if not reroutes and draw(st.booleans()):
+    if not reroutes and draw(st.sampled_from([False, False, False, True])):
         requested = f"{catalog['m0'][0].provider}/m0"  # pinned
     plan = build_plan(
         requested, catalog=catalog, providers=frozenset(PROVIDERS), settings=settings_, policy=policy,
@@ -132,7 +135,7 @@ def _outcomes() -> st.SearchStrategy[Outcome]:
 
 
 OUTCOMES = _outcomes()
-DURATIONS = st.one_of(st.floats(0, 0.5), st.floats(0, 2), st.floats(0, 200))
+DURATIONS = st.one_of(st.floats(0, 0.5), st.floats(0, 0.5), st.floats(0, 5), st.floats(0, 200))
 
 
 def run_scenario(data: st.DataObject) -> tuple[Scenario, Run]:

@@ -1,0 +1,173 @@
+"""Where breaker snapshots live: shared Redis, or memory (tests, one process).
+
+Owns: loading snapshots with the store's clock, compare-and-set writes of a
+snapshot computed by the pure core (`turnout.core.breaker`), and the probe
+permit (`SET NX PX`). One contract test suite runs against both stores.
+Must not import: services, FastAPI, httpx.
+
+Redis layout (names in `turnout.state.keys`):
+    turnout:breaker:{provider/model}  hash {v: version, s: msgpack snapshot}
+    turnout:probe:{provider/model}    the HALF_OPEN probe permit, with a TTL
+Writes are atomic: a Lua script stores the new snapshot only if the version
+is still the one it was computed from, else returns the current one, so the
+caller recomputes; N workers racing never lose a counted failure.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import msgspec
+from redis.asyncio import Redis
+
+from turnout.core.breaker import CLOSED, BreakerSnapshot
+from turnout.state import keys
+
+_encode = msgspec.msgpack.Encoder()
+_decode = msgspec.msgpack.Decoder(BreakerSnapshot)
+
+
+class Versioned(msgspec.Struct, frozen=True):
+    """A snapshot with the version it was read at (0 = never written)."""
+
+    version: int
+    snapshot: BreakerSnapshot
+
+
+class Loaded(msgspec.Struct, frozen=True):
+    """Snapshots read together, with the store's clock at the read (epoch seconds)."""
+
+    now_s: float
+    entries: dict[str, Versioned]
+
+
+class BreakerStore(Protocol):
+    """Storage of breaker snapshots. Target names are `provider/model`."""
+
+    async def load(self, targets: Sequence[str]) -> Loaded:
+        """Read the snapshots of `targets` (missing ones as version 0, CLOSED)."""
+        ...
+
+    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+        """Store `snapshot` as version+1 if the stored version is `version`.
+
+        Returns:
+            None when stored; else the current entry (and clock) to recompute from.
+        """
+        ...
+
+    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+        """Take the probe permit of `target` for `ttl_s` seconds; False if taken."""
+        ...
+
+    async def release_probe(self, target: str) -> None:
+        """Give the probe permit back."""
+        ...
+
+
+class MemoryBreakerStore:
+    """In-process store with the same semantics (one process, or tests).
+
+    Args:
+        clock: epoch seconds (inject a fake one in tests).
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._entries: dict[str, Versioned] = {}
+        self._permits: dict[str, float] = {}
+
+    async def load(self, targets: Sequence[str]) -> Loaded:
+        """See `BreakerStore.load`."""
+        return Loaded(
+            now_s=self._clock(), entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}
+        )
+
+    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+        """See `BreakerStore.compare_and_set`."""
+        current = self._entries.get(target, Versioned(0, CLOSED))
+        if current.version != version:
+            return Loaded(now_s=self._clock(), entries={target: current})
+        self._entries[target] = Versioned(version + 1, snapshot)
+        return None
+
+    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+        """See `BreakerStore.acquire_probe`."""
+        now = self._clock()
+        if self._permits.get(target, 0.0) > now:
+            return False
+        self._permits[target] = now + ttl_s
+        return True
+
+    async def release_probe(self, target: str) -> None:
+        """See `BreakerStore.release_probe`."""
+        self._permits.pop(target, None)
+
+
+# KEYS[1] snapshot hash   ARGV: expected version, new snapshot, key ttl s
+_CAS = """
+local v = redis.call('hget', KEYS[1], 'v') or '0'
+if v ~= ARGV[1] then
+  local t = redis.call('time')
+  return {v, redis.call('hget', KEYS[1], 's') or '', t[1], t[2]}
+end
+redis.call('hset', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 's', ARGV[2])
+redis.call('expire', KEYS[1], ARGV[3])
+return 1
+"""
+
+_KEY_TTL_S = 7 * 24 * 3600
+"""Snapshots of targets nobody calls for a week are dropped (they read as CLOSED)."""
+
+
+def _entry(version: bytes | str | None, data: bytes | str | None) -> Versioned:
+    if not version or not data:
+        return Versioned(0, CLOSED)
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        return Versioned(int(version), _decode.decode(raw))
+    except (ValueError, msgspec.DecodeError):
+        return Versioned(int(version), CLOSED)
+
+
+def _clock(seconds: bytes | str | int, micros: bytes | str | int) -> float:
+    return int(seconds) + int(micros) / 1_000_000
+
+
+class RedisBreakerStore:
+    """Snapshots shared by every process through Redis (see module doc)."""
+
+    def __init__(self, redis: Redis) -> None:
+        self._redis = redis
+        self._cas = redis.register_script(_CAS)
+
+    async def load(self, targets: Sequence[str]) -> Loaded:
+        """See `BreakerStore.load`: one round trip (`TIME` + `HMGET` each)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.time()
+            for target in targets:
+                pipe.hmget(keys.breaker_key(target), "v", "s")
+            replies = await pipe.execute()
+        seconds, micros = replies[0]
+        return Loaded(
+            now_s=seconds + micros / 1_000_000,
+            entries={t: _entry(v, s) for t, (v, s) in zip(targets, replies[1:])},
+        )
+
+    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+        """See `BreakerStore.compare_and_set`: one Lua round trip."""
+        reply = await self._cas(keys=[keys.breaker_key(target)], args=[version, _encode.encode(snapshot), _KEY_TTL_S])
+        if reply == 1:
+            return None
+        v, s, sec, usec = reply
+        return Loaded(now_s=_clock(sec, usec), entries={target: _entry(v, s)})
+
+    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+        """See `BreakerStore.acquire_probe`: `SET NX PX`."""
+        return bool(await self._redis.set(keys.probe_key(target), b"1", nx=True, px=max(1, int(ttl_s * 1000))))
+
+    async def release_probe(self, target: str) -> None:
+        """See `BreakerStore.release_probe`."""
+        await self._redis.delete(keys.probe_key(target))

@@ -1,0 +1,364 @@
+"""Tests for turnout.config (SPEC §11: the configuration file)."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from turnout.config import Config, load_config, parse_config
+from turnout.core.policy import Ceilings, Policy
+from turnout.errors import ConfigError
+
+# SPEC §11, verbatim, plus the `azure-east` provider its catalog refers to.
+SPEC_EXAMPLE = """\
+providers:
+  openai:      {kind: openai, base_url: https://api.openai.com/v1, api_key: ${OPENAI_API_KEY}}
+  anthropic:   {kind: anthropic, base_url: https://api.anthropic.com, api_key: ${ANTHROPIC_API_KEY}}
+  groq:        {kind: openai_compatible, base_url: https://api.groq.com/openai/v1, api_key: ${GROQ_API_KEY}}
+AZURE_EAST_LINE
+models:                       # the catalog: model id -> offers
+  gpt-5:
+    offers:
+      - {provider: openai, model: gpt-5, input_usd_per_mtok: 1.25, output_usd_per_mtok: 10}
+      - {provider: azure-east, model: gpt-5-prod}
+    context_window: 400000
+  claude-sonnet-4-5:
+    offers: [{provider: anthropic, model: claude-sonnet-4-5}]
+
+policy: {}                    # gateway-wide defaults (§4); omitted fields keep SPEC defaults
+ceilings: {max_retries: 6, max_attempts: 6, max_total_latency_ms: 180000, max_cycles: 3}
+breaker:  {consecutive_failures: 3, window: 50, cooldown_s: 30, max_cooldown_s: 300}
+
+orgs:
+  acme:
+    settings:                 # any of: reroutes, fallbacks, policy, key_mode, context_window_fallbacks
+      fallbacks: {"*": [claude-sonnet-4-5]}
+    provider_keys: {openai: ${ACME_OPENAI_KEY}}            # BYOK
+    custom_endpoints: {local-vllm: {base_url: http://10.0.0.5:8000/v1, api_key: ${VLLM_KEY}}}
+    squads:
+      research: {settings: {reroutes: [gpt-5]}}
+    keys:
+      - {name: ci-bot, squad: research, key: ${TURNOUT_KEY_CI_BOT}}   # stored hashed
+"""
+AZURE_EAST = (
+    "  azure-east:  {kind: openai_compatible, base_url: https://east.example.com/openai/v1, "
+    "api_key: ${AZURE_EAST_KEY}}"
+)
+SPEC_ENV = {
+    "OPENAI_API_KEY": "sk-openai",
+    "ANTHROPIC_API_KEY": "sk-ant",
+    "GROQ_API_KEY": "gsk-groq",
+    "AZURE_EAST_KEY": "az-east",
+    "ACME_OPENAI_KEY": "sk-acme-own",
+    "VLLM_KEY": "vllm-secret",
+    "TURNOUT_KEY_CI_BOT": "tk-ci-bot-0123456789",
+}
+
+
+def spec_example(with_azure_east: bool = True) -> str:
+    return SPEC_EXAMPLE.replace("AZURE_EAST_LINE\n", AZURE_EAST + "\n" if with_azure_east else "")
+
+
+# --------------------------------------------------------------------- the SPEC example
+
+
+def test_config_spec_example_parses() -> None:
+    config = parse_config(spec_example(), env=SPEC_ENV)
+    raw = config.raw
+    assert isinstance(config, Config)
+    assert sorted(raw.providers) == ["anthropic", "azure-east", "groq", "openai"]
+    assert raw.providers["openai"].api_key == "sk-openai"
+    assert raw.providers["groq"].kind == "openai_compatible"
+    assert raw.providers["groq"].base_url == "https://api.groq.com/openai/v1"
+    gpt5 = raw.models["gpt-5"]
+    assert [(o.provider, o.model) for o in gpt5.offers] == [("openai", "gpt-5"), ("azure-east", "gpt-5-prod")]
+    assert (gpt5.offers[0].input_usd_per_mtok, gpt5.offers[0].output_usd_per_mtok) == (1.25, 10.0)
+    assert gpt5.context_window == 400_000
+    assert config.policy == Policy()
+    assert raw.ceilings == Ceilings()
+    assert (raw.breaker.consecutive_failures, raw.breaker.window, raw.breaker.cooldown_s,
+            raw.breaker.max_cooldown_s) == (3, 50, 30.0, 300.0)
+    acme = raw.orgs["acme"]
+    assert acme.settings.fallbacks == {"*": ["claude-sonnet-4-5"]}
+    assert acme.provider_keys == {"openai": "sk-acme-own"}
+    assert acme.custom_endpoints["local-vllm"].base_url == "http://10.0.0.5:8000/v1"
+    assert acme.custom_endpoints["local-vllm"].api_key == "vllm-secret"
+    assert acme.squads["research"].settings.reroutes == ["gpt-5"]
+    assert [(k.name, k.squad, k.key) for k in acme.keys] == [("ci-bot", "research", "tk-ci-bot-0123456789")]
+
+
+def test_config_spec_example_as_printed_lacks_the_azure_east_provider() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(spec_example(with_azure_east=False), env=SPEC_ENV)
+    assert str(info.value) == "models.gpt-5.offers[1].provider: unknown provider 'azure-east'"
+
+
+def test_config_load_config_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "turnout.yaml"
+    path.write_text(spec_example(), encoding="utf-8")
+    config = load_config(path, env=SPEC_ENV)
+    assert config.source == str(path)
+    assert "gpt-5" in config.raw.models
+
+
+def test_config_load_config_missing_file_names_it(tmp_path: Path) -> None:
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert str(info.value).startswith(f"{path}: cannot read")
+
+
+# --------------------------------------------------------------------- ${NAME}
+
+
+def test_config_missing_env_var_names_the_path() -> None:
+    env = {k: v for k, v in SPEC_ENV.items() if k != "ACME_OPENAI_KEY"}
+    with pytest.raises(ConfigError) as info:
+        parse_config(spec_example(), env=env)
+    message = str(info.value)
+    assert message.startswith("orgs.acme.provider_keys.openai: ")
+    assert "ACME_OPENAI_KEY" in message
+
+
+def test_config_missing_env_var_in_a_list_names_the_index() -> None:
+    env = {k: v for k, v in SPEC_ENV.items() if k != "TURNOUT_KEY_CI_BOT"}
+    with pytest.raises(ConfigError) as info:
+        parse_config(spec_example(), env=env)
+    assert str(info.value).startswith("orgs.acme.keys[0].key: environment variable TURNOUT_KEY_CI_BOT is not set")
+
+
+MINIMAL = """\
+providers:
+  openai: {kind: openai, base_url: BASE, api_key: KEY}
+models:
+  gpt-5: {offers: [{provider: openai, model: gpt-5}]}
+"""
+
+
+def minimal(base: str = "https://api.openai.com/v1", key: str = "sk") -> str:
+    return MINIMAL.replace("BASE", base).replace("KEY", key)
+
+
+@pytest.mark.parametrize(
+    ("key", "env", "expected"),
+    [
+        ("${OPENAI_KEY:-sk-default}", {}, "sk-default"),
+        ("${OPENAI_KEY:-sk-default}", {"OPENAI_KEY": "sk-env"}, "sk-env"),
+        ("${OPENAI_KEY:-}", {}, ""),
+        ("${OPENAI_KEY}", {"OPENAI_KEY": ""}, ""),
+        ("'${A}-${B:-b}'", {"A": "a"}, "a-b"),
+        ("'sk-${OPENAI_KEY}'", {"OPENAI_KEY": "123"}, "sk-123"),
+        ("${OPENAI_KEY:-a b, c}", {}, "a b, c"),
+    ],
+    ids=["default-used", "env-wins-over-default", "empty-default", "empty-env", "two-refs", "embedded",
+         "default-with-flow-characters"],
+)
+def test_config_env_interpolation(key: str, env: dict[str, str], expected: str) -> None:
+    config = parse_config(minimal(key=key), env=env)
+    assert config.raw.providers["openai"].api_key == expected
+
+
+def test_config_env_interpolation_inside_a_url() -> None:
+    config = parse_config(minimal(base="http://${HOST:-localhost}:${PORT}/v1"), env={"PORT": "8000"})
+    assert config.raw.providers["openai"].base_url == "http://localhost:8000/v1"
+
+
+def test_config_env_defaults_to_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TURNOUT_TEST_OPENAI_KEY", "sk-from-environ")
+    config = parse_config(minimal(key="${TURNOUT_TEST_OPENAI_KEY}"))
+    assert config.raw.providers["openai"].api_key == "sk-from-environ"
+
+
+def test_config_env_values_are_not_parsed_as_yaml() -> None:
+    config = parse_config(minimal(key="${K}"), env={"K": "{a: 1}, # not yaml"})
+    assert config.raw.providers["openai"].api_key == "{a: 1}, # not yaml"
+
+
+def test_config_env_reference_in_a_comment_is_ignored() -> None:
+    config = parse_config(minimal() + "# api_key: ${NOT_SET_ANYWHERE}\n", env={})
+    assert config.raw.providers["openai"].api_key == "sk"
+
+
+# --------------------------------------------------------------------- invalid files
+
+
+BASE: dict[str, Any] = {
+    "providers": {
+        "openai": {"kind": "openai", "base_url": "https://api.openai.com/v1", "api_key": "sk"},
+        "anthropic": {"kind": "anthropic", "base_url": "https://api.anthropic.com", "api_key": "sk-ant"},
+    },
+    "models": {
+        "gpt-5": {"offers": [{"provider": "openai", "model": "gpt-5"}]},
+        "claude": {"offers": [{"provider": "anthropic", "model": "claude-sonnet-4-5"}]},
+    },
+    "orgs": {
+        "acme": {
+            "settings": {},
+            "custom_endpoints": {"local-vllm": {"base_url": "http://10.0.0.5:8000/v1"}},
+            "squads": {"research": {}},
+            "keys": [{"name": "ci-bot", "squad": "research", "key": "tk-acme-0001"}],
+        },
+    },
+}
+
+
+def with_(path: str, value: Any) -> str:
+    """BASE with `value` set at the dotted `path` (list indexes as numbers), as YAML."""
+    data = copy.deepcopy(BASE)
+    *parents, last = path.split(".")
+    node: Any = data
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return yaml.safe_dump(data, sort_keys=False)
+
+
+def test_config_base_of_the_invalid_cases_is_valid() -> None:
+    parse_config(yaml.safe_dump(BASE), env={})
+
+
+INVALID: list[tuple[str, str, str]] = [
+    (with_("models.gpt-5.offers", [{"provider": "azure-east", "model": "gpt-5-prod"}]),
+     "models.gpt-5.offers[0].provider: ", "unknown provider 'azure-east'"),
+    (with_("orgs.acme.settings.fallbacks", {"*": ["claude", "nope"]}),
+     "orgs.acme.settings.fallbacks.*[1]: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.fallbacks", ["nope"]),
+     "orgs.acme.settings.fallbacks[0]: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.fallbacks", {"nope": ["claude"]}),
+     "orgs.acme.settings.fallbacks", "unknown model 'nope'"),
+    (with_("orgs.acme.squads.research", {"settings": {"reroutes": ["gpt-6"]}}),
+     "orgs.acme.squads.research.settings.reroutes[0]: ", "unknown model 'gpt-6'"),
+    (with_("orgs.acme.settings.context_window_fallbacks", {"gpt-5": ["gpt-9"]}),
+     "orgs.acme.settings.context_window_fallbacks.gpt-5[0]: ", "unknown model 'gpt-9'"),
+    (with_("policy", {"fallback": {"models": ["claude", "nope"]}}),
+     "policy.fallback.models[1]: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.reroutes", ["custom:local-vllm"]),
+     "orgs.acme.settings.reroutes[0]: ", "malformed entry 'custom:local-vllm'"),
+    (with_("orgs.acme.settings.fallbacks", {"*": ["claude", "custom::llama"]}),
+     "orgs.acme.settings.fallbacks.*[1]: ", "malformed entry"),
+    (with_("orgs.acme.settings.fallbacks", ["custom:local-vllm:"]),
+     "orgs.acme.settings.fallbacks[0]: ", "malformed entry"),
+    (with_("orgs.acme.settings.reroutes", ["custom:other-org-key:llama"]),
+     "orgs.acme.settings.reroutes[0]: ", "names no custom endpoint of this org"),
+    (with_("orgs.acme.settings.reroutes", ["custom:local-vllm:llama3:8b"]),
+     "orgs.acme.settings.reroutes[0]: ", "not routable yet"),
+    (with_("policy", {"fallback": {"models": ["custom:local-vllm:llama"]}}),
+     "policy.fallback.models[0]: ", "names no custom endpoint"),
+    (with_("orgs.acme.settings.fallbacks", {"gpt-5": ["claude"], "claude": ["gpt-5"]}),
+     "orgs.acme.settings.fallbacks: ", "fallback cycle gpt-5 -> claude -> gpt-5"),
+    (with_("orgs.acme.squads.research", {"settings": {"fallbacks": {"gpt-5": ["gpt-5"]}}}),
+     "orgs.acme.squads.research.settings.fallbacks: ", "fallback cycle gpt-5 -> gpt-5"),
+    (with_("policy", {"retry": {"max_retries": 9}}),
+     "policy.retry.max_retries: ", "9 is outside the allowed range"),
+    (with_("policy", {"budget": {"max_total_latency_ms": 300000}}),
+     "policy.budget.max_total_latency_ms: ", "300000"),
+    (with_("orgs.acme.settings.policy", {"budget": {"max_attempts": 10}}),
+     "orgs.acme.settings.policy.budget.max_attempts: ", "10 is outside the allowed range"),
+    (with_("orgs.acme.keys.0.settings", {"policy": {"retry": {"base_ms": 10}}}),
+     "orgs.acme.keys[0].settings.policy.retry.base_ms: ", "10 is outside the allowed range"),
+    (with_("policy", {"retry": {"max_retry": 2}}),
+     "policy.retry.max_retry: ", "unknown field"),
+    (with_("policy", {"retries": {}}),
+     "policy.retries: ", "unknown field"),
+    (with_("orgs.acme.settings.policy", {"budget": {"max_attempts": "six"}}),
+     "orgs.acme.settings.policy.budget.max_attempts: ", "Expected `int`, got `str`"),
+    (with_("bogus", 1), "bogus: ", "unknown field `bogus`"),
+    (with_("orgs.acme.settings.reroute", ["claude"]), "orgs.acme.settings.reroute: ", "unknown field"),
+    (with_("ceilings", {"max_retries": "six"}), "ceilings.max_retries: ", "Expected `int`, got `str`"),
+    (with_("models.gpt-5.context_window", "big"), "models.gpt-5.context_window: ", "Expected `int | null`"),
+    (with_("models.claude.offers.0.input_usd_per_mtok", "cheap"),
+     "models.claude.offers[0].input_usd_per_mtok: ", "Expected `float`"),
+    (with_("providers.openai.kind", "azure"), "providers.openai.kind: ", "Invalid enum value 'azure'"),
+    (with_("orgs.acme.settings.key_mode", "byok"), "orgs.acme.settings.key_mode: ", "Invalid enum value"),
+    (with_("orgs.acme.squads.research", {"settings": {"reroutes": "claude"}}),
+     "orgs.acme.squads.research.settings.reroutes: ", "Expected `array"),
+    (with_("models", {}), "models: ", "catalog is empty"),
+    (with_("models.claude.offers", []), "models.claude.offers: ", "at least one offer"),
+    (with_("providers.openai.base_url", "api.openai.com"), "providers.openai.base_url: ", "http(s) URL"),
+    (with_("providers.openai.base_url", "https://user:pw@api.openai.com"),
+     "providers.openai.base_url: ", "without credentials"),
+    (with_("providers.openai.base_url", "https://"), "providers.openai.base_url: ", "http(s) URL"),
+    (with_("providers.openai.base_url", "ftp://files.example.com"), "providers.openai.base_url: ", "http(s) URL"),
+    (with_("providers.openai.base_url", "https://api.openai.com /v1"), "providers.openai.base_url: ", "http(s)"),
+    (with_("orgs.acme.provider_keys", {"mistral": "k"}), "orgs.acme.provider_keys.mistral: ", "unknown provider"),
+    (with_("orgs.acme.keys.0.key", "short"), "orgs.acme.keys[0].key: ", "at least 8 characters"),
+    (with_("orgs.beta", {"keys": [{"name": "dup", "key": "tk-acme-0001"}]}),
+     "orgs.beta.keys[0].key: ", "declared twice"),
+    (with_("orgs.acme.keys.0.squad", "marketing"), "orgs.acme.keys[0].squad: ", "unknown squad 'marketing'"),
+    (with_("orgs.acme.keys.0.name", None), "orgs.acme.keys[0].name: ", "Expected `str`, got `null`"),
+]
+INVALID_IDS = [
+    "unknown-provider-in-offer", "unknown-model-in-fallback-map", "unknown-model-in-plain-fallback-list",
+    "unknown-model-as-fallback-map-key", "unknown-model-in-squad-reroutes", "unknown-model-in-context-window-list",
+    "unknown-model-in-gateway-fallbacks", "custom-missing-model", "custom-empty-key-id", "custom-empty-model",
+    "custom-unknown-key-id", "custom-not-routable", "custom-in-gateway-policy", "fallback-cycle-a-b-a",
+    "fallback-self-cycle", "policy-over-retries-ceiling", "policy-over-latency-ceiling",
+    "org-policy-over-attempts-ceiling", "key-policy-base-ms-below-range", "policy-unknown-field",
+    "policy-unknown-section", "org-policy-wrong-type", "unknown-top-level-field", "unknown-settings-field",
+    "wrong-type-ceiling", "wrong-type-context-window", "wrong-type-price", "unknown-provider-kind", "bad-key-mode",
+    "reroutes-not-a-list", "empty-catalog", "model-without-offers", "base-url-not-http", "base-url-with-credentials",
+    "base-url-without-host", "base-url-ftp", "base-url-with-space",
+    "byok-unknown-provider", "key-shorter-than-8", "duplicate-key-across-orgs", "unknown-squad", "null-key-name",
+]
+
+
+@pytest.mark.parametrize(("text", "path", "what"), INVALID, ids=INVALID_IDS)
+def test_config_invalid_file_is_refused_naming_the_path(text: str, path: str, what: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    message = str(info.value)
+    assert message.startswith(path), message
+    assert what in message
+
+
+@pytest.mark.parametrize(
+    ("text", "what"),
+    [("providers: [\n", "not valid YAML"), ("- a\n- b\n", "must be a mapping"), ("", "must be a mapping")],
+    ids=["broken-yaml", "a-list", "empty-file"],
+)
+def test_config_unreadable_text_names_the_source(text: str, what: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={}, source="turnout.yaml")
+    assert str(info.value).startswith("turnout.yaml: ")
+    assert what in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("policy", {"retry": {"max_retries": 6}, "budget": {"max_attempts": 6, "max_total_latency_ms": 180000}}),
+        ("orgs.acme.settings.fallbacks", {"gpt-5": ["claude"], "claude": []}),
+        ("orgs.acme.settings.fallbacks", {"*": ["gpt-5", "claude"]}),
+        ("orgs.acme.settings.content_policy_fallbacks", ["claude"]),
+        ("orgs.acme.settings.key_mode", "own_then_shared"),
+        ("providers.openai.base_url", "http://10.0.0.5:8000/v1"),
+        ("providers.openai.base_url", "https://east.example.com/openai?api-version=2024-10-21"),
+        ("providers.openai.base_url", "https://api.example.com/v1/user@team"),
+        ("ceilings", {"max_retries": 8, "max_attempts": 10, "max_total_latency_ms": 600000, "max_cycles": 5}),
+    ],
+    ids=["policy-at-ceilings", "acyclic-map", "star-may-name-any-model", "plain-content-policy-list",
+         "key-mode", "base-url-ip-and-port", "base-url-query", "base-url-at-sign-in-path", "raised-ceilings"],
+)
+def test_config_valid_variants_parse(path: str, value: Any) -> None:
+    parse_config(with_(path, value), env={})
+
+
+def test_config_gateway_policy_overlays_spec_defaults() -> None:
+    config = parse_config(with_("policy", {"retry": {"max_retries": 3}, "fallback": {"backoff_ms": 200}}), env={})
+    assert config.policy.retry.max_retries == 3
+    assert config.policy.fallback.backoff_ms == 200
+    assert config.policy.budget == Policy().budget
+
+
+def test_config_a_policy_may_use_raised_ceilings() -> None:
+    text = with_("ceilings", {"max_retries": 8})
+    data = yaml.safe_load(text)
+    data["policy"] = {"retry": {"max_retries": 8}}
+    assert parse_config(yaml.safe_dump(data), env={}).policy.retry.max_retries == 8
