@@ -126,14 +126,16 @@ class Breakers:
         self._locks: dict[str, asyncio.Lock] = {}
         self._outage_logged_at = 0.0
 
-    def _outage(self, exc: BaseException) -> None:
+    def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:
+        """Log a store outage; under policy `fail`, refuse (unless `refuse` is False:
+        recording the result of an attempt that already ran never refuses it)."""
         now = time.monotonic()
         if now - self._outage_logged_at > 10:
             self._outage_logged_at = now
             log.warning(
                 "breaker store unreachable (%s); policy on_store_error=%s", type(exc).__name__, self._on_store_error
             )
-        if self._on_store_error == "fail":
+        if refuse and self._on_store_error == "fail":
             raise GatewayUnavailable(
                 "The gateway's shared state is unreachable right now; retry shortly.",
                 retry_after_s=1, code="redis_unavailable",
@@ -170,13 +172,32 @@ class Breakers:
         if decision is Admission.REJECT:
             return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, now))
         try:
-            if await self._store.acquire_probe(target, self.settings.probe_ttl_s):
-                log.info("breaker %s HALF_OPEN: probe admitted", target)
-                return Gate(admitted=True, probe=True)
+            if not await self._store.acquire_probe(target, self.settings.probe_ttl_s):
+                return Gate(admitted=False, reopen_in_s=1.0)
         except (RedisError, OSError) as exc:
             self._outage(exc)
             return Gate(admitted=True)
-        return Gate(admitted=False, reopen_in_s=1.0)
+        # The view may predate a probe that has since ended (and given the permit
+        # back): decide again on the snapshot as stored now, holding the permit.
+        try:
+            fresh = await self._store.load([target])
+        except (RedisError, OSError) as exc:
+            self._outage(exc)
+            return Gate(admitted=True, probe=True)  # we hold the permit: record() gives it back
+        view.entries.update(fresh.entries)
+        view.now_s, view.read_at = fresh.now_s, time.monotonic()
+        snap = view.snapshot(target)
+        decision = admit(snap, fresh.now_s)
+        if decision is Admission.PROBE:
+            log.info("breaker %s HALF_OPEN: probe admitted", target)
+            return Gate(admitted=True, probe=True)
+        try:
+            await self._store.release_probe(target)
+        except (RedisError, OSError) as exc:  # the permit expires on its own
+            self._outage(exc)
+        if decision is Admission.ADMIT:
+            return Gate(admitted=True)
+        return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, fresh.now_s))
 
     async def record(self, target: str, kind: FailureKind, *, probe: bool, error: str, view: HealthView) -> None:
         """Count one attempt's result (compare-and-set, retried on conflict)."""
@@ -187,13 +208,13 @@ class Breakers:
                 async with lock:  # one writer per target per process: fewer conflicts
                     await self._record(target, counted, probe=probe, error=error, view=view)
         except (RedisError, OSError) as exc:
-            self._outage(exc)
+            self._outage(exc, refuse=False)
         finally:
             if probe:
                 try:
                     await self._store.release_probe(target)
                 except (RedisError, OSError) as exc:  # the permit expires on its own
-                    self._outage(exc)
+                    self._outage(exc, refuse=False)
 
     async def _record(self, target: str, counted: Counted, *, probe: bool, error: str, view: HealthView) -> None:
         entry = view.entries.get(target, Versioned(0, CLOSED))

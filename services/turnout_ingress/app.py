@@ -31,11 +31,12 @@ from turnout.config import Config
 from turnout.core.plan import UnknownModel, build_plan
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import Breakers
+from turnout.metrics import Metrics
 from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JobQueue
 from turnout.tenancy import Identity, KeyRing
 from turnout.wire import JobPayload
-from turnout_ingress import errors
+from turnout_ingress import errors, ops_routes
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
 log = logging.getLogger("turnout.ingress")
@@ -56,8 +57,10 @@ class IngressState:
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth
         )
         self.draining = False
+        self.metrics = Metrics()
         self.breakers = Breakers(
-            RedisBreakerStore(redis), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
+            RedisBreakerStore(redis), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error,
+            on_transition=self.metrics.on_transition,
         )
         self.rng = random.Random()
 
@@ -108,6 +111,7 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
     app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.turnout = state
     errors.install(app)
+    ops_routes.install(app, state)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

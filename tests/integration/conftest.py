@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.gateway import CONFIG, KEY, KEY_DEADLINE, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
+from support.gateway import CONFIG, KEY, KEY_ADMIN, KEY_DEADLINE, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 
@@ -21,7 +21,8 @@ def gateway() -> Iterator[Gateway]:
     fleet = Fleet()
     try:
         gw = start_gateway(
-            fleet, CONFIG, key=KEY, key_worked=KEY_WORKED, key_deadline=KEY_DEADLINE, key_reroute=KEY_REROUTE
+            fleet, CONFIG, key=KEY, key_worked=KEY_WORKED, key_deadline=KEY_DEADLINE, key_reroute=KEY_REROUTE,
+            key_admin=KEY_ADMIN,
         )
         yield gw
         gw.close()

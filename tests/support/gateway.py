@@ -17,6 +17,7 @@ KEY = "tk-test-main-000000000001"
 KEY_WORKED = "tk-test-worked-0000000001"
 KEY_DEADLINE = "tk-test-deadline-00000001"
 KEY_REROUTE = "tk-test-reroute-000000001"
+KEY_ADMIN = "tk-test-admin-00000000001"
 
 CONFIG = """\
 providers:
@@ -58,6 +59,9 @@ models:
     order: priority
     offers: [{{provider: sim-nokey, model: nk-a}}, {{provider: sim-b, model: nk-b}}]
   cancel:          {{offers: [{{provider: sim-a, model: "cancel~hang"}}]}}
+  ops-check:
+    order: priority
+    offers: [{{provider: sim-a, model: "ops-a~503"}}, {{provider: sim-b, model: ops-b}}]
 policy:
   retry: {{base_ms: 250, max_ms: 4000}}
 gateway:
@@ -72,6 +76,7 @@ orgs:
       - {{name: worked, key: {key_worked}, settings: {{policy: {{budget: {{max_attempts: 4}}}}}}}}
       - {{name: deadline, key: {key_deadline}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
       - {{name: reroute, key: {key_reroute}, settings: {{reroutes: [rr-x, rr-y]}}}}
+      - {{name: admin, key: {key_admin}, admin: true}}
 """
 
 

@@ -1,0 +1,62 @@
+"""Prometheus metrics of one process, built once and passed down.
+
+Owns: the metric names, labels and buckets (SPEC §9), on a registry of its
+own (no module-level state), and the text exposition.
+Must not import: services, FastAPI, arq.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from turnout.core.breaker import BreakerState
+
+BREAKER_STATE_VALUE = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, BreakerState.OPEN: 2}
+"""Gauge value per breaker state."""
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+
+class Metrics:
+    """The metrics one process exports.
+
+    Attributes:
+        requests: requests answered, by route and HTTP status.
+        attempts: upstream attempts by provider, model and classified kind.
+        fallbacks: requests served by a fallback target, by requested model.
+        breaker_state: 0 closed, 1 half-open, 2 open, per target (read from
+            the shared store at scrape time, so every process agrees).
+        breaker_transitions: transitions this process wrote, by target and
+            new state.
+        queue_depth: jobs in the queue (queued + running), at scrape time.
+        upstream_latency: seconds per attempt, by provider and model.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter("turnout_requests", "Requests answered", ["route", "status"], registry=r)
+        self.attempts = Counter(
+            "turnout_attempts", "Upstream attempts", ["provider", "model", "kind"], registry=r
+        )
+        self.fallbacks = Counter("turnout_fallbacks", "Requests served by a fallback target", ["model"], registry=r)
+        self.breaker_state = Gauge(
+            "turnout_breaker_state", "Breaker state: 0 closed, 1 half-open, 2 open", ["target"], registry=r
+        )
+        self.breaker_transitions = Counter(
+            "turnout_breaker_transitions", "Breaker transitions written by this process", ["target", "to"], registry=r
+        )
+        self.queue_depth = Gauge("turnout_queue_depth", "Jobs queued or running", registry=r)
+        self.upstream_latency = Histogram(
+            "turnout_upstream_latency_seconds", "Duration of one upstream attempt", ["provider", "model"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=r,
+        )
+
+    def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
+        """Breakers hook: count a transition."""
+        self.breaker_transitions.labels(target=target, to=str(after)).inc()
+
+    def exposition(self) -> bytes:
+        """The registry in Prometheus text format."""
+        return generate_latest(self.registry)

@@ -1,0 +1,111 @@
+"""Operator routes of the ingress: provider health and Prometheus metrics.
+
+Owns: `GET /v1/health/providers` (an admin key sees every (provider, model)
+pair's breaker state and health) and `GET /metrics`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+from fastapi import FastAPI, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from turnout.core.breaker import reopen_in_s, state_at, success_rate
+from turnout.errors import RequestRejected
+from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
+from turnout.state import keys
+from turnout_ingress.errors import JSON
+from turnout_ingress.validation import authenticate
+
+if TYPE_CHECKING:
+    from turnout_ingress.app import IngressState
+
+_json = msgspec.json.Encoder()
+
+
+def _targets(state: "IngressState") -> list[tuple[str, str, str]]:
+    """(target key, provider, catalog model) for every offer in the catalog."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for model, targets in state.catalog.models.items():
+        for t in targets:
+            seen.setdefault(t.key, (t.key, t.provider, model))
+    return list(seen.values())
+
+
+class RequestCounter:
+    """Pure ASGI middleware: count answered HTTP requests by route and status."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self._app = app
+        self._metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        route = path if path in _ROUTES else "other"
+
+        async def counting_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                self._metrics.requests.labels(route=route, status=str(message["status"])).inc()
+            await send(message)
+
+        await self._app(scope, receive, counting_send)
+
+
+_ROUTES = frozenset({"/v1/chat/completions", "/v1/models", "/v1/health/providers", "/metrics",
+                     "/health/liveness", "/health/readiness"})
+
+
+def install(app: FastAPI, state: "IngressState") -> None:
+    """Register the operator routes and the request counter."""
+    app.add_middleware(RequestCounter, metrics=state.metrics)
+
+    @app.get("/v1/health/providers")
+    async def providers(request: Request) -> Response:
+        identity = authenticate(request, state.keyring)
+        if not identity.admin:
+            raise RequestRejected(
+                403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
+            )
+        targets = _targets(state)
+        view = await state.breakers.view([t[0] for t in targets])
+        now = view.store_now()
+        rows = []
+        for key, provider, model in targets:
+            snap = view.snapshot(key)
+            rate = success_rate(snap)
+            rows.append({
+                "target": key,
+                "provider": provider,
+                "model": key.split("/", 1)[1],
+                "catalog_model": model,
+                "state": str(state_at(snap, now)),
+                "success_rate": None if rate is None else round(rate, 4),
+                "results": len(snap.window),
+                "consecutive_failures": snap.consecutive_failures,
+                "trips": snap.trips,
+                "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
+                "last_error": snap.last_error or None,
+            })
+        body = {"object": "list", "data": rows, "store_degraded": view.degraded}
+        return Response(_json.encode(body), media_type=JSON)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        targets = _targets(state)
+        view = await state.breakers.view([t[0] for t in targets])
+        now = view.store_now()
+        for key, _, _ in targets:
+            value = BREAKER_STATE_VALUE[state_at(view.snapshot(key), now)]
+            state.metrics.breaker_state.labels(target=key).set(value)
+        try:
+            state.metrics.queue_depth.set(await state.redis.zcard(keys.QUEUE))
+        except (RedisError, OSError):
+            pass
+        return Response(state.metrics.exposition(), media_type=CONTENT_TYPE)

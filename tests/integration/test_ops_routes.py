@@ -1,0 +1,51 @@
+"""Operator routes: provider health for admin keys, Prometheus metrics."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from support.gateway import KEY, KEY_ADMIN, Gateway
+
+pytestmark = pytest.mark.integration
+
+
+def _samples(gw: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(f"{gw.base_url}/metrics").text
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_health_providers_lists_every_pair_for_an_admin_key(gateway: Gateway) -> None:
+    gateway.client().chat.completions.create(model="ops-check", messages=[{"role": "user", "content": "x"}])
+    response = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {KEY_ADMIN}"})
+    assert response.status_code == 200
+    rows = {row["target"]: row for row in response.json()["data"]}
+    failing = rows["sim-a/ops-a~503"]
+    assert failing["state"] in {"closed", "open"}
+    assert failing["results"] >= 2 and failing["success_rate"] < 1
+    assert "503" in failing["last_error"]
+    assert rows["sim-b/ops-b"]["success_rate"] == 1.0
+    assert set(failing) >= {"provider", "model", "state", "success_rate", "consecutive_failures", "cooldown_remaining_s"}
+
+
+def test_health_providers_refuses_a_non_admin_key(gateway: Gateway) -> None:
+    response = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {KEY}"})
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "admin_key_required"
+    assert httpx.get(f"{gateway.base_url}/v1/health/providers").status_code == 401
+
+
+def test_metrics_parse_and_count_requests(gateway: Gateway) -> None:
+    before = _samples(gateway).get(
+        ("turnout_requests_total", (("route", "/v1/chat/completions"), ("status", "200"))), 0.0
+    )
+    gateway.client().chat.completions.create(model="ok", messages=[{"role": "user", "content": "x"}])
+    after = _samples(gateway)
+    assert after[("turnout_requests_total", (("route", "/v1/chat/completions"), ("status", "200")))] == before + 1
+    assert ("turnout_breaker_state", (("target", "sim-a/ok"),)) in after
+    assert ("turnout_queue_depth", ()) in after

@@ -1,0 +1,226 @@
+"""One contract suite for the breaker stores (SPEC §5): memory and real Redis.
+
+`MemoryBreakerStore` runs on a fake clock; `RedisBreakerStore` against the
+session's `redis-server` (tests/unit/state/conftest.py), where time is real:
+the permit-expiry case waits a short real TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import pytest
+from redis.asyncio import Redis
+
+from turnout.core.breaker import CLOSED, BreakerSettings, BreakerSnapshot, BreakerState
+from turnout.core.types import FailureKind
+from turnout.health import Breakers
+from turnout.state import keys
+from turnout.state.breaker_store import BreakerStore, Loaded, MemoryBreakerStore, RedisBreakerStore, Versioned
+
+T = "acme/model-a"
+U = "other/model-b"
+
+TRIPPED = BreakerSnapshot(
+    open=True, consecutive_failures=0, trips=2, opened_at_s=1_700_000_123.456789, cooldown_s=60.0,
+    window="1100", last_error="HTTP 503: upstream overloaded ✗",
+)
+
+
+class FakeClock:
+    """Epoch seconds that move only when told."""
+
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class Harness:
+    """One store under test and how time passes for it."""
+
+    store: BreakerStore
+    advance: Callable[[float], Awaitable[None]]
+    expected_now: Callable[[], float]
+    clock_tolerance_s: float
+
+
+@pytest.fixture(params=["memory", "redis"])
+def harness(request: pytest.FixtureRequest) -> Harness:
+    if request.param == "memory":
+        clock = FakeClock()
+
+        async def advance(seconds: float) -> None:
+            clock.now += seconds
+
+        return Harness(MemoryBreakerStore(clock), advance, clock, 0.0)
+    client: Redis = request.getfixturevalue("redis_client")
+    return Harness(RedisBreakerStore(client), asyncio.sleep, time.time, 1.0)
+
+
+# ------------------------------------------------------------------ load
+
+
+async def test_store_load_of_unknown_targets_is_version_0_and_closed(harness: Harness) -> None:
+    loaded = await harness.store.load([T, U])
+    assert loaded.entries == {T: Versioned(0, CLOSED), U: Versioned(0, CLOSED)}
+    assert not loaded.entries[T].snapshot.open
+
+
+async def test_store_load_of_no_targets_still_reads_the_clock(harness: Harness) -> None:
+    loaded = await harness.store.load([])
+    assert loaded.entries == {}
+    assert loaded.now_s == pytest.approx(harness.expected_now(), abs=harness.clock_tolerance_s)
+
+
+async def test_store_load_now_is_the_store_clock(harness: Harness) -> None:
+    before = harness.expected_now()
+    loaded = await harness.store.load([T])
+    assert loaded.now_s == pytest.approx(before, abs=harness.clock_tolerance_s)
+    await harness.advance(0.05)
+    later = await harness.store.load([T])
+    assert later.now_s >= loaded.now_s + 0.05 - 1e-6
+
+
+# ------------------------------------------------------------------ compare-and-set
+
+
+async def test_store_cas_with_the_right_version_stores_and_bumps_the_version(harness: Harness) -> None:
+    assert await harness.store.compare_and_set(T, 0, TRIPPED) is None
+    loaded = await harness.store.load([T, U])
+    assert loaded.entries == {T: Versioned(1, TRIPPED), U: Versioned(0, CLOSED)}
+
+    closed = BreakerSnapshot(window="1")
+    assert await harness.store.compare_and_set(T, 1, closed) is None
+    assert (await harness.store.load([T])).entries[T] == Versioned(2, closed)
+
+
+async def test_store_snapshot_round_trips_every_field(harness: Harness) -> None:
+    await harness.store.compare_and_set(T, 0, TRIPPED)
+    stored = (await harness.store.load([T])).entries[T].snapshot
+    assert stored == TRIPPED
+    assert stored.opened_at_s == 1_700_000_123.456789
+
+
+@pytest.mark.parametrize("stale", [0, 1, 3, 7], ids=["never-written", "previous", "ahead", "far-ahead"])
+async def test_store_cas_with_a_stale_version_returns_current_and_does_not_write(harness: Harness, stale: int) -> None:
+    await harness.store.compare_and_set(T, 0, BreakerSnapshot(window="0", consecutive_failures=1))
+    assert await harness.store.compare_and_set(T, 1, TRIPPED) is None
+
+    current = await harness.store.compare_and_set(T, stale, BreakerSnapshot(window="1"))
+    assert isinstance(current, Loaded)
+    assert current.entries == {T: Versioned(2, TRIPPED)}
+    assert current.now_s == pytest.approx(harness.expected_now(), abs=harness.clock_tolerance_s)
+    assert (await harness.store.load([T])).entries[T] == Versioned(2, TRIPPED)
+
+
+async def test_store_cas_on_an_unknown_target_with_nonzero_version_returns_closed(harness: Harness) -> None:
+    current = await harness.store.compare_and_set(T, 3, TRIPPED)
+    assert current is not None
+    assert current.entries == {T: Versioned(0, CLOSED)}
+    assert (await harness.store.load([T])).entries[T] == Versioned(0, CLOSED)
+
+
+async def test_store_targets_are_independent(harness: Harness) -> None:
+    await harness.store.compare_and_set(T, 0, TRIPPED)
+    assert await harness.store.compare_and_set(U, 0, BreakerSnapshot(window="1")) is None
+    loaded = await harness.store.load([T, U])
+    assert loaded.entries == {T: Versioned(1, TRIPPED), U: Versioned(1, BreakerSnapshot(window="1"))}
+
+
+async def test_store_only_one_of_many_concurrent_cas_on_one_version_wins(harness: Harness) -> None:
+    candidates = [BreakerSnapshot(window="0" * (i + 1)) for i in range(50)]
+    replies = await asyncio.gather(*(harness.store.compare_and_set(T, 0, c) for c in candidates))
+    winners = [c for c, r in zip(candidates, replies) if r is None]
+    assert len(winners) == 1
+    assert (await harness.store.load([T])).entries[T] == Versioned(1, winners[0])
+    assert all(r.entries[T].version == 1 for r in replies if r is not None)
+
+
+@pytest.mark.parametrize("workers", [1, 8], ids=["one-process", "eight-processes"])
+async def test_store_concurrent_records_lose_no_update(harness: Harness, workers: int) -> None:
+    """200 failures recorded concurrently through `Breakers` (each from its own view,
+    all read before any write) all land in the window; the breaker trips once."""
+    settings = BreakerSettings(window=500, consecutive_failures=10**6, min_results=20)
+    transitions: list[tuple[str, BreakerState, BreakerState]] = []
+
+    def on_transition(target: str, old: BreakerState, new: BreakerState) -> None:
+        transitions.append((target, old, new))
+
+    fleet = [Breakers(harness.store, settings, on_transition=on_transition) for _ in range(workers)]
+    views = await asyncio.gather(*(fleet[i % workers].view([T]) for i in range(200)))
+    assert all(v.entries[T].version == 0 for v in views)
+
+    await asyncio.gather(*(
+        fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe=False, error=f"e{i}", view=view)
+        for i, view in enumerate(views)
+    ))
+
+    entry = (await harness.store.load([T])).entries[T]
+    assert entry.snapshot.window.count("0") == 200
+    assert len(entry.snapshot.window) == 200
+    # The rate rule (failure_rate 1.0 at 20 results) tripped it exactly once; later failures
+    # of attempts admitted before the trip only entered the window.
+    assert entry.snapshot.trips == 1
+    assert transitions == [(T, BreakerState.CLOSED, BreakerState.OPEN)]
+
+
+# ------------------------------------------------------------------ probe permit
+
+
+async def test_store_exactly_one_concurrent_acquire_probe_succeeds(harness: Harness) -> None:
+    got = await asyncio.gather(*(harness.store.acquire_probe(T, 30.0) for _ in range(50)))
+    assert sum(got) == 1
+    assert await harness.store.acquire_probe(U, 30.0), "permits are per target"
+
+
+async def test_store_probe_permit_expires_after_its_ttl(harness: Harness) -> None:
+    assert await harness.store.acquire_probe(T, 0.2)
+    assert not await harness.store.acquire_probe(T, 0.2)
+    await harness.advance(0.3)
+    assert await harness.store.acquire_probe(T, 0.2)
+    assert not await harness.store.acquire_probe(T, 0.2)
+
+
+async def test_store_release_makes_the_probe_available_again(harness: Harness) -> None:
+    assert await harness.store.acquire_probe(T, 30.0)
+    await harness.store.release_probe(T)
+    assert await harness.store.acquire_probe(T, 30.0)
+    assert not await harness.store.acquire_probe(T, 30.0)
+
+
+async def test_store_release_of_a_free_permit_is_a_no_op(harness: Harness) -> None:
+    await harness.store.release_probe(T)
+    assert await harness.store.acquire_probe(T, 30.0)
+
+
+async def test_store_probe_permit_does_not_touch_the_snapshot(harness: Harness) -> None:
+    await harness.store.compare_and_set(T, 0, TRIPPED)
+    assert await harness.store.acquire_probe(T, 30.0)
+    await harness.store.release_probe(T)
+    assert (await harness.store.load([T])).entries[T] == Versioned(1, TRIPPED)
+
+
+# ------------------------------------------------------------------ Redis specifics
+
+
+async def test_redis_store_unreadable_snapshot_reads_closed_at_its_version(redis_client: Redis) -> None:
+    await redis_client.hset(keys.breaker_key(T), mapping={"v": "4", "s": b"\xc1 not msgpack"})
+    store = RedisBreakerStore(redis_client)
+    assert (await store.load([T])).entries[T] == Versioned(4, CLOSED)
+    # ...and can be overwritten with the version it reads at.
+    assert await store.compare_and_set(T, 4, TRIPPED) is None
+    assert (await store.load([T])).entries[T] == Versioned(5, TRIPPED)
+
+
+async def test_redis_store_snapshot_keys_expire_and_probe_keys_are_short_lived(redis_client: Redis) -> None:
+    store = RedisBreakerStore(redis_client)
+    await store.compare_and_set(T, 0, TRIPPED)
+    assert 0 < await redis_client.ttl(keys.breaker_key(T)) <= 7 * 24 * 3600
+    await store.acquire_probe(T, 0.5)
+    assert 0 < await redis_client.pttl(keys.probe_key(T)) <= 500
