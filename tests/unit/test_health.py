@@ -376,7 +376,8 @@ class FlakyStore(MemoryBreakerStore):
     """A memory store that goes down when told (Redis lost mid-request)."""
 
     def __init__(self) -> None:
-        super().__init__(FakeClock())
+        self.clock = FakeClock()
+        super().__init__(self.clock)
         self.down = False
 
     async def load(self, targets: Sequence[str]) -> Loaded:
@@ -420,7 +421,7 @@ async def test_breakers_outage_closed_policy_admits_when_the_probe_permit_is_unr
     view = await breakers.view([T])
     for _ in range(3):
         await breakers.record(T, FailureKind.SERVER_ERROR, probe=False, error="x", view=view)
-    store._clock.advance(SETTINGS.cooldown_s + EPS)  # type: ignore[attr-defined]
+    store.clock.advance(SETTINGS.cooldown_s + EPS)
     view = await breakers.view([T])
     store.down = True
     assert await breakers.admit(T, view) == Gate(admitted=True)
