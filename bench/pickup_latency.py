@@ -72,7 +72,12 @@ async def run(base: str, inflight: int, count: int) -> None:
         print(f"added p50 = {statistics.median(loaded) - statistics.median(idle):.2f} ms")
         finished = [t for t in wave if t.done()]
         if finished:
-            print(f"warning: {len(finished)} long requests ended early: {finished[0].exception() or finished[0].result()}")
+            kinds = {}
+            for t in finished:
+                exc = t.exception()
+                key = type(exc).__name__ if exc else str(t.result().status_code)
+                kinds[key] = kinds.get(key, 0) + 1
+            print(f"warning: {len(finished)} long requests ended early: {kinds}")
         for task in wave:
             task.cancel()
         await asyncio.gather(*wave, return_exceptions=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from typing import Literal
@@ -37,7 +38,7 @@ log = logging.getLogger("turnout.breaker")
 StoreErrorPolicy = Literal["closed", "fail"]
 STALE_AFTER_S = 0.5
 """A snapshot read longer ago than this is read again before an admission."""
-_CAS_TRIES = 50
+_CAS_TRIES = 100
 
 
 def counted_of(kind: FailureKind) -> Counted:
@@ -93,11 +94,22 @@ class HealthView:
 
 
 class Gate(msgspec.Struct, frozen=True):
-    """An admission decision for one attempt."""
+    """An admission decision for one attempt.
+
+    Attributes:
+        admitted: the attempt may go.
+        probe_token: the HALF_OPEN probe permit this attempt holds, or None.
+        reopen_in_s: for a refusal, seconds until the target admits again.
+    """
 
     admitted: bool
-    probe: bool = False
+    probe_token: str | None = None
     reopen_in_s: float | None = None
+
+    @property
+    def probe(self) -> bool:
+        """The attempt is the target's probe."""
+        return self.probe_token is not None
 
 
 class Breakers:
@@ -172,36 +184,41 @@ class Breakers:
         if decision is Admission.REJECT:
             return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, now))
         try:
-            if not await self._store.acquire_probe(target, self.settings.probe_ttl_s):
-                return Gate(admitted=False, reopen_in_s=1.0)
+            token = await self._store.acquire_probe(target, self.settings.probe_ttl_s)
         except (RedisError, OSError) as exc:
             self._outage(exc)
             return Gate(admitted=True)
+        if token is None:
+            return Gate(admitted=False, reopen_in_s=1.0)
         # The view may predate a probe that has since ended (and given the permit
         # back): decide again on the snapshot as stored now, holding the permit.
         try:
             fresh = await self._store.load([target])
         except (RedisError, OSError) as exc:
             self._outage(exc)
-            return Gate(admitted=True, probe=True)  # we hold the permit: record() gives it back
+            return Gate(admitted=True, probe_token=token)  # we hold the permit: record() gives it back
         view.entries.update(fresh.entries)
         view.now_s, view.read_at = fresh.now_s, time.monotonic()
         snap = view.snapshot(target)
         decision = admit(snap, fresh.now_s)
         if decision is Admission.PROBE:
             log.info("breaker %s HALF_OPEN: probe admitted", target)
-            return Gate(admitted=True, probe=True)
+            return Gate(admitted=True, probe_token=token)
         try:
-            await self._store.release_probe(target)
+            await self._store.release_probe(target, token)
         except (RedisError, OSError) as exc:  # the permit expires on its own
             self._outage(exc)
         if decision is Admission.ADMIT:
             return Gate(admitted=True)
         return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, fresh.now_s))
 
-    async def record(self, target: str, kind: FailureKind, *, probe: bool, error: str, view: HealthView) -> None:
-        """Count one attempt's result (compare-and-set, retried on conflict)."""
+    async def record(
+        self, target: str, kind: FailureKind, *, probe_token: str | None, error: str, view: HealthView
+    ) -> None:
+        """Count one attempt's result (compare-and-set, retried on conflict with
+        jittered backoff) and give back the probe permit it held, if any."""
         counted = counted_of(kind)
+        probe = probe_token is not None
         try:
             if counted is not Counted.NEUTRAL and not view.degraded:
                 lock = self._locks.setdefault(target, asyncio.Lock())
@@ -210,16 +227,18 @@ class Breakers:
         except (RedisError, OSError) as exc:
             self._outage(exc, refuse=False)
         finally:
-            if probe:
+            if probe_token is not None:
                 try:
-                    await self._store.release_probe(target)
+                    await self._store.release_probe(target, probe_token)
                 except (RedisError, OSError) as exc:  # the permit expires on its own
                     self._outage(exc, refuse=False)
 
     async def _record(self, target: str, counted: Counted, *, probe: bool, error: str, view: HealthView) -> None:
         entry = view.entries.get(target, Versioned(0, CLOSED))
         now = view.store_now()
-        for _ in range(_CAS_TRIES):
+        for attempt in range(_CAS_TRIES):
+            if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
+                await asyncio.sleep(random.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
             new = record(entry.snapshot, counted, probe=probe, now_s=now, settings=self.settings, error=error[:200])
             if new == entry.snapshot:
                 return

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from turnout.adapters.openai_chat import AttemptResult, call_chat, upstream_body
+from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
 from turnout.core.loop import (
@@ -26,9 +26,10 @@ from turnout.core.loop import (
 )
 from turnout.core.plan import Plan, RoutingSettings, build_plan
 from turnout.core.policy import Policy
-from turnout.core.types import FailureKind
+from turnout.core.classify import DISPOSITION
+from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
-from turnout.health import Breakers, HealthView
+from turnout.health import Breakers, Gate, HealthView
 from turnout.state.breaker_store import MemoryBreakerStore
 
 
@@ -41,30 +42,116 @@ class Clock(Protocol):
 Sleep = Callable[[float], Awaitable[None]]
 
 
+class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One upstream call, as the router hands it to an adapter.
+
+    Attributes:
+        target: the offer attempted.
+        base_url: the provider's API root.
+        api_key: the credential (never logged).
+        body: JSON request body for this target.
+        timeout_s: the attempt's limit; for a stream, until its first content.
+        ttft_timeout_s: streaming first-token limit (None: `timeout_s` only).
+        stall_timeout_s: streaming gap limit after the first content (None: none).
+        request_id: Turnout's request id.
+    """
+
+    target: Target
+    base_url: str
+    api_key: str
+    body: bytes
+    timeout_s: float
+    request_id: str
+    ttft_timeout_s: float | None = None
+    stall_timeout_s: float | None = None
+
+
+Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
+"""An adapter: performs one call and maps every failure into the result."""
+
+
+async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
+    """The non-streaming adapter as an `Upstream`."""
+    return await call_chat(
+        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
+        timeout_s=spec.timeout_s, request_id=spec.request_id,
+    )
+
+
+class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """Who asked for what: the facts every attempt record and span carries."""
+
+    request_id: str
+    org: str = ""
+    squad: str | None = None
+    key: str = ""
+    requested_model: str = ""
+    streaming: bool = False
+
+
+class RouteObserver(Protocol):
+    """Telemetry hooks of the loop (traces, attempt records, metrics).
+
+    `attempt_started` returns a handle passed back to `attempt_ended`; for a
+    committed stream, `attempt_ended` comes when the stream ends.
+    """
+
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object: ...
+
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None: ...
+
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None: ...
+
+
+class NullObserver:
+    """An observer that records nothing."""
+
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
+        """See `RouteObserver`."""
+        return None
+
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
+        """See `RouteObserver`."""
+
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
+        """See `RouteObserver`."""
+
+
+Finish = Callable[[FailureKind, Usage, str], Awaitable[None]]
+"""Ends a committed stream's attempt: (final kind, usage, error text)."""
+
+
 class RouteResult(msgspec.Struct, frozen=True, kw_only=True):
     """The answer to one request.
 
     Attributes:
-        body: the upstream body on success, else None.
+        body: the upstream body on a non-streaming success, else None.
+        stream: the committed upstream stream on a streaming success.
+        finish: for a committed stream, call once when it ends (records the
+            attempt's final outcome with the breaker and the observer).
         verdict: the error answer when not served, else None.
         served: facts for the `x-turnout-*` headers.
-        records: every attempt's decision record.
+        records: every attempt's decision record (a committed stream's
+            attempt as of its commit point).
     """
 
     body: bytes | None
     verdict: Verdict | None
     served: Served
     records: tuple[AttemptRecord, ...]
+    stream: Any = None
+    finish: Finish | None = None
 
 
 class Router:
-    """Runs the attempt loop of SPEC §3 for non-streaming chat completions.
+    """Runs the attempt loop of SPEC §3 for chat completions.
 
     Args:
         catalog: models, offers and providers.
         http: the process's shared upstream client.
         breakers: fleet-wide breakers and health (default: in-memory, for
             one process and tests).
+        observer: telemetry hooks (default: none).
         clock: monotonic seconds (injected for tests).
         sleep: waits a number of seconds (injected for tests).
         rng: jitter and tie-break source.
@@ -76,6 +163,7 @@ class Router:
         catalog: Catalog,
         http: httpx.AsyncClient,
         breakers: Breakers | None = None,
+        observer: RouteObserver | None = None,
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
@@ -83,6 +171,7 @@ class Router:
         self._catalog = catalog
         self._http = http
         self._breakers = breakers or Breakers(MemoryBreakerStore(), BreakerSettings())
+        self._observer: RouteObserver = observer or NullObserver()
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -123,7 +212,8 @@ class Router:
         view: HealthView,
         policy: Policy,
         time_left_s: float,
-        request_id: str,
+        info: RequestInfo,
+        upstream: Upstream = call_json,
     ) -> RouteResult:
         """Serve one chat completion request through the attempt loop.
 
@@ -133,7 +223,9 @@ class Router:
             view: the health view from `plan()`.
             policy: the clamped policy in force.
             time_left_s: seconds until the client's deadline.
-            request_id: Turnout's request id (sent upstream, recorded).
+            info: the request's identity (records, spans, `x-request-id`).
+            upstream: the adapter (`call_json`, or the streaming one, which
+                commits at the first content).
 
         Returns:
             A `RouteResult`. Cancellation (client gone) propagates after the
@@ -141,22 +233,24 @@ class Router:
         """
         now = self._clock()
         state = begin(plan, policy, deadline_s=now + time_left_s)
-        success: AttemptResult | None = None
+        success: tuple[AttemptResult, Gate, object] | None = None
         while True:
             step = next_step(state, self._clock())
             if isinstance(step, GiveUp):
                 break
             if isinstance(step, Wait):
+                self._observer.waited(info, step.delay_s, step.reason)
                 await self._sleep(step.delay_s)
                 continue
-            state, result = await self._attempt(state, step, request, request_id, view)
-            if result is not None and state.stop is StopReason.SERVED:
-                success = result
-        return self._result(state, step.reason, success)
+            state, outcome = await self._attempt(state, step, request, info, view, upstream)
+            if outcome is not None and state.stop is StopReason.SERVED:
+                success = outcome
+        return self._result(state, step.reason, success, info, view)
 
     async def _attempt(
-        self, state: LoopState, step: Dispatch, request: dict[str, Any], request_id: str, view: HealthView
-    ) -> tuple[LoopState, AttemptResult | None]:
+        self, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
+        upstream: Upstream,
+    ) -> tuple[LoopState, tuple[AttemptResult, Gate, object] | None]:
         target = step.entry.target
         provider = self._catalog.providers[target.provider]
         if not provider.api_key:
@@ -166,35 +260,65 @@ class Router:
             return on_skip(
                 state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s, now_s=self._clock()
             ), None
+        retry = state.policy.retry
+        spec = CallSpec(
+            target=target, base_url=provider.base_url, api_key=provider.api_key,
+            body=upstream_body(request, target), timeout_s=step.timeout_s, request_id=info.request_id,
+            ttft_timeout_s=retry.ttft_timeout_ms / 1000 if retry.ttft_timeout_ms else None,
+            stall_timeout_s=retry.stall_timeout_ms / 1000 if retry.stall_timeout_ms else None,
+        )
+        handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
-            result = await call_chat(
-                self._http,
-                base_url=provider.base_url,
-                api_key=provider.api_key,
-                body=upstream_body(request, target),
-                timeout_s=step.timeout_s,
-                request_id=request_id,
-            )
+            result = await upstream(self._http, spec)
         except asyncio.CancelledError:
+            state = on_outcome(
+                state, step, Outcome(message="client went away"), started_s=started, now_s=self._clock(),
+                rng=self._rng, kind=FailureKind.CANCELLED,
+            )
+            self._observer.attempt_ended(handle, info, state.records[-1], Usage())
             await asyncio.shield(self._breakers.record(
-                target.key, FailureKind.CANCELLED, probe=gate.probe, error="", view=view
+                target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
         state = on_outcome(state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng)
         record = state.records[-1]
+        if result.stream is not None and record.kind is FailureKind.SUCCESS:
+            return state, (result, gate, handle)  # a committed stream: recorded when it ends
+        self._observer.attempt_ended(handle, info, record, result.usage)
         await self._breakers.record(
-            target.key, record.kind, probe=gate.probe, error=_error_text(record.status, record.message), view=view
+            target.key, record.kind, probe_token=gate.probe_token,
+            error=_error_text(record.status, record.message), view=view,
         )
-        return state, result
+        return state, (result, gate, handle)
 
-    @staticmethod
-    def _result(state: LoopState, reason: StopReason, success: AttemptResult | None) -> RouteResult:
+    def _result(
+        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object] | None,
+        info: RequestInfo, view: HealthView,
+    ) -> RouteResult:
         if reason is StopReason.SERVED and success is not None:
-            return RouteResult(body=success.body, verdict=None, served=served_facts(state), records=state.records)
+            result, gate, handle = success
+            served = served_facts(state)
+            if result.stream is None:
+                return RouteResult(body=result.body, verdict=None, served=served, records=state.records)
+            record = state.records[-1]
+
+            async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
+                final = msgspec.structs.replace(
+                    record, kind=kind, disposition=DISPOSITION[kind],
+                    duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),
+                    message=error if kind is not FailureKind.SUCCESS else "",
+                )
+                self._observer.attempt_ended(handle, info, final, usage)
+                await self._breakers.record(
+                    record.target.key, kind, probe_token=gate.probe_token, error=error, view=view
+                )
+
+            return RouteResult(
+                body=None, verdict=None, served=served, records=state.records, stream=result.stream, finish=finish
+            )
         verdict = conclude(state, reason)
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
-
 
 
 def plan_targets(plan: Plan) -> list[str]:

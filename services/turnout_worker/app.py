@@ -24,7 +24,7 @@ from turnout.config import Config, load_config
 from turnout.core.plan import UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.health import Breakers
-from turnout.router import Router
+from turnout.router import RequestInfo, Router
 from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -45,7 +45,7 @@ class WorkerServices(msgspec.Struct, kw_only=True):
 async def startup(ctx: dict[str, Any]) -> None:
     """arq startup hook: build the router over a shared httpx client."""
     config: Config = ctx["config"]
-    http = make_http_client()
+    http = make_http_client(max_connections=config.raw.gateway.worker_max_jobs + 100)
     breakers = Breakers(
         RedisBreakerStore(ctx["redis"]), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
     )
@@ -101,8 +101,11 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
         )
         await _deliver(ctx, payload, result)
         return "error 503"
+    info = RequestInfo(
+        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"])
+    )
     routed = await services.router.route(
-        request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, request_id=rid
+        request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
     )
     status, headers, body = answer_of(routed, payload.request_id)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))

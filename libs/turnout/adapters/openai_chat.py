@@ -42,11 +42,14 @@ class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
         body: the upstream's JSON body on success (bytes, passed through),
             else None.
         usage: token counts on success.
+        stream: for a streaming call committed at its first content, the open
+            upstream stream (`turnout.adapters.openai_stream.UpstreamStream`).
     """
 
     outcome: Outcome
     body: bytes | None = None
     usage: Usage = Usage()
+    stream: Any = None
 
 
 def upstream_body(request: dict[str, Any], target: Target) -> bytes:

@@ -75,13 +75,13 @@ def transport_error_of(exc: BaseException) -> TransportError:
     return transport_kind_from_message(str(exc)) or TransportError.PROTOCOL
 
 
-def make_http_client(*, max_connections: int | None = None) -> httpx.AsyncClient:
+def make_http_client(*, max_connections: int) -> httpx.AsyncClient:
     """The shared upstream client of one process.
 
     Args:
-        max_connections: cap of open upstream connections; None = no cap (a
-            worker's concurrency is already bounded by its `max_jobs`, and a
-            cap below that would queue attempts behind long generations).
+        max_connections: cap of open upstream connections. Size it above the
+            process's concurrency (a worker's `max_jobs`): a cap below it
+            queues attempts behind long generations.
 
     Redirects are never followed (a provider answering 3xx is malformed) and
     timeouts are set per attempt by the caller, so the client has none.

@@ -7,7 +7,8 @@ Must not import: services, FastAPI, httpx.
 
 Redis layout (names in `turnout.state.keys`):
     turnout:breaker:{provider/model}  hash {v: version, s: msgpack snapshot}
-    turnout:probe:{provider/model}    the HALF_OPEN probe permit, with a TTL
+    turnout:probe:{provider/model}    the HALF_OPEN probe permit: a random token
+                                      with a TTL, released only by its holder
 Writes are atomic: a Lua script stores the new snapshot only if the version
 is still the one it was computed from, else returns the current one, so the
 caller recomputes; N workers racing never lose a counted failure.
@@ -15,6 +16,7 @@ caller recomputes; N workers racing never lose a counted failure.
 
 from __future__ import annotations
 
+import secrets
 import time
 from collections.abc import Callable, Sequence
 from typing import Protocol
@@ -58,12 +60,17 @@ class BreakerStore(Protocol):
         """
         ...
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
-        """Take the probe permit of `target` for `ttl_s` seconds; False if taken."""
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
+        """Take the probe permit of `target` for `ttl_s` seconds.
+
+        Returns:
+            The permit's token, or None when another holder has it.
+        """
         ...
 
-    async def release_probe(self, target: str) -> None:
-        """Give the probe permit back."""
+    async def release_probe(self, target: str, token: str) -> None:
+        """Give the permit back, only if `token` still holds it (a probe that
+        outlived its permit must not free a later holder's)."""
         ...
 
 
@@ -77,7 +84,7 @@ class MemoryBreakerStore:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._entries: dict[str, Versioned] = {}
-        self._permits: dict[str, float] = {}
+        self._permits: dict[str, tuple[str, float]] = {}
 
     async def load(self, targets: Sequence[str]) -> Loaded:
         """See `BreakerStore.load`."""
@@ -93,17 +100,21 @@ class MemoryBreakerStore:
         self._entries[target] = Versioned(version + 1, snapshot)
         return None
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
         """See `BreakerStore.acquire_probe`."""
         now = self._clock()
-        if self._permits.get(target, 0.0) > now:
-            return False
-        self._permits[target] = now + ttl_s
-        return True
+        held = self._permits.get(target)
+        if held is not None and held[1] > now:
+            return None
+        token = secrets.token_hex(8)
+        self._permits[target] = (token, now + ttl_s)
+        return token
 
-    async def release_probe(self, target: str) -> None:
+    async def release_probe(self, target: str, token: str) -> None:
         """See `BreakerStore.release_probe`."""
-        self._permits.pop(target, None)
+        held = self._permits.get(target)
+        if held is not None and held[0] == token:
+            del self._permits[target]
 
 
 # KEYS[1] snapshot hash   ARGV: expected version, new snapshot, key ttl s
@@ -116,6 +127,12 @@ end
 redis.call('hset', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 's', ARGV[2])
 redis.call('expire', KEYS[1], ARGV[3])
 return 1
+"""
+
+# KEYS[1] permit   ARGV[1] token: delete only the holder's own permit
+_RELEASE = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
 """
 
 _KEY_TTL_S = 7 * 24 * 3600
@@ -142,6 +159,7 @@ class RedisBreakerStore:
     def __init__(self, redis: Redis) -> None:
         self._redis = redis
         self._cas = redis.register_script(_CAS)
+        self._release = redis.register_script(_RELEASE)
 
     async def load(self, targets: Sequence[str]) -> Loaded:
         """See `BreakerStore.load`: one round trip (`TIME` + `HMGET` each)."""
@@ -164,10 +182,12 @@ class RedisBreakerStore:
         v, s, sec, usec = reply
         return Loaded(now_s=_clock(sec, usec), entries={target: _entry(v, s)})
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
-        """See `BreakerStore.acquire_probe`: `SET NX PX`."""
-        return bool(await self._redis.set(keys.probe_key(target), b"1", nx=True, px=max(1, int(ttl_s * 1000))))
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
+        """See `BreakerStore.acquire_probe`: `SET NX PX` of a random token."""
+        token = secrets.token_hex(8)
+        taken = await self._redis.set(keys.probe_key(target), token, nx=True, px=max(1, int(ttl_s * 1000)))
+        return token if taken else None
 
-    async def release_probe(self, target: str) -> None:
-        """See `BreakerStore.release_probe`."""
-        await self._redis.delete(keys.probe_key(target))
+    async def release_probe(self, target: str, token: str) -> None:
+        """See `BreakerStore.release_probe`: compare-and-delete in Lua."""
+        await self._release(keys=[keys.probe_key(target)], args=[token])
