@@ -132,12 +132,15 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         max_queue_depth: queued jobs above which the ingress sheds with 503.
         result_ttl_s: how long a finished job's result stays readable.
         worker_max_jobs: concurrent jobs per worker process.
+        ingress_max_streams: upstream connections an ingress keeps for
+            streaming requests (the direct path).
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
     max_queue_depth: int = 10_000
     result_ttl_s: int = 300
     worker_max_jobs: int = 500
+    ingress_max_streams: int = 2000
 
 
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -26,6 +26,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.responses import Response
 
+from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import Config
 from turnout.core.plan import UnknownModel, build_plan
@@ -34,9 +35,11 @@ from turnout.health import Breakers
 from turnout.metrics import Metrics
 from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JobQueue
+from turnout.router import Router
 from turnout.tenancy import Identity, KeyRing
 from turnout.wire import JobPayload
 from turnout_ingress import errors, ops_routes
+from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
 log = logging.getLogger("turnout.ingress")
@@ -63,6 +66,8 @@ class IngressState:
             on_transition=self.metrics.on_transition,
         )
         self.rng = random.Random()
+        self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
+        self.router = Router(catalog=self.catalog, http=self.http, breakers=self.breakers, rng=self.rng)
 
 
 async def _check_plan(state: IngressState, model: str, identity: Identity) -> None:
@@ -105,6 +110,7 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.http.aclose()
             await redis.aclose()
             await listen_redis.aclose()
 
@@ -120,12 +126,9 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
         identity = authenticate(request, state.keyring)
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
-        if body.get("stream"):
-            raise RequestRejected(
-                400, "Streaming (`stream: true`) is not supported by this gateway version yet.",
-                code="unsupported_parameter", param="stream",
-            )
         await _check_plan(state, body["model"], identity)
+        if body.get("stream"):
+            return await serve_stream(state, request, body, identity, request_id)
         payload = JobPayload(
             request_id=request_id,
             body=raw,

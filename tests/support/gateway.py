@@ -18,6 +18,7 @@ KEY_WORKED = "tk-test-worked-0000000001"
 KEY_DEADLINE = "tk-test-deadline-00000001"
 KEY_REROUTE = "tk-test-reroute-000000001"
 KEY_ADMIN = "tk-test-admin-00000000001"
+KEY_STREAM = "tk-test-stream-0000000001"
 
 CONFIG = """\
 providers:
@@ -59,6 +60,21 @@ models:
     order: priority
     offers: [{{provider: sim-nokey, model: nk-a}}, {{provider: sim-b, model: nk-b}}]
   cancel:          {{offers: [{{provider: sim-a, model: "cancel~hang"}}]}}
+  s-ok:            {{offers: [{{provider: sim-a, model: s-ok}}]}}
+  s-503:
+    order: priority
+    offers: [{{provider: sim-a, model: "s503~503"}}, {{provider: sim-b, model: s503-b}}]
+  s-bodyerr:
+    order: priority
+    offers: [{{provider: sim-a, model: "sbe~bodyerr429"}}, {{provider: sim-b, model: sbe-b}}]
+  s-slow:
+    order: priority
+    offers: [{{provider: sim-a, model: "sslow~slow3000"}}, {{provider: sim-b, model: sslow-b}}]
+  s-cut:           {{offers: [{{provider: sim-a, model: "scut~cut40"}}]}}
+  s-stall:         {{offers: [{{provider: sim-a, model: "sstall~stall10"}}]}}
+  s-bad:           {{offers: [{{provider: sim-a, model: "sbad~badchunk5"}}]}}
+  s-nodone:        {{offers: [{{provider: sim-a, model: "snd~nodone"}}]}}
+  s-slowchunks:    {{offers: [{{provider: sim-a, model: "sslowc~200i100"}}]}}
   ops-check:
     order: priority
     offers: [{{provider: sim-a, model: "ops-a~503"}}, {{provider: sim-b, model: ops-b}}]
@@ -77,6 +93,7 @@ orgs:
       - {{name: deadline, key: {key_deadline}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
       - {{name: reroute, key: {key_reroute}, settings: {{reroutes: [rr-x, rr-y]}}}}
       - {{name: admin, key: {key_admin}, admin: true}}
+      - {{name: stream, key: {key_stream}, settings: {{policy: {{retry: {{ttft_timeout_ms: 500, stall_timeout_ms: 500}}}}}}}}
 """
 
 

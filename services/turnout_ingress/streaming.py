@@ -1,0 +1,92 @@
+"""The streaming direct path: `stream: true` runs the executor in the ingress.
+
+Owns: the streaming chat route's body. The same router (policy, plan,
+breaker, records) runs in-process with the streaming adapter, which commits
+at the first content; the response head — with the `x-turnout-*` headers,
+since by then it is known who serves — is sent only then, and the relay
+forwards the rest. A client that leaves before the commit cancels the loop
+and its in-flight upstream call; one that leaves after it closes the
+upstream stream (the relay's cleanup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from turnout.adapters.openai_chat import AttemptResult
+from turnout.adapters.openai_stream import open_stream
+from turnout.answer import answer_of, served_headers
+from turnout.relay import relay
+from turnout.router import CallSpec, RequestInfo
+from turnout.tenancy import Identity
+from turnout_ingress.errors import JSON
+
+if TYPE_CHECKING:
+    from turnout_ingress.app import IngressState
+
+
+async def stream_upstream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
+    """The streaming adapter as the router's `Upstream`."""
+    return await open_stream(
+        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
+        timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s, request_id=spec.request_id,
+    )
+
+
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            return
+
+
+async def serve_stream(
+    state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str
+) -> Response:
+    """Answer a `stream: true` chat completion (SPEC §8).
+
+    Errors before the commit point are ordinary JSON error answers (the
+    client has received nothing yet); after it, the relay reports them as a
+    final SSE error event.
+    """
+    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    include_usage = bool(options.get("include_usage"))
+    upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
+    policy = identity.policy
+    plan, view = await state.router.plan(body["model"], identity.settings, policy)
+    info = RequestInfo(
+        request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
+        requested_model=str(body["model"]), streaming=True,
+    )
+    routing = asyncio.ensure_future(state.router.route(
+        upstream_request, plan=plan, view=view, policy=policy,
+        time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
+    ))
+    gone = asyncio.ensure_future(_wait_disconnect(request))
+    try:
+        await asyncio.wait((routing, gone), return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        gone.cancel()
+    if not routing.done():
+        routing.cancel()
+        await asyncio.gather(routing, return_exceptions=True)
+        return Response(status_code=499)
+    result = routing.result()
+    if result.stream is None or result.finish is None:
+        status, headers, payload = answer_of(result, request_id)
+        return Response(payload, status_code=status, headers=headers, media_type=JSON)
+    stall_ms = policy.retry.stall_timeout_ms
+    headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
+    return StreamingResponse(
+        relay(
+            result.stream, finish=result.finish, include_usage=include_usage,
+            stall_timeout_s=stall_ms / 1000 if stall_ms else None, request_id=request_id,
+        ),
+        headers=headers,
+        media_type="text/event-stream",
+    )

@@ -1,0 +1,137 @@
+"""The streaming direct path with the official openai SDK (SPEC §8).
+
+Before the first content, failures are ordinary attempts the client never
+sees; after it, the stream is committed and a failure ends it with an error
+event and no `[DONE]`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+import openai
+import pytest
+
+from support.gateway import KEY, KEY_STREAM, Gateway
+
+pytestmark = pytest.mark.integration
+
+MESSAGES = [{"role": "user", "content": "hello"}]
+
+
+def _full(n: int) -> str:
+    return " ".join(f"tok{i}" for i in range(n))
+
+
+def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **extra: object) -> tuple[dict[str, str], str]:
+    with gw.client(key).chat.completions.with_streaming_response.create(
+        model=model, messages=MESSAGES, stream=True, max_tokens=max_tokens, **extra  # type: ignore[arg-type]
+    ) as response:
+        headers = dict(response.headers)
+        text = "".join(c.choices[0].delta.content or "" for c in response.parse() if c.choices)
+    return headers, text
+
+
+def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60) -> list[str]:
+    frames = []
+    with httpx.stream(
+        "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens}, timeout=30,
+    ) as response:
+        assert response.status_code == 200
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                frames.append(line[6:])
+    return frames
+
+
+def test_stream_success_has_turnout_headers_and_the_whole_answer(gateway: Gateway) -> None:
+    headers, text = _stream(gateway, "s-ok")
+    assert text == _full(12)
+    assert headers["content-type"].startswith("text/event-stream")
+    assert headers["x-turnout-provider"] == "sim-a"
+    assert headers["x-turnout-model"] == "s-ok"
+    assert headers["x-turnout-attempts"] == "1"
+
+
+def test_stream_503_before_first_token_falls_back_unseen(gateway: Gateway) -> None:
+    headers, text = _stream(gateway, "s-503")
+    assert text == _full(12)
+    assert headers["x-turnout-provider"] == "sim-b"
+    assert headers["x-turnout-fallback"] == "1"
+    assert headers["x-turnout-attempts"] == "3"
+    assert len(gateway.sim_log("s503~503")) == 2
+
+
+def test_stream_error_envelope_as_first_event_falls_back(gateway: Gateway) -> None:
+    headers, text = _stream(gateway, "s-bodyerr")
+    assert text == _full(12)
+    assert headers["x-turnout-provider"] == "sim-b"
+    assert gateway.sim_log("sbe~bodyerr429")  # it was tried, and its 429 in a 200 stream never reached the client
+
+
+def test_stream_slow_first_token_beyond_ttft_falls_back_within_the_bound(gateway: Gateway) -> None:
+    started = time.monotonic()
+    headers, text = _stream(gateway, "s-slow", KEY_STREAM)
+    assert time.monotonic() - started < 2.0  # ttft_timeout_ms=500, the slow provider needs 3 s
+    assert headers["x-turnout-provider"] == "sim-b"
+    assert text == _full(12)
+
+
+def test_stream_cut_after_content_ends_with_an_error_event_and_no_done(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-cut", max_tokens=60)
+    assert frames[-1] != "[DONE]" and "[DONE]" not in frames
+    assert '"error"' in frames[-1] and "stream_interrupted" in frames[-1]
+    with pytest.raises(openai.APIError):
+        _stream(gateway, "s-cut", max_tokens=60)
+    assert len(gateway.sim_log("scut~cut40")) == 2  # one per request: never retried after the commit
+
+
+def test_stream_cut_text_is_never_repeated(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-cut", max_tokens=60)
+    text = "".join(
+        (json.loads(f)["choices"][0]["delta"].get("content") or "") for f in frames[:-1] if json.loads(f).get("choices")
+    )
+    # a reset may lose what was still in flight, never repeat or reorder it
+    assert text and _full(40).startswith(text)
+
+
+def test_stream_stall_ends_with_an_error_and_the_gateway_serves_on(gateway: Gateway) -> None:
+    started = time.monotonic()
+    frames = _raw_frames(gateway, "s-stall", KEY_STREAM, max_tokens=30)
+    assert time.monotonic() - started < 0.5 + 1.0 + 1.0
+    assert "stream_stalled" in frames[-1]
+    _, text = _stream(gateway, "s-ok")
+    assert text == _full(12)
+
+
+def test_stream_malformed_chunk_mid_stream_is_skipped_and_the_answer_completes(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-bad", max_tokens=12)
+    assert frames[-1] == "[DONE]"
+    assert all(f == "[DONE]" or f.startswith("{") for f in frames)
+
+
+def test_stream_without_done_is_finalised_promptly(gateway: Gateway) -> None:
+    started = time.monotonic()
+    frames = _raw_frames(gateway, "s-nodone", max_tokens=12)
+    assert frames[-1] == "[DONE]"
+    assert time.monotonic() - started < 2.0
+
+
+def test_stream_usage_chunk_only_when_asked(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-ok", max_tokens=5)
+    assert not any('"usage":{' in f for f in frames)
+    assert not any('"usage"' in f for f in frames)
+    with gateway.client().chat.completions.with_streaming_response.create(
+        model="s-ok", messages=MESSAGES, stream=True, max_tokens=5,  # type: ignore[arg-type]
+        stream_options={"include_usage": True},
+    ) as response:
+        chunks = list(response.parse())
+    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == 5
+
+
+def test_stream_unknown_model_is_a_json_404_before_any_stream(gateway: Gateway) -> None:
+    with pytest.raises(openai.NotFoundError):
+        _stream(gateway, "no-such-model")
