@@ -12,7 +12,13 @@ trips, re-checking every in-flight job on every scan. Here:
   missed and for jobs re-queued after a worker died;
 - a cancel message for a running job cancels its task (the client went away);
 - a job's answer is stored, published and the job's arq keys removed in one
-  Lua round trip (`deliver`), replacing arq's own finishing transaction.
+  Lua round trip (`deliver`), replacing arq's own finishing transaction;
+- the in-progress key of a running job lives `lease_s` (default 10 s) and is
+  renewed every `lease_s / 3` while the worker lives. arq's stock lease is
+  the job timeout + 10 s (here 195 s), so a job whose worker was killed would
+  wait minutes for a re-run, past its client's deadline; with the renewed
+  lease another worker's scan re-runs it within `lease_s` + 1 s. The bound
+  on duplicate upstream calls: the dead worker's in-flight attempt, once.
 
 Must not import: FastAPI, httpx.
 """
@@ -59,8 +65,10 @@ return 1
 class PushWorker(Worker):
     """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lease_s: float = 10.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.lease_s = lease_s
+        self._renewer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._claim_script: Any = None
@@ -84,6 +92,7 @@ class PushWorker(Worker):
         if self.on_startup:
             await self.on_startup(self.ctx)
         self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
+        self._renewer = asyncio.create_task(self._renew_leases(), name="turnout-lease-renewal")
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
@@ -96,9 +105,10 @@ class PushWorker(Worker):
                     log.warning("queue scan failed (%s); retrying", type(exc).__name__)
                     await asyncio.sleep(0.2)
         finally:
-            self._listener.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._listener
+            for task in (self._listener, self._renewer):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _listen(self) -> None:
         backoff_s = 0.05
@@ -126,6 +136,22 @@ class PushWorker(Worker):
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()
 
+    async def _renew_leases(self) -> None:
+        """Keep the in-progress keys of this worker's running jobs alive."""
+        ttl_ms = int(self.lease_s * 1000)
+        while True:
+            await asyncio.sleep(self.lease_s / 3)
+            running = [job_id for job_id, task in self.tasks.items() if not task.done()]
+            if not running:
+                continue
+            try:
+                async with self.pool.pipeline(transaction=False) as pipe:
+                    for job_id in running:
+                        pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, ttl_ms)  # no-op once deleted
+                    await pipe.execute()
+            except (RedisError, OSError) as exc:
+                log.warning("lease renewal failed (%s); retrying", type(exc).__name__)
+
     async def _start_announced(self, job_id: bytes) -> None:
         try:
             await self.start_jobs([job_id])
@@ -152,7 +178,7 @@ class PushWorker(Worker):
         candidates = [j for j in candidates if j not in self.tasks][: max(free, 0)]
         if not candidates:
             return
-        ttl_ms = int(self.in_progress_timeout_s * 1000)
+        ttl_ms = int(self.lease_s * 1000)
         if len(candidates) == 1:  # the doorbell's case: no pipeline, no SCRIPT EXISTS
             job_id = candidates[0]
             scores = [await self._claim_script(keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name],

@@ -63,6 +63,7 @@ class Proc:
     name: str
     popen: subprocess.Popen[bytes]
     log_path: Path
+    argv: list[str] = field(default_factory=list)
 
     def alive(self) -> bool:
         """True while the process runs."""
@@ -101,7 +102,7 @@ class Fleet:
             popen = subprocess.Popen(
                 argv, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}, cwd=self.workdir
             )
-        proc = Proc(name=name, popen=popen, log_path=log_path)
+        proc = Proc(name=name, popen=popen, log_path=log_path, argv=argv)
         self.procs.append(proc)
         return proc
 
@@ -153,6 +154,11 @@ class Fleet:
         ])
         wait_until(lambda: "worker ready" in proc.log(), 20, name)
         return proc
+
+    def restart(self, proc: Proc) -> Proc:
+        """Start `proc`'s command again (after it was stopped), under the same name."""
+        self.procs.remove(proc)
+        return self.spawn(proc.name, proc.argv)
 
     def stop_all(self) -> None:
         """Stop every process, newest first."""

@@ -57,7 +57,7 @@ class Fleet:
     async def fail(self, n: int, kind: FailureKind = FailureKind.SERVER_ERROR, target: str = T) -> None:
         for i in range(n):
             view = await self.breakers.view([target])
-            await self.breakers.record(target, kind, probe=False, error=f"HTTP 503 #{i}", view=view)
+            await self.breakers.record(target, kind, probe_token=None, error=f"HTTP 503 #{i}", view=view)
 
     async def admit(self, target: str = T) -> Gate:
         return await self.breakers.admit(target, await self.breakers.view([target]))
@@ -115,7 +115,7 @@ async def test_breakers_three_counted_failures_reject_for_the_cooldown(fleet: Fl
 async def test_breakers_recording_view_sees_its_own_trip(fleet: Fleet) -> None:
     view = await fleet.breakers.view([T])
     for _ in range(3):
-        await fleet.breakers.record(T, FailureKind.TIMEOUT, probe=False, error="timeout", view=view)
+        await fleet.breakers.record(T, FailureKind.TIMEOUT, probe_token=None, error="timeout", view=view)
     assert view.entries[T].version == 3
     assert not (await fleet.breakers.admit(T, view)).admitted
 
@@ -125,7 +125,8 @@ async def test_breakers_half_open_admits_exactly_one_of_many_concurrent_probes(f
     views = [await fleet.breakers.view([T]) for _ in range(10)]
     gates = await asyncio.gather(*(fleet.breakers.admit(T, v) for v in views))
     probes = [g for g in gates if g.admitted]
-    assert probes == [Gate(admitted=True, probe=True)]
+    assert len(probes) == 1
+    assert probes[0].admitted and probes[0].probe and probes[0].reopen_in_s is None
     assert all(g == Gate(admitted=False, reopen_in_s=1.0) for g in gates if not g.admitted)
 
 
@@ -134,7 +135,7 @@ async def test_breakers_half_open_probe_success_closes(fleet: Fleet) -> None:
     view = await fleet.breakers.view([T])
     gate = await fleet.breakers.admit(T, view)
     assert gate.probe
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe=True, error="", view=view)
+    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
 
     assert await fleet.snapshot() == BreakerSnapshot(window="1")
     assert await fleet.admit() == Gate(admitted=True)
@@ -153,7 +154,9 @@ async def test_breakers_half_open_probe_failure_reopens_with_doubled_cooldown(fl
         view = await fleet.breakers.view([T])
         gate = await fleet.breakers.admit(T, view)
         assert gate.probe
-        await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe=True, error="HTTP 500", view=view)
+        await fleet.breakers.record(
+            T, FailureKind.SERVER_ERROR, probe_token=gate.probe_token, error="HTTP 500", view=view
+        )
         snap = await fleet.snapshot()
         assert (snap.open, snap.cooldown_s) == (True, expected_cooldown)
         gate = await fleet.admit()
@@ -168,7 +171,7 @@ async def test_breakers_half_open_probe_failure_reopens_with_doubled_cooldown(fl
 async def test_breakers_non_probe_results_while_open_do_not_close_or_reopen(fleet: Fleet) -> None:
     view = await fleet.breakers.view([T])  # admitted before the trip
     await fleet.fail(3)
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe=False, error="", view=view)
+    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=view)
     snap = await fleet.snapshot()
     assert snap.open and snap.trips == 1
     assert snap.window == "0001"
@@ -207,9 +210,10 @@ async def test_breakers_neutral_kinds_never_count(fleet: Fleet, kind: FailureKin
 async def test_breakers_record_releases_the_probe_even_for_neutral(fleet: Fleet, kind: FailureKind) -> None:
     await fleet.trip_and_cool()
     view = await fleet.breakers.view([T])
-    assert (await fleet.breakers.admit(T, view)).probe
+    gate = await fleet.breakers.admit(T, view)
+    assert gate.probe
     assert not (await fleet.admit()).admitted  # permit held
-    await fleet.breakers.record(T, kind, probe=True, error="", view=view)
+    await fleet.breakers.record(T, kind, probe_token=gate.probe_token, error="", view=view)
     # Nothing counted: still HALF_OPEN, and the permit is free for the next probe.
     assert (await fleet.snapshot()).trips == 1
     assert (await fleet.admit()).probe
@@ -218,9 +222,38 @@ async def test_breakers_record_releases_the_probe_even_for_neutral(fleet: Fleet,
 async def test_breakers_record_releases_the_probe_on_success_and_failure(fleet: Fleet) -> None:
     await fleet.trip_and_cool()
     view = await fleet.breakers.view([T])
-    assert (await fleet.breakers.admit(T, view)).probe
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe=True, error="", view=view)
-    assert await fleet.store.acquire_probe(T, 1.0), "probe permit not released after a failed probe"
+    gate = await fleet.breakers.admit(T, view)
+    assert gate.probe
+    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=gate.probe_token, error="", view=view)
+    assert await fleet.store.acquire_probe(T, 1.0) is not None, "probe permit not released after a failed probe"
+
+
+@pytest.mark.parametrize(
+    "kind", [FailureKind.SUCCESS, FailureKind.SERVER_ERROR, FailureKind.CANCELLED], ids=lambda k: k.value
+)
+async def test_breakers_probe_that_outlived_its_permit_does_not_free_the_next_holders(
+    fleet: Fleet, kind: FailureKind
+) -> None:
+    """Probe A hangs past its permit's TTL; B takes a new permit. When A finally
+    records, it must give back only its own (expired) permit, not B's."""
+    await fleet.trip_and_cool()
+    view_a = await fleet.breakers.view([T])
+    gate_a = await fleet.breakers.admit(T, view_a)
+    assert gate_a.probe
+    fleet.clock.advance(SETTINGS.probe_ttl_s + EPS)  # A's permit expires
+
+    view_b = await fleet.breakers.view([T])
+    gate_b = await fleet.breakers.admit(T, view_b)
+    assert gate_b.admitted and gate_b.probe
+    assert gate_b.probe_token != gate_a.probe_token
+
+    await fleet.breakers.record(T, kind, probe_token=gate_a.probe_token, error="late", view=view_a)
+    assert await fleet.store.acquire_probe(T, 1.0) is None, "the old probe freed the newer holder's permit"
+    if kind is FailureKind.CANCELLED:  # still HALF_OPEN: no second probe while B runs
+        assert await fleet.admit() == Gate(admitted=False, reopen_in_s=1.0)
+
+    await fleet.breakers.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
+    assert await fleet.store.acquire_probe(T, 1.0) is not None, "the holder's own release frees the permit"
 
 
 # ------------------------------------------------------------------ stale views
@@ -256,24 +289,26 @@ async def test_breakers_probe_is_not_admitted_from_a_view_read_before_a_failed_p
     await fleet.trip_and_cool()
     view_a = await fleet.breakers.view([T])
     view_b = await fleet.breakers.view([T])
-    assert (await fleet.breakers.admit(T, view_a)).probe
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe=True, error="HTTP 500", view=view_a)
+    gate_a = await fleet.breakers.admit(T, view_a)
+    assert gate_a.probe
+    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=gate_a.probe_token, error="HTTP 500", view=view_a)
 
     gate = await fleet.breakers.admit(T, view_b)
     assert not gate.admitted
     assert gate.reopen_in_s == pytest.approx(60.0, abs=0.05)
-    assert await fleet.store.acquire_probe(T, 1.0), "the permit taken to check was given back"
+    assert await fleet.store.acquire_probe(T, 1.0) is not None, "the permit taken to check was given back"
 
 
 async def test_breakers_view_read_before_a_successful_probe_admits_without_probe(fleet: Fleet) -> None:
     await fleet.trip_and_cool()
     view_a = await fleet.breakers.view([T])
     view_b = await fleet.breakers.view([T])
-    assert (await fleet.breakers.admit(T, view_a)).probe
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe=True, error="", view=view_a)
+    gate_a = await fleet.breakers.admit(T, view_a)
+    assert gate_a.probe
+    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
 
     assert await fleet.breakers.admit(T, view_b) == Gate(admitted=True)
-    assert await fleet.store.acquire_probe(T, 1.0), "the permit taken to check was given back"
+    assert await fleet.store.acquire_probe(T, 1.0) is not None, "the permit taken to check was given back"
 
 
 # ------------------------------------------------------------------ HealthView.all_open
@@ -341,10 +376,10 @@ class DownStore:
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
         raise self._down("compare_and_set")
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
         raise self._down("acquire_probe")
 
-    async def release_probe(self, target: str) -> None:
+    async def release_probe(self, target: str, token: str) -> None:
         raise self._down("release_probe")
 
 
@@ -358,7 +393,7 @@ async def test_breakers_outage_closed_policy_admits_and_reads_degraded(caplog: p
     assert view.all_open([T, U]) is None
     assert await breakers.admit(T, view) == Gate(admitted=True)
     for _ in range(5):
-        await breakers.record(T, FailureKind.SERVER_ERROR, probe=False, error="x", view=view)
+        await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="x", view=view)
     assert store.calls == ["load"], "a degraded view records nothing"
     assert "on_store_error=closed" in caplog.text
 
@@ -390,15 +425,15 @@ class FlakyStore(MemoryBreakerStore):
             raise RedisConnectionError("connection lost")
         return await super().compare_and_set(target, version, snapshot)
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
         if self.down:
             raise RedisConnectionError("connection lost")
         return await super().acquire_probe(target, ttl_s)
 
-    async def release_probe(self, target: str) -> None:
+    async def release_probe(self, target: str, token: str) -> None:
         if self.down:
             raise RedisConnectionError("connection lost")
-        await super().release_probe(target)
+        await super().release_probe(target, token)
 
 
 @pytest.mark.parametrize("policy", ["closed", "fail"])
@@ -409,10 +444,11 @@ async def test_breakers_outage_during_record_never_raises(policy: str, probe: bo
     store = FlakyStore()
     breakers = Breakers(store, SETTINGS, on_store_error=policy)  # type: ignore[arg-type]
     view = await breakers.view([T])
+    token = await store.acquire_probe(T, SETTINGS.probe_ttl_s) if probe else None
     store.down = True
-    await breakers.record(T, FailureKind.SUCCESS, probe=probe, error="", view=view)
-    await breakers.record(T, FailureKind.SERVER_ERROR, probe=probe, error="x", view=view)
-    await breakers.record(T, FailureKind.CANCELLED, probe=probe, error="", view=view)
+    await breakers.record(T, FailureKind.SUCCESS, probe_token=token, error="", view=view)
+    await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=token, error="x", view=view)
+    await breakers.record(T, FailureKind.CANCELLED, probe_token=token, error="", view=view)
 
 
 async def test_breakers_outage_closed_policy_admits_when_the_probe_permit_is_unreachable() -> None:
@@ -420,7 +456,7 @@ async def test_breakers_outage_closed_policy_admits_when_the_probe_permit_is_unr
     breakers = Breakers(store, SETTINGS, on_store_error="closed")
     view = await breakers.view([T])
     for _ in range(3):
-        await breakers.record(T, FailureKind.SERVER_ERROR, probe=False, error="x", view=view)
+        await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="x", view=view)
     store.clock.advance(SETTINGS.cooldown_s + EPS)
     view = await breakers.view([T])
     store.down = True
@@ -458,15 +494,15 @@ async def test_breakers_record_gives_up_after_bounded_conflicts(caplog: pytest.L
     breakers = Breakers(store, SETTINGS)
     view = await breakers.view([T])
     with caplog.at_level(logging.ERROR, logger="turnout.breaker"):
-        await breakers.record(T, FailureKind.SERVER_ERROR, probe=False, error="x", view=view)
-    assert store.writes == 50
+        await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="x", view=view)
+    assert store.writes == 100
     assert "not recorded" in caplog.text
 
 
 async def test_breakers_record_recomputes_from_the_current_entry_on_conflict(fleet: Fleet) -> None:
     stale = await fleet.breakers.view([T])
     await fleet.fail(2)
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe=False, error="third", view=stale)
+    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="third", view=stale)
     snap = await fleet.snapshot()
     assert snap.open, "the third failure must count on top of the two stored ones"
     assert stale.entries[T].version == 3
@@ -479,10 +515,10 @@ class LosesRedisAfterTheProbePermit(MemoryBreakerStore):
         super().__init__(FakeClock())
         self.down = False
 
-    async def acquire_probe(self, target: str, ttl_s: float) -> bool:
-        taken = await super().acquire_probe(target, ttl_s)
+    async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
+        token = await super().acquire_probe(target, ttl_s)
         self.down = True
-        return taken
+        return token
 
     async def load(self, targets: Sequence[str]) -> Loaded:
         if self.down:
@@ -496,4 +532,6 @@ async def test_breakers_outage_after_taking_the_permit_admits_as_the_probe() -> 
     await store.compare_and_set(T, 0, BreakerSnapshot(open=True, trips=1, opened_at_s=0.0, cooldown_s=30.0))
     view = await breakers.view([T])
     # The permit is held, so the attempt is the probe: record() gives the permit back.
-    assert await breakers.admit(T, view) == Gate(admitted=True, probe=True)
+    gate = await breakers.admit(T, view)
+    assert gate.admitted and gate.probe and gate.reopen_in_s is None
+    assert await store.acquire_probe(T, 30.0) is None, "the gate holds the permit"

@@ -7,6 +7,8 @@ Must not import: anything but the standard library and arq's constants.
 
 from __future__ import annotations
 
+import hashlib
+
 from arq.constants import (
     default_queue_name,
     in_progress_key_prefix,
@@ -61,3 +63,16 @@ def breaker_key(target: str) -> str:
 def probe_key(target: str) -> str:
     """Key of a target's probe permit."""
     return PROBE_PREFIX + target
+
+
+IDEMPOTENCY_PREFIX = "turnout:idem:"
+"""String per (org, Idempotency-Key digest): `request_id:body_digest`."""
+
+
+def idempotency_key(org: str, client_key: str) -> str:
+    """Key binding a client's `Idempotency-Key` (hashed; any length) within its org."""
+    return f"{IDEMPOTENCY_PREFIX}{org}:{hashlib.sha256(client_key.encode('utf-8')).hexdigest()}"
+
+
+RECORDS_STREAM = "turnout:records"
+"""Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""

@@ -23,11 +23,13 @@ from typing import Any
 
 import msgspec
 from arq.jobs import serialize_job
+from opentelemetry.trace import NoOpTracer, Tracer
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
+from turnout.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
 log = logging.getLogger("turnout.queue")
@@ -57,6 +59,23 @@ redis.call('del', KEYS[3])
 return 1
 """
 
+# KEYS[1] idempotency key   ARGV: request id, body digest, ttl s
+_IDEMPOTENCY = """
+local owner = redis.call('get', KEYS[1])
+if owner then return owner end
+redis.call('set', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'EX', ARGV[3])
+return false
+"""
+
+
+class IdempotencyConflict(Exception):
+    """An `Idempotency-Key` reused with a different request body (answer 409)."""
+
+    def __init__(self, owner_request_id: str) -> None:
+        super().__init__(owner_request_id)
+        self.owner_request_id = owner_request_id
+
+
 job_serializer = payload_encoder.encode
 """arq's job envelope serializer (msgpack), shared by ingress and worker."""
 
@@ -78,18 +97,23 @@ class JobQueue:
         max_depth: queued + running jobs above which submissions are shed.
         result_poll_s: interval of the slow fallback read of a stored result.
         grace_s: extra seconds past the deadline to wait for a worker's answer.
+        tracer: where the enqueue (PRODUCER) span goes; its W3C context is
+            put in `JobPayload.trace` (default: no span, no context).
     """
 
     def __init__(
-        self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0
+        self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0,
+        tracer: Tracer | None = None,
     ) -> None:
+        self._tracer = tracer or NoOpTracer()
         self._redis = redis
         self._listen_redis = listen_redis
         self._channel = keys.reply_channel(ingress_id)
         self._max_depth = max_depth
         self._result_poll_s = result_poll_s
         self._grace_s = grace_s
-        self._waiters: dict[str, asyncio.Future[JobResult]] = {}
+        self._waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
+        self._idempotency = redis.register_script(_IDEMPOTENCY)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
@@ -112,10 +136,14 @@ class JobQueue:
 
     async def _listen(self) -> None:
         backoff_s = 0.05
+        reconnecting = False
         while True:
             pubsub = self._listen_redis.pubsub(ignore_subscribe_messages=True)
             try:
                 await pubsub.subscribe(self._channel)
+                if backoff_s > 0.05 or reconnecting:
+                    await self._settle_lost()
+                reconnecting = True
                 backoff_s = 0.05
                 async for message in pubsub.listen():
                     if message.get("type") != "message":
@@ -125,9 +153,9 @@ class JobQueue:
                     except Exception:  # noqa: BLE001 - a bad message must not kill the listener
                         log.warning("undecodable result message on %s", self._channel)
                         continue
-                    fut = self._waiters.get(result.request_id)
-                    if fut is not None and not fut.done():
-                        fut.set_result(result)
+                    for fut in self._waiters.get(result.request_id, ()):
+                        if not fut.done():
+                            fut.set_result(result)
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -152,14 +180,103 @@ class JobQueue:
                 deadline (+ grace); the caller answers 504.
         """
         job_id = payload.request_id
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[JobResult] = loop.create_future()
-        self._waiters[job_id] = fut
+        fut = self._register(job_id)
         try:
-            await self._push(payload)
+            with enqueue_span(self._tracer, job_id) as carrier:  # trace context rides in the job (SPEC §9)
+                await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
             return await self._wait(job_id, fut, payload.deadline_epoch_s)
         finally:
-            self._waiters.pop(job_id, None)
+            self._unregister(job_id, fut)
+
+    def _register(self, job_id: str) -> asyncio.Future[JobResult]:
+        fut: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
+        self._waiters.setdefault(job_id, []).append(fut)
+        return fut
+
+    def _unregister(self, job_id: str, fut: asyncio.Future[JobResult]) -> None:
+        waiting = self._waiters.get(job_id)
+        if waiting is not None:
+            waiting.remove(fut)
+            if not waiting:
+                del self._waiters[job_id]
+
+    async def _settle_lost(self) -> None:
+        """After the listener lost Redis: answer waiters whose job is gone.
+
+        A result published while the listener was away is read from its key;
+        a job that no longer exists at all (Redis restarted without it) is
+        answered 503 at once instead of waiting for its deadline.
+        """
+        job_ids = list(self._waiters)
+        if not job_ids:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.get(keys.result_key(job_id))
+                pipe.exists(keys.JOB_PREFIX + job_id)
+            replies = await pipe.execute()
+        for i, job_id in enumerate(job_ids):
+            stored, exists = replies[2 * i], replies[2 * i + 1]
+            for fut in self._waiters.get(job_id, ()):
+                if fut.done():
+                    continue
+                if stored:
+                    fut.set_result(result_decoder.decode(stored))
+                elif not exists:
+                    fut.set_exception(GatewayUnavailable(
+                        "The request was lost while the gateway's queue restarted; retry it.",
+                        retry_after_s=1, code="job_lost",
+                    ))
+                    log.warning("job %s lost across a Redis restart; answered 503", job_id)
+
+    async def claim_idempotency(
+        self, org: str, idempotency_key: str, body_digest: str, request_id: str, ttl_s: int
+    ) -> str | None:
+        """Bind `Idempotency-Key` to this request, or find the request it is bound to.
+
+        Returns:
+            None when this request now owns the key; else the request id that
+            owns it (the caller joins that request's result).
+
+        Raises:
+            IdempotencyConflict: the key was used with a different body.
+            GatewayUnavailable: Redis unreachable.
+        """
+        key = keys.idempotency_key(org, idempotency_key)
+        try:
+            owner = await self._idempotency(keys=[key], args=[request_id, body_digest, ttl_s])
+        except (RedisError, OSError) as exc:
+            raise GatewayUnavailable(
+                "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+            ) from exc
+        if not owner:
+            return None
+        owner_id, _, owner_digest = (owner.decode() if isinstance(owner, bytes) else owner).partition(":")
+        if owner_digest != body_digest:
+            raise IdempotencyConflict(owner_id)
+        return owner_id
+
+    async def join(self, job_id: str, deadline_epoch_s: float) -> JobResult:
+        """Wait for the result of a request another caller submitted.
+
+        Raises:
+            TimeoutError: no result before the deadline (+ grace).
+        """
+        fut = self._register(job_id)
+        try:
+            while True:
+                stored = await self._stored(job_id)
+                if stored is not None:
+                    return stored
+                remaining = deadline_epoch_s + self._grace_s - time.time()
+                if remaining <= 0:
+                    raise TimeoutError(job_id)
+                try:
+                    return await asyncio.wait_for(asyncio.shield(fut), min(remaining, 0.2))
+                except TimeoutError:
+                    continue
+        finally:
+            self._unregister(job_id, fut)
 
     async def _push(self, payload: JobPayload) -> None:
         job_id = payload.request_id

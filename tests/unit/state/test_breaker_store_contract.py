@@ -8,6 +8,7 @@ the permit-expiry case waits a short real TTL.
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -157,7 +158,7 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
     assert all(v.entries[T].version == 0 for v in views)
 
     await asyncio.gather(*(
-        fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe=False, error=f"e{i}", view=view)
+        fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
         for i, view in enumerate(views)
     ))
 
@@ -175,35 +176,104 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
 
 async def test_store_exactly_one_concurrent_acquire_probe_succeeds(harness: Harness) -> None:
     got = await asyncio.gather(*(harness.store.acquire_probe(T, 30.0) for _ in range(50)))
-    assert sum(got) == 1
-    assert await harness.store.acquire_probe(U, 30.0), "permits are per target"
+    tokens = [t for t in got if t is not None]
+    assert len(tokens) == 1
+    assert isinstance(tokens[0], str) and tokens[0]
+    assert await harness.store.acquire_probe(U, 30.0) is not None, "permits are per target"
 
 
 async def test_store_probe_permit_expires_after_its_ttl(harness: Harness) -> None:
-    assert await harness.store.acquire_probe(T, 0.2)
-    assert not await harness.store.acquire_probe(T, 0.2)
+    assert await harness.store.acquire_probe(T, 0.2) is not None
+    assert await harness.store.acquire_probe(T, 0.2) is None
     await harness.advance(0.3)
-    assert await harness.store.acquire_probe(T, 0.2)
-    assert not await harness.store.acquire_probe(T, 0.2)
+    assert await harness.store.acquire_probe(T, 0.2) is not None
+    assert await harness.store.acquire_probe(T, 0.2) is None
 
 
 async def test_store_release_makes_the_probe_available_again(harness: Harness) -> None:
-    assert await harness.store.acquire_probe(T, 30.0)
-    await harness.store.release_probe(T)
-    assert await harness.store.acquire_probe(T, 30.0)
-    assert not await harness.store.acquire_probe(T, 30.0)
+    token = await harness.store.acquire_probe(T, 30.0)
+    assert token is not None
+    await harness.store.release_probe(T, token)
+    assert await harness.store.acquire_probe(T, 30.0) is not None
+    assert await harness.store.acquire_probe(T, 30.0) is None
 
 
 async def test_store_release_of_a_free_permit_is_a_no_op(harness: Harness) -> None:
-    await harness.store.release_probe(T)
-    assert await harness.store.acquire_probe(T, 30.0)
+    await harness.store.release_probe(T, "no-such-token")
+    assert await harness.store.acquire_probe(T, 30.0) is not None
+
+
+async def test_store_probe_tokens_differ_between_holders(harness: Harness) -> None:
+    tokens = []
+    for _ in range(20):
+        token = await harness.store.acquire_probe(T, 30.0)
+        assert token is not None
+        tokens.append(token)
+        await harness.store.release_probe(T, token)
+    assert len(set(tokens)) == 20
+
+
+async def test_store_release_with_a_wrong_token_keeps_the_permit(harness: Harness) -> None:
+    token = await harness.store.acquire_probe(T, 30.0)
+    assert token is not None
+    for wrong in ["", "1", "wrong", token[:-1], token + "0", token.upper() if token.upper() != token else "X" + token]:
+        await harness.store.release_probe(T, wrong)
+        assert await harness.store.acquire_probe(T, 30.0) is None, f"released by {wrong!r}"
+    await harness.store.release_probe(U, token)  # the right token, for another target
+    assert await harness.store.acquire_probe(T, 30.0) is None
+    await harness.store.release_probe(T, token)
+    assert await harness.store.acquire_probe(T, 30.0) is not None
+
+
+async def test_store_release_by_the_holder_of_an_expired_permit_keeps_the_new_holders(harness: Harness) -> None:
+    old = await harness.store.acquire_probe(T, 0.2)
+    assert old is not None
+    await harness.advance(0.3)
+    new = await harness.store.acquire_probe(T, 30.0)
+    assert new is not None and new != old
+
+    await harness.store.release_probe(T, old)  # the probe that outlived its permit finishes
+    assert await harness.store.acquire_probe(T, 30.0) is None, "the old holder freed the new holder's permit"
+    await harness.store.release_probe(T, old)  # twice changes nothing either
+    assert await harness.store.acquire_probe(T, 30.0) is None
+
+    await harness.store.release_probe(T, new)
+    assert await harness.store.acquire_probe(T, 30.0) is not None
 
 
 async def test_store_probe_permit_does_not_touch_the_snapshot(harness: Harness) -> None:
     await harness.store.compare_and_set(T, 0, TRIPPED)
-    assert await harness.store.acquire_probe(T, 30.0)
-    await harness.store.release_probe(T)
+    token = await harness.store.acquire_probe(T, 30.0)
+    assert token is not None
+    await harness.store.release_probe(T, token)
     assert (await harness.store.load([T])).entries[T] == Versioned(1, TRIPPED)
+
+
+async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(harness: Harness) -> None:
+    """Through `Breakers` on each store: probe A outlives its permit, B takes a new
+    one; A's late result releases nothing of B's."""
+    settings = BreakerSettings(consecutive_failures=1, cooldown_s=0.1, max_cooldown_s=0.1, probe_ttl_s=0.2)
+    breakers = Breakers(harness.store, settings)
+    view = await breakers.view([T])
+    await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="trip", view=view)
+    await harness.advance(0.15)  # HALF_OPEN
+
+    view_a = await breakers.view([T])
+    gate_a = await breakers.admit(T, view_a)
+    assert gate_a.admitted and gate_a.probe
+    await harness.advance(0.25)  # A's permit expires while A still runs
+
+    view_b = await breakers.view([T])
+    gate_b = await breakers.admit(T, view_b)
+    assert gate_b.admitted and gate_b.probe
+    assert gate_b.probe_token != gate_a.probe_token
+
+    await breakers.record(T, FailureKind.CANCELLED, probe_token=gate_a.probe_token, error="", view=view_a)
+    assert await harness.store.acquire_probe(T, 30.0) is None, "the old probe freed the newer holder's permit"
+    assert not (await breakers.admit(T, await breakers.view([T]))).admitted, "a second probe while B runs"
+
+    await breakers.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
+    assert await harness.store.acquire_probe(T, 30.0) is not None
 
 
 # ------------------------------------------------------------------ Redis specifics
@@ -222,5 +292,33 @@ async def test_redis_store_snapshot_keys_expire_and_probe_keys_are_short_lived(r
     store = RedisBreakerStore(redis_client)
     await store.compare_and_set(T, 0, TRIPPED)
     assert 0 < await redis_client.ttl(keys.breaker_key(T)) <= 7 * 24 * 3600
-    await store.acquire_probe(T, 0.5)
+    token = await store.acquire_probe(T, 0.5)
+    assert token is not None
+    assert await redis_client.get(keys.probe_key(T)) == token.encode()
     assert 0 < await redis_client.pttl(keys.probe_key(T)) <= 500
+
+
+async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failure(
+    redis_url: str, redis_client: Redis, caplog: pytest.LogCaptureFixture
+) -> None:
+    """50 `Breakers`, each with its own client and store (50 processes), record 4
+    failures each at once on one target: all 200 land, none given up on."""
+    settings = BreakerSettings(window=500, consecutive_failures=10**6, failure_rate=2.0)
+    clients = [Redis.from_url(redis_url) for _ in range(50)]
+    try:
+        fleet = [Breakers(RedisBreakerStore(c), settings) for c in clients]
+        views = await asyncio.gather(*(b.view([T]) for b in fleet for _ in range(4)))
+        assert all(v.entries[T].version == 0 for v in views)
+        with caplog.at_level(logging.ERROR, logger="turnout.breaker"):
+            await asyncio.gather(*(
+                fleet[i // 4].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
+                for i, view in enumerate(views)
+            ))
+    finally:
+        await asyncio.gather(*(c.aclose() for c in clients))
+    assert "not recorded" not in caplog.text
+    entry = (await RedisBreakerStore(redis_client).load([T])).entries[T]
+    assert entry.version == 200
+    assert entry.snapshot.window == "0" * 200
+    assert entry.snapshot.consecutive_failures == 200
+    assert not entry.snapshot.open and entry.snapshot.trips == 0
