@@ -19,7 +19,7 @@ from aiohttp import web
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_handler
 from turnout_sim import openai_wire as wire
-from turnout_sim.attempt_log import AttemptLog, ScenarioCursors
+from turnout_sim.attempt_log import Attempt, AttemptLog, End, ScenarioCursors
 from turnout_sim.clock import Clock
 from turnout_sim.scenarios import scenario_for
 
@@ -66,7 +66,11 @@ def _env(state: SimState) -> openai_handler.Env:
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """`POST /v1/chat/completions`: admit, log, consume a step, answer."""
+    """`POST /v1/chat/completions`: admit, log, consume a step, answer.
+
+    The response is completed here (`openai_handler.deliver`) so the log
+    records when and how the request ended (`ended_s`, `end`).
+    """
     state = request.app[STATE]
     env = _env(state)
     t_s = state.clock()
@@ -86,6 +90,24 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         authorization=authorization,
         request_id=request.headers.get("x-request-id"),
     )
+    try:
+        resp = await _answer_chat(request, state, env, attempt, body, parsed)
+        return await openai_handler.deliver(request, resp, attempt, env)
+    except asyncio.CancelledError:  # shutdown cancelled the handler
+        attempt.finish(End.FAULT, state.clock())
+        raise
+
+
+async def _answer_chat(
+    request: web.Request,
+    state: SimState,
+    env: openai_handler.Env,
+    attempt: Attempt,
+    body: object,
+    parsed: bool,
+) -> web.StreamResponse:
+    """Reject the request or apply its scenario step (not yet completed)."""
+    authorization = request.headers.get("Authorization")
 
     def reject(status: int, error: errors.ErrorBody) -> web.Response:
         attempt.status = status
@@ -104,7 +126,7 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
         steps = scenario_for(req.model, header)
     except ValueError as exc:
         return reject(400, errors.invalid_scenario_error(str(exc)))
-    step, elapsed_s = state.cursors.advance((req.model, header), steps, t_s)
+    step, elapsed_s = state.cursors.advance((req.model, header), steps, attempt.t_s)
     attempt.step = step.token
     return await openai_handler.answer(
         request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env
@@ -121,7 +143,13 @@ async def list_models(request: web.Request) -> web.Response:
 
 
 async def get_log(request: web.Request) -> web.Response:
-    """`GET /sim/log[?model=...]`: every attempt, in arrival order."""
+    """`GET /sim/log[?model=...]`: every attempt, in arrival order.
+
+    Each entry: `seq`, `t_s`, `model`, `step`, `status`, `stream`,
+    `auth_fingerprint`, `request_id`, `ended_s` (epoch seconds when the
+    simulator finished with the request, or null while open) and `end`
+    (`"complete"`, `"client_gone"`, `"fault"` or null); see `Attempt`.
+    """
     entries = request.app[STATE].log.entries(request.query.get("model"))
     return web.json_response([entry.to_json() for entry in entries])
 

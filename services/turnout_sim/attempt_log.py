@@ -9,6 +9,7 @@ are passed in by the caller).
 
 from __future__ import annotations
 
+import enum
 import hashlib
 from dataclasses import dataclass, field
 
@@ -33,6 +34,20 @@ def auth_fingerprint(authorization: str | None) -> str | None:
     return hashlib.sha256(authorization.encode("utf-8")).hexdigest()[:8]
 
 
+class End(enum.StrEnum):
+    """How the simulator finished with a request (`end` in `/sim/log`)."""
+
+    COMPLETE = "complete"
+    """The whole response was written (any status, including error bodies and
+    `badchunk`/`nodone`/`bodyerr` answers, which are complete on the wire)."""
+    CLIENT_GONE = "client_gone"
+    """The client closed the connection before the response was complete."""
+    FAULT = "fault"
+    """The simulator reset or closed the connection without completing the
+    response: `reset`, `close`, `cut<N>`, or a `hang`/`stall<N>` connection
+    closed because the server is shutting down."""
+
+
 @dataclass(slots=True, kw_only=True)
 class Attempt:
     """One received request, as shown by `GET /sim/log`.
@@ -47,6 +62,10 @@ class Attempt:
         stream: whether the request asked for SSE.
         auth_fingerprint: see `auth_fingerprint`.
         request_id: the request's `x-request-id` header, or None.
+        ended_s: when the simulator finished with the request, epoch seconds
+            (float): response fully written, connection reset/closed by a
+            fault, or the client's disconnect noticed. None while still open.
+        end: how it finished (see `End`), or None while still open.
     """
 
     seq: int
@@ -57,6 +76,23 @@ class Attempt:
     stream: bool
     auth_fingerprint: str | None
     request_id: str | None
+    ended_s: float | None = None
+    end: End | None = None
+
+    def finish(self, end: End, now_s: float) -> bool:
+        """Record how and when the request ended; only the first call counts.
+
+        Args:
+            end: how it ended.
+            now_s: the current time, epoch seconds.
+
+        Returns:
+            True if this call recorded the end, False if it was already set.
+        """
+        if self.end is not None:
+            return False
+        self.end, self.ended_s = end, now_s
+        return True
 
     def to_json(self) -> dict[str, object]:
         """The JSON object served by `/sim/log`."""
@@ -69,6 +105,8 @@ class Attempt:
             "stream": self.stream,
             "auth_fingerprint": self.auth_fingerprint,
             "request_id": self.request_id,
+            "ended_s": self.ended_s,
+            "end": None if self.end is None else self.end.value,
         }
 
 

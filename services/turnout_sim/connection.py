@@ -1,7 +1,7 @@
 """Socket-level faults on an aiohttp request's raw transport.
 
-Owns: resetting (TCP RST), closing (FIN) and waiting on a client connection,
-for any provider's wire module.
+Owns: resetting (TCP RST), closing (FIN) and waiting on a client connection
+(noticing promptly when the client leaves), for any provider's wire module.
 Must not import: provider wire modules. Only this module touches sockets.
 """
 
@@ -49,22 +49,51 @@ def close(request: web.BaseRequest) -> None:
         transport.close()
 
 
+async def pause(request: web.BaseRequest, seconds: float) -> bool:
+    """Sleep `seconds`, waking early if the client leaves.
+
+    The connection is looked at every `POLL_S`, so a client that leaves is
+    noticed within `min(seconds, POLL_S)` plus scheduling delay.
+
+    Args:
+        request: the request whose connection is watched.
+        seconds: how long to sleep (s); 0 or less only checks the connection.
+
+    Returns:
+        True if the client is still connected afterwards, False if it left.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not is_gone(request):
+        left = deadline - loop.time()
+        if left <= 0:
+            return True
+        await asyncio.sleep(min(POLL_S, left))
+    return False
+
+
 async def wait_for_disconnect(
     request: web.BaseRequest, stopping: asyncio.Event
-) -> None:
+) -> bool:
     """Wait until the client leaves or the server stops; then close.
 
     Args:
         request: the request whose connection is held open.
         stopping: set when the server shuts down, so held connections do not
             delay shutdown.
+
+    Returns:
+        True if the client left, False if the server closed the connection
+        because it is stopping.
     """
     while not is_gone(request) and not stopping.is_set():
         try:
             await asyncio.wait_for(stopping.wait(), timeout=POLL_S)
         except TimeoutError:
             continue
+    client_left = is_gone(request)
     close(request)
+    return client_left
 
 
 class ResponseAbandoned(Exception):

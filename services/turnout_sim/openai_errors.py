@@ -191,3 +191,14 @@ def rate_limit_403_error(model: str) -> ErrorBody:
         "requests",
         "rate_limit_exceeded",
     )
+
+
+def prefill_unsupported_error() -> ErrorBody:
+    """400 for an assistant prefill sent to a model without prefill (`noprefill`)."""
+    return envelope(
+        "Assistant prefill is not supported for this model. The last message in "
+        "'messages' must not have role 'assistant'.",
+        "invalid_request_error",
+        "unsupported_value",
+        "messages",
+    )

@@ -2,7 +2,9 @@
 
 Owns: turning a parsed `Step` into what goes on the wire for
 `POST /v1/chat/completions` — error answers with their headers, JSON and SSE
-successes, and the mid-body faults (slow, cut, stall, badchunk, nodone).
+successes (continuing an assistant prefill), the mid-body faults (slow, cut,
+stall, badchunk, nodone), and recording how each request's connection ended
+(`Attempt.finish`).
 Must not import: scenario parsing details beyond `Step`/`StepKind`; socket
 tricks live in `connection`, bytes in `openai_wire`.
 """
@@ -20,7 +22,7 @@ from aiohttp import web
 from turnout_sim import connection
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_wire as wire
-from turnout_sim.attempt_log import Attempt
+from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.clock import Clock
 from turnout_sim.scenarios import Step, StepKind
 
@@ -41,6 +43,62 @@ class Env:
     clock: Clock
     stopping: asyncio.Event
     received_mono_s: float
+
+
+def _ended(attempt: Attempt, env: Env, end: End) -> None:
+    attempt.finish(end, env.clock())
+
+
+async def _pause(
+    request: web.Request, attempt: Attempt, env: Env, seconds: float
+) -> bool:
+    """Sleep `seconds` unless the client leaves; False (and logged) if it did."""
+    if await connection.pause(request, seconds):
+        return True
+    _ended(attempt, env, End.CLIENT_GONE)
+    return False
+
+
+async def _hold(request: web.Request, attempt: Attempt, env: Env) -> None:
+    """Hold the connection until the client leaves or the server stops."""
+    client_left = await connection.wait_for_disconnect(request, env.stopping)
+    _ended(attempt, env, End.CLIENT_GONE if client_left else End.FAULT)
+
+
+def _fault_close(request: web.Request, attempt: Attempt, env: Env) -> None:
+    connection.close(request)
+    _ended(attempt, env, End.FAULT)
+
+
+async def deliver(
+    request: web.Request, resp: web.StreamResponse, attempt: Attempt, env: Env
+) -> web.StreamResponse:
+    """Finish writing a handler's response and record how the request ended.
+
+    If the end is already recorded (fault, client gone) `resp` is returned
+    untouched. Otherwise it is prepared and completed here, not later by
+    aiohttp, so `end = "complete"` is logged only once every byte has been
+    handed to the transport, and a client that left shows as `client_gone`.
+
+    Args:
+        request: the request being answered.
+        resp: what the handler returned.
+        attempt: the log entry to finish.
+        env: handler environment.
+
+    Returns:
+        `resp`, for the handler to return to aiohttp.
+    """
+    if attempt.end is not None:
+        return resp
+    try:
+        await resp.prepare(request)
+        await resp.write_eof()
+    except ConnectionError:
+        _ended(attempt, env, End.CLIENT_GONE)
+        return resp
+    _ended(attempt, env, End.COMPLETE)
+    return resp
 
 
 def _base_headers(env: Env) -> dict[str, str]:
@@ -117,6 +175,10 @@ def _error_for(
         return 403, errors.rate_limit_403_error(model), {}
     if kind is StepKind.QUOTA:
         return 429, errors.quota_error(), {}
+    if kind is StepKind.NO_PREFILL:
+        if req.prefill is not None:
+            return 400, errors.prefill_unsupported_error(), {}
+        return None
     if kind is StepKind.CONTEXT:
         return 400, errors.context_length_error(req.prompt_tokens), {}
     if kind is StepKind.POLICY:
@@ -137,7 +199,9 @@ async def answer(
 
     Waits `step.latency_ms` first, then sends the step's error, fault or
     success, updating `attempt.status` once it is decided (it stays None for
-    reset/close/hang).
+    reset/close/hang, and when the client leaves during the latency).
+    Records the attempt's end for faults and departed clients; otherwise
+    the caller completes the response with `deliver`.
 
     Args:
         request: the aiohttp request (its transport is used for faults).
@@ -150,15 +214,18 @@ async def answer(
     Returns:
         The response aiohttp should finish (a dead one after socket faults).
     """
-    if step.latency_ms:
-        await asyncio.sleep(step.latency_ms / 1000)
+    if step.latency_ms and not await _pause(
+        request, attempt, env, step.latency_ms / 1000
+    ):
+        return web.Response()  # nobody left to answer
     if step.kind in _SOCKET_FAULTS:
         if step.kind is StepKind.RESET:
             connection.reset(request)
+            _ended(attempt, env, End.FAULT)
         elif step.kind is StepKind.CLOSE:
-            connection.close(request)
+            _fault_close(request, attempt, env)
         else:
-            await connection.wait_for_disconnect(request, env.stopping)
+            await _hold(request, attempt, env)
         return web.Response()  # its write fails quietly on the closed transport
     error = _error_for(step, req, elapsed_s, env)
     if error is not None:
@@ -170,9 +237,12 @@ async def answer(
     created_s = int(env.clock())
     try:
         if req.stream:
-            return await _stream(request, req, step, env, completion_id, created_s)
-        return await _json(request, req, step, env, completion_id, created_s)
-    except ConnectionError:  # the client left mid-answer
+            return await _stream(
+                request, req, step, attempt, env, completion_id, created_s
+            )
+        return await _json(request, req, step, attempt, env, completion_id, created_s)
+    except ConnectionError:  # the client left mid-answer (write to a closed transport)
+        _ended(attempt, env, End.CLIENT_GONE)
         return web.Response()
 
 
@@ -180,6 +250,7 @@ async def _json(
     request: web.Request,
     req: wire.ChatRequest,
     step: Step,
+    attempt: Attempt,
     env: Env,
     completion_id: str,
     created_s: int,
@@ -211,15 +282,15 @@ async def _json(
     resp.content_length = len(body)
     await resp.prepare(request)  # StreamResponse sends the head right away
     if kind is StepKind.SLOW:
-        await asyncio.sleep((step.delay_ms or 0) / 1000)
-        await resp.write(body)
-        await resp.write_eof()
+        if await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
+            await resp.write(body)
+            await resp.write_eof()
         return resp
     await resp.write(body[: len(body) // 2])
     if kind is StepKind.CUT:
-        connection.close(request)
+        _fault_close(request, attempt, env)
     else:
-        await connection.wait_for_disconnect(request, env.stopping)
+        await _hold(request, attempt, env)
     return resp
 
 
@@ -227,6 +298,7 @@ async def _stream(
     request: web.Request,
     req: wire.ChatRequest,
     step: Step,
+    attempt: Attempt,
     env: Env,
     completion_id: str,
     created_s: int,
@@ -266,26 +338,31 @@ async def _stream(
         await resp.write_eof()
         return resp
     await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}))
-    if kind is StepKind.SLOW:
-        await asyncio.sleep((step.delay_ms or 0) / 1000)
-    pieces = wire.tokens(req.completion_tokens)
+    if kind is StepKind.SLOW and not await _pause(
+        request, attempt, env, (step.delay_ms or 0) / 1000
+    ):
+        return resp
+    pieces = wire.answer_pieces(req)  # after a matching prefill: the rest only
     stop_after = (
         min(step.count or 0, len(pieces))
         if kind in (StepKind.CUT, StepKind.STALL)
         else len(pieces)
     )
     for index, piece in enumerate(pieces[:stop_after]):
+        # Between chunks, notice a departed client within one interval (a
+        # write to its closed transport raises ConnectionError in any case).
         if index and step.interval_ms:
-            await asyncio.sleep(step.interval_ms / 1000)
+            if not await _pause(request, attempt, env, step.interval_ms / 1000):
+                return resp
         if kind is StepKind.BAD_CHUNK and index + 1 == step.count:
             await resp.write(wire.MALFORMED_EVENT)
         else:
             await resp.write(chunk(delta={"content": piece}))
     if kind is StepKind.CUT:
-        connection.close(request)
+        _fault_close(request, attempt, env)
         return resp
     if kind is StepKind.STALL:
-        await connection.wait_for_disconnect(request, env.stopping)
+        await _hold(request, attempt, env)
         return resp
     await resp.write(chunk(delta={}, finish_reason="stop"))
     if req.include_usage:

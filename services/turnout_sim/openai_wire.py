@@ -4,8 +4,9 @@ Owns: the success bytes specific to OpenAI's API — `chat.completion`
 objects, `chat.completion.chunk` events, the SSE framing
 (`data: ...\\n\\n`, `data: [DONE]`), the models list — and reading the
 request fields the simulator honours (`model`, `stream`, `max_tokens`,
-`max_completion_tokens`, `stream_options`). Error envelopes live in
-`openai_errors`.
+`max_completion_tokens`, `stream_options`, an assistant prefill as the last
+message) — and the deterministic answer text, continued after a prefill.
+Error envelopes live in `openai_errors`.
 Must not import: aiohttp or any I/O; pure functions of their arguments.
 """
 
@@ -42,10 +43,16 @@ class ChatRequest:
         model: requested model name, echoed in the answer.
         stream: SSE answer wanted.
         include_usage: `stream_options.include_usage` was true.
-        completion_tokens: tokens to generate (`max_tokens` /
-            `max_completion_tokens`, capped, else `DEFAULT_TOKENS`).
+        completion_tokens: length N of the full deterministic answer, in
+            tokens (`max_tokens` / `max_completion_tokens`, capped, else
+            `DEFAULT_TOKENS`). With a matching prefill only N - K of them
+            are produced (see `answer_pieces`).
         prompt_tokens: a deterministic estimate: whitespace-separated words
             in all message texts.
+        prefill: the last message's content when that message has role
+            `assistant` and string content (possibly ""), else None.
+        prefill_words: K when `prefill` is the first K words of the answer
+            (see `prefill_match`), else None (no prefill, or no match).
     """
 
     model: str
@@ -53,6 +60,8 @@ class ChatRequest:
     include_usage: bool
     completion_tokens: int
     prompt_tokens: int
+    prefill: str | None = None
+    prefill_words: int | None = None
 
 
 # ---------------------------------------------------------------- requests
@@ -97,6 +106,39 @@ def _count_words(messages: list[Any]) -> int:
     return words
 
 
+def _prefill(messages: list[Any]) -> str | None:
+    """The assistant prefill: the last message's string content if its role
+    is `assistant`, else None."""
+    if not messages or not isinstance(messages[-1], dict):
+        return None
+    last = messages[-1]
+    content = last.get("content")
+    if last.get("role") == "assistant" and isinstance(content, str):
+        return content
+    return None
+
+
+def prefill_match(prefill: str, count: int) -> int | None:
+    """How many answer words a prefill already holds, if it continues the answer.
+
+    Args:
+        prefill: the assistant prefill text.
+        count: N, the full answer's length in tokens.
+
+    Returns:
+        K (0 <= K <= N) when `prefill` is exactly `tok0 tok1 ... tok{K-1}`
+        (words joined by single spaces; "" for K = 0), optionally followed
+        by one space; None for any other text.
+    """
+    text = prefill[:-1] if prefill.endswith(" ") else prefill
+    if not text:
+        return 0
+    words = text.split(" ")
+    if len(words) > count or words != [f"tok{i}" for i in range(len(words))]:
+        return None
+    return len(words)
+
+
 def parse_request(body: object) -> ChatRequest:
     """Read the honoured fields of a decoded chat completion request body.
 
@@ -124,13 +166,19 @@ def parse_request(body: object) -> ChatRequest:
         )
     limit = _int_param(body, "max_completion_tokens") or _int_param(body, "max_tokens")
     options = body.get("stream_options")
+    completion_tokens = min(limit, MAX_TOKENS_CAP) if limit else DEFAULT_TOKENS
+    prefill = _prefill(messages)
     return ChatRequest(
         model=model,
         stream=body.get("stream") is True,
         include_usage=isinstance(options, dict)
         and options.get("include_usage") is True,
-        completion_tokens=min(limit, MAX_TOKENS_CAP) if limit else DEFAULT_TOKENS,
+        completion_tokens=completion_tokens,
         prompt_tokens=_count_words(messages),
+        prefill=prefill,
+        prefill_words=None
+        if prefill is None
+        else prefill_match(prefill, completion_tokens),
     )
 
 
@@ -145,19 +193,43 @@ def tokens(count: int) -> list[str]:
     return [f"tok{i}" if i == 0 else f" tok{i}" for i in range(count)]
 
 
+def answer_pieces(req: ChatRequest) -> list[str]:
+    """The content this request gets, one string per streamed chunk.
+
+    Without a matching prefill: `tokens(N)`. With a prefill holding the first
+    K words: the remaining tokens `[" tok{K}", ..., " tok{N-1}"]`, the first
+    one without its leading space when the prefill ends with a space, so that
+    prefill + "".join(pieces) == the full answer text (empty when K = N).
+    """
+    pieces = tokens(req.completion_tokens)
+    skip = req.prefill_words
+    if skip is None:
+        return pieces
+    rest = pieces[skip:]
+    if rest and req.prefill is not None and req.prefill.endswith(" "):
+        rest[0] = rest[0].removeprefix(" ")
+    return rest
+
+
+def produced_tokens(req: ChatRequest) -> int:
+    """Completion tokens actually produced: N, or N - K after a matching prefill."""
+    return req.completion_tokens - (req.prefill_words or 0)
+
+
 def usage(req: ChatRequest) -> dict[str, int]:
-    """The `usage` object for a full completion of `req`."""
+    """The `usage` object for a full answer of `req` (tokens produced)."""
+    produced = produced_tokens(req)
     return {
         "prompt_tokens": req.prompt_tokens,
-        "completion_tokens": req.completion_tokens,
-        "total_tokens": req.prompt_tokens + req.completion_tokens,
+        "completion_tokens": produced,
+        "total_tokens": req.prompt_tokens + produced,
     }
 
 
 def completion(
     req: ChatRequest, *, completion_id: str, created_s: int
 ) -> dict[str, Any]:
-    """A full non-streaming `chat.completion` object.
+    """A full non-streaming `chat.completion` object (continues a prefill).
 
     Args:
         req: the request being answered.
@@ -174,7 +246,7 @@ def completion(
                 "index": 0,
                 "message": {
                     "role": "assistant",
-                    "content": "".join(tokens(req.completion_tokens)),
+                    "content": "".join(answer_pieces(req)),
                     "refusal": None,
                 },
                 "logprobs": None,

@@ -13,10 +13,37 @@ Grammar (case-insensitive, whitespace around steps ignored)::
               | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy"
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
-              | "nodone" | "down" INT "s"
+              | "nodone" | "down" INT "s" | "noprefill"
 
 `i<N>` spaces streamed content chunks N ms apart (only on steps that stream
 content); `+<N>ms` waits N ms before the response head (any step).
+
+Steps that answer 200 produce a deterministic completion: the words
+`tok0 tok1 ... tok{N-1}`, N = `max_completion_tokens` / `max_tokens` (capped
+at 4096) or 12; streamed, one content chunk per word (`tok0`, ` tok1`, ...).
+
+Assistant prefill: when the request's last message has role `assistant` and
+string content, that content is a prefill. If it is exactly the first K words
+of the answer joined by single spaces (0 <= K <= N), optionally followed by
+one space (`tok0 tok1 tok2` or `tok0 tok1 tok2 `), the answer continues after
+it: the content is the rest of the text, so that prefill + content == the
+full answer (`" tok3 ... tok{N-1}"`, or `"tok3 ... tok{N-1}"` after a
+trailing space; empty when K = N), streamed as the remaining per-word chunks,
+and `usage.completion_tokens` is N - K. Any other prefill gets the full answer.
+`cut<N>`, `stall<N>` and `badchunk<N>` count N over the content chunks this
+response actually sends (the continuation's, with a prefill).
+
+`noprefill` answers 400 `invalid_request_error` ("Assistant prefill is not
+supported for this model ...") when the request carries a prefill (any
+assistant last message with string content, even an empty or non-matching
+one); otherwise it behaves exactly like `200` (and so takes `i<N>`).
+
+Each request's `GET /sim/log` entry records how its connection ended: `end`
+is `complete` (response fully written), `client_gone` (the client left
+first; noticed within ~20 ms while the simulator waits: latency, `slow`,
+`i<N>` gaps, `hang`, `stall`), `fault` (reset/closed by `reset`, `close`,
+`cut<N>`, or a held connection ended by server shutdown) or null while
+open, and `ended_s` is when (epoch seconds).
 """
 
 from __future__ import annotations
@@ -65,6 +92,7 @@ class StepKind(enum.StrEnum):
     BAD_CHUNK = "bad_chunk"  # one malformed SSE event
     NO_DONE = "no_done"  # stream without `data: [DONE]`
     DOWN = "down"  # 503 for a while from first request, then 200
+    NO_PREFILL = "no_prefill"  # 400 if the request has an assistant prefill, else 200
 
 
 # Kinds whose response streams content chunks, so `i<N>` makes sense.
@@ -77,6 +105,7 @@ _STREAMING_KINDS = frozenset(
         StepKind.BAD_CHUNK,
         StepKind.NO_DONE,
         StepKind.DOWN,
+        StepKind.NO_PREFILL,
     }
 )
 
@@ -110,6 +139,7 @@ _KEYWORDS = {
     "hang": StepKind.HANG,
     "close": StepKind.CLOSE,
     "nodone": StepKind.NO_DONE,
+    "noprefill": StepKind.NO_PREFILL,
 }
 
 _STEP_RE = re.compile(
@@ -139,7 +169,7 @@ _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, ctx, policy, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
-    "nodone, down<s>s; optionally followed by i<ms> and/or +<ms>ms"
+    "nodone, down<s>s, noprefill; optionally followed by i<ms> and/or +<ms>ms"
 )
 
 
@@ -151,7 +181,8 @@ class Step:
         kind: what the step does.
         token: the step's text as written (stripped), recorded in the log.
         status: HTTP status the step answers with; None for socket faults
-            (reset, hang, close) and for `down`, whose status depends on time.
+            (reset, hang, close), for `down`, whose status depends on time,
+            and for `noprefill`, whose status depends on the request.
         count: chunk count for `cut`/`stall`; 1-based content-event index
             for `badchunk`; None otherwise.
         delay_ms: milliseconds for `slow` (first byte / first content chunk

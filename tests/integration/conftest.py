@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.gateway import CONFIG, KEY, KEY_ADMIN, KEY_DEADLINE, KEY_STREAM, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
+from support.gateway import CONFIG, KEY, KEY_ADMIN, KEY_CYCLES, KEY_DEADLINE, KEY_STREAM, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 
@@ -24,6 +24,7 @@ def gateway() -> Iterator[Gateway]:
             fleet, CONFIG, key=KEY, key_worked=KEY_WORKED, key_deadline=KEY_DEADLINE, key_reroute=KEY_REROUTE,
             key_admin=KEY_ADMIN,
             key_stream=KEY_STREAM,
+            key_cycles=KEY_CYCLES,
         )
         yield gw
         gw.close()

@@ -11,7 +11,7 @@ import openai
 import pytest
 import redis
 
-from support.gateway import KEY, KEY_DEADLINE, KEY_REROUTE, KEY_WORKED, Gateway
+from support.gateway import KEY, KEY_CYCLES, KEY_DEADLINE, KEY_REROUTE, KEY_WORKED, Gateway
 
 pytestmark = pytest.mark.integration
 
@@ -142,6 +142,20 @@ def test_route_reroute_all_failing_never_contacts_requested_model(gateway: Gatew
     assert gateway.sim_log("rr-orig") == []
     assert len(gateway.sim_log("rr-x~503")) == 2
     assert len(gateway.sim_log("rr-y~502")) == 1
+
+
+def test_route_max_cycles_restarts_the_plan_from_the_primary(gateway: Gateway) -> None:
+    headers, _ = _create(gateway, "cycle", KEY_CYCLES)
+    assert headers["x-turnout-attempts"] == "3"
+    assert headers["x-turnout-provider"] == "sim-a"
+    assert [e["status"] for e in gateway.sim_log("cyc-a~503,200")] == [503, 200]
+    assert [e["status"] for e in gateway.sim_log("cyc-b~502")] == [502]
+
+
+def test_route_pinned_provider_model_keeps_only_that_provider(gateway: Gateway) -> None:
+    headers, _ = _create(gateway, "sim-b/pinned")
+    assert headers["x-turnout-provider"] == "sim-b"
+    assert gateway.sim_log("pin-a") == []
 
 
 def test_route_provider_without_credential_is_skipped(gateway: Gateway) -> None:

@@ -19,6 +19,7 @@ KEY_DEADLINE = "tk-test-deadline-00000001"
 KEY_REROUTE = "tk-test-reroute-000000001"
 KEY_ADMIN = "tk-test-admin-00000000001"
 KEY_STREAM = "tk-test-stream-0000000001"
+KEY_CYCLES = "tk-test-cycles-0000000001"
 
 CONFIG = """\
 providers:
@@ -60,6 +61,12 @@ models:
     order: priority
     offers: [{{provider: sim-nokey, model: nk-a}}, {{provider: sim-b, model: nk-b}}]
   cancel:          {{offers: [{{provider: sim-a, model: "cancel~hang"}}]}}
+  cycle:
+    order: priority
+    offers: [{{provider: sim-a, model: "cyc-a~503,200"}}, {{provider: sim-b, model: "cyc-b~502"}}]
+  pinned:
+    order: priority
+    offers: [{{provider: sim-a, model: "pin-a"}}, {{provider: sim-b, model: "pin-b"}}]
   s-ok:            {{offers: [{{provider: sim-a, model: s-ok}}]}}
   s-503:
     order: priority
@@ -93,6 +100,7 @@ orgs:
       - {{name: deadline, key: {key_deadline}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
       - {{name: reroute, key: {key_reroute}, settings: {{reroutes: [rr-x, rr-y]}}}}
       - {{name: admin, key: {key_admin}, admin: true}}
+      - {{name: cycles, key: {key_cycles}, settings: {{policy: {{retry: {{max_retries: 0}}, fallback: {{max_cycles: 2}}}}}}}}
       - {{name: stream, key: {key_stream}, settings: {{policy: {{retry: {{ttft_timeout_ms: 500, stall_timeout_ms: 500}}}}}}}}
 """
 

@@ -7,7 +7,12 @@ import json
 
 import pytest
 from turnout_sim import openai_wire as wire
-from turnout_sim.attempt_log import AttemptLog, ScenarioCursors, auth_fingerprint
+from turnout_sim.attempt_log import (
+    AttemptLog,
+    End,
+    ScenarioCursors,
+    auth_fingerprint,
+)
 from turnout_sim.scenarios import parse_scenario
 
 
@@ -35,6 +40,8 @@ def test_log_records_in_order_filters_and_clears() -> None:
             "stream": False,
             "auth_fingerprint": auth_fingerprint("Bearer k"),
             "request_id": "r1",
+            "ended_s": None,
+            "end": None,
         }
     ]
     assert "Bearer k" not in json.dumps([e.to_json() for e in log.entries()])
@@ -46,6 +53,16 @@ def test_log_records_in_order_filters_and_clears() -> None:
         ).seq
         == 1
     )
+
+
+def test_attempt_finish_records_first_end_only() -> None:
+    log = AttemptLog()
+    a = log.record(t_s=1.0, model="a", stream=True, authorization=None, request_id=None)
+    assert a.finish(End.CLIENT_GONE, 2.5) is True
+    assert a.finish(End.COMPLETE, 3.0) is False  # the first end sticks
+    assert (a.to_json()["ended_s"], a.to_json()["end"]) == (2.5, "client_gone")
+    assert json.loads(json.dumps(a.to_json()))["end"] == "client_gone"
+    assert {e.value for e in End} == {"complete", "client_gone", "fault"}
 
 
 def test_cursors_advance_repeat_last_and_track_elapsed() -> None:

@@ -288,6 +288,8 @@ async def test_log_entry_fields(post: Post, client: httpx.AsyncClient) -> None:
         "stream",
         "auth_fingerprint",
         "request_id",
+        "ended_s",
+        "end",
     }
     assert (
         first["model"] == "lg~503" and first["step"] == "503" and first["status"] == 503
@@ -298,6 +300,8 @@ async def test_log_entry_fields(post: Post, client: httpx.AsyncClient) -> None:
     assert first["auth_fingerprint"] == fingerprint
     assert API_KEY not in str(log)
     assert before - 1 <= first["t_s"] <= second["t_s"] <= time.time() + 1
+    assert first["end"] == second["end"] == "complete"
+    assert first["t_s"] <= first["ended_s"] <= second["t_s"] <= second["ended_s"]
 
 
 async def test_latency_is_logged_on_receipt_then_status_set(

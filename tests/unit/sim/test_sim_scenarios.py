@@ -49,6 +49,11 @@ VALID = [
     ("badchunk1", K.BAD_CHUNK, {"status": 200, "count": 1}),
     ("nodone", K.NO_DONE, {"status": 200}),
     ("down2s", K.DOWN, {"seconds": 2}),
+    ("noprefill", K.NO_PREFILL, {}),  # status depends on the request
+    ("NoPrefill", K.NO_PREFILL, {}),
+    ("noprefilli20", K.NO_PREFILL, {"interval_ms": 20}),
+    ("noprefill+30ms", K.NO_PREFILL, {"latency_ms": 30}),
+    ("noprefilli5+30ms", K.NO_PREFILL, {"interval_ms": 5, "latency_ms": 30}),
     ("  Reset ", K.RESET, {}),  # whitespace and case are tolerated
 ]
 
@@ -96,6 +101,9 @@ JUNK = [
     ("200~503", "not of the form"),
     ("200 503", "not of the form"),
     ("5xx", "unknown step"),
+    ("noprefill1", "unknown step"),
+    ("prefill", "unknown step"),
+    ("noprefill+5", "not of the form"),
 ]
 
 
@@ -153,3 +161,13 @@ def test_scenario_for_header_overrides_model_steps() -> None:
 def test_scenario_for_bad_model_raises(model: str) -> None:
     with pytest.raises(ValueError):
         scenario_for(model, None)
+
+
+def test_unknown_step_message_lists_noprefill() -> None:
+    with pytest.raises(ValueError, match="noprefill"):
+        parse_step("wat")
+
+
+def test_noprefill_scenario_sequence() -> None:
+    steps = parse_scenario("noprefill,200")
+    assert [(s.kind, s.status) for s in steps] == [(K.NO_PREFILL, None), (K.OK, 200)]
