@@ -53,6 +53,10 @@ class Catalog:
                 self.prices[f"{o.provider}/{o.model}"] = Price(
                     input_usd_per_mtok=o.input_usd_per_mtok, output_usd_per_mtok=o.output_usd_per_mtok
                 )
+        self.supports_prefill: dict[str, bool] = {
+            f"{o.provider}/{o.model}": bool(getattr(o, "supports_prefill", True))
+            for spec in raw.models.values() for o in spec.offers
+        }
         self.priority_models = frozenset(m for m, s in raw.models.items() if s.order == "priority")
         self.context_windows = {m: s.context_window for m, s in raw.models.items() if s.context_window}
 

@@ -28,9 +28,10 @@ import anyio
 import msgspec
 
 from turnout.adapters.openai_chat import Usage
-from turnout.adapters.openai_stream import DONE, UpstreamStream
+from turnout.adapters.openai_stream import DONE, UpstreamStream, is_content
 from turnout.adapters.transport import transport_error_of
-from turnout.core.types import FailureKind, TransportError
+from turnout.continuation import Continuation
+from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
 
 log = logging.getLogger("turnout.stream")
@@ -68,14 +69,19 @@ def error_frame(message: str, *, code: str, error_type: str = "upstream_error") 
 
 
 class _Tally:
-    """What the relay learnt from the chunks it saw."""
+    """What the relay learnt from the chunks it forwarded."""
 
     def __init__(self) -> None:
         self.usage = Usage()
         self.finished = False
+        self.tool_calls = False
+        self.text: list[str] = []
+        self.chunk_id: str | None = None
 
     def see(self, chunk: dict[str, Any]) -> bool:
-        """Track usage and finish; True when the chunk is usage-only."""
+        """Track usage, finish, tool calls and delivered text; True when the chunk is usage-only."""
+        if self.chunk_id is None and isinstance(chunk.get("id"), str):
+            self.chunk_id = chunk["id"]
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self.usage = Usage(
@@ -83,11 +89,49 @@ class _Tally:
                 output_tokens=int(usage.get("completion_tokens") or 0),
             )
         choices = chunk.get("choices")
-        if isinstance(choices, list):
-            if any(isinstance(c, dict) and c.get("finish_reason") for c in choices):
+        if not isinstance(choices, list):
+            return False
+        for choice in choices:
+            if not isinstance(choice, dict):
+                continue
+            if choice.get("finish_reason"):
                 self.finished = True
-            return not choices and isinstance(usage, dict)
-        return False
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                if isinstance(delta.get("content"), str):
+                    self.text.append(delta["content"])
+                if delta.get("tool_calls") or delta.get("function_call"):
+                    self.tool_calls = True
+        return not choices and isinstance(usage, dict)
+
+
+class _Broken(Exception):
+    """The current upstream stream broke after the commit point."""
+
+    def __init__(self, kind: FailureKind, error: str, code: str) -> None:
+        super().__init__(error)
+        self.kind, self.error, self.code = kind, error, code
+
+
+async def _next_event(stream: UpstreamStream, stall_timeout_s: float | None, tally: _Tally) -> Any:
+    """The next upstream event, or None at a clean end; raises `_Broken`."""
+    try:
+        async with asyncio.timeout(stall_timeout_s):
+            return await stream.events.__anext__()
+    except StopAsyncIteration:
+        if tally.finished:
+            return None  # finished, the HTTP body just ended without [DONE]
+        raise _Broken(FailureKind.TRANSPORT, "the upstream stream ended before the answer was complete",
+                      "stream_interrupted") from None
+    except TimeoutError:
+        raise _Broken(FailureKind.TIMEOUT, f"the upstream stream stalled: no event for {stall_timeout_s:.3f} s",
+                      "stream_stalled") from None
+    except (asyncio.CancelledError, _Broken):
+        raise
+    except Exception as exc:  # noqa: BLE001 - any transport failure ends the stream with its cause
+        raise _Broken(_TRANSPORT_KIND[transport_error_of(exc)],
+                      f"the upstream connection failed mid-stream ({type(exc).__name__})",
+                      "stream_interrupted") from exc
 
 
 async def relay(
@@ -97,6 +141,8 @@ async def relay(
     include_usage: bool,
     stall_timeout_s: float | None,
     request_id: str,
+    continuation: Continuation | None = None,
+    target: Target | None = None,
 ) -> AsyncIterator[bytes]:
     """The client's SSE bytes for a committed stream (see module doc).
 
@@ -106,68 +152,83 @@ async def relay(
         include_usage: the client asked for the usage chunk.
         stall_timeout_s: longest gap between upstream events, seconds (None: no watchdog).
         request_id: for log lines.
+        continuation: with policy `stream_recovery: continue`, continues a
+            broken text stream on a prefill-capable target; None: never.
+        target: the target serving `stream` (where a continuation starts).
 
     Yields:
         SSE frames (bytes), ending with `data: [DONE]` or a final error event.
     """
     tally = _Tally()
     kind, error = FailureKind.SUCCESS, ""
+    finished = False
+    continuing = False
+
+    def client_frame(data: str, chunk: dict[str, Any]) -> bytes | None:
+        if tally.see(chunk) and not include_usage:
+            return None
+        if continuing and tally.chunk_id is not None and chunk.get("id") != tally.chunk_id:
+            chunk["id"] = tally.chunk_id  # one seamless answer: the first stream's id throughout
+            return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
+        return _client_frame(data, chunk, include_usage)
+
     try:
-        for data in stream.held:
-            held = _decode.decode(data)
-            if not (tally.see(held) and not include_usage):
-                yield _client_frame(data, held, include_usage)
-        if stream.done:
-            yield DONE_FRAME
-            return
         while True:
             try:
-                async with asyncio.timeout(stall_timeout_s):
-                    sse = await stream.events.__anext__()
-            except StopAsyncIteration:
-                if tally.finished:
-                    yield DONE_FRAME  # finished, the HTTP body just ended without [DONE]
+                for data in stream.held:
+                    held = _decode.decode(data)
+                    if continuing and not is_content(held):
+                        continue  # the continuation's role-only opening chunk
+                    out = client_frame(data, held)
+                    if out is not None:
+                        yield out
+                if stream.done:
+                    yield DONE_FRAME
                     return
-                kind, error = FailureKind.TRANSPORT, "the upstream stream ended before the answer was complete"
-                yield error_frame(error, code="stream_interrupted")
-                return
-            except TimeoutError:
-                kind = FailureKind.TIMEOUT
-                error = f"the upstream stream stalled: no event for {stall_timeout_s:.3f} s"
-                yield error_frame(error, code="stream_stalled")
-                return
-            except Exception as exc:  # noqa: BLE001 - any transport failure ends the stream with its cause
-                kind = _TRANSPORT_KIND[transport_error_of(exc)]
-                error = f"the upstream connection failed mid-stream ({type(exc).__name__})"
-                yield error_frame(error, code="stream_interrupted")
-                return
-            data = sse.data
-            if data.strip() == DONE:
-                yield DONE_FRAME
-                return
-            if not data.strip():
-                continue
-            try:
-                chunk = _decode.decode(data)
-            except msgspec.DecodeError:
-                log.warning("request %s: skipped a malformed stream event after content", request_id)
-                continue
-            if not isinstance(chunk, dict):
-                log.warning("request %s: skipped a non-object stream event", request_id)
-                continue
-            if sse.event == "error" or chunk.get("error"):
-                err = chunk.get("error")
-                message = err.get("message", "") if isinstance(err, dict) else str(err)
-                kind, error = FailureKind.SERVER_ERROR, f"the upstream provider failed mid-stream: {message}"
-                yield error_frame(error, code="upstream_error")
-                return
-            if tally.see(chunk) and not include_usage:
-                continue
-            yield _client_frame(data, chunk, include_usage)
+                while True:
+                    sse = await _next_event(stream, stall_timeout_s, tally)
+                    if sse is None or sse.data.strip() == DONE:
+                        yield DONE_FRAME
+                        return
+                    if not sse.data.strip():
+                        continue
+                    try:
+                        chunk = _decode.decode(sse.data)
+                    except msgspec.DecodeError:
+                        log.warning("request %s: skipped a malformed stream event after content", request_id)
+                        continue
+                    if not isinstance(chunk, dict):
+                        log.warning("request %s: skipped a non-object stream event", request_id)
+                        continue
+                    if sse.event == "error" or chunk.get("error"):
+                        err = chunk.get("error")
+                        message = err.get("message", "") if isinstance(err, dict) else str(err)
+                        raise _Broken(FailureKind.SERVER_ERROR,
+                                      f"the upstream provider failed mid-stream: {message}", "upstream_error")
+                    out = client_frame(sse.data, chunk)
+                    if out is not None:
+                        yield out
+            except _Broken as broken:
+                kind, error = broken.kind, broken.error
+                resumed = None
+                if continuation is not None and target is not None and not tally.tool_calls and tally.text:
+                    with anyio.CancelScope(shield=True):
+                        await stream.aclose()
+                        await finish(kind, tally.usage, error)
+                    finished = True
+                    log.warning("request %s: %s; continuing the stream", request_id, error)
+                    resumed = await continuation.resume("".join(tally.text), target)
+                if resumed is None or resumed.stream is None or resumed.finish is None:
+                    yield error_frame(error, code=broken.code)
+                    return
+                stream, finish = resumed.stream, resumed.finish
+                target = resumed.records[0].target if resumed.records else target
+                kind, error, finished, continuing = FailureKind.SUCCESS, "", False, True
     except (asyncio.CancelledError, GeneratorExit):
         kind, error = FailureKind.CANCELLED, "client went away"
         raise
     finally:
         with anyio.CancelScope(shield=True):
             await stream.aclose()
-            await finish(kind, tally.usage, error)
+            if not finished:
+                await finish(kind, tally.usage, error)

@@ -21,12 +21,14 @@ import msgspec
 from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
+from turnout.config import ProviderConfig
+from turnout.core.classify import DISPOSITION, classify
 from turnout.core.loop import (
-    AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, begin, next_step, on_outcome, on_skip,
+    AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
+    on_outcome, on_skip,
 )
-from turnout.core.plan import Plan, RoutingSettings, build_plan
+from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
-from turnout.core.classify import DISPOSITION
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView
@@ -260,13 +262,7 @@ class Router:
             return on_skip(
                 state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s, now_s=self._clock()
             ), None
-        retry = state.policy.retry
-        spec = CallSpec(
-            target=target, base_url=provider.base_url, api_key=provider.api_key,
-            body=upstream_body(request, target), timeout_s=step.timeout_s, request_id=info.request_id,
-            ttft_timeout_s=retry.ttft_timeout_ms / 1000 if retry.ttft_timeout_ms else None,
-            stall_timeout_s=retry.stall_timeout_ms / 1000 if retry.stall_timeout_ms else None,
-        )
+        spec = _spec(target, provider, request, info, state.policy, step.timeout_s)
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
@@ -285,12 +281,80 @@ class Router:
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
             return state, (result, gate, handle)  # a committed stream: recorded when it ends
+        await self._ended(handle, info, record, result, gate, view)
+        return state, (result, gate, handle)
+
+    async def _ended(
+        self, handle: object, info: RequestInfo, record: AttemptRecord, result: AttemptResult, gate: Gate,
+        view: HealthView,
+    ) -> None:
         self._observer.attempt_ended(handle, info, record, result.usage)
         await self._breakers.record(
-            target.key, record.kind, probe_token=gate.probe_token,
+            record.target.key, record.kind, probe_token=gate.probe_token,
             error=_error_text(record.status, record.message), view=view,
         )
-        return state, (result, gate, handle)
+
+    async def attempt_once(
+        self, request: dict[str, Any], *, target: Target, number: int, info: RequestInfo, view: HealthView,
+        policy: Policy, upstream: Upstream, reason: str,
+    ) -> tuple[RouteResult | None, AttemptRecord | None]:
+        """One attempt outside the loop (a stream continuation), admitted,
+        recorded and counted like any other.
+
+        Returns:
+            (a committed result with its `finish`, its record) on a committed
+            stream or a success; (None, record) on a failure; (None, None)
+            when the target was skipped (no credential, breaker OPEN).
+        """
+        provider = self._catalog.providers[target.provider]
+        if not provider.api_key:
+            return None, None
+        gate = await self._breakers.admit(target.key, view)
+        if not gate.admitted:
+            return None, None
+        timeout_s = policy.retry.per_attempt_timeout_ms / 1000
+        dispatch = Dispatch(
+            entry=PlanEntry(target=target, role=Role.PROVIDER_FALLBACK), number=number, timeout_s=timeout_s,
+            is_retry=False, resend_count=0, delay_before_s=0.0, delay_reason=reason,
+        )
+        handle = self._observer.attempt_started(info, dispatch)
+        started = self._clock()
+        try:
+            result = await upstream(self._http, _spec(target, provider, request, info, policy, timeout_s))
+        except asyncio.CancelledError:
+            await asyncio.shield(self._breakers.record(
+                target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
+            ))
+            raise
+        record = attempt_record(
+            dispatch, result.outcome, classify(result.outcome), cycle=1, started_s=started, now_s=self._clock()
+        )
+        if record.kind is FailureKind.SUCCESS:
+            served = Served(provider=target.provider, model=target.model, attempts=number, fallback=True,
+                            reroute=False)
+            finish = self._finisher(record, gate, handle, info, view)
+            if result.stream is None:
+                await finish(FailureKind.SUCCESS, result.usage, "")
+            return RouteResult(
+                body=result.body, verdict=None, served=served, records=(record,), stream=result.stream,
+                finish=finish if result.stream is not None else None,
+            ), record
+        await self._ended(handle, info, record, result, gate, view)
+        return None, record
+
+    def _finisher(
+        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView
+    ) -> Finish:
+        async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
+            final = msgspec.structs.replace(
+                record, kind=kind, disposition=DISPOSITION[kind],
+                duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),
+                message=error if kind is not FailureKind.SUCCESS else "",
+            )
+            self._observer.attempt_ended(handle, info, final, usage)
+            await self._breakers.record(record.target.key, kind, probe_token=gate.probe_token, error=error, view=view)
+
+        return finish
 
     def _result(
         self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object] | None,
@@ -301,24 +365,25 @@ class Router:
             served = served_facts(state)
             if result.stream is None:
                 return RouteResult(body=result.body, verdict=None, served=served, records=state.records)
-            record = state.records[-1]
-
-            async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
-                final = msgspec.structs.replace(
-                    record, kind=kind, disposition=DISPOSITION[kind],
-                    duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),
-                    message=error if kind is not FailureKind.SUCCESS else "",
-                )
-                self._observer.attempt_ended(handle, info, final, usage)
-                await self._breakers.record(
-                    record.target.key, kind, probe_token=gate.probe_token, error=error, view=view
-                )
-
+            finish = self._finisher(state.records[-1], gate, handle, info, view)
             return RouteResult(
                 body=None, verdict=None, served=served, records=state.records, stream=result.stream, finish=finish
             )
         verdict = conclude(state, reason)
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
+
+
+def _spec(
+    target: Target, provider: ProviderConfig, request: dict[str, Any], info: RequestInfo, policy: Policy,
+    timeout_s: float,
+) -> CallSpec:
+    retry = policy.retry
+    return CallSpec(
+        target=target, base_url=provider.base_url, api_key=provider.api_key or "",
+        body=upstream_body(request, target), timeout_s=timeout_s, request_id=info.request_id,
+        ttft_timeout_s=retry.ttft_timeout_ms / 1000 if retry.ttft_timeout_ms else None,
+        stall_timeout_s=retry.stall_timeout_ms / 1000 if retry.stall_timeout_ms else None,
+    )
 
 
 def plan_targets(plan: Plan) -> list[str]:

@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from turnout.adapters.openai_chat import AttemptResult
 from turnout.adapters.openai_stream import open_stream
 from turnout.answer import answer_of, served_headers
+from turnout.continuation import Continuation
 from turnout.relay import relay
 from turnout.router import CallSpec, RequestInfo
 from turnout.tenancy import Identity
@@ -80,12 +81,21 @@ async def serve_stream(
     if result.stream is None or result.finish is None:
         status, headers, payload = answer_of(result, request_id)
         return Response(payload, status_code=status, headers=headers, media_type=JSON)
+    continuation = None
+    if policy.retry.stream_recovery == "continue":
+        prefill = state.catalog.supports_prefill
+        continuation = Continuation(
+            router=state.router, request=upstream_request, plan=plan, view=view, info=info, policy=policy,
+            upstream=stream_upstream, supports_prefill=lambda t: prefill.get(t.key, True),
+            first_number=len(result.records) + 1,
+        )
     stall_ms = policy.retry.stall_timeout_ms
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
     return StreamingResponse(
         relay(
             result.stream, finish=result.finish, include_usage=include_usage,
             stall_timeout_s=stall_ms / 1000 if stall_ms else None, request_id=request_id,
+            continuation=continuation, target=result.records[-1].target,
         ),
         headers=headers,
         media_type="text/event-stream",

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from support.gateway import KEY, KEY_STREAM, Gateway
+from support.gateway import KEY, KEY_RECOVER, KEY_STREAM, Gateway
 
 pytestmark = pytest.mark.integration
 
@@ -135,3 +135,57 @@ def test_stream_usage_chunk_only_when_asked(gateway: Gateway) -> None:
 def test_stream_unknown_model_is_a_json_404_before_any_stream(gateway: Gateway) -> None:
     with pytest.raises(openai.NotFoundError):
         _stream(gateway, "no-such-model")
+
+
+def _texts(frames: list[str]) -> str:
+    return "".join(
+        (json.loads(f)["choices"][0]["delta"].get("content") or "")
+        for f in frames if f.startswith("{") and json.loads(f).get("choices")
+    )
+
+
+def test_stream_continuation_on_the_same_target_gives_the_full_answer_once(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-cont", KEY_RECOVER, max_tokens=40)
+    assert frames[-1] == "[DONE]"
+    assert _texts(frames) == _full(40)
+    assert len({json.loads(f)["id"] for f in frames if f.startswith("{")}) == 1  # one seamless answer
+    log = gateway.sim_log("scont~cut20,200")
+    assert [e["step"] for e in log] == ["cut20", "200"]
+
+
+def test_stream_continuation_skips_a_target_rejecting_prefill(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-cont-next", KEY_RECOVER, max_tokens=40)
+    assert frames[-1] == "[DONE]"
+    assert _texts(frames) == _full(40)
+    assert [e["status"] for e in gateway.sim_log("snp~cut20,noprefill")] == [200, 400]
+    assert len(gateway.sim_log("snp-b")) == 1
+
+
+def test_stream_continuation_failing_everywhere_ends_with_the_original_failure(gateway: Gateway) -> None:
+    frames = _raw_frames(gateway, "s-cont-none", KEY_RECOVER, max_tokens=40)
+    assert "[DONE]" not in frames
+    assert "stream_interrupted" in frames[-1] and "prefill" not in frames[-1]
+    assert _full(40).startswith(_texts(frames[:-1]))
+
+
+def test_stream_client_disconnect_closes_the_upstream_within_a_second(gateway: Gateway) -> None:
+    with httpx.stream(
+        "POST", f"{gateway.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+        json={"model": "s-slowchunks", "messages": MESSAGES, "stream": True, "max_tokens": 50}, timeout=30,
+    ) as response:
+        seen = 0
+        for line in response.iter_lines():
+            if line.startswith("data: "):
+                seen += 1
+            if seen >= 3:
+                break
+    left_at = time.time()
+    deadline = time.monotonic() + 3
+    entry: dict[str, object] = {}
+    while time.monotonic() < deadline:
+        entry = gateway.sim_log("sslowc~200i100")[0]
+        if entry.get("end") is not None:
+            break
+        time.sleep(0.05)
+    assert entry["end"] == "client_gone"
+    assert float(entry["ended_s"]) - left_at < 1.0  # type: ignore[arg-type]

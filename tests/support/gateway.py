@@ -20,6 +20,7 @@ KEY_REROUTE = "tk-test-reroute-000000001"
 KEY_ADMIN = "tk-test-admin-00000000001"
 KEY_STREAM = "tk-test-stream-0000000001"
 KEY_CYCLES = "tk-test-cycles-0000000001"
+KEY_RECOVER = "tk-test-recover-000000001"
 
 CONFIG = """\
 providers:
@@ -68,6 +69,11 @@ models:
     order: priority
     offers: [{{provider: sim-a, model: "pin-a"}}, {{provider: sim-b, model: "pin-b"}}]
   s-ok:            {{offers: [{{provider: sim-a, model: s-ok}}]}}
+  s-cont:          {{offers: [{{provider: sim-a, model: "scont~cut20,200"}}]}}
+  s-cont-next:
+    order: priority
+    offers: [{{provider: sim-a, model: "snp~cut20,noprefill"}}, {{provider: sim-b, model: snp-b}}]
+  s-cont-none:     {{offers: [{{provider: sim-a, model: "snone~cut20,noprefill"}}]}}
   s-503:
     order: priority
     offers: [{{provider: sim-a, model: "s503~503"}}, {{provider: sim-b, model: s503-b}}]
@@ -100,6 +106,7 @@ orgs:
       - {{name: deadline, key: {key_deadline}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
       - {{name: reroute, key: {key_reroute}, settings: {{reroutes: [rr-x, rr-y]}}}}
       - {{name: admin, key: {key_admin}, admin: true}}
+      - {{name: recover, key: {key_recover}, settings: {{policy: {{retry: {{stream_recovery: continue}}}}}}}}
       - {{name: cycles, key: {key_cycles}, settings: {{policy: {{retry: {{max_retries: 0}}, fallback: {{max_cycles: 2}}}}}}}}
       - {{name: stream, key: {key_stream}, settings: {{policy: {{retry: {{ttft_timeout_ms: 500, stall_timeout_ms: 500}}}}}}}}
 """

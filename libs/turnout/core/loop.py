@@ -261,6 +261,33 @@ def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopSta
     )
 
 
+def attempt_record(
+    dispatch: Dispatch, outcome: Outcome, kind: FailureKind, *, cycle: int, started_s: float, now_s: float
+) -> AttemptRecord:
+    """The decision record of one performed dispatch (times in seconds of the loop clock)."""
+    entry = dispatch.entry
+    return AttemptRecord(
+        number=dispatch.number,
+        target=entry.target,
+        role=entry.role,
+        is_retry=dispatch.is_retry,
+        is_fallback=entry.is_fallback,
+        is_reroute=entry.is_reroute,
+        resend_count=dispatch.resend_count,
+        cycle=cycle,
+        kind=kind,
+        disposition=DISPOSITION[kind],
+        status=outcome.status,
+        error_code=outcome.error_code,
+        message=outcome.message,
+        retry_after_s=outcome.retry_after_s,
+        delay_before_s=dispatch.delay_before_s,
+        delay_reason=dispatch.delay_reason,
+        started_s=started_s,
+        duration_ms=max(0.0, (now_s - started_s) * 1000.0),
+    )
+
+
 def on_outcome(
     state: LoopState,
     dispatch: Dispatch,
@@ -293,26 +320,7 @@ def on_outcome(
     """
     kind = classify(outcome) if kind is None else kind
     entry = dispatch.entry
-    record = AttemptRecord(
-        number=dispatch.number,
-        target=entry.target,
-        role=entry.role,
-        is_retry=dispatch.is_retry,
-        is_fallback=entry.is_fallback,
-        is_reroute=entry.is_reroute,
-        resend_count=dispatch.resend_count,
-        cycle=state.cycle,
-        kind=kind,
-        disposition=DISPOSITION[kind],
-        status=outcome.status,
-        error_code=outcome.error_code,
-        message=outcome.message,
-        retry_after_s=outcome.retry_after_s,
-        delay_before_s=dispatch.delay_before_s,
-        delay_reason=dispatch.delay_reason,
-        started_s=started_s,
-        duration_ms=max(0.0, (now_s - started_s) * 1000.0),
-    )
+    record = attempt_record(dispatch, outcome, kind, cycle=state.cycle, started_s=started_s, now_s=now_s)
     state = msgspec.structs.replace(
         state, records=state.records + (record,), wait_until_s=None, delay_s=0.0, delay_reason=None
     )

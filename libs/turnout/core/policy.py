@@ -12,7 +12,7 @@ name.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Union
+from typing import Any, Literal, Mapping, Union
 
 import msgspec
 
@@ -37,6 +37,11 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             timeout applies.
         stall_timeout_ms: streaming gap between chunks that ends a stream;
             0 = no stall watchdog.
+        stream_recovery: what a committed stream does when it breaks:
+            `none` ends it with an error event; `continue` asks the same
+            target, then the plan's other targets that accept an assistant
+            prefill, to continue the text already delivered, and streams only
+            the new text.
     """
 
     max_retries: int = 1
@@ -48,6 +53,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     fallback_target_retries: int = 0
     ttft_timeout_ms: int = 0
     stall_timeout_ms: int = 0
+    stream_recovery: Literal["none", "continue"] = "none"
 
 
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -34,7 +34,9 @@ SPEC_POLICY_JSON = """
 """SPEC §4, verbatim."""
 
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
-EXTENSIONS = {"retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0}, "fallback": {}, "budget": {}}
+EXTENSIONS = {
+    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"}, "fallback": {}, "budget": {},
+}
 
 
 def _replace(policy: Policy, section: str, **fields: Any) -> Policy:

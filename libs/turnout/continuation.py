@@ -1,0 +1,90 @@
+"""Continuation: rescue a committed stream that broke (policy `stream_recovery: continue`).
+
+Owns: choosing where to continue a broken stream and asking for it. The
+continuation request is the original messages plus one assistant message
+holding exactly the text already delivered (an assistant prefill); it goes
+to the same target first, then to the plan's other targets whose catalog
+entry accepts a prefill, each as an ordinary recorded attempt. A target
+that rejects the prefill (e.g. a 400) or fails is passed over; when none
+commits, the caller ends the stream with the *original* failure.
+Must not import: services, FastAPI, arq.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from turnout.core.plan import Plan
+from turnout.core.policy import Policy
+from turnout.core.types import Target
+from turnout.health import HealthView
+from turnout.router import RequestInfo, RouteResult, Router, Upstream
+
+MAX_CONTINUATIONS = 3
+"""How many times one client stream may be continued."""
+
+
+class Continuation:
+    """Continues one request's broken stream (see module doc).
+
+    Args:
+        router: performs the attempts (admission, records, breaker).
+        request: the request as sent upstream (OpenAI form, `stream: true`).
+        plan: the request's plan (candidate targets, in order).
+        view: the health view of the request.
+        info: the request's identity.
+        policy: the policy in force.
+        upstream: the streaming adapter.
+        supports_prefill: whether a target accepts an assistant prefill.
+        first_number: the number the first continuation attempt gets.
+    """
+
+    def __init__(
+        self, *, router: Router, request: dict[str, Any], plan: Plan, view: HealthView, info: RequestInfo,
+        policy: Policy, upstream: Upstream, supports_prefill: Callable[[Target], bool], first_number: int,
+    ) -> None:
+        self._router = router
+        self._request = request
+        self._plan = plan
+        self._view = view
+        self._info = info
+        self._policy = policy
+        self._upstream = upstream
+        self._supports_prefill = supports_prefill
+        self._number = first_number
+        self.used = 0
+
+    def candidates(self, broken: Target) -> list[Target]:
+        """The broken target first, then the plan's others; only prefill-capable ones."""
+        ordered = [broken, *(e.target for e in self._plan.entries)]
+        seen: set[str] = set()
+        out = []
+        for target in ordered:
+            if target.key not in seen and self._supports_prefill(target):
+                seen.add(target.key)
+                out.append(target)
+        return out
+
+    async def resume(self, delivered_text: str, broken: Target) -> RouteResult | None:
+        """A committed continuation of `delivered_text`, or None when no target gives one.
+
+        Args:
+            delivered_text: exactly the text the client has received.
+            broken: the target whose stream broke.
+        """
+        if self.used >= MAX_CONTINUATIONS or not delivered_text:
+            return None
+        self.used += 1
+        messages = [*self._request.get("messages", []), {"role": "assistant", "content": delivered_text}]
+        request = {**self._request, "messages": messages}
+        for target in self.candidates(broken):
+            result, record = await self._router.attempt_once(
+                request, target=target, number=self._number, info=self._info, view=self._view,
+                policy=self._policy, upstream=self._upstream, reason="stream_continuation",
+            )
+            if record is not None:
+                self._number += 1
+            if result is not None and result.stream is not None:
+                return result
+        return None
