@@ -188,7 +188,8 @@ def _warn_persistence(redis_url: str) -> None:
     import redis
 
     try:
-        info = redis.Redis.from_url(redis_url).config_get("appendonly")
+        with redis.Redis.from_url(redis_url, decode_responses=True) as client:
+            info: dict[str, str] = client.config_get("appendonly")
     except redis.RedisError:
         return
     if info.get("appendonly") != "yes":

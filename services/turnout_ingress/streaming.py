@@ -18,6 +18,7 @@ import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
+from turnout.adapters.anthropic_stream import open_messages_stream
 from turnout.adapters.openai_chat import AttemptResult
 from turnout.adapters.openai_stream import open_stream
 from turnout.answer import answer_of, served_headers
@@ -32,8 +33,9 @@ if TYPE_CHECKING:
 
 
 async def stream_upstream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The streaming adapter as the router's `Upstream`."""
-    return await open_stream(
+    """The streaming adapter as the router's `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
+    call = open_messages_stream if spec.kind == "anthropic" else open_stream
+    return await call(
         client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
         timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s, request_id=spec.request_id,
     )
@@ -55,7 +57,8 @@ async def serve_stream(
     client has received nothing yet); after it, the relay reports them as a
     final SSE error event.
     """
-    options = body.get("stream_options") if isinstance(body.get("stream_options"), dict) else {}
+    raw_options = body.get("stream_options")
+    options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
     include_usage = bool(options.get("include_usage"))
     upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
     policy = identity.policy

@@ -134,7 +134,7 @@ class PushWorker(Worker):
                 backoff_s = min(backoff_s * 2, 1.0)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's running jobs alive."""

@@ -98,7 +98,8 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
                 status=status, transport=TransportError.PROTOCOL,
                 message="upstream answered 2xx with a body that is not a chat completion",
             ))
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        raw_usage = data.get("usage")
+        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
         return AttemptResult(
             outcome=Outcome(status=status),
             body=content,

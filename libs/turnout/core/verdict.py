@@ -142,9 +142,9 @@ def conclude(state: LoopState, reason: StopReason) -> Verdict:
     model = state.plan.requested_model
 
     if reason is StopReason.TERMINAL and last is not None:
-        has_error_status = last.status is not None and 400 <= last.status <= 599
+        status = last.status if last.status is not None and 400 <= last.status <= 599 else None
         return Verdict(
-            status_code=last.status if has_error_status else _TERMINAL_STATUS.get(last.kind, 400),
+            status_code=status if status is not None else _TERMINAL_STATUS.get(last.kind, 400),
             error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
             error_code=last.error_code,
             message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",

@@ -166,7 +166,7 @@ class RedisBreakerStore:
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.time()
             for target in targets:
-                pipe.hmget(keys.breaker_key(target), "v", "s")
+                pipe.hmget(keys.breaker_key(target), ["v", "s"])
             replies = await pipe.execute()
         seconds, micros = replies[0]
         return Loaded(

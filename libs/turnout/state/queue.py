@@ -164,7 +164,7 @@ class JobQueue:
                 backoff_s = min(backoff_s * 2, 1.0)
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def submit(self, payload: JobPayload) -> JobResult:
         """Enqueue `payload` and wait for its result, up to its deadline.
