@@ -12,6 +12,8 @@ Headers:
     x-turnout-attempts    attempts made
     x-turnout-fallback    1 when a fallback target served
     x-turnout-reroute     1 when a reroute model served
+    x-turnout-byok-fallback  1 when the shared key served after the tenant's
+                          own key was rejected (SPEC §6 credential fallback)
     retry-after           seconds, on 429 / 503
     x-should-retry        "false" after an exhausted chain (SDKs then do not
                           multiply the attempts already made)
@@ -44,6 +46,7 @@ def served_headers(served: Served, request_id: str) -> dict[str, str]:
         headers["x-turnout-model"] = served.model
         headers["x-turnout-fallback"] = "1" if served.fallback else "0"
         headers["x-turnout-reroute"] = "1" if served.reroute else "0"
+        headers["x-turnout-byok-fallback"] = "1" if served.byok_fallback else "0"
     return headers
 
 

@@ -11,7 +11,7 @@ from typing import Mapping
 
 import msgspec
 
-from turnout.config import Config, ProviderConfig
+from turnout.config import Config, ProviderConfig, ProviderKind
 from turnout.core.types import Target
 
 
@@ -35,6 +35,9 @@ class Catalog:
             never log this object).
         prices: target key -> price.
         context_windows: model id -> context window in tokens (when known).
+        supports_prefill: target key -> the offer accepts an assistant prefill.
+        api: target key -> the wire API its provider speaks (`openai`,
+            `openai_compatible`, `anthropic`; `ProviderConfig.kind`).
     """
 
     def __init__(self, config: Config) -> None:
@@ -54,7 +57,10 @@ class Catalog:
                     input_usd_per_mtok=o.input_usd_per_mtok, output_usd_per_mtok=o.output_usd_per_mtok
                 )
         self.supports_prefill: dict[str, bool] = {
-            f"{o.provider}/{o.model}": bool(getattr(o, "supports_prefill", True))
+            f"{o.provider}/{o.model}": o.supports_prefill for spec in raw.models.values() for o in spec.offers
+        }
+        self.api: dict[str, ProviderKind] = {
+            f"{o.provider}/{o.model}": raw.providers[o.provider].kind
             for spec in raw.models.values() for o in spec.offers
         }
         self.priority_models = frozenset(m for m, s in raw.models.items() if s.order == "priority")

@@ -44,12 +44,17 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One (provider, model) offer of a catalog model; prices in USD per million tokens."""
+    """One (provider, model) offer of a catalog model; prices in USD per million tokens.
+
+    `supports_prefill`: the model accepts an assistant message as the last
+    message (a prefill it continues); false for models that refuse it.
+    """
 
     provider: str
     model: str
     input_usd_per_mtok: float = 0.0
     output_usd_per_mtok: float = 0.0
+    supports_prefill: bool = True
 
 
 class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -134,6 +139,11 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         worker_max_jobs: concurrent jobs per worker process.
         ingress_max_streams: upstream connections an ingress keeps for
             streaming requests (the direct path).
+        job_lease_s: lifetime of a running job's in-progress key, renewed
+            while its worker lives; a killed worker's job is re-run within
+            about this long.
+        records_max: attempt records kept in the Redis stream (approximate,
+            `XADD MAXLEN ~`); 0 writes none (SPEC §9).
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
@@ -141,6 +151,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     result_ttl_s: int = 300
     worker_max_jobs: int = 500
     ingress_max_streams: int = 2000
+    job_lease_s: float = 10.0
+    records_max: int = 100_000
 
 
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -355,7 +367,7 @@ def _check_models(path: str, models: list[str], catalog: Mapping[str, ModelConfi
                 raise ConfigError(f"{path}[{i}]: malformed entry {model!r}; expected custom:<provider_key_id>:<model_name>")
             if org is None or parts[1] not in org.custom_endpoints:
                 raise ConfigError(f"{path}[{i}]: {model!r} names no custom endpoint of this org")
-            raise ConfigError(f"{path}[{i}]: custom endpoints are not routable yet ({model!r})")
+            continue
         if model not in catalog:
             raise ConfigError(f"{path}[{i}]: unknown model {model!r} (not in `models`)")
 
@@ -396,6 +408,22 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
 
 
+def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:
+    """Validate one scope's settings as the file's are (the admin API's entry point, SPEC §11).
+
+    Args:
+        path: where the settings sit, for messages (`squads.research.settings`).
+        settings: the scope's settings.
+        config: the validated configuration (catalog, gateway policy, ceilings).
+        org: the org whose custom endpoints `custom:` entries may name.
+
+    Raises:
+        ConfigError: the message names the offending path (unknown model,
+            malformed `custom:` entry, fallback cycle, policy over a ceiling).
+    """
+    _check_scope(path, settings, config.raw, config.policy, org)
+
+
 def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
@@ -426,9 +454,9 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     for org_name, org in raw.orgs.items():
         base = f"orgs.{org_name}"
         _check_scope(f"{base}.settings", org.settings, raw, policy, org)
-        for provider in org.provider_keys:
-            if provider not in raw.providers:
-                raise ConfigError(f"{base}.provider_keys.{provider}: unknown provider")
+        for provider_name in org.provider_keys:
+            if provider_name not in raw.providers:
+                raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
         for squad_name, squad in org.squads.items():
             _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)
         for i, key in enumerate(org.keys):

@@ -82,6 +82,7 @@ class Continuation:
             result, record = await self._router.attempt_once(
                 request, target=target, number=self._number, info=self._info, view=self._view,
                 policy=self._policy, upstream=self._upstream, reason="stream_continuation",
+                key_mode=self._plan.key_mode,
             )
             if record is not None:
                 self._number += 1

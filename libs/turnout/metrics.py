@@ -31,6 +31,9 @@ class Metrics:
             new state.
         queue_depth: jobs in the queue (queued + running), at scrape time.
         upstream_latency: seconds per attempt, by provider and model.
+        in_flight_jobs: jobs this worker is running now.
+        queue_wait: seconds from enqueue to a worker starting the job.
+        records_dropped: attempt records dropped (buffer full, Redis down).
     """
 
     def __init__(self) -> None:
@@ -52,6 +55,12 @@ class Metrics:
             "turnout_upstream_latency_seconds", "Duration of one upstream attempt", ["provider", "model"],
             buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=r,
         )
+        self.in_flight_jobs = Gauge("turnout_in_flight_jobs", "Jobs this worker is running", registry=r)
+        self.queue_wait = Histogram(
+            "turnout_queue_wait_seconds", "Time from enqueue to a worker starting the job",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30), registry=r,
+        )
+        self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
 
     def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
         """Breakers hook: count a transition."""

@@ -18,17 +18,21 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
+from turnout.adapters.anthropic_chat import call_messages
 from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
+from turnout.byok import CredentialSource, ResolvedCall, resolve_call, scrub
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
-from turnout.config import ProviderConfig
+from turnout.config import ProviderConfig, ProviderKind
 from turnout.core.classify import DISPOSITION, classify
+from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.loop import (
     AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
     on_outcome, on_skip,
 )
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
+from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView
@@ -56,6 +60,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         ttft_timeout_s: streaming first-token limit (None: `timeout_s` only).
         stall_timeout_s: streaming gap limit after the first content (None: none).
         request_id: Turnout's request id.
+        kind: the provider's wire API (`ProviderConfig.kind`): adapters
+            choose the OpenAI or the Anthropic wire by it.
     """
 
     target: Target
@@ -66,6 +72,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     request_id: str
     ttft_timeout_s: float | None = None
     stall_timeout_s: float | None = None
+    kind: ProviderKind = "openai"
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
@@ -73,8 +80,9 @@ Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
 
 
 async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The non-streaming adapter as an `Upstream`."""
-    return await call_chat(
+    """The non-streaming adapter as an `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
+    call = call_messages if spec.kind == "anthropic" else call_chat
+    return await call(
         client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
         timeout_s=spec.timeout_s, request_id=spec.request_id,
     )
@@ -157,6 +165,10 @@ class Router:
         clock: monotonic seconds (injected for tests).
         sleep: waits a number of seconds (injected for tests).
         rng: jitter and tie-break source.
+        credentials: tenants' BYOK keys and custom endpoints (default: none;
+            every target uses the shared key).
+        custom_http: the SSRF-guarded client for tenant custom endpoints
+            (`turnout.adapters.guarded`); without it they are never called.
     """
 
     def __init__(
@@ -169,6 +181,8 @@ class Router:
         clock: Clock = time.monotonic,
         sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
+        credentials: CredentialSource | None = None,
+        custom_http: httpx.AsyncClient | None = None,
     ) -> None:
         self._catalog = catalog
         self._http = http
@@ -177,6 +191,8 @@ class Router:
         self._clock = clock
         self._sleep = sleep
         self._rng = rng or random.Random()
+        self._credentials = credentials
+        self._custom_http = custom_http
 
     def _build(self, model: str, settings: RoutingSettings, policy: Policy, rates: dict[str, float]) -> Plan:
         return build_plan(
@@ -254,19 +270,19 @@ class Router:
         upstream: Upstream,
     ) -> tuple[LoopState, tuple[AttemptResult, Gate, object] | None]:
         target = step.entry.target
-        provider = self._catalog.providers[target.provider]
-        if not provider.api_key:
+        call = self._resolve(target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
+        if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
                 state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s, now_s=self._clock()
             ), None
-        spec = _spec(target, provider, request, info, state.policy, step.timeout_s)
+        spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s)
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
-            result = await upstream(self._http, spec)
+            result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
                 state, step, Outcome(message="client went away"), started_s=started, now_s=self._clock(),
@@ -277,12 +293,31 @@ class Router:
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
-        state = on_outcome(state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng)
+        result = scrub(result, call)
+        state = on_outcome(
+            state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng,
+            credential_fallback=call.may_fall_back,
+        )
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
             return state, (result, gate, handle)  # a committed stream: recorded when it ends
         await self._ended(handle, info, record, result, gate, view)
         return state, (result, gate, handle)
+
+    def _resolve(
+        self, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
+    ) -> ResolvedCall | None:
+        """The provider and credential for one attempt (None: skip as NO_CREDENTIAL; SPEC §6)."""
+        tenant = self._credentials.credentials(info.org) if self._credentials is not None else None
+        call = resolve_call(
+            self._catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
+        )
+        if call is not None and call.custom and self._custom_http is None:
+            return None  # a custom endpoint is only ever called through the SSRF-guarded client
+        return call
+
+    def _client_for(self, call: ResolvedCall) -> httpx.AsyncClient:
+        return self._custom_http if call.custom and self._custom_http is not None else self._http
 
     async def _ended(
         self, handle: object, info: RequestInfo, record: AttemptRecord, result: AttemptResult, gate: Gate,
@@ -296,7 +331,7 @@ class Router:
 
     async def attempt_once(
         self, request: dict[str, Any], *, target: Target, number: int, info: RequestInfo, view: HealthView,
-        policy: Policy, upstream: Upstream, reason: str,
+        policy: Policy, upstream: Upstream, reason: str, key_mode: KeyMode = DEFAULT_KEY_MODE,
     ) -> tuple[RouteResult | None, AttemptRecord | None]:
         """One attempt outside the loop (a stream continuation), admitted,
         recorded and counted like any other.
@@ -306,8 +341,8 @@ class Router:
             stream or a success; (None, record) on a failure; (None, None)
             when the target was skipped (no credential, breaker OPEN).
         """
-        provider = self._catalog.providers[target.provider]
-        if not provider.api_key:
+        call = self._resolve(target, info, key_mode, policy, False)
+        if call is None:
             return None, None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
@@ -320,12 +355,14 @@ class Router:
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
         try:
-            result = await upstream(self._http, _spec(target, provider, request, info, policy, timeout_s))
+            spec = _spec(target, call.provider, request, info, policy, timeout_s)
+            result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             await asyncio.shield(self._breakers.record(
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
+        result = scrub(result, call)
         record = attempt_record(
             dispatch, result.outcome, classify(result.outcome), cycle=1, started_s=started, now_s=self._clock()
         )
@@ -383,6 +420,7 @@ def _spec(
         body=upstream_body(request, target), timeout_s=timeout_s, request_id=info.request_id,
         ttft_timeout_s=retry.ttft_timeout_ms / 1000 if retry.ttft_timeout_ms else None,
         stall_timeout_s=retry.stall_timeout_ms / 1000 if retry.stall_timeout_ms else None,
+        kind=provider.kind,
     )
 
 

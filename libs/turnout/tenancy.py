@@ -9,6 +9,7 @@ Must not import: services, FastAPI, arq, httpx.
 from __future__ import annotations
 
 import hashlib
+from typing import Protocol
 
 import msgspec
 from msgspec import UNSET
@@ -35,6 +36,15 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     admin: bool
     settings: RoutingSettings
     policy: Policy
+
+
+class Authenticator(Protocol):
+    """What the ingress authenticates bearer tokens with: the static `KeyRing`, or
+    `turnout.directory.TenantDirectory` (keys in Redis, editable at run time)."""
+
+    def authenticate(self, token: str | None) -> Identity | None:
+        """The identity of a bearer token, or None (unknown, revoked, expired or missing)."""
+        ...
 
 
 def hash_key(secret: str) -> bytes:

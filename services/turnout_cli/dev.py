@@ -163,6 +163,7 @@ def run_dev(args: argparse.Namespace) -> int:
             Path(config_path).write_text(DEMO_CONFIG.format(sim_port=args.sim_port, key=DEMO_KEY))
             procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(args.sim_port)]))
             print(f"simulator : http://127.0.0.1:{args.sim_port} (demo catalog in {config_path})")
+            _demo_tenancy_env(home)
         common = ["--config", str(config_path), "--redis-url", redis_url]
         procs.append(subprocess.Popen(
             [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
@@ -182,6 +183,21 @@ def run_dev(args: argparse.Namespace) -> int:
         return 0
     finally:
         _stop(procs)
+
+
+def _demo_tenancy_env(home: Path) -> None:
+    """Demo only: custom endpoints may use 127.0.0.1 (the simulator), and BYOK keys are
+    encrypted under a key kept in `.turnout/secret.key` (made once, mode 0600).
+    Variables already set win; the children inherit them."""
+    os.environ.setdefault("TURNOUT_SSRF_ALLOW", "127.0.0.1")
+    if "TURNOUT_SECRET_KEY" not in os.environ:
+        from turnout.vault import generate_key
+
+        path = home / "secret.key"
+        if not path.exists():
+            path.touch(mode=0o600)
+            path.write_text(generate_key())
+        os.environ["TURNOUT_SECRET_KEY"] = path.read_text().strip()
 
 
 def _warn_persistence(redis_url: str) -> None:

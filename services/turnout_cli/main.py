@@ -6,6 +6,9 @@
     turnout worker               one worker process (arq)
     turnout sim                  the provider simulator
     turnout config check FILE    validate a configuration file
+    turnout logs export          download your org's attempt records (admin key)
+    turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
+                                 custom endpoints, gen-secret-key, rotate-secrets
 
 Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT.
 """
@@ -17,6 +20,8 @@ import os
 import sys
 
 from turnout.errors import ConfigError
+from turnout_cli.admin import add_parser as add_admin_parser
+from turnout_cli.logs import add_parser as add_logs_parser
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -31,20 +36,18 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
-    import logging
-
     import uvicorn
 
     from turnout.config import load_config
-
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("turnout").setLevel(logging.INFO)
+    from turnout.jsonlog import configure_logging
     from turnout_ingress.app import create_app
+    from turnout_ingress.observability import SERVICE_NAME
 
+    configure_logging(SERVICE_NAME)
     config = load_config(_config_path(args))
     app = create_app(config, redis_url=_redis_url(args))
     uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
+        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, log_config=None,
         loop="uvloop", http="httptools", timeout_graceful_shutdown=25,
     )
     return 0
@@ -132,6 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     c = csub.add_parser("check", help="validate a configuration file")
     c.add_argument("file")
     c.set_defaults(func=cmd_config_check)
+    add_logs_parser(sub)
+    add_admin_parser(sub)
     return parser
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import math
 import os
@@ -29,16 +30,20 @@ from starlette.responses import Response
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.core.plan import UnknownModel, build_plan
+from turnout.core.plan import Plan, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.health import Breakers
+from turnout.health import Breakers, HealthView
 from turnout.metrics import Metrics
 from turnout.state.breaker_store import RedisBreakerStore
-from turnout.state.queue import JobQueue
+from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
-from turnout.tenancy import Identity, KeyRing
+from turnout.adapters.guarded import make_guarded_client
+from turnout.directory import directory_from_env
+from turnout.tenancy import Identity
+from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import errors, ops_routes
+from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
+from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
@@ -49,37 +54,41 @@ _json = msgspec.json.Encoder()
 class IngressState:
     """Objects built once per ingress process."""
 
-    def __init__(self, config: Config, redis: Redis, listen_redis: Redis) -> None:
+    def __init__(self, config: Config, redis: Redis, listen_redis: Redis, telemetry: Telemetry | None = None) -> None:
         self.config = config
         self.catalog = Catalog(config)
-        self.keyring = KeyRing(config)
+        self.keyring = directory_from_env(config, redis)  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
         self.redis = redis
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
+        self.metrics = Metrics()
+        self.obs = observability.IngressObservability(config, redis, self.catalog, self.metrics, telemetry)
         self.queue = JobQueue(
-            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth
+            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
+            tracer=self.obs.telemetry.tracer,
         )
         self.draining = False
-        self.metrics = Metrics()
         self.breakers = Breakers(
             RedisBreakerStore(redis), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error,
             on_transition=self.metrics.on_transition,
         )
         self.rng = random.Random()
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
-        self.router = Router(catalog=self.catalog, http=self.http, breakers=self.breakers, rng=self.rng)
-
-
-async def _check_plan(state: IngressState, model: str, identity: Identity) -> None:
-    """Refuse an unknown model (404), or a plan whose every target is OPEN (503)."""
-    try:
-        plan = build_plan(
-            model, catalog=state.catalog.models, providers=state.catalog.provider_names,
-            settings=identity.settings, policy=identity.policy, success_rate={}, rng=state.rng,
+        self.obs.instrument(self.http)
+        self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
+        self.router = Router(
+            catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
+            credentials=self.keyring, custom_http=self.custom_http,
         )
+
+
+async def _check_plan(state: IngressState, model: str, identity: Identity) -> tuple[Plan, HealthView]:
+    """The request's plan and health view (one Redis round trip), after refusing
+    an unknown model (404) or a plan whose every target is OPEN (503)."""
+    try:
+        plan, view = await state.router.plan(model, identity.settings, identity.policy)
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
-    view = await state.breakers.view([e.target.key for e in plan.entries])
     wait_s = view.all_open([e.target.key for e in plan.entries])
     if wait_s is not None:
         raise GatewayUnavailable(
@@ -87,6 +96,26 @@ async def _check_plan(state: IngressState, model: str, identity: Identity) -> No
             f"retry after {max(1, math.ceil(wait_s))} s.",
             retry_after_s=max(1, math.ceil(wait_s)), code="circuit_open",
         )
+    return plan, view
+
+
+def _budget_exhausted(request_id: str) -> Response:
+    return errors.error_response(
+        504, "The request's time budget ran out before a worker answered.",
+        error_type="timeout_error", code="budget_exhausted",
+        headers={"x-request-id": request_id, "x-should-retry": "false"},
+    )
+
+
+async def _replay(state: IngressState, owner: str, deadline: float, request_id: str) -> Response:
+    """Answer a retry carrying a known `Idempotency-Key`: the first request's result
+    (joined if still in flight), with no second upstream call."""
+    try:
+        result = await state.queue.join(owner, deadline)
+    except TimeoutError:
+        return _budget_exhausted(request_id)
+    headers = {**result.headers, "x-turnout-idempotent-replay": "1"}
+    return Response(result.body, status_code=result.status_code, headers=headers, media_type=errors.JSON)
 
 
 async def _wait_disconnect(request: Request) -> None:
@@ -96,21 +125,26 @@ async def _wait_disconnect(request: Request) -> None:
             return
 
 
-def create_app(config: Config, *, redis_url: str) -> FastAPI:
-    """Build the ingress app for `config`, talking to Redis at `redis_url`."""
-    redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=5.0, health_check_interval=10)
+def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = None) -> FastAPI:
+    """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by default)."""
+    redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
     listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
-    state = IngressState(config, redis, listen_redis)
+    state = IngressState(config, redis, listen_redis, telemetry)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.obs.start()
+        await state.keyring.start(listen_redis, bootstrap=True)
         try:
             yield
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.obs.stop()
             await state.http.aclose()
+            await state.keyring.stop()
+            await state.custom_http.aclose()
             await redis.aclose()
             await listen_redis.aclose()
 
@@ -118,6 +152,10 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)
+    admin_routes.install(app, state)
+    admin_api.install(app, state)
+    observability.install(app, state)
+    anthropic_messages.install(app, state, check_plan=_check_plan)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
@@ -126,9 +164,27 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
         identity = authenticate(request, state.keyring)
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
-        await _check_plan(state, body["model"], identity)
+        plan, view = await _check_plan(state, body["model"], identity)
         if body.get("stream"):
-            return await serve_stream(state, request, body, identity, request_id)
+            return await serve_stream(state, request, body, identity, request_id, plan=plan, view=view)
+        deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
+        idempotency = request.headers.get("idempotency-key")
+        if idempotency is not None:
+            if not 0 < len(idempotency) <= 255:
+                raise RequestRejected(
+                    400, "`Idempotency-Key` must be 1 to 255 characters.", param="Idempotency-Key"
+                )
+            digest = hashlib.sha256(raw).hexdigest()
+            ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s
+            try:
+                owner = await state.queue.claim_idempotency(identity.org, idempotency, digest, request_id, ttl_s)
+            except IdempotencyConflict as exc:
+                raise RequestRejected(
+                    409, "This Idempotency-Key was already used with a different request body.",
+                    error_type="invalid_request_error", code="idempotency_key_reused", param="Idempotency-Key",
+                ) from exc
+            if owner is not None:
+                return await _replay(state, owner, deadline, request_id)
         payload = JobPayload(
             request_id=request_id,
             body=raw,
@@ -137,7 +193,7 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
             key=identity.key,
             policy=identity.policy,
             settings=identity.settings,
-            deadline_epoch_s=time.time() + identity.policy.budget.max_total_latency_ms / 1000,
+            deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
         )
         submit = asyncio.ensure_future(state.queue.submit(payload))
@@ -153,11 +209,7 @@ def create_app(config: Config, *, redis_url: str) -> FastAPI:
         try:
             result = submit.result()
         except TimeoutError:
-            return errors.error_response(
-                504, "The request's time budget ran out before a worker answered.",
-                error_type="timeout_error", code="budget_exhausted",
-                headers={"x-request-id": request_id, "x-should-retry": "false"},
-            )
+            return _budget_exhausted(request_id)
         return Response(result.body, status_code=result.status_code, headers=result.headers, media_type=errors.JSON)
 
     @app.get("/v1/models")

@@ -23,6 +23,8 @@ from turnout.adapters.openai_chat import AttemptResult
 from turnout.adapters.openai_stream import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.continuation import Continuation
+from turnout.core.plan import Plan
+from turnout.health import HealthView
 from turnout.relay import relay
 from turnout.router import CallSpec, RequestInfo
 from turnout.tenancy import Identity
@@ -49,7 +51,8 @@ async def _wait_disconnect(request: Request) -> None:
 
 
 async def serve_stream(
-    state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str
+    state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str,
+    *, plan: Plan | None = None, view: HealthView | None = None,
 ) -> Response:
     """Answer a `stream: true` chat completion (SPEC §8).
 
@@ -62,7 +65,8 @@ async def serve_stream(
     include_usage = bool(options.get("include_usage"))
     upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
     policy = identity.policy
-    plan, view = await state.router.plan(body["model"], identity.settings, policy)
+    if plan is None or view is None:
+        plan, view = await state.router.plan(body["model"], identity.settings, policy)
     info = RequestInfo(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
         requested_model=str(body["model"]), streaming=True,

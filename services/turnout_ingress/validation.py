@@ -13,7 +13,7 @@ import msgspec
 from starlette.requests import Request
 
 from turnout.errors import RequestRejected
-from turnout.tenancy import Identity, KeyRing
+from turnout.tenancy import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -26,7 +26,7 @@ UNAUTHORIZED = RequestRejected(
 )
 
 
-def authenticate(request: Request, keyring: KeyRing) -> Identity:
+def authenticate(request: Request, keyring: Authenticator) -> Identity:
     """The caller's identity from `Authorization: Bearer …` (also `x-api-key`).
 
     Raises:
@@ -97,7 +97,7 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         if not isinstance(message, dict):
             raise _invalid(f"`messages[{i}]` must be an object.", f"messages[{i}]")
         role = message.get("role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise _invalid(
                 f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role"
             )

@@ -1,6 +1,7 @@
 """The simulator's aiohttp server: routes, shared state, start/run helpers.
 
-Owns: the aiohttp `Application` (OpenAI routes, `/sim/*` control routes,
+Owns: the aiohttp `Application` (OpenAI routes, the Anthropic Messages
+route of `anthropic_handler`, `/sim/*` control routes,
 OpenAI-style 404 for unknown URLs), request admission (auth, JSON, scenario
 selection, attempt logging) and the ways to run it (blocking `run`, or
 `start_in_background` for tests).
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from turnout_sim import anthropic_handler
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_handler
 from turnout_sim import openai_wire as wire
@@ -192,6 +194,7 @@ def create_app(*, clock: Clock = time.time) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[STATE] = SimState(clock=clock)
     app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/sim/log", get_log)
     app.router.add_delete("/sim/log", delete_log)

@@ -17,17 +17,23 @@ import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
 
+from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
 from turnout.answer import answer_of, error_body
 from turnout.catalog import Catalog
 from turnout.config import Config, load_config
 from turnout.core.plan import UnknownModel
+from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import Breakers
+from turnout.jsonlog import configure_logging
 from turnout.router import RequestInfo, Router
+from turnout.state import keys
 from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
+from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
+from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
 
 log = logging.getLogger("turnout.worker")
@@ -40,6 +46,9 @@ class WorkerServices(msgspec.Struct, kw_only=True):
     config: Config
     router: Router
     http: Any
+    obs: Any = None
+    tenancy: Any = None  # turnout.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
+    custom_http: Any = None  # the SSRF-guarded client for custom endpoints
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -49,15 +58,30 @@ async def startup(ctx: dict[str, Any]) -> None:
     breakers = Breakers(
         RedisBreakerStore(ctx["redis"]), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
     )
-    router = Router(catalog=Catalog(config), http=http, breakers=breakers, rng=random.Random())
-    ctx["turnout"] = WorkerServices(config=config, http=http, router=router)
+    catalog = Catalog(config)
+    obs = observe.build(config, ctx["redis"], catalog)
+    obs.instrument(http)
+    tenancy = directory_from_env(config, ctx["redis"])
+    await tenancy.start(ctx["redis"])
+    custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
+    router = Router(
+        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=random.Random(),
+        credentials=tenancy, custom_http=custom_http,
+    )
+    ctx["turnout"] = WorkerServices(
+        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http
+    )
+    obs.start()
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     """arq shutdown hook: close the upstream client."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
+        await services.obs.stop()
         await services.http.aclose()
+        await services.tenancy.stop()
+        await services.custom_http.aclose()
 
 
 async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) -> None:
@@ -67,7 +91,27 @@ async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) 
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
-    """Serve one non-streaming chat job (arq function `chat_completion`).
+    """arq function `chat_completion`: `_serve` inside the job's span (trace continued from the ingress)."""
+    payload = payload_decoder.decode(raw_payload)
+    obs: observe.WorkerObservability = ctx["turnout"].obs
+    with obs.job(payload, ctx.get("enqueue_time")) as span:
+        try:
+            result = await _serve(ctx, payload)
+        except Exception:
+            # every accepted job is answered: a bug here must not leave the client hanging
+            log.exception("job %s failed inside the gateway", payload.request_id)
+            await _deliver(ctx, payload, JobResult(
+                request_id=payload.request_id, status_code=500, headers={"x-request-id": payload.request_id},
+                body=error_body("The gateway hit an internal error; the request was not completed.",
+                                error_type="server_error", code="internal_error"),
+            ))
+            result = "error 500"
+        observe.set_job_result(span, result)
+    return result
+
+
+async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
+    """Serve one non-streaming chat job.
 
     A re-run (after a worker died) first checks that the client still waits:
     past the deadline, or with a result already stored, it makes zero
@@ -76,7 +120,6 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     Returns:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
-    payload = payload_decoder.decode(raw_payload)
     services: WorkerServices = ctx["turnout"]
     time_left_s = payload.deadline_epoch_s - time.time()
     if time_left_s <= 0:
@@ -104,9 +147,10 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     info = RequestInfo(
         request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"])
     )
-    routed = await services.router.route(
-        request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
-    )
+    with request_span(services.obs.telemetry.tracer, info):
+        routed = await services.router.route(
+            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
+        )
     status, headers, body = answer_of(routed, payload.request_id)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))
     return "served" if status == 200 else f"error {status}"
@@ -138,6 +182,7 @@ def build_worker(config: Config, redis_url: str, *, burst: bool = False) -> Push
         allow_abort_jobs=False,
         burst=burst,
         log_results=False,
+        lease_s=gateway.job_lease_s,
     )
 
 
@@ -149,8 +194,7 @@ def run(config_path: str, redis_url: str) -> None:
         uvloop.install()
     except ImportError:  # pragma: no cover - uvloop ships with uvicorn[standard]
         pass
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("turnout").setLevel(logging.INFO)
+    configure_logging(observe.SERVICE_NAME)
     config = load_config(config_path)
     worker = build_worker(config, redis_url)
     worker.run()

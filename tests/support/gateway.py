@@ -139,17 +139,20 @@ class Gateway:
         return data
 
 
-def start_gateway(fleet: Fleet, template: str, *, workers: int = 1, **fields: str) -> Gateway:
+def start_gateway(
+    fleet: Fleet, template: str, *, workers: int = 1, env: dict[str, str] | None = None, **fields: str
+) -> Gateway:
     """Start Redis, the simulator, `workers` workers and one ingress for `template`.
 
     `template` is a configuration with `{sim}` (the simulator's base URL) and
-    any `fields` to format in.
+    any `fields` to format in; `env` adds variables to the ingress's and the
+    workers' environment (e.g. `TURNOUT_OPERATOR_KEY`, `TURNOUT_SECRET_KEY`).
     """
     _, redis_url = fleet.redis()
     _, sim_url = fleet.sim()
     config_path = fleet.workdir / "turnout.yaml"
     config_path.write_text(template.format(sim=sim_url, **fields))
     for i in range(workers):
-        fleet.worker(config_path, redis_url, name=f"worker-{i}")
-    _, base = fleet.ingress(config_path, redis_url)
+        fleet.worker(config_path, redis_url, name=f"worker-{i}", env=env)
+    _, base = fleet.ingress(config_path, redis_url, env=env)
     return Gateway(base_url=base, sim_url=sim_url, redis_url=redis_url, fleet=fleet)

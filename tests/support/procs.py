@@ -136,22 +136,24 @@ class Fleet:
         wait_until(lambda: http_ok(f"{base}/sim/health"), 15, "simulator")
         return proc, base
 
-    def ingress(self, config_path: Path, redis_url: str, port: int | None = None) -> tuple[Proc, str]:
-        """Start an ingress process; returns it and its base URL."""
+    def ingress(
+        self, config_path: Path, redis_url: str, port: int | None = None, env: dict[str, str] | None = None
+    ) -> tuple[Proc, str]:
+        """Start an ingress process (extra `env` variables); returns it and its base URL."""
         port = port or free_port()
         proc = self.spawn(f"ingress-{port}", [
             sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config_path),
             "--redis-url", redis_url, "--port", str(port),
-        ])
+        ], env)
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: http_ok(f"{base}/health/readiness"), 20, "ingress")
         return proc, base
 
-    def worker(self, config_path: Path, redis_url: str, name: str = "worker") -> Proc:
-        """Start a worker process (ready once its log says so)."""
+    def worker(self, config_path: Path, redis_url: str, name: str = "worker", env: dict[str, str] | None = None) -> Proc:
+        """Start a worker process (extra `env` variables; ready once its log says so)."""
         proc = self.spawn(name, [
             sys.executable, "-m", "turnout_cli.main", "worker", "--config", str(config_path), "--redis-url", redis_url,
-        ])
+        ], env)
         wait_until(lambda: "worker ready" in proc.log(), 20, name)
         return proc
 

@@ -247,8 +247,6 @@ INVALID: list[tuple[str, str, str]] = [
      "orgs.acme.settings.fallbacks[0]: ", "malformed entry"),
     (with_("orgs.acme.settings.reroutes", ["custom:other-org-key:llama"]),
      "orgs.acme.settings.reroutes[0]: ", "names no custom endpoint of this org"),
-    (with_("orgs.acme.settings.reroutes", ["custom:local-vllm:llama3:8b"]),
-     "orgs.acme.settings.reroutes[0]: ", "not routable yet"),
     (with_("policy", {"fallback": {"models": ["custom:local-vllm:llama"]}}),
      "policy.fallback.models[0]: ", "names no custom endpoint"),
     (with_("orgs.acme.settings.fallbacks", {"gpt-5": ["claude"], "claude": ["gpt-5"]}),
@@ -298,7 +296,7 @@ INVALID_IDS = [
     "unknown-provider-in-offer", "unknown-model-in-fallback-map", "unknown-model-in-plain-fallback-list",
     "unknown-model-as-fallback-map-key", "unknown-model-in-squad-reroutes", "unknown-model-in-context-window-list",
     "unknown-model-in-gateway-fallbacks", "custom-missing-model", "custom-empty-key-id", "custom-empty-model",
-    "custom-unknown-key-id", "custom-not-routable", "custom-in-gateway-policy", "fallback-cycle-a-b-a",
+    "custom-unknown-key-id", "custom-in-gateway-policy", "fallback-cycle-a-b-a",
     "fallback-self-cycle", "policy-over-retries-ceiling", "policy-over-latency-ceiling",
     "org-policy-over-attempts-ceiling", "key-policy-base-ms-below-range", "policy-unknown-field",
     "policy-unknown-section", "org-policy-wrong-type", "unknown-top-level-field", "unknown-settings-field",
@@ -342,9 +340,12 @@ def test_config_unreadable_text_names_the_source(text: str, what: str) -> None:
         ("providers.openai.base_url", "https://east.example.com/openai?api-version=2024-10-21"),
         ("providers.openai.base_url", "https://api.example.com/v1/user@team"),
         ("ceilings", {"max_retries": 8, "max_attempts": 10, "max_total_latency_ms": 600000, "max_cycles": 5}),
+        ("orgs.acme.settings.reroutes", ["custom:local-vllm:llama3:8b"]),
+        ("orgs.acme.settings.fallbacks", {"gpt-5": ["custom:local-vllm:llama"]}),
     ],
     ids=["policy-at-ceilings", "acyclic-map", "star-may-name-any-model", "plain-content-policy-list",
-         "key-mode", "base-url-ip-and-port", "base-url-query", "base-url-at-sign-in-path", "raised-ceilings"],
+         "key-mode", "base-url-ip-and-port", "base-url-query", "base-url-at-sign-in-path", "raised-ceilings",
+         "custom-entry-in-reroutes", "custom-entry-in-fallbacks"],
 )
 def test_config_valid_variants_parse(path: str, value: Any) -> None:
     parse_config(with_(path, value), env={})

@@ -30,7 +30,7 @@ from turnout.core.backoff import retry_delay
 from turnout.core.classify import DISPOSITION, classify, status_for_lists, status_matches
 from turnout.core.plan import Plan, PlanEntry, Role
 from turnout.core.policy import Policy
-from turnout.core.types import Disposition, FailureKind, Outcome, Target
+from turnout.core.types import Disposition, FailureKind, Outcome, Target, TransportError
 
 
 class StopReason(enum.StrEnum):
@@ -73,6 +73,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         delay_reason: "backoff", "retry_after", "fallback_backoff" or None.
         started_s: loop clock when the attempt started (seconds).
         duration_ms: how long the attempt took.
+        is_byok_fallback: made on the shared key after the tenant's own key
+            was rejected on this target (SPEC §6 credential fallback).
     """
 
     number: int
@@ -93,6 +95,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     delay_reason: str | None
     started_s: float
     duration_ms: float
+    is_byok_fallback: bool = False
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,6 +123,8 @@ class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
         resend_count: retries of this target before this attempt.
         delay_before_s: seconds waited before it (for the record).
         delay_reason: why it waited, or None.
+        is_byok_fallback: use the credential fallback (the shared key) on
+            this target, its own key having been rejected.
     """
 
     entry: PlanEntry
@@ -129,6 +134,7 @@ class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
     resend_count: int
     delay_before_s: float
     delay_reason: str | None
+    is_byok_fallback: bool = False
 
 
 class Wait(msgspec.Struct, frozen=True, kw_only=True):
@@ -165,6 +171,8 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
         records: every attempt so far.
         skips: every skipped target so far.
         stop: why the loop ended, or None while it runs.
+        byok_fallback: the current entry's tenant key was rejected: its
+            next attempts carry the shared key (until the loop moves on).
     """
 
     plan: Plan
@@ -181,6 +189,7 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     records: tuple[AttemptRecord, ...] = ()
     skips: tuple[SkipRecord, ...] = ()
     stop: StopReason | None = None
+    byok_fallback: bool = False
 
 
 def begin(plan: Plan, policy: Policy, *, deadline_s: float) -> LoopState:
@@ -217,6 +226,7 @@ def next_step(state: LoopState, now_s: float) -> Step:
         resend_count=state.resend_count,
         delay_before_s=state.delay_s,
         delay_reason=state.delay_reason,
+        is_byok_fallback=state.byok_fallback,
     )
 
 
@@ -233,7 +243,8 @@ def _advance(state: LoopState, now_s: float, *, backoff: bool) -> LoopState:
             return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
         cursor, cycle = 0, cycle + 1
     moved = msgspec.structs.replace(
-        state, cursor=cursor, cycle=cycle, resend_count=0, wait_until_s=None, delay_s=0.0, delay_reason=None
+        state, cursor=cursor, cycle=cycle, resend_count=0, wait_until_s=None, delay_s=0.0, delay_reason=None,
+        byok_fallback=False,
     )
     backoff_s = state.policy.fallback.backoff_ms / 1000.0 if backoff else 0.0
     if backoff_s > 0:
@@ -257,7 +268,7 @@ def _may_fall_back(state: LoopState, outcome: Outcome, kind: FailureKind) -> boo
 def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopState:
     return msgspec.structs.replace(
         state, sequence=entries, special=True, cursor=0, resend_count=0,
-        wait_until_s=None, delay_s=0.0, delay_reason=None,
+        wait_until_s=None, delay_s=0.0, delay_reason=None, byok_fallback=False,
     )
 
 
@@ -285,6 +296,7 @@ def attempt_record(
         delay_reason=dispatch.delay_reason,
         started_s=started_s,
         duration_ms=max(0.0, (now_s - started_s) * 1000.0),
+        is_byok_fallback=dispatch.is_byok_fallback,
     )
 
 
@@ -297,6 +309,7 @@ def on_outcome(
     now_s: float,
     rng: random.Random,
     kind: FailureKind | None = None,
+    credential_fallback: bool = False,
 ) -> LoopState:
     """Record an attempt's outcome and decide what follows (SPEC §3 steps 3–5).
 
@@ -309,6 +322,11 @@ def on_outcome(
         rng: jitter source for a retry's backoff.
         kind: a classification decided by the shell (e.g. CANCELLED); None
             classifies `outcome` with the default table.
+        credential_fallback: the attempt carried the tenant's own key and the
+            shared key may follow it (`turnout.core.credentials`): a
+            rejected key (AUTH) then leads to one more attempt on the same
+            target with the shared key instead of a terminal answer, budget
+            permitting (SPEC §6).
 
     Returns:
         The next state: stopped (success, terminal, exhausted, cancelled, or
@@ -329,6 +347,11 @@ def on_outcome(
         return msgspec.structs.replace(state, stop=StopReason.CANCELLED)
     if disposition is Disposition.SUCCESS:
         return msgspec.structs.replace(state, stop=StopReason.SERVED)
+    if (
+        kind is FailureKind.AUTH and credential_fallback and not state.byok_fallback
+        and len(state.records) < state.policy.budget.max_attempts and now_s < state.deadline_s
+    ):
+        return msgspec.structs.replace(state, byok_fallback=True)
     if disposition is Disposition.TERMINAL:
         # A special list leaves the first model: only with fallback enabled.
         may_switch = not state.special and state.policy.fallback.enabled
@@ -337,7 +360,7 @@ def on_outcome(
         if may_switch and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
             return _switch_special(state, state.plan.content_policy)
         return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
-    if now_s >= state.deadline_s:
+    if now_s >= state.deadline_s or _timed_out_at_deadline(state, dispatch, outcome):
         return msgspec.structs.replace(state, stop=StopReason.DEADLINE)
     if disposition is Disposition.RETRY_THEN_FALLBACK:
         retried = _try_retry(state, entry, outcome, kind, now_s, rng)
@@ -346,6 +369,13 @@ def on_outcome(
     if not _may_fall_back(state, outcome, kind):
         return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
     return _advance(state, now_s, backoff=True)
+
+
+def _timed_out_at_deadline(state: LoopState, dispatch: Dispatch, outcome: Outcome) -> bool:
+    """An attempt timeout whose limit was the time left (not the per-attempt
+    limit) is the budget running out, even if the timer fired a hair early."""
+    per_attempt_s = state.policy.retry.per_attempt_timeout_ms / 1000.0
+    return outcome.transport is TransportError.ATTEMPT_TIMEOUT and dispatch.timeout_s < per_attempt_s
 
 
 def _try_retry(

@@ -17,6 +17,7 @@ from typing import Mapping, Sequence
 import msgspec
 
 from turnout.core.policy import Policy
+from turnout.core.scopes import KeyMode
 from turnout.core.types import Target
 
 ModelMap = Mapping[str, Sequence[str]]
@@ -62,6 +63,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         content_policy: entries tried only after a content-policy failure.
         rerouted: a reroute list was in force (the requested model is never
             contacted).
+        key_mode: the BYOK mode its attempts choose credentials by
+            (`turnout.core.credentials`).
     """
 
     requested_model: str
@@ -69,6 +72,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     context_window: tuple[PlanEntry, ...] = ()
     content_policy: tuple[PlanEntry, ...] = ()
     rerouted: bool = False
+    key_mode: KeyMode = "own_then_shared"
 
 
 class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,12 +83,18 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
         fallbacks: model fallback map; key `*` applies to every model.
         context_window_fallbacks: map used only after a context-length failure.
         content_policy_fallbacks: map used only after a content-policy failure.
+        key_mode: BYOK credential choice (SPEC §6).
+        custom_targets: `custom:<id>:<model>` entry -> the target on the
+            org's custom endpoint (SPEC §6); such entries plan like catalog
+            models with that one offer.
     """
 
     reroutes: tuple[str, ...] = ()
     fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     context_window_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     content_policy_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    key_mode: KeyMode = "own_then_shared"
+    custom_targets: Mapping[str, Target] = msgspec.field(default_factory=dict)
 
 
 class UnknownModel(ValueError):
@@ -186,6 +196,8 @@ def build_plan(
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
     """
+    if settings.custom_targets:
+        catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
     base_model, pinned = split_pinned(requested_model, catalog, providers)
     if base_model not in catalog:
         raise UnknownModel(requested_model)
@@ -233,4 +245,5 @@ def build_plan(
         context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
         content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
         rerouted=rerouted,
+        key_mode=settings.key_mode,
     )

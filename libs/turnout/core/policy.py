@@ -66,6 +66,9 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         backoff_ms: pause before each fallback attempt.
         on_status: statuses (or classes) that allow a fallback.
         max_cycles: passes over the whole plan (1 = no restart).
+        credential_fallback: under `key_mode: own_then_shared`, a tenant key
+            rejected with 401/403 is retried once on the shared key for the
+            same target (SPEC §6).
     """
 
     enabled: bool = True
@@ -74,6 +77,7 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     backoff_ms: int = 0
     on_status: tuple[StatusEntry, ...] = (408, 429, "5xx")
     max_cycles: int = 1
+    credential_fallback: bool = True
 
 
 class BudgetPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -48,6 +48,8 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
         attempts: attempts made.
         fallback: the last attempt was on a fallback target.
         reroute: the last attempt's model came from a reroute list.
+        byok_fallback: the last attempt carried the shared key after the
+            tenant's own key was rejected (SPEC §6 credential fallback).
     """
 
     provider: str | None
@@ -55,6 +57,7 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int
     fallback: bool
     reroute: bool
+    byok_fallback: bool = False
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -88,6 +91,7 @@ def served_facts(state: LoopState) -> Served:
         attempts=len(state.records),
         fallback=bool(last and last.is_fallback),
         reroute=bool(last and last.is_reroute),
+        byok_fallback=bool(last and last.is_byok_fallback),
     )
 
 

@@ -76,3 +76,24 @@ def idempotency_key(org: str, client_key: str) -> str:
 
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
+
+
+TENANCY_VERSION = "turnout:tenancy:version"
+"""String counter: INCR on every tenancy write (fleet-wide config version)."""
+
+TENANCY_ORGS = "turnout:tenancy:orgs"
+"""Hash org id -> the config version of its last write (processes reload changed orgs only)."""
+
+TENANCY_ORG_PREFIX = "turnout:tenancy:org:"
+"""String per org: the JSON `turnout.orgs.OrgDoc` (secrets sealed, keys hashed)."""
+
+TENANCY_DELETED = "turnout:tenancy:deleted"
+"""Set of org ids deleted through the admin API (the config file never re-creates them)."""
+
+TENANCY_CHANNEL = "turnout:tenancy:changed"
+"""Pub/sub channel: message = an org id just written; every process re-reads it."""
+
+
+def tenancy_org_key(org: str) -> str:
+    """Key of an org's document."""
+    return TENANCY_ORG_PREFIX + org

@@ -35,7 +35,8 @@ SPEC_POLICY_JSON = """
 
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
 EXTENSIONS = {
-    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"}, "fallback": {}, "budget": {},
+    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"}, "fallback": {"credential_fallback": True},
+    "budget": {},
 }
 
 

@@ -1,0 +1,268 @@
+"""The tenant directory: each process's snapshot of the tenancy store.
+
+Owns: the in-memory view every ingress and worker serves from — gateway keys
+by lookup prefix with their resolved identities (SPEC §6 scopes), each org's
+BYOK keys and custom endpoints for the router (`turnout.byok`) — and keeping
+it fresh: a subscription to the invalidation channel re-reads an org as soon
+as it is written, and a re-check of the config version every `poll_s`
+(1 s) catches anything the subscription missed.
+
+Propagation bound: a write (new key, revocation, settings, provider key) is
+in force in every connected process within `poll_s` + one Redis round trip
+of the write, typically milliseconds through pub/sub; documented as 2 s.
+While Redis is unreachable a process keeps serving its last snapshot.
+Must not import: services, FastAPI, arq, httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+
+import msgspec
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from turnout.config import Config, ProviderConfig
+from turnout.errors import ConfigError
+from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.ssrf import AllowList
+from turnout.state import keys
+from turnout.state.tenant_store import TenantStore
+from turnout.tenancy import Identity
+from turnout.vault import Sealed, SecretUnreadable, Vault, VaultUnavailable
+
+log = logging.getLogger("turnout.tenancy")
+
+POLL_S = 1.0
+"""Seconds between re-checks of the config version (the propagation bound's main term)."""
+PROPAGATION_BOUND_S = 2.0
+"""The documented bound: a tenancy write is in force fleet-wide within this many seconds."""
+
+
+class _KeyEntry(msgspec.Struct, frozen=True, kw_only=True):
+    digest: str
+    expires_s: float | None
+    identity: Identity
+
+
+class OrgCredentials:
+    """One org's BYOK keys and custom endpoints (`turnout.byok.TenantCredentials`).
+
+    Secrets are opened only when an attempt needs one, never cached here.
+    """
+
+    def __init__(self, doc: OrgDoc, vault: Vault) -> None:
+        self._doc = doc
+        self._vault = vault
+        self.own_providers = frozenset(doc.provider_keys)
+        self._endpoint_prefix = custom_provider(doc.id, "")
+
+    def _open(self, what: str, sealed: Sealed) -> str | None:
+        try:
+            return self._vault.open(sealed)
+        except (VaultUnavailable, SecretUnreadable) as exc:
+            log.error("tenancy: org %s: %s cannot be used: %s", self._doc.id, what, exc)
+            return None
+
+    def own_key(self, provider: str) -> str | None:
+        """The org's key for `provider`, or None."""
+        stored = self._doc.provider_keys.get(provider)
+        return None if stored is None else self._open(f"provider key {provider}", stored.secret)
+
+    def endpoint(self, provider: str) -> ProviderConfig | None:
+        """The custom endpoint named by provider `custom:<org>:<id>`, or None."""
+        if not provider.startswith(self._endpoint_prefix):
+            return None  # another org's endpoint is never reachable from this org
+        stored = self._doc.custom_endpoints.get(provider[len(self._endpoint_prefix):])
+        if stored is None:
+            return None
+        api_key = ""
+        if stored.secret is not None:
+            opened = self._open(f"custom endpoint {provider}", stored.secret)
+            if opened is None:
+                return None
+            api_key = opened
+        return ProviderConfig(kind="openai_compatible", base_url=stored.base_url, api_key=api_key)
+
+
+class _OrgView(msgspec.Struct, frozen=True, kw_only=True):
+    doc: OrgDoc
+    version: int
+    entries: tuple[tuple[str, _KeyEntry], ...]
+
+
+def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str] | None = None) -> "TenantDirectory":
+    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, allow-list from `TURNOUT_SSRF_ALLOW`.
+
+    Raises:
+        ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
+    """
+    return TenantDirectory(config, TenantStore(redis), Vault.from_env(env), AllowList.from_env(env))
+
+
+class TenantDirectory:
+    """Authenticates gateway keys and hands out org credentials from a snapshot of Redis.
+
+    Args:
+        config: the validated configuration (catalog, gateway policy, ceilings).
+        store: the tenancy store.
+        vault: opens sealed secrets.
+        allow: the SSRF allow-list (kept for the admin API).
+        poll_s: seconds between version re-checks.
+        clock: epoch seconds (key expiry).
+    """
+
+    def __init__(
+        self, config: Config, store: TenantStore, vault: Vault, allow: AllowList, *, poll_s: float = POLL_S,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.vault = vault
+        self.allow = allow
+        self._poll_s = poll_s
+        self._clock = clock
+        self._orgs: dict[str, _OrgView] = {}
+        self._credentials: dict[str, OrgCredentials] = {}
+        self._by_prefix: dict[str, tuple[_KeyEntry, ...]] = {}
+        self._version = -1
+        self._task: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+        self._fatal: ConfigError | None = None
+
+    @property
+    def version(self) -> int:
+        """The config version this snapshot reflects (-1 before the first load)."""
+        return self._version
+
+    def authenticate(self, token: str | None) -> Identity | None:
+        """The identity of a bearer token; None when unknown, revoked or expired (one answer for all).
+
+        Found by the token's clear prefix, then confirmed by comparing
+        SHA-256 digests in constant time.
+        """
+        if not token:
+            return None
+        candidates = self._by_prefix.get(lookup_prefix(token), ())
+        if not candidates:
+            return None
+        digest = hash_token(token)
+        now_s = self._clock()
+        for entry in candidates:
+            if hmac.compare_digest(entry.digest, digest):
+                return entry.identity if entry.expires_s is None or now_s < entry.expires_s else None
+        return None
+
+    def credentials(self, org: str) -> OrgCredentials | None:
+        """The org's BYOK keys and custom endpoints (`turnout.byok.CredentialSource`)."""
+        return self._credentials.get(org)
+
+    def _view(self, doc: OrgDoc, version: int) -> _OrgView:
+        now_s = self._clock()
+        entries = tuple(
+            (key.prefix, _KeyEntry(digest=key.digest, expires_s=key.expires_s,
+                                   identity=identity_of(doc, key, self.config)))
+            for key in doc.keys.values() if key.revoked_s is None and key.usable(now_s)
+        )
+        return _OrgView(doc=doc, version=version, entries=entries)
+
+    async def refresh(self) -> bool:
+        """Re-read the orgs written since the last refresh. Returns True when anything changed.
+
+        Raises:
+            redis.exceptions.RedisError / OSError: Redis is unreachable.
+        """
+        version = await self.store.version()
+        if version == self._version:
+            return False
+        versions = await self.store.org_versions()
+        changed = [org for org, v in versions.items() if org not in self._orgs or self._orgs[org].version != v]
+        loaded = await self.store.load_many(changed)
+        orgs = {org: view for org, view in self._orgs.items() if org in versions}
+        for org, (doc, org_version) in loaded.items():
+            orgs[org] = self._view(doc, org_version)
+        index: dict[str, list[_KeyEntry]] = {}
+        for view in orgs.values():
+            for prefix, entry in view.entries:
+                index.setdefault(prefix, []).append(entry)
+        self._by_prefix = {p: tuple(e) for p, e in index.items()}
+        self._credentials = {
+            org: self._credentials[org] if org not in loaded and org in self._credentials
+            else OrgCredentials(view.doc, self.vault)
+            for org, view in orgs.items()
+        }
+        self._orgs = orgs
+        self._version = version
+        return True
+
+    async def start(self, listen_redis: Redis, *, bootstrap: bool = False, wait_s: float = 5.0) -> None:
+        """Start watching; wait up to `wait_s` for the first load.
+
+        Args:
+            listen_redis: a client without a socket timeout (pub/sub).
+            bootstrap: first merge the configuration file's `orgs:` into
+                Redis (`turnout.bootstrap`; the ingress does, workers do not).
+            wait_s: how long to wait for Redis before serving with an empty
+                directory (every key refused) while reconnecting.
+
+        Raises:
+            ConfigError: the file's orgs cannot be merged (path named).
+        """
+        from turnout.bootstrap import bootstrap as merge_file
+
+        async def run_bootstrap() -> None:
+            await merge_file(self.store, self.config, self.vault, self.allow, clock=self._clock)
+
+        self._ready = asyncio.Event()
+        self._task = asyncio.create_task(
+            self._watch(listen_redis, run_bootstrap if bootstrap else None), name="turnout-tenancy-watch"
+        )
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._ready.wait(), wait_s)
+        if self._fatal is not None:
+            raise self._fatal
+        if not self._ready.is_set():
+            log.warning("tenancy: Redis not reachable yet; gateway keys are refused until the first load")
+
+    async def stop(self) -> None:
+        """Stop watching."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _watch(self, listen_redis: Redis, bootstrap: Callable[[], Awaitable[object]] | None) -> None:
+        backoff_s = 0.05
+        while True:
+            pubsub = listen_redis.pubsub(ignore_subscribe_messages=True)
+            try:
+                if bootstrap is not None:
+                    await bootstrap()
+                    bootstrap = None
+                await pubsub.subscribe(keys.TENANCY_CHANNEL)
+                await self.refresh()
+                assert self._ready is not None
+                self._ready.set()
+                backoff_s = 0.05
+                while True:
+                    await pubsub.get_message(timeout=self._poll_s)
+                    await self.refresh()
+            except asyncio.CancelledError:
+                raise
+            except ConfigError as exc:
+                self._fatal = exc
+                assert self._ready is not None
+                self._ready.set()
+                return
+            except (RedisError, OSError) as exc:
+                log.warning("tenancy: lost Redis (%s); keeping the last snapshot, reconnecting", type(exc).__name__)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 1.0)
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]

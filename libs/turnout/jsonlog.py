@@ -1,0 +1,106 @@
+"""Structured logs: one JSON object per line, with trace and request ids.
+
+Owns: the process's logging setup (stdlib `logging` through
+`python-json-logger`), the filter that adds `trace_id` / `span_id` of the
+current span and the request id (a context variable set where a request is
+known), and the redaction of anything that looks like a credential.
+Must not import: services, FastAPI, arq.
+
+A line looks like::
+
+    {"time": "2025-06-01T12:00:00.123Z", "level": "INFO", "logger": "turnout.worker",
+     "message": "...", "service": "turnout-worker", "trace_id": "4bf9...", "span_id": "00f0...",
+     "request_id": "9c1e..."}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import sys
+import time
+from collections.abc import Iterator
+from contextvars import ContextVar
+from typing import IO, Any
+
+from opentelemetry import trace
+from pythonjsonlogger.json import JsonFormatter
+
+REQUEST_ID: ContextVar[str | None] = ContextVar("turnout_request_id", default=None)
+"""The request being served by the current task, when known."""
+
+_SECRET = re.compile(
+    r"(?i)((?:api[_-]?key|authorization|password|secret|token)[\"']?\s*[:=]\s*[\"']?(?:bearer\s+)?|bearer\s+)"
+    r"[^\s\"',;}]+"
+)
+
+
+def redact(text: str) -> str:
+    """`text` with bearer tokens and `key=value`-style credentials replaced by `***`."""
+    return _SECRET.sub(lambda m: m.group(1) + "***", text)
+
+
+@contextlib.contextmanager
+def request_context(request_id: str) -> Iterator[None]:
+    """Log lines emitted inside carry `request_id`."""
+    token = REQUEST_ID.set(request_id)
+    try:
+        yield
+    finally:
+        REQUEST_ID.reset(token)
+
+
+class ContextFilter(logging.Filter):
+    """Adds `trace_id`, `span_id` (hex, when a span is current) and `request_id`."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Annotate `record`; never drops it."""
+        ctx = trace.get_current_span().get_span_context()
+        if ctx.is_valid:
+            record.trace_id = format(ctx.trace_id, "032x")
+            record.span_id = format(ctx.span_id, "016x")
+        rid = REQUEST_ID.get()
+        if rid is not None and not hasattr(record, "request_id"):
+            record.request_id = rid
+        return True
+
+
+class RedactingJsonFormatter(JsonFormatter):
+    """JSON formatter that redacts credentials from the message and exception text."""
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - stdlib name
+        """ISO-8601 UTC with milliseconds (`2025-06-01T12:00:00.123Z`)."""
+        return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
+
+    def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
+        """Redact string values that may carry a credential."""
+        for name in ("message", "exc_info", "stack_info"):
+            value = log_data.get(name)
+            if isinstance(value, str):
+                log_data[name] = redact(value)
+        return log_data
+
+
+def json_handler(service: str, stream: IO[str] | None = None) -> logging.Handler:
+    """A stream handler writing JSON lines for `service` (default stream: stderr)."""
+    handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(RedactingJsonFormatter(
+        "%(asctime)s %(levelname)s %(name)s %(message)s",
+        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+        static_fields={"service": service},
+    ))
+    handler.addFilter(ContextFilter())
+    return handler
+
+
+def configure_logging(service: str, *, level: int = logging.WARNING, turnout_level: int = logging.INFO) -> None:
+    """Route every logger of the process to one JSON-lines handler on stderr.
+
+    Args:
+        service: the `service` field of every line (`turnout-ingress`, ...).
+        level: the root level (third-party libraries).
+        turnout_level: the level of Turnout's own `turnout.*` loggers.
+    """
+    logging.basicConfig(level=level, handlers=[json_handler(service)], force=True)
+    logging.getLogger("turnout").setLevel(turnout_level)

@@ -1,0 +1,103 @@
+"""Composing the attempt loop's observers: fan-out, Prometheus, the standard set.
+
+Owns: `Observers` (one `RouteObserver` that calls several, isolating their
+failures), the Prometheus observer (attempts, fallbacks, upstream latency in
+a `Metrics` registry) and `route_observers`, the set every process's router
+gets (traces, Prometheus, attempt records).
+Must not import: services, FastAPI, arq.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from opentelemetry.metrics import Meter
+from opentelemetry.trace import Tracer
+
+from turnout.core.types import FailureKind
+from turnout.telemetry import TraceObserver
+
+if TYPE_CHECKING:
+    from turnout.adapters.openai_chat import Usage
+    from turnout.catalog import Catalog
+    from turnout.core.loop import AttemptRecord, Dispatch
+    from turnout.metrics import Metrics
+    from turnout.router import RequestInfo, RouteObserver
+
+log = logging.getLogger("turnout.telemetry")
+
+
+class PrometheusObserver:
+    """Counts attempts, fallbacks and upstream latency in a `Metrics` registry."""
+
+    def __init__(self, metrics: "Metrics") -> None:
+        self._metrics = metrics
+
+    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+        """See `RouteObserver`."""
+        return None
+
+    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+        """See `RouteObserver`."""
+        target = record.target
+        self._metrics.attempts.labels(provider=target.provider, model=target.model, kind=str(record.kind)).inc()
+        self._metrics.upstream_latency.labels(provider=target.provider, model=target.model).observe(
+            record.duration_ms / 1000.0
+        )
+        if record.kind is FailureKind.SUCCESS and record.is_fallback:
+            self._metrics.fallbacks.labels(model=info.requested_model).inc()
+
+    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+        """See `RouteObserver`."""
+
+
+class Observers:
+    """Fans the loop's hooks out to several observers, in order.
+
+    A failing observer is logged and skipped: telemetry never fails a request.
+    """
+
+    def __init__(self, *observers: "RouteObserver") -> None:
+        self._observers = observers
+
+    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+        """Returns the tuple of every observer's handle. See `RouteObserver`."""
+        handles: list[object] = []
+        for observer in self._observers:
+            try:
+                handles.append(observer.attempt_started(info, dispatch))
+            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+                log.exception("observer %s failed in attempt_started", type(observer).__name__)
+                handles.append(None)
+        return tuple(handles)
+
+    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+        """See `RouteObserver`; `handle` is what `attempt_started` returned."""
+        handles = handle if isinstance(handle, tuple) else (None,) * len(self._observers)
+        for observer, own in zip(self._observers, handles):
+            try:
+                observer.attempt_ended(own, info, record, usage)
+            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+                log.exception("observer %s failed in attempt_ended", type(observer).__name__)
+
+    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+        """See `RouteObserver`."""
+        for observer in self._observers:
+            try:
+                observer.waited(info, delay_s, reason)
+            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+                log.exception("observer %s failed in waited", type(observer).__name__)
+
+
+def route_observers(
+    tracer: Tracer, catalog: "Catalog", *, meter: Meter | None = None, metrics: "Metrics | None" = None,
+    records: "RouteObserver | None" = None,
+) -> Observers:
+    """The observers of one process's router: traces, then Prometheus, then records."""
+    observers: list[RouteObserver] = [TraceObserver(tracer, catalog, meter)]
+    if metrics is not None:
+        observers.append(PrometheusObserver(metrics))
+    if records is not None:
+        observers.append(records)
+    return Observers(*observers)

@@ -1,0 +1,289 @@
+"""The tenancy data model as stored in Redis: one document per org (SPEC §6).
+
+Owns: the org document schema (org settings, squads, gateway keys, BYOK
+provider keys, custom endpoints, and where each object came from), its
+validation against the configuration (the same checks as the file's, paths
+relative to the org: `squads.research.settings.fallbacks`), policy clamping
+on save, gateway key generation and hashing, and the routing identity of a
+key (scopes resolved org > squad > key).
+Must not import: services, FastAPI, arq, httpx, Redis.
+
+Secrets never sit here in clear: gateway keys are SHA-256 digests (with a
+short prefix for lookup and display), provider and endpoint keys are
+`turnout.vault.Sealed` tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from typing import Any, Literal
+
+import msgspec
+from msgspec import UNSET
+
+from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_settings
+from turnout.core.credentials import DEFAULT_KEY_MODE
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Clamp, clamp_policy, merge_policy
+from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings
+from turnout.core.types import Target
+from turnout.errors import ConfigError
+from turnout.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.tenancy import Identity
+from turnout.vault import Sealed
+
+Origin = Literal["config", "api"]
+
+KEY_PREFIX = "tk-"
+"""Every generated gateway key starts with this."""
+LOOKUP_CHARS = 11
+"""Leading characters of a key kept in clear for lookup and display (`tk-` + 8)."""
+KEY_RANDOM_BYTES = 24
+"""Random bytes in a generated key: 192 bits (SPEC: at least 128)."""
+
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+"""Ids of orgs, squads, keys and custom endpoints created through the admin API."""
+
+
+class Meta(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where an object came from, for the merge with the configuration file.
+
+    Attributes:
+        origin: `config` (created or last set by the file) or `api` (created
+            or edited through the admin API: the file never touches it again).
+        applied: fingerprint of the file's value last applied ("" for `api`).
+        updated_s: epoch seconds of the last change.
+    """
+
+    origin: Origin = "api"
+    applied: str = ""
+    updated_s: float = 0.0
+
+
+class SquadDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A squad: its settings."""
+
+    settings: ScopeSettings = ScopeSettings()
+    meta: Meta = Meta()
+
+
+class KeyDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A gateway key, stored hashed.
+
+    Attributes:
+        name: the key's id within its org (records and spans show it).
+        digest: SHA-256 of the key, hex.
+        prefix: the key's first `LOOKUP_CHARS` characters (lookup, display).
+        squad: its squad, or None.
+        admin: may call the org's admin routes.
+        settings: its own scope settings.
+        created_s / expires_s / revoked_s: epoch seconds; None = never.
+    """
+
+    name: str
+    digest: str
+    prefix: str
+    squad: str | None = None
+    admin: bool = False
+    settings: ScopeSettings = ScopeSettings()
+    created_s: float = 0.0
+    expires_s: float | None = None
+    revoked_s: float | None = None
+    meta: Meta = Meta()
+
+    def usable(self, now_s: float) -> bool:
+        """Neither revoked nor expired at `now_s`."""
+        return self.revoked_s is None and (self.expires_s is None or now_s < self.expires_s)
+
+
+class ProviderKeyDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A tenant's own key for one configured provider (BYOK)."""
+
+    secret: Sealed
+    meta: Meta = Meta()
+
+
+class EndpointDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A tenant's OpenAI-compatible custom endpoint; `secret` None = sends no key."""
+
+    base_url: str
+    secret: Sealed | None = None
+    meta: Meta = Meta()
+
+
+class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Everything Turnout stores about one org (the Redis value of `turnout:tenancy:org:<id>`).
+
+    Attributes:
+        id: the org id.
+        settings / settings_meta: org scope settings and their origin.
+        squads / keys / provider_keys / custom_endpoints: by name.
+        tombstones: paths deleted through the admin API (`squads.x`,
+            `keys.y`, ...): the configuration file never re-creates them.
+        created_s: epoch seconds.
+    """
+
+    id: str
+    settings: ScopeSettings = ScopeSettings()
+    settings_meta: Meta = Meta()
+    squads: dict[str, SquadDoc] = {}
+    keys: dict[str, KeyDoc] = {}
+    provider_keys: dict[str, ProviderKeyDoc] = {}
+    custom_endpoints: dict[str, EndpointDoc] = {}
+    tombstones: tuple[str, ...] = ()
+    created_s: float = 0.0
+
+
+doc_encoder = msgspec.json.Encoder()
+doc_decoder = msgspec.json.Decoder(OrgDoc)
+
+
+def hash_token(token: str) -> str:
+    """SHA-256 of a gateway key, hex (what is stored)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def new_gateway_key() -> str:
+    """A new gateway key: `tk-` and 192 random bits (URL-safe base64, 32 chars)."""
+    return KEY_PREFIX + secrets.token_urlsafe(KEY_RANDOM_BYTES)
+
+
+def lookup_prefix(token: str) -> str:
+    """The clear prefix a key is found by (its first `LOOKUP_CHARS` characters)."""
+    return token[:LOOKUP_CHARS]
+
+
+def clamp_settings(settings: ScopeSettings, config: Config, path: str) -> tuple[ScopeSettings, list[Clamp]]:
+    """Clamp a scope's partial policy to the operator's ceilings (SPEC §4: on save, reported).
+
+    Args:
+        settings: the settings as sent.
+        config: gateway policy and ceilings.
+        path: the settings' path, prefixed to each clamp's `path`.
+
+    Returns:
+        The settings with clamped values written into the partial policy,
+        and the clamps (`path` e.g. `settings.policy.budget.max_attempts`).
+
+    Raises:
+        ConfigError: the partial policy has an unknown field or a wrong type.
+    """
+    if not isinstance(settings.policy, dict):
+        return settings, []
+    try:
+        merged = merge_policy(config.policy, settings.policy)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        where = re.search(r" - at `\$(.*)`", text)
+        unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
+        sub = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")
+        raise ConfigError(f"{path}.policy{sub}: {text.split(' - at ')[0]}") from None
+    _, clamps = clamp_policy(merged, config.raw.ceilings)
+    partial: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in settings.policy.items()}
+    for clamp in clamps:
+        section, field = clamp.path.split(".", 1)
+        partial.setdefault(section, {})[field] = clamp.applied
+    out = [Clamp(path=f"{path}.policy.{c.path}", requested=c.requested, applied=c.applied) for c in clamps]
+    return msgspec.structs.replace(settings, policy=partial), out
+
+
+def _org_config(doc: OrgDoc) -> OrgConfig:
+    endpoints = {k: CustomEndpointConfig(base_url=v.base_url) for k, v in doc.custom_endpoints.items()}
+    return OrgConfig(custom_endpoints=endpoints)
+
+
+def _check_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig) -> None:
+    clamped, _ = clamp_settings(settings, config, path)  # a stored policy is in force clamped; never refused
+    check_scope_settings(path, clamped, config, org)
+
+
+def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
+    """Check a whole org document, as the configuration file is checked (SPEC §6, §11).
+
+    Raises:
+        ConfigError: the first problem, its path relative to the org
+            (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`).
+    """
+    org = _org_config(doc)
+    for name, endpoint in doc.custom_endpoints.items():
+        if ":" in name or not name:
+            raise ConfigError(f"custom_endpoints.{name}: an endpoint id cannot contain ':'")
+        try:
+            check_base_url(endpoint.base_url, allow)
+        except UnsafeURL as exc:
+            raise ConfigError(f"custom_endpoints.{name}.base_url: refused: {exc}") from None
+    for provider in doc.provider_keys:
+        if provider not in config.raw.providers:
+            raise ConfigError(f"provider_keys.{provider}: unknown provider (not in `providers`)")
+    _check_settings("settings", doc.settings, config, org)
+    for name, squad in doc.squads.items():
+        _check_settings(f"squads.{name}.settings", squad.settings, config, org)
+    for name, key in doc.keys.items():
+        if key.name != name:
+            raise ConfigError(f"keys.{name}.name: does not match its id")
+        if key.squad is not None and key.squad not in doc.squads:
+            raise ConfigError(f"keys.{name}.squad: unknown squad {key.squad!r}")
+        _check_settings(f"keys.{name}.settings", key.settings, config, org)
+
+
+def references(doc: OrgDoc, entry_prefix: str) -> list[str]:
+    """Paths of settings whose model lists hold an entry starting with `entry_prefix`.
+
+    Used to refuse deleting a custom endpoint that a setting still names.
+    """
+    found: list[str] = []
+    scopes = [("settings", doc.settings)]
+    scopes += [(f"squads.{n}.settings", s.settings) for n, s in doc.squads.items()]
+    scopes += [(f"keys.{n}.settings", k.settings) for n, k in doc.keys.items()]
+    for path, settings in scopes:
+        if isinstance(settings.reroutes, list) and any(m.startswith(entry_prefix) for m in settings.reroutes):
+            found.append(f"{path}.reroutes")
+        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+            models = [m for ms in as_model_map(getattr(settings, name)).values() for m in ms]
+            if any(m.startswith(entry_prefix) for m in models):
+                found.append(f"{path}.{name}")
+    return found
+
+
+def custom_provider(org: str, endpoint: str) -> str:
+    """The provider name of an org's custom endpoint (breaker and health are per org)."""
+    return f"custom:{org}:{endpoint}"
+
+
+def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
+    """The routing identity of `key`: each setting from org, else squad, else key (SPEC §6).
+
+    The policy is the gateway policy overlaid with the resolved partial
+    policy, clamped to the ceilings in force now; `custom:<id>:<model>`
+    entries naming this org's endpoints become targets on them.
+    """
+    squad = doc.squads[key.squad].settings if key.squad is not None and key.squad in doc.squads else None
+    scope = resolve_settings(doc.settings, squad, key.settings)
+    policy = config.policy
+    if isinstance(scope.policy, dict):
+        try:
+            policy = merge_policy(policy, scope.policy)
+        except msgspec.ValidationError:
+            pass  # validated on save; a stale shape falls back to the gateway policy
+    policy, _ = clamp_policy(policy, config.raw.ceilings)
+    maps = {
+        name: as_model_map(getattr(scope, name))
+        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks")
+    }
+    reroutes = tuple(scope.reroutes) if scope.reroutes is not UNSET else ()
+    custom: dict[str, Target] = {}
+    for entry in [*reroutes, *(m for mm in maps.values() for ms in mm.values() for m in ms)]:
+        if entry.startswith("custom:"):
+            _, endpoint, model = entry.split(":", 2)
+            if endpoint in doc.custom_endpoints:
+                custom[entry] = Target(provider=custom_provider(doc.id, endpoint), model=model, catalog_model=entry)
+    settings = RoutingSettings(
+        reroutes=reroutes, fallbacks=maps["fallbacks"],
+        context_window_fallbacks=maps["context_window_fallbacks"],
+        content_policy_fallbacks=maps["content_policy_fallbacks"],
+        key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
+        custom_targets=custom,
+    )
+    return Identity(org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy)

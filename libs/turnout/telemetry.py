@@ -1,0 +1,246 @@
+"""Span names, attribute keys and the observers that turn the loop into telemetry.
+
+Owns: every span name, span attribute key and metric name Turnout emits
+(SPEC §9); the trace context that crosses the queue (W3C `traceparent` in
+`JobPayload.trace`); the span helpers for the enqueue (PRODUCER), job
+(CONSUMER) and request spans; and the trace `RouteObserver` (one CLIENT span
+per attempt with the GenAI semantic-convention attributes, plus the GenAI
+client metrics). `turnout.observers` composes it with the others.
+Must not import: services, FastAPI, arq.
+
+Never put prompt or completion text, a provider's error message or any key
+in a span: attributes here are ids, model names, counts and outcomes only
+(`turnout.key` is the gateway key's *name*).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from opentelemetry import context as otel_context
+from opentelemetry import propagate, trace
+from opentelemetry.metrics import Histogram, Meter
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
+
+from turnout.core.types import FailureKind
+
+if TYPE_CHECKING:
+    from turnout.adapters.openai_chat import Usage
+    from turnout.catalog import Catalog
+    from turnout.core.loop import AttemptRecord, Dispatch
+    from turnout.router import RequestInfo
+
+QUEUE_NAME = "arq:queue"
+SPAN_ENQUEUE = f"enqueue {QUEUE_NAME}"
+"""PRODUCER span of the ingress putting a job on the queue."""
+SPAN_JOB = f"process {QUEUE_NAME}"
+"""CONSUMER span of a worker running a job (child of the enqueue span)."""
+SPAN_REQUEST_PREFIX = "route"
+"""Request span covering the whole attempt loop: `route {requested model}`."""
+SPAN_ATTEMPT_PREFIX = "chat"
+"""CLIENT span per attempt: `chat {model}` (GenAI: `{operation} {request model}`)."""
+EVENT_WAITED = "waited"
+"""Event on the request span for each backoff wait."""
+
+# GenAI / general semantic conventions
+GEN_AI_OPERATION = "gen_ai.operation.name"
+GEN_AI_PROVIDER = "gen_ai.provider.name"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE = "gen_ai.token.type"
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+ERROR_TYPE = "error.type"
+HTTP_RESEND_COUNT = "http.request.resend_count"
+HTTP_STATUS = "http.response.status_code"
+MESSAGING_SYSTEM = "messaging.system"
+MESSAGING_OPERATION_TYPE = "messaging.operation.type"
+MESSAGING_DESTINATION = "messaging.destination.name"
+MESSAGING_MESSAGE_ID = "messaging.message.id"
+
+# Turnout's own
+REQUEST_ID = "turnout.request_id"
+ORG = "turnout.org"
+SQUAD = "turnout.squad"
+KEY = "turnout.key"
+REQUESTED_MODEL = "turnout.requested_model"
+STREAMING = "turnout.streaming"
+JOB_RESULT = "turnout.job.result"
+QUEUE_WAIT_S = "turnout.queue.wait_s"
+ATTEMPT_NUMBER = "turnout.attempt.number"
+ATTEMPT_CLASS = "turnout.attempt.class"
+ATTEMPT_KIND = "turnout.attempt.kind"
+ATTEMPT_IS_RETRY = "turnout.attempt.is_retry"
+ATTEMPT_IS_FALLBACK = "turnout.attempt.is_fallback"
+ATTEMPT_IS_REROUTE = "turnout.attempt.is_reroute"
+ATTEMPT_DELAY_BEFORE_S = "turnout.attempt.delay_before_s"
+WAIT_DELAY_S = "turnout.wait.delay_s"
+WAIT_REASON = "turnout.wait.reason"
+
+# GenAI client metrics (OpenTelemetry semantic conventions)
+METRIC_OPERATION_DURATION = "gen_ai.client.operation.duration"
+METRIC_TOKEN_USAGE = "gen_ai.client.token.usage"
+_DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
+_TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
+
+
+def _attrs(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Attributes without None values (OpenTelemetry refuses None)."""
+    return {k: v for k, v in values.items() if v is not None}
+
+
+@contextlib.contextmanager
+def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
+    """The PRODUCER span around putting one job on the queue.
+
+    Yields:
+        The W3C trace context carrier (`traceparent`, `tracestate`) to put
+        in `JobPayload.trace`; empty when no trace is active.
+    """
+    attributes = {
+        MESSAGING_SYSTEM: "arq", MESSAGING_OPERATION_TYPE: "send", MESSAGING_DESTINATION: QUEUE_NAME,
+        MESSAGING_MESSAGE_ID: request_id, REQUEST_ID: request_id,
+    }
+    with tracer.start_as_current_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes):
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        yield carrier
+
+
+@contextlib.contextmanager
+def job_span(tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None) -> Iterator[Span]:
+    """The CONSUMER span of a worker's job, continuing the carrier's trace.
+
+    Args:
+        tracer: the worker's tracer.
+        carrier: `JobPayload.trace` (empty: a new trace starts).
+        request_id: the job id.
+        queue_wait_s: seconds between enqueue and start, when known.
+    """
+    attributes = _attrs({
+        MESSAGING_SYSTEM: "arq", MESSAGING_OPERATION_TYPE: "process", MESSAGING_DESTINATION: QUEUE_NAME,
+        MESSAGING_MESSAGE_ID: request_id, REQUEST_ID: request_id, QUEUE_WAIT_S: queue_wait_s,
+    })
+    parent = propagate.extract(dict(carrier))
+    with tracer.start_as_current_span(SPAN_JOB, context=parent, kind=SpanKind.CONSUMER, attributes=attributes) as span:
+        yield span
+
+
+@contextlib.contextmanager
+def request_span(tracer: Tracer, info: "RequestInfo") -> Iterator[Span]:
+    """The span covering one request's whole attempt loop (attempt spans nest in it)."""
+    attributes = _attrs({
+        REQUEST_ID: info.request_id, ORG: info.org or None, SQUAD: info.squad, KEY: info.key or None,
+        REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming, GEN_AI_OPERATION: "chat",
+    })
+    name = f"{SPAN_REQUEST_PREFIX} {info.requested_model}"
+    with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes) as span:
+        yield span
+
+
+class _AttemptHandle:
+    __slots__ = ("span", "parent")
+
+    def __init__(self, span: Span, parent: otel_context.Context) -> None:
+        self.span = span
+        self.parent = parent
+
+
+def _server(base_url: str) -> tuple[str | None, int | None]:
+    parts = urlsplit(base_url)
+    default = 443 if parts.scheme == "https" else 80
+    port = parts.port if parts.port and parts.port != default else None
+    return parts.hostname, port
+
+
+class TraceObserver:
+    """One CLIENT span per attempt, the `waited` events, the GenAI client metrics.
+
+    The attempt span is made the current span while the upstream call runs,
+    so httpx client spans nest beneath it; the caller's context comes back
+    when the attempt ends (a committed stream's attempt ends when the stream
+    does, possibly in another task: the span is ended there, and the context
+    is put back only where the attempt span is still the current one).
+
+    Args:
+        tracer: where spans go.
+        catalog: provider base URLs (for `server.address` / `server.port`).
+        meter: where the GenAI client metrics go (None: none).
+    """
+
+    def __init__(self, tracer: Tracer, catalog: "Catalog", meter: Meter | None = None) -> None:
+        self._tracer = tracer
+        self._servers = {name: _server(p.base_url) for name, p in catalog.providers.items()}
+        self._duration: Histogram | None = None
+        self._tokens: Histogram | None = None
+        if meter is not None:
+            self._duration = meter.create_histogram(
+                METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS_S,
+            )
+            self._tokens = meter.create_histogram(
+                METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used.",
+                explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
+            )
+
+    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+        """Start the attempt's span and make it current. See `RouteObserver`."""
+        target = dispatch.entry.target
+        host, port = self._servers.get(target.provider, (None, None))
+        attributes = _attrs({
+            GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
+            SERVER_ADDRESS: host, SERVER_PORT: port, ATTEMPT_NUMBER: dispatch.number,
+            HTTP_RESEND_COUNT: dispatch.resend_count or None, ATTEMPT_IS_RETRY: dispatch.is_retry,
+            ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6), REQUEST_ID: info.request_id,
+        })
+        parent = otel_context.get_current()
+        span = self._tracer.start_span(
+            f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
+        )
+        otel_context.attach(trace.set_span_in_context(span, parent))
+        return _AttemptHandle(span, parent)
+
+    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+        """Finish the attempt's span and record the GenAI metrics. See `RouteObserver`."""
+        if not isinstance(handle, _AttemptHandle):
+            return
+        span = handle.span
+        if trace.get_current_span() is span:
+            otel_context.attach(handle.parent)
+        ok = record.kind is FailureKind.SUCCESS
+        target = record.target
+        attributes = _attrs({
+            ATTEMPT_CLASS: str(record.disposition), ATTEMPT_KIND: str(record.kind),
+            ATTEMPT_IS_FALLBACK: record.is_fallback, ATTEMPT_IS_REROUTE: record.is_reroute,
+            HTTP_STATUS: record.status, ERROR_TYPE: None if ok else str(record.kind),
+            GEN_AI_RESPONSE_MODEL: target.model if ok else None,
+            GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
+            GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
+        })
+        if span.is_recording():
+            span.set_attributes(attributes)
+            if not ok:
+                span.set_status(Status(StatusCode.ERROR, str(record.kind)))
+        span.end()
+        if self._duration is not None and self._tokens is not None:
+            host, port = self._servers.get(target.provider, (None, None))
+            common = _attrs({
+                GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
+                SERVER_ADDRESS: host, SERVER_PORT: port,
+            })
+            measured = {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
+            self._duration.record(record.duration_ms / 1000.0, measured)
+            if ok:
+                self._tokens.record(usage.input_tokens, {**measured, GEN_AI_TOKEN_TYPE: "input"})
+                self._tokens.record(usage.output_tokens, {**measured, GEN_AI_TOKEN_TYPE: "output"})
+
+    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+        """Add a `waited` event to the current (request) span. See `RouteObserver`."""
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.add_event(EVENT_WAITED, {WAIT_DELAY_S: round(delay_s, 6), WAIT_REASON: reason})

@@ -1,0 +1,366 @@
+"""Admin operations on an org document: the admin API's logic without HTTP (SPEC §6).
+
+Owns: the request bodies the admin API accepts (msgspec, unknown fields
+refused), each edit as a pure function `OrgDoc -> (OrgDoc, result)` that
+either returns the whole new document or raises `AdminError` (nothing is
+written), and the views admin reads return: secrets masked to a tail
+(`…a1b2`), key digests never shown.
+Must not import: services, FastAPI, arq, httpx, Redis.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from turnout.core.policy import Clamp
+from turnout.core.scopes import SETTING_NAMES, ScopeSettings
+from turnout.orgs import (
+    NAME_RE, EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, references,
+)
+from turnout.vault import Sealed, Vault, mask
+
+T = TypeVar("T")
+
+
+class AdminError(Exception):
+    """An admin request refused; nothing was written.
+
+    Attributes:
+        status_code: 400 (invalid, `param` names the path), 404 (no such
+            object, or another org's: the same answer), 409 (conflict).
+        message / code / param: the OpenAI-format error fields.
+    """
+
+    def __init__(self, status_code: int, message: str, *, code: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+        self.code = code
+        self.param = param
+
+
+NOT_FOUND_MESSAGE = "No such object."
+
+
+def not_found() -> AdminError:
+    """The one answer for a missing object and for another org's object."""
+    return AdminError(404, NOT_FOUND_MESSAGE, code="not_found")
+
+
+def invalid(path: str, message: str) -> AdminError:
+    """A 400 naming the offending path."""
+    return AdminError(400, f"{path}: {message}", code="invalid_value", param=path)
+
+
+class OrgCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`POST /admin/v1/orgs`."""
+
+    id: str
+    settings: ScopeSettings = ScopeSettings()
+
+
+class SquadCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`POST .../squads`."""
+
+    name: str
+    settings: ScopeSettings = ScopeSettings()
+
+
+class KeyCreate(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`POST .../keys`; `expires_at` ISO-8601 or epoch seconds, or `ttl_s` from now."""
+
+    name: str
+    squad: str | None = None
+    admin: bool = False
+    expires_at: str | float | None = None
+    ttl_s: float | None = None
+    settings: ScopeSettings = ScopeSettings()
+
+
+class KeyPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`PATCH .../keys/{key}`: fields left out are unchanged; `null` clears squad / expiry."""
+
+    squad: str | None | UnsetType = UNSET
+    admin: bool | UnsetType = UNSET
+    expires_at: str | float | None | UnsetType = UNSET
+
+
+class ProviderKeyPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`PUT .../provider-keys/{provider}`."""
+
+    api_key: str
+
+
+class EndpointPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`PUT .../custom-endpoints/{id}`; `api_key` None = the endpoint gets no key."""
+
+    base_url: str
+    api_key: str | None = None
+
+
+def decode(body: bytes, tp: type[T], root: str = "") -> T:
+    """Decode a JSON body into `tp`, or a 400 naming the offending field path."""
+    try:
+        return msgspec.json.decode(body or b"{}", type=tp)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        where = re.search(r" - at `\$(.*)`", text)
+        unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
+        path = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")
+        full = (root + path).lstrip(".") or "body"
+        raise invalid(full, text.split(" - at ")[0]) from None
+    except msgspec.DecodeError as exc:
+        raise invalid("body", f"not valid JSON: {exc}") from None
+
+
+def check_name(path: str, name: str) -> None:
+    """Refuse an id that is not 1–64 of `A-Za-z0-9._-` starting alphanumeric."""
+    if not NAME_RE.fullmatch(name):
+        raise invalid(path, "must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit")
+
+
+def parse_when(value: str | float | None, path: str) -> float | None:
+    """An ISO-8601 (no zone = UTC) or epoch-seconds time as epoch seconds; None stays None."""
+    if value is None or isinstance(value, (int, float)):
+        return None if value is None else float(value)
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise invalid(path, "must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds") from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+
+
+def iso(epoch_s: float | None) -> str | None:
+    """Epoch seconds as ISO-8601 UTC, or None."""
+    return None if epoch_s is None else datetime.fromtimestamp(epoch_s, UTC).isoformat().replace("+00:00", "Z")
+
+
+def settings_patch(current: ScopeSettings, body: bytes, path: str) -> ScopeSettings:
+    """`PATCH` semantics: fields sent replace, `null` means *inherit*, others unchanged."""
+    patch = decode(body, dict[str, Any], path)
+    merged: dict[str, Any] = msgspec.to_builtins(current)
+    for name, value in patch.items():
+        if name not in SETTING_NAMES:
+            raise invalid(f"{path}.{name}", f"unknown setting (known: {', '.join(SETTING_NAMES)})")
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    return decode(msgspec.json.encode(merged), ScopeSettings, path)
+
+
+def _api(now_s: float) -> Meta:
+    return Meta(origin="api", updated_s=now_s)
+
+
+def _untombstone(doc: OrgDoc, path: str) -> tuple[str, ...]:
+    return tuple(t for t in doc.tombstones if t != path)
+
+
+def with_settings(doc: OrgDoc, scope: tuple[str, str | None], settings: ScopeSettings, now_s: float) -> OrgDoc:
+    """`doc` with one scope's settings replaced: scope `("org", None)`, `("squad", name)` or `("key", name)`."""
+    kind, name = scope
+    if kind == "org":
+        return msgspec.structs.replace(doc, settings=settings, settings_meta=_api(now_s))
+    if kind == "squad" and name in doc.squads:
+        squad = doc.squads[name]
+        return msgspec.structs.replace(doc, squads={**doc.squads, name: msgspec.structs.replace(
+            squad, settings=settings, meta=_api(now_s))})
+    if kind == "key" and name in doc.keys:
+        key = doc.keys[name]
+        return msgspec.structs.replace(doc, keys={**doc.keys, name: msgspec.structs.replace(
+            key, settings=settings, meta=_api(now_s))})
+    raise not_found()
+
+
+def scope_settings(doc: OrgDoc, scope: tuple[str, str | None]) -> ScopeSettings:
+    """One scope's settings (404 when the squad or key does not exist)."""
+    kind, name = scope
+    if kind == "org":
+        return doc.settings
+    table: dict[str, Any] = doc.squads if kind == "squad" else doc.keys
+    if name not in table:
+        raise not_found()
+    settings: ScopeSettings = table[name].settings
+    return settings
+
+
+def add_squad(doc: OrgDoc, body: SquadCreate, now_s: float) -> OrgDoc:
+    """`doc` with a new squad (409 when the name is taken)."""
+    check_name("name", body.name)
+    if body.name in doc.squads:
+        raise AdminError(409, f"squad {body.name!r} already exists", code="conflict", param="name")
+    return msgspec.structs.replace(
+        doc, squads={**doc.squads, body.name: SquadDoc(settings=body.settings, meta=_api(now_s))},
+        tombstones=_untombstone(doc, f"squads.{body.name}"),
+    )
+
+
+def remove_squad(doc: OrgDoc, name: str) -> OrgDoc:
+    """`doc` without the squad (409 while keys belong to it)."""
+    if name not in doc.squads:
+        raise not_found()
+    members = sorted(k.name for k in doc.keys.values() if k.squad == name)
+    if members:
+        raise AdminError(409, f"squad {name!r} still has keys: {', '.join(members)}; move or delete them first",
+                         code="conflict", param=f"keys.{members[0]}.squad")
+    squads = {k: v for k, v in doc.squads.items() if k != name}
+    return msgspec.structs.replace(doc, squads=squads, tombstones=(*doc.tombstones, f"squads.{name}"))
+
+
+def add_key(doc: OrgDoc, body: KeyCreate, token: str, now_s: float) -> tuple[OrgDoc, KeyDoc]:
+    """`doc` with a new gateway key for `token` (stored hashed) and the key's record."""
+    check_name("name", body.name)
+    if body.name in doc.keys:
+        raise AdminError(409, f"key {body.name!r} already exists", code="conflict", param="name")
+    if body.expires_at is not None and body.ttl_s is not None:
+        raise invalid("expires_at", "give `expires_at` or `ttl_s`, not both")
+    if body.ttl_s is not None and body.ttl_s <= 0:
+        raise invalid("ttl_s", "must be positive")
+    expires_s = now_s + body.ttl_s if body.ttl_s is not None else parse_when(body.expires_at, "expires_at")
+    if expires_s is not None and expires_s <= now_s:
+        raise invalid("expires_at", "is in the past")
+    key = KeyDoc(
+        name=body.name, digest=hash_token(token), prefix=lookup_prefix(token), squad=body.squad, admin=body.admin,
+        settings=body.settings, created_s=now_s, expires_s=expires_s, meta=_api(now_s),
+    )
+    new = msgspec.structs.replace(doc, keys={**doc.keys, body.name: key},
+                                  tombstones=_untombstone(doc, f"keys.{body.name}"))
+    return new, key
+
+
+def patch_key(doc: OrgDoc, name: str, body: KeyPatch, now_s: float) -> OrgDoc:
+    """`doc` with a key's squad, admin flag or expiry changed."""
+    key = doc.keys.get(name)
+    if key is None:
+        raise not_found()
+    changes: dict[str, Any] = {"meta": _api(now_s)}
+    if body.squad is not UNSET:
+        changes["squad"] = body.squad
+    if body.admin is not UNSET:
+        changes["admin"] = body.admin
+    if body.expires_at is not UNSET:
+        changes["expires_s"] = parse_when(body.expires_at, "expires_at")
+    return msgspec.structs.replace(doc, keys={**doc.keys, name: msgspec.structs.replace(key, **changes)})
+
+
+def revoke_key(doc: OrgDoc, name: str, now_s: float) -> OrgDoc:
+    """`doc` with the key revoked (idempotent; the record stays for audit)."""
+    key = doc.keys.get(name)
+    if key is None:
+        raise not_found()
+    if key.revoked_s is not None:
+        return doc
+    revoked = msgspec.structs.replace(key, revoked_s=now_s, meta=_api(now_s))
+    return msgspec.structs.replace(doc, keys={**doc.keys, name: revoked})
+
+
+def remove_key(doc: OrgDoc, name: str) -> OrgDoc:
+    """`doc` without the key (the file never re-creates it)."""
+    if name not in doc.keys:
+        raise not_found()
+    keys = {k: v for k, v in doc.keys.items() if k != name}
+    return msgspec.structs.replace(doc, keys=keys, tombstones=(*doc.tombstones, f"keys.{name}"))
+
+
+def put_provider_key(doc: OrgDoc, provider: str, sealed: Sealed, now_s: float) -> OrgDoc:
+    """`doc` with the org's key for `provider` set (validated against `providers:` on save)."""
+    stored = ProviderKeyDoc(secret=sealed, meta=_api(now_s))
+    return msgspec.structs.replace(doc, provider_keys={**doc.provider_keys, provider: stored},
+                                   tombstones=_untombstone(doc, f"provider_keys.{provider}"))
+
+
+def remove_provider_key(doc: OrgDoc, provider: str) -> OrgDoc:
+    """`doc` without the org's key for `provider`."""
+    if provider not in doc.provider_keys:
+        raise not_found()
+    rest = {k: v for k, v in doc.provider_keys.items() if k != provider}
+    return msgspec.structs.replace(doc, provider_keys=rest, tombstones=(*doc.tombstones, f"provider_keys.{provider}"))
+
+
+def put_endpoint(doc: OrgDoc, name: str, base_url: str, sealed: Sealed | None, now_s: float) -> OrgDoc:
+    """`doc` with a custom endpoint registered or replaced (base URL checked on save)."""
+    check_name("id", name)
+    stored = EndpointDoc(base_url=base_url, secret=sealed, meta=_api(now_s))
+    return msgspec.structs.replace(doc, custom_endpoints={**doc.custom_endpoints, name: stored},
+                                   tombstones=_untombstone(doc, f"custom_endpoints.{name}"))
+
+
+def remove_endpoint(doc: OrgDoc, name: str) -> OrgDoc:
+    """`doc` without the endpoint (409 while a setting names it)."""
+    if name not in doc.custom_endpoints:
+        raise not_found()
+    used = references(doc, f"custom:{name}:")
+    if used:
+        raise AdminError(409, f"custom endpoint {name!r} is still named by {', '.join(used)}", code="conflict",
+                         param=used[0])
+    rest = {k: v for k, v in doc.custom_endpoints.items() if k != name}
+    return msgspec.structs.replace(doc, custom_endpoints=rest, tombstones=(*doc.tombstones, f"custom_endpoints.{name}"))
+
+
+def rotate_secrets(doc: OrgDoc, vault: Vault) -> tuple[OrgDoc, int]:
+    """`doc` with every sealed secret re-encrypted under the vault's newest key, and how many."""
+    provider_keys = {p: msgspec.structs.replace(k, secret=vault.rotate(k.secret)) for p, k in doc.provider_keys.items()}
+    endpoints = {
+        n: msgspec.structs.replace(e, secret=vault.rotate(e.secret)) if e.secret is not None else e
+        for n, e in doc.custom_endpoints.items()
+    }
+    count = len(provider_keys) + sum(e.secret is not None for e in endpoints.values())
+    if count == 0:
+        return doc, 0
+    return msgspec.structs.replace(doc, provider_keys=provider_keys, custom_endpoints=endpoints), count
+
+
+def settings_view(settings: ScopeSettings) -> dict[str, Any]:
+    """Set fields with their values; the others listed under `inherit`."""
+    values: dict[str, Any] = msgspec.to_builtins(settings)
+    return {"settings": values, "inherit": [n for n in SETTING_NAMES if n not in values]}
+
+
+def key_view(key: KeyDoc, now_s: float) -> dict[str, Any]:
+    """A key as admin reads show it: never the secret nor its digest."""
+    status = "revoked" if key.revoked_s is not None else ("expired" if not key.usable(now_s) else "active")
+    return {
+        "name": key.name, "prefix": key.prefix + "…", "squad": key.squad, "admin": key.admin, "status": status,
+        "created_at": iso(key.created_s), "expires_at": iso(key.expires_s), "revoked_at": iso(key.revoked_s),
+        "origin": key.meta.origin, **settings_view(key.settings),
+    }
+
+
+def provider_key_view(provider: str, stored: ProviderKeyDoc) -> dict[str, Any]:
+    """A BYOK key as admin reads show it: the masked tail only."""
+    return {"provider": provider, "api_key": mask(stored.secret.tail), "origin": stored.meta.origin,
+            "updated_at": iso(stored.meta.updated_s)}
+
+
+def endpoint_view(name: str, stored: EndpointDoc) -> dict[str, Any]:
+    """A custom endpoint as admin reads show it (key masked)."""
+    return {"id": name, "base_url": stored.base_url,
+            "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
+            "origin": stored.meta.origin, "updated_at": iso(stored.meta.updated_s)}
+
+
+def org_view(doc: OrgDoc, now_s: float) -> dict[str, Any]:
+    """An org's summary: settings, squads, key counts, BYOK and endpoints (masked)."""
+    active = sum(k.usable(now_s) for k in doc.keys.values())
+    return {
+        "id": doc.id, "created_at": iso(doc.created_s), **settings_view(doc.settings),
+        "squads": {n: settings_view(s.settings) for n, s in doc.squads.items()},
+        "keys": {"total": len(doc.keys), "active": active},
+        "provider_keys": [provider_key_view(p, k) for p, k in doc.provider_keys.items()],
+        "custom_endpoints": [endpoint_view(n, e) for n, e in doc.custom_endpoints.items()],
+    }
+
+
+def clamps_view(clamps: list[Clamp]) -> list[dict[str, Any]]:
+    """The clamped fields of a save (SPEC §4: reported to the caller)."""
+    return [msgspec.to_builtins(c) for c in clamps]

@@ -1,0 +1,204 @@
+"""Access and write machinery of the tenancy admin API (`turnout_ingress.admin_api`).
+
+Owns: who an admin caller is (the operator key from `TURNOUT_OPERATOR_KEY`,
+or an org's `admin: true` gateway key), keeping an org admin inside its org
+(another org's objects answer 404, exactly as missing ones), reading an
+org's document from Redis, and applying an edit with compare-and-set: the
+edited document is validated whole (`turnout.orgs.validate_org`) and either
+written atomically or refused naming the offending path. Also the
+registration-time DNS check of custom endpoint hosts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from redis.exceptions import RedisError
+from starlette.requests import Request
+from starlette.responses import Response
+from yarl import URL
+
+from turnout.core.scopes import ScopeSettings
+from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
+from turnout.orgs import OrgDoc, clamp_settings, validate_org
+from turnout.ssrf import refused_addresses
+from turnout.state.tenant_store import WriteConflict
+from turnout.tenant_admin import AdminError, T, decode, not_found
+from turnout.vault import Sealed, SecretUnreadable, VaultUnavailable
+from turnout_ingress.errors import JSON
+from turnout_ingress.validation import UNAUTHORIZED
+
+if TYPE_CHECKING:
+    from turnout.core.policy import Clamp
+    from turnout.directory import TenantDirectory
+
+DNS_TIMEOUT_S = 2.0
+_json = msgspec.json.Encoder()
+
+
+class Caller(msgspec.Struct, frozen=True, kw_only=True):
+    """Who calls: the operator (`org` None) or an org's admin key."""
+
+    org: str | None
+
+    @property
+    def operator(self) -> bool:
+        """True for the operator key."""
+        return self.org is None
+
+
+def ok(data: Any, status: int = 200) -> Response:
+    """A JSON answer."""
+    return Response(_json.encode(data), status_code=status, media_type=JSON)
+
+
+def rejected(exc: AdminError) -> RequestRejected:
+    """An `AdminError` as the ingress's `RequestRejected` (OpenAI-format error body)."""
+    error_type = {404: "not_found_error", 409: "conflict_error"}.get(exc.status_code, "invalid_request_error")
+    return RequestRejected(exc.status_code, exc.message, error_type=error_type, code=exc.code, param=exc.param)
+
+
+class AdminAPI:
+    """The admin routes' shared logic over one ingress's tenant directory."""
+
+    def __init__(self, directory: "TenantDirectory", operator_key: str | None) -> None:
+        self.directory = directory
+        self.store = directory.store
+        self._operator_key = operator_key.encode("utf-8") if operator_key else None
+
+    def caller(self, request: Request) -> Caller:
+        """The caller of `request` (401 for an unknown key, 403 for a non-admin key)."""
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
+        if self._operator_key is not None and token and hmac.compare_digest(token.encode("utf-8"), self._operator_key):
+            return Caller(org=None)
+        identity = self.directory.authenticate(token)
+        if identity is None:
+            raise UNAUTHORIZED
+        if not identity.admin:
+            raise RequestRejected(403, "This route needs an admin key.", error_type="permission_error",
+                                  code="admin_key_required")
+        return Caller(org=identity.org)
+
+    def scope(self, request: Request, org: str) -> Caller:
+        """The caller, if it may act on `org` (else 404: another org's data looks missing)."""
+        caller = self.caller(request)
+        if not caller.operator and caller.org != org:
+            raise rejected(not_found())
+        return caller
+
+    def operator(self, request: Request) -> Caller:
+        """The caller, who must hold the operator key (403 otherwise)."""
+        caller = self.caller(request)
+        if not caller.operator:
+            raise RequestRejected(403, "This route needs the operator key.", error_type="permission_error",
+                                  code="operator_key_required")
+        return caller
+
+    async def read(self, request: Request, org: str) -> OrgDoc:
+        """The org's document, for a caller allowed to see it (else 404, as for a missing org)."""
+        self.scope(request, org)
+        try:
+            doc, _ = await self.store.load(org)
+        except (RedisError, OSError) as exc:
+            raise unavailable() from exc
+        if doc is None:
+            raise rejected(not_found())
+        return doc
+
+    async def write(self, request: Request, org: str, edit: Callable[[OrgDoc], tuple[OrgDoc, T]]) -> T:
+        """Apply `edit` to the org's document: validated whole, then written atomically, or refused."""
+        self.scope(request, org)
+        config, allow = self.directory.config, self.directory.allow
+
+        def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, T]:
+            if current is None:
+                raise not_found()
+            new, result = edit(current)
+            if new is not current:
+                try:
+                    validate_org(new, config, allow)
+                except ConfigError as exc:
+                    path = str(exc).split(":", 1)[0]
+                    raise AdminError(400, str(exc), code="invalid_value", param=path) from None
+            return new, result
+
+        return await self._update(org, mutate)
+
+    async def _update(self, org: str, mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]],
+                      delete: bool = False) -> T:
+        try:
+            _, result, version = await self.store.update(org, mutate, delete=delete)
+        except AdminError as exc:
+            raise rejected(exc) from None
+        except (VaultUnavailable, SecretUnreadable) as exc:
+            raise RequestRejected(409, str(exc), error_type="conflict_error", code="secret_key_unavailable") from None
+        except (RedisError, OSError, WriteConflict) as exc:
+            raise unavailable() from exc
+        if version is not None:
+            try:
+                await self.directory.refresh()  # read-your-writes on this ingress; others follow within the bound
+            except (RedisError, OSError):
+                pass
+        return result
+
+
+def unavailable() -> GatewayUnavailable:
+    """503 while Redis is unreachable."""
+    return GatewayUnavailable("The tenancy store is unreachable right now; retry shortly.", retry_after_s=1,
+                              code="redis_unavailable")
+
+
+async def dns_check(base_url: str, api: AdminAPI) -> None:
+    """Refuse a host name that resolves to a refused address now (registration-time half of the guard).
+
+    A name that does not resolve (yet) is accepted: the connect-time guard
+    checks every address actually used.
+    """
+    url = URL(base_url)
+    host = url.raw_host or ""
+    if not host or host.replace(".", "").isdigit() or ":" in host:
+        return
+    try:
+        infos = await asyncio.wait_for(
+            asyncio.get_running_loop().getaddrinfo(host, url.port or 443), DNS_TIMEOUT_S
+        )
+    except (OSError, TimeoutError):
+        return
+    reason = refused_addresses(host, [str(info[4][0]) for info in infos], api.directory.allow)
+    if reason is not None:
+        raise RequestRejected(400, f"base_url: refused: {reason}", param="base_url", code="invalid_value")
+
+
+def safe(fn: Callable[[], T]) -> T:
+    """`fn()`, an `AdminError` turned into the HTTP refusal."""
+    try:
+        return fn()
+    except AdminError as exc:
+        raise rejected(exc) from None
+
+
+def decode_settings(raw: bytes) -> ScopeSettings:
+    """A whole scope's settings from a request body (400 naming the field)."""
+    return decode(raw, ScopeSettings, "settings")
+
+
+def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSettings, list["Clamp"]]:
+    """Settings with their policy clamped to the ceilings, and the clamps (SPEC §4)."""
+    try:
+        return clamp_settings(settings, api.directory.config, path)
+    except ConfigError as exc:
+        raise rejected(AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0])) from None
+
+
+def seal(api: AdminAPI, secret: str) -> Sealed:
+    """A secret sealed under the newest key (409 when no TURNOUT_SECRET_KEY is set)."""
+    try:
+        return api.directory.vault.seal(secret)
+    except VaultUnavailable as exc:
+        raise RequestRejected(409, str(exc), error_type="conflict_error", code="secret_key_unavailable") from None

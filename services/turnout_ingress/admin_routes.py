@@ -1,0 +1,97 @@
+"""Admin routes of the ingress: the attempt-record export (SPEC §9).
+
+Owns: `GET /admin/v1/logs/export?format=jsonl|csv&since=…&until=…`. Only an
+admin key may call it, and it returns only the rows of that key's org,
+streamed page by page from the records stream (never held in memory whole).
+`since` / `until` are ISO-8601 (`2025-06-01T12:00:00Z`; no zone means UTC)
+or epoch seconds, both inclusive.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from fastapi import FastAPI, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response, StreamingResponse
+
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.records import csv_header, csv_lines, jsonl_lines, read_rows
+from turnout_ingress.validation import authenticate
+
+if TYPE_CHECKING:
+    from turnout_ingress.app import IngressState
+
+MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
+PAGE_SIZE = 500
+"""Stream entries read per XRANGE call."""
+
+
+def parse_time(value: str | None, param: str) -> float | None:
+    """`value` (ISO-8601 or epoch seconds) as epoch seconds; None when absent.
+
+    Raises:
+        RequestRejected: 400 naming `param` when `value` is neither.
+    """
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError as exc:
+        raise RequestRejected(
+            400, f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.", param=param
+        ) from exc
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.timestamp()
+
+
+def install(app: FastAPI, state: "IngressState") -> None:
+    """Register the admin routes."""
+
+    @app.get("/admin/v1/logs/export")
+    async def export_logs(request: Request) -> Response:
+        identity = authenticate(request, state.keyring)
+        if not identity.admin:
+            raise RequestRejected(
+                403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
+            )
+        fmt = request.query_params.get("format", "jsonl")
+        if fmt not in MEDIA_TYPES:
+            raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format")
+        since_s = parse_time(request.query_params.get("since"), "since")
+        until_s = parse_time(request.query_params.get("until"), "until")
+        rows = read_rows(state.redis, org=identity.org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE)
+        try:
+            first = await anext(rows, None)
+        except (RedisError, OSError) as exc:
+            raise GatewayUnavailable(
+                "The attempt records are unreachable right now; retry shortly.", retry_after_s=1,
+                code="redis_unavailable",
+            ) from exc
+        render = csv_lines if fmt == "csv" else jsonl_lines
+
+        async def body() -> AsyncIterator[bytes]:
+            if fmt == "csv":
+                yield csv_header()
+            if first is None:
+                return
+            page: list[dict[str, Any]] = [first]
+            async for row in rows:
+                page.append(row)
+                if len(page) >= PAGE_SIZE:
+                    yield render(page)
+                    page = []
+            if page:
+                yield render(page)
+
+        filename = f"turnout-records-{identity.org}.{fmt}"
+        return StreamingResponse(
+            body(), media_type=MEDIA_TYPES[fmt], headers={"content-disposition": f'attachment; filename="{filename}"'}
+        )

@@ -1,0 +1,327 @@
+"""Anthropic-format clients: request, response and error translation (pure).
+
+Owns: checking a `POST /v1/messages` body, translating it into the internal
+OpenAI chat request, translating the OpenAI `chat.completion` the fleet
+answers back into an Anthropic `message`, and every error body of that
+route in Anthropic's shape `{"type": "error", "error": {"type", "message"},
+"request_id"}`. The stream translation is in `messages_events`.
+Must not import: FastAPI, starlette, Redis; no I/O.
+
+Sources: https://docs.anthropic.com/en/api/messages and /en/api/errors.
+
+Decisions (lossy where OpenAI has no field):
+
+- `system` (string or text blocks) becomes the first `system` message;
+  `top_k`, `thinking`, `service_tier` and thinking blocks are dropped;
+  `tool_result.is_error` is dropped; a `tool_result` with images, documents,
+  server tools and other block types are refused (400).
+- A `tool_result` block becomes a `tool` message placed where it stood, so
+  it directly follows the assistant's `tool_calls`.
+- `finish_reason` `stop` becomes `end_turn` (OpenAI does not say whether a
+  stop sequence matched), `length` → `max_tokens`, `tool_calls` →
+  `tool_use`, `content_filter` → `refusal`.
+- Usage: `input_tokens` = prompt tokens less cache reads and writes
+  (`prompt_tokens_details.cached_tokens` / `.cache_creation_tokens`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Final
+
+import msgspec
+
+from turnout.adapters.anthropic_wire import WireError
+
+_decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+
+STOP_REASON: Final[dict[str, str]] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+"""OpenAI `finish_reason` -> Anthropic `stop_reason` (unknown: `end_turn`)."""
+
+_ERROR_TYPE: Final[dict[int, str]] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    408: "timeout_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    502: "api_error",
+    503: "overloaded_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+
+def error_type_for(status: int) -> str:
+    """Anthropic's `error.type` for an HTTP status (the gateway's 502 → `api_error`,
+    503 → `overloaded_error`, 504 → `timeout_error`; other 4xx
+    `invalid_request_error`, other 5xx `api_error`)."""
+    return _ERROR_TYPE.get(status, "invalid_request_error" if 400 <= status < 500 else "api_error")
+
+
+def error_body(status: int, message: str, request_id: str, **extra: Any) -> bytes:
+    """An Anthropic error body for `status`; `extra` fields (e.g. `attempts`) go into `error`."""
+    error = {"type": error_type_for(status), "message": message, **{k: v for k, v in extra.items() if v is not None}}
+    return _encode.encode({"type": "error", "error": error, "request_id": request_id})
+
+
+def from_openai_error(status: int, body: bytes, request_id: str) -> bytes:
+    """The Anthropic error body for a gateway answer in OpenAI's error format.
+
+    The message, `code`, `param` and the per-attempt summary (`attempts`)
+    are kept; the type follows the status (`error_type_for`).
+    """
+    try:
+        data = _decode.decode(body)
+    except msgspec.DecodeError:
+        data = None
+    err = data.get("error") if isinstance(data, dict) else None
+    if not isinstance(err, dict):
+        return error_body(status, body[:300].decode("utf-8", "replace") or "error", request_id)
+    extra = {k: v for k, v in err.items() if k not in ("message", "type")}
+    return error_body(status, str(err.get("message", "")), request_id, **extra)
+
+
+# ------------------------------------------------------------------ requests
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _fail(message: str, param: str) -> WireError:
+    return WireError(f"{param}: {message}", param)
+
+
+def parse_messages_request(raw: bytes) -> dict[str, Any]:
+    """Decode and check an Anthropic Messages body (the API's required fields).
+
+    Checks: a JSON object; `model` a non-empty string; `max_tokens` a
+    positive integer; `messages` a non-empty array of `user` / `assistant`
+    turns whose content is a string or an array of blocks; `system` a string
+    or an array of text blocks; `stream` a boolean.
+
+    Raises:
+        WireError: with `param` naming the field (answered as a 400).
+    """
+    if not raw.strip():
+        raise _fail("the request body is empty; send a JSON object", "body")
+    try:
+        data = _decode.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise _fail(f"the request body is not valid JSON ({exc})", "body") from exc
+    if not isinstance(data, dict):
+        raise _fail("the request body must be a JSON object", "body")
+    if not isinstance(data.get("model"), str) or not data["model"].strip():
+        raise _fail("Field required (a non-empty string)", "model")
+    limit = data.get("max_tokens")
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise _fail("Field required (a positive integer)", "max_tokens")
+    messages = data.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise _fail("Field required (a non-empty array)", "messages")
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise _fail("each message needs a role of `user` or `assistant`", f"messages.{i}.role")
+        if not isinstance(message.get("content"), (str, list)):
+            raise _fail("must be a string or an array of content blocks", f"messages.{i}.content")
+    system = data.get("system")
+    if system is not None and not isinstance(system, (str, list)):
+        raise _fail("must be a string or an array of text blocks", "system")
+    if data.get("stream") is not None and not isinstance(data["stream"], bool):
+        raise _fail("must be a boolean", "stream")
+    return data
+
+
+def _block_text(blocks: Any, param: str) -> str:
+    if isinstance(blocks, str):
+        return blocks
+    if not isinstance(blocks, list):
+        raise _fail("must be a string or an array of text blocks", param)
+    texts = []
+    for j, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "text":
+            raise _fail("only text blocks are supported here", f"{param}.{j}")
+        texts.append(str(block.get("text", "")))
+    return "".join(texts)
+
+
+def _image_url(source: Any, param: str) -> str:
+    if isinstance(source, dict) and source.get("type") == "base64":
+        return f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
+    if isinstance(source, dict) and source.get("type") == "url" and isinstance(source.get("url"), str):
+        return str(source["url"])
+    raise _fail("image sources must be `base64` or `url`", param)
+
+
+def _user_turn(content: list[Any], param: str, out: list[dict[str, Any]]) -> None:
+    parts: list[dict[str, Any]] = []
+
+    def flush() -> None:
+        if parts:
+            one_text = len(parts) == 1 and parts[0]["type"] == "text"
+            out.append({"role": "user", "content": parts[0]["text"] if one_text else list(parts)})
+            parts.clear()
+
+    for j, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            parts.append({"type": "text", "text": str(block.get("text", ""))})
+        elif kind == "image":
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block.get("source"), f"{param}.{j}")}})
+        elif kind == "tool_result":
+            flush()
+            text = _block_text(block.get("content", ""), f"{param}.{j}.content")
+            out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")), "content": text})
+        else:
+            raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
+    flush()
+
+
+def _assistant_turn(content: list[Any], param: str) -> dict[str, Any]:
+    texts: list[str] = []
+    calls: list[dict[str, Any]] = []
+    for j, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind == "text":
+            texts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            arguments = json.dumps(block.get("input") or {}, separators=(",", ":"))
+            calls.append({"id": str(block.get("id", "")), "type": "function",
+                          "function": {"name": str(block.get("name", "")), "arguments": arguments}})
+        elif kind not in ("thinking", "redacted_thinking"):
+            raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
+    if calls:
+        message["tool_calls"] = calls
+    return message
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    if not isinstance(tools, list):
+        raise _fail("must be an array", "tools")
+    out = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or "input_schema" not in tool or tool.get("type") not in (None, "custom"):
+            raise _fail("only client tools with an `input_schema` are supported", f"tools.{i}")
+        fn: dict[str, Any] = {"name": tool.get("name"), "parameters": tool["input_schema"]}
+        if tool.get("description"):
+            fn["description"] = tool["description"]
+        out.append({"type": "function", "function": fn})
+    return out
+
+
+def _tool_choice(choice: Any, out: dict[str, Any]) -> None:
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    mapped = {"auto": "auto", "any": "required", "none": "none"}.get(kind or "")
+    if kind == "tool":
+        out["tool_choice"] = {"type": "function", "function": {"name": choice.get("name")}}
+    elif mapped is not None:
+        out["tool_choice"] = mapped
+    else:
+        raise _fail("must be one of auto, any, tool, none", "tool_choice")
+    if choice.get("disable_parallel_tool_use") is True:
+        out["parallel_tool_calls"] = False
+
+
+def to_openai_request(body: dict[str, Any]) -> dict[str, Any]:
+    """The internal OpenAI chat request for a checked Anthropic Messages body.
+
+    Raises:
+        WireError: a block or field this gateway cannot carry (`param` names it).
+    """
+    messages: list[dict[str, Any]] = []
+    if body.get("system"):
+        messages.append({"role": "system", "content": _block_text(body["system"], "system")})
+    for i, turn in enumerate(body["messages"]):
+        content = turn["content"]
+        if isinstance(content, str):
+            messages.append({"role": turn["role"], "content": content})
+        elif turn["role"] == "user":
+            _user_turn(content, f"messages.{i}.content", messages)
+        else:
+            messages.append(_assistant_turn(content, f"messages.{i}.content"))
+    out: dict[str, Any] = {"model": body["model"], "messages": messages, "max_tokens": body["max_tokens"]}
+    for name in ("temperature", "top_p"):
+        if isinstance(body.get(name), (int, float)):
+            out[name] = body[name]
+    if body.get("stop_sequences"):
+        out["stop"] = list(body["stop_sequences"])
+    if body.get("tools"):
+        out["tools"] = _tools(body["tools"])
+    if body.get("tool_choice") is not None:
+        _tool_choice(body["tool_choice"], out)
+    metadata = body.get("metadata")
+    if isinstance(metadata, dict) and isinstance(metadata.get("user_id"), str):
+        out["user"] = metadata["user_id"]
+    if body.get("stream"):
+        out["stream"] = True
+    return out
+
+
+# ----------------------------------------------------------------- responses
+
+
+def anthropic_usage(usage: Any) -> dict[str, int]:
+    """Anthropic `usage` for an OpenAI `usage` object (see the module doc)."""
+    usage = usage if isinstance(usage, dict) else {}
+    details = _dict(usage.get("prompt_tokens_details"))
+    read = int(details.get("cached_tokens") or 0)
+    written = int(details.get("cache_creation_tokens") or 0)
+    return {
+        "input_tokens": max(0, int(usage.get("prompt_tokens") or 0) - read - written),
+        "output_tokens": int(usage.get("completion_tokens") or 0),
+        "cache_creation_input_tokens": written,
+        "cache_read_input_tokens": read,
+    }
+
+
+def message_id(openai_id: str) -> str:
+    """An Anthropic-looking message id (`msg_...`) for an OpenAI completion id."""
+    return openai_id if openai_id.startswith("msg_") else f"msg_{openai_id}"
+
+
+def to_anthropic_message(completion: dict[str, Any]) -> dict[str, Any]:
+    """An Anthropic `message` for an OpenAI `chat.completion` (first choice).
+
+    Text (or, without text, the refusal) becomes one text block; tool calls
+    become `tool_use` blocks (arguments that are not a JSON object: `{}`).
+    """
+    choices = completion.get("choices") or [{}]
+    choice = _dict(choices[0])
+    reply = _dict(choice.get("message"))
+    content = reply.get("content")
+    text = content if isinstance(content, str) else "".join(
+        p.get("text", "") for p in content or [] if isinstance(p, dict)
+    )
+    blocks: list[dict[str, Any]] = []
+    if text or reply.get("refusal"):
+        blocks.append({"type": "text", "text": text or str(reply["refusal"])})
+    for call in reply.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        try:
+            tool_input = json.loads(fn.get("arguments") or "{}")
+        except ValueError:
+            tool_input = {}
+        blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": fn.get("name", ""),
+                       "input": tool_input if isinstance(tool_input, dict) else {}})
+    return {
+        "id": message_id(str(completion.get("id", ""))),
+        "type": "message",
+        "role": "assistant",
+        "model": str(completion.get("model", "")),
+        "content": blocks,
+        "stop_reason": STOP_REASON.get(str(choice.get("finish_reason")), "end_turn"),
+        "stop_sequence": None,
+        "usage": anthropic_usage(completion.get("usage")),
+    }

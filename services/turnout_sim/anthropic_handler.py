@@ -1,0 +1,278 @@
+"""`POST /v1/messages`: the simulator's Anthropic Messages API.
+
+Owns: admitting a Messages request (a key — `x-api-key`, or
+`Authorization: Bearer`, which the official `anthropic` SDK 2.x sends — and
+`anthropic-version` required, JSON, fields, scenario), logging it in the
+shared attempt log (`/sim/log`, the key's header value fingerprinted), and
+applying its scenario step in Anthropic's wire format. The
+fault DSL is the OpenAI side's (`scenarios`); the Anthropic specifics:
+
+- bare statuses answer Anthropic's bodies (`529` → `overloaded_error`,
+  `429` → `rate_limit_error`, `500` → `api_error`, ...);
+- `429ra<N>` sends `retry-after: N` and `anthropic-ratelimit-requests-reset`
+  (RFC 3339, now + N s) with `...-requests-remaining: 0`; `429rr<duration>`
+  sends only the reset header; `429rad` / `429ram` as on the OpenAI side;
+- `quota`, `ctx`, `policy`, `noprefill` answer 400 `invalid_request_error`
+  with Anthropic's wording;
+- `bodyerr` / `bodyerr429`: a stream's first event is an `error` event
+  (`overloaded_error` / `rate_limit_error`); otherwise a 200 error body;
+- `nodone`: the stream ends after `message_delta`, without `message_stop`;
+- `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `badchunk`, `down`,
+  `i<N>` and `+<N>ms` behave as on the OpenAI side (counts over the
+  `content_block_delta` events).
+Must not import: turnout's gateway packages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import email.utils
+import json
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from turnout_sim import anthropic_wire as wire
+from turnout_sim import connection
+from turnout_sim.attempt_log import Attempt, End
+from turnout_sim.openai_handler import Env, deliver
+from turnout_sim.scenarios import Step, StepKind, scenario_for
+
+_SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
+_UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+SCENARIO_HEADER = "x-sim-scenario"
+
+
+def _rfc3339(epoch_s: float) -> str:
+    return datetime.datetime.fromtimestamp(epoch_s, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _reset_headers(env: Env, seconds: float) -> dict[str, str]:
+    return {
+        "anthropic-ratelimit-requests-limit": "50",
+        "anthropic-ratelimit-requests-remaining": "0",
+        "anthropic-ratelimit-requests-reset": _rfc3339(env.clock() + seconds),
+    }
+
+
+def _json(env: Env, status: int, body: object, headers: dict[str, str] | None = None) -> web.Response:
+    processing_ms = int((time.monotonic() - env.received_mono_s) * 1000)
+    base = {"request-id": f"req_{uuid.uuid4().hex}", "x-sim-processing-ms": str(processing_ms)}
+    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json",
+                        headers=base | (headers or {}))
+
+
+def _error_for(
+    step: Step, req: wire.MessagesRequest, elapsed_s: float, env: Env
+) -> tuple[int, wire.ErrorBody, dict[str, str]] | None:
+    """The (status, body, headers) of an error step, or None for a success."""
+    kind, limited = step.kind, wire.status_error(429, req.model)
+    if kind is StepKind.ERROR:
+        assert step.status is not None
+        return step.status, wire.status_error(step.status, req.model), {}
+    if kind is StepKind.DOWN:
+        return (503, wire.status_error(503, req.model), {}) if elapsed_s < (step.seconds or 0) else None
+    if kind is StepKind.RETRY_AFTER:
+        seconds = step.seconds or 0
+        return 429, limited, {"retry-after": str(seconds), **_reset_headers(env, seconds)}
+    if kind is StepKind.RETRY_AFTER_DATE:
+        return 429, limited, {"retry-after": email.utils.formatdate(env.clock() + (step.seconds or 0), usegmt=True)}
+    if kind is StepKind.RETRY_AFTER_MS:
+        return 429, limited, {"retry-after-ms": str(step.delay_ms)}
+    if kind is StepKind.RESET_REQUESTS:
+        reset_s = sum((float(n) * _UNIT_S[u] for n, u in _DURATION_PART.findall(step.duration or "")), 0.0)
+        return 429, limited, _reset_headers(env, reset_s)
+    if kind is StepKind.RATE_LIMIT_403:
+        return 403, wire.error("rate_limit_error", "Rate limit reached: too many requests."), {}
+    if kind is StepKind.QUOTA:
+        return 400, wire.quota_error(), {}
+    if kind is StepKind.CONTEXT:
+        return 400, wire.context_error(req.chat.prompt_tokens), {}
+    if kind is StepKind.POLICY:
+        return 400, wire.error("invalid_request_error", "Output blocked by content filtering policy"), {}
+    if kind is StepKind.NO_PREFILL and req.chat.prefill is not None:
+        return 400, wire.error("invalid_request_error", "This model does not support assistant message prefill. "
+                               "The conversation must end with a user message."), {}
+    return None
+
+
+async def _pause(request: web.Request, attempt: Attempt, env: Env, seconds: float) -> bool:
+    if await connection.pause(request, seconds):
+        return True
+    attempt.finish(End.CLIENT_GONE, env.clock())
+    return False
+
+
+def _body_error(step: Step) -> wire.ErrorBody:
+    if step.kind is StepKind.BODY_ERROR_429:
+        return wire.error("rate_limit_error", "Number of requests has exceeded your rate limit.")
+    return wire.error("overloaded_error", "Overloaded")
+
+
+async def _answer_json(
+    request: web.Request, req: wire.MessagesRequest, step: Step, attempt: Attempt, env: Env, message_id: str
+) -> web.StreamResponse:
+    if step.kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
+        return _json(env, 200, _body_error(step))
+    body = json.dumps(wire.message(req, message_id=message_id, seq=attempt.seq)).encode()
+    if step.kind is StepKind.BAD_CHUNK:
+        body = body[: len(body) // 2]
+    if step.kind not in (StepKind.SLOW, StepKind.CUT, StepKind.STALL):
+        return web.Response(status=200, body=body, content_type="application/json")
+    resp = web.StreamResponse(status=200)
+    resp.content_type = "application/json"
+    resp.content_length = len(body)
+    await resp.prepare(request)
+    if step.kind is StepKind.SLOW:
+        if await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
+            await resp.write(body)
+            await resp.write_eof()
+        return resp
+    await resp.write(body[: len(body) // 2])
+    if step.kind is StepKind.CUT:
+        connection.close(request)
+        attempt.finish(End.FAULT, env.clock())
+    else:
+        attempt.finish(End.CLIENT_GONE if await connection.wait_for_disconnect(request, env.stopping) else End.FAULT,
+                       env.clock())
+    return resp
+
+
+async def _answer_stream(
+    request: web.Request, req: wire.MessagesRequest, step: Step, attempt: Attempt, env: Env, message_id: str
+) -> web.StreamResponse:
+    kind = step.kind
+    resp = web.StreamResponse(status=200, headers={"cache-control": "no-cache", "request-id": message_id})
+    resp.content_type = "text/event-stream"
+    resp.charset = "utf-8"
+    resp.enable_chunked_encoding()
+    if kind is StepKind.NO_DONE:
+        resp.force_close()
+    await resp.prepare(request)
+    if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
+        await resp.write(wire.error_event(_body_error(step)))
+        await resp.write_eof()
+        return resp
+    for opening in wire.opening_events(req, message_id=message_id, seq=attempt.seq):
+        await resp.write(opening)
+    if kind is StepKind.SLOW and not await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
+        return resp
+    pieces = wire.pieces(req)
+    stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
+    for index, piece in enumerate(pieces[:stop_after]):
+        if index and step.interval_ms and not await _pause(request, attempt, env, step.interval_ms / 1000):
+            return resp
+        await resp.write(wire.MALFORMED_EVENT if kind is StepKind.BAD_CHUNK and index + 1 == step.count
+                         else wire.delta_event(req, piece))
+    if kind is StepKind.CUT:
+        connection.close(request)
+        attempt.finish(End.FAULT, env.clock())
+        return resp
+    if kind is StepKind.STALL:
+        left = await connection.wait_for_disconnect(request, env.stopping)
+        attempt.finish(End.CLIENT_GONE if left else End.FAULT, env.clock())
+        return resp
+    for closing in wire.closing_events(req, with_stop=kind is not StepKind.NO_DONE):
+        await resp.write(closing)
+    await resp.write_eof()
+    return resp
+
+
+async def answer(
+    request: web.Request, req: wire.MessagesRequest, step: Step, *, elapsed_s: float, attempt: Attempt, env: Env
+) -> web.StreamResponse:
+    """Answer a Messages request according to `step` (see the module doc).
+
+    Records the attempt's end for faults and departed clients; otherwise
+    the caller completes the response with `deliver`.
+    """
+    if step.latency_ms and not await _pause(request, attempt, env, step.latency_ms / 1000):
+        return web.Response()
+    if step.kind in _SOCKET_FAULTS:
+        if step.kind is StepKind.RESET:
+            connection.reset(request)
+            attempt.finish(End.FAULT, env.clock())
+        elif step.kind is StepKind.CLOSE:
+            connection.close(request)
+            attempt.finish(End.FAULT, env.clock())
+        else:
+            left = await connection.wait_for_disconnect(request, env.stopping)
+            attempt.finish(End.CLIENT_GONE if left else End.FAULT, env.clock())
+        return web.Response()
+    error = _error_for(step, req, elapsed_s, env)
+    if error is not None:
+        attempt.status = error[0]
+        return _json(env, *error)
+    attempt.status = 200
+    message_id = f"msg_sim{attempt.seq:012d}"
+    try:
+        if req.stream:
+            return await _answer_stream(request, req, step, attempt, env, message_id)
+        return await _answer_json(request, req, step, attempt, env, message_id)
+    except ConnectionError:
+        attempt.finish(End.CLIENT_GONE, env.clock())
+        return web.Response()
+
+
+def _bearer(header: str | None) -> str | None:
+    scheme, _, credential = (header or "").partition(" ")
+    return credential.strip() or None if scheme.lower() == "bearer" else None
+
+
+def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The `POST /v1/messages` handler over the app's `SimState` (at `state_key`)."""
+
+    async def messages(request: web.Request) -> web.StreamResponse:
+        state = request.app[state_key]
+        env = Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+        raw = await request.read()
+        try:
+            body: object = json.loads(raw)
+        except ValueError:
+            body = None
+        fields = body if isinstance(body, dict) else {}
+        model = fields.get("model")
+        api_key = request.headers.get("x-api-key") or _bearer(request.headers.get("authorization"))
+        attempt = state.log.record(
+            t_s=state.clock(), model=model if isinstance(model, str) else None, stream=fields.get("stream") is True,
+            authorization=api_key, request_id=request.headers.get("x-request-id"),
+        )
+        try:
+            resp = await _admit(request, state, env, attempt, body, api_key)
+            return await deliver(request, resp, attempt, env)
+        except asyncio.CancelledError:
+            attempt.finish(End.FAULT, state.clock())
+            raise
+
+    return messages
+
+
+async def _admit(
+    request: web.Request, state: Any, env: Env, attempt: Attempt, body: object, api_key: str | None
+) -> web.StreamResponse:
+    def reject(status: int, error: wire.ErrorBody) -> web.Response:
+        attempt.status = status
+        return _json(env, status, error)
+
+    if not api_key or not api_key.strip():
+        return reject(401, wire.error("authentication_error", "x-api-key header is required"))
+    if not request.headers.get("anthropic-version"):
+        return reject(400, wire.error("invalid_request_error", "anthropic-version: header is required"))
+    try:
+        req = wire.parse_request(body)
+    except wire.RequestError as exc:
+        return reject(400, exc.body)
+    header = request.headers.get(SCENARIO_HEADER)
+    try:
+        steps = scenario_for(req.model, header)
+    except ValueError as exc:
+        return reject(400, wire.error("invalid_request_error", f"Invalid simulator scenario: {exc}"))
+    step, elapsed_s = state.cursors.advance((req.model, header), steps, attempt.t_s)
+    attempt.step = step.token
+    return await answer(request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env)

@@ -1,0 +1,210 @@
+"""Admin API round trips against a real fleet (SPEC §6): squads, keys, settings, BYOK, endpoints, operator."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from support.gateway import Gateway
+from support.procs import Fleet
+from support.tenancy import (
+    ACME_ADMIN, ACME_USER, BETA_ENDPOINT_KEY, OPERATOR, Admin, chat, fp, sim_entries, start_tenancy, tenancy_env,
+    wait_for,
+)
+
+pytestmark = pytest.mark.integration
+
+@pytest.fixture(scope="module")
+def env() -> dict[str, str]:
+    return tenancy_env()
+
+
+@pytest.fixture(scope="module")
+def gw(env: dict[str, str]) -> Iterator[Gateway]:
+    fleet = Fleet()
+    try:
+        gateway = start_tenancy(fleet, env)
+        yield gateway
+        gateway.close()
+    finally:
+        fleet.stop_all()
+
+
+@pytest.fixture
+def acme(gw: Gateway) -> Admin:
+    return Admin(gw.base_url, ACME_ADMIN)
+
+
+@pytest.fixture
+def operator(gw: Gateway) -> Admin:
+    return Admin(gw.base_url, OPERATOR)
+
+
+def unknown_key_body(gw: Gateway) -> object:
+    response = chat(gw.base_url, "tk-never-issued-000000000000", "t-ok")
+    assert response.status_code == 401
+    return response.json()
+
+
+def test_squad_and_key_round_trip_with_the_secret_shown_once(gw: Gateway, acme: Admin) -> None:
+    created = acme.call("POST", "/orgs/acme/squads", {"name": "rt-squad", "settings": {
+        "policy": {"budget": {"max_attempts": 99}, "retry": {"max_retries": 2}}}})
+    assert created.status_code == 201, created.text
+    assert created.json()["clamped"] == [
+        {"path": "settings.policy.budget.max_attempts", "requested": 99, "applied": 6}
+    ]
+    made = acme.call("POST", "/orgs/acme/keys", {"name": "rt-key", "squad": "rt-squad"})
+    assert made.status_code == 201, made.text
+    secret = made.json()["secret"]
+    assert secret.startswith("tk-") and len(secret) >= 3 + 22  # >= 128 bits of entropy
+    assert made.json()["key"]["prefix"] == secret[:11] + "…"
+    listed = acme.call("GET", "/orgs/acme/keys")
+    assert secret not in listed.text and "rt-key" in listed.text
+    assert secret not in acme.call("GET", "/orgs/acme/keys/rt-key").text
+    effective = acme.call("GET", "/orgs/acme/keys/rt-key/effective").json()
+    assert effective["policy"]["budget"]["max_attempts"] == 6 and effective["policy"]["retry"]["max_retries"] == 2
+    response = chat(gw.base_url, secret, "t-ok")
+    assert response.status_code == 200, response.text
+    squad = acme.call("GET", "/orgs/acme/squads/rt-squad").json()["squad"]
+    assert squad["keys"] == ["rt-key"]
+    assert acme.call("DELETE", "/orgs/acme/squads/rt-squad").status_code == 409
+
+
+def test_settings_put_patch_and_inherit_reach_the_worker(gw: Gateway, acme: Admin) -> None:
+    secret = acme.call("POST", "/orgs/acme/keys", {"name": "st-key"}).json()["secret"]
+    assert chat(gw.base_url, secret, "t-ok").headers["x-turnout-model"] == "t-ok"
+    patched = acme.call("PATCH", "/orgs/acme/keys/st-key/settings", {"reroutes": ["t-other"]})
+    assert patched.status_code == 200 and patched.json()["settings"] == {"reroutes": ["t-other"]}
+    routed = chat(gw.base_url, secret, "t-ok")
+    assert routed.headers["x-turnout-model"] == "t-other" and routed.headers["x-turnout-reroute"] == "1"
+    put = acme.call("PUT", "/orgs/acme/settings", {"reroutes": ["t-alt"]})  # org over key
+    assert put.status_code == 200, put.text
+    assert chat(gw.base_url, secret, "t-ok").headers["x-turnout-model"] == "t-alt"
+    back = acme.call("PATCH", "/orgs/acme/settings", {"reroutes": None})
+    assert "reroutes" in back.json()["inherit"]
+    assert chat(gw.base_url, secret, "t-ok").headers["x-turnout-model"] == "t-other"
+
+
+@pytest.mark.parametrize(("body", "param", "words"), [
+    ({"fallbacks": {"t-ok": ["t-alt"], "t-alt": ["t-ok"]}}, "settings.fallbacks", "fallback cycle"),
+    ({"reroutes": ["custom:beta-ep"]}, "settings.reroutes[0]", "malformed entry"),
+    ({"reroutes": ["custom:beta-ep:m"]}, "settings.reroutes[0]", "names no custom endpoint"),
+    ({"fallbacks": ["gpt-99"]}, "settings.fallbacks[0]", "unknown model"),
+    ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected `int`"),
+    ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
+    ({"strategy": {}}, "settings.strategy", "unknown setting"),
+], ids=["cycle", "malformed-custom", "other-orgs-endpoint", "unknown-model", "policy-type", "key-mode", "unknown"])
+def test_refused_settings_name_the_path_and_change_nothing(acme: Admin, body: object, param: str, words: str) -> None:
+    before = acme.call("GET", "/orgs/acme/settings").json()
+    refused = acme.call("PATCH", "/orgs/acme/settings", body)
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert error["param"] == param and words in error["message"]
+    assert acme.call("GET", "/orgs/acme/settings").json() == before
+
+
+def test_revoked_expired_and_unknown_keys_get_the_same_401(gw: Gateway, acme: Admin) -> None:
+    expected = unknown_key_body(gw)
+    revoked = acme.call("POST", "/orgs/acme/keys", {"name": "lc-revoked"}).json()["secret"]
+    expiring = acme.call("POST", "/orgs/acme/keys", {"name": "lc-expiring", "ttl_s": 1}).json()["secret"]
+    deleted = acme.call("POST", "/orgs/acme/keys", {"name": "lc-deleted"}).json()["secret"]
+    for secret in (revoked, expiring, deleted):
+        assert chat(gw.base_url, secret, "t-ok").status_code == 200
+    assert acme.call("POST", "/orgs/acme/keys/lc-revoked/revoke").json()["key"]["status"] == "revoked"
+    assert acme.call("DELETE", "/orgs/acme/keys/lc-deleted").status_code == 200
+    wait_for(lambda: chat(gw.base_url, expiring, "t-ok").status_code == 401, 3, "expiry")
+    for secret in (revoked, expiring, deleted):
+        response = chat(gw.base_url, secret, "t-ok")
+        assert response.status_code == 401 and response.json() == expected
+    assert acme.call("GET", "/orgs/acme/keys/lc-expiring").json()["key"]["status"] == "expired"
+
+
+def test_revocation_and_new_keys_reach_another_ingress_within_the_bound(
+    gw: Gateway, acme: Admin, env: dict[str, str]
+) -> None:
+    config_path = gw.fleet.workdir / "turnout.yaml"
+    other_proc, other = gw.fleet.ingress(config_path, gw.redis_url, env=env)
+    try:
+        secret = acme.call("POST", "/orgs/acme/keys", {"name": "fleet-key"}).json()["secret"]
+        took = wait_for(lambda: chat(other, secret, "t-ok").status_code == 200, 2.0, "new key on the other ingress")
+        assert took < 2.0
+        acme.call("POST", "/orgs/acme/keys/fleet-key/revoke")
+        took = wait_for(lambda: chat(other, secret, "t-ok").status_code == 401, 2.0, "revocation on the other ingress")
+        assert took < 2.0
+    finally:
+        other_proc.stop()
+
+
+def test_byok_key_and_endpoint_reads_are_masked(gw: Gateway, acme: Admin) -> None:
+    put = acme.call("PUT", "/orgs/acme/provider-keys/sim-b", {"api_key": "own-b-key-0000000000wxyz"})
+    assert put.status_code == 200, put.text
+    assert put.json()["provider_key"]["api_key"] == "…wxyz"
+    listed = acme.call("GET", "/orgs/acme/provider-keys").json()["provider_keys"]
+    assert {p["provider"]: p["api_key"] for p in listed}["sim-b"] == "…wxyz"
+    assert "own-b-key-0000000000wxyz" not in acme.call("GET", "/orgs/acme").text
+    unknown = acme.call("PUT", "/orgs/acme/provider-keys/nope", {"api_key": "x" * 20})
+    assert unknown.status_code == 400 and unknown.json()["error"]["param"] == "provider_keys.nope"
+    assert acme.call("DELETE", "/orgs/acme/provider-keys/sim-b").status_code == 200
+
+
+def test_custom_endpoint_becomes_routable_with_its_own_key_only(gw: Gateway, acme: Admin) -> None:
+    registered = acme.call("PUT", "/orgs/acme/custom-endpoints/acme-ep",
+                           {"base_url": f"{gw.sim_url}/v1", "api_key": "acme-endpoint-key-0001"})
+    assert registered.status_code == 200, registered.text
+    assert registered.json()["custom_endpoint"]["api_key"] == "…0001"
+    secret = acme.call("POST", "/orgs/acme/keys", {"name": "ep-key", "settings": {
+        "reroutes": ["custom:acme-ep:cust-llama"]}}).json()["secret"]
+    response = chat(gw.base_url, secret, "t-ok")
+    assert response.status_code == 200, response.text
+    assert response.headers["x-turnout-provider"] == "custom:acme:acme-ep"
+    assert response.headers["x-turnout-model"] == "cust-llama"
+    entries = sim_entries(gw, response.headers["x-request-id"])
+    assert [(e["model"], e["auth_fingerprint"]) for e in entries] == [("cust-llama", fp("acme-endpoint-key-0001"))]
+    used = acme.call("DELETE", "/orgs/acme/custom-endpoints/acme-ep")
+    assert used.status_code == 409 and used.json()["error"]["param"] == "keys.ep-key.settings.reroutes"
+
+
+def test_operator_creates_orgs_and_org_admins_stay_in_theirs(gw: Gateway, acme: Admin, operator: Admin) -> None:
+    assert acme.call("POST", "/orgs", {"id": "gamma"}).status_code == 403
+    created = operator.call("POST", "/orgs", {"id": "gamma", "settings": {"key_mode": "shared_only"}})
+    assert created.status_code == 201, created.text
+    assert operator.call("POST", "/orgs", {"id": "gamma"}).status_code == 409
+    admin = operator.call("POST", "/orgs/gamma/keys", {"name": "admin", "admin": True}).json()["secret"]
+    gamma = Admin(gw.base_url, admin)
+    assert [o["id"] for o in gamma.call("GET", "/orgs").json()["orgs"]] == ["gamma"]
+    assert {"acme", "beta", "gamma"} <= {o["id"] for o in operator.call("GET", "/orgs").json()["orgs"]}
+    assert gamma.call("GET", "/orgs/acme").status_code == 404
+    user = gamma.call("POST", "/orgs/gamma/keys", {"name": "user"}).json()["secret"]
+    assert chat(gw.base_url, user, "t-ok").status_code == 200
+    assert Admin(gw.base_url, ACME_USER).call("GET", "/orgs/acme").status_code == 403
+    assert httpx.get(f"{gw.base_url}/admin/v1/orgs/acme").status_code == 401
+    assert operator.call("DELETE", "/orgs/gamma").status_code == 200
+    wait_for(lambda: chat(gw.base_url, user, "t-ok").status_code == 401, 2.0, "deleted org's keys")
+
+
+def test_run_time_edits_survive_an_ingress_restart(gw: Gateway, acme: Admin, env: dict[str, str]) -> None:
+    acme.call("POST", "/orgs/acme/squads", {"name": "survivor"})
+    acme.call("PATCH", "/orgs/acme/squads/research/settings", {"fallbacks": ["t-ok"]})
+    config_path = gw.fleet.workdir / "turnout.yaml"
+    proc, base = gw.fleet.ingress(config_path, gw.redis_url, env=env)  # bootstraps again from the file
+    try:
+        fresh = Admin(base, ACME_ADMIN)
+        squads = {s["name"]: s for s in fresh.call("GET", "/orgs/acme/squads").json()["squads"]}
+        assert "survivor" in squads
+        assert squads["research"]["settings"] == {"fallbacks": ["t-ok"]}  # the api edit, not the file's [t-alt]
+    finally:
+        proc.stop()
+
+
+def test_beta_file_endpoint_serves_with_its_sealed_key(gw: Gateway) -> None:
+    beta = Admin(gw.base_url, "tk-beta-admin-00000000001")
+    secret = beta.call("POST", "/orgs/beta/keys", {"name": "ep-user", "settings": {
+        "fallbacks": {"t-fail": ["custom:beta-ep:beta-model"]}}}).json()["secret"]
+    response = chat(gw.base_url, secret, "t-fail")
+    assert response.status_code == 200, response.text
+    assert response.headers["x-turnout-fallback"] == "1"
+    entries = sim_entries(gw, response.headers["x-request-id"])
+    assert entries[-1]["model"] == "beta-model" and entries[-1]["auth_fingerprint"] == fp(BETA_ENDPOINT_KEY)
+

@@ -1,0 +1,32 @@
+"""The export route's time bounds: ISO-8601 or epoch seconds, else a 400 naming the parameter."""
+
+from __future__ import annotations
+
+import pytest
+
+from turnout.errors import RequestRejected
+from turnout_ingress.admin_routes import parse_time
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, None),
+        ("", None),
+        ("1700000000", 1_700_000_000.0),
+        ("1700000000.5", 1_700_000_000.5),
+        ("2023-11-14T22:13:20Z", 1_700_000_000.0),
+        ("2023-11-14T22:13:20", 1_700_000_000.0),
+        ("2023-11-14T23:13:20+01:00", 1_700_000_000.0),
+        ("2023-11-14", 1_699_920_000.0),
+    ],
+    ids=["absent", "empty", "epoch", "epoch-fraction", "iso-z", "iso-naive-utc", "iso-offset", "date"],
+)
+def test_parse_time_accepts_iso_and_epoch(value: str | None, expected: float | None) -> None:
+    assert parse_time(value, "since") == expected
+
+
+def test_parse_time_rejects_garbage_naming_the_parameter() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_time("yesterday", "until")
+    assert info.value.status_code == 400 and info.value.param == "until"

@@ -1,0 +1,185 @@
+"""Attempt records: rows, the buffered writer against a real Redis, export reads."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+from typing import Any
+
+import httpx
+import pytest
+from redis.asyncio import Redis
+
+from turnout.adapters.openai_chat import Usage
+from turnout.catalog import Catalog
+from turnout.config import parse_config
+from turnout.core.plan import RoutingSettings
+from turnout.records import (
+    FIELDS, RecordsObserver, RecordWriter, attempt_row, csv_lines, iso_ts, jsonl_lines, read_rows,
+)
+from turnout.router import RequestInfo, Router
+from turnout.state import keys
+
+CONFIG = """\
+providers:
+  pa: {kind: openai_compatible, base_url: "http://pa.test/v1", api_key: key-a}
+  pb: {kind: openai_compatible, base_url: "http://pb.test/v1", api_key: key-b}
+models:
+  chain:
+    order: priority
+    offers:
+      - {provider: pa, model: m-a, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
+      - {provider: pb, model: m-b, input_usd_per_mtok: 3, output_usd_per_mtok: 4}
+"""
+
+
+def _upstream(request: httpx.Request) -> httpx.Response:
+    if request.url.host == "pa.test":
+        return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error"}})
+    return httpx.Response(200, json={
+        "id": "c", "object": "chat.completion", "created": 0, "model": "m-b",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
+    })
+
+
+def _row(i: int, org: str = "acme", ts: float = 1_700_000_000.0) -> dict[str, Any]:
+    return {name: None for name in FIELDS} | {"org": org, "request_id": f"r{i}", "ts": ts + i, "attempt": 1}
+
+
+async def _routed_rows(catalog: Catalog, config_policy: Any) -> list[dict[str, Any]]:
+    """Route one request (503, 503, fallback success) with a records observer; return the rows."""
+    writer = RecordWriter(Redis(), max_len=10)  # never flushed here
+    clock = iter(range(100, 200))
+    observer = RecordsObserver(writer, catalog, clock=lambda: float(next(clock)))
+    now = [0.0]
+
+    async def sleep(delay_s: float) -> None:
+        now[0] += delay_s
+
+    router = Router(
+        catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=observer,
+        sleep=sleep, clock=lambda: now[0],
+    )
+    plan, view = await router.plan("chain", RoutingSettings(), config_policy)
+    info = RequestInfo(request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain")
+    await router.route({"model": "chain", "messages": []}, plan=plan, view=view, policy=config_policy,
+                       time_left_s=30, info=info)
+    return [writer._buffer.popleft() for _ in range(len(writer))]
+
+
+async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
+    config = parse_config(CONFIG, env={})
+    rows = await _routed_rows(Catalog(config), config.policy)
+    assert [r["attempt"] for r in rows] == [1, 2, 3]
+    assert all(set(r) == set(FIELDS) for r in rows)
+    first, retry, fallback = rows
+    assert (first["provider"], first["served_model"], first["status"], first["kind"]) == ("pa", "m-a", 503, "server_error")
+    assert first["class"] == "retry_then_fallback" and first["cost_usd"] == 0.0 and first["output_tokens"] == 0
+    assert (first["is_retry"], retry["is_retry"], fallback["is_retry"]) == (False, True, False)
+    assert (first["is_fallback"], fallback["is_fallback"]) == (False, True)
+    assert fallback["kind"] == "success" and fallback["status"] == 200
+    assert (fallback["input_tokens"], fallback["output_tokens"]) == (1000, 500)
+    assert fallback["cost_usd"] == pytest.approx((1000 * 3 + 500 * 4) / 1e6)
+    assert {r["org"] for r in rows} == {"acme"} and {r["key"] for r in rows} == {"ci-bot"}
+    assert {r["requested_model"] for r in rows} == {"chain"} and rows[0]["squad"] is None
+    assert [r["ts"] for r in rows] == [100.0, 101.0, 102.0]
+    assert not any(r["is_byok_fallback"] or r["is_strategy"] for r in rows)
+    assert "key-a" not in json.dumps(rows) and "overloaded" not in json.dumps(rows)
+
+
+def test_failed_attempt_row_costs_nothing_even_with_usage() -> None:
+    config = parse_config(CONFIG, env={})
+    catalog = Catalog(config)
+    from turnout.core.loop import AttemptRecord
+    from turnout.core.plan import Role
+    from turnout.core.types import Disposition, FailureKind
+
+    record = AttemptRecord(
+        number=1, target=catalog.models["chain"][0], role=Role.PRIMARY, is_retry=False, is_fallback=False,
+        is_reroute=False, resend_count=0, cycle=1, kind=FailureKind.TIMEOUT, disposition=Disposition.FALLBACK_NOW,
+        status=None, error_code=None, message="", retry_after_s=None, delay_before_s=0.0, delay_reason=None,
+        started_s=0.0, duration_ms=1234.5678,
+    )
+    row = attempt_row(RequestInfo(request_id="x"), record, Usage(input_tokens=9, output_tokens=9), catalog, 5.0)
+    assert row["cost_usd"] == 0.0 and row["input_tokens"] == 0 and row["latency_ms"] == 1234.568
+    assert row["status"] is None and row["class"] == "fallback_now"
+
+
+async def test_flush_appends_in_batches_and_the_stream_stays_bounded(redis_client: Redis) -> None:
+    writer = RecordWriter(redis_client, max_len=100, buffer_max=5000, batch_max=250)
+    for i in range(1000):
+        assert writer.add(_row(i))
+    assert await writer.flush() == 1000 and writer.written == 1000 and len(writer) == 0
+    length = await redis_client.xlen(keys.RECORDS_STREAM)
+    assert 100 <= length <= 300  # `MAXLEN ~` trims whole nodes (100 entries each by default)
+    last = await redis_client.xrevrange(keys.RECORDS_STREAM, count=1)
+    assert json.loads(last[0][1][b"r"])["request_id"] == "r999"
+
+
+async def test_a_full_buffer_drops_and_counts(redis_client: Redis) -> None:
+    drops: list[int] = []
+    writer = RecordWriter(redis_client, max_len=100, buffer_max=5, on_drop=drops.append)
+    results = [writer.add(_row(i)) for i in range(8)]
+    assert results == [True] * 5 + [False] * 3
+    assert writer.dropped == 3 and sum(drops) == 3
+    assert await writer.flush() == 5
+    assert await redis_client.xlen(keys.RECORDS_STREAM) == 5
+
+
+async def test_background_flush_writes_without_being_asked(redis_client: Redis) -> None:
+    writer = RecordWriter(redis_client, max_len=100, flush_interval_s=0.02)
+    writer.start()
+    try:
+        writer.add(_row(1))
+        for _ in range(100):
+            if await redis_client.xlen(keys.RECORDS_STREAM) == 1:
+                break
+            await asyncio.sleep(0.01)
+        assert await redis_client.xlen(keys.RECORDS_STREAM) == 1
+    finally:
+        await writer.stop()
+
+
+async def test_stop_flushes_what_is_buffered(redis_client: Redis) -> None:
+    writer = RecordWriter(redis_client, max_len=100, flush_interval_s=60)
+    writer.start()
+    for i in range(3):
+        writer.add(_row(i))
+    await writer.stop()
+    assert await redis_client.xlen(keys.RECORDS_STREAM) == 3
+
+
+async def test_redis_down_keeps_rows_buffered_up_to_the_bound() -> None:
+    down = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    writer = RecordWriter(down, max_len=100, buffer_max=10, batch_max=4)
+    for i in range(6):
+        writer.add(_row(i))
+    assert await writer.flush() == 0
+    assert len(writer) == 6 and writer.dropped == 0
+    await down.aclose()
+
+
+async def test_read_rows_returns_one_org_in_its_time_window_across_pages(redis_client: Redis) -> None:
+    writer = RecordWriter(redis_client, max_len=1000)
+    for i in range(10):
+        writer.add(_row(i, org="acme" if i % 2 == 0 else "globex", ts=1_700_000_000.0))
+    await writer.flush()
+    acme = [r async for r in read_rows(redis_client, org="acme", page_size=3)]
+    assert [r["request_id"] for r in acme] == ["r0", "r2", "r4", "r6", "r8"]
+    window = [r async for r in read_rows(redis_client, org="globex", since_s=1_700_000_003.0,
+                                         until_s=1_700_000_007.0, page_size=2)]
+    assert [r["request_id"] for r in window] == ["r3", "r5", "r7"]
+    assert [r async for r in read_rows(redis_client, org="nobody")] == []
+
+
+def test_exports_render_fields_in_order_with_iso_times() -> None:
+    row = _row(0) | {"is_retry": True, "is_fallback": False, "cost_usd": 0.5, "status": None}
+    line = json.loads(jsonl_lines([row]))
+    assert list(line) == list(FIELDS) and line["ts"] == "2023-11-14T22:13:20.000Z"
+    parsed = list(csv.DictReader(io.StringIO(csv_lines([row], header=True).decode())))
+    assert parsed[0]["is_retry"] == "true" and parsed[0]["is_fallback"] == "false" and parsed[0]["status"] == ""
+    assert list(parsed[0]) == list(FIELDS)
+    assert iso_ts(0.5) == "1970-01-01T00:00:00.500Z"

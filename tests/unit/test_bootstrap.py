@@ -1,0 +1,137 @@
+"""The merge rule between the configuration file and run-time edits (README "Tenancy and keys")."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from turnout.bootstrap import merge_org
+from turnout.config import Config, parse_config
+from turnout.core.scopes import ScopeSettings
+from turnout.errors import ConfigError
+from turnout.orgs import OrgDoc, hash_token
+from turnout.ssrf import AllowList
+from turnout.tenant_admin import remove_key, remove_squad, revoke_key, with_settings
+from turnout.vault import Vault, generate_key
+
+VAULT = Vault([generate_key()])
+ALLOW = AllowList.parse("10.0.0.0/8")
+BASE = """
+providers:
+  a: {{kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}}
+models:
+  m1: {{offers: [{{provider: a, model: m1}}]}}
+  m2: {{offers: [{{provider: a, model: m2}}]}}
+orgs:
+  acme:
+    settings: {{reroutes: [{reroute}]}}
+    provider_keys: {{a: {byok}}}
+    custom_endpoints: {{vllm: {{base_url: "{endpoint}", api_key: ep-secret-0001}}}}
+    squads:
+      research: {{settings: {{fallbacks: [m2]}}}}
+    keys:
+      - {{name: ci, squad: research, key: tk-ci-key-000000001}}
+"""
+
+
+def cfg(reroute: str = "m1", byok: str = "byok-secret-0001", endpoint: str = "http://10.0.0.5:8000/v1") -> Config:
+    return parse_config(BASE.format(reroute=reroute, byok=byok, endpoint=endpoint), env={})
+
+
+def merge(current: OrgDoc | None, config: Config, now_s: float = 100.0) -> tuple[OrgDoc | None, list[str]]:
+    return merge_org(current, "acme", config.raw.orgs["acme"], config, VAULT, ALLOW, now_s)
+
+
+def first() -> OrgDoc:
+    doc, changed = merge(None, cfg())
+    assert doc is not None
+    return doc
+
+
+def test_absent_org_is_created_from_the_file_with_secrets_sealed_and_keys_hashed() -> None:
+    doc, changed = merge(None, cfg())
+    assert doc is not None
+    assert changed == ["settings", "squads.research", "keys.ci", "provider_keys.a", "custom_endpoints.vllm"]
+    assert doc.keys["ci"].digest == hash_token("tk-ci-key-000000001")
+    assert "tk-ci-key-000000001" not in msgspec.json.encode(doc).decode()
+    assert "byok-secret-0001" not in msgspec.json.encode(doc).decode()
+    assert VAULT.open(doc.provider_keys["a"].secret) == "byok-secret-0001"
+    assert all(m.origin == "config" for m in (doc.settings_meta, doc.keys["ci"].meta, doc.squads["research"].meta))
+
+
+def test_restart_with_the_same_file_writes_nothing() -> None:
+    doc = first()
+    again, changed = merge(doc, cfg(), now_s=200.0)
+    assert again is doc and changed == []
+
+
+def test_file_change_updates_an_object_the_file_owns() -> None:
+    doc = first()
+    new, changed = merge(doc, cfg(reroute="m2", byok="byok-secret-0002"))
+    assert changed == ["settings", "provider_keys.a"]
+    assert new is not None and new.settings.reroutes == ["m2"]
+    assert VAULT.open(new.provider_keys["a"].secret) == "byok-secret-0002"
+
+
+def test_run_time_edit_wins_over_a_later_file_change() -> None:
+    doc = with_settings(first(), ("org", None), msgspec.convert({"reroutes": ["m1", "m2"]}, ScopeSettings), 150.0)
+    new, changed = merge(doc, cfg(reroute="m2"))
+    assert new is doc and changed == []
+    assert doc.settings.reroutes == ["m1", "m2"]
+
+
+def test_revoked_key_stays_revoked_across_restarts() -> None:
+    doc = revoke_key(first(), "ci", 150.0)
+    new, changed = merge(doc, cfg())
+    assert new is doc and new.keys["ci"].revoked_s == 150.0
+
+
+def test_objects_deleted_at_run_time_are_not_recreated() -> None:
+    doc = remove_key(first(), "ci")
+    doc = remove_squad(doc, "research")
+    new, changed = merge(doc, cfg(reroute="m2"))
+    assert new is not None and "ci" not in new.keys and "research" not in new.squads
+    assert changed == ["settings"]
+
+
+def test_objects_removed_from_the_file_stay() -> None:
+    doc = first()
+    slim = parse_config("""
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
+models:
+  m1: {offers: [{provider: a, model: m1}]}
+  m2: {offers: [{provider: a, model: m2}]}
+orgs:
+  acme: {}
+""", env={})
+    new, changed = merge_org(doc, "acme", slim.raw.orgs["acme"], slim, VAULT, ALLOW, 300.0)
+    assert new is not None and "ci" in new.keys and "vllm" in new.custom_endpoints
+    assert changed == ["settings"]
+
+
+def test_endpoint_refused_by_the_ssrf_guard_refuses_the_start_naming_the_path() -> None:
+    with pytest.raises(ConfigError, match=r"^orgs\.acme\.custom_endpoints\.vllm\.base_url: refused: .*metadata"):
+        merge(None, cfg(endpoint="http://169.254.169.254/v1"))
+
+
+def test_byok_without_a_secret_key_refuses_the_start_naming_the_path() -> None:
+    config = cfg()
+    with pytest.raises(ConfigError, match=r"^orgs\.acme\.provider_keys\.a: TURNOUT_SECRET_KEY is not set"):
+        merge_org(None, "acme", config.raw.orgs["acme"], config, Vault([]), ALLOW, 1.0)
+
+
+def test_duplicate_key_names_in_one_org_are_refused() -> None:
+    config = parse_config("""
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
+models:
+  m1: {offers: [{provider: a, model: m1}]}
+orgs:
+  acme:
+    keys:
+      - {name: ci, key: tk-one-000000001}
+      - {name: ci, key: tk-two-000000001}
+""", env={})
+    with pytest.raises(ConfigError, match=r"^orgs\.acme\.keys\[1\]\.name: "):
+        merge_org(None, "acme", config.raw.orgs["acme"], config, VAULT, ALLOW, 1.0)

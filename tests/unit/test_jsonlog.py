@@ -1,0 +1,66 @@
+"""Structured logs: JSON lines with trace, span and request ids, credentials redacted."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from turnout.jsonlog import json_handler, redact, request_context
+from turnout.tracing import setup_tracing
+
+
+@pytest.fixture
+def capture() -> tuple[logging.Logger, io.StringIO]:
+    stream = io.StringIO()
+    logger = logging.getLogger("turnout.test-jsonlog")
+    logger.handlers = [json_handler("turnout-test", stream)]
+    logger.propagate = False
+    logger.setLevel(logging.INFO)
+    return logger, stream
+
+
+def _lines(stream: io.StringIO) -> list[dict[str, object]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_a_line_carries_service_level_trace_span_and_request_ids(capture: tuple[logging.Logger, io.StringIO]) -> None:
+    logger, stream = capture
+    telemetry = setup_tracing("turnout-test", env={}, span_exporters=[InMemorySpanExporter()])
+    with telemetry.tracer.start_as_current_span("job") as span, request_context("rid-42"):
+        logger.info("served %s", "ok")
+    logger.info("outside")
+    inside, outside = _lines(stream)
+    ctx = span.get_span_context()
+    assert inside["message"] == "served ok" and inside["level"] == "INFO" and inside["service"] == "turnout-test"
+    assert inside["logger"] == "turnout.test-jsonlog" and str(inside["time"]).endswith("Z")
+    assert inside["trace_id"] == format(ctx.trace_id, "032x") and inside["span_id"] == format(ctx.span_id, "016x")
+    assert inside["request_id"] == "rid-42"
+    assert "trace_id" not in outside and "request_id" not in outside
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("Authorization: Bearer tk-live-123456", "tk-live-123456"),
+        ("calling with api_key=sk-abcdef", "sk-abcdef"),
+        ('{"api-key": "sk-zz99"}', "sk-zz99"),
+        ("x-api-key: 'k-123'", "k-123"),
+        ("bearer abc.def.ghi", "abc.def.ghi"),
+    ],
+    ids=["authorization-bearer", "api_key-equals", "json-api-key", "x-api-key", "bare-bearer"],
+)
+def test_credentials_are_redacted(text: str, secret: str) -> None:
+    assert secret not in redact(text)
+
+
+def test_a_logged_credential_never_reaches_the_line(capture: tuple[logging.Logger, io.StringIO]) -> None:
+    logger, stream = capture
+    try:
+        raise ValueError("upstream refused token=tk-secret-value")
+    except ValueError:
+        logger.exception("failed with Authorization: Bearer tk-secret-value")
+    assert "tk-secret-value" not in stream.getvalue()

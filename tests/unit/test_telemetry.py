@@ -1,0 +1,333 @@
+"""Traces and metrics of the attempt loop: the Router driven against mock upstreams.
+
+Spans go to the SDK's in-memory exporter; the GenAI client metrics to an
+in-memory reader. Upstreams are `httpx.MockTransport` or the simulator served
+in-process through the production client (aiohttp transport).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry import trace
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from turnout.adapters.openai_chat import Usage
+from turnout.adapters.transport import make_http_client
+from turnout.catalog import Catalog
+from turnout.config import parse_config
+from turnout.core.loop import Dispatch
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Policy
+from turnout.metrics import Metrics
+from turnout.router import RequestInfo, Router
+from turnout.observers import Observers, PrometheusObserver
+from turnout.telemetry import EVENT_WAITED, TraceObserver, enqueue_span, job_span, request_span
+from turnout.tracing import Telemetry, setup_tracing
+from turnout_sim.app import start_in_background
+
+KEY_A, KEY_B = "secret-provider-key-aaaa", "secret-provider-key-bbbb"
+PROMPT = "TOPSECRET-PROMPT-TEXT"
+COMPLETION = "PRIVATE-COMPLETION-TEXT"
+
+CONFIG = """\
+providers:
+  pa: {{kind: openai_compatible, base_url: "{a}/v1", api_key: %s}}
+  pb: {{kind: openai_compatible, base_url: "{b}/v1", api_key: %s}}
+models:
+  chain:
+    order: priority
+    offers:
+      - {{provider: pa, model: "{ma}", input_usd_per_mtok: 1, output_usd_per_mtok: 2}}
+      - {{provider: pb, model: "{mb}", input_usd_per_mtok: 3, output_usd_per_mtok: 4}}
+""" % (KEY_A, KEY_B)
+
+
+def _completion(model: str) -> dict[str, Any]:
+    return {
+        "id": "c1", "object": "chat.completion", "created": 0, "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": COMPLETION}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12},
+    }
+
+
+def _mock_upstream(request: httpx.Request) -> httpx.Response:
+    if request.url.host == "pa.test":
+        return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error", "code": None}})
+    return httpx.Response(200, json=_completion("m-b"))
+
+
+class Harness:
+    """A router over `catalog` whose telemetry lands in memory."""
+
+    def __init__(self, catalog: Catalog, http: httpx.AsyncClient, policy: Policy) -> None:
+        self.spans = InMemorySpanExporter()
+        self.reader = InMemoryMetricReader()
+        self.telemetry: Telemetry = setup_tracing(
+            "turnout-test", env={}, span_exporters=[self.spans], metric_readers=[self.reader]
+        )
+        self.metrics = Metrics()
+        self.catalog = catalog
+        self.http = http
+        self.policy = policy
+        self.waits: list[float] = []
+        observer = Observers(
+            TraceObserver(self.telemetry.tracer, catalog, self.telemetry.meter), PrometheusObserver(self.metrics)
+        )
+
+        self.now_s = 1000.0
+
+        async def sleep(delay_s: float) -> None:
+            self.waits.append(delay_s)
+            self.now_s += delay_s
+
+        self.router = Router(catalog=catalog, http=http, observer=observer, sleep=sleep, clock=lambda: self.now_s)
+
+    async def route(self, model: str = "chain", request_id: str = "req-1") -> Any:
+        policy = self.policy
+        plan, view = await self.router.plan(model, RoutingSettings(), policy)
+        info = RequestInfo(request_id=request_id, org="acme", squad="research", key="ci-bot", requested_model=model)
+        request = {"model": model, "messages": [{"role": "user", "content": PROMPT}]}
+        with request_span(self.telemetry.tracer, info):
+            return await self.router.route(request, plan=plan, view=view, policy=policy, time_left_s=30, info=info)
+
+    def finished(self) -> list[ReadableSpan]:
+        return list(self.spans.get_finished_spans())
+
+
+def _harness(http: httpx.AsyncClient, **fields: str) -> Harness:
+    config = parse_config(CONFIG.format(**fields), env={})
+    return Harness(Catalog(config), http, config.policy)
+
+
+@pytest.fixture
+def mock_harness() -> Iterator[Harness]:
+    http = httpx.AsyncClient(transport=httpx.MockTransport(_mock_upstream))
+    yield _harness(http, a="http://pa.test:8443", b="https://pb.test", ma="m-a", mb="m-b")
+
+
+def _by_name(spans: list[ReadableSpan], prefix: str) -> list[ReadableSpan]:
+    return sorted((s for s in spans if s.name.startswith(prefix)), key=lambda s: s.start_time or 0)
+
+
+def _attempts(spans: list[ReadableSpan]) -> list[ReadableSpan]:
+    return sorted(
+        (s for s in spans if s.attributes and "turnout.attempt.number" in s.attributes),
+        key=lambda s: int(s.attributes["turnout.attempt.number"]),  # type: ignore[index, arg-type]
+    )
+
+
+async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_request_span(mock_harness: Harness) -> None:
+    result = await mock_harness.route()
+    assert result.verdict is None and len(result.records) == 3
+    spans = mock_harness.finished()
+    [req] = _by_name(spans, "route ")
+    attempts = _attempts(spans)
+    assert [s.name for s in attempts] == ["chat m-a", "chat m-a", "chat m-b"]
+    for span in attempts:
+        assert span.kind is SpanKind.CLIENT
+        assert span.parent is not None and span.parent.span_id == req.context.span_id
+        assert span.context.trace_id == req.context.trace_id
+    first, retry, fallback = (dict(s.attributes or {}) for s in attempts)
+    assert "http.request.resend_count" not in first
+    assert retry["http.request.resend_count"] == 1
+    assert "http.request.resend_count" not in fallback
+    assert [a["turnout.attempt.is_fallback"] for a in (first, retry, fallback)] == [False, False, True]
+    assert first["error.type"] == "server_error" and first["turnout.attempt.class"] == "retry_then_fallback"
+    assert first["turnout.attempt.kind"] == "server_error" and first["http.response.status_code"] == 503
+    assert first["server.address"] == "pa.test" and first["server.port"] == 8443
+    assert first["gen_ai.provider.name"] == "pa" and first["gen_ai.operation.name"] == "chat"
+    assert retry["turnout.attempt.delay_before_s"] > 0
+    assert "error.type" not in fallback and fallback["turnout.attempt.class"] == "success"
+    assert fallback["server.address"] == "pb.test" and "server.port" not in fallback
+    assert fallback["gen_ai.request.model"] == "m-b" and fallback["gen_ai.response.model"] == "m-b"
+    assert fallback["gen_ai.usage.input_tokens"] == 7 and fallback["gen_ai.usage.output_tokens"] == 5
+    assert attempts[0].status.status_code is StatusCode.ERROR
+    assert attempts[2].status.status_code is StatusCode.UNSET
+    assert req.attributes is not None and req.attributes["turnout.request_id"] == "req-1"
+    waited = [e for e in req.events if e.name == EVENT_WAITED]
+    assert len(waited) == 1 and waited[0].attributes is not None
+    assert waited[0].attributes["turnout.wait.reason"] == "backoff"
+    assert waited[0].attributes["turnout.wait.delay_s"] == pytest.approx(mock_harness.waits[0], abs=1e-6)
+
+
+async def test_spans_carry_no_prompt_completion_or_key(mock_harness: Harness) -> None:
+    await mock_harness.route()
+    text = json.dumps([
+        {"name": s.name, "attributes": dict(s.attributes or {}),
+         "events": [dict(e.attributes or {}) for e in s.events], "status": s.status.description}
+        for s in mock_harness.finished()
+    ])
+    for secret in (PROMPT, COMPLETION, KEY_A, KEY_B, "overloaded"):
+        assert secret not in text
+
+
+async def test_httpx_client_spans_nest_under_attempt_spans(mock_harness: Harness) -> None:
+    HTTPXClientInstrumentor.instrument_client(mock_harness.http, tracer_provider=mock_harness.telemetry.tracer_provider)
+    await mock_harness.route()
+    spans = mock_harness.finished()
+    attempts = _attempts(spans)
+    http_spans = [s for s in spans if s.kind is SpanKind.CLIENT and s not in attempts]
+    assert len(http_spans) == 3
+    assert sorted(s.parent.span_id for s in http_spans if s.parent) == sorted(a.context.span_id for a in attempts)
+
+
+async def test_httpx_instrumentation_works_with_the_aiohttp_transport() -> None:
+    runner, sim_url = await start_in_background("127.0.0.1", 0)
+    http = make_http_client(max_connections=10)
+    try:
+        harness = _harness(http, a=sim_url, b=sim_url, ma="tel-a~503,503", mb="tel-b")
+        HTTPXClientInstrumentor.instrument_client(http, tracer_provider=harness.telemetry.tracer_provider)
+        result = await harness.route()
+        assert result.verdict is None and len(result.records) == 3
+        spans = harness.finished()
+        attempts = _attempts(spans)
+        assert [s.name for s in attempts] == ["chat tel-a~503,503", "chat tel-a~503,503", "chat tel-b"]
+        http_spans = [s for s in spans if s.kind is SpanKind.CLIENT and s not in attempts]
+        assert len(http_spans) == 3
+        parents = {s.parent.span_id for s in http_spans if s.parent}
+        assert parents == {a.context.span_id for a in attempts}
+        codes = sorted(
+            s.attributes.get("http.response.status_code", s.attributes.get("http.status_code"))  # type: ignore[union-attr]
+            for s in http_spans
+        )
+        assert codes == [200, 503, 503]
+    finally:
+        await http.aclose()
+        await runner.cleanup()
+
+
+async def test_genai_client_metrics_record_duration_and_tokens(mock_harness: Harness) -> None:
+    await mock_harness.route()
+    data = mock_harness.reader.get_metrics_data()
+    assert data is not None
+    metrics = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
+    duration = metrics["gen_ai.client.operation.duration"]
+    assert duration.unit == "s"
+    points = list(duration.data.data_points)
+    errors = [p for p in points if p.attributes and p.attributes.get("error.type") == "server_error"]
+    ok = [p for p in points if p.attributes and "error.type" not in p.attributes]
+    assert sum(p.count for p in errors) == 2 and sum(p.count for p in ok) == 1
+    tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in metrics["gen_ai.client.token.usage"].data.data_points}
+    assert tokens == {"input": 7, "output": 5}
+
+
+async def test_prometheus_observer_counts_attempts_fallbacks_and_latency(mock_harness: Harness) -> None:
+    await mock_harness.route()
+    reg = mock_harness.metrics.registry
+    assert reg.get_sample_value("turnout_attempts_total", {"provider": "pa", "model": "m-a", "kind": "server_error"}) == 2
+    assert reg.get_sample_value("turnout_attempts_total", {"provider": "pb", "model": "m-b", "kind": "success"}) == 1
+    assert reg.get_sample_value("turnout_fallbacks_total", {"model": "chain"}) == 1
+    assert reg.get_sample_value("turnout_upstream_latency_seconds_count", {"provider": "pa", "model": "m-a"}) == 2
+
+
+def test_enqueue_and_job_spans_continue_one_trace_through_the_carrier() -> None:
+    spans = InMemorySpanExporter()
+    ingress = setup_tracing("turnout-ingress", env={}, span_exporters=[spans])
+    worker = setup_tracing("turnout-worker", env={}, span_exporters=[spans])
+    with enqueue_span(ingress.tracer, "rid-1") as carrier:
+        pass
+    assert set(carrier) >= {"traceparent"}
+    with job_span(worker.tracer, carrier, "rid-1", 0.25):
+        pass
+    producer, consumer = spans.get_finished_spans()
+    assert producer.kind is SpanKind.PRODUCER and consumer.kind is SpanKind.CONSUMER
+    assert consumer.context.trace_id == producer.context.trace_id
+    assert consumer.parent is not None and consumer.parent.span_id == producer.context.span_id
+    assert consumer.resource.attributes["service.name"] == "turnout-worker"
+    assert consumer.attributes is not None and consumer.attributes["turnout.queue.wait_s"] == 0.25
+
+
+def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
+    telemetry = setup_tracing("turnout-worker", env={"OTEL_TRACES_EXPORTER": "none"})
+    assert not telemetry.exporting
+    with telemetry.tracer.start_as_current_span("x") as span:
+        assert not span.is_recording()
+        assert span.get_span_context().is_valid
+    with enqueue_span(telemetry.tracer, "rid") as carrier:
+        assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
+
+
+def test_trace_file_exporter_appends_one_json_line_per_span(tmp_path: Any) -> None:
+    path = tmp_path / "spans.jsonl"
+    telemetry = setup_tracing("turnout-worker", env={"TURNOUT_TRACE_FILE": str(path)})
+    assert telemetry.exporting
+    with telemetry.tracer.start_as_current_span("outer"):
+        with telemetry.tracer.start_as_current_span("inner", attributes={"a": 1}):
+            pass
+    telemetry.shutdown()
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [d["name"] for d in lines] == ["inner", "outer"]
+    assert lines[0]["parent_span_id"] == lines[1]["span_id"] and lines[0]["trace_id"] == lines[1]["trace_id"]
+    assert lines[0]["attributes"] == {"a": 1} and lines[0]["service"] == "turnout-worker"
+
+
+async def test_attempt_ended_in_another_task_ends_the_span_without_touching_that_context(
+    mock_harness: Harness, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A committed stream's attempt ends from the relay's task."""
+    observer = TraceObserver(mock_harness.telemetry.tracer, mock_harness.catalog)
+    record = (await mock_harness.route()).records[-1]
+    plan, _ = await mock_harness.router.plan("chain", RoutingSettings(), mock_harness.policy)
+    dispatch = Dispatch(
+        entry=plan.entries[0], number=1, timeout_s=1.0, is_retry=False, resend_count=0, delay_before_s=0.0,
+        delay_reason=None,
+    )
+    info = RequestInfo(request_id="stream-1", requested_model="chain", streaming=True)
+
+    async def routing() -> object:
+        return observer.attempt_started(info, dispatch)
+
+    async def relay(handle: object) -> None:
+        observer.attempt_ended(handle, info, record, Usage(input_tokens=1, output_tokens=2))
+
+    loop = asyncio.get_running_loop()
+    with caplog.at_level(logging.ERROR):
+        handle = await loop.create_task(routing())
+        await loop.create_task(relay(handle))
+    assert not caplog.records
+    assert not trace.get_current_span().get_span_context().is_valid
+    ended = [s for s in mock_harness.finished() if s.attributes and s.attributes.get("turnout.request_id") == "stream-1"]
+    assert len(ended) == 1 and ended[0].attributes["gen_ai.usage.output_tokens"] == 2  # type: ignore[index]
+
+
+async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness) -> None:
+    calls: list[str] = []
+
+    class Broken:
+        def attempt_started(self, info: RequestInfo, dispatch: Any) -> object:
+            raise RuntimeError("boom")
+
+        def attempt_ended(self, handle: object, info: RequestInfo, record: Any, usage: Usage) -> None:
+            raise RuntimeError("boom")
+
+        def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
+            raise RuntimeError("boom")
+
+    class Counting:
+        def attempt_started(self, info: RequestInfo, dispatch: Any) -> object:
+            calls.append("start")
+            return "h"
+
+        def attempt_ended(self, handle: object, info: RequestInfo, record: Any, usage: Usage) -> None:
+            calls.append(f"end:{handle}")
+
+        def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
+            calls.append("wait")
+
+    mock_harness.router = Router(
+        catalog=mock_harness.catalog, http=mock_harness.http, observer=Observers(Broken(), Counting()),
+    )
+    result = await mock_harness.route()
+    assert result.verdict is None
+    assert calls == ["start", "end:h", "wait", "start", "end:h", "start", "end:h"]

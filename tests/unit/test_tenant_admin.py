@@ -1,0 +1,121 @@
+"""Admin edits as pure functions: whole new document or a refusal naming the path; reads never show secrets."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from turnout.core.scopes import ScopeSettings
+from turnout.orgs import EndpointDoc, OrgDoc, hash_token
+from turnout.tenant_admin import (
+    AdminError, KeyCreate, KeyPatch, SquadCreate, add_key, add_squad, decode, key_view, org_view, patch_key,
+    put_endpoint, put_provider_key, remove_endpoint, remove_squad, revoke_key, rotate_secrets, settings_patch,
+)
+from turnout.vault import Vault, generate_key
+
+TOKEN = "tk-abcdefgh-secret-part-000000000000"
+
+
+def org() -> OrgDoc:
+    doc = add_squad(OrgDoc(id="acme"), SquadCreate(name="research"), 1.0)
+    doc, _ = add_key(doc, KeyCreate(name="ci", squad="research"), TOKEN, 1.0)
+    return doc
+
+
+def test_add_key_stores_only_the_digest_and_the_view_shows_neither() -> None:
+    doc = org()
+    assert doc.keys["ci"].digest == hash_token(TOKEN) and doc.keys["ci"].prefix == "tk-abcdefgh"
+    view = key_view(doc.keys["ci"], 2.0)
+    text = msgspec.json.encode(view).decode()
+    assert TOKEN not in text and hash_token(TOKEN) not in text
+    assert view["prefix"] == "tk-abcdefgh…" and view["status"] == "active"
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    (KeyCreate(name="ci"), "name"),
+    (KeyCreate(name="bad name"), "name"),
+    (KeyCreate(name="x", ttl_s=-1), "ttl_s"),
+    (KeyCreate(name="x", expires_at="2001-01-01T00:00:00Z"), "expires_at"),
+    (KeyCreate(name="x", expires_at="yesterday"), "expires_at"),
+    (KeyCreate(name="x", expires_at=5.0, ttl_s=5.0), "expires_at"),
+], ids=["duplicate", "bad-name", "negative-ttl", "past-expiry", "garbage-expiry", "both"])
+def test_add_key_refusals_name_the_field(body: KeyCreate, param: str) -> None:
+    with pytest.raises(AdminError) as info:
+        add_key(org(), body, "tk-other-0000000000000000", 1_700_000_000.0)
+    assert info.value.param == param
+
+
+def test_key_expiry_and_revocation_show_in_the_view() -> None:
+    doc, key = add_key(org(), KeyCreate(name="tmp", ttl_s=10), "tk-tmp-00000000000000", 100.0)
+    assert key.expires_s == 110.0
+    assert key_view(key, 109.0)["status"] == "active" and key_view(key, 110.0)["status"] == "expired"
+    doc = revoke_key(doc, "tmp", 105.0)
+    assert key_view(doc.keys["tmp"], 106.0)["status"] == "revoked"
+    assert revoke_key(doc, "tmp", 107.0) is doc
+    doc = patch_key(doc, "ci", KeyPatch(squad=None, admin=True), 3.0)
+    assert doc.keys["ci"].squad is None and doc.keys["ci"].admin
+
+
+def test_missing_objects_are_one_404() -> None:
+    for edit in (lambda d: revoke_key(d, "ghost", 1.0), lambda d: remove_squad(d, "ghost"),
+                 lambda d: remove_endpoint(d, "ghost"), lambda d: patch_key(d, "ghost", KeyPatch(), 1.0)):
+        with pytest.raises(AdminError) as info:
+            edit(org())
+        assert (info.value.status_code, info.value.message) == (404, "No such object.")
+
+
+def test_squad_with_keys_cannot_be_deleted() -> None:
+    with pytest.raises(AdminError) as info:
+        remove_squad(org(), "research")
+    assert info.value.status_code == 409 and info.value.param == "keys.ci.squad"
+
+
+def test_endpoint_named_by_a_setting_cannot_be_deleted() -> None:
+    doc = put_endpoint(org(), "vllm", "https://vllm.example/v1", None, 1.0)
+    doc = msgspec.structs.replace(doc, settings=msgspec.convert({"fallbacks": ["custom:vllm:llama"]}, ScopeSettings))
+    with pytest.raises(AdminError) as info:
+        remove_endpoint(doc, "vllm")
+    assert info.value.status_code == 409 and info.value.param == "settings.fallbacks"
+
+
+def test_settings_patch_sets_replaces_and_inherits_with_null() -> None:
+    current = msgspec.convert({"reroutes": ["m1"], "key_mode": "own_only"}, ScopeSettings)
+    patched = settings_patch(current, b'{"reroutes": null, "fallbacks": ["m2"]}', "settings")
+    assert msgspec.to_builtins(patched) == {"fallbacks": ["m2"], "key_mode": "own_only"}
+    with pytest.raises(AdminError) as info:
+        settings_patch(current, b'{"reroutes": 5}', "settings")
+    assert info.value.param == "settings.reroutes"
+    with pytest.raises(AdminError) as info:
+        settings_patch(current, b'{"strategy": {}}', "settings")
+    assert info.value.param == "settings.strategy"
+
+
+def test_decode_names_the_nested_path_of_a_bad_field() -> None:
+    with pytest.raises(AdminError) as info:
+        decode(b'{"name": "x", "settings": {"key_mode": "byok"}}', KeyCreate)
+    assert info.value.param == "settings.key_mode" and info.value.status_code == 400
+    with pytest.raises(AdminError) as info:
+        decode(b'{"name": "x", "extra": 1}', KeyCreate)
+    assert info.value.param == "extra"
+    with pytest.raises(AdminError) as info:
+        decode(b'{not json', KeyCreate)
+    assert info.value.param == "body"
+
+
+def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
+    old_key, new_key = generate_key(), generate_key()
+    vault = Vault([old_key])
+    doc = put_provider_key(org(), "openai", vault.seal("sk-canary-aaaabbbbccccdddd"), 1.0)
+    doc = put_endpoint(doc, "vllm", "https://vllm.example/v1", vault.seal("ep-canary-11112222"), 1.0)
+    doc = put_endpoint(doc, "open", "https://open.example/v1", None, 1.0)
+    text = msgspec.json.encode(org_view(doc, 2.0)).decode()
+    assert "sk-canary-aaaabbbbccccdddd" not in text and "ep-canary-11112222" not in text
+    assert "…dddd" in text and "…2222" in text
+    new_vault = Vault([new_key])
+    both = Vault.from_env({"TURNOUT_SECRET_KEY": f"{new_key},{old_key}"})
+    rotated, count = rotate_secrets(doc, both)
+    assert count == 2
+    assert new_vault.open(rotated.provider_keys["openai"].secret) == "sk-canary-aaaabbbbccccdddd"
+    endpoint = rotated.custom_endpoints["vllm"]
+    assert isinstance(endpoint, EndpointDoc) and endpoint.secret is not None
+    assert new_vault.open(endpoint.secret) == "ep-canary-11112222"
