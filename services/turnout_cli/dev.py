@@ -29,11 +29,17 @@ DEMO_KEY = "tk-demo-local-only-0001"
 DEMO_CONFIG = """\
 # Demo catalog written by `turnout dev`: two simulated providers for one model.
 # sim-east always answers 503 (overloaded), so every request shows a retry and
-# a provider fallback to sim-west. Replace with your own file: --config FILE.
+# a provider fallback to sim-west. demo-claude is served by a simulated
+# Anthropic API that is overloaded (529), so it falls back to demo-gpt.
+# Replace with your own file: --config FILE.
 providers:
   sim-east: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-east-key}}
   sim-west: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-west-key}}
+  sim-claude: {{kind: anthropic, base_url: "http://127.0.0.1:{sim_port}", api_key: sim-claude-key}}
 models:
+  demo-claude:
+    offers:
+      - {{provider: sim-claude, model: "claude~529"}}
   demo-gpt:
     order: priority
     offers:
@@ -44,6 +50,8 @@ models:
       - {{provider: sim-west, model: small}}
 orgs:
   demo:
+    settings:
+      fallbacks: {{demo-claude: [demo-gpt]}}
     keys:
       - {{name: demo, key: {key}, admin: true}}
 """
@@ -168,8 +176,10 @@ def run_dev(args: argparse.Namespace) -> int:
         procs.append(subprocess.Popen(
             [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
         ))
-        for _ in range(max(1, args.workers)):
-            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common]))
+        base_port = int(os.environ.get("TURNOUT_METRICS_PORT", "9464"))
+        for i in range(max(1, args.workers)):  # each worker's /metrics on its own port
+            env = {**os.environ, "TURNOUT_METRICS_PORT": str(base_port + i if base_port else 0)}
+            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common], env=env))
         base = f"http://{args.host}:{args.port}"
         if not _wait_http(f"{base}/health/readiness", 30, procs):
             print("turnout dev: the fleet did not become ready; see the messages above.", file=sys.stderr)

@@ -41,7 +41,7 @@ from turnout_ingress.validation import authenticate, read_body
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
 
-CheckPlan = Callable[["IngressState", str, Identity], Awaitable[None]]
+CheckPlan = Callable[["IngressState", str, Identity], Awaitable[object]]
 """The app's pre-flight check: unknown model (404), every breaker OPEN (503)."""
 
 _decode = msgspec.json.Decoder()

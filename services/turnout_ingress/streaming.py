@@ -26,7 +26,8 @@ from turnout.continuation import Continuation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.relay import relay
-from turnout.router import CallSpec, RequestInfo
+from turnout.router import CallSpec, RequestInfo, RouteResult
+from turnout.telemetry import request_span
 from turnout.tenancy import Identity
 from turnout_ingress.errors import JSON
 
@@ -71,10 +72,16 @@ async def serve_stream(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
         requested_model=str(body["model"]), streaming=True,
     )
-    routing = asyncio.ensure_future(state.router.route(
-        upstream_request, plan=plan, view=view, policy=policy,
-        time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
-    ))
+    async def route_in_span() -> RouteResult:
+        # the request span covers the loop up to the commit point; the committed
+        # attempt's own span ends with the stream (its `finish`)
+        with request_span(state.obs.telemetry.tracer, info):
+            return await state.router.route(
+                upstream_request, plan=plan, view=view, policy=policy,
+                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
+            )
+
+    routing = asyncio.ensure_future(route_in_span())
     gone = asyncio.ensure_future(_wait_disconnect(request))
     try:
         await asyncio.wait((routing, gone), return_when=asyncio.FIRST_COMPLETED)
