@@ -36,6 +36,7 @@ models:
   mock-d0:  {{offers: [{{provider: mock, model: mock-d0}}]}}
   mock-d50: {{offers: [{{provider: mock, model: mock-d50}}]}}
   mock-d20000: {{offers: [{{provider: mock, model: mock-d20000}}]}}
+  mock-slowstream: {{offers: [{{provider: mock, model: mock-d0-i200}}]}}
 gateway: {{max_queue_depth: 100000, worker_max_jobs: {max_jobs}}}
 orgs:
   bench:
