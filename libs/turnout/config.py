@@ -427,6 +427,12 @@ def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org
 def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
+    g = raw.gateway
+    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams"):
+        if getattr(g, field) < 1:
+            raise ConfigError(f"gateway.{field}: must be at least 1")
+    if g.job_lease_s < 1:
+        raise ConfigError("gateway.job_lease_s: must be at least 1 s")
     b = raw.breaker
     if b.consecutive_failures < 1 or b.window < 1 or b.min_results < 1:
         raise ConfigError("breaker: consecutive_failures, window and min_results must be at least 1")

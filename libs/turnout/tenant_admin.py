@@ -116,6 +116,8 @@ def decode(body: bytes, tp: type[T], root: str = "") -> T:
         raise invalid(full, text.split(" - at ")[0]) from None
     except msgspec.DecodeError as exc:
         raise invalid("body", f"not valid JSON: {exc}") from None
+    except RecursionError:
+        raise invalid("body", "nested too deeply") from None
 
 
 def check_name(path: str, name: str) -> None:

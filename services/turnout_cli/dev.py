@@ -104,15 +104,14 @@ def _wait_http(url: str, timeout_s: float, procs: list[subprocess.Popen[bytes]])
 
 
 def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop the children newest first (workers and ingress drain before Redis goes)."""
     for p in reversed(procs):
         if p.poll() is None:
             p.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + 8
-    for p in reversed(procs):
-        try:
-            p.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            p.kill()
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
 
 
 def _banner(base: str, key: str, demo: bool) -> str:
@@ -140,6 +139,17 @@ def run_dev(args: argparse.Namespace) -> int:
     home.mkdir(exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
     py = sys.executable
+    user_config = args.config or os.environ.get("TURNOUT_CONFIG")
+    if user_config:  # refuse a bad file before starting anything
+        from turnout.config import load_config
+
+        load_config(user_config)
+
+    def stop_on_term(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt  # SIGTERM (and SIGINT in a background job) stop the children too
+
+    signal.signal(signal.SIGTERM, stop_on_term)
+    signal.signal(signal.SIGHUP, stop_on_term)
     try:
         redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
         if not redis_url:

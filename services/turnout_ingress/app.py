@@ -172,7 +172,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         if idempotency is not None:
             if not 0 < len(idempotency) <= 255:
                 raise RequestRejected(
-                    400, "`Idempotency-Key` must be 1 to 255 characters.", param="Idempotency-Key"
+                    400, "`Idempotency-Key` must be 1 to 255 characters.", param="Idempotency-Key",
+                    code="invalid_request",
                 )
             digest = hashlib.sha256(raw).hexdigest()
             ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from turnout.answer import error_body
@@ -51,14 +52,17 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 
 
 _HTTP_TYPES = {404: "not_found_error", 405: "invalid_request_error"}
+_HTTP_CODES = {404: "unknown_route", 405: "method_not_allowed", 307: "redirect"}
 
 
 async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
+    headers = {**_request_id(request), **(exc.headers or {})}
     return error_response(
         exc.status_code, f"{message} ({request.method} {request.url.path})",
-        error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"), headers=_request_id(request),
+        error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"),
+        code=_HTTP_CODES.get(exc.status_code, "http_error"), headers=headers,
     )
 
 
@@ -70,6 +74,17 @@ async def _validation(request: Request, exc: Exception) -> Response:
         400, f"Invalid request: {first.get('msg', 'validation failed')}", error_type="invalid_request_error",
         param=param, headers=_request_id(request),
     )
+
+
+async def _too_deep(request: Request, exc: Exception) -> Response:
+    return error_response(
+        400, "The request body is nested too deeply.", error_type="invalid_request_error",
+        code="invalid_request", param="body", headers=_request_id(request),
+    )
+
+
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    return Response(status_code=499)  # the client left while sending its body; nobody reads this
 
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
@@ -85,4 +100,6 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(GatewayUnavailable, _unavailable)
     app.add_exception_handler(StarletteHTTPException, _http)
     app.add_exception_handler(RequestValidationError, _validation)
+    app.add_exception_handler(RecursionError, _too_deep)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected)

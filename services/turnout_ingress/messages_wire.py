@@ -83,7 +83,7 @@ def from_openai_error(status: int, body: bytes, request_id: str) -> bytes:
     """
     try:
         data = _decode.decode(body)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         data = None
     err = data.get("error") if isinstance(data, dict) else None
     if not isinstance(err, dict):
@@ -120,6 +120,8 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
         data = _decode.decode(raw)
     except msgspec.DecodeError as exc:
         raise _fail(f"the request body is not valid JSON ({exc})", "body") from exc
+    except RecursionError as exc:
+        raise _fail("the request body is nested too deeply", "body") from exc
     if not isinstance(data, dict):
         raise _fail("the request body must be a JSON object", "body")
     if not isinstance(data.get("model"), str) or not data["model"].strip():

@@ -85,6 +85,8 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         data = _decode.decode(body)
     except msgspec.DecodeError as exc:
         raise _invalid(f"The request body is not valid JSON: {exc}", "body") from exc
+    except RecursionError as exc:
+        raise _invalid("The request body is nested too deeply.", "body") from exc
     if not isinstance(data, dict):
         raise _invalid("The request body must be a JSON object.", "body")
     model = data.get("model")
