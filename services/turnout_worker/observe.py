@@ -19,7 +19,6 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import httpx
-from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import start_http_server
 from redis.asyncio import Redis
@@ -61,7 +60,15 @@ class WorkerObservability:
         self._server: Any = None
 
     def instrument(self, http: httpx.AsyncClient) -> None:
-        """Add httpx client spans (children of the attempt spans) to `http`."""
+        """Add httpx client spans (children of the attempt spans) to `http`.
+
+        Only when spans are exported: unsampled client spans would cost CPU on
+        every attempt for nothing (measured: ~18 % of a busy worker's time).
+        """
+        if not self.telemetry.exporting:
+            return
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor  # only when used: ~MiBs of imports
+
         HTTPXClientInstrumentor.instrument_client(
             http, tracer_provider=self.telemetry.tracer_provider, meter_provider=self.telemetry.meter_provider
         )
