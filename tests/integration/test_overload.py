@@ -154,3 +154,45 @@ def test_three_times_capacity_sheds_with_503_queue_full_and_memory_stays_bounded
         headers={"authorization": f"Bearer {KEY}"}, timeout=30,
     )
     assert response.status_code == 200
+
+
+SUSTAIN_S = 10.0  # the 30 s in a shorter, CI-sized run; `TURNOUT_OVERLOAD_S` overrides
+PAUSE_AFTER_503_S = 0.2  # clients back off a little, bounding the request rate
+
+
+async def _sustained(gw: Gateway, duration_s: float) -> Counter[int]:
+    statuses: Counter[int] = Counter()
+    stop_at = time.monotonic() + duration_s
+
+    async def client_loop(client: httpx.AsyncClient) -> None:
+        while time.monotonic() < stop_at:
+            response = await client.post(
+                f"{gw.base_url}/v1/chat/completions",
+                json={"model": "slow", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                headers={"authorization": f"Bearer {KEY}"},
+            )
+            statuses[response.status_code] += 1
+            if response.status_code == 503:
+                assert response.headers.get("retry-after")
+                await asyncio.sleep(PAUSE_AFTER_503_S)
+
+    async with httpx.AsyncClient(limits=httpx.Limits(max_connections=BURST), timeout=60) as client:
+        await asyncio.wait_for(asyncio.gather(*[client_loop(client) for _ in range(BURST)]), duration_s + 60)
+    return statuses
+
+
+def test_sustained_three_times_capacity_keeps_shedding_with_bounded_memory(overload_gw: Gateway) -> None:
+    import os
+
+    duration_s = float(os.environ.get("TURNOUT_OVERLOAD_S", SUSTAIN_S))
+    gw = overload_gw
+    pids = {"ingress": _pid(gw, "ingress"), "worker": _pid(gw, "worker")}
+    with Sampler(pids, gw.redis_url) as sampler:
+        statuses = asyncio.run(_sustained(gw, duration_s))
+    print(f"\nsustained {BURST} clients for {duration_s:.0f} s against depth {DEPTH}: {dict(statuses)}; "
+          f"max queue {sampler.max_depth}; peak RSS "
+          + ", ".join(f"{n} {_mib(v):.1f} MiB" for n, v in sampler.peak_rss.items()))
+    assert set(statuses) <= {200, 503}
+    assert statuses[200] > 0 and statuses[503] > 0
+    assert sampler.max_depth <= DEPTH
+    assert all(_mib(v) < RSS_LIMIT_MIB for v in sampler.peak_rss.values())
