@@ -105,21 +105,13 @@ class OrgConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     keys: list[KeyConfig] = []
 
 
-class BreakerConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Circuit breaker thresholds (SPEC §5, §11 `breaker:`); durations in seconds.
-
-    `on_store_error` is the explicit Redis-outage policy: `closed` serves as if
+class BreakerConfig(BreakerSettings, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Circuit breaker thresholds (SPEC §5, §11 `breaker:`): the core's
+    `turnout.core.breaker.BreakerSettings` (durations in seconds), plus
+    `on_store_error`, the explicit Redis-outage policy: `closed` serves as if
     every breaker were CLOSED (logged), `fail` answers 503 (see turnout.health).
-    See `turnout.core.breaker.BreakerSettings` for the other fields.
     """
 
-    consecutive_failures: int = 3
-    window: int = 50
-    failure_rate: float = 1.0
-    min_results: int = 20
-    cooldown_s: float = 30.0
-    max_cooldown_s: float = 300.0
-    probe_ttl_s: float = 30.0
     on_store_error: Literal["closed", "fail"] = "closed"
 
     def settings(self) -> BreakerSettings:
