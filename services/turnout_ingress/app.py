@@ -44,6 +44,7 @@ from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
 from turnout_ingress import messages as anthropic_messages
+from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
@@ -118,13 +119,6 @@ async def _replay(state: IngressState, owner: str, deadline: float, request_id: 
     return Response(result.body, status_code=result.status_code, headers=headers, media_type=errors.JSON)
 
 
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = None) -> FastAPI:
     """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by default)."""
     redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
@@ -197,14 +191,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
         )
-        submit = asyncio.ensure_future(state.queue.submit(payload))
-        gone = asyncio.ensure_future(_wait_disconnect(request))
-        try:
-            await asyncio.wait((submit, gone), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            gone.cancel()
-        if not submit.done():
-            submit.cancel()
+        submit = await unless_client_leaves(request, state.queue.submit(payload))
+        if submit is None:
             await state.queue.cancel(request_id)
             return Response(status_code=499)
         try:

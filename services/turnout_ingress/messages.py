@@ -15,7 +15,6 @@ Must not import: `turnout_ingress.app` (the app factory passes what it needs).
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -30,6 +29,7 @@ from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy import Identity
 from turnout.wire import JobPayload
+from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_events import anthropic_stream
 from turnout_ingress.messages_wire import (
@@ -69,13 +69,6 @@ def _translated(status: int, body: bytes, headers: Mapping[str, str], request_id
     return Response(from_openai_error(status, body, request_id), status_code=status, headers=kept, media_type=JSON)
 
 
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
-
-
 async def _queued(
     state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str
 ) -> Response:
@@ -86,14 +79,8 @@ async def _queued(
         deadline_epoch_s=time.time() + identity.policy.budget.max_total_latency_ms / 1000,
         reply_to=state.queue.reply_channel,
     )
-    submit = asyncio.ensure_future(state.queue.submit(payload))
-    gone = asyncio.ensure_future(_wait_disconnect(request))
-    try:
-        await asyncio.wait((submit, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-    if not submit.done():
-        submit.cancel()
+    submit = await unless_client_leaves(request, state.queue.submit(payload))
+    if submit is None:
         await state.queue.cancel(request_id)
         return Response(status_code=499)
     try:

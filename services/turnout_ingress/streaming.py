@@ -11,7 +11,6 @@ upstream stream (the relay's cleanup).
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -29,6 +28,7 @@ from turnout.relay import relay
 from turnout.router import CallSpec, RequestInfo, RouteResult
 from turnout.telemetry import request_span
 from turnout.tenancy import Identity
+from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
@@ -42,13 +42,6 @@ async def stream_upstream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptR
         client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
         timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s, request_id=spec.request_id,
     )
-
-
-async def _wait_disconnect(request: Request) -> None:
-    while True:
-        message = await request.receive()
-        if message["type"] == "http.disconnect":
-            return
 
 
 async def serve_stream(
@@ -81,15 +74,8 @@ async def serve_stream(
                 time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
             )
 
-    routing = asyncio.ensure_future(route_in_span())
-    gone = asyncio.ensure_future(_wait_disconnect(request))
-    try:
-        await asyncio.wait((routing, gone), return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-    if not routing.done():
-        routing.cancel()
-        await asyncio.gather(routing, return_exceptions=True)
+    routing = await unless_client_leaves(request, route_in_span())
+    if routing is None:
         return Response(status_code=499)
     result = routing.result()
     if result.stream is None or result.finish is None:
