@@ -16,7 +16,7 @@ from opentelemetry.metrics import Meter
 from opentelemetry.trace import Tracer
 
 from turnout.core.types import FailureKind
-from turnout.telemetry import TraceObserver
+from turnout.telemetry import SpanObserver
 
 if TYPE_CHECKING:
     from turnout.adapters.openai_chat import Usage
@@ -95,7 +95,7 @@ def route_observers(
     records: "RouteObserver | None" = None,
 ) -> Observers:
     """The observers of one process's router: traces, then Prometheus, then records."""
-    observers: list[RouteObserver] = [TraceObserver(tracer, catalog, meter)]
+    observers: list[RouteObserver] = [SpanObserver(tracer, catalog, meter)]
     if metrics is not None:
         observers.append(PrometheusObserver(metrics))
     if records is not None:

@@ -158,7 +158,7 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
     return parts.hostname, port
 
 
-class TraceObserver:
+class SpanObserver:
     """One CLIENT span per attempt, the `waited` events, the GenAI client metrics.
 
     The attempt span is made the current span while the upstream call runs,

@@ -32,7 +32,7 @@ from turnout.core.policy import Policy
 from turnout.metrics import Metrics
 from turnout.router import RequestInfo, Router
 from turnout.observers import Observers, PrometheusObserver
-from turnout.telemetry import EVENT_WAITED, TraceObserver, enqueue_span, job_span, request_span
+from turnout.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.tracing import Telemetry, setup_tracing
 from turnout_sim.app import start_in_background
 
@@ -82,7 +82,7 @@ class Harness:
         self.policy = policy
         self.waits: list[float] = []
         observer = Observers(
-            TraceObserver(self.telemetry.tracer, catalog, self.telemetry.meter), PrometheusObserver(self.metrics)
+            SpanObserver(self.telemetry.tracer, catalog, self.telemetry.meter), PrometheusObserver(self.metrics)
         )
 
         self.now_s = 1000.0
@@ -276,7 +276,7 @@ async def test_attempt_ended_in_another_task_ends_the_span_without_touching_that
     mock_harness: Harness, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A committed stream's attempt ends from the relay's task."""
-    observer = TraceObserver(mock_harness.telemetry.tracer, mock_harness.catalog)
+    observer = SpanObserver(mock_harness.telemetry.tracer, mock_harness.catalog)
     record = (await mock_harness.route()).records[-1]
     plan, _ = await mock_harness.router.plan("chain", RoutingSettings(), mock_harness.policy)
     dispatch = Dispatch(

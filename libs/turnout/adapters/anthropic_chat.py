@@ -20,8 +20,6 @@ Source: https://docs.anthropic.com/en/api/messages, /en/api/errors.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import httpx
@@ -31,8 +29,8 @@ from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION, MESSAGES_PATH, WireError, is_message, openai_usage, to_anthropic_request,
     to_openai_completion,
 )
-from turnout.adapters.openai_chat import AttemptResult, Usage, _describe, _error_fields, outcome_of_response
-from turnout.adapters.transport import transport_error_of
+from turnout.adapters.exchange import send_json
+from turnout.adapters.openai_chat import AttemptResult, Usage, _error_fields, outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
@@ -140,13 +138,4 @@ async def call_messages(
         )
     except WireError as exc:
         return untranslatable(exc)
-    try:
-        async with asyncio.timeout(timeout_s):
-            response = await client.send(request)
-    except TimeoutError:
-        return AttemptResult(outcome=Outcome(
-            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
-        ))
-    except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome; cancellation propagates
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=_describe(exc)))
-    return outcome_of_message(response.status_code, response.headers, response.content, time.time())
+    return await send_json(client, request, timeout_s=timeout_s, read=outcome_of_message)

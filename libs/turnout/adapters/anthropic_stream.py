@@ -18,7 +18,6 @@ Source: https://docs.anthropic.com/en/docs/build-with-claude/streaming.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 
@@ -30,9 +29,9 @@ from turnout.adapters.anthropic_chat import messages_request, outcome_of_message
 from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
 from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import WireError
-from turnout.adapters.openai_chat import AttemptResult, _describe
+from turnout.adapters.exchange import send_stream
+from turnout.adapters.openai_chat import AttemptResult
 from turnout.adapters.openai_stream import DONE, UpstreamStream, error_outcome, is_content
-from turnout.adapters.transport import transport_error_of
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -129,38 +128,19 @@ async def open_messages_stream(
         committed; never raises for upstream trouble. Cancellation
         propagates (the response is closed).
     """
-    limit_s = timeout_s if ttft_timeout_s is None else min(timeout_s, ttft_timeout_s)
-    ttft_bound = ttft_timeout_s is not None and ttft_timeout_s <= timeout_s
     try:
         request = messages_request(
             client, base_url=base_url, api_key=api_key, body=body, request_id=request_id, stream=True
         )
     except WireError as exc:
         return untranslatable(exc)
-    response: httpx.Response | None = None
-    committed = False
-    try:
-        async with asyncio.timeout(limit_s):
-            response = await client.send(request, stream=True)
-            if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
-                content = await response.aread()
-                result = outcome_of_message(response.status_code, response.headers, content, time.time())
-                if result.body is not None:
-                    return AttemptResult(outcome=Outcome(
-                        status=response.status_code, transport=TransportError.PROTOCOL,
-                        message="upstream answered a stream request without SSE",
-                    ))
-                return result
-            translator = ChunkTranslator(created_s=int(time.time()))
-            events = translated_events(EventSource(response).aiter_sse(), translator).__aiter__()
-            result = await _until_commit(response, events)
-            committed = result.stream is not None
-            return result
-    except TimeoutError:
-        kind = TransportError.FIRST_TOKEN_TIMEOUT if ttft_bound else TransportError.ATTEMPT_TIMEOUT
-        return AttemptResult(outcome=Outcome(transport=kind, message=f"no first content within {limit_s:.3f} s"))
-    except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=_describe(exc)))
-    finally:
-        if response is not None and not committed:
-            await asyncio.shield(response.aclose())
+
+    async def until_commit(response: httpx.Response) -> AttemptResult:
+        translator = ChunkTranslator(created_s=int(time.time()))
+        events = translated_events(EventSource(response).aiter_sse(), translator).__aiter__()
+        return await _until_commit(response, events)
+
+    return await send_stream(
+        client, request, timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s,
+        read=outcome_of_message, until_commit=until_commit,
+    )

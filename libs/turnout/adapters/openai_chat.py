@@ -12,14 +12,11 @@ the error object `{"error": {"message", "type", "param", "code"}}`.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any
 
 import httpx
 import msgspec
 
-from turnout.adapters.transport import transport_error_of
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, Target, TransportError
 
@@ -117,7 +114,8 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
     ))
 
 
-def _describe(exc: BaseException) -> str:
+def describe_error(exc: BaseException) -> str:
+    """A short description of a transport exception (its cause's type and text; no secrets)."""
     cause = exc.__cause__ or exc
     text = str(cause).strip()
     return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
@@ -148,19 +146,11 @@ async def call_chat(
         An `AttemptResult`; never raises for upstream trouble (every httpx
         exception is mapped by `transport_error_of`). Cancellation propagates.
     """
-    url = base_url.rstrip("/") + "/chat/completions"
-    headers = {
-        "authorization": f"Bearer {api_key}",
-        "content-type": "application/json",
-        "x-request-id": request_id,
-    }
-    try:
-        async with asyncio.timeout(timeout_s):
-            response = await client.post(url, content=body, headers=headers)
-    except TimeoutError:
-        return AttemptResult(outcome=Outcome(
-            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
-        ))
-    except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome; cancellation propagates
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=_describe(exc)))
-    return outcome_of_response(response.status_code, response.headers, response.content, time.time())
+    from turnout.adapters.exchange import send_json  # exchange imports this module's types
+
+    request = client.build_request(
+        "POST", base_url.rstrip("/") + "/chat/completions", content=body,
+        headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
+                 "x-request-id": request_id},
+    )
+    return await send_json(client, request, timeout_s=timeout_s, read=outcome_of_response)

@@ -15,7 +15,6 @@ Wire format: https://platform.openai.com/docs/api-reference/chat-streaming
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -24,8 +23,8 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from turnout.adapters.openai_chat import AttemptResult, _describe, _error_fields, outcome_of_response
-from turnout.adapters.transport import transport_error_of
+from turnout.adapters.exchange import send_stream
+from turnout.adapters.openai_chat import AttemptResult, _error_fields, outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
@@ -142,35 +141,12 @@ async def open_stream(
         An `AttemptResult` whose `stream` is set when committed; never raises
         for upstream trouble. Cancellation propagates (the response is closed).
     """
-    limit_s = timeout_s if ttft_timeout_s is None else min(timeout_s, ttft_timeout_s)
-    ttft_bound = ttft_timeout_s is not None and ttft_timeout_s <= timeout_s
     request = client.build_request(
         "POST", base_url.rstrip("/") + "/chat/completions", content=body,
         headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
                  "accept": "text/event-stream", "x-request-id": request_id},
     )
-    response: httpx.Response | None = None
-    committed = False
-    try:
-        async with asyncio.timeout(limit_s):
-            response = await client.send(request, stream=True)
-            if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
-                content = await response.aread()
-                result = outcome_of_response(response.status_code, response.headers, content, time.time())
-                if result.outcome.status is not None and 200 <= result.outcome.status < 300 and result.body:
-                    return AttemptResult(outcome=Outcome(
-                        status=response.status_code, transport=TransportError.PROTOCOL,
-                        message="upstream answered a stream request without SSE",
-                    ))
-                return result
-            result = await _until_commit(response)
-            committed = result.stream is not None
-            return result
-    except TimeoutError:
-        kind = TransportError.FIRST_TOKEN_TIMEOUT if ttft_bound else TransportError.ATTEMPT_TIMEOUT
-        return AttemptResult(outcome=Outcome(transport=kind, message=f"no first content within {limit_s:.3f} s"))
-    except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=_describe(exc)))
-    finally:
-        if response is not None and not committed:
-            await asyncio.shield(response.aclose())
+    return await send_stream(
+        client, request, timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s,
+        read=outcome_of_response, until_commit=_until_commit,
+    )
