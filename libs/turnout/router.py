@@ -25,17 +25,18 @@ from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig, ProviderKind
 from turnout.core.classify import DISPOSITION, classify
-from turnout.core.credentials import DEFAULT_KEY_MODE
+from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
     AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
-    on_outcome, on_skip,
+    on_credential_open, on_outcome, on_skip,
 )
+from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
-from turnout.health import Breakers, Gate, HealthView
+from turnout.health import Breakers, Gate, HealthView, credential_subject
 from turnout.state.breaker_store import MemoryBreakerStore
 
 
@@ -186,7 +187,9 @@ class Router:
     ) -> None:
         self._catalog = catalog
         self._http = http
-        self._breakers = breakers or Breakers(MemoryBreakerStore(), BreakerSettings())
+        self._breakers = breakers or Breakers(
+            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.sole_targets, rng=rng
+        )
         self._observer: RouteObserver = observer or NullObserver()
         self._clock = clock
         self._sleep = sleep
@@ -194,20 +197,26 @@ class Router:
         self._credentials = credentials
         self._custom_http = custom_http
 
-    def _build(self, model: str, settings: RoutingSettings, policy: Policy, rates: dict[str, float]) -> Plan:
+    def _build(self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth]) -> Plan:
         return build_plan(
             model,
             catalog=self._catalog.models,
             providers=self._catalog.provider_names,
             settings=settings,
             policy=policy,
-            success_rate=rates,
+            health=health,
             rng=self._rng,
-            priority_models=self._catalog.priority_models,
+            orders=self._catalog.orders,
+            order_settings=self._breakers.order_settings,
         )
 
-    async def plan(self, model: str, settings: RoutingSettings, policy: Policy) -> tuple[Plan, HealthView]:
+    async def plan(
+        self, model: str, settings: RoutingSettings, policy: Policy, org: str = ""
+    ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health (SPEC §5).
+
+        The one read of the health store also covers the credential health of
+        `org`'s own keys for the plan's providers.
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -218,9 +227,19 @@ class Router:
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
         draft = self._build(model, settings, policy, {})
-        view = await self._breakers.view(plan_targets(draft))
-        rates = view.success_rates()
-        return (self._build(model, settings, policy, rates) if rates else draft), view
+        targets = plan_targets(draft)
+        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
+        health = view.ordering_health(self._breakers.settings)
+        return (self._build(model, settings, policy, health) if health else draft), view
+
+    def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
+        """Credential health subjects of `org`'s own keys among `targets`' providers."""
+        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
+        if tenant is None:
+            return []
+        providers = {t.split("/", 1)[0] for t in targets}
+        return [credential_subject(org, p) for p in sorted(providers) if p in tenant.own_providers
+                or is_custom_provider(p)]
 
     async def route(
         self,
@@ -251,7 +270,7 @@ class Router:
         """
         now = self._clock()
         state = begin(plan, policy, deadline_s=now + time_left_s)
-        success: tuple[AttemptResult, Gate, object] | None = None
+        success: tuple[AttemptResult, Gate, object, ResolvedCall] | None = None
         while True:
             step = next_step(state, self._clock())
             if isinstance(step, GiveUp):
@@ -268,15 +287,18 @@ class Router:
     async def _attempt(
         self, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
         upstream: Upstream,
-    ) -> tuple[LoopState, tuple[AttemptResult, Gate, object] | None]:
+    ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
         call = self._resolve(target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
+        if not await self._credential_admits(call, target, info, view):
+            return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
-                state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s, now_s=self._clock()
+                state, step, reason=gate.reason or SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s,
+                now_s=self._clock(),
             ), None
         spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s)
         handle = self._observer.attempt_started(info, step)
@@ -300,9 +322,23 @@ class Router:
         )
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
-            return state, (result, gate, handle)  # a committed stream: recorded when it ends
-        await self._ended(handle, info, record, result, gate, view)
-        return state, (result, gate, handle)
+            return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
+        await self._ended(handle, info, record, result, gate, view, call)
+        return state, (result, gate, handle, call)
+
+    async def _credential_admits(self, call: ResolvedCall, target: Target, info: RequestInfo, view: HealthView) -> bool:
+        """False while the tenant-owned credential of `call` is failing (SPEC §5 "What counts")."""
+        if call.credential is Credential.SHARED or not info.org:
+            return True
+        return await self._breakers.credential_admits(credential_subject(info.org, target.provider), view)
+
+    def _record_args(self, call: ResolvedCall, target: Target, info: RequestInfo) -> dict[str, Any]:
+        """The credential facts `Breakers.record` counts by."""
+        owned = call.credential is not Credential.SHARED and bool(info.org)
+        return {
+            "credential": call.credential,
+            "credential_key": credential_subject(info.org, target.provider) if owned else None,
+        }
 
     def _resolve(
         self, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
@@ -321,12 +357,13 @@ class Router:
 
     async def _ended(
         self, handle: object, info: RequestInfo, record: AttemptRecord, result: AttemptResult, gate: Gate,
-        view: HealthView,
+        view: HealthView, call: ResolvedCall,
     ) -> None:
         self._observer.attempt_ended(handle, info, record, result.usage)
         await self._breakers.record(
             record.target.key, record.kind, probe_token=gate.probe_token,
-            error=_error_text(record.status, record.message), view=view,
+            error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
+            **self._record_args(call, record.target, info),
         )
 
     async def attempt_once(
@@ -342,7 +379,7 @@ class Router:
             when the target was skipped (no credential, breaker OPEN).
         """
         call = self._resolve(target, info, key_mode, policy, False)
-        if call is None:
+        if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
@@ -369,18 +406,19 @@ class Router:
         if record.kind is FailureKind.SUCCESS:
             served = Served(provider=target.provider, model=target.model, attempts=number, fallback=True,
                             reroute=False)
-            finish = self._finisher(record, gate, handle, info, view)
+            finish = self._finisher(record, gate, handle, info, view, call)
             if result.stream is None:
                 await finish(FailureKind.SUCCESS, result.usage, "")
             return RouteResult(
                 body=result.body, verdict=None, served=served, records=(record,), stream=result.stream,
                 finish=finish if result.stream is not None else None,
             ), record
-        await self._ended(handle, info, record, result, gate, view)
+        await self._ended(handle, info, record, result, gate, view, call)
         return None, record
 
     def _finisher(
-        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView
+        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView,
+        call: ResolvedCall,
     ) -> Finish:
         async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
             final = msgspec.structs.replace(
@@ -389,24 +427,27 @@ class Router:
                 message=error if kind is not FailureKind.SUCCESS else "",
             )
             self._observer.attempt_ended(handle, info, final, usage)
-            await self._breakers.record(record.target.key, kind, probe_token=gate.probe_token, error=error, view=view)
+            await self._breakers.record(
+                record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
+                **self._record_args(call, record.target, info),
+            )
 
         return finish
 
     def _result(
-        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object] | None,
+        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object, ResolvedCall] | None,
         info: RequestInfo, view: HealthView,
     ) -> RouteResult:
         if reason is StopReason.SERVED and success is not None:
-            result, gate, handle = success
+            result, gate, handle, call = success
             served = served_facts(state)
             if result.stream is None:
                 return RouteResult(body=result.body, verdict=None, served=served, records=state.records)
-            finish = self._finisher(state.records[-1], gate, handle, info, view)
+            finish = self._finisher(state.records[-1], gate, handle, info, view, call)
             return RouteResult(
                 body=None, verdict=None, served=served, records=state.records, stream=result.stream, finish=finish
             )
-        verdict = conclude(state, reason)
+        verdict = conclude(state, reason, draw=self._rng.random())
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
 
 

@@ -60,7 +60,7 @@ async def serve_stream(
     upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
     policy = identity.policy
     if plan is None or view is None:
-        plan, view = await state.router.plan(body["model"], identity.settings, policy)
+        plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org)
     info = RequestInfo(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
         requested_model=str(body["model"]), streaming=True,

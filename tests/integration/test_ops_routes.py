@@ -27,10 +27,11 @@ def test_health_providers_lists_every_pair_for_an_admin_key(gateway: Gateway) ->
     rows = {row["target"]: row for row in response.json()["data"]}
     failing = rows["sim-a/ops-a~503"]
     assert failing["state"] in {"closed", "open"}
-    assert failing["results"] >= 2 and failing["success_rate"] < 1
+    assert failing["calls"] > 1.5 and failing["score"] < 1
     assert "503" in failing["last_error"]
-    assert rows["sim-b/ops-b"]["success_rate"] == 1.0
-    assert set(failing) >= {"provider", "model", "state", "success_rate", "consecutive_failures", "cooldown_remaining_s"}
+    assert rows["sim-b/ops-b"]["score"] == 1.0
+    assert set(failing) >= {"provider", "model", "state", "score", "calls", "consecutive_failures",
+                            "cooldown_remaining_s", "resting_s", "slow_start_share", "sole", "trip_rule"}
 
 
 def test_health_providers_refuses_a_non_admin_key(gateway: Gateway) -> None:
