@@ -18,14 +18,14 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.anthropic_stream import open_messages_stream
-from turnout.adapters.openai_chat import AttemptResult
+from turnout.adapters.base import AttemptResult, CallSpec
 from turnout.adapters.openai_stream import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.continuation import Continuation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.relay import relay
-from turnout.router import CallSpec, RequestInfo, RouteResult
+from turnout.router import RequestInfo, RouteResult
 from turnout.telemetry import request_span
 from turnout.tenancy import Identity
 from turnout_ingress.disconnect import unless_client_leaves

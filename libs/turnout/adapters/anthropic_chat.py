@@ -9,7 +9,7 @@ downstream stays OpenAI-shaped).
 Must not import: services, FastAPI, arq.
 
 Errors: Anthropic bodies `{"type": "error", "error": {"type", "message"}}`
-are read by `openai_chat._error_fields`; their statuses (400, 401, 402, 403,
+are read by `base.error_fields`; their statuses (400, 401, 402, 403,
 404, 413, 429, 500, 529, ...) and types are classified by
 `turnout.core.classify` (which knows Anthropic's types); `retry-after` and
 `anthropic-ratelimit-*-reset` hints by `turnout.core.hints`. A request that
@@ -30,7 +30,8 @@ from turnout.adapters.anthropic_wire import (
     to_openai_completion,
 )
 from turnout.adapters.exchange import send_json
-from turnout.adapters.openai_chat import AttemptResult, Usage, _error_fields, outcome_of_response
+from turnout.adapters.base import AttemptResult, Usage, error_fields
+from turnout.adapters.openai_chat import outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
@@ -90,7 +91,7 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
     except msgspec.DecodeError:
         data = None
     if isinstance(data, dict) and data.get("type") == "error" or (isinstance(data, dict) and data.get("error")):
-        etype, code, message = _error_fields(data)
+        etype, code, message = error_fields(data)
         hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
         return AttemptResult(outcome=Outcome(
             status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,

@@ -30,8 +30,8 @@ from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
 from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import WireError
 from turnout.adapters.exchange import send_stream
-from turnout.adapters.openai_chat import AttemptResult
-from turnout.adapters.openai_stream import DONE, UpstreamStream, error_outcome, is_content
+from turnout.adapters.base import AttemptResult, UpstreamStream
+from turnout.adapters.openai_stream import DONE, error_outcome, is_content
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()

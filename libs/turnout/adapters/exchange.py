@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable
 
 import httpx
 
-from turnout.adapters.openai_chat import AttemptResult, describe_error
+from turnout.adapters.base import AttemptResult, describe_error
 from turnout.adapters.transport import transport_error_of
 from turnout.core.types import Outcome, TransportError
 

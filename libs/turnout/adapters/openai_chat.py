@@ -17,58 +17,12 @@ from typing import Any
 import httpx
 import msgspec
 
+from turnout.adapters.base import AttemptResult, Usage, error_fields
+from turnout.adapters.exchange import send_json
 from turnout.core.hints import retry_after_s
-from turnout.core.types import Outcome, Target, TransportError
+from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
-_encode = msgspec.json.Encoder()
-
-
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
-    """Token counts of one successful call."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What one upstream call produced.
-
-    Attributes:
-        outcome: the classified-later facts for the loop.
-        body: the upstream's JSON body on success (bytes, passed through),
-            else None.
-        usage: token counts on success.
-        stream: for a streaming call committed at its first content, the open
-            upstream stream (`turnout.adapters.openai_stream.UpstreamStream`).
-    """
-
-    outcome: Outcome
-    body: bytes | None = None
-    usage: Usage = Usage()
-    stream: Any = None
-
-
-def upstream_body(request: dict[str, Any], target: Target) -> bytes:
-    """The request body for `target`: the client's body with `model` replaced."""
-    return _encode.encode({**request, "model": target.model})
-
-
-def _error_fields(data: Any) -> tuple[str | None, str | None, str]:
-    """(type, code, message) from an OpenAI- or Anthropic-style error body."""
-    if not isinstance(data, dict):
-        return None, None, ""
-    err = data.get("error", data)
-    if isinstance(err, str):
-        return None, None, err
-    if not isinstance(err, dict):
-        return None, None, ""
-    etype, code, message = err.get("type"), err.get("code"), err.get("message", "")
-    return (
-        etype if isinstance(etype, str) else None,
-        str(code) if isinstance(code, (str, int)) and code != "" else None,
-        message if isinstance(message, str) else str(message),
-    )
 
 
 def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
@@ -84,7 +38,7 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
         data = None
     if 200 <= status < 300:
         if isinstance(data, dict) and "error" in data and data.get("error"):
-            etype, code, message = _error_fields(data)
+            etype, code, message = error_fields(data)
             hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
             return AttemptResult(outcome=Outcome(
                 status=status, error_type=etype, error_code=code, message=message,
@@ -105,20 +59,13 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
                 output_tokens=int(usage.get("completion_tokens") or 0),
             ),
         )
-    etype, code, message = _error_fields(data)
+    etype, code, message = error_fields(data)
     if not message and content and data is None:
         message = content[:300].decode("utf-8", "replace")
     hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
     return AttemptResult(outcome=Outcome(
         status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
     ))
-
-
-def describe_error(exc: BaseException) -> str:
-    """A short description of a transport exception (its cause's type and text; no secrets)."""
-    cause = exc.__cause__ or exc
-    text = str(cause).strip()
-    return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
 
 
 async def call_chat(
@@ -146,8 +93,6 @@ async def call_chat(
         An `AttemptResult`; never raises for upstream trouble (every httpx
         exception is mapped by `transport_error_of`). Cancellation propagates.
     """
-    from turnout.adapters.exchange import send_json  # exchange imports this module's types
-
     request = client.build_request(
         "POST", base_url.rstrip("/") + "/chat/completions", content=body,
         headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",

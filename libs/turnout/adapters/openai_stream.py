@@ -24,36 +24,13 @@ import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
 from turnout.adapters.exchange import send_stream
-from turnout.adapters.openai_chat import AttemptResult, _error_fields, outcome_of_response
+from turnout.adapters.base import AttemptResult, UpstreamStream, error_fields
+from turnout.adapters.openai_chat import outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
 DONE = "[DONE]"
-
-
-class UpstreamStream:
-    """An upstream stream past its commit point.
-
-    Attributes:
-        held: data payloads (JSON text) read before the commit, in order,
-            including the first content chunk; the relay sends them first.
-        done: the stream already ended cleanly (`[DONE]`, or a finish with
-            no content: an empty completion).
-        events: the rest of the stream's events.
-    """
-
-    def __init__(
-        self, response: httpx.Response, events: AsyncIterator[ServerSentEvent], held: list[str], done: bool
-    ) -> None:
-        self._response = response
-        self.events = events
-        self.held = held
-        self.done = done
-
-    async def aclose(self) -> None:
-        """Close the upstream response (and its connection if unfinished)."""
-        await self._response.aclose()
 
 
 def is_content(chunk: dict[str, Any]) -> bool:
@@ -77,7 +54,7 @@ def is_content(chunk: dict[str, Any]) -> bool:
 
 def error_outcome(data: dict[str, Any], headers: httpx.Headers) -> Outcome:
     """The outcome of an error envelope found inside a 200 stream (SPEC §3)."""
-    etype, code, message = _error_fields(data)
+    etype, code, message = error_fields(data)
     hint = retry_after_s(headers, status=None, message=message, now_epoch_s=time.time())
     return Outcome(status=200, error_type=etype, error_code=code, message=message, retry_after_s=hint,
                    error_in_body=True)
