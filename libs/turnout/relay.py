@@ -28,7 +28,7 @@ import anyio
 import msgspec
 
 from turnout.adapters.base import Usage, UpstreamStream
-from turnout.adapters.openai_stream import DONE, is_content
+from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
 from turnout.continuation import Continuation
 from turnout.core.types import FailureKind, Target, TransportError

@@ -18,9 +18,8 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import call_messages
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
-from turnout.adapters.openai_chat import call_chat
+from turnout.adapters.exchange import call_json
 from turnout.byok import CredentialSource, ResolvedCall, resolve_call, scrub
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
@@ -47,15 +46,6 @@ class Clock(Protocol):
 
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The non-streaming adapter as an `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
-    call = call_messages if spec.kind == "anthropic" else call_chat
-    return await call(
-        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-        timeout_s=spec.timeout_s, request_id=spec.request_id,
-    )
 
 
 class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from turnout.adapters.anthropic_stream import open_messages_stream
-from turnout.adapters.base import AttemptResult, CallSpec
-from turnout.adapters.openai_stream import open_stream
+from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.continuation import Continuation
 from turnout.core.plan import Plan
@@ -33,15 +30,6 @@ from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
-
-
-async def stream_upstream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The streaming adapter as the router's `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
-    call = open_messages_stream if spec.kind == "anthropic" else open_stream
-    return await call(
-        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-        timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s, request_id=spec.request_id,
-    )
 
 
 async def serve_stream(
@@ -71,7 +59,7 @@ async def serve_stream(
         with request_span(state.obs.telemetry.tracer, info):
             return await state.router.route(
                 upstream_request, plan=plan, view=view, policy=policy,
-                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
+                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=open_stream,
             )
 
     routing = await unless_client_leaves(request, route_in_span())
@@ -86,7 +74,7 @@ async def serve_stream(
         prefill = state.catalog.supports_prefill
         continuation = Continuation(
             router=state.router, request=upstream_request, plan=plan, view=view, info=info, policy=policy,
-            upstream=stream_upstream, supports_prefill=lambda t: prefill.get(t.key, True),
+            upstream=open_stream, supports_prefill=lambda t: prefill.get(t.key, True),
             first_number=len(result.records) + 1,
         )
     stall_ms = policy.retry.stall_timeout_ms

@@ -1,24 +1,29 @@
-"""OpenAI-compatible Chat Completions upstream (non-streaming).
+"""The OpenAI Chat Completions API family (`openai`, `openai_compatible`).
 
-Owns: building the upstream request for one target, sending it through the
-shared `httpx.AsyncClient` within the attempt's timeout, and turning whatever
-comes back (response, error body, error envelope in a 200, exception) into
-an `AttemptResult`: an `Outcome` for the loop plus the body on success.
-Must not import: services, FastAPI, arq.
+Owns: the request for one target (`POST {base_url}/chat/completions` with a
+Bearer key), the reading of a complete answer (`outcome_of_response`: the
+body on success, an `Outcome` for the loop otherwise, an error envelope in
+a 2xx included), and the events of a stream (passed as they come: they are
+already OpenAI chunks). Sending, time limits and the commit point are
+`turnout.adapters.exchange`'s.
+Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
-Wire format: https://platform.openai.com/docs/api-reference/chat/create and
-the error object `{"error": {"message", "type", "param", "code"}}`.
+Wire format: https://platform.openai.com/docs/api-reference/chat/create,
+https://platform.openai.com/docs/api-reference/chat-streaming and the error
+object `{"error": {"message", "type", "param", "code"}}`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import AsyncIterator
+from typing import Any, Final
 
 import httpx
 import msgspec
+from httpx_sse import EventSource, ServerSentEvent
 
-from turnout.adapters.base import AttemptResult, Usage, error_fields
-from turnout.adapters.exchange import send_json
+from turnout.adapters.base import AttemptResult, CallSpec, Usage, error_fields
+from turnout.adapters.commit import DONE
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
@@ -68,34 +73,33 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
     ))
 
 
-async def call_chat(
-    client: httpx.AsyncClient,
-    *,
-    base_url: str,
-    api_key: str,
-    body: bytes,
-    timeout_s: float,
-    request_id: str,
-) -> AttemptResult:
-    """One non-streaming attempt: POST `{base_url}/chat/completions`.
+class OpenAIChat:
+    """The `ApiFamily` of OpenAI Chat Completions and the APIs compatible with it."""
 
-    Args:
-        client: the process's shared client.
-        base_url: the provider's API root (no trailing slash needed).
-        api_key: the credential for this provider (sent as Bearer; never
-            logged or echoed).
-        body: the JSON request body for this target (`upstream_body`).
-        timeout_s: the whole attempt's time limit in seconds (connect + send +
-            wait + read), from the loop's `Dispatch.timeout_s`.
-        request_id: Turnout's request id, sent as `x-request-id`.
+    stream_end: Final = DONE
 
-    Returns:
-        An `AttemptResult`; never raises for upstream trouble (every httpx
-        exception is mapped by `transport_error_of`). Cancellation propagates.
-    """
-    request = client.build_request(
-        "POST", base_url.rstrip("/") + "/chat/completions", content=body,
-        headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
-                 "x-request-id": request_id},
-    )
-    return await send_json(client, request, timeout_s=timeout_s, read=outcome_of_response)
+    def build_request(self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request:
+        """`POST {base_url}/chat/completions` with `spec.body` as is; see `ApiFamily`.
+
+        The key goes in `authorization: Bearer` (never logged or echoed);
+        Turnout's request id in `x-request-id`.
+        """
+        headers = {"authorization": f"Bearer {spec.api_key}", "content-type": "application/json"}
+        if stream:
+            headers["accept"] = "text/event-stream"
+        headers["x-request-id"] = spec.request_id
+        return client.build_request(
+            "POST", spec.base_url.rstrip("/") + "/chat/completions", content=spec.body, headers=headers
+        )
+
+    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+        """See `outcome_of_response`."""
+        return outcome_of_response(status, headers, content, now_epoch_s)
+
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+        """The response's SSE events, unchanged (they are OpenAI chunks already)."""
+        return EventSource(response).aiter_sse()
+
+
+OPENAI_CHAT: Final = OpenAIChat()
+"""The family of `openai` and `openai_compatible` providers."""

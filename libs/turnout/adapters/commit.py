@@ -1,13 +1,12 @@
-"""OpenAI-compatible Chat Completions upstream, streaming (SSE), up to the commit point.
+"""The commit point of a stream (SPEC §8), the same for every API family.
 
-Owns: opening an upstream stream and reading it until its first
-content-bearing chunk (the commit point, SPEC §8). Everything before that —
-an error status, a connection failure, an error envelope or `error` event in
-the first frames, malformed data, the first-token timeout — is an ordinary
-failed attempt (an `Outcome`), so the loop may retry or fall back and the
-client never sees it. At the commit point the open stream and the frames
-held so far are handed over (`UpstreamStream`) for the relay.
-Must not import: services, FastAPI, arq.
+Owns: reading a stream's OpenAI-shaped events (`ApiFamily.stream_events`)
+until the first content — text, refusal, tool calls, or a finish — and
+turning everything that comes before it into an ordinary failed attempt:
+an error envelope or `error` event (`error_outcome`), malformed data,
+or an end without content. At the commit point the open response and the
+frames held so far become an `UpstreamStream` for the relay.
+Must not import: the family modules, services, FastAPI, arq.
 
 Wire format: https://platform.openai.com/docs/api-reference/chat-streaming
 (`data: {chunk}` events, `data: [DONE]`).
@@ -17,20 +16,20 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
 import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
-from turnout.adapters.exchange import send_stream
 from turnout.adapters.base import AttemptResult, UpstreamStream, error_fields
-from turnout.adapters.openai_chat import outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
-DONE = "[DONE]"
+
+DONE: Final = "[DONE]"
+"""The data of the event that ends an OpenAI-shaped stream."""
 
 
 def is_content(chunk: dict[str, Any]) -> bool:
@@ -60,15 +59,31 @@ def error_outcome(data: dict[str, Any], headers: httpx.Headers) -> Outcome:
                    error_in_body=True)
 
 
-async def _until_commit(response: httpx.Response) -> AttemptResult:
-    events = EventSource(response).aiter_sse().__aiter__()
+async def until_commit(
+    response: httpx.Response, events: AsyncIterator[ServerSentEvent], *, stream_end: str
+) -> AttemptResult:
+    """Read `events` up to the first content (SPEC §8).
+
+    Args:
+        response: the open SSE response the events come from.
+        events: its OpenAI-shaped events (`ApiFamily.stream_events`).
+        stream_end: the family's end marker, named when the stream ends early.
+
+    Returns:
+        Committed: `stream` is an `UpstreamStream` holding the response, the
+        frames read so far and the rest of `events` (`done` when `[DONE]`
+        came before any content). Otherwise a failed attempt: RESET when the
+        events end first, PROTOCOL for undecodable or non-object data, the
+        error's own type for an error envelope or `error` event. Transport
+        exceptions propagate (`turnout.adapters.exchange` maps them).
+    """
     held: list[str] = []
     while True:
         try:
-            sse = await events.__anext__()
+            sse = await anext(events)
         except StopAsyncIteration:
             return AttemptResult(outcome=Outcome(
-                transport=TransportError.RESET, message="upstream stream ended before any content or [DONE]",
+                transport=TransportError.RESET, message=f"upstream stream ended before any content or {stream_end}",
             ))
         data = sse.data
         if data.strip() == DONE:
@@ -90,40 +105,3 @@ async def _until_commit(response: httpx.Response) -> AttemptResult:
         held.append(data)
         if is_content(chunk):
             return AttemptResult(outcome=Outcome(status=200), stream=UpstreamStream(response, events, held, False))
-
-
-async def open_stream(
-    client: httpx.AsyncClient,
-    *,
-    base_url: str,
-    api_key: str,
-    body: bytes,
-    timeout_s: float,
-    ttft_timeout_s: float | None,
-    request_id: str,
-) -> AttemptResult:
-    """One streaming attempt up to its commit point (SPEC §8).
-
-    Args:
-        client: the process's shared client.
-        base_url: the provider's API root.
-        api_key: the credential (never logged or echoed).
-        body: the JSON body for this target, with `stream: true`.
-        timeout_s: the attempt's limit until the first content, seconds.
-        ttft_timeout_s: the first-token limit, seconds (None: `timeout_s` only);
-            hitting it is a FIRST_TOKEN_TIMEOUT (fallback-now).
-        request_id: Turnout's request id, sent as `x-request-id`.
-
-    Returns:
-        An `AttemptResult` whose `stream` is set when committed; never raises
-        for upstream trouble. Cancellation propagates (the response is closed).
-    """
-    request = client.build_request(
-        "POST", base_url.rstrip("/") + "/chat/completions", content=body,
-        headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
-                 "accept": "text/event-stream", "x-request-id": request_id},
-    )
-    return await send_stream(
-        client, request, timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s,
-        read=outcome_of_response, until_commit=_until_commit,
-    )
