@@ -11,8 +11,9 @@ the commit point are `turnout.adapters.exchange`'s.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
 Errors: Anthropic bodies `{"type": "error", "error": {"type", "message"}}`
-are read by `base.error_fields`; their statuses (400, 401, 402, 403,
-404, 413, 429, 500, 529, ...) and types are classified by
+are read by `base.error_fields` (error statuses by `base.error_status_outcome`,
+2xx envelopes by `base.envelope_outcome`); their statuses (400, 401, 402,
+403, 404, 413, 429, 500, 529, ...) and types are classified by
 `turnout.core.classify` (which knows Anthropic's types); `retry-after` and
 `anthropic-ratelimit-*-reset` hints by `turnout.core.hints`. A request that
 Anthropic cannot express (`WireError`) is a 400 `invalid_request_error`
@@ -41,10 +42,8 @@ from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION, MESSAGES_PATH, WireError, is_message, openai_usage, to_anthropic_request,
     to_openai_completion,
 )
-from turnout.adapters.base import AttemptResult, CallSpec, Usage, error_fields
+from turnout.adapters.base import AttemptResult, CallSpec, Usage, envelope_outcome, error_status_outcome
 from turnout.adapters.commit import DONE
-from turnout.adapters.openai_chat import outcome_of_response
-from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -97,18 +96,13 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
         now_epoch_s: current time, epoch seconds (hint dates, `created`).
     """
     if not 200 <= status < 300:
-        return outcome_of_response(status, headers, content, now_epoch_s)
+        return error_status_outcome(status, headers, content, now_epoch_s)
     try:
         data: Any = _decode.decode(content) if content else None
     except msgspec.DecodeError:
         data = None
     if isinstance(data, dict) and data.get("type") == "error" or (isinstance(data, dict) and data.get("error")):
-        etype, code, message = error_fields(data)
-        hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
-        return AttemptResult(outcome=Outcome(
-            status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-            error_in_body=True,
-        ))
+        return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
     if not is_message(data):
         return AttemptResult(outcome=Outcome(
             status=status, transport=TransportError.PROTOCOL,
@@ -155,7 +149,6 @@ async def translated_events(
             return
         for chunk in chunks:
             yield ServerSentEvent(data=_encode.encode(chunk).decode())
-
 
 
 class AnthropicMessages:

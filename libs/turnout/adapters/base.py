@@ -4,7 +4,8 @@ Owns: the input of one upstream call (`CallSpec`, with its body built by
 `upstream_body`), its result (`AttemptResult`, `Usage`, and `UpstreamStream`
 for a stream past its commit point), the `Upstream` signature the router
 calls, the `ApiFamily` protocol each upstream API family implements, and
-the two readers every family shares (`error_fields`, `describe_error`).
+the readers every family shares (`error_fields`, `envelope_outcome`,
+`error_status_outcome`, `describe_error`).
 Must not import: other `turnout.adapters` modules, services, FastAPI, arq.
 
 Bodies are OpenAI Chat Completions JSON on both sides of the seam: a family
@@ -22,8 +23,10 @@ import msgspec
 from httpx_sse import ServerSentEvent
 
 from turnout.config import ProviderKind
+from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, Target
 
+_decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
 
 
@@ -188,6 +191,44 @@ def error_fields(data: Any) -> tuple[str | None, str | None, str]:
         str(code) if isinstance(code, (str, int)) and code != "" else None,
         message if isinstance(message, str) else str(message),
     )
+
+
+def envelope_outcome(status: int, data: Any, headers: httpx.Headers, now_epoch_s: float) -> Outcome:
+    """The outcome of an error envelope inside a 2xx answer or stream (SPEC §3).
+
+    Flagged `error_in_body`, so the core classifies it by its type and code,
+    never as a success; a retry hint in the headers or the message is kept.
+
+    Args:
+        status: the HTTP status the envelope came with (2xx).
+        data: the decoded body or event data.
+        headers: response headers (retry hints).
+        now_epoch_s: current time, epoch seconds (hint dates).
+    """
+    etype, code, message = error_fields(data)
+    hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
+    return Outcome(status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
+                   error_in_body=True)
+
+
+def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+    """The result of a non-2xx answer, whatever the family (pure).
+
+    Keeps the provider's status, error type, code and message (its first
+    300 bytes when the body is not JSON) and its retry hint (`retry-after`,
+    `retry-after-ms`, rate-limit reset headers, or the message's wording).
+    """
+    try:
+        data = _decode.decode(content) if content else None
+    except msgspec.DecodeError:
+        data = None
+    etype, code, message = error_fields(data)
+    if not message and content and data is None:
+        message = content[:300].decode("utf-8", "replace")
+    hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
+    return AttemptResult(outcome=Outcome(
+        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
+    ))
 
 
 def describe_error(exc: BaseException) -> str:

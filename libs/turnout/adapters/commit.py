@@ -22,8 +22,7 @@ import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
 
-from turnout.adapters.base import AttemptResult, UpstreamStream, error_fields
-from turnout.core.hints import retry_after_s
+from turnout.adapters.base import AttemptResult, UpstreamStream, envelope_outcome
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -53,10 +52,7 @@ def is_content(chunk: dict[str, Any]) -> bool:
 
 def error_outcome(data: dict[str, Any], headers: httpx.Headers) -> Outcome:
     """The outcome of an error envelope found inside a 200 stream (SPEC §3)."""
-    etype, code, message = error_fields(data)
-    hint = retry_after_s(headers, status=None, message=message, now_epoch_s=time.time())
-    return Outcome(status=200, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-                   error_in_body=True)
+    return envelope_outcome(200, data, headers, time.time())
 
 
 async def until_commit(

@@ -22,9 +22,8 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from turnout.adapters.base import AttemptResult, CallSpec, Usage, error_fields
+from turnout.adapters.base import AttemptResult, CallSpec, Usage, envelope_outcome, error_status_outcome
 from turnout.adapters.commit import DONE
-from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -37,40 +36,29 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
     a 2xx carrying `{"error": {...}}` is flagged `error_in_body` so the core
     classifies it by its type and code, never as a success (SPEC §3).
     """
+    if not 200 <= status < 300:
+        return error_status_outcome(status, headers, content, now_epoch_s)
     try:
         data = _decode.decode(content) if content else None
     except msgspec.DecodeError:
         data = None
-    if 200 <= status < 300:
-        if isinstance(data, dict) and "error" in data and data.get("error"):
-            etype, code, message = error_fields(data)
-            hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
-            return AttemptResult(outcome=Outcome(
-                status=status, error_type=etype, error_code=code, message=message,
-                retry_after_s=hint, error_in_body=True,
-            ))
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-            return AttemptResult(outcome=Outcome(
-                status=status, transport=TransportError.PROTOCOL,
-                message="upstream answered 2xx with a body that is not a chat completion",
-            ))
-        raw_usage = data.get("usage")
-        usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-        return AttemptResult(
-            outcome=Outcome(status=status),
-            body=content,
-            usage=Usage(
-                input_tokens=int(usage.get("prompt_tokens") or 0),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-            ),
-        )
-    etype, code, message = error_fields(data)
-    if not message and content and data is None:
-        message = content[:300].decode("utf-8", "replace")
-    hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
-    return AttemptResult(outcome=Outcome(
-        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-    ))
+    if isinstance(data, dict) and "error" in data and data.get("error"):
+        return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
+    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+        return AttemptResult(outcome=Outcome(
+            status=status, transport=TransportError.PROTOCOL,
+            message="upstream answered 2xx with a body that is not a chat completion",
+        ))
+    raw_usage = data.get("usage")
+    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
+    return AttemptResult(
+        outcome=Outcome(status=status),
+        body=content,
+        usage=Usage(
+            input_tokens=int(usage.get("prompt_tokens") or 0),
+            output_tokens=int(usage.get("completion_tokens") or 0),
+        ),
+    )
 
 
 class OpenAIChat:
