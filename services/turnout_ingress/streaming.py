@@ -1,8 +1,9 @@
 """The streaming direct path: `stream: true` runs the executor in the ingress.
 
 Owns: the streaming chat route's body. The same router (policy, plan,
-breaker, records) runs in-process with the streaming adapter, which commits
-at the first content; the response head — with the `x-turnout-*` headers,
+breaker, records) runs in-process with the streaming upstream
+(`turnout.adapters.exchange.open_stream`), which commits at the first
+content; the response head — with the `x-turnout-*` headers,
 since by then it is known who serves — is sent only then, and the relay
 forwards the rest. A client that leaves before the commit cancels the loop
 and its in-flight upstream call; one that leaves after it closes the
