@@ -204,7 +204,7 @@ async def test_transport_exception_becomes_an_outcome(kind: ProviderKind) -> Non
     for stream in (False, True):
         result, _, _ = await _run(kind, refuse, stream=stream)
         assert result.outcome.transport is TransportError.CONNECT
-        assert result.outcome.message == "ConnectError: connection refused"
+        assert "ConnectError" in result.outcome.message
 
 
 @pytest.mark.parametrize("kind", FAMILIES)
