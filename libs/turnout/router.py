@@ -18,12 +18,12 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import call_messages
-from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
+from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
+from turnout.adapters.exchange import call_json
 from turnout.byok import CredentialSource, ResolvedCall, resolve_call, scrub
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
-from turnout.config import ProviderConfig, ProviderKind
+from turnout.config import ProviderConfig
 from turnout.core.classify import DISPOSITION, classify
 from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
@@ -47,46 +47,6 @@ class Clock(Protocol):
 
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One upstream call, as the router hands it to an adapter.
-
-    Attributes:
-        target: the offer attempted.
-        base_url: the provider's API root.
-        api_key: the credential (never logged).
-        body: JSON request body for this target.
-        timeout_s: the attempt's limit; for a stream, until its first content.
-        ttft_timeout_s: streaming first-token limit (None: `timeout_s` only).
-        stall_timeout_s: streaming gap limit after the first content (None: none).
-        request_id: Turnout's request id.
-        kind: the provider's wire API (`ProviderConfig.kind`): adapters
-            choose the OpenAI or the Anthropic wire by it.
-    """
-
-    target: Target
-    base_url: str
-    api_key: str
-    body: bytes
-    timeout_s: float
-    request_id: str
-    ttft_timeout_s: float | None = None
-    stall_timeout_s: float | None = None
-    kind: ProviderKind = "openai"
-
-
-Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
-"""An adapter: performs one call and maps every failure into the result."""
-
-
-async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The non-streaming adapter as an `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
-    call = call_messages if spec.kind == "anthropic" else call_chat
-    return await call(
-        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-        timeout_s=spec.timeout_s, request_id=spec.request_id,
-    )
 
 
 class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):

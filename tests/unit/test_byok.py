@@ -6,7 +6,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnout.adapters.openai_chat import AttemptResult
+from turnout.adapters.base import AttemptResult
 from turnout.byok import resolve_call, scrub
 from turnout.catalog import Catalog
 from turnout.config import ProviderConfig, parse_config
