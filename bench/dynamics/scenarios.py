@@ -13,7 +13,9 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynamics.calls import Call, chat, fingerprint, max_in_flight, open_loop, per_second, share, statuses
+from dynamics.calls import (
+    Call, chat, fingerprint, max_in_flight, open_loop, peak_per_window, per_second, share, statuses,
+)
 from dynamics.fleet import KEY_TENANT_A, KEY_TENANT_B, PLATFORM_KEY_A, REVOKED_KEY, Gateway, log
 
 NO_HINT_PAUSE_S = 0.1
@@ -104,6 +106,7 @@ async def s2_random_errors(gw: Gateway, d: Durations) -> dict[str, Any]:
             "best_share_for_policy": round(1 - p ** (1 + gw.max_retries), 4),
             "attempts_allowed": 1 + gw.max_retries, "upstream_calls": len(upstream),
             "requests_without_upstream_call": len(calls) - len({e["request_id"] for e in upstream}),
+            "run_s": round(calls[-1].done_s - calls[0].sent_s, 2),
         })
     return {"runs": runs}
 
@@ -184,7 +187,7 @@ async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
                 opened = True
                 break
         log(f"S6 warm-up: {warmup} request(s), breaker open: {opened}")
-        end_mono = time.monotonic() + d.s6_run_s
+        end_mono, herd_start_s = time.monotonic() + d.s6_run_s, time.time()
         calls: list[Call] = []
 
         async def one_client() -> None:
@@ -205,17 +208,16 @@ async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
     first_ok = next((float(e["t_s"]) for e in entries if e["status"] == 200), None)
     arrivals = [float(e["t_s"]) for e in entries]
     timeline = per_second(arrivals, first_ok, 10) if first_ok is not None else []
-    start = min(arrivals) if arrivals else 0.0
-    whole = per_second(arrivals, start, int(max(arrivals, default=start) - start) + 1) if arrivals else []
     return {
         "clients": d.s6_clients, "run_s": d.s6_run_s, "warmup_requests": warmup, "breaker_opened": opened,
         "requests": len(calls), "statuses": statuses(calls),
-        "first_upstream_success_after_start_s": None if first_ok is None else round(first_ok - start, 2),
+        "first_upstream_success_after_herd_start_s": None if first_ok is None else round(first_ok - herd_start_s, 2),
         "upstream_calls_per_s_after_first_success": timeline,
         "upstream_200_per_s_after_first_success": per_second(
             [float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10) if first_ok is not None else [],
-        "peak_upstream_calls_per_s_after_first_success": max(timeline, default=None),
-        "peak_upstream_calls_per_s_whole_run": max(whole, default=None),
+        "peak_upstream_calls_in_1s_after_first_success": (
+            None if first_ok is None else peak_per_window(arrivals, first_ok, first_ok + 10)),
+        "peak_upstream_calls_in_1s_whole_run": peak_per_window(arrivals, float("-inf"), float("inf")),
         "upstream_calls": len(entries),
     }
 
