@@ -17,6 +17,7 @@ import openai
 from dynamics.calls import (
     Call, chat, fingerprint, max_in_flight, open_loop, peak_per_window, per_second, share, statuses,
 )
+from turnout.core.breaker import BreakerSettings, BreakerSnapshot, ramp_share
 from dynamics.fleet import KEY_TENANT_A, KEY_TENANT_B, PLATFORM_KEY_A, REVOKED_KEY, Gateway, log
 
 NO_HINT_PAUSE_S = 0.1
@@ -246,12 +247,23 @@ async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
     entries = gateway_calls(await gw.sim_log(HERD_MODEL))
     first_ok = next((float(e["t_s"]) for e in entries if e["status"] == 200), None)
     arrivals = [float(e["t_s"]) for e in entries]
+    offered = [] if first_ok is None else per_second([c.sent_s for c in calls], first_ok, 10)
+    # The configured ramp: the slow-start share (default breaker settings and this
+    # scenario's overrides) at the middle of each second after the close, times
+    # the requests the clients offered in that second.
+    settings = BreakerSettings(**{k: v for k, v in d.breaker.items() if k in BreakerSettings.__struct_fields__})
+    closed = BreakerSnapshot(closed_at_s=first_ok or 0.0)
+    ramp = [round(ramp_share(closed, (first_ok or 0.0) + i + 0.5, settings) * n, 1) for i, n in enumerate(offered)]
+    timeline = [] if first_ok is None else per_second(arrivals, first_ok, 10)
     return {
         "clients": d.s6_clients, "run_s": d.s6_run_s, "warmup_requests": trip.requests,
         "breaker_opened": trip.opened, "failures_before_open": trip.failures_used,
         "requests": len(calls), "statuses": statuses(calls),
         "first_upstream_success_after_herd_start_s": None if first_ok is None else round(first_ok - herd_start_s, 2),
-        "upstream_calls_per_s_after_first_success": [] if first_ok is None else per_second(arrivals, first_ok, 10),
+        "upstream_calls_per_s_after_first_success": timeline,
+        "requests_offered_per_s_after_first_success": offered,
+        "configured_ramp_calls_per_s": ramp,
+        "calls_over_ramp_first_5_s": [round(c / r, 2) if r else None for c, r in zip(timeline[:5], ramp[:5])],
         "upstream_200_per_s_after_first_success": [] if first_ok is None else per_second(
             [float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10),
         "peak_upstream_calls_in_1s_after_first_success": (
