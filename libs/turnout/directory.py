@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -30,6 +31,7 @@ from redis.exceptions import RedisError
 from turnout.config import Config, ProviderConfig
 from turnout.errors import ConfigError
 from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.scrub import Scrubber
 from turnout.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
@@ -96,13 +98,33 @@ class _OrgView(msgspec.Struct, frozen=True, kw_only=True):
     entries: tuple[tuple[str, _KeyEntry], ...]
 
 
+OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
+
+
+def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
+    """Credentials known without Redis: the platform provider keys, the file's gateway, BYOK and
+    custom endpoint keys, and the operator key (what the process's `Scrubber` starts with)."""
+    found = [p.api_key or "" for p in config.raw.providers.values()]
+    for org in config.raw.orgs.values():
+        found += [k.key for k in org.keys]
+        found += list(org.provider_keys.values())
+        found += [e.api_key or "" for e in org.custom_endpoints.values()]
+    found.append(env.get(OPERATOR_KEY_ENV, ""))
+    return [s for s in found if s]
+
+
 def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str] | None = None) -> "TenantDirectory":
-    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, allow-list from `TURNOUT_SSRF_ALLOW`.
+    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, allow-list from `TURNOUT_SSRF_ALLOW`,
+    a scrubber knowing `static_secrets`.
 
     Raises:
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
     """
-    return TenantDirectory(config, TenantStore(redis), Vault.from_env(env), AllowList.from_env(env))
+    env = os.environ if env is None else env
+    return TenantDirectory(
+        config, TenantStore(redis), Vault.from_env(env), AllowList.from_env(env),
+        scrubber=Scrubber(static_secrets(config, env)),
+    )
 
 
 class TenantDirectory:
@@ -115,11 +137,14 @@ class TenantDirectory:
         allow: the SSRF allow-list (kept for the admin API).
         poll_s: seconds between version re-checks.
         clock: epoch seconds (key expiry).
+        scrubber: the process's egress scrubber; after each refresh it knows
+            every org's BYOK and endpoint keys and gateway key prefixes
+            (group `org:<id>`). Default: one knowing the catalog's keys.
     """
 
     def __init__(
         self, config: Config, store: TenantStore, vault: Vault, allow: AllowList, *, poll_s: float = POLL_S,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time, scrubber: Scrubber | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -134,6 +159,7 @@ class TenantDirectory:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._fatal: ConfigError | None = None
+        self.scrubber = scrubber or Scrubber(p.api_key or "" for p in config.raw.providers.values())
 
     @property
     def version(self) -> int:
@@ -196,9 +222,24 @@ class TenantDirectory:
             else OrgCredentials(view.doc, self.vault)
             for org, view in orgs.items()
         }
+        self.scrubber.update(
+            {f"org:{org}": self._secrets_of(doc) for org, (doc, _) in loaded.items()},
+            forgotten=[f"org:{org}" for org in self._orgs if org not in orgs],
+        )
         self._orgs = orgs
         self._version = version
         return True
+
+    def _secrets_of(self, doc: OrgDoc) -> list[str]:
+        """Every credential of `doc` in clear, for the scrubber: BYOK and endpoint keys (those that
+        open), and the clear lookup prefix of each gateway key."""
+        sealed = [p.secret for p in doc.provider_keys.values()]
+        sealed += [e.secret for e in doc.custom_endpoints.values() if e.secret is not None]
+        found = [k.prefix for k in doc.keys.values()]
+        for item in sealed:
+            with contextlib.suppress(VaultUnavailable, SecretUnreadable):
+                found.append(self.vault.open(item))
+        return found
 
     async def start(self, listen_redis: Redis, *, bootstrap: bool = False, wait_s: float = 5.0) -> None:
         """Start watching; wait up to `wait_s` for the first load.

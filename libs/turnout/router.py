@@ -20,7 +20,7 @@ import msgspec
 
 from turnout.adapters.anthropic_chat import call_messages
 from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
-from turnout.byok import CredentialSource, ResolvedCall, resolve_call, scrub
+from turnout.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig, ProviderKind
@@ -36,6 +36,7 @@ from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView
+from turnout.scrub import Scrubber
 from turnout.state.breaker_store import MemoryBreakerStore
 
 
@@ -169,6 +170,9 @@ class Router:
             every target uses the shared key).
         custom_http: the SSRF-guarded client for tenant custom endpoints
             (`turnout.adapters.guarded`); without it they are never called.
+        scrubber: the process's egress scrubber (`turnout.scrub`): every
+            upstream text passes it before the loop, records, spans or the
+            breaker see it (default: one knowing only the catalog's keys).
     """
 
     def __init__(
@@ -183,6 +187,7 @@ class Router:
         rng: random.Random | None = None,
         credentials: CredentialSource | None = None,
         custom_http: httpx.AsyncClient | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._catalog = catalog
         self._http = http
@@ -193,6 +198,7 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
+        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
 
     def _build(self, model: str, settings: RoutingSettings, policy: Policy, rates: dict[str, float]) -> Plan:
         return build_plan(
@@ -293,7 +299,7 @@ class Router:
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
-        result = scrub(result, call)
+        result = self._scrubbed(result, call)
         state = on_outcome(
             state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng,
             credential_fallback=call.may_fall_back,
@@ -315,6 +321,11 @@ class Router:
         if call is not None and call.custom and self._custom_http is None:
             return None  # a custom endpoint is only ever called through the SSRF-guarded client
         return call
+
+    def _scrubbed(self, result: AttemptResult, call: ResolvedCall) -> AttemptResult:
+        """`result` with its upstream texts scrubbed, the key just sent included (`turnout.scrub`)."""
+        outcome = self.scrubber.outcome(result.outcome, extra=(call.provider.api_key or "",))
+        return result if outcome is result.outcome else msgspec.structs.replace(result, outcome=outcome)
 
     def _client_for(self, call: ResolvedCall) -> httpx.AsyncClient:
         return self._custom_http if call.custom and self._custom_http is not None else self._http
@@ -362,7 +373,7 @@ class Router:
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
-        result = scrub(result, call)
+        result = self._scrubbed(result, call)
         record = attempt_record(
             dispatch, result.outcome, classify(result.outcome), cycle=1, started_s=started, now_s=self._clock()
         )
@@ -383,6 +394,7 @@ class Router:
         self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView
     ) -> Finish:
         async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
+            error = self.scrubber.text(error)
             final = msgspec.structs.replace(
                 record, kind=kind, disposition=DISPOSITION[kind],
                 duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),

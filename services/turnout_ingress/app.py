@@ -33,6 +33,7 @@ from turnout.config import Config
 from turnout.core.plan import Plan, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import Breakers, HealthView
+from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
 from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import IdempotencyConflict, JobQueue
@@ -63,7 +64,9 @@ class IngressState:
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
         self.metrics = Metrics()
-        self.obs = observability.IngressObservability(config, redis, self.catalog, self.metrics, telemetry)
+        self.obs = observability.IngressObservability(
+            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
+        )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
             tracer=self.obs.telemetry.tracer,
@@ -79,7 +82,7 @@ class IngressState:
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
         self.router = Router(
             catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
-            credentials=self.keyring, custom_http=self.custom_http,
+            credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
         )
 
 
@@ -124,6 +127,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
     listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
     state = IngressState(config, redis, listen_redis, telemetry)
+    scrub_logs(state.keyring.scrubber.credentials)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -26,7 +26,7 @@ from turnout.core.plan import UnknownModel
 from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import Breakers
-from turnout.jsonlog import configure_logging
+from turnout.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
 from turnout.state.breaker_store import RedisBreakerStore
@@ -59,14 +59,15 @@ async def startup(ctx: dict[str, Any]) -> None:
         RedisBreakerStore(ctx["redis"]), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
     )
     catalog = Catalog(config)
-    obs = observe.build(config, ctx["redis"], catalog)
-    obs.instrument(http)
     tenancy = directory_from_env(config, ctx["redis"])
+    scrub_logs(tenancy.scrubber.credentials)
+    obs = observe.build(config, ctx["redis"], catalog, scrub=tenancy.scrubber.credentials)
+    obs.instrument(http)
     await tenancy.start(ctx["redis"])
     custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
     router = Router(
         catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=random.Random(),
-        credentials=tenancy, custom_http=custom_http,
+        credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
     )
     ctx["turnout"] = WorkerServices(
         config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http

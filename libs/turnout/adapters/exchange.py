@@ -41,7 +41,8 @@ async def send_json(client: httpx.AsyncClient, request: httpx.Request, *, timeou
             transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
         ))
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=describe_error(exc)))
+        kind = transport_error_of(exc)
+        return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
     return read(response.status_code, response.headers, response.content, time.time())
 
 
@@ -92,7 +93,8 @@ async def send_stream(
         kind = TransportError.FIRST_TOKEN_TIMEOUT if ttft_bound else TransportError.ATTEMPT_TIMEOUT
         return AttemptResult(outcome=Outcome(transport=kind, message=f"no first content within {limit_s:.3f} s"))
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=describe_error(exc)))
+        kind = transport_error_of(exc)
+        return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
     finally:
         if response is not None and not committed:
             await asyncio.shield(response.aclose())
