@@ -29,6 +29,7 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from turnout.config import Config, ProviderConfig
+from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
 from turnout.scrub import Scrubber
@@ -187,6 +188,15 @@ class TenantDirectory:
     def credentials(self, org: str) -> OrgCredentials | None:
         """The org's BYOK keys and custom endpoints (`turnout.byok.CredentialSource`)."""
         return self._credentials.get(org)
+
+    def custom_targets(self, org: str) -> list[Target]:
+        """The custom endpoint targets that `org`'s usable keys may route to (health views)."""
+        view = self._orgs.get(org)
+        found: dict[str, Target] = {}
+        for _, entry in view.entries if view is not None else ():
+            for target in entry.identity.settings.custom_targets.values():
+                found.setdefault(target.key, target)
+        return list(found.values())
 
     def _view(self, doc: OrgDoc, version: int) -> _OrgView:
         now_s = self._clock()

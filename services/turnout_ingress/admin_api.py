@@ -43,13 +43,13 @@ from turnout.tenant_admin import (
 from turnout_ingress.admin_access import (
     AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, unavailable,
 )
+from turnout.directory import OPERATOR_KEY_ENV
 from turnout_ingress.errors import error_response
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
 
-OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/orgs/{org}"
 
