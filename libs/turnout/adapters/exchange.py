@@ -27,6 +27,23 @@ ReadUntilCommit = Callable[[httpx.Response], Awaitable[AttemptResult]]
 """Reads an SSE response up to its first content (result.stream set when committed)."""
 
 
+def post_request(client: httpx.AsyncClient, url: str, *, content: bytes,
+                 headers: dict[str, str]) -> httpx.Request | AttemptResult:
+    """The POST to send, or the failed attempt when `url` cannot be sent at all.
+
+    A tenant's stored base URL that httpx cannot parse (bad IPv6 brackets,
+    control characters, an invalid IDNA label) is a failed attempt
+    (TransportError.CONNECT, its exception class named), never an exception
+    out of the adapter: the job is answered like any other failure.
+    """
+    try:
+        return client.build_request("POST", url, content=content, headers=headers)
+    except (httpx.InvalidURL, ValueError) as exc:  # IDNAError is a UnicodeError, a ValueError
+        return AttemptResult(outcome=Outcome(
+            transport=TransportError.CONNECT, message=f"the provider's URL cannot be used ({type(exc).__name__})",
+        ))
+
+
 async def send_json(client: httpx.AsyncClient, request: httpx.Request, *, timeout_s: float,
                     read: ReadOutcome) -> AttemptResult:
     """Send `request` and read the whole answer within `timeout_s` seconds.

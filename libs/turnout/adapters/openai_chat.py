@@ -159,11 +159,13 @@ async def call_chat(
         An `AttemptResult`; never raises for upstream trouble (every httpx
         exception is mapped by `transport_error_of`). Cancellation propagates.
     """
-    from turnout.adapters.exchange import send_json  # exchange imports this module's types
+    from turnout.adapters.exchange import post_request, send_json  # exchange imports this module's types
 
-    request = client.build_request(
-        "POST", base_url.rstrip("/") + "/chat/completions", content=body,
+    request = post_request(
+        client, base_url.rstrip("/") + "/chat/completions", content=body,
         headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
                  "x-request-id": request_id},
     )
+    if isinstance(request, AttemptResult):
+        return request
     return await send_json(client, request, timeout_s=timeout_s, read=outcome_of_response)

@@ -23,7 +23,7 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from turnout.adapters.exchange import send_stream
+from turnout.adapters.exchange import post_request, send_stream
 from turnout.adapters.openai_chat import AttemptResult, _error_fields, outcome_of_response
 from turnout.core.hints import retry_after_s
 from turnout.core.types import Outcome, TransportError
@@ -141,11 +141,13 @@ async def open_stream(
         An `AttemptResult` whose `stream` is set when committed; never raises
         for upstream trouble. Cancellation propagates (the response is closed).
     """
-    request = client.build_request(
-        "POST", base_url.rstrip("/") + "/chat/completions", content=body,
+    request = post_request(
+        client, base_url.rstrip("/") + "/chat/completions", content=body,
         headers={"authorization": f"Bearer {api_key}", "content-type": "application/json",
                  "accept": "text/event-stream", "x-request-id": request_id},
     )
+    if isinstance(request, AttemptResult):
+        return request
     return await send_stream(
         client, request, timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s,
         read=outcome_of_response, until_commit=_until_commit,
