@@ -176,7 +176,9 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             digest = hashlib.sha256(raw).hexdigest()
             ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s
             try:
-                owner = await state.queue.claim_idempotency(identity.org, idempotency, digest, request_id, ttl_s)
+                owner = await state.queue.claim_idempotency(
+                    identity.org, identity.key, idempotency, digest, request_id, ttl_s
+                )
             except IdempotencyConflict as exc:
                 raise RequestRejected(
                     409, "This Idempotency-Key was already used with a different request body.",
