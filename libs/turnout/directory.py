@@ -37,7 +37,9 @@ from turnout.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy import Identity
-from turnout.vault import Sealed, SecretUnreadable, Vault, VaultUnavailable
+from turnout.vault import (
+    Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, provider_key_binding,
+)
 
 log = logging.getLogger("turnout.tenancy")
 
@@ -65,17 +67,20 @@ class OrgCredentials:
         self.own_providers = frozenset(doc.provider_keys)
         self._endpoint_prefix = custom_provider(doc.id, "")
 
-    def _open(self, what: str, sealed: Sealed) -> str | None:
+    def _open(self, what: str, sealed: Sealed, binding: Binding) -> str | None:
         try:
-            return self._vault.open(sealed)
+            return self._vault.open(sealed, binding)
         except (VaultUnavailable, SecretUnreadable) as exc:
-            log.error("tenancy: org %s: %s cannot be used: %s", self._doc.id, what, exc)
+            log.error("tenancy: org %s: %s cannot be used (attempts skipped as no credential): %s",
+                      self._doc.id, what, exc)
             return None
 
     def own_key(self, provider: str) -> str | None:
-        """The org's key for `provider`, or None."""
+        """The org's key for `provider`, or None (also when it does not open for this org and provider)."""
         stored = self._doc.provider_keys.get(provider)
-        return None if stored is None else self._open(f"provider key {provider}", stored.secret)
+        if stored is None:
+            return None
+        return self._open(f"provider key {provider}", stored.secret, provider_key_binding(self._doc.id, provider))
 
     def endpoint(self, provider: str) -> ProviderConfig | None:
         """The custom endpoint named by provider `custom:<org>:<id>`, or None."""
@@ -86,7 +91,8 @@ class OrgCredentials:
             return None
         api_key = ""
         if stored.secret is not None:
-            opened = self._open(f"custom endpoint {provider}", stored.secret)
+            name = provider[len(self._endpoint_prefix):]
+            opened = self._open(f"custom endpoint {provider}", stored.secret, endpoint_binding(self._doc.id, name))
             if opened is None:
                 return None
             api_key = opened
@@ -243,12 +249,12 @@ class TenantDirectory:
     def _secrets_of(self, doc: OrgDoc) -> list[str]:
         """Every credential of `doc` in clear, for the scrubber: BYOK and endpoint keys (those that
         open), and the clear lookup prefix of each gateway key."""
-        sealed = [p.secret for p in doc.provider_keys.values()]
-        sealed += [e.secret for e in doc.custom_endpoints.values() if e.secret is not None]
+        sealed = [(p.secret, provider_key_binding(doc.id, n)) for n, p in doc.provider_keys.items()]
+        sealed += [(e.secret, endpoint_binding(doc.id, n)) for n, e in doc.custom_endpoints.items() if e.secret]
         found = [k.prefix for k in doc.keys.values()]
-        for item in sealed:
+        for item, binding in sealed:
             with contextlib.suppress(VaultUnavailable, SecretUnreadable):
-                found.append(self.vault.open(item))
+                found.append(self.vault.open(item, binding, legacy=True))  # scrubbing more is harmless
         return found
 
     async def start(self, listen_redis: Redis, *, bootstrap: bool = False, wait_s: float = 5.0) -> None:

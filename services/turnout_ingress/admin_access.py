@@ -29,7 +29,7 @@ from turnout.ssrf import refused_addresses
 from turnout.state.tenant_store import WriteConflict
 from turnout.tenant_admin import AdminError, T, decode, invalid, not_found
 from turnout.tenant_text import MAX_SECRET_CHARS, refusal
-from turnout.vault import Sealed, SecretUnreadable, VaultUnavailable
+from turnout.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.validation import UNAUTHORIZED
 
@@ -204,9 +204,9 @@ def secret_fit(path: str, secret: str) -> None:
         raise rejected(invalid(path, reason))
 
 
-def seal(api: AdminAPI, secret: str) -> Sealed:
-    """A secret sealed under the newest key (409 when no TURNOUT_SECRET_KEY is set)."""
+def seal(api: AdminAPI, secret: str, binding: Binding) -> Sealed:
+    """A secret sealed under the newest key, bound to its place (409 when no TURNOUT_SECRET_KEY is set)."""
     try:
-        return api.directory.vault.seal(secret)
+        return api.directory.vault.seal(secret, binding)
     except VaultUnavailable as exc:
         raise RequestRejected(409, str(exc), error_type="conflict_error", code="secret_key_unavailable") from None

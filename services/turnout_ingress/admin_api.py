@@ -44,6 +44,7 @@ from turnout_ingress.admin_access import (
     AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
 from turnout.directory import OPERATOR_KEY_ENV
+from turnout.vault import endpoint_binding, provider_key_binding
 from turnout_ingress.errors import error_response
 from turnout_ingress.validation import read_body
 
@@ -234,7 +235,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         api.scope(request, org)
         spec = decode(await body(request), ProviderKeyPut)
         secret_fit("api_key", spec.api_key)
-        sealed = seal(api, spec.api_key)
+        sealed = seal(api, spec.api_key, provider_key_binding(org, provider))
         await api.write(request, org, lambda doc: (put_provider_key(doc, provider, sealed, now()), None))
         doc = await api.read(request, org)
         return ok({"provider_key": provider_key_view(provider, doc.provider_keys[provider])})
@@ -267,7 +268,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         await dns_check(base_url, api)
         if spec.api_key is not None:
             secret_fit("api_key", spec.api_key)
-        sealed = seal(api, spec.api_key) if spec.api_key else None
+        sealed = seal(api, spec.api_key, endpoint_binding(org, name)) if spec.api_key else None
         await api.write(request, org, lambda doc: (put_endpoint(doc, name, base_url, sealed, now()), None))
         return await get_endpoint(request, org, name)
 
