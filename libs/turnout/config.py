@@ -148,6 +148,21 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     records_max: int = 100_000
 
 
+class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where tenant custom endpoints may point (`turnout.ssrf`; README "Secrets and the SSRF guard").
+
+    Attributes:
+        schemes: URL schemes allowed besides `https`.
+        ports: ports allowed besides 443 and 8443, or `any`.
+        allow: CIDRs and host names admitted past the SSRF guard, as in
+            `TURNOUT_SSRF_ALLOW` (both apply); never a metadata address.
+    """
+
+    schemes: list[Literal["http", "https"]] = []
+    ports: list[int] | Literal["any"] = []
+    allow: list[str] = []
+
+
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The file as written (after interpolation), before cross-checks."""
 
@@ -157,6 +172,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
+    egress: EgressConfig = EgressConfig()
     orgs: dict[str, OrgConfig] = {}
 
 
@@ -449,6 +465,11 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if clamps:
         c = clamps[0]
         raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
+    egress = raw.egress
+    if isinstance(egress.ports, list) and any(not 0 < p < 65536 for p in egress.ports):
+        raise ConfigError("egress.ports: a port is between 1 and 65535")
+    if any(not re.fullmatch(r"[A-Za-z0-9_.:/\[\]-]+", entry) for entry in egress.allow):
+        raise ConfigError("egress.allow: each entry is a CIDR, an address or a host name")
     if not isinstance(policy.fallback.models, tuple):
         raise ConfigError("policy.fallback.models: must be a list of models")
     _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)

@@ -121,16 +121,29 @@ def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
 
 
 def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str] | None = None) -> "TenantDirectory":
-    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, allow-list from `TURNOUT_SSRF_ALLOW`,
-    a scrubber knowing `static_secrets`.
+    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, the egress policy
+    (`egress_policy`), a scrubber knowing `static_secrets`.
 
     Raises:
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
     """
     env = os.environ if env is None else env
     return TenantDirectory(
-        config, TenantStore(redis), Vault.from_env(env), AllowList.from_env(env),
+        config, TenantStore(redis), Vault.from_env(env), egress_policy(config, env),
         scrubber=Scrubber(static_secrets(config, env)),
+    )
+
+
+def egress_policy(config: Config, env: Mapping[str, str]) -> AllowList:
+    """The egress policy for tenant endpoints: https on 443 / 8443, widened by the configuration's
+    `egress:` section, with `TURNOUT_SSRF_ALLOW` and `egress.allow` admitted past the SSRF guard.
+
+    Raises:
+        ValueError: a malformed allow-list entry (the entry named).
+    """
+    egress = config.raw.egress
+    return AllowList.from_env(env).widened(
+        schemes=egress.schemes, ports=None if egress.ports == "any" else egress.ports, entries=egress.allow,
     )
 
 

@@ -22,6 +22,7 @@ from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.orgs import (
     NAME_RE, EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, references,
 )
+from turnout.scrub import redact_shapes
 from turnout.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
 
 T = TypeVar("T")
@@ -350,8 +351,9 @@ def provider_key_view(provider: str, stored: ProviderKeyDoc) -> dict[str, Any]:
 
 
 def endpoint_view(name: str, stored: EndpointDoc) -> dict[str, Any]:
-    """A custom endpoint as admin reads show it (key masked)."""
-    return {"id": name, "base_url": stored.base_url,
+    """A custom endpoint as admin reads show it (key masked; the query of a URL stored before
+    credentials in URLs were refused shown as `?[redacted]`)."""
+    return {"id": name, "base_url": redact_shapes(stored.base_url),
             "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
             "origin": stored.meta.origin, "updated_at": iso(stored.meta.updated_s)}
 

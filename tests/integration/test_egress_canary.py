@@ -62,6 +62,7 @@ policy:
   retry: {{base_ms: 250, max_ms: 1000}}
 gateway:
   records_max: 10000
+egress: {{schemes: [http], ports: any}}
 orgs:
   acme:
     provider_keys: {{leak-b: "${{BYOK_CANARY}}"}}

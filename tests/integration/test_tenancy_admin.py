@@ -227,3 +227,11 @@ def test_unfit_tenant_strings_are_refused_with_the_path_named(gw: Gateway, acme:
         assert response.json()["error"]["param"] == path and "X-Evil" not in response.text
     assert chat(gw.base_url, ACME_USER, "t-ok").status_code == 200  # nothing was stored
     acme.call("DELETE", "/orgs/acme/custom-endpoints/ep-text")
+
+
+def test_a_base_url_carrying_a_secret_is_refused_with_where_to_put_it(gw: Gateway, acme: Admin) -> None:
+    for url in (f"{gw.sim_url}/v1?key=leaky-secret-0001", f"{gw.sim_url}/v1?api-version=1&token=leaky-secret-0001"):
+        response = acme.call("PUT", "/orgs/acme/custom-endpoints/leaky", {"base_url": url})
+        assert response.status_code == 400 and response.json()["error"]["param"] == "base_url"
+        assert "api_key field" in response.text and "leaky-secret-0001" not in response.text
+    assert acme.call("GET", "/orgs/acme/custom-endpoints/leaky").status_code == 404

@@ -15,7 +15,7 @@ from turnout.tenant_admin import remove_key, remove_squad, revoke_key, with_sett
 from turnout.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
-ALLOW = AllowList.parse("10.0.0.0/8")
+ALLOW = AllowList.parse("10.0.0.0/8").widened(schemes=["http"], ports=[8000])
 BASE = """
 providers:
   a: {{kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}}
@@ -112,7 +112,7 @@ orgs:
 
 def test_endpoint_refused_by_the_ssrf_guard_refuses_the_start_naming_the_path() -> None:
     with pytest.raises(ConfigError, match=r"^orgs\.acme\.custom_endpoints\.vllm\.base_url: refused: .*metadata"):
-        merge(None, cfg(endpoint="http://169.254.169.254/v1"))
+        merge(None, cfg(endpoint="http://169.254.169.254:8000/v1"))
 
 
 def test_byok_without_a_secret_key_refuses_the_start_naming_the_path() -> None:

@@ -109,3 +109,4 @@ def test_the_configuration_file_is_checked_the_same_way(body: str, path: str) ->
         parse_config(FILE.format(body=body), env={})
     assert str(caught.value).startswith(f"{path}: "), str(caught.value)
     assert "abc" not in str(caught.value)
+
