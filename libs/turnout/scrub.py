@@ -92,14 +92,15 @@ def _grams(secret: str) -> Iterable[int]:
     return (hash(secret[i:i + n]) for i in range(len(secret) - n + 1))
 
 
-def _mask_known(text: str, grams: frozenset[int] | set[int]) -> str:
-    """`text` with every run covered by windows of known secrets replaced by `[redacted]`."""
+def _mask_known(text: str, grams: frozenset[int], extra: frozenset[int] = frozenset()) -> str:
+    """`text` with every run covered by windows of known secrets (`grams` or `extra`) replaced by `[redacted]`."""
     n = FRAGMENT_CHARS
-    if not grams or len(text) < n:
+    if not (grams or extra) or len(text) < n:
         return text
     runs: list[tuple[int, int]] = []
     for i in range(len(text) - n + 1):
-        if hash(text[i:i + n]) in grams:
+        h = hash(text[i:i + n])
+        if h in grams or h in extra:
             if runs and i <= runs[-1][1]:
                 runs[-1] = (runs[-1][0], i + n)
             else:
@@ -200,10 +201,8 @@ class Scrubber:
         """
         if not text:
             return text
-        grams: frozenset[int] | set[int] = self._grams
-        if any(len(s) >= FRAGMENT_CHARS for s in extra):
-            grams = set(self._grams).union(g for s in extra if len(s) >= FRAGMENT_CHARS for g in _grams(s))
-        return redact_shapes(_mask_known(text, grams))
+        more = frozenset(g for s in extra if len(s) >= FRAGMENT_CHARS for g in _grams(s))
+        return redact_shapes(_mask_known(text, self._grams, more))
 
     def text(self, text: str, *, status: int | None = None, extra: Sequence[str] = ()) -> str:
         """A text from an upstream or a transport error, as any sink may hold it (module doc).

@@ -107,7 +107,8 @@ def install(app: FastAPI, state: "IngressState") -> None:
                 "consecutive_failures": snap.consecutive_failures,
                 "trips": snap.trips,
                 "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
-                "last_error": (snap.last_error or None) if errors_of is None or key in errors_of else None,
+                "last_error": (state.router.scrubber.text(snap.last_error) or None)
+                if errors_of is None or key in errors_of else None,
             })
         body = {"object": "list", "data": rows, "store_degraded": view.degraded}
         return Response(_json.encode(body), media_type=JSON)
