@@ -16,7 +16,6 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.adapters.openai_chat import AttemptResult
 from turnout.catalog import Catalog
 from turnout.config import ProviderConfig
 from turnout.core.credentials import Credential, credential_choices, is_custom_provider

@@ -38,6 +38,9 @@ class Catalog:
         supports_prefill: target key -> the offer accepts an assistant prefill.
         api: target key -> the wire API its provider speaks (`openai`,
             `openai_compatible`, `anthropic`; `ProviderConfig.kind`).
+        orders: model id -> its ordering strategy (`turnout.core.ordering`).
+        sole_targets: keys of targets that are the only offer of some model
+            (their breaker opens only at a high failure rate, SPEC §5).
     """
 
     def __init__(self, config: Config) -> None:
@@ -63,7 +66,8 @@ class Catalog:
             f"{o.provider}/{o.model}": raw.providers[o.provider].kind
             for spec in raw.models.values() for o in spec.offers
         }
-        self.priority_models = frozenset(m for m, s in raw.models.items() if s.order == "priority")
+        self.orders: dict[str, str] = {m: s.order for m, s in raw.models.items()}
+        self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
         self.context_windows = {m: s.context_window for m, s in raw.models.items() if s.context_window}
 
     def model_list(self) -> list[dict[str, object]]:

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from turnout.adapters.base import Upstream
 from turnout.core.plan import Plan
 from turnout.core.policy import Policy
 from turnout.core.types import Target
 from turnout.health import HealthView
-from turnout.router import RequestInfo, RouteResult, Router, Upstream
+from turnout.router import RequestInfo, RouteResult, Router
 
 MAX_CONTINUATIONS = 3
 """How many times one client stream may be continued."""

@@ -1,9 +1,11 @@
 """Breakers: the shell around the pure breaker core and its shared store.
 
-Owns: reading the health of a plan's targets in one round trip, admitting an
-attempt (with the fleet-wide probe permit in HALF_OPEN), recording counted
-results with compare-and-set retries, logging transitions, and the explicit
-policy for a store outage (SPEC §5; never a silent default).
+Owns: reading the health of a plan's targets (and of the tenant's
+credentials) in one round trip, admitting an attempt (the fleet-wide probe
+permit in HALF_OPEN, renewed while the probe runs; the slow-start share; a
+provider's "not before"), recording counted results with compare-and-set
+retries, logging transitions and alarms, and the explicit policy for a store
+outage (SPEC §5; never a silent default). Clock and RNG are injected.
 Must not import: services, FastAPI, httpx.
 
 Store outage policy (`breaker.on_store_error` in the configuration):
@@ -18,79 +20,112 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 from redis.exceptions import RedisError
 
 from turnout.core.breaker import (
-    CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, record, reopen_in_s, state_at,
-    success_rate,
+    CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, record, reopen_in_s, rest,
+    score, state_at, unavailable_for_s,
 )
-from turnout.core.classify import counts_against_health
+from turnout.core.counting import count
+from turnout.core.credentials import Credential
+from turnout.core.loop import SkipReason
+from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
-from turnout.state.breaker_store import BreakerStore, Loaded, Versioned
+from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+    from turnout.catalog import Catalog
+    from turnout.config import Config
+    from turnout.metrics import Metrics
 
 log = logging.getLogger("turnout.breaker")
 
 StoreErrorPolicy = Literal["closed", "fail"]
 STALE_AFTER_S = 0.5
 """A snapshot read longer ago than this is read again before an admission."""
+RAMP_RETRY_S = 1.0
+"""Seconds a request left out by slow start is told to wait."""
+MAX_PROBE_HOLD_S = 3600.0
+"""A probe permit is renewed at most this long (a guard against a lost release)."""
 _CAS_TRIES = 100
 
+Clock = Callable[[], float]
 
-def counted_of(kind: FailureKind) -> Counted:
-    """How an attempt's classified outcome counts (SPEC §5: client errors,
-    cancellations and missing credentials never count)."""
-    if kind is FailureKind.SUCCESS:
-        return Counted.SUCCESS
-    return Counted.FAILURE if counts_against_health(kind) else Counted.NEUTRAL
+
+def credential_subject(org: str, provider: str) -> str:
+    """The health key of an org's own credential for a provider (no `/`, so
+    it never collides with a `provider/model` target key)."""
+    return f"credential:{org}:{provider}"
 
 
 class HealthView:
-    """Snapshots of one request's targets, as read at one moment.
+    """Snapshots of one request's targets and credentials, as read at one moment.
 
     Attributes:
         now_s: store clock at the read (epoch seconds).
-        entries: target -> versioned snapshot.
-        read_at: local monotonic time of the read.
+        entries: subject -> versioned snapshot.
+        read_at: local monotonic time of the read (seconds).
         degraded: the store was unreachable; everything reads CLOSED.
     """
 
-    def __init__(self, loaded: Loaded, *, degraded: bool = False) -> None:
+    def __init__(self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False) -> None:
         self.now_s = loaded.now_s
         self.entries = dict(loaded.entries)
-        self.read_at = time.monotonic()
+        self._clock = clock
+        self.read_at = clock()
         self.degraded = degraded
+
+    def refresh(self, loaded: Loaded) -> None:
+        """Take newer snapshots (and the clock read with them)."""
+        self.entries.update(loaded.entries)
+        self.now_s, self.read_at = loaded.now_s, self._clock()
+
+    def age_s(self) -> float:
+        """Seconds since the last read."""
+        return self._clock() - self.read_at
 
     def store_now(self) -> float:
         """The store clock now, extrapolated from the read."""
-        return self.now_s + (time.monotonic() - self.read_at)
+        return self.now_s + self.age_s()
 
-    def snapshot(self, target: str) -> BreakerSnapshot:
-        """The snapshot of `target` (CLOSED when unknown)."""
-        entry = self.entries.get(target)
+    def snapshot(self, subject: str) -> BreakerSnapshot:
+        """The snapshot of `subject` (CLOSED when unknown)."""
+        entry = self.entries.get(subject)
         return entry.snapshot if entry else CLOSED
 
-    def success_rates(self) -> dict[str, float]:
-        """target -> success rate, for targets with history (plan ordering)."""
-        rates = {t: success_rate(e.snapshot) for t, e in self.entries.items()}
-        return {t: r for t, r in rates.items() if r is not None}
+    def ordering_health(self, settings: BreakerSettings) -> dict[str, TargetHealth]:
+        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering")."""
+        now = self.store_now()
+        out: dict[str, TargetHealth] = {}
+        for subject, entry in self.entries.items():
+            snap = entry.snapshot
+            if snap == CLOSED:
+                continue
+            away = unavailable_for_s(snap, now)
+            if away > 0:
+                standing = Standing.DOWN
+            elif state_at(snap, now) is BreakerState.HALF_OPEN:
+                standing = Standing.PROBE
+            else:
+                standing = Standing.UP
+            out[subject] = TargetHealth(score=score(snap, now, settings), standing=standing, back_in_s=away)
+        return out
 
-    def all_open(self, targets: Sequence[str]) -> float | None:
-        """Seconds until the first of `targets` admits again, if every one is OPEN now; else None."""
-        if not targets:
+    def unavailable_for(self, targets: Sequence[str]) -> float | None:
+        """Seconds until the first of `targets` may be attempted again, if every
+        one is OPEN or resting now; else None."""
+        if not targets or self.degraded:
             return None
         now = self.store_now()
-        waits = []
-        for target in targets:
-            snap = self.snapshot(target)
-            if state_at(snap, now) is not BreakerState.OPEN:
-                return None
-            waits.append(reopen_in_s(snap, now))
-        return min(waits)
+        waits = [unavailable_for_s(self.snapshot(t), now) for t in targets]
+        return None if min(waits) <= 0 else min(waits)
 
 
 class Gate(msgspec.Struct, frozen=True):
@@ -99,12 +134,14 @@ class Gate(msgspec.Struct, frozen=True):
     Attributes:
         admitted: the attempt may go.
         probe_token: the HALF_OPEN probe permit this attempt holds, or None.
-        reopen_in_s: for a refusal, seconds until the target admits again.
+        reopen_in_s: for a refusal, seconds until the target may admit again.
+        reason: for a refusal, why (a `SkipReason`).
     """
 
     admitted: bool
     probe_token: str | None = None
     reopen_in_s: float | None = None
+    reason: SkipReason | None = None
 
     @property
     def probe(self) -> bool:
@@ -112,15 +149,25 @@ class Gate(msgspec.Struct, frozen=True):
         return self.probe_token is not None
 
 
+_ADMITTED = Gate(admitted=True)
+
+
 class Breakers:
-    """Fleet-wide breakers and health over a `BreakerStore`.
+    """Fleet-wide breakers, health and credential health over a `BreakerStore`.
 
     Args:
         store: where snapshots live.
         settings: thresholds.
         on_store_error: the outage policy (module doc).
-        on_transition: called with (target, old state, new state) after a
+        on_transition: called with (subject, old state, new state) after a
             stored transition (metrics hook).
+        on_alarm: called with the target key when the platform key of its
+            provider is rejected or out of quota (metrics hook).
+        on_trip: called with (subject, rule, sole) after a stored trip
+            (metrics hook).
+        sole_targets: target keys that are the only offer of a model.
+        clock: monotonic seconds (view ages, log throttling).
+        rng: slow-start draws.
     """
 
     def __init__(
@@ -130,18 +177,30 @@ class Breakers:
         *,
         on_store_error: StoreErrorPolicy = "closed",
         on_transition: Callable[[str, BreakerState, BreakerState], None] | None = None,
+        on_alarm: Callable[[str], None] | None = None,
+        on_trip: Callable[[str, str, bool], None] | None = None,
+        sole_targets: frozenset[str] = frozenset(),
+        clock: Clock = time.monotonic,
+        rng: random.Random | None = None,
     ) -> None:
         self._store = store
         self.settings = settings
+        self.order_settings = OrderSettings(tolerance=settings.tolerance, explore=settings.explore)
         self._on_store_error = on_store_error
         self._on_transition = on_transition
+        self._on_alarm = on_alarm
+        self._on_trip = on_trip
+        self._sole = sole_targets
+        self._clock = clock
+        self._rng = rng or random.Random()
         self._locks: dict[str, asyncio.Lock] = {}
-        self._outage_logged_at = 0.0
+        self._renewals: dict[str, asyncio.Task[None]] = {}
+        self._outage_logged_at = float("-inf")
 
     def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:
         """Log a store outage; under policy `fail`, refuse (unless `refuse` is False:
         recording the result of an attempt that already ran never refuses it)."""
-        now = time.monotonic()
+        now = self._clock()
         if now - self._outage_logged_at > 10:
             self._outage_logged_at = now
             log.warning(
@@ -153,112 +212,221 @@ class Breakers:
                 retry_after_s=1, code="redis_unavailable",
             ) from exc
 
-    async def view(self, targets: Sequence[str]) -> HealthView:
-        """Read the snapshots of `targets` in one round trip.
+    async def view(self, subjects: Iterable[str]) -> HealthView:
+        """Read the snapshots of `subjects` (targets and credentials) in one round trip.
 
         Raises:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
         try:
-            return HealthView(await self._store.load(list(dict.fromkeys(targets))))
+            return HealthView(await self._store.load(list(dict.fromkeys(subjects))), clock=self._clock)
         except (RedisError, OSError) as exc:
             self._outage(exc)
-            return HealthView(Loaded(now_s=time.time(), entries={}), degraded=True)
+            return HealthView(Loaded(now_s=time.time(), entries={}), clock=self._clock, degraded=True)
+
+    async def _fresh(self, subject: str, view: HealthView) -> bool:
+        """Re-read `subject` into `view` when the view is stale; False on a store outage."""
+        if view.age_s() <= STALE_AFTER_S and subject in view.entries:
+            return True
+        try:
+            view.refresh(await self._store.load([subject]))
+        except (RedisError, OSError) as exc:
+            self._outage(exc)
+            return False
+        return True
 
     async def admit(self, target: str, view: HealthView) -> Gate:
-        """Whether an attempt may go to `target` now; takes the probe permit in HALF_OPEN."""
-        if view.degraded:
-            return Gate(admitted=True)
-        if time.monotonic() - view.read_at > STALE_AFTER_S:
-            try:
-                fresh = await self._store.load([target])
-            except (RedisError, OSError) as exc:
-                self._outage(exc)
-                return Gate(admitted=True)
-            view.entries.update(fresh.entries)
-            view.now_s, view.read_at = fresh.now_s, time.monotonic()
+        """Whether an attempt may go to `target` now (SPEC §5).
+
+        Takes the probe permit in HALF_OPEN (renewed until `record` gives it
+        back); applies the slow-start share and the provider's "not before".
+        """
+        if view.degraded or not await self._fresh(target, view):
+            return _ADMITTED
         snap, now = view.snapshot(target), view.store_now()
-        decision = admit(snap, now)
-        if decision is Admission.ADMIT:
-            return Gate(admitted=True)
-        if decision is Admission.REJECT:
-            return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, now))
+        draw = self._rng.random()
+        decision = admit(snap, now, self.settings, draw)
+        if decision is not Admission.PROBE:
+            return self._gate(decision, snap, now)
         try:
             token = await self._store.acquire_probe(target, self.settings.probe_ttl_s)
         except (RedisError, OSError) as exc:
             self._outage(exc)
-            return Gate(admitted=True)
+            return _ADMITTED
         if token is None:
-            return Gate(admitted=False, reopen_in_s=1.0)
+            return Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.CIRCUIT_OPEN)
         # The view may predate a probe that has since ended (and given the permit
         # back): decide again on the snapshot as stored now, holding the permit.
         try:
-            fresh = await self._store.load([target])
+            view.refresh(await self._store.load([target]))
         except (RedisError, OSError) as exc:
             self._outage(exc)
+            self._hold(target, token)
             return Gate(admitted=True, probe_token=token)  # we hold the permit: record() gives it back
-        view.entries.update(fresh.entries)
-        view.now_s, view.read_at = fresh.now_s, time.monotonic()
-        snap = view.snapshot(target)
-        decision = admit(snap, fresh.now_s)
+        snap, now = view.snapshot(target), view.now_s
+        decision = admit(snap, now, self.settings, draw)
         if decision is Admission.PROBE:
             log.info("breaker %s HALF_OPEN: probe admitted", target)
+            self._hold(target, token)
             return Gate(admitted=True, probe_token=token)
+        await self._release(target, token)
+        return self._gate(decision, snap, now)
+
+    def _gate(self, decision: Admission, snap: BreakerSnapshot, now: float) -> Gate:
+        if decision is Admission.ADMIT:
+            return _ADMITTED
+        if decision is Admission.REST:
+            return Gate(admitted=False, reopen_in_s=unavailable_for_s(snap, now), reason=SkipReason.RESTING)
+        if decision is Admission.RAMP:
+            return Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)
+        return Gate(admitted=False, reopen_in_s=max(reopen_in_s(snap, now), 0.0), reason=SkipReason.CIRCUIT_OPEN)
+
+    async def credential_admits(self, subject: str, view: HealthView) -> bool:
+        """Whether a tenant's own credential may be used now: False while its
+        credential health is OPEN (HALF_OPEN lets the next attempt through as
+        its probe)."""
+        if view.degraded or not await self._fresh(subject, view):
+            return True
+        return state_at(view.snapshot(subject), view.store_now()) is not BreakerState.OPEN
+
+    def _hold(self, target: str, token: str) -> None:
+        """Renew the probe permit every third of its TTL until it is released."""
+        ttl = self.settings.probe_ttl_s
+
+        async def renew() -> None:
+            started = self._clock()
+            while self._clock() - started < MAX_PROBE_HOLD_S:
+                await asyncio.sleep(ttl / 3)
+                try:
+                    if not await self._store.renew_probe(target, token, ttl):
+                        return
+                except (RedisError, OSError) as exc:
+                    self._outage(exc, refuse=False)
+
+        self._renewals[token] = asyncio.get_running_loop().create_task(renew(), name=f"probe-renew {target}")
+
+    async def _release(self, target: str, token: str) -> None:
+        task = self._renewals.pop(token, None)
+        if task is not None:
+            task.cancel()
+            await asyncio.wait([task])  # never swallows a cancellation of the caller
         try:
             await self._store.release_probe(target, token)
         except (RedisError, OSError) as exc:  # the permit expires on its own
-            self._outage(exc)
-        if decision is Admission.ADMIT:
-            return Gate(admitted=True)
-        return Gate(admitted=False, reopen_in_s=reopen_in_s(snap, fresh.now_s))
+            self._outage(exc, refuse=False)
 
     async def record(
-        self, target: str, kind: FailureKind, *, probe_token: str | None, error: str, view: HealthView
+        self,
+        target: str,
+        kind: FailureKind,
+        *,
+        probe_token: str | None,
+        error: str,
+        view: HealthView,
+        credential: Credential = Credential.SHARED,
+        credential_key: str | None = None,
+        retry_after_s: float | None = None,
     ) -> None:
-        """Count one attempt's result (compare-and-set, retried on conflict with
-        jittered backoff) and give back the probe permit it held, if any."""
-        counted = counted_of(kind)
-        probe = probe_token is not None
+        """Count one attempt's result and give back the probe permit it held.
+
+        Args:
+            target: the target key.
+            kind: the classified outcome.
+            probe_token: the permit the attempt held, or None.
+            error: short, scrubbed description of a failure.
+            view: the request's health view (its entries are updated).
+            credential: the credential the attempt carried.
+            credential_key: the credential's health subject
+                (`credential_subject`) for a tenant-owned credential.
+            retry_after_s: the response's Retry-After hint, seconds.
+
+        What counts where is `turnout.core.counting.count`; writes are
+        compare-and-set, retried on conflict with jittered backoff.
+        """
+        counting = count(kind, credential=credential, retry_after_s=retry_after_s)
+        if counting.alarm:
+            log.error("platform key of %s rejected (%s): operator action needed; not counted against the target",
+                      target, kind)
+            if self._on_alarm is not None:
+                self._on_alarm(target)
         try:
-            if counted is not Counted.NEUTRAL and not view.degraded:
-                lock = self._locks.setdefault(target, asyncio.Lock())
-                async with lock:  # one writer per target per process: fewer conflicts
-                    await self._record(target, counted, probe=probe, error=error, view=view)
+            if not view.degraded:
+                if counting.target is not Counted.NEUTRAL or counting.rest_s is not None:
+                    await self._update(target, view, lambda snap, now: self._apply(
+                        snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
+                        sole=target in self._sole, error=error[:200]))
+                if credential_key is not None and counting.credential is not Counted.NEUTRAL:
+                    await self._update(credential_key, view, lambda snap, now: self._apply(
+                        snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
+                        sole=False, error=error[:200]))
         except (RedisError, OSError) as exc:
             self._outage(exc, refuse=False)
         finally:
             if probe_token is not None:
-                try:
-                    await self._store.release_probe(target, probe_token)
-                except (RedisError, OSError) as exc:  # the permit expires on its own
-                    self._outage(exc, refuse=False)
+                await self._release(target, probe_token)
 
-    async def _record(self, target: str, counted: Counted, *, probe: bool, error: str, view: HealthView) -> None:
-        entry = view.entries.get(target, Versioned(0, CLOSED))
-        now = view.store_now()
-        for attempt in range(_CAS_TRIES):
-            if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
-                await asyncio.sleep(random.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
-            new = record(entry.snapshot, counted, probe=probe, now_s=now, settings=self.settings, error=error[:200])
-            if new == entry.snapshot:
-                return
-            current = await self._store.compare_and_set(target, entry.version, new)
-            if current is None:
-                view.entries[target] = Versioned(entry.version + 1, new)
-                self._transitioned(target, entry.snapshot, new, now)
-                return
-            entry, now = current.entries[target], current.now_s
-        log.error("breaker %s: result not recorded after %d conflicting writes", target, _CAS_TRIES)
+    def _apply(
+        self, snap: BreakerSnapshot, now: float, counted: Counted, rest_s: float | None, *, probe: bool, sole: bool,
+        error: str,
+    ) -> BreakerSnapshot:
+        new = record(snap, counted, probe=probe, now_s=now, settings=self.settings, sole=sole, error=error)
+        if rest_s is not None:
+            new = rest(new, rest_s, now, self.settings)
+            if probe and new.open:  # the probe was told to come back later: the next probe waits for it
+                new = msgspec.structs.replace(new, opened_at_s=now, cooldown_s=max(new.cooldown_s, rest_s))
+        return new
 
-    def _transitioned(self, target: str, old: BreakerSnapshot, new: BreakerSnapshot, now: float) -> None:
+    async def _update(
+        self, subject: str, view: HealthView, change: Callable[[BreakerSnapshot, float], BreakerSnapshot]
+    ) -> None:
+        lock = self._locks.setdefault(subject, asyncio.Lock())
+        async with lock:  # one writer per subject per process: fewer conflicts
+            entry = view.entries.get(subject, Versioned(0, CLOSED))
+            now = view.store_now()
+            for attempt in range(_CAS_TRIES):
+                if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
+                    await asyncio.sleep(self._rng.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
+                new = change(entry.snapshot, now)
+                if new == entry.snapshot:
+                    return
+                current = await self._store.compare_and_set(subject, entry.version, new)
+                if current is None:
+                    view.entries[subject] = Versioned(entry.version + 1, new)
+                    self._transitioned(subject, entry.snapshot, new, now)
+                    return
+                entry, now = current.entries[subject], current.now_s
+            log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
+
+    def _transitioned(self, subject: str, old: BreakerSnapshot, new: BreakerSnapshot, now: float) -> None:
         before, after = state_at(old, now), state_at(new, now)
         if before is after and old.opened_at_s == new.opened_at_s:
             return
         if new.open:
+            sole = subject in self._sole
+            alone = " (the only offer of a model: its requests get 503 until a probe succeeds)" if sole else ""
+            if self._on_trip is not None and new.trips > old.trips:
+                self._on_trip(subject, new.trip_rule or "-", sole)
             log.warning(
-                "breaker %s OPEN for %.0f s (trip %d): %s", target, new.cooldown_s, new.trips, new.last_error or "-"
+                "breaker %s%s OPEN for %.0f s (trip %d, rule %s): %s", subject, alone, new.cooldown_s, new.trips,
+                new.trip_rule or "-", new.last_error or "-",
             )
         else:
-            log.info("breaker %s CLOSED: probe succeeded", target)
+            log.info("breaker %s CLOSED: probe succeeded; slow start for %.0f s", subject, self.settings.slow_start_s)
         if self._on_transition is not None:
-            self._on_transition(target, before, after)
+            self._on_transition(subject, before, after)
+
+
+def redis_breakers(
+    config: Config, redis: Redis, catalog: Catalog, *, metrics: Metrics | None = None,
+    rng: random.Random | None = None,
+) -> Breakers:
+    """The fleet's `Breakers` over Redis, as every process builds them (one
+    place, so the ingress and the workers never drift apart)."""
+    b = config.raw.breaker
+    return Breakers(
+        RedisBreakerStore(redis), b.settings(), on_store_error=b.on_store_error,
+        on_transition=metrics.on_transition if metrics else None,
+        on_alarm=metrics.on_alarm if metrics else None,
+        on_trip=metrics.on_trip if metrics else None,
+        sole_targets=catalog.sole_targets, rng=rng,
+    )

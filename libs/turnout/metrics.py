@@ -29,6 +29,11 @@ class Metrics:
             the shared store at scrape time, so every process agrees).
         breaker_transitions: transitions this process wrote, by target and
             new state.
+        breaker_trips: trips this process wrote, by target, rule (`run`,
+            `rate`, `probe`) and whether the target is the only offer of a
+            model (`sole`: that model's requests get 503 until the probe).
+        platform_key_alarms: attempts whose platform key was rejected or out
+            of quota, by target (an operator alarm, never a breaker failure).
         queue_depth: jobs in the queue (queued + running), at scrape time.
         upstream_latency: seconds per attempt, by provider and model.
         in_flight_jobs: jobs this worker is running now.
@@ -50,6 +55,13 @@ class Metrics:
         self.breaker_transitions = Counter(
             "turnout_breaker_transitions", "Breaker transitions written by this process", ["target", "to"], registry=r
         )
+        self.breaker_trips = Counter(
+            "turnout_breaker_trips", "Breaker trips written by this process", ["target", "rule", "sole"], registry=r
+        )
+        self.platform_key_alarms = Counter(
+            "turnout_platform_key_alarms", "Attempts whose platform key was rejected or out of quota", ["target"],
+            registry=r,
+        )
         self.queue_depth = Gauge("turnout_queue_depth", "Jobs queued or running", registry=r)
         self.upstream_latency = Histogram(
             "turnout_upstream_latency_seconds", "Duration of one upstream attempt", ["provider", "model"],
@@ -65,6 +77,14 @@ class Metrics:
     def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
         """Breakers hook: count a transition."""
         self.breaker_transitions.labels(target=target, to=str(after)).inc()
+
+    def on_trip(self, target: str, rule: str, sole: bool) -> None:
+        """Breakers hook: count a trip."""
+        self.breaker_trips.labels(target=target, rule=rule, sole=str(sole).lower()).inc()
+
+    def on_alarm(self, target: str) -> None:
+        """Breakers hook: count a platform-key alarm."""
+        self.platform_key_alarms.labels(target=target).inc()
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""

@@ -33,7 +33,7 @@ from turnout.core.types import FailureKind
 from turnout.state import keys
 
 if TYPE_CHECKING:
-    from turnout.adapters.openai_chat import Usage
+    from turnout.adapters.base import Usage
     from turnout.catalog import Catalog
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.router import RequestInfo

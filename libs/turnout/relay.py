@@ -27,8 +27,8 @@ from typing import Any
 import anyio
 import msgspec
 
-from turnout.adapters.openai_chat import Usage
-from turnout.adapters.openai_stream import DONE, UpstreamStream, is_content
+from turnout.adapters.base import Usage, UpstreamStream
+from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
 from turnout.continuation import Continuation
 from turnout.core.types import FailureKind, Target, TransportError

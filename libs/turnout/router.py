@@ -18,24 +18,25 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import call_messages
-from turnout.adapters.openai_chat import AttemptResult, Usage, call_chat, upstream_body
+from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
+from turnout.adapters.exchange import call_json
 from turnout.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
-from turnout.config import ProviderConfig, ProviderKind
+from turnout.config import ProviderConfig
 from turnout.core.classify import DISPOSITION, classify
-from turnout.core.credentials import DEFAULT_KEY_MODE
+from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
     AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
-    on_outcome, on_skip,
+    on_credential_open, on_outcome, on_skip,
 )
+from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
-from turnout.health import Breakers, Gate, HealthView
+from turnout.health import Breakers, Gate, HealthView, credential_subject
 from turnout.scrub import Scrubber
 from turnout.state.breaker_store import MemoryBreakerStore
 
@@ -47,46 +48,6 @@ class Clock(Protocol):
 
 
 Sleep = Callable[[float], Awaitable[None]]
-
-
-class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """One upstream call, as the router hands it to an adapter.
-
-    Attributes:
-        target: the offer attempted.
-        base_url: the provider's API root.
-        api_key: the credential (never logged).
-        body: JSON request body for this target.
-        timeout_s: the attempt's limit; for a stream, until its first content.
-        ttft_timeout_s: streaming first-token limit (None: `timeout_s` only).
-        stall_timeout_s: streaming gap limit after the first content (None: none).
-        request_id: Turnout's request id.
-        kind: the provider's wire API (`ProviderConfig.kind`): adapters
-            choose the OpenAI or the Anthropic wire by it.
-    """
-
-    target: Target
-    base_url: str
-    api_key: str
-    body: bytes
-    timeout_s: float
-    request_id: str
-    ttft_timeout_s: float | None = None
-    stall_timeout_s: float | None = None
-    kind: ProviderKind = "openai"
-
-
-Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
-"""An adapter: performs one call and maps every failure into the result."""
-
-
-async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The non-streaming adapter as an `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
-    call = call_messages if spec.kind == "anthropic" else call_chat
-    return await call(
-        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-        timeout_s=spec.timeout_s, request_id=spec.request_id,
-    )
 
 
 class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,7 +152,9 @@ class Router:
     ) -> None:
         self._catalog = catalog
         self._http = http
-        self._breakers = breakers or Breakers(MemoryBreakerStore(), BreakerSettings())
+        self._breakers = breakers or Breakers(
+            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.sole_targets, rng=rng
+        )
         self._observer: RouteObserver = observer or NullObserver()
         self._clock = clock
         self._sleep = sleep
@@ -200,20 +163,26 @@ class Router:
         self._custom_http = custom_http
         self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
 
-    def _build(self, model: str, settings: RoutingSettings, policy: Policy, rates: dict[str, float]) -> Plan:
+    def _build(self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth]) -> Plan:
         return build_plan(
             model,
             catalog=self._catalog.models,
             providers=self._catalog.provider_names,
             settings=settings,
             policy=policy,
-            success_rate=rates,
+            health=health,
             rng=self._rng,
-            priority_models=self._catalog.priority_models,
+            orders=self._catalog.orders,
+            order_settings=self._breakers.order_settings,
         )
 
-    async def plan(self, model: str, settings: RoutingSettings, policy: Policy) -> tuple[Plan, HealthView]:
+    async def plan(
+        self, model: str, settings: RoutingSettings, policy: Policy, org: str = ""
+    ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health (SPEC §5).
+
+        The one read of the health store also covers the credential health of
+        `org`'s own keys for the plan's providers.
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -224,9 +193,19 @@ class Router:
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
         draft = self._build(model, settings, policy, {})
-        view = await self._breakers.view(plan_targets(draft))
-        rates = view.success_rates()
-        return (self._build(model, settings, policy, rates) if rates else draft), view
+        targets = plan_targets(draft)
+        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
+        health = view.ordering_health(self._breakers.settings)
+        return (self._build(model, settings, policy, health) if health else draft), view
+
+    def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
+        """Credential health subjects of `org`'s own keys among `targets`' providers."""
+        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
+        if tenant is None:
+            return []
+        providers = {t.split("/", 1)[0] for t in targets}
+        return [credential_subject(org, p) for p in sorted(providers) if p in tenant.own_providers
+                or is_custom_provider(p)]
 
     async def route(
         self,
@@ -257,7 +236,7 @@ class Router:
         """
         now = self._clock()
         state = begin(plan, policy, deadline_s=now + time_left_s)
-        success: tuple[AttemptResult, Gate, object] | None = None
+        success: tuple[AttemptResult, Gate, object, ResolvedCall] | None = None
         while True:
             step = next_step(state, self._clock())
             if isinstance(step, GiveUp):
@@ -274,15 +253,18 @@ class Router:
     async def _attempt(
         self, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
         upstream: Upstream,
-    ) -> tuple[LoopState, tuple[AttemptResult, Gate, object] | None]:
+    ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
         call = self._resolve(target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
+        if not await self._credential_admits(call, target, info, view):
+            return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
-                state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s, now_s=self._clock()
+                state, step, reason=gate.reason or SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s,
+                now_s=self._clock(),
             ), None
         spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s)
         handle = self._observer.attempt_started(info, step)
@@ -306,9 +288,23 @@ class Router:
         )
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
-            return state, (result, gate, handle)  # a committed stream: recorded when it ends
-        await self._ended(handle, info, record, result, gate, view)
-        return state, (result, gate, handle)
+            return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
+        await self._ended(handle, info, record, result, gate, view, call)
+        return state, (result, gate, handle, call)
+
+    async def _credential_admits(self, call: ResolvedCall, target: Target, info: RequestInfo, view: HealthView) -> bool:
+        """False while the tenant-owned credential of `call` is failing (SPEC §5 "What counts")."""
+        if call.credential is Credential.SHARED or not info.org:
+            return True
+        return await self._breakers.credential_admits(credential_subject(info.org, target.provider), view)
+
+    def _record_args(self, call: ResolvedCall, target: Target, info: RequestInfo) -> dict[str, Any]:
+        """The credential facts `Breakers.record` counts by."""
+        owned = call.credential is not Credential.SHARED and bool(info.org)
+        return {
+            "credential": call.credential,
+            "credential_key": credential_subject(info.org, target.provider) if owned else None,
+        }
 
     def _resolve(
         self, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
@@ -332,12 +328,13 @@ class Router:
 
     async def _ended(
         self, handle: object, info: RequestInfo, record: AttemptRecord, result: AttemptResult, gate: Gate,
-        view: HealthView,
+        view: HealthView, call: ResolvedCall,
     ) -> None:
         self._observer.attempt_ended(handle, info, record, result.usage)
         await self._breakers.record(
             record.target.key, record.kind, probe_token=gate.probe_token,
-            error=_error_text(record.status, record.message), view=view,
+            error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
+            **self._record_args(call, record.target, info),
         )
 
     async def attempt_once(
@@ -353,7 +350,7 @@ class Router:
             when the target was skipped (no credential, breaker OPEN).
         """
         call = self._resolve(target, info, key_mode, policy, False)
-        if call is None:
+        if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
@@ -380,18 +377,19 @@ class Router:
         if record.kind is FailureKind.SUCCESS:
             served = Served(provider=target.provider, model=target.model, attempts=number, fallback=True,
                             reroute=False)
-            finish = self._finisher(record, gate, handle, info, view)
+            finish = self._finisher(record, gate, handle, info, view, call)
             if result.stream is None:
                 await finish(FailureKind.SUCCESS, result.usage, "")
             return RouteResult(
                 body=result.body, verdict=None, served=served, records=(record,), stream=result.stream,
                 finish=finish if result.stream is not None else None,
             ), record
-        await self._ended(handle, info, record, result, gate, view)
+        await self._ended(handle, info, record, result, gate, view, call)
         return None, record
 
     def _finisher(
-        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView
+        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView,
+        call: ResolvedCall,
     ) -> Finish:
         async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
             error = self.scrubber.text(error)
@@ -401,24 +399,27 @@ class Router:
                 message=error if kind is not FailureKind.SUCCESS else "",
             )
             self._observer.attempt_ended(handle, info, final, usage)
-            await self._breakers.record(record.target.key, kind, probe_token=gate.probe_token, error=error, view=view)
+            await self._breakers.record(
+                record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
+                **self._record_args(call, record.target, info),
+            )
 
         return finish
 
     def _result(
-        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object] | None,
+        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object, ResolvedCall] | None,
         info: RequestInfo, view: HealthView,
     ) -> RouteResult:
         if reason is StopReason.SERVED and success is not None:
-            result, gate, handle = success
+            result, gate, handle, call = success
             served = served_facts(state)
             if result.stream is None:
                 return RouteResult(body=result.body, verdict=None, served=served, records=state.records)
-            finish = self._finisher(state.records[-1], gate, handle, info, view)
+            finish = self._finisher(state.records[-1], gate, handle, info, view, call)
             return RouteResult(
                 body=None, verdict=None, served=served, records=state.records, stream=result.stream, finish=finish
             )
-        verdict = conclude(state, reason)
+        verdict = conclude(state, reason, draw=self._rng.random())
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
 
 

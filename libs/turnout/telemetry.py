@@ -28,7 +28,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 from turnout.core.types import FailureKind
 
 if TYPE_CHECKING:
-    from turnout.adapters.openai_chat import Usage
+    from turnout.adapters.base import Usage
     from turnout.catalog import Catalog
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.router import RequestInfo

@@ -31,11 +31,11 @@ from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import Config
 from turnout.core.plan import Plan, UnknownModel
+from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.health import Breakers, HealthView
+from turnout.health import HealthView, redis_breakers
 from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
-from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
 from turnout.adapters.guarded import make_guarded_client
@@ -72,11 +72,8 @@ class IngressState:
             tracer=self.obs.telemetry.tracer,
         )
         self.draining = False
-        self.breakers = Breakers(
-            RedisBreakerStore(redis), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error,
-            on_transition=self.metrics.on_transition,
-        )
         self.rng = random.Random()
+        self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
         self.obs.instrument(self.http)
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
@@ -90,15 +87,15 @@ async def _check_plan(state: IngressState, model: str, identity: Identity) -> tu
     """The request's plan and health view (one Redis round trip), after refusing
     an unknown model (404) or a plan whose every target is OPEN (503)."""
     try:
-        plan, view = await state.router.plan(model, identity.settings, identity.policy)
+        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org)
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
-    wait_s = view.all_open([e.target.key for e in plan.entries])
+    wait_s = view.unavailable_for([e.target.key for e in plan.entries])
     if wait_s is not None:
+        retry_after = client_retry_after_s(wait_s, state.rng.random())
         raise GatewayUnavailable(
-            f"Every provider of `{model}` is temporarily out of rotation after repeated failures; "
-            f"retry after {max(1, math.ceil(wait_s))} s.",
-            retry_after_s=max(1, math.ceil(wait_s)), code="circuit_open",
+            f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
+            retry_after_s=retry_after, code="circuit_open",
         )
     return plan, view
 

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from turnout.core.breaker import reopen_in_s, state_at, success_rate
+from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
 from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state import keys
 from turnout.directory import OPERATOR_KEY_ENV
@@ -93,20 +93,24 @@ def install(app: FastAPI, state: "IngressState") -> None:
         view = await state.breakers.view([t[0] for t in targets])
         now = view.store_now()
         rows = []
+        settings = state.breakers.settings
         for key, provider, model in targets:
             snap = view.snapshot(key)
-            rate = success_rate(snap)
             rows.append({
                 "target": key,
                 "provider": provider,
                 "model": key.split("/", 1)[1],
                 "catalog_model": model,
                 "state": str(state_at(snap, now)),
-                "success_rate": None if rate is None else round(rate, 4),
-                "results": len(snap.window),
-                "consecutive_failures": snap.consecutive_failures,
+                "score": round(score(snap, now, settings), 4),
+                "calls": round(calls(snap, now, settings), 2),
+                "consecutive_failures": snap.run,
                 "trips": snap.trips,
+                "trip_rule": snap.trip_rule or None,
                 "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
+                "resting_s": round(resting_for_s(snap, now), 3),
+                "slow_start_share": round(ramp_share(snap, now, settings), 3),
+                "sole": key in state.catalog.sole_targets,
                 "last_error": (state.router.scrubber.text(snap.last_error) or None)
                 if errors_of is None or key in errors_of else None,
             })

@@ -1,8 +1,9 @@
 """The streaming direct path: `stream: true` runs the executor in the ingress.
 
 Owns: the streaming chat route's body. The same router (policy, plan,
-breaker, records) runs in-process with the streaming adapter, which commits
-at the first content; the response head — with the `x-turnout-*` headers,
+breaker, records) runs in-process with the streaming upstream
+(`turnout.adapters.exchange.open_stream`), which commits at the first
+content; the response head — with the `x-turnout-*` headers,
 since by then it is known who serves — is sent only then, and the relay
 forwards the rest. A client that leaves before the commit cancels the loop
 and its in-flight upstream call; one that leaves after it closes the
@@ -13,19 +14,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from turnout.adapters.anthropic_stream import open_messages_stream
-from turnout.adapters.openai_chat import AttemptResult
-from turnout.adapters.openai_stream import open_stream
+from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.continuation import Continuation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.relay import relay
-from turnout.router import CallSpec, RequestInfo, RouteResult
+from turnout.router import RequestInfo, RouteResult
 from turnout.telemetry import request_span
 from turnout.tenancy import Identity
 from turnout_ingress.disconnect import unless_client_leaves
@@ -33,15 +31,6 @@ from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
-
-
-async def stream_upstream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
-    """The streaming adapter as the router's `Upstream` (by `spec.kind`: Anthropic Messages or OpenAI)."""
-    call = open_messages_stream if spec.kind == "anthropic" else open_stream
-    return await call(
-        client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-        timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s, request_id=spec.request_id,
-    )
 
 
 async def serve_stream(
@@ -60,7 +49,7 @@ async def serve_stream(
     upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
     policy = identity.policy
     if plan is None or view is None:
-        plan, view = await state.router.plan(body["model"], identity.settings, policy)
+        plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org)
     info = RequestInfo(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
         requested_model=str(body["model"]), streaming=True,
@@ -71,7 +60,7 @@ async def serve_stream(
         with request_span(state.obs.telemetry.tracer, info):
             return await state.router.route(
                 upstream_request, plan=plan, view=view, policy=policy,
-                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=stream_upstream,
+                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=open_stream,
             )
 
     routing = await unless_client_leaves(request, route_in_span())
@@ -86,7 +75,7 @@ async def serve_stream(
         prefill = state.catalog.supports_prefill
         continuation = Continuation(
             router=state.router, request=upstream_request, plan=plan, view=view, info=info, policy=policy,
-            upstream=stream_upstream, supports_prefill=lambda t: prefill.get(t.key, True),
+            upstream=open_stream, supports_prefill=lambda t: prefill.get(t.key, True),
             first_number=len(result.records) + 1,
         )
     stall_ms = policy.retry.stall_timeout_ms

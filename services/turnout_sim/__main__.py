@@ -1,4 +1,4 @@
-"""`python -m turnout_sim [--host H] [--port N]`: serve the simulator."""
+"""`python -m turnout_sim [--host H] [--port N] [--seed S]`: serve the simulator."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument(
+        "--seed", type=int, default=None, help="seed of fail<P> rolls (default: $TURNOUT_SIM_SEED or 0)"
+    )
     args = parser.parse_args(argv)
-    run(args.host, args.port)
+    run(args.host, args.port, seed=args.seed)
 
 
 if __name__ == "__main__":

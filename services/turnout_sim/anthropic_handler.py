@@ -1,7 +1,8 @@
 """`POST /v1/messages`: the simulator's Anthropic Messages API.
 
 Owns: admitting a Messages request (a key — `x-api-key`, or
-`Authorization: Bearer`, which the official `anthropic` SDK 2.x sends — and
+`Authorization: Bearer`, which the official `anthropic` SDK 2.x sends; a
+revoked key, see `credentials`, gets 401 `authentication_error` — and
 `anthropic-version` required, JSON, fields, scenario), logging it in the
 shared attempt log (`/sim/log`, the key's header value fingerprinted), and
 applying its scenario step in Anthropic's wire format. The
@@ -18,8 +19,10 @@ fault DSL is the OpenAI side's (`scenarios`); the Anthropic specifics:
   (`overloaded_error` / `rate_limit_error`); otherwise a 200 error body;
 - `nodone`: the stream ends after `message_delta`, without `message_stop`;
 - `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `badchunk`, `down`,
-  `i<N>` and `+<N>ms` behave as on the OpenAI side (counts over the
-  `content_block_delta` events).
+  `fail<P>`, `i<N>` and `+<N>ms` behave as on the OpenAI side (counts over
+  the `content_block_delta` events; a failed `fail` roll answers 503
+  `api_error`);
+- `cap<N>` over capacity answers 529 `overloaded_error`, as the bare `529`.
 Must not import: turnout's gateway packages.
 """
 
@@ -38,8 +41,9 @@ from typing import Any
 from aiohttp import web
 
 from turnout_sim import anthropic_wire as wire
-from turnout_sim import connection
+from turnout_sim import connection, credentials
 from turnout_sim.attempt_log import Attempt, End
+from turnout_sim.faults import Verdict
 from turnout_sim.openai_handler import Env, deliver
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
@@ -69,15 +73,17 @@ def _json(env: Env, status: int, body: object, headers: dict[str, str] | None = 
 
 
 def _error_for(
-    step: Step, req: wire.MessagesRequest, elapsed_s: float, env: Env
+    step: Step, req: wire.MessagesRequest, verdict: Verdict, env: Env
 ) -> tuple[int, wire.ErrorBody, dict[str, str]] | None:
     """The (status, body, headers) of an error step, or None for a success."""
     kind, limited = step.kind, wire.status_error(429, req.model)
+    if verdict is Verdict.UNAVAILABLE:  # down window, fail roll
+        return 503, wire.status_error(503, req.model), {}
+    if verdict is Verdict.OVERLOADED:  # over cap<N>
+        return 529, wire.status_error(529, req.model), {}
     if kind is StepKind.ERROR:
         assert step.status is not None
         return step.status, wire.status_error(step.status, req.model), {}
-    if kind is StepKind.DOWN:
-        return (503, wire.status_error(503, req.model), {}) if elapsed_s < (step.seconds or 0) else None
     if kind is StepKind.RETRY_AFTER:
         seconds = step.seconds or 0
         return 429, limited, {"retry-after": str(seconds), **_reset_headers(env, seconds)}
@@ -185,7 +191,7 @@ async def _answer_stream(
 
 
 async def answer(
-    request: web.Request, req: wire.MessagesRequest, step: Step, *, elapsed_s: float, attempt: Attempt, env: Env
+    request: web.Request, req: wire.MessagesRequest, step: Step, *, verdict: Verdict, attempt: Attempt, env: Env
 ) -> web.StreamResponse:
     """Answer a Messages request according to `step` (see the module doc).
 
@@ -205,7 +211,7 @@ async def answer(
             left = await connection.wait_for_disconnect(request, env.stopping)
             attempt.finish(End.CLIENT_GONE if left else End.FAULT, env.clock())
         return web.Response()
-    error = _error_for(step, req, elapsed_s, env)
+    error = _error_for(step, req, verdict, env)
     if error is not None:
         attempt.status = error[0]
         return _json(env, *error)
@@ -262,6 +268,8 @@ async def _admit(
 
     if not api_key or not api_key.strip():
         return reject(401, wire.error("authentication_error", "x-api-key header is required"))
+    if credentials.revoked(api_key):
+        return reject(401, wire.status_error(401, ""))
     if not request.headers.get("anthropic-version"):
         return reject(400, wire.error("invalid_request_error", "anthropic-version: header is required"))
     try:
@@ -273,6 +281,6 @@ async def _admit(
         steps = scenario_for(req.model, header)
     except ValueError as exc:
         return reject(400, wire.error("invalid_request_error", f"Invalid simulator scenario: {exc}"))
-    step, elapsed_s = state.cursors.advance((req.model, header), steps, attempt.t_s)
-    attempt.step = step.token
-    return await answer(request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env)
+    turn = state.cursors.turn((req.model, header), steps, attempt.t_s, seed=state.seed)
+    attempt.step = turn.step.token
+    return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)

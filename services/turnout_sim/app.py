@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from turnout_sim import anthropic_handler
+from turnout_sim import anthropic_handler, credentials
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_handler
 from turnout_sim import openai_wire as wire
@@ -32,6 +33,8 @@ SHUTDOWN_TIMEOUT_S = 2.0
 SCENARIO_HEADER = "x-sim-scenario"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """Largest request body accepted, in bytes."""
+SEED_ENV = "TURNOUT_SIM_SEED"
+"""Environment variable `run` reads the `fail<P>` seed from (integer, default 0)."""
 
 
 @dataclass(slots=True)
@@ -39,13 +42,16 @@ class SimState:
     """Everything one simulator instance remembers.
 
     Attributes:
-        clock: wall clock, epoch seconds (log times, `created`, `down<N>s`).
+        clock: wall clock, epoch seconds (log times, `created`, `down<N>s`,
+            `cap<N>` windows).
+        seed: seed of the `fail<P>` rolls (see `faults.fail_roll`).
         log: every attempt received.
         cursors: the next step of each scenario.
         stopping: set on shutdown so held connections (hang, stall) end.
     """
 
     clock: Clock
+    seed: int = 0
     log: AttemptLog = field(default_factory=AttemptLog)
     cursors: ScenarioCursors = field(default_factory=ScenarioCursors)
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
@@ -59,6 +65,10 @@ def _authorized(header: str | None) -> bool:
         return False
     scheme, _, credential = header.partition(" ")
     return scheme.lower() == "bearer" and bool(credential.strip())
+
+
+def _revoked(header: str | None) -> bool:
+    return credentials.revoked((header or "").partition(" ")[2])
 
 
 def _env(state: SimState) -> openai_handler.Env:
@@ -117,6 +127,8 @@ async def _answer_chat(
 
     if not _authorized(authorization):
         return reject(401, errors.missing_key_error())
+    if _revoked(authorization):
+        return reject(401, errors.status_error(401, ""))
     if not parsed:
         return reject(400, errors.invalid_json_error())
     try:
@@ -128,10 +140,10 @@ async def _answer_chat(
         steps = scenario_for(req.model, header)
     except ValueError as exc:
         return reject(400, errors.invalid_scenario_error(str(exc)))
-    step, elapsed_s = state.cursors.advance((req.model, header), steps, attempt.t_s)
-    attempt.step = step.token
+    turn = state.cursors.turn((req.model, header), steps, attempt.t_s, seed=state.seed)
+    attempt.step = turn.step.token
     return await openai_handler.answer(
-        request, req, step, elapsed_s=elapsed_s, attempt=attempt, env=env
+        request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env
     )
 
 
@@ -182,17 +194,19 @@ async def _on_shutdown(app: web.Application) -> None:
     app[STATE].stopping.set()
 
 
-def create_app(*, clock: Clock = time.time) -> web.Application:
+def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     """Build the simulator application.
 
     Args:
         clock: wall clock returning epoch seconds (float); injected by tests.
+        seed: seed of the `fail<P>` rolls; the same seed and the same request
+            order per scenario key give the same answers.
 
     Returns:
         A fresh application with its own log and scenario cursors.
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES)
-    app[STATE] = SimState(clock=clock)
+    app[STATE] = SimState(clock=clock, seed=seed)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_get("/v1/models", list_models)
@@ -205,7 +219,7 @@ def create_app(*, clock: Clock = time.time) -> web.Application:
 
 
 async def start_in_background(
-    host: str = DEFAULT_HOST, port: int = 0, *, clock: Clock = time.time
+    host: str = DEFAULT_HOST, port: int = 0, *, clock: Clock = time.time, seed: int = 0
 ) -> tuple[web.AppRunner, str]:
     """Start the simulator on the running event loop and return at once.
 
@@ -213,12 +227,13 @@ async def start_in_background(
         host: address to bind.
         port: TCP port; 0 picks a free one.
         clock: wall clock returning epoch seconds.
+        seed: seed of the `fail<P>` rolls.
 
     Returns:
         The runner (call `await runner.cleanup()` to stop) and the base URL
         (`http://127.0.0.1:54321`, no trailing slash, without `/v1`).
     """
-    runner = web.AppRunner(create_app(clock=clock), shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    runner = web.AppRunner(create_app(clock=clock, seed=seed), shutdown_timeout=SHUTDOWN_TIMEOUT_S)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
@@ -227,11 +242,35 @@ async def start_in_background(
     return runner, f"http://{shown_host}:{bound_port}"
 
 
-def run(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+def seed_from_env(environ: dict[str, str] | None = None) -> int:
+    """The `fail<P>` seed named by `TURNOUT_SIM_SEED`, or 0 when unset/empty.
+
+    Args:
+        environ: the environment to read; `os.environ` when None.
+
+    Raises:
+        ValueError: the variable is set but not an integer.
+    """
+    raw = (os.environ if environ is None else environ).get(SEED_ENV, "").strip()
+    if not raw:
+        return 0
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{SEED_ENV} must be an integer, got {raw!r}") from None
+
+
+def run(host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, *, seed: int | None = None) -> None:
     """Serve the simulator until interrupted (blocking; `turnout sim`).
 
     Args:
         host: address to bind.
         port: TCP port.
+        seed: seed of the `fail<P>` rolls; None reads `TURNOUT_SIM_SEED`
+            (default 0).
+
+    Raises:
+        ValueError: `seed` is None and `TURNOUT_SIM_SEED` is not an integer.
     """
-    web.run_app(create_app(), host=host, port=port, shutdown_timeout=SHUTDOWN_TIMEOUT_S)
+    chosen = seed_from_env() if seed is None else seed
+    web.run_app(create_app(seed=chosen), host=host, port=port, shutdown_timeout=SHUTDOWN_TIMEOUT_S)

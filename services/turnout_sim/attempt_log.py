@@ -1,8 +1,9 @@
 """In-memory record of every attempt the simulator received, and step cursors.
 
 Owns: the attempt log served at `/sim/log` and the per-scenario cursors that
-decide which step the next request consumes. Both live in one process and
-are cleared together by `DELETE /sim/log`.
+decide which step the next request consumes and, for `down`/`fail`/`cap`,
+its `Verdict` (the `cap` windows live in the cursors). Both live in one
+process and are cleared together by `DELETE /sim/log`.
 Must not import: aiohttp or any provider wire module; no I/O, no clock (times
 are passed in by the caller).
 """
@@ -11,9 +12,12 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections import deque
 from dataclasses import dataclass, field
 
-from turnout_sim.scenarios import Step
+from turnout_sim import faults
+from turnout_sim.faults import Verdict
+from turnout_sim.scenarios import Step, StepKind
 
 ScenarioKey = tuple[str, str | None]
 """(full model name, `x-sim-scenario` header value or None)."""
@@ -172,6 +176,25 @@ class AttemptLog:
 class _Cursor:
     consumed: int
     first_seen_s: float
+    admitted_s: deque[float] = field(default_factory=deque)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Turn:
+    """What one request of a scenario key gets.
+
+    Attributes:
+        step: the step it consumed.
+        elapsed_s: seconds since the key's first request (0.0 on the first).
+        ordinal: 0-based index of the request among its key's requests.
+        verdict: `Verdict.SERVE` unless the step is `down` (inside its
+            window), `fail` (roll below P) or `cap` (over capacity).
+    """
+
+    step: Step
+    elapsed_s: float
+    ordinal: int
+    verdict: Verdict
 
 
 @dataclass(slots=True)
@@ -200,6 +223,39 @@ class ScenarioCursors:
         step = steps[min(cursor.consumed, len(steps) - 1)]
         cursor.consumed += 1
         return step, now_s - cursor.first_seen_s
+
+    def turn(
+        self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float, *, seed: int
+    ) -> Turn:
+        """Consume the next step of a scenario and decide its verdict.
+
+        `down<N>s` is unavailable while `elapsed_s < N`; `fail<P>` is
+        unavailable when `faults.fails(P, seed, key, ordinal)`; `cap<N>` is
+        overloaded when `faults.admit` refuses it over this key's admitted
+        arrival times (only admitted requests count).
+
+        Args:
+            key: (model name, header value or None) identifying the sequence.
+            steps: the parsed scenario (non-empty).
+            now_s: the request's arrival time, epoch seconds.
+            seed: the simulator's seed for `fail` rolls.
+
+        Returns:
+            The request's `Turn`.
+        """
+        step, elapsed_s = self.advance(key, steps, now_s)
+        cursor = self._cursors[key]
+        ordinal = cursor.consumed - 1
+        verdict = Verdict.SERVE
+        if step.kind is StepKind.DOWN and elapsed_s < (step.seconds or 0):
+            verdict = Verdict.UNAVAILABLE
+        elif step.kind is StepKind.FAIL and faults.fails(step.percent or 0, seed, key, ordinal):
+            verdict = Verdict.UNAVAILABLE
+        elif step.kind is StepKind.CAP and not faults.admit(
+            cursor.admitted_s, now_s, step.capacity_per_s or 1
+        ):
+            verdict = Verdict.OVERLOADED
+        return Turn(step=step, elapsed_s=elapsed_s, ordinal=ordinal, verdict=verdict)
 
     def clear(self) -> None:
         """Restart every scenario from its first step."""

@@ -184,6 +184,19 @@ def status_error(status: int, model: str) -> ErrorBody:
     return envelope(message, type_, code)
 
 
+def overloaded_error() -> ErrorBody:
+    """503 for a request over the provider's capacity (`cap<N>`).
+
+    Sent with `Retry-After: 1`; unlike the bare `503` step's "engine is
+    currently overloaded" body, it speaks of the server as a whole.
+    """
+    return envelope(
+        "The server is overloaded or not ready yet. Please retry after a short wait.",
+        "server_error",
+        "server_overloaded",
+    )
+
+
 def rate_limit_403_error(model: str) -> ErrorBody:
     """403 whose body speaks of a rate limit (some proxies answer so)."""
     return envelope(

@@ -24,6 +24,7 @@ from turnout_sim import openai_errors as errors
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.clock import Clock
+from turnout_sim.faults import Verdict
 from turnout_sim.scenarios import Step, StepKind
 
 _SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})
@@ -131,18 +132,17 @@ def json_response(
 
 
 def _error_for(
-    step: Step, req: wire.ChatRequest, elapsed_s: float, env: Env
+    step: Step, req: wire.ChatRequest, verdict: Verdict, env: Env
 ) -> tuple[int, errors.ErrorBody, dict[str, str]] | None:
     """The (status, body, headers) of an error step, or None for a success."""
     kind, model = step.kind, req.model
+    if verdict is Verdict.UNAVAILABLE:  # down window, fail roll
+        return 503, errors.status_error(503, model), {}
+    if verdict is Verdict.OVERLOADED:  # over cap<N>
+        return 503, errors.overloaded_error(), {"retry-after": "1"}
     if kind is StepKind.ERROR:
         assert step.status is not None
         return step.status, errors.status_error(step.status, model), {}
-    if kind is StepKind.DOWN:
-        assert step.seconds is not None
-        if elapsed_s < step.seconds:
-            return 503, errors.status_error(503, model), {}
-        return None
     if kind is StepKind.RETRY_AFTER:
         return (
             429,
@@ -191,7 +191,7 @@ async def answer(
     req: wire.ChatRequest,
     step: Step,
     *,
-    elapsed_s: float,
+    verdict: Verdict,
     attempt: Attempt,
     env: Env,
 ) -> web.StreamResponse:
@@ -207,7 +207,8 @@ async def answer(
         request: the aiohttp request (its transport is used for faults).
         req: the parsed request fields.
         step: the step this request consumed.
-        elapsed_s: seconds since this scenario's first request (`down`).
+        verdict: the turn's verdict (`down`, `fail`, `cap`; see `faults`);
+            `Verdict.SERVE` for every other step.
         attempt: the log entry to update.
         env: handler environment.
 
@@ -227,7 +228,7 @@ async def answer(
         else:
             await _hold(request, attempt, env)
         return web.Response()  # its write fails quietly on the closed transport
-    error = _error_for(step, req, elapsed_s, env)
+    error = _error_for(step, req, verdict, env)
     if error is not None:
         status, body, headers = error
         attempt.status = status

@@ -14,6 +14,7 @@ Grammar (case-insensitive, whitespace around steps ignored)::
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
               | "nodone" | "down" INT "s" | "noprefill"
+              | "fail" INT | "cap" INT
 
 `i<N>` spaces streamed content chunks N ms apart (only on steps that stream
 content); `+<N>ms` waits N ms before the response head (any step).
@@ -32,6 +33,20 @@ trailing space; empty when K = N), streamed as the remaining per-word chunks,
 and `usage.completion_tokens` is N - K. Any other prefill gets the full answer.
 `cut<N>`, `stall<N>` and `badchunk<N>` count N over the content chunks this
 response actually sends (the continuation's, with a prefill).
+
+`fail<P>` (P = 0..100, percent) answers 503 with the provider's realistic
+body with probability P %, otherwise exactly like `200` (so it takes `i<N>`).
+The roll of the k-th request of a scenario key is a pure function of the
+simulator's seed, the key and k (BLAKE2b; see `faults.fail_roll`), so a run
+is reproducible and independent of any other key's traffic.
+
+`cap<N>` (N = 1..100000, requests per second) is a provider with capacity N
+for its scenario key: a request is served like `200` when fewer than N
+requests of that key were admitted in the last second (sliding window over
+arrival times; refused requests do not count), otherwise it gets the wire's
+overload answer: 503 "overloaded" with `Retry-After: 1` on the OpenAI
+routes, 529 `overloaded_error` (as the bare `529` step) on the Anthropic
+route.
 
 `noprefill` answers 400 `invalid_request_error` ("Assistant prefill is not
 supported for this model ...") when the request carries a prefill (any
@@ -66,6 +81,8 @@ MAX_SECONDS = 86_400
 """Upper bound for any second argument (one day)."""
 MAX_CHUNKS = 4096
 """Upper bound for chunk counts; also the cap on generated tokens."""
+MAX_CAPACITY_PER_S = 100_000
+"""Upper bound for `cap<N>`, in requests per second."""
 
 
 class StepKind(enum.StrEnum):
@@ -93,6 +110,8 @@ class StepKind(enum.StrEnum):
     NO_DONE = "no_done"  # stream without `data: [DONE]`
     DOWN = "down"  # 503 for a while from first request, then 200
     NO_PREFILL = "no_prefill"  # 400 if the request has an assistant prefill, else 200
+    FAIL = "fail"  # 503 with probability P % (seeded roll per request), else 200
+    CAP = "cap"  # 200 within N requests per second, else overloaded
 
 
 # Kinds whose response streams content chunks, so `i<N>` makes sense.
@@ -106,6 +125,8 @@ _STREAMING_KINDS = frozenset(
         StepKind.NO_DONE,
         StepKind.DOWN,
         StepKind.NO_PREFILL,
+        StepKind.FAIL,
+        StepKind.CAP,
     }
 )
 
@@ -162,6 +183,8 @@ _NUMBERED = (
     (re.compile(r"^stall(\d+)$"), StepKind.STALL, "count", 0, MAX_CHUNKS),
     (re.compile(r"^badchunk(\d+)$"), StepKind.BAD_CHUNK, "count", 1, MAX_CHUNKS),
     (re.compile(r"^down(\d+)s$"), StepKind.DOWN, "seconds", 1, MAX_SECONDS),
+    (re.compile(r"^fail(\d+)$"), StepKind.FAIL, "percent", 0, 100),
+    (re.compile(r"^cap(\d+)$"), StepKind.CAP, "capacity_per_s", 1, MAX_CAPACITY_PER_S),
 )
 
 
@@ -169,7 +192,7 @@ _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, ctx, policy, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
-    "nodone, down<s>s, noprefill; optionally followed by i<ms> and/or +<ms>ms"
+    "nodone, down<s>s, noprefill, fail<percent>, cap<per second>; optionally followed by i<ms> and/or +<ms>ms"
 )
 
 
@@ -181,8 +204,9 @@ class Step:
         kind: what the step does.
         token: the step's text as written (stripped), recorded in the log.
         status: HTTP status the step answers with; None for socket faults
-            (reset, hang, close), for `down`, whose status depends on time,
-            and for `noprefill`, whose status depends on the request.
+            (reset, hang, close), for `down`, `fail` and `cap`, whose status
+            depends on time, chance or load (see `faults.Verdict`), and for
+            `noprefill`, whose status depends on the request.
         count: chunk count for `cut`/`stall`; 1-based content-event index
             for `badchunk`; None otherwise.
         delay_ms: milliseconds for `slow` (first byte / first content chunk
@@ -191,6 +215,9 @@ class Step:
             (outage length); None otherwise.
         duration: the `x-ratelimit-reset-requests` value for `429rr`, in
             OpenAI's duration syntax (`6m0s`, `20ms`, `1s`); None otherwise.
+        percent: failure probability of `fail`, percent 0..100; None otherwise.
+        capacity_per_s: requests per second `cap` serves, 1..100000; None
+            otherwise.
         interval_ms: gap between streamed content chunks, in ms (`i<N>`).
         latency_ms: wait before the response head, in ms (`+<N>ms`).
     """
@@ -202,6 +229,8 @@ class Step:
     delay_ms: int | None = None
     seconds: int | None = None
     duration: str | None = None
+    percent: int | None = None
+    capacity_per_s: int | None = None
     interval_ms: int = 0
     latency_ms: int = 0
 
@@ -250,6 +279,8 @@ def _parse_base(base: str, token: str) -> Step:
                 count=number if field == "count" else None,
                 delay_ms=number if field == "delay_ms" else None,
                 seconds=number if field == "seconds" else None,
+                percent=number if field == "percent" else None,
+                capacity_per_s=number if field == "capacity_per_s" else None,
             )
     raise ValueError(f"unknown step; expected one of: {_FORMS}")
 

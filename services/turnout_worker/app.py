@@ -25,11 +25,10 @@ from turnout.config import Config, load_config
 from turnout.core.plan import UnknownModel
 from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
-from turnout.health import Breakers
+from turnout.health import redis_breakers
 from turnout.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
-from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
 from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -55,18 +54,17 @@ async def startup(ctx: dict[str, Any]) -> None:
     """arq startup hook: build the router over a shared httpx client."""
     config: Config = ctx["config"]
     http = make_http_client(max_connections=config.raw.gateway.worker_max_jobs + 100)
-    breakers = Breakers(
-        RedisBreakerStore(ctx["redis"]), config.raw.breaker.settings(), on_store_error=config.raw.breaker.on_store_error
-    )
     catalog = Catalog(config)
     tenancy = directory_from_env(config, ctx["redis"])
     scrub_logs(tenancy.scrubber.credentials)
     obs = observe.build(config, ctx["redis"], catalog, scrub=tenancy.scrubber.credentials)
+    rng = random.Random()
+    breakers = redis_breakers(config, ctx["redis"], catalog, metrics=obs.metrics, rng=rng)
     obs.instrument(http)
     await tenancy.start(ctx["redis"])
     custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
     router = Router(
-        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=random.Random(),
+        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng,
         credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
     )
     ctx["turnout"] = WorkerServices(
@@ -130,7 +128,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     request = _json.decode(payload.body)
     rid = payload.request_id
     try:
-        plan, view = await services.router.plan(request["model"], payload.settings, payload.policy)
+        plan, view = await services.router.plan(request["model"], payload.settings, payload.policy, payload.org)
     except UnknownModel as exc:
         result = JobResult(
             request_id=rid, status_code=404, headers={"x-request-id": rid},

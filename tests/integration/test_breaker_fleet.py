@@ -45,7 +45,10 @@ models:
     offers: [{{provider: sim-a, model: "stuck~503,503,503,hang,200+600ms,200"}}, {{provider: sim-b, model: stuck-b}}]
 policy:
   retry: {{max_retries: 0}}
-breaker: {{consecutive_failures: 3, cooldown_s: {cooldown}, max_cooldown_s: {cooldown}, probe_ttl_s: {probe_ttl}}}
+# Three failures open a target whatever its history (run_chance 0.5), and a closed
+# target takes full traffic at once: this module tests the probe mechanics.
+breaker: {{consecutive_failures: 3, sole_consecutive_failures: 3, run_chance: 0.5, cooldown_s: {cooldown},
+          max_cooldown_s: {cooldown}, probe_ttl_s: {probe_ttl}, slow_start_s: 0}}
 orgs:
   acme:
     keys: [{{name: main, key: {key}}}]

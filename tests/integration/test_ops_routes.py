@@ -31,16 +31,17 @@ def test_health_providers_lists_every_pair_with_its_last_error_for_the_operator(
     rows = _health(gateway, OPERATOR)
     failing = rows["sim-a/ops-a~503"]
     assert failing["state"] in {"closed", "open"}
-    assert failing["results"] >= 2 and failing["success_rate"] < 1
+    assert failing["calls"] > 1.5 and failing["score"] < 1
     assert "503" in failing["last_error"]
-    assert rows["sim-b/ops-b"]["success_rate"] == 1.0
-    assert set(failing) >= {"provider", "model", "state", "success_rate", "consecutive_failures", "cooldown_remaining_s"}
+    assert rows["sim-b/ops-b"]["score"] == 1.0
+    assert set(failing) >= {"provider", "model", "state", "score", "calls", "consecutive_failures",
+                            "cooldown_remaining_s", "resting_s", "slow_start_share", "sole", "trip_rule"}
 
 
 def test_health_providers_shows_an_org_admin_its_usable_pairs_without_shared_errors(gateway: Gateway) -> None:
     gateway.client().chat.completions.create(model="ops-check", messages=[{"role": "user", "content": "x"}])
     rows = _health(gateway, KEY_ADMIN)
-    assert rows["sim-a/ops-a~503"]["results"] >= 2 and rows["sim-b/ops-b"]["success_rate"] == 1.0
+    assert rows["sim-a/ops-a~503"]["calls"] > 1.5 and rows["sim-b/ops-b"]["score"] == 1.0
     assert all(row["last_error"] is None for row in rows.values())  # another org's attempt may have caused it
     assert not any(row["provider"] == "sim-nokey" for row in rows.values())  # no platform key, no own key
 

@@ -39,7 +39,7 @@ models:
   slow: {{offers: [{{provider: sim-a, model: "{upstream}"}}]}}
   quick: {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{max_queue_depth: {depth}}}
-breaker: {{consecutive_failures: 1000000, failure_rate: 2.0}}
+breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
 orgs:
   acme:
     keys:

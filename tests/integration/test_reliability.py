@@ -30,7 +30,7 @@ models:
   idem:     {{offers: [{{provider: sim-a, model: "idem~200+500ms"}}]}}
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
-breaker: {{consecutive_failures: 1000000, failure_rate: 2.0}}
+breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
 orgs:
   acme:
     keys:

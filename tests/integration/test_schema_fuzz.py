@@ -56,7 +56,7 @@ models:
   ok:   {{offers: [{{provider: sim-a, model: fuzz-ok}}]}}
   ok-b: {{offers: [{{provider: sim-a, model: fuzz-ok-b}}]}}
 gateway: {{max_body_bytes: 65536}}
-breaker: {{consecutive_failures: 1000000, failure_rate: 2.0}}
+breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
 orgs:
   acme:
     keys:

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
-from turnout.adapters.openai_chat import Usage
+from turnout.adapters.base import Usage
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import parse_config

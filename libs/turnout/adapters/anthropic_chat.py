@@ -1,37 +1,49 @@
-"""Anthropic Messages upstream (non-streaming), answering in OpenAI format.
+"""The Anthropic Messages API family (`anthropic`), answering in OpenAI form.
 
-Owns: one non-streaming attempt on an `anthropic` provider — translating
-the target's OpenAI request body (`anthropic_wire.to_anthropic_request`),
-`POST {base_url}/v1/messages` with `x-api-key` and `anthropic-version`
-within the attempt's timeout, and turning what comes back into an
-`AttemptResult` whose body is an OpenAI `chat.completion` (so everything
-downstream stays OpenAI-shaped).
-Must not import: services, FastAPI, arq.
+Owns: the request for one target — the target's OpenAI request body
+translated (`anthropic_wire.to_anthropic_request`) and sent as
+`POST {base_url}/v1/messages` with `x-api-key` and `anthropic-version` —
+the reading of a complete answer (`outcome_of_message`: a `message` becomes
+an OpenAI `chat.completion` body), and the events of a stream translated on
+the fly into OpenAI `chat.completion.chunk` data (`translated_events`), so
+that everything downstream stays OpenAI-shaped. Sending, time limits and
+the commit point are `turnout.adapters.exchange`'s.
+Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
 Errors: Anthropic bodies `{"type": "error", "error": {"type", "message"}}`
-are read by `openai_chat._error_fields`; their statuses (400, 401, 402, 403,
-404, 413, 429, 500, 529, ...) and types are classified by
+are read by `base.error_fields` (error statuses by `base.error_status_outcome`,
+2xx envelopes by `base.envelope_outcome`); their statuses (400, 401, 402,
+403, 404, 413, 429, 500, 529, ...) and types are classified by
 `turnout.core.classify` (which knows Anthropic's types); `retry-after` and
 `anthropic-ratelimit-*-reset` hints by `turnout.core.hints`. A request that
 Anthropic cannot express (`WireError`) is a 400 `invalid_request_error`
-outcome without any HTTP call (terminal: SPEC §3 "400 ... terminal").
-Source: https://docs.anthropic.com/en/api/messages, /en/api/errors.
+outcome without any HTTP call (terminal: SPEC §3 "400 ... terminal"). An
+`error` event of a stream (`overloaded_error` like a 529, `rate_limit_error`
+like a 429, `api_error` like a 500) becomes an `error` event carrying
+`{"error": {"type", "message"}}`: a failed attempt before the commit point,
+a final error frame of the relay after it.
+Sources: https://docs.anthropic.com/en/api/messages, /en/api/errors,
+/en/docs/build-with-claude/streaming.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import AsyncIterator
+from typing import Any, Final
 
 import httpx
 import msgspec
+from httpx_sse import EventSource, ServerSentEvent
 
+from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
+from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION, MESSAGES_PATH, WireError, is_message, openai_usage, to_anthropic_request,
     to_openai_completion,
 )
-from turnout.adapters.exchange import send_json
-from turnout.adapters.openai_chat import AttemptResult, Usage, _error_fields, outcome_of_response
-from turnout.core.hints import retry_after_s
+from turnout.adapters.base import AttemptResult, CallSpec, Usage, envelope_outcome, error_status_outcome
+from turnout.adapters.commit import DONE
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -84,18 +96,13 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
         now_epoch_s: current time, epoch seconds (hint dates, `created`).
     """
     if not 200 <= status < 300:
-        return outcome_of_response(status, headers, content, now_epoch_s)
+        return error_status_outcome(status, headers, content, now_epoch_s)
     try:
         data: Any = _decode.decode(content) if content else None
     except msgspec.DecodeError:
         data = None
     if isinstance(data, dict) and data.get("type") == "error" or (isinstance(data, dict) and data.get("error")):
-        etype, code, message = _error_fields(data)
-        hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
-        return AttemptResult(outcome=Outcome(
-            status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-            error_in_body=True,
-        ))
+        return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
     if not is_message(data):
         return AttemptResult(outcome=Outcome(
             status=status, transport=TransportError.PROTOCOL,
@@ -109,33 +116,68 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
     )
 
 
-async def call_messages(
-    client: httpx.AsyncClient,
-    *,
-    base_url: str,
-    api_key: str,
-    body: bytes,
-    timeout_s: float,
-    request_id: str,
-) -> AttemptResult:
-    """One non-streaming attempt: POST `{base_url}/v1/messages`.
+async def translated_events(
+    raw: AsyncIterator[ServerSentEvent], translator: ChunkTranslator
+) -> AsyncIterator[ServerSentEvent]:
+    """OpenAI-shaped events for an Anthropic event source.
 
-    Args:
-        client: the process's shared client.
-        base_url: the provider's root without `/v1` (`https://api.anthropic.com`).
-        api_key: the credential, sent as `x-api-key` (never logged or echoed).
-        body: the target's request body in OpenAI form (`upstream_body`).
-        timeout_s: the whole attempt's limit, seconds (`Dispatch.timeout_s`).
-        request_id: Turnout's request id, sent as `x-request-id`.
-
-    Returns:
-        An `AttemptResult` whose success body is an OpenAI `chat.completion`;
-        never raises for upstream trouble. Cancellation propagates.
+    Yields one `data: {chunk}` event per translated chunk, `data: [DONE]`
+    after `message_stop` (then ends), an `error` event carrying
+    `{"error": {"type", "message"}}` for an Anthropic `error` event (then
+    ends), and malformed or non-object data unchanged (the consumer decides).
+    Transport exceptions of `raw` propagate.
     """
-    try:
-        request = messages_request(
-            client, base_url=base_url, api_key=api_key, body=body, request_id=request_id, stream=False
-        )
-    except WireError as exc:
-        return untranslatable(exc)
-    return await send_json(client, request, timeout_s=timeout_s, read=outcome_of_message)
+    async for sse in raw:
+        if not sse.data.strip():
+            continue
+        try:
+            data = _decode.decode(sse.data)
+        except msgspec.DecodeError:
+            yield sse
+            continue
+        if not isinstance(data, dict):
+            yield sse
+            continue
+        try:
+            chunks = translator.feed(sse.event, data)
+        except StreamError as exc:
+            error = {"error": {"type": exc.error_type, "message": exc.message}}
+            yield ServerSentEvent(event="error", data=_encode.encode(error).decode())
+            return
+        if chunks == ANTHROPIC_DONE:
+            yield ServerSentEvent(data=DONE)
+            return
+        for chunk in chunks:
+            yield ServerSentEvent(data=_encode.encode(chunk).decode())
+
+
+class AnthropicMessages:
+    """The `ApiFamily` of the Anthropic Messages API."""
+
+    stream_end: Final = "message_stop"
+
+    def build_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
+    ) -> httpx.Request | AttemptResult:
+        """`POST {base_url}/v1/messages` (`messages_request`), or a 400
+        without a call for a body Anthropic cannot express; see `ApiFamily`."""
+        try:
+            return messages_request(
+                client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
+                request_id=spec.request_id, stream=stream,
+            )
+        except WireError as exc:
+            return untranslatable(exc)
+
+    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+        """See `outcome_of_message`."""
+        return outcome_of_message(status, headers, content, now_epoch_s)
+
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+        """The response's events translated to OpenAI chunks (`translated_events`)."""
+        translator = ChunkTranslator(created_s=int(time.time()))
+        return translated_events(EventSource(response).aiter_sse(), translator)
+
+
+ANTHROPIC_MESSAGES: Final = AnthropicMessages()
+"""The family of `anthropic` providers."""

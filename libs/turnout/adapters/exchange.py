@@ -1,10 +1,13 @@
 """One HTTP exchange with an upstream, whatever API family it speaks.
 
-Owns: sending a built request within the attempt's time limit and turning
-every way it can fail (timeout, transport error) into an `AttemptResult`;
-for streams, holding the response until the family's commit reader says the
-first content arrived, and closing it otherwise. The API families
-(`openai_*`, `anthropic_*`) only build requests and read responses.
+Owns: the two `Upstream`s the router calls — `call_json` (a complete
+answer) and `open_stream` (an SSE answer up to its commit point) — and
+therefore every upstream call: the family is looked up in `FAMILIES` by
+`CallSpec.kind`, its request sent within the attempt's time limit, and every
+way the exchange can fail (timeout, transport error) turned into an
+`AttemptResult`; a stream is held until the commit point
+(`turnout.adapters.commit`) and closed otherwise. The families only build
+requests and read answers.
 Must not import: services, FastAPI, arq.
 """
 
@@ -12,24 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
 
 import httpx
 
-from turnout.adapters.openai_chat import AttemptResult, describe_error
+from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, describe_error
+from turnout.adapters.commit import until_commit
+from turnout.adapters.families import FAMILIES
 from turnout.adapters.transport import transport_error_of
 from turnout.core.types import Outcome, TransportError
 
-ReadOutcome = Callable[[int, httpx.Headers, bytes, float], AttemptResult]
-"""Reads a complete response: (status, headers, body, now epoch s) -> result."""
 
-ReadUntilCommit = Callable[[httpx.Response], Awaitable[AttemptResult]]
-"""Reads an SSE response up to its first content (result.stream set when committed)."""
-
-
-def post_request(client: httpx.AsyncClient, url: str, *, content: bytes,
-                 headers: dict[str, str]) -> httpx.Request | AttemptResult:
-    """The POST to send, or the failed attempt when `url` cannot be sent at all.
+def _build(family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request | AttemptResult:
+    """The family's request, or the failed attempt when `spec.base_url` cannot be sent at all.
 
     A tenant's stored base URL that httpx cannot parse (bad IPv6 brackets,
     control characters, an invalid IDNA label) is a failed attempt
@@ -37,56 +34,74 @@ def post_request(client: httpx.AsyncClient, url: str, *, content: bytes,
     out of the adapter: the job is answered like any other failure.
     """
     try:
-        return client.build_request("POST", url, content=content, headers=headers)
+        return family.build_request(client, spec, stream=stream)
     except (httpx.InvalidURL, ValueError) as exc:  # IDNAError is a UnicodeError, a ValueError
         return AttemptResult(outcome=Outcome(
             transport=TransportError.CONNECT, message=f"the provider's URL cannot be used ({type(exc).__name__})",
         ))
 
 
-async def send_json(client: httpx.AsyncClient, request: httpx.Request, *, timeout_s: float,
-                    read: ReadOutcome) -> AttemptResult:
-    """Send `request` and read the whole answer within `timeout_s` seconds.
+async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
+    """One non-streaming attempt (an `Upstream`): send, read the whole answer.
 
-    Never raises for upstream trouble; cancellation propagates.
+    Args:
+        client: the process's shared client (or the SSRF-guarded one).
+        spec: the call; `spec.kind` chooses the family (`FAMILIES`),
+            `spec.timeout_s` bounds the whole attempt (connect + send + wait
+            + read), seconds.
+
+    Returns:
+        An `AttemptResult` whose success body is an OpenAI `chat.completion`;
+        never raises for upstream trouble (every exception is mapped by
+        `transport_error_of`). Cancellation propagates.
     """
+    family = FAMILIES[spec.kind]
+    request = _build(family, client, spec, stream=False)
+    if isinstance(request, AttemptResult):
+        return request
     try:
-        async with asyncio.timeout(timeout_s):
+        async with asyncio.timeout(spec.timeout_s):
             response = await client.send(request)
     except TimeoutError:
         return AttemptResult(outcome=Outcome(
-            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {timeout_s:.3f} s",
+            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {spec.timeout_s:.3f} s",
         ))
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
         kind = transport_error_of(exc)
         return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
-    return read(response.status_code, response.headers, response.content, time.time())
+    return family.read_outcome(response.status_code, response.headers, response.content, time.time())
 
 
-async def send_stream(
-    client: httpx.AsyncClient,
-    request: httpx.Request,
-    *,
-    timeout_s: float,
-    ttft_timeout_s: float | None,
-    read: ReadOutcome,
-    until_commit: ReadUntilCommit,
-) -> AttemptResult:
-    """Send a streaming `request` and read it up to its commit point (SPEC §8).
+async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
+    """One streaming attempt (an `Upstream`) up to its commit point (SPEC §8).
 
     Args:
-        timeout_s: the attempt's limit until the first content, seconds.
-        ttft_timeout_s: the first-token limit, seconds (None: `timeout_s`
-            only); hitting it is a FIRST_TOKEN_TIMEOUT (fallback-now).
-        read: reads a non-SSE answer (an error status, or a stray JSON body,
-            which for a stream request is malformed).
-        until_commit: the family's reader of the SSE events.
+        client: the process's shared client (or the SSRF-guarded one).
+        spec: the call, its body with `stream: true`; `spec.kind` chooses the
+            family. `spec.timeout_s` bounds the attempt until the first
+            content, seconds; `spec.ttft_timeout_s` the first token (None:
+            `timeout_s` only), and hitting it is a FIRST_TOKEN_TIMEOUT
+            (fallback-now).
 
     Returns:
-        The result; its `stream` holds the open response when committed.
-        Otherwise the response is closed. Never raises for upstream trouble;
-        cancellation propagates (the response is closed).
+        An `AttemptResult` whose `stream` (OpenAI-shaped `UpstreamStream`,
+        holding the open response) is set when committed; otherwise the
+        response is closed. A non-SSE answer is read by the family: an error
+        status keeps its outcome, a success body is malformed (PROTOCOL).
+        Never raises for upstream trouble; cancellation propagates (the
+        response is closed).
     """
+    family = FAMILIES[spec.kind]
+    request = _build(family, client, spec, stream=True)
+    if isinstance(request, AttemptResult):
+        return request
+    return await _send_stream(client, request, family, timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s)
+
+
+async def _send_stream(
+    client: httpx.AsyncClient, request: httpx.Request, family: ApiFamily, *, timeout_s: float,
+    ttft_timeout_s: float | None,
+) -> AttemptResult:
     limit_s = timeout_s if ttft_timeout_s is None else min(timeout_s, ttft_timeout_s)
     ttft_bound = ttft_timeout_s is not None and ttft_timeout_s <= timeout_s
     response: httpx.Response | None = None
@@ -96,14 +111,15 @@ async def send_stream(
             response = await client.send(request, stream=True)
             if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
                 content = await response.aread()
-                result = read(response.status_code, response.headers, content, time.time())
+                result = family.read_outcome(response.status_code, response.headers, content, time.time())
                 if result.body is not None:
                     return AttemptResult(outcome=Outcome(
                         status=response.status_code, transport=TransportError.PROTOCOL,
                         message="upstream answered a stream request without SSE",
                     ))
                 return result
-            result = await until_commit(response)
+            events = family.stream_events(response)
+            result = await until_commit(response, events, stream_end=family.stream_end)
             committed = result.stream is not None
             return result
     except TimeoutError:

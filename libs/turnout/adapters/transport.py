@@ -16,6 +16,12 @@ httpx's tree (the leaves that matter):
     NetworkError: ConnectError, ReadError, WriteError, CloseError
     ProtocolError: LocalProtocolError, RemoteProtocolError
     ProxyError, UnsupportedProtocol, DecodingError, TooManyRedirects
+
+Every class of httpx's `HTTPError` tree (with `httpx_sse.SSEError`) and of
+aiohttp's `ClientError` tree has a row, except the roots (`httpx.HTTPError`, `RequestError`,
+`TransportError`, `aiohttp.ClientError`: raised bare only by third-party
+code), whose wording decides; a test walks both trees, so a class added by
+an upgrade cannot go unmapped.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from __future__ import annotations
 import aiohttp
 import httpx
 from httpx_aiohttp import AiohttpTransport
+from httpx_sse import SSEError
 
 from turnout.core.classify import transport_kind_from_message
 from turnout.core.types import TransportError
@@ -41,8 +48,11 @@ _TABLE: tuple[tuple[type[BaseException], TransportError], ...] = (
     (httpx.CloseError, TransportError.RESET),
     (httpx.NetworkError, TransportError.RESET),
     (httpx.LocalProtocolError, TransportError.PROTOCOL),
+    (httpx.ProtocolError, TransportError.PROTOCOL),
+    (httpx.HTTPStatusError, TransportError.PROTOCOL),  # statuses are read, never raised: malformed if seen
     (httpx.DecodingError, TransportError.PROTOCOL),
     (httpx.TooManyRedirects, TransportError.PROTOCOL),
+    (SSEError, TransportError.PROTOCOL),  # httpx_sse: a stream answered without SSE
     (httpx.InvalidURL, TransportError.CONNECT),
     # aiohttp's own, found as the `__cause__` of the httpx error the transport raises
     (aiohttp.ServerTimeoutError, TransportError.ATTEMPT_TIMEOUT),
@@ -52,26 +62,43 @@ _TABLE: tuple[tuple[type[BaseException], TransportError], ...] = (
     (aiohttp.ClientPayloadError, TransportError.RESET),
     (aiohttp.ClientConnectionError, TransportError.RESET),
     (aiohttp.ClientResponseError, TransportError.PROTOCOL),
+    (aiohttp.RedirectClientError, TransportError.PROTOCOL),  # redirects are never followed
+    (aiohttp.InvalidURL, TransportError.CONNECT),  # as httpx.InvalidURL: the provider cannot be reached
+    (aiohttp.NonHttpUrlClientError, TransportError.CONNECT),  # as httpx.UnsupportedProtocol
+    (aiohttp.UploadAbortedError, TransportError.RESET),  # as httpx.WriteError
     (TimeoutError, TransportError.ATTEMPT_TIMEOUT),
     (ConnectionRefusedError, TransportError.CONNECT),
     (ConnectionResetError, TransportError.RESET),
 )
 
 
+def kind_of_type(cls: type[BaseException]) -> TransportError | None:
+    """The transport failure kind of an exception type (`_TABLE`), or None when no row matches.
+
+    The first row whose class `cls` is a subclass of wins (most specific
+    rows first).
+    """
+    for row, kind in _TABLE:
+        if issubclass(cls, row):
+            return kind
+    return None
+
+
 def transport_error_of(exc: BaseException) -> TransportError:
     """The transport failure kind of an exception raised while calling upstream.
 
-    Matched on the exception type first (`_TABLE`; an aiohttp cause, being
-    the more precise, wins over the httpx class wrapping it); only an
+    Matched on the exception type first (`kind_of_type`; an aiohttp cause,
+    being the more precise, wins over the httpx class wrapping it); only an
     exception of no known type is matched on its message wording (SPEC §3),
     and one that matches nothing is a PROTOCOL failure (malformed exchange).
+    Never raises.
     """
     cause = exc.__cause__
     if isinstance(cause, aiohttp.ClientError):
         exc = cause
-    for cls, kind in _TABLE:
-        if isinstance(exc, cls):
-            return kind
+    kind = kind_of_type(type(exc))
+    if kind is not None:
+        return kind
     return transport_kind_from_message(str(exc)) or TransportError.PROTOCOL
 
 

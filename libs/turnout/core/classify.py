@@ -596,7 +596,10 @@ def status_for_lists(
 
     SPEC §3 / §4:
 
-    - an HTTP error status (4xx / 5xx) is used as received;
+    - an HTTP error status (4xx / 5xx) is used as received, unless the
+      class was decided by wording: then the status the class stands for
+      (a 403 speaking of a rate limit or overload is RATE_LIMITED and is
+      matched as 429; see `_standing_status`);
     - an error envelope inside a 2xx body (or a stream with no status) uses
       the status it is classified as (`envelope_status`: 429, 529, 500, …);
     - otherwise the status stands in for the kind: TRANSPORT → 503 for
@@ -621,12 +624,33 @@ def status_for_lists(
     if kind == FailureKind.SUCCESS:
         return status
     if status is not None and 400 <= status <= 599:
-        return status
+        return _standing_status(status, kind, purpose)
     if outcome.error_in_body and (status is None or _is_2xx(status)):
         return envelope_status(outcome.error_type, outcome.error_code)
     pair = _SYNTHETIC_STATUS.get(kind)
     if pair is None:
         return None
+    return pair[0] if purpose == "retry" else pair[1]
+
+
+_NATURAL_STATUSES: Final[Mapping[FailureKind, frozenset[int]]] = types.MappingProxyType(
+    {
+        FailureKind.RATE_LIMITED: frozenset({429}),
+        FailureKind.SERVER_ERROR: _SERVER_ERROR_STATUSES,
+        FailureKind.TIMEOUT: frozenset({408, 504}),
+    }
+)
+"""Statuses that are a kind's own: any other status of that kind was decided by wording."""
+
+
+def _standing_status(status: int, kind: FailureKind, purpose: Literal["retry", "fallback"]) -> int:
+    """`status` as received, or the status its kind stands for when the kind
+    came from the wording (403 + "rate limit" → 429). Kinds decided by class
+    (quota, auth, client errors…) keep the received status."""
+    natural = _NATURAL_STATUSES.get(kind)
+    if natural is None or status in natural:
+        return status
+    pair = _SYNTHETIC_STATUS[kind]
     return pair[0] if purpose == "retry" else pair[1]
 
 

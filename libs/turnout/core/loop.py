@@ -40,15 +40,23 @@ class StopReason(enum.StrEnum):
     TERMINAL = "terminal"  # a terminal outcome: answer with it now
     EXHAUSTED = "exhausted"  # plan or max_attempts used up, or fallback not allowed
     DEADLINE = "deadline"  # the budget's wall-clock deadline
-    ALL_OPEN = "all_open"  # every target skipped by an OPEN breaker
+    ALL_OPEN = "all_open"  # every target skipped: OPEN, resting or outside its slow-start share
     CANCELLED = "cancelled"  # the client went away
 
 
 class SkipReason(enum.StrEnum):
     """Why a target was passed over without an attempt."""
 
-    CIRCUIT_OPEN = "circuit_open"
+    CIRCUIT_OPEN = "circuit_open"  # OPEN, or HALF_OPEN with another process's probe in flight
+    RESTING = "resting"  # the provider's Retry-After ("not before") holds fleet-wide
+    RAMPING = "ramping"  # slow start after a close left this attempt out
     NO_CREDENTIAL = "no_credential"
+    CREDENTIAL_OPEN = "credential_open"  # the tenant's own key keeps failing (SPEC §5 "What counts")
+
+
+UNAVAILABLE_SKIPS = frozenset({SkipReason.CIRCUIT_OPEN, SkipReason.RESTING, SkipReason.RAMPING})
+"""Skips that say "this target is out of rotation for a while": a plan ended
+by them alone answers 503 with Retry-After (SPEC §5)."""
 
 
 class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -104,7 +112,8 @@ class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
     Attributes:
         target: the target skipped.
         reason: why.
-        reopen_in_s: for an OPEN breaker, seconds until it admits a probe.
+        reopen_in_s: for an unavailable target (`UNAVAILABLE_SKIPS`), seconds
+            until it may be attempted again.
     """
 
     target: Target
@@ -407,7 +416,8 @@ def on_skip(
 
     A skipped target is not an attempt and falls through to the next one with
     no backoff. When the plan ends with no attempt made and at least one
-    breaker OPEN, the loop stops with `ALL_OPEN` (answer 503 + Retry-After).
+    target out of rotation (`UNAVAILABLE_SKIPS`: OPEN, resting, slow start),
+    the loop stops with `ALL_OPEN` (answer 503 + Retry-After).
     """
     state = msgspec.structs.replace(
         state,
@@ -415,6 +425,20 @@ def on_skip(
     )
     advanced = _advance(state, now_s, backoff=False)
     if advanced.stop is StopReason.EXHAUSTED and not state.records:
-        if any(s.reason is SkipReason.CIRCUIT_OPEN for s in state.skips):
+        if any(s.reason in UNAVAILABLE_SKIPS for s in state.skips):
             return msgspec.structs.replace(advanced, stop=StopReason.ALL_OPEN)
     return advanced
+
+
+def on_credential_open(state: LoopState, dispatch: Dispatch, *, may_fall_back: bool, now_s: float) -> LoopState:
+    """The tenant's own key for the dispatched target is known to fail (its
+    credential health is OPEN, SPEC §5 "What counts").
+
+    With credential fallback allowed (`may_fall_back`) and not yet used on
+    this entry, the same target is dispatched next on the shared key (as a
+    BYOK fallback, with no attempt spent on the failing key); otherwise the
+    target is skipped (`CREDENTIAL_OPEN`, not an attempt).
+    """
+    if may_fall_back and not state.byok_fallback:
+        return msgspec.structs.replace(state, byok_fallback=True)
+    return on_skip(state, dispatch, reason=SkipReason.CREDENTIAL_OPEN, reopen_in_s=None, now_s=now_s)

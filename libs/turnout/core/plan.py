@@ -2,8 +2,8 @@
 
 Owns: reroute substitution, model fallback maps, cross-provider expansion of
 a model into its offers, pinned `provider/model` requests, the special
-fallbacks used only for context-length and content-policy failures, and
-offer ranking by health.
+fallbacks used only for context-length and content-policy failures. Offers
+are ranked by the model's ordering strategy (`turnout.core.ordering`).
 Must not import: anything outside the standard library, msgspec and
 `turnout.core`.
 """
@@ -16,6 +16,7 @@ from typing import Mapping, Sequence
 
 import msgspec
 
+from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
 from turnout.core.policy import Policy
 from turnout.core.scopes import KeyMode
 from turnout.core.types import Target
@@ -117,26 +118,6 @@ def lookup(model_map: ModelMap, model: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def rank_offers(
-    offers: Sequence[Target], success_rate: Mapping[str, float], rng: random.Random
-) -> tuple[Target, ...]:
-    """Order one model's offers by health (SPEC §5 "Ordering").
-
-    Args:
-        offers: the catalog's offers of one model.
-        success_rate: target key -> success rate in [0, 1] over its recent
-            results; a target absent from the map has no history and ranks as
-            healthy (1.0).
-        rng: breaks ties by shuffling, so load spreads.
-
-    Returns:
-        The offers, best first; equal rates in random order.
-    """
-    keyed = [(-success_rate.get(t.key, 1.0), rng.random(), i, t) for i, t in enumerate(offers)]
-    keyed.sort(key=lambda item: (item[0], item[1], item[2]))
-    return tuple(item[3] for item in keyed)
-
-
 def split_pinned(model: str, catalog: Mapping[str, Sequence[Target]], providers: frozenset[str]) -> tuple[str, str | None]:
     """Split a pinned `provider/model` request (SPEC §3 step 1).
 
@@ -169,9 +150,10 @@ def build_plan(
     providers: frozenset[str],
     settings: RoutingSettings,
     policy: Policy,
-    success_rate: Mapping[str, float],
+    health: Mapping[str, TargetHealth],
     rng: random.Random,
-    priority_models: frozenset[str] = frozenset(),
+    orders: Mapping[str, str] | None = None,
+    order_settings: OrderSettings = OrderSettings(),
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -181,10 +163,11 @@ def build_plan(
         providers: the configured provider names (for pinned requests).
         settings: reroutes and fallback maps resolved for this request.
         policy: the policy in force (fallback switches, gateway fallbacks).
-        success_rate: target key -> recent success rate (see `rank_offers`).
-        rng: tie-breaking for offer ranking.
-        priority_models: models whose offers keep their configured order
-            (no health ranking, no shuffle).
+        health: target key -> what ordering knows of it (absent: healthy).
+        rng: tie-breaking and exploration for offer ranking.
+        orders: model id -> ordering strategy name (`ORDERINGS`); absent
+            models (custom endpoints too) use `health`.
+        order_settings: knobs of the `health` ordering.
 
     Returns:
         The plan. With a reroute list, its models replace the requested one,
@@ -205,7 +188,8 @@ def build_plan(
 
     def offers_of(model: str, pin: str | None) -> tuple[Target, ...]:
         offers = tuple(catalog.get(model, ()))
-        ranked = offers if model in priority_models else rank_offers(offers, success_rate, rng)
+        ordering = ORDERINGS[(orders or {}).get(model, "health")]
+        ranked = ordering(offers, health, order_settings, rng)
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
         if not fb.cross_provider_same_model:

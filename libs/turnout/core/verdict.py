@@ -12,7 +12,7 @@ import math
 
 import msgspec
 
-from turnout.core.loop import AttemptRecord, LoopState, SkipReason, StopReason
+from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, StopReason
 from turnout.core.types import FailureKind
 
 _TERMINAL_TYPE = {
@@ -121,12 +121,29 @@ def _describe(record: AttemptRecord) -> str:
     return f"{record.target.provider}/{record.target.model} answered {status}{detail}"
 
 
-def conclude(state: LoopState, reason: StopReason) -> Verdict:
+def client_retry_after_s(wait_s: float, draw: float) -> int:
+    """The Retry-After (whole seconds) for "every target is out of rotation" (SPEC §5).
+
+    No earlier than the first target's return, spread over one more such
+    wait (at least 1 s) so clients that obey it do not all come back in the
+    same second: `ceil(wait_s + draw * max(1, wait_s))`, at least 1.
+
+    Args:
+        wait_s: seconds until the first target may be attempted again.
+        draw: a uniform number in [0, 1) (the caller's RNG; 0.0: no jitter).
+    """
+    wait = max(wait_s, 0.0)
+    return _ceil_s(wait + min(max(draw, 0.0), 1.0) * max(1.0, wait))
+
+
+def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verdict:
     """Turn a stopped loop into the client's error answer (SPEC §7).
 
     Args:
         state: the final state.
         reason: the `GiveUp` reason (any but SERVED).
+        draw: uniform in [0, 1) to jitter the ALL_OPEN Retry-After
+            (`client_retry_after_s`).
 
     Returns:
         - TERMINAL: the provider's status, its message quoted.
@@ -135,14 +152,15 @@ def conclude(state: LoopState, reason: StopReason) -> Verdict:
         - EXHAUSTED otherwise (also a reroute list exhausted): 502
           `provider_failed` with the last attempt and the summary.
         - DEADLINE: 504 `budget_exhausted` with the summary.
-        - ALL_OPEN: 503 `circuit_open`, Retry-After of the shortest cooldown.
+        - ALL_OPEN: 503 `circuit_open`, Retry-After no earlier than the
+          first target's return, jittered (`client_retry_after_s`).
         - CANCELLED: 499 (nobody is listening; kept for records).
     """
     records = state.records
     last = records[-1] if records else None
     summary = summarize(records)
     served = served_facts(state)
-    reopen = [s.reopen_in_s for s in state.skips if s.reason is SkipReason.CIRCUIT_OPEN and s.reopen_in_s is not None]
+    reopen = [s.reopen_in_s for s in state.skips if s.reason in UNAVAILABLE_SKIPS and s.reopen_in_s is not None]
     model = state.plan.requested_model
 
     if reason is StopReason.TERMINAL and last is not None:
@@ -158,14 +176,13 @@ def conclude(state: LoopState, reason: StopReason) -> Verdict:
             served=served,
         )
     if reason is StopReason.ALL_OPEN:
-        wait_s = min(reopen) if reopen else 1.0
+        retry_after = client_retry_after_s(min(reopen) if reopen else 1.0, draw)
         return Verdict(
             status_code=503,
             error_type="service_unavailable",
             error_code="circuit_open",
-            message=f"Every provider of `{model}` is temporarily out of rotation after repeated failures; "
-            f"retry after {_ceil_s(wait_s)} s.",
-            retry_after_s=_ceil_s(wait_s),
+            message=f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
+            retry_after_s=retry_after,
             should_retry=True,
             summary=summary,
             served=served,

@@ -7,8 +7,11 @@ Must not import: services, FastAPI, httpx.
 
 Redis layout (names in `turnout.state.keys`):
     turnout:breaker:{provider/model}  hash {v: version, s: msgpack snapshot}
+    turnout:breaker:credential:{org}:{provider}
+                                      the same for a tenant's own credential
     turnout:probe:{provider/model}    the HALF_OPEN probe permit: a random token
-                                      with a TTL, released only by its holder
+                                      with a TTL, renewed and released only by
+                                      its holder
 Writes are atomic: a Lua script stores the new snapshot only if the version
 is still the one it was computed from, else returns the current one, so the
 caller recomputes; N workers racing never lose a counted failure.
@@ -73,6 +76,14 @@ class BreakerStore(Protocol):
         outlived its permit must not free a later holder's)."""
         ...
 
+    async def renew_probe(self, target: str, token: str, ttl_s: float) -> bool:
+        """Extend the permit to `ttl_s` seconds from now, only if `token` still holds it.
+
+        Returns:
+            True when renewed; False when the permit is gone or held by another.
+        """
+        ...
+
 
 class MemoryBreakerStore:
     """In-process store with the same semantics (one process, or tests).
@@ -116,6 +127,15 @@ class MemoryBreakerStore:
         if held is not None and held[0] == token:
             del self._permits[target]
 
+    async def renew_probe(self, target: str, token: str, ttl_s: float) -> bool:
+        """See `BreakerStore.renew_probe`."""
+        now = self._clock()
+        held = self._permits.get(target)
+        if held is None or held[0] != token or held[1] <= now:
+            return False
+        self._permits[target] = (token, now + ttl_s)
+        return True
+
 
 # KEYS[1] snapshot hash   ARGV: expected version, new snapshot, key ttl s
 _CAS = """
@@ -132,6 +152,12 @@ return 1
 # KEYS[1] permit   ARGV[1] token: delete only the holder's own permit
 _RELEASE = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
+# KEYS[1] permit   ARGV[1] token, ARGV[2] ttl ms: extend only the holder's own permit
+_RENEW = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
 return 0
 """
 
@@ -160,6 +186,7 @@ class RedisBreakerStore:
         self._redis = redis
         self._cas = redis.register_script(_CAS)
         self._release = redis.register_script(_RELEASE)
+        self._renew = redis.register_script(_RENEW)
 
     async def load(self, targets: Sequence[str]) -> Loaded:
         """See `BreakerStore.load`: one round trip (`TIME` + `HMGET` each)."""
@@ -191,3 +218,8 @@ class RedisBreakerStore:
     async def release_probe(self, target: str, token: str) -> None:
         """See `BreakerStore.release_probe`: compare-and-delete in Lua."""
         await self._release(keys=[keys.probe_key(target)], args=[token])
+
+    async def renew_probe(self, target: str, token: str, ttl_s: float) -> bool:
+        """See `BreakerStore.renew_probe`: compare-and-`PEXPIRE` in Lua."""
+        renewed = await self._renew(keys=[keys.probe_key(target)], args=[token, max(1, int(ttl_s * 1000))])
+        return bool(renewed)

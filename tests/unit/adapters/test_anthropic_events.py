@@ -9,9 +9,10 @@ import httpx
 import pytest
 
 from turnout.adapters.anthropic_events import DONE, ChunkTranslator, StreamError
-from turnout.adapters.anthropic_stream import open_messages_stream
+from turnout.adapters.base import CallSpec
+from turnout.adapters.exchange import open_stream
 from turnout.core.classify import classify
-from turnout.core.types import FailureKind, TransportError
+from turnout.core.types import FailureKind, Target, TransportError
 
 START = ("message_start", {"type": "message_start", "message": {
     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
@@ -20,6 +21,17 @@ START = ("message_start", {"type": "message_start", "message": {
 TEXT_START = ("content_block_start", {"type": "content_block_start", "index": 0,
                                       "content_block": {"type": "text", "text": ""}})
 PING = ("ping", {"type": "ping"})
+
+
+async def open_messages_stream(
+    client: httpx.AsyncClient, *, base_url: str, api_key: str, body: bytes, timeout_s: float,
+    ttft_timeout_s: float | None, request_id: str,
+) -> Any:
+    spec = CallSpec(
+        target=Target(provider="anthropic", model="claude-x", catalog_model="claude-x"), base_url=base_url, api_key=api_key, body=body,
+        timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s, request_id=request_id, kind="anthropic",
+    )
+    return await open_stream(client, spec)
 
 
 def text(t: str, index: int = 0) -> tuple[str, dict[str, Any]]:

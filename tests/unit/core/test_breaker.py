@@ -1,11 +1,13 @@
-"""Table tests and properties for turnout.core.breaker (SPEC §5 circuit breaker).
+"""Table tests and properties for turnout.core.breaker (SPEC §5 health over time).
 
-Pure and synchronous: time is a float passed in, no store, no clock.
+Pure and synchronous: time is a float passed in, no store, no clock;
+randomness (failure sequences) is a seeded `random.Random`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import math
+import random
 
 import msgspec
 import pytest
@@ -14,361 +16,322 @@ from hypothesis import strategies as st
 
 from turnout.core.breaker import (
     CLOSED,
+    NOT_BEFORE_SLACK_S,
     Admission,
     BreakerSettings,
     BreakerSnapshot,
     BreakerState,
     Counted,
+    TripRule,
     admit,
     cooldown_for,
+    counts,
+    ramp_share,
     record,
     reopen_in_s,
+    rest,
+    resting_for_s,
+    run_needed,
+    score,
     state_at,
-    success_rate,
+    trip_rule,
+    unavailable_for_s,
 )
 
 DEFAULTS = BreakerSettings()
-NOW = 100.0
-
-# Snapshots that are CLOSED / OPEN / HALF_OPEN at NOW (cooldown 30 s, first trip).
-AT_CLOSED = BreakerSnapshot(consecutive_failures=1, window="10", last_error="earlier")
-AT_OPEN = BreakerSnapshot(open=True, trips=1, opened_at_s=90.0, cooldown_s=30.0, window="000", last_error="boom")
-AT_HALF_OPEN = msgspec.structs.replace(AT_OPEN, opened_at_s=60.0)
-STARTS = {"closed": AT_CLOSED, "open": AT_OPEN, "half_open": AT_HALF_OPEN}
+S, F, N = Counted.SUCCESS, Counted.FAILURE, Counted.NEUTRAL
 
 
-def _replace(snapshot: BreakerSnapshot, **changes: Any) -> BreakerSnapshot:
-    return msgspec.structs.replace(snapshot, **changes)
+def feed(
+    results: list[Counted], *, start: BreakerSnapshot = CLOSED, t0: float = 1000.0, step_s: float = 0.1,
+    settings: BreakerSettings = DEFAULTS, sole: bool = False,
+) -> BreakerSnapshot:
+    """Apply `results` one `step_s` apart as non-probe attempts."""
+    snap = start
+    for i, counted in enumerate(results):
+        snap = record(snap, counted, probe=False, now_s=t0 + i * step_s, settings=settings, sole=sole, error="e")
+    return snap
 
 
-# ------------------------------------------------------------ the transition table
-
-_REOPENED = BreakerSnapshot(
-    open=True, consecutive_failures=0, trips=2, opened_at_s=NOW, cooldown_s=60.0, window="0000", last_error="err"
-)
-
-# (start, counted, probe, expected snapshot after one result at NOW with error "err")
-TRANSITIONS = [
-    # CLOSED: the probe flag is irrelevant; a success ends the failure run, a failure extends it.
-    ("closed", Counted.SUCCESS, False, _replace(AT_CLOSED, consecutive_failures=0, window="101")),
-    ("closed", Counted.SUCCESS, True, _replace(AT_CLOSED, consecutive_failures=0, window="101")),
-    ("closed", Counted.FAILURE, False, _replace(AT_CLOSED, consecutive_failures=2, window="100", last_error="err")),
-    ("closed", Counted.FAILURE, True, _replace(AT_CLOSED, consecutive_failures=2, window="100", last_error="err")),
-    ("closed", Counted.NEUTRAL, False, AT_CLOSED),
-    ("closed", Counted.NEUTRAL, True, AT_CLOSED),
-    # OPEN (cooling down): late results of attempts admitted before the trip only enter the window;
-    # a probe result (a permit that outlived the reopen) is applied like one in HALF_OPEN.
-    ("open", Counted.SUCCESS, False, _replace(AT_OPEN, window="0001")),
-    ("open", Counted.SUCCESS, True, BreakerSnapshot(window="1")),
-    ("open", Counted.FAILURE, False, _replace(AT_OPEN, window="0000")),
-    ("open", Counted.FAILURE, True, _REOPENED),
-    ("open", Counted.NEUTRAL, False, AT_OPEN),
-    ("open", Counted.NEUTRAL, True, AT_OPEN),
-    # HALF_OPEN: the probe's success closes (trips and window reset), its failure reopens with
-    # a doubled cooldown; non-probe results only enter the window.
-    ("half_open", Counted.SUCCESS, False, _replace(AT_HALF_OPEN, window="0001")),
-    ("half_open", Counted.SUCCESS, True, BreakerSnapshot(window="1")),
-    ("half_open", Counted.FAILURE, False, _replace(AT_HALF_OPEN, window="0000")),
-    ("half_open", Counted.FAILURE, True, _REOPENED),
-    ("half_open", Counted.NEUTRAL, False, AT_HALF_OPEN),
-    ("half_open", Counted.NEUTRAL, True, AT_HALF_OPEN),
-]
+# ------------------------------------------------------------ defaults (the issue's figures)
 
 
-def test_start_snapshots_are_in_the_states_they_are_named_after() -> None:
-    assert {name: state_at(snap, NOW) for name, snap in STARTS.items()} == {
-        "closed": BreakerState.CLOSED,
-        "open": BreakerState.OPEN,
-        "half_open": BreakerState.HALF_OPEN,
-    }
+def test_defaults_bring_a_healed_provider_back_within_30_s() -> None:
+    """The worst case: the probe fails just before healing and the next one
+    waits the longest cooldown; the default cap keeps that under 30 s."""
+    assert cooldown_for(10**6, DEFAULTS) <= 20.0
+    assert DEFAULTS.max_cooldown_s + 4.0 < 30.0  # plus one request interval of the issue's 4 s
+
+
+@pytest.mark.parametrize("history", [0, 10, 50, 500])
+def test_a_healthy_target_that_goes_hard_down_opens_within_about_3_calls(history: int) -> None:
+    snap = feed([S] * history)
+    t = 1000.0 + history * 0.1
+    opened_after = None
+    for i in range(1, 10):
+        snap = record(snap, F, probe=False, now_s=t + i * 0.1, settings=DEFAULTS, error="down")
+        if snap.open:
+            opened_after = i
+            break
+    assert opened_after is not None
+    assert opened_after <= (5 if history < 10 else 3)
+
+
+@pytest.mark.parametrize("history", [0, 50])
+def test_a_sole_target_hard_down_still_opens_within_20_calls(history: int) -> None:
+    snap = feed([S] * history, sole=True)
+    for i in range(1, 21):
+        snap = record(snap, F, probe=False, now_s=1010.0 + i * 0.1, settings=DEFAULTS, sole=True)
+        if snap.open:
+            break
+    assert snap.open
+
+
+@pytest.mark.parametrize("sole", [False, True])
+@pytest.mark.parametrize("seed", range(20))
+def test_ten_percent_random_errors_never_open_the_breaker(seed: int, sole: bool) -> None:
+    """2,000 calls at 10 req/s with 10 % random failures, 20 seeds: no trip."""
+    rng = random.Random(seed)
+    results = [F if rng.random() < 0.10 else S for _ in range(2000)]
+    snap = CLOSED
+    for i, counted in enumerate(results):
+        snap = record(snap, counted, probe=False, now_s=1000.0 + i * 0.1, settings=DEFAULTS, sole=sole)
+        assert not snap.open, f"opened after {i + 1} calls"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_fifty_percent_random_errors_never_open_a_sole_target(seed: int) -> None:
+    rng = random.Random(seed)
+    snap = CLOSED
+    for i in range(2000):
+        counted = F if rng.random() < 0.5 else S
+        snap = record(snap, counted, probe=False, now_s=1000.0 + i * 0.1, settings=DEFAULTS, sole=True)
+        assert not snap.open, f"opened after {i + 1} calls"
+
+
+def test_fifty_percent_random_errors_open_a_target_with_alternatives_by_the_rate_rule() -> None:
+    rng = random.Random(7)
+    snap = CLOSED
+    for i in range(400):
+        snap = record(snap, F if rng.random() < 0.5 else S, probe=False, now_s=1000.0 + i * 0.1, settings=DEFAULTS)
+        if snap.open:
+            break
+    assert snap.open
+
+
+# ------------------------------------------------------------ the run rule
 
 
 @pytest.mark.parametrize(
-    ("start", "counted", "probe", "expected"),
-    TRANSITIONS,
-    ids=[f"{s}-{c.value}-{'probe' if p else 'plain'}" for s, c, p, _ in TRANSITIONS],
-)
-def test_breaker_transition_table(start: str, counted: Counted, probe: bool, expected: BreakerSnapshot) -> None:
-    after = record(STARTS[start], counted, probe=probe, now_s=NOW, settings=DEFAULTS, error="err")
-    assert after == expected
-
-
-@pytest.mark.parametrize(
-    ("start", "probe", "state_after"),
+    ("successes", "failures", "sole", "needed"),
     [
-        ("closed", False, BreakerState.CLOSED),
-        ("open", False, BreakerState.OPEN),
-        ("half_open", False, BreakerState.HALF_OPEN),
-        ("half_open", True, BreakerState.OPEN),
+        (0.0, 0.0, False, 5),  # no history: p = 0.1 / 2 = 0.05
+        (10.0, 0.0, False, 3),  # p = 0.1 / 12
+        (1000.0, 0.0, False, 3),  # floor
+        (90.0, 10.0, False, 6),  # ~10 %
+        (50.0, 50.0, False, 20),  # ~50 %
+        (1000.0, 0.0, True, 20),  # sole floor
+        (90.0, 10.0, True, 20),
     ],
-    ids=["closed-below-threshold-stays", "open-plain-stays-open", "half-open-plain-stays", "half-open-probe-reopens"],
 )
-def test_breaker_failure_state_after(start: str, probe: bool, state_after: BreakerState) -> None:
-    after = record(STARTS[start], Counted.FAILURE, probe=probe, now_s=NOW, settings=DEFAULTS)
-    assert state_at(after, NOW) is state_after
+def test_run_needed_follows_the_baseline_failure_rate(
+    successes: float, failures: float, sole: bool, needed: int
+) -> None:
+    snap = BreakerSnapshot(successes=successes, failures=failures, counted_at_s=1000.0)
+    assert run_needed(snap, 1000.0, DEFAULTS, sole=sole) == needed
 
 
-def test_breaker_probe_failure_keeps_the_last_error_when_none_is_given() -> None:
-    after = record(AT_HALF_OPEN, Counted.FAILURE, probe=True, now_s=NOW, settings=DEFAULTS)
-    assert after.last_error == "boom"
+def test_run_needed_is_at_least_the_configured_floor() -> None:
+    cfg = BreakerSettings(consecutive_failures=7)
+    assert run_needed(BreakerSnapshot(successes=10**6, counted_at_s=0.0), 0.0, cfg, sole=False) == 7
 
 
-# ------------------------------------------------------------ consecutive failures
+def test_a_success_ends_the_run_and_keeps_its_failures() -> None:
+    snap = feed([F, F], t0=0.0, step_s=0.0)
+    assert snap.run == 2 and snap.run_weight == pytest.approx(2.0)
+    snap = feed([S], start=snap, t0=0.0)
+    assert snap.run == 0 and snap.run_weight == 0.0
+    assert snap.failures == pytest.approx(2.0) and snap.successes == pytest.approx(1.0)
 
 
-@pytest.mark.parametrize("threshold", [1, 2, 3, 5], ids=lambda n: f"threshold-{n}")
-def test_breaker_trips_at_exactly_consecutive_failures(threshold: int) -> None:
-    cfg = BreakerSettings(consecutive_failures=threshold)
-    snap, t = CLOSED, NOW
-    for n in range(1, threshold):
-        snap = record(snap, Counted.FAILURE, probe=False, now_s=t, settings=cfg, error=f"e{n}")
-        assert not snap.open, f"opened after {n} < {threshold} failures"
-        assert snap.consecutive_failures == n
-        t += 1.0
-    snap = record(snap, Counted.FAILURE, probe=False, now_s=t, settings=cfg, error="last")
-    assert snap == BreakerSnapshot(
-        open=True, consecutive_failures=0, trips=1, opened_at_s=t, cooldown_s=30.0,
-        window="0" * threshold, last_error="last",
-    )
-    assert state_at(snap, t) is BreakerState.OPEN
+def test_neutral_results_change_nothing() -> None:
+    snap = feed([F, F])
+    assert record(snap, N, probe=False, now_s=5000.0, settings=DEFAULTS) is snap
+    assert record(snap, N, probe=True, now_s=5000.0, settings=DEFAULTS) is snap
 
 
-def test_breaker_success_between_failures_restarts_the_run() -> None:
-    snap = CLOSED
-    for counted in [Counted.FAILURE, Counted.FAILURE, Counted.SUCCESS, Counted.FAILURE, Counted.FAILURE]:
-        snap = record(snap, counted, probe=False, now_s=NOW, settings=DEFAULTS)
-    assert not snap.open
-    assert snap.consecutive_failures == 2
-    snap = record(snap, Counted.FAILURE, probe=False, now_s=NOW, settings=DEFAULTS)
-    assert snap.open
-
-
-def test_breaker_neutral_between_failures_does_not_break_the_run() -> None:
-    snap = CLOSED
-    for counted in [Counted.FAILURE, Counted.NEUTRAL, Counted.FAILURE, Counted.NEUTRAL, Counted.FAILURE]:
-        snap = record(snap, counted, probe=False, now_s=NOW, settings=DEFAULTS)
-    assert snap.open
-    assert snap.window == "000"
-
-
-# ------------------------------------------------------------ failure-rate rule
-
-RATE = BreakerSettings(consecutive_failures=10**6, window=10, failure_rate=0.5, min_results=4)
-
-RATE_CASES = [
-    # (settings, window before, counted, opens)
-    (RATE, "10", Counted.FAILURE, False),  # 3 results < min_results: the rule does not apply
-    (RATE, "000", Counted.SUCCESS, False),  # 3 of 4 failed, but the result is a success
-    (RATE, "101", Counted.FAILURE, True),  # 4 results, 2 failed = 50 %: opens
-    (RATE, "111", Counted.FAILURE, False),  # 4 results, 25 %
-    (RATE, "11111", Counted.FAILURE, False),  # 6 results, 1/6
-    (RATE, "1111000", Counted.FAILURE, True),  # 8 results, 4 failed
-    (RATE, "1111111111", Counted.FAILURE, False),  # window full: 1 failure in 10
-    (RATE, "1111100000", Counted.FAILURE, True),  # oldest "1" drops out: 6 of 10 failed
-    (msgspec.structs.replace(RATE, failure_rate=1.0), "111", Counted.FAILURE, False),
-    (msgspec.structs.replace(RATE, failure_rate=1.0), "000", Counted.FAILURE, True),  # 1.0 still applies
-    (msgspec.structs.replace(RATE, failure_rate=1.01), "000000000", Counted.FAILURE, False),  # > 1.0: disabled
-    (msgspec.structs.replace(RATE, failure_rate=1.5), "000", Counted.FAILURE, False),
-    (msgspec.structs.replace(RATE, min_results=0), "", Counted.FAILURE, True),  # min 0 acts as 1
-    (msgspec.structs.replace(RATE, min_results=10), "00000000", Counted.FAILURE, False),  # 9 < 10
-    (msgspec.structs.replace(RATE, min_results=10), "000000000", Counted.FAILURE, True),  # 10 = 10
-]
+# ------------------------------------------------------------ the rate rule
 
 
 @pytest.mark.parametrize(
-    ("cfg", "window", "counted", "opens"),
-    RATE_CASES,
-    ids=[
-        "below-min-results", "success-never-opens", "at-min-results-at-rate", "at-min-results-below-rate",
-        "above-min-below-rate", "above-min-at-rate", "full-window-below-rate", "trimmed-window-at-rate",
-        "rate-1.0-below", "rate-1.0-all-failed", "rate-1.01-disabled", "rate-1.5-disabled",
-        "min-results-0", "one-below-min-results", "exactly-min-results",
+    ("cfg", "successes", "failures", "run", "sole", "rule"),
+    [
+        # share = failures (the run included) / (2 + calls): 6 / 12 = 0.5
+        (BreakerSettings(consecutive_failures=99, sole_consecutive_failures=99), 4.0, 6.0, 1, False, TripRule.RATE),
+        (BreakerSettings(consecutive_failures=99, sole_consecutive_failures=99), 5.0, 5.0, 1, False, None),
+        (BreakerSettings(consecutive_failures=99, sole_consecutive_failures=99), 4.0, 6.0, 1, True, None),
+        (BreakerSettings(consecutive_failures=99, sole_consecutive_failures=99), 0.0, 18.0, 1, True, TripRule.RATE),
+        (BreakerSettings(consecutive_failures=99, sole_consecutive_failures=99), 0.0, 17.0, 1, True, None),
+        (BreakerSettings(consecutive_failures=99, min_results=20), 4.0, 5.0, 1, False, None),  # 10 < 20 calls
+        (BreakerSettings(consecutive_failures=99, failure_rate=1.5), 0.0, 20.0, 1, False, None),  # disabled
+        (DEFAULTS, 100.0, 0.0, 1, False, None),
     ],
 )
-def test_breaker_failure_rate_rule(cfg: BreakerSettings, window: str, counted: Counted, opens: bool) -> None:
-    snap = BreakerSnapshot(window=window)
-    after = record(snap, counted, probe=False, now_s=NOW, settings=cfg, error="rate")
-    assert after.open is opens
-    if opens:
-        assert after.trips == 1
-        assert after.opened_at_s == NOW
-        assert after.consecutive_failures == 0
+def test_trip_rule_table(
+    cfg: BreakerSettings, successes: float, failures: float, run: int, sole: bool, rule: TripRule | None
+) -> None:
+    snap = BreakerSnapshot(successes=successes, failures=failures, run=run, run_weight=run, counted_at_s=50.0)
+    assert trip_rule(snap, 50.0, cfg, sole=sole) == rule
 
 
-# ------------------------------------------------------------ cooldown growth
+# ------------------------------------------------------------ open, half-open, probe, cooldown
 
 
-@pytest.mark.parametrize(
-    ("trips", "expected"),
-    [(0, 30.0), (1, 30.0), (2, 60.0), (3, 120.0), (4, 240.0), (5, 300.0), (6, 300.0), (40, 300.0), (10**6, 300.0)],
-    ids=lambda v: str(v),
-)
-def test_cooldown_for_doubles_per_trip_and_is_capped(trips: int, expected: float) -> None:
+def _tripped(at: float = 100.0) -> BreakerSnapshot:
+    snap = feed([F] * 5, t0=at - 0.5)
+    assert snap.open
+    return snap
+
+
+def test_open_rejects_until_the_cooldown_then_asks_for_a_probe() -> None:
+    snap = _tripped()
+    assert snap.cooldown_s == DEFAULTS.cooldown_s
+    opened = snap.opened_at_s
+    assert admit(snap, opened + 1, DEFAULTS) is Admission.REJECT
+    assert reopen_in_s(snap, opened + 1) == pytest.approx(DEFAULTS.cooldown_s - 1)
+    assert state_at(snap, opened + DEFAULTS.cooldown_s) is BreakerState.HALF_OPEN
+    assert admit(snap, opened + DEFAULTS.cooldown_s, DEFAULTS) is Admission.PROBE
+
+
+@pytest.mark.parametrize(("trips", "expected"), [(1, 5.0), (2, 10.0), (3, 20.0), (4, 20.0), (60, 20.0)])
+def test_cooldown_doubles_per_trip_and_is_capped(trips: int, expected: float) -> None:
     assert cooldown_for(trips, DEFAULTS) == expected
 
 
-def test_cooldown_for_cap_below_the_base() -> None:
-    assert cooldown_for(1, BreakerSettings(cooldown_s=30.0, max_cooldown_s=10.0)) == 10.0
+def test_a_failed_probe_reopens_with_a_longer_cooldown() -> None:
+    snap = _tripped()
+    later = snap.opened_at_s + snap.cooldown_s + 1
+    reopened = record(snap, F, probe=True, now_s=later, settings=DEFAULTS, error="still down")
+    assert reopened.open and reopened.trips == 2 and reopened.cooldown_s == 10.0
+    assert reopened.opened_at_s == later and reopened.trip_rule == TripRule.PROBE
+    assert reopened.last_error == "still down"
 
 
-def test_breaker_cooldown_grows_across_repeated_probe_failures() -> None:
-    snap, t = CLOSED, 1000.0
-    for _ in range(3):
-        snap = record(snap, Counted.FAILURE, probe=False, now_s=t, settings=DEFAULTS)
-    cooldowns = [snap.cooldown_s]
-    for _ in range(6):
-        t = snap.opened_at_s + snap.cooldown_s  # the first instant it is HALF_OPEN
-        assert admit(snap, t) is Admission.PROBE
-        snap = record(snap, Counted.FAILURE, probe=True, now_s=t, settings=DEFAULTS)
-        assert state_at(snap, t) is BreakerState.OPEN
-        assert snap.opened_at_s == t
-        cooldowns.append(snap.cooldown_s)
-    assert cooldowns == [30.0, 60.0, 120.0, 240.0, 300.0, 300.0, 300.0]
-    assert snap.trips == 7
+def test_a_late_result_while_open_only_enters_the_counts() -> None:
+    snap = _tripped()
+    after = record(snap, S, probe=False, now_s=snap.opened_at_s + 1, settings=DEFAULTS)
+    assert after.open and after.opened_at_s == snap.opened_at_s and after.trips == snap.trips
 
 
-def test_breaker_probe_success_resets_trips_and_window() -> None:
-    snap = BreakerSnapshot(
-        open=True, trips=5, opened_at_s=0.0, cooldown_s=300.0, window="0101000", last_error="boom"
-    )
-    after = record(snap, Counted.SUCCESS, probe=True, now_s=400.0, settings=DEFAULTS)
-    assert after == BreakerSnapshot(window="1")
-    assert state_at(after, 400.0) is BreakerState.CLOSED
-    # The next trip starts again from the base cooldown.
-    for _ in range(3):
-        after = record(after, Counted.FAILURE, probe=False, now_s=401.0, settings=DEFAULTS)
-    assert (after.trips, after.cooldown_s) == (1, 30.0)
+def test_a_successful_probe_closes_clears_the_outage_and_starts_slow_start() -> None:
+    snap = _tripped()
+    at = snap.opened_at_s + snap.cooldown_s + 2
+    closed = record(snap, S, probe=True, now_s=at, settings=DEFAULTS)
+    assert not closed.open and closed.trips == 0 and closed.run == 0 and closed.failures == 0.0
+    assert closed.closed_at_s == at
+    assert score(closed, at, DEFAULTS) == 1.0
+    assert ramp_share(closed, at, DEFAULTS) == pytest.approx(DEFAULTS.slow_start_min_share)
+    assert ramp_share(closed, at + DEFAULTS.slow_start_s / 2, DEFAULTS) == pytest.approx(0.55)
+    assert ramp_share(closed, at + DEFAULTS.slow_start_s, DEFAULTS) == 1.0
 
 
-# ------------------------------------------------------------ window
+@pytest.mark.parametrize(("draw", "expected"), [(0.0, Admission.ADMIT), (0.099, Admission.ADMIT),
+                                                (0.1, Admission.RAMP), (0.99, Admission.RAMP)])
+def test_slow_start_admits_the_share_of_draws_below_it(draw: float, expected: Admission) -> None:
+    closed = BreakerSnapshot(closed_at_s=100.0, successes=1.0, counted_at_s=100.0)
+    assert admit(closed, 100.0, DEFAULTS, draw) is expected
 
 
-@pytest.mark.parametrize("size", [1, 5, 50], ids=lambda n: f"window-{n}")
-def test_breaker_window_is_trimmed_to_settings_window(size: int) -> None:
-    cfg = BreakerSettings(window=size, consecutive_failures=10**6, failure_rate=2.0)
-    marks = ""
-    snap = CLOSED
-    for i in range(size * 3 + 1):
-        counted = Counted.SUCCESS if i % 3 else Counted.FAILURE
-        snap = record(snap, counted, probe=False, now_s=NOW, settings=cfg)
-        marks += "1" if counted is Counted.SUCCESS else "0"
-        assert snap.window == marks[-size:]
-    assert len(snap.window) == size
+# ------------------------------------------------------------ not before (Retry-After)
 
 
-def test_breaker_window_keeps_growing_while_open() -> None:
-    cfg = BreakerSettings(window=4)
-    snap = msgspec.structs.replace(AT_OPEN, window="0")
-    for _ in range(6):
-        snap = record(snap, Counted.SUCCESS, probe=False, now_s=NOW, settings=cfg)
-    assert snap.window == "1111"
-    assert snap.open
+def test_rest_holds_every_state_until_the_hint_and_is_capped() -> None:
+    snap = rest(CLOSED, 3600.0, 100.0, DEFAULTS)
+    assert snap.not_before_s == 100.0 + DEFAULTS.max_not_before_s
+    assert admit(snap, 160.0, DEFAULTS) is Admission.REST
+    assert resting_for_s(snap, 160.0) == pytest.approx(snap.not_before_s - NOT_BEFORE_SLACK_S - 160.0)
+    assert admit(snap, snap.not_before_s, DEFAULTS) is Admission.ADMIT
+    assert rest(snap, 1.0, 101.0, DEFAULTS) is snap  # an earlier hint never shortens a later one
 
 
-# ------------------------------------------------------------ state_at / admit / reopen_in_s
-
-OPENED = BreakerSnapshot(open=True, trips=1, opened_at_s=100.0, cooldown_s=30.0, window="000")
-
-STATE_CASES = [
-    (CLOSED, 0.0, BreakerState.CLOSED, Admission.ADMIT, 0.0),
-    (BreakerSnapshot(window="000", consecutive_failures=2), 1e9, BreakerState.CLOSED, Admission.ADMIT, 0.0),
-    (OPENED, 100.0, BreakerState.OPEN, Admission.REJECT, 30.0),
-    (OPENED, 125.0, BreakerState.OPEN, Admission.REJECT, 5.0),
-    (OPENED, 129.999, BreakerState.OPEN, Admission.REJECT, pytest.approx(0.001)),
-    (OPENED, 130.0, BreakerState.HALF_OPEN, Admission.PROBE, 0.0),
-    (OPENED, 130.001, BreakerState.HALF_OPEN, Admission.PROBE, 0.0),
-    (OPENED, 10_000.0, BreakerState.HALF_OPEN, Admission.PROBE, 0.0),
-    (OPENED, 50.0, BreakerState.OPEN, Admission.REJECT, 80.0),  # clock behind the trip
-]
-
-
-@pytest.mark.parametrize(
-    ("snap", "now", "state", "admission", "reopen"),
-    STATE_CASES,
-    ids=[
-        "closed", "closed-with-failures", "open-at-trip", "open-mid-cooldown", "open-just-before-boundary",
-        "half-open-exactly-at-boundary", "half-open-after-boundary", "half-open-long-after", "open-clock-behind",
-    ],
-)
-def test_breaker_state_admission_and_reopen(
-    snap: BreakerSnapshot, now: float, state: BreakerState, admission: Admission, reopen: float
-) -> None:
-    assert state_at(snap, now) is state
-    assert admit(snap, now) is admission
-    assert reopen_in_s(snap, now) == reopen
-
-
-@pytest.mark.parametrize(
-    ("window", "rate"),
-    [("", None), ("1", 1.0), ("0", 0.0), ("1100", 0.5), ("1110", 0.75), ("0" * 49 + "1", 0.02)],
-    ids=["no-history", "one-success", "one-failure", "half", "three-quarters", "one-in-fifty"],
-)
-def test_success_rate(window: str, rate: float | None) -> None:
-    assert success_rate(BreakerSnapshot(window=window)) == rate
-
-
-def test_success_rate_ignores_the_breaker_state() -> None:
-    assert success_rate(msgspec.structs.replace(OPENED, window="01")) == 0.5
+def test_unavailable_for_covers_open_and_resting_but_not_half_open() -> None:
+    snap = _tripped()
+    assert unavailable_for_s(snap, snap.opened_at_s) == pytest.approx(snap.cooldown_s)
+    assert unavailable_for_s(snap, snap.opened_at_s + snap.cooldown_s) == 0.0
+    assert unavailable_for_s(rest(CLOSED, 10.0, 0.0, DEFAULTS), 0.0) == pytest.approx(10.0 - NOT_BEFORE_SLACK_S)
 
 
 # ------------------------------------------------------------ properties
 
-_settings = st.builds(
-    BreakerSettings,
-    consecutive_failures=st.integers(1, 6),
-    window=st.integers(1, 20),
-    failure_rate=st.sampled_from([0.3, 0.5, 0.8, 1.0, 1.5]),
-    min_results=st.integers(0, 10),
-    cooldown_s=st.sampled_from([1.0, 5.0, 30.0]),
-    max_cooldown_s=st.sampled_from([1.0, 30.0, 120.0, 300.0]),
-)
-_events = st.lists(
-    st.tuples(
-        st.sampled_from(list(Counted)),
-        st.booleans(),
-        st.floats(min_value=0.0, max_value=400.0, allow_nan=False, allow_infinity=False),
-    ),
-    max_size=60,
-)
+times = st.floats(min_value=0.0, max_value=1e6, allow_nan=False)
+results = st.lists(st.sampled_from([S, F, N]), max_size=60)
+gaps = st.floats(min_value=0.0, max_value=30.0, allow_nan=False)
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(cfg=_settings, events=_events)
-def test_breaker_properties_hold_for_any_event_sequence(
-    cfg: BreakerSettings, events: list[tuple[Counted, bool, float]]
-) -> None:
-    snap, now = CLOSED, 1000.0
-    for counted, probe, dt in events:
-        now += dt
-        before_state = state_at(snap, now)
-        after = record(snap, counted, probe=probe, now_s=now, settings=cfg, error="x")
-        after_state = state_at(after, now)
+@given(results=results, gap=gaps, later=st.floats(min_value=0.0, max_value=1e4, allow_nan=False))
+def test_property_score_never_falls_while_no_result_arrives(results: list[Counted], gap: float, later: float) -> None:
+    snap = feed(results, step_s=gap)
+    t = 1000.0 + len(results) * gap
+    assert score(snap, t + later, DEFAULTS) >= score(snap, t, DEFAULTS) - 1e-12
 
-        assert len(after.window) <= cfg.window
-        assert set(after.window) <= {"0", "1"}
-        assert after.trips >= 0
-        assert after.consecutive_failures >= 0
-        assert after.cooldown_s <= cfg.max_cooldown_s
-        if not after.open:
-            assert after.consecutive_failures < cfg.consecutive_failures
-        if counted is Counted.NEUTRAL:
-            assert after == snap
-        if before_state is BreakerState.CLOSED and after_state is not BreakerState.CLOSED:
-            assert counted is Counted.FAILURE
-        if before_state is not BreakerState.CLOSED and after_state is BreakerState.CLOSED:
-            assert counted is Counted.SUCCESS and probe
-        if after.open and not snap.open:
-            assert counted is Counted.FAILURE
-            assert after.trips == snap.trips + 1
-            assert after.opened_at_s == now
-        if snap.open and not after.open:
-            assert counted is Counted.SUCCESS and probe
-            assert after == BreakerSnapshot(window="1")
-        snap = after
+
+@hsettings(max_examples=300, deadline=None)
+@given(results=results, gap=gaps)
+def test_property_no_failure_in_the_history_scores_exactly_one(results: list[Counted], gap: float) -> None:
+    clean = [r for r in results if r is not F]
+    snap = feed(clean, step_s=gap)
+    assert score(snap, 1000.0 + len(clean) * gap, DEFAULTS) == 1.0
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(results=results, gap=gaps, extra=st.integers(min_value=1, max_value=5))
+def test_property_a_failure_never_raises_the_score(results: list[Counted], gap: float, extra: int) -> None:
+    snap = feed(results, step_s=gap)
+    t = 1000.0 + len(results) * gap
+    worse = feed([F] * extra, start=snap, t0=t, step_s=0.0)
+    assert score(worse, t, DEFAULTS) <= score(snap, t, DEFAULTS) + 1e-12
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(results=results, gap=gaps, sole=st.booleans())
+def test_property_invariants_of_any_sequence(results: list[Counted], gap: float, sole: bool) -> None:
+    snap = CLOSED
+    for i, counted in enumerate(results):
+        now = 1000.0 + i * gap
+        before = snap
+        snap = record(snap, counted, probe=False, now_s=now, settings=DEFAULTS, sole=sole)
+        s, f = counts(snap, now, DEFAULTS)
+        assert s >= 0 and f >= 0 and snap.run >= 0
+        assert 0.0 < score(snap, now, DEFAULTS) <= 1.0
+        assert snap.cooldown_s <= DEFAULTS.max_cooldown_s
+        if counted is S:
+            assert snap.run == 0 or snap.open
+        if not before.open and snap.open:  # a trip happens only on a failure, and a rule says so
+            assert counted is F and snap.trip_rule in {TripRule.RUN, TripRule.RATE}
+        if not counted is F:
+            assert snap.open == before.open  # only failures (and probes) move the state
 
 
 @hsettings(max_examples=200, deadline=None)
-@given(cfg=_settings, trips=st.integers(0, 10**6))
-def test_cooldown_for_is_monotonic_and_capped(cfg: BreakerSettings, trips: int) -> None:
-    assert 0.0 < cooldown_for(trips, cfg) <= cfg.max_cooldown_s
-    assert cooldown_for(trips, cfg) <= cooldown_for(trips + 1, cfg)
+@given(trips=st.integers(min_value=0, max_value=10**6))
+def test_property_cooldown_is_monotonic_and_capped(trips: int) -> None:
+    assert cooldown_for(trips, DEFAULTS) <= cooldown_for(trips + 1, DEFAULTS) <= DEFAULTS.max_cooldown_s
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(now=times, hint=st.floats(min_value=0.0, max_value=1e6, allow_nan=False))
+def test_property_rest_never_exceeds_the_ceiling(now: float, hint: float) -> None:
+    snap = rest(CLOSED, hint, now, DEFAULTS)
+    assert snap.not_before_s <= now + DEFAULTS.max_not_before_s + 1e-6
+
+
+def test_snapshots_round_trip_through_msgpack() -> None:
+    snap = msgspec.structs.replace(_tripped(), not_before_s=123.5, last_error="x")
+    assert msgspec.msgpack.decode(msgspec.msgpack.encode(snap), type=BreakerSnapshot) == snap
+
+
+def test_half_life_is_a_quarter_of_the_window() -> None:
+    snap = BreakerSnapshot(failures=16.0, counted_at_s=0.0)
+    assert counts(snap, DEFAULTS.window, DEFAULTS)[1] == pytest.approx(1.0)
+    assert math.isclose(DEFAULTS.half_life_s, DEFAULTS.window / 4)

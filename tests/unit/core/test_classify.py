@@ -400,6 +400,49 @@ def test_status_for_lists(outcome: Outcome, purpose: Purpose, expected: int | No
     assert status_for_lists(outcome, classify(outcome), purpose=purpose) == expected
 
 
+WORDING_LIST_CASES: list[tuple[str, Outcome, Purpose, int | None]] = [
+    ("403_rate_limit_retry", o(403, msg="Rate limit exceeded for this key"), "retry", 429),
+    ("403_rate_limit_fallback", o(403, msg="Rate limit exceeded for this key"), "fallback", 429),
+    ("403_too_many_requests", o(403, msg="Too Many Requests"), "retry", 429),
+    ("403_overloaded", o(403, msg="The server is currently overloaded"), "retry", 429),
+    ("403_throttled", o(403, msg="Request was throttled"), "fallback", 429),
+    ("403_capacity", o(403, msg="Insufficient capacity for this model"), "retry", 429),
+    ("google_403_user_rate_limit", o(403, code="userRateLimitExceeded", msg="User Rate Limit Exceeded"), "retry", 429),
+    ("403_permission_keeps_403", o(403, type="permission_error", msg="no permission"), "fallback", 403),
+    ("403_spend_limit_keeps_403", o(403, msg="Monthly spend limit reached for this project"), "fallback", 403),
+    ("400_context_keeps_400", o(400, code="context_length_exceeded"), "fallback", 400),
+    ("503_keeps_503", o(503, msg="rate limit"), "retry", 503),
+    ("529_keeps_529", o(529), "retry", 529),
+]
+
+
+@pytest.mark.parametrize(
+    ("outcome", "purpose", "expected"),
+    [c[1:] for c in WORDING_LIST_CASES],
+    ids=[c[0] for c in WORDING_LIST_CASES],
+)
+def test_status_for_lists_matches_a_class_decided_by_wording_as_its_status(
+    outcome: Outcome, purpose: Purpose, expected: int | None
+) -> None:
+    """Issue: a 403 speaking of a rate limit is RATE_LIMITED, so the lists
+    must see 429, not the raw 403 (else no retry, no fallback)."""
+    assert status_for_lists(outcome, classify(outcome), purpose=purpose) == expected
+
+
+@pytest.mark.parametrize(
+    ("outcome", "kind"),
+    [c[1:] for c in CLASSIFY_CASES],
+    ids=[c[0] for c in CLASSIFY_CASES],
+)
+def test_every_retryable_class_is_matched_by_the_default_lists(outcome: Outcome, kind: FailureKind) -> None:
+    """Whatever decided the class (status, code, wording), a RATE_LIMITED or
+    SERVER_ERROR outcome is retried and fails over under the SPEC §4 defaults."""
+    if kind not in (K.RATE_LIMITED, K.SERVER_ERROR):
+        return
+    assert status_matches(status_for_lists(outcome, kind, purpose="retry"), [429, 500, 502, 503, 529])
+    assert status_matches(status_for_lists(outcome, kind, purpose="fallback"), [408, 429, "5xx"])
+
+
 @pytest.mark.parametrize(
     "kind",
     [K.NO_CREDENTIAL, K.CANCELLED, K.AUTH, K.CLIENT_ERROR, K.QUOTA_EXHAUSTED],

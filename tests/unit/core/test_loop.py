@@ -77,7 +77,7 @@ def worked_example_plan() -> Plan:
                          Target(provider="azure", model="gpt-5-prod", catalog_model="gpt-5"))}
     return build_plan(
         "gpt-5", catalog=catalog, providers=frozenset({"openai", "azure"}), settings=RoutingSettings(),
-        policy=WORKED_POLICY, success_rate={}, rng=random.Random(0), priority_models=frozenset({"gpt-5"}),
+        policy=WORKED_POLICY, health={}, rng=random.Random(0), orders={"gpt-5": "priority"},
     )
 
 
@@ -119,6 +119,14 @@ def test_loop_503_then_200_on_the_same_provider() -> None:
 @pytest.mark.parametrize("status", [429, 500, 502, 503, 529], ids=lambda s: f"status-{s}")
 def test_loop_retry_then_fallback_statuses_retry_once_then_fall_back(status: int) -> None:
     run = drive(ABC, Policy(), {KA: [err(status), err(status)], KB: [ok()]})
+    assert run.keys == [KA, KA, KB]
+    assert run.give_up.reason is StopReason.SERVED
+
+
+@pytest.mark.parametrize("message", ["Rate limit exceeded for this key", "The server is currently overloaded"])
+def test_loop_403_rate_limit_is_retried_then_falls_back_like_a_429(message: str) -> None:
+    """Issue: a 403 whose body speaks of a rate limit got 1 attempt and no fallback."""
+    run = drive(ABC, Policy(), {KA: [err(403, message), err(403, message)], KB: [ok()]})
     assert run.keys == [KA, KA, KB]
     assert run.give_up.reason is StopReason.SERVED
 
@@ -582,7 +590,7 @@ def test_loop_reroute_exhausted_answers_502_and_never_calls_the_requested_model(
         "claude": (Target(provider="anthropic", model="claude", catalog_model="claude"),),
     }
     p = build_plan("gpt-5", catalog=catalog, providers=frozenset({"openai", "anthropic"}),
-                   settings=RoutingSettings(reroutes=("claude",)), policy=Policy(), success_rate={},
+                   settings=RoutingSettings(reroutes=("claude",)), policy=Policy(), health={},
                    rng=random.Random(0))
     run = drive(p, Policy(), {"anthropic/claude": [err(503), err(500)]})
     assert run.keys == ["anthropic/claude", "anthropic/claude"]

@@ -18,7 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnout.core.classify import status_for_lists, status_matches
-from turnout.core.loop import Dispatch, SkipReason, StopReason
+from turnout.core.loop import UNAVAILABLE_SKIPS, Dispatch, SkipReason, StopReason
+from turnout.core.ordering import Standing, TargetHealth
 from turnout.core.plan import Plan, Role, RoutingSettings, build_plan
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.types import Disposition, FailureKind, Outcome, Target, TransportError
@@ -105,8 +106,9 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         requested = f"{catalog['m0'][0].provider}/m0"  # pinned
     plan = build_plan(
         requested, catalog=catalog, providers=frozenset(PROVIDERS), settings=settings_, policy=policy,
-        success_rate=draw(st.dictionaries(st.sampled_from([t.key for ts in catalog.values() for t in ts]),
-                                          st.floats(0, 1), max_size=3)),
+        health=draw(st.dictionaries(st.sampled_from([t.key for ts in catalog.values() for t in ts]),
+                                    st.builds(TargetHealth, score=st.floats(0.01, 1),
+                                              standing=st.sampled_from(Standing)), max_size=3)),
         rng=random.Random(draw(st.integers(0, 2**32))),
     )
     return Scenario(plan=plan, policy=policy, start_s=draw(st.sampled_from([0.0, 1234.5])),
@@ -151,7 +153,7 @@ def run_scenario(data: st.DataObject) -> tuple[Scenario, Run]:
         if not sc.skips or not data.draw(st.booleans(), label="skip?"):
             return None
         reason = data.draw(st.sampled_from(list(SkipReason)), label="skip reason")
-        return reason, (data.draw(st.floats(0.01, 300), label="reopen") if reason is SkipReason.CIRCUIT_OPEN else None)
+        return reason, (data.draw(st.floats(0.01, 300), label="reopen") if reason in UNAVAILABLE_SKIPS else None)
 
     run = drive(sc.plan, sc.policy, outcome, duration_s=duration, start_s=sc.start_s, skip=skip,
                 rng=random.Random(data.draw(st.integers(0, 2**32), label="rng seed")), max_steps=500)
@@ -285,7 +287,7 @@ def test_property_loop_terminates_with_a_client_error_status_when_not_served(dat
     assert len(verdict.summary) == len(run.records)
     if reason is StopReason.ALL_OPEN:
         assert run.records == ()
-        assert any(s.reason is SkipReason.CIRCUIT_OPEN for s in run.state.skips)
+        assert any(s.reason in UNAVAILABLE_SKIPS for s in run.state.skips)
         assert verdict.status_code == 503 and verdict.retry_after_s is not None and verdict.retry_after_s >= 1
     if reason is StopReason.DEADLINE:
         assert verdict.status_code == 504

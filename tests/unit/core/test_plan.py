@@ -14,9 +14,9 @@ from turnout.core.plan import (
     UnknownModel,
     build_plan,
     lookup,
-    rank_offers,
     split_pinned,
 )
+from turnout.core.ordering import OrderSettings, TargetHealth, by_health
 from turnout.core.policy import FallbackPolicy, Policy
 from turnout.core.scopes import as_model_map
 from turnout.core.types import Target
@@ -35,6 +35,7 @@ CATALOG: dict[str, tuple[Target, ...]] = {
     # A catalog id that contains '/' and starts with a provider name.
     "groq/compound": (t("groq", "compound-beta", "groq/compound"),),
 }
+NO_EXPLORE = OrderSettings(explore=0.0)
 PROVIDERS = frozenset({"openai", "azure", "anthropic", "bedrock", "google", "groq", "together", "fireworks"})
 
 
@@ -65,9 +66,10 @@ def plan(
             content_policy_fallbacks=as_map(content_policy),
         ),
         policy=policy,
-        success_rate=success_rate or {},
+        health={k: TargetHealth(score=v) for k, v in (success_rate or {}).items()},
         rng=random.Random(seed),
-        priority_models=priority_models,
+        orders={m: "priority" for m in priority_models},
+        order_settings=NO_EXPLORE,
     )
 
 
@@ -326,52 +328,11 @@ def test_plan_priority_models_keep_their_configured_order() -> None:
         assert keys(p.entries) == ["groq/llama-3.3-70b", "together/llama-3.3-70b", "fireworks/llama-v3p3-70b"]
 
 
-def test_plan_health_ordered_models_rank_by_success_rate() -> None:
+def test_plan_health_ordered_models_rank_by_score() -> None:
     rates = {"groq/llama-3.3-70b": 0.1, "together/llama-3.3-70b": 0.5, "fireworks/llama-v3p3-70b": 1.0}
     p = plan("llama", success_rate=rates)
     assert keys(p.entries) == ["fireworks/llama-v3p3-70b", "together/llama-3.3-70b", "groq/llama-3.3-70b"]
     assert [e.role for e in p.entries] == [Role.PRIMARY, Role.PROVIDER_FALLBACK, Role.PROVIDER_FALLBACK]
-
-
-OFFERS = CATALOG["llama"]
-G, T, F = (o.key for o in OFFERS)
-
-
-@pytest.mark.parametrize(
-    ("rates", "expected"),
-    [
-        ({G: 0.9, T: 0.5, F: 0.1}, [G, T, F]),
-        ({G: 0.1, T: 0.5, F: 0.9}, [F, T, G]),
-        ({G: 0.0, T: 0.99}, [F, T, G]),
-        ({G: 0.5}, None),
-    ],
-    ids=["descending", "ascending-reversed", "unknown-ranks-as-healthy", "one-known-worse"],
-)
-def test_rank_offers_by_success_rate(rates: dict[str, float], expected: list[str] | None) -> None:
-    ranked = [o.key for o in rank_offers(OFFERS, rates, random.Random(3))]
-    if expected is None:  # the known-worse offer is last; the other two tie
-        assert ranked[-1] == G and set(ranked[:2]) == {T, F}
-    else:
-        assert ranked == expected
-
-
-def test_rank_offers_shuffles_ties_with_the_rng() -> None:
-    orders = {tuple(o.key for o in rank_offers(OFFERS, {}, random.Random(seed))) for seed in range(60)}
-    assert len(orders) == 6  # every permutation of three healthy offers appears
-
-
-def test_rank_offers_ties_only_shuffle_among_equals() -> None:
-    rates = {G: 0.8, T: 0.8, F: 0.3}
-    orders = {tuple(o.key for o in rank_offers(OFFERS, rates, random.Random(seed))) for seed in range(40)}
-    assert orders == {(G, T, F), (T, G, F)}
-
-
-def test_rank_offers_is_deterministic_for_a_seed() -> None:
-    assert rank_offers(OFFERS, {}, random.Random(11)) == rank_offers(OFFERS, {}, random.Random(11))
-
-
-def test_rank_offers_of_nothing_is_nothing() -> None:
-    assert rank_offers((), {}, random.Random(0)) == ()
 
 
 @pytest.mark.parametrize(

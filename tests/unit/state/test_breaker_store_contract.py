@@ -2,7 +2,9 @@
 
 `MemoryBreakerStore` runs on a fake clock; `RedisBreakerStore` against the
 session's `redis-server` (tests/unit/state/conftest.py), where time is real:
-the permit-expiry case waits a short real TTL.
+the permit-expiry cases wait a short real TTL (0.2 s permits, 0.3 s waits).
+fakeredis is not a third store here: it runs the Lua scripts only with
+`lupa`, which the dev dependencies do not install.
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from turnout.core.breaker import CLOSED, BreakerSettings, BreakerSnapshot, BreakerState
+import turnout.health
+from turnout.core.breaker import CLOSED, BreakerSettings, BreakerSnapshot, BreakerState, counts
 from turnout.core.types import FailureKind
 from turnout.health import Breakers
 from turnout.state import keys
@@ -26,9 +30,13 @@ T = "acme/model-a"
 U = "other/model-b"
 
 TRIPPED = BreakerSnapshot(
-    open=True, consecutive_failures=0, trips=2, opened_at_s=1_700_000_123.456789, cooldown_s=60.0,
-    window="1100", last_error="HTTP 503: upstream overloaded ✗",
+    open=True, trips=2, opened_at_s=1_700_000_123.456789, cooldown_s=10.0, closed_at_s=1_699_999_000.25,
+    successes=12.375, failures=3.0625, run_weight=2.5, counted_at_s=1_700_000_120.125, run=4,
+    not_before_s=1_700_000_150.5,
+    last_error="HTTP 503: upstream overloaded ✗", trip_rule="rate",
 )
+"""Every field away from its default, so a round trip proves each one is stored."""
+HEALTHY = BreakerSnapshot(successes=1.0, counted_at_s=1_700_000_000.0)
 
 
 class FakeClock:
@@ -39,6 +47,21 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+class StalledRenewals:
+    """`asyncio` as `turnout.health` sees it, with the probe permit's renewal
+    stalled (a holder whose process froze): sleeps of 50 ms or more never end
+    (until cancelled); shorter ones (CAS backoff jitter) are real."""
+
+    async def sleep(self, delay: float) -> None:
+        if delay < 0.05:
+            await asyncio.sleep(delay)
+            return
+        await asyncio.get_running_loop().create_future()
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(asyncio, name)
 
 
 @dataclass
@@ -96,9 +119,14 @@ async def test_store_cas_with_the_right_version_stores_and_bumps_the_version(har
     loaded = await harness.store.load([T, U])
     assert loaded.entries == {T: Versioned(1, TRIPPED), U: Versioned(0, CLOSED)}
 
-    closed = BreakerSnapshot(window="1")
-    assert await harness.store.compare_and_set(T, 1, closed) is None
-    assert (await harness.store.load([T])).entries[T] == Versioned(2, closed)
+    assert await harness.store.compare_and_set(T, 1, HEALTHY) is None
+    assert (await harness.store.load([T])).entries[T] == Versioned(2, HEALTHY)
+
+
+def test_tripped_fixture_sets_every_snapshot_field() -> None:
+    """The round trip below proves every field only if TRIPPED sets every one."""
+    unset = [f.name for f in msgspec.structs.fields(BreakerSnapshot) if getattr(TRIPPED, f.name) == f.default]
+    assert unset == []
 
 
 async def test_store_snapshot_round_trips_every_field(harness: Harness) -> None:
@@ -106,14 +134,15 @@ async def test_store_snapshot_round_trips_every_field(harness: Harness) -> None:
     stored = (await harness.store.load([T])).entries[T].snapshot
     assert stored == TRIPPED
     assert stored.opened_at_s == 1_700_000_123.456789
+    assert (stored.successes, stored.failures, stored.run) == (12.375, 3.0625, 4)
 
 
 @pytest.mark.parametrize("stale", [0, 1, 3, 7], ids=["never-written", "previous", "ahead", "far-ahead"])
 async def test_store_cas_with_a_stale_version_returns_current_and_does_not_write(harness: Harness, stale: int) -> None:
-    await harness.store.compare_and_set(T, 0, BreakerSnapshot(window="0", consecutive_failures=1))
+    await harness.store.compare_and_set(T, 0, BreakerSnapshot(run=1, counted_at_s=1_700_000_000.0))
     assert await harness.store.compare_and_set(T, 1, TRIPPED) is None
 
-    current = await harness.store.compare_and_set(T, stale, BreakerSnapshot(window="1"))
+    current = await harness.store.compare_and_set(T, stale, HEALTHY)
     assert isinstance(current, Loaded)
     assert current.entries == {T: Versioned(2, TRIPPED)}
     assert current.now_s == pytest.approx(harness.expected_now(), abs=harness.clock_tolerance_s)
@@ -129,13 +158,13 @@ async def test_store_cas_on_an_unknown_target_with_nonzero_version_returns_close
 
 async def test_store_targets_are_independent(harness: Harness) -> None:
     await harness.store.compare_and_set(T, 0, TRIPPED)
-    assert await harness.store.compare_and_set(U, 0, BreakerSnapshot(window="1")) is None
+    assert await harness.store.compare_and_set(U, 0, HEALTHY) is None
     loaded = await harness.store.load([T, U])
-    assert loaded.entries == {T: Versioned(1, TRIPPED), U: Versioned(1, BreakerSnapshot(window="1"))}
+    assert loaded.entries == {T: Versioned(1, TRIPPED), U: Versioned(1, HEALTHY)}
 
 
 async def test_store_only_one_of_many_concurrent_cas_on_one_version_wins(harness: Harness) -> None:
-    candidates = [BreakerSnapshot(window="0" * (i + 1)) for i in range(50)]
+    candidates = [BreakerSnapshot(run=i + 1) for i in range(50)]
     replies = await asyncio.gather(*(harness.store.compare_and_set(T, 0, c) for c in candidates))
     winners = [c for c, r in zip(candidates, replies) if r is None]
     assert len(winners) == 1
@@ -146,8 +175,9 @@ async def test_store_only_one_of_many_concurrent_cas_on_one_version_wins(harness
 @pytest.mark.parametrize("workers", [1, 8], ids=["one-process", "eight-processes"])
 async def test_store_concurrent_records_lose_no_update(harness: Harness, workers: int) -> None:
     """200 failures recorded concurrently through `Breakers` (each from its own view,
-    all read before any write) all land in the window; the breaker trips once."""
-    settings = BreakerSettings(window=500, consecutive_failures=10**6, min_results=20)
+    all read before any write) are all counted; the breaker trips once."""
+    # A window of ~4 months: the counts do not decay while the test runs on real time.
+    settings = BreakerSettings(window=1e7, consecutive_failures=10**6, min_results=20)
     transitions: list[tuple[str, BreakerState, BreakerState]] = []
 
     def on_transition(target: str, old: BreakerState, new: BreakerState) -> None:
@@ -163,11 +193,14 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
     ))
 
     entry = (await harness.store.load([T])).entries[T]
-    assert entry.snapshot.window.count("0") == 200
-    assert len(entry.snapshot.window) == 200
-    # The rate rule (failure_rate 1.0 at 20 results) tripped it exactly once; later failures
-    # of attempts admitted before the trip only entered the window.
-    assert entry.snapshot.trips == 1
+    assert entry.version == 200, "every failure was written"
+    snap = entry.snapshot
+    successes, failures = counts(snap, snap.counted_at_s, settings)
+    assert successes == 0.0 and failures == pytest.approx(200.0, rel=1e-4)
+    assert snap.run == 200, "no success ended the run"
+    # The rate rule (failure share 1.0 over 20 calls) tripped it exactly once; later
+    # failures of attempts admitted before the trip only entered the counts.
+    assert (snap.open, snap.trips, snap.trip_rule) == (True, 1, "rate")
     assert transitions == [(T, BreakerState.CLOSED, BreakerState.OPEN)]
 
 
@@ -249,13 +282,63 @@ async def test_store_probe_permit_does_not_touch_the_snapshot(harness: Harness) 
     assert (await harness.store.load([T])).entries[T] == Versioned(1, TRIPPED)
 
 
-async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(harness: Harness) -> None:
-    """Through `Breakers` on each store: probe A outlives its permit, B takes a new
-    one; A's late result releases nothing of B's."""
-    settings = BreakerSettings(consecutive_failures=1, cooldown_s=0.1, max_cooldown_s=0.1, probe_ttl_s=0.2)
+async def test_store_renew_by_the_holder_outlives_the_first_ttl(harness: Harness) -> None:
+    token = await harness.store.acquire_probe(T, 0.2)
+    assert token is not None
+    assert await harness.store.renew_probe(T, token, 30.0) is True
+    await harness.advance(0.3)  # past the first TTL
+    assert await harness.store.acquire_probe(T, 30.0) is None, "the renewed permit expired on its first TTL"
+    assert await harness.store.renew_probe(T, token, 30.0) is True, "the holder renews again"
+    await harness.store.release_probe(T, token)
+    assert await harness.store.acquire_probe(T, 30.0) is not None
+
+
+async def test_store_renew_by_anyone_but_the_holder_fails_and_extends_nothing(harness: Harness) -> None:
+    token = await harness.store.acquire_probe(T, 0.2)
+    assert token is not None
+    for wrong in ["", "1", "wrong", token[:-1], token + "0"]:
+        assert await harness.store.renew_probe(T, wrong, 30.0) is False, f"renewed by {wrong!r}"
+    assert await harness.store.renew_probe(U, token, 30.0) is False, "the right token, for another target"
+    assert await harness.store.acquire_probe(U, 30.0) is not None, "a failed renewal creates no permit"
+    await harness.advance(0.3)
+    assert await harness.store.acquire_probe(T, 30.0) is not None, "a wrong token's renewal extended the permit"
+
+
+async def test_store_renew_of_an_expired_permit_fails(harness: Harness) -> None:
+    old = await harness.store.acquire_probe(T, 0.2)
+    assert old is not None
+    await harness.advance(0.3)
+    assert await harness.store.renew_probe(T, old, 30.0) is False
+    new = await harness.store.acquire_probe(T, 30.0)
+    assert new is not None, "a failed renewal brought the expired permit back"
+    assert await harness.store.renew_probe(T, old, 30.0) is False, "the old holder renews the new holder's permit"
+    assert await harness.store.acquire_probe(T, 30.0) is None
+    assert await harness.store.renew_probe(T, new, 30.0) is True
+
+
+async def test_store_renew_of_a_released_permit_fails(harness: Harness) -> None:
+    token = await harness.store.acquire_probe(T, 30.0)
+    assert token is not None
+    await harness.store.release_probe(T, token)
+    assert await harness.store.renew_probe(T, token, 30.0) is False
+    assert await harness.store.acquire_probe(T, 30.0) is not None
+
+
+async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through `Breakers` on each store: probe A's process stalls (its permit is not
+    renewed) and A outlives its permit; B takes a new one; A's late result releases
+    nothing of B's."""
+    monkeypatch.setattr(turnout.health, "asyncio", StalledRenewals())
+    # run_chance 0.5: one failure on a fresh target is already an unlikely run.
+    settings = BreakerSettings(
+        consecutive_failures=1, run_chance=0.5, cooldown_s=0.1, max_cooldown_s=0.1, probe_ttl_s=0.2
+    )
     breakers = Breakers(harness.store, settings)
     view = await breakers.view([T])
     await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="trip", view=view)
+    assert (await harness.store.load([T])).entries[T].snapshot.open
     await harness.advance(0.15)  # HALF_OPEN
 
     view_a = await breakers.view([T])
@@ -298,12 +381,23 @@ async def test_redis_store_snapshot_keys_expire_and_probe_keys_are_short_lived(r
     assert 0 < await redis_client.pttl(keys.probe_key(T)) <= 500
 
 
+async def test_redis_store_renew_sets_the_permit_ttl_from_now_and_keeps_the_token(redis_client: Redis) -> None:
+    store = RedisBreakerStore(redis_client)
+    token = await store.acquire_probe(T, 0.5)
+    assert token is not None
+    assert await store.renew_probe(T, token, 30.0) is True
+    assert 500 < await redis_client.pttl(keys.probe_key(T)) <= 30_000
+    assert await redis_client.get(keys.probe_key(T)) == token.encode()
+    assert await store.renew_probe(T, "wrong", 60.0) is False
+    assert await redis_client.pttl(keys.probe_key(T)) <= 30_000
+
+
 async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failure(
     redis_url: str, redis_client: Redis, caplog: pytest.LogCaptureFixture
 ) -> None:
     """50 `Breakers`, each with its own client and store (50 processes), record 4
     failures each at once on one target: all 200 land, none given up on."""
-    settings = BreakerSettings(window=500, consecutive_failures=10**6, failure_rate=2.0)
+    settings = BreakerSettings(window=1e7, consecutive_failures=10**6, failure_rate=2.0)
     clients = [Redis.from_url(redis_url) for _ in range(50)]
     try:
         fleet = [Breakers(RedisBreakerStore(c), settings) for c in clients]
@@ -319,6 +413,7 @@ async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failur
     assert "not recorded" not in caplog.text
     entry = (await RedisBreakerStore(redis_client).load([T])).entries[T]
     assert entry.version == 200
-    assert entry.snapshot.window == "0" * 200
-    assert entry.snapshot.consecutive_failures == 200
+    successes, failures = counts(entry.snapshot, entry.snapshot.counted_at_s, settings)
+    assert successes == 0.0 and failures == pytest.approx(200.0, rel=1e-4)
+    assert entry.snapshot.run == 200
     assert not entry.snapshot.open and entry.snapshot.trips == 0

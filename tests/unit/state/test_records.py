@@ -12,7 +12,7 @@ import httpx
 import pytest
 from redis.asyncio import Redis
 
-from turnout.adapters.openai_chat import Usage
+from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings

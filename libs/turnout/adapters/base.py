@@ -1,0 +1,251 @@
+"""The adapter seam: what the router hands an adapter, what it gets back.
+
+Owns: the input of one upstream call (`CallSpec`, with its body built by
+`upstream_body`), its result (`AttemptResult`, `Usage`, and `UpstreamStream`
+for a stream past its commit point), the `Upstream` signature the router
+calls, the `ApiFamily` protocol each upstream API family implements, and
+the readers every family shares (`error_fields`, `envelope_outcome`,
+`error_status_outcome`, `describe_error`).
+Must not import: other `turnout.adapters` modules, services, FastAPI, arq.
+
+Bodies are OpenAI Chat Completions JSON on both sides of the seam: a family
+that speaks another API translates its request in `build_request` and its
+answers in `read_outcome` and `stream_events`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
+
+import httpx
+import msgspec
+from httpx_sse import ServerSentEvent
+
+from turnout.config import ProviderKind
+from turnout.core.hints import retry_after_s
+from turnout.core.types import Outcome, Target, TransportError
+
+_decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token counts of one successful call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class UpstreamStream:
+    """An upstream stream past its commit point.
+
+    Attributes:
+        held: data payloads (JSON text) read before the commit, in order,
+            including the first content chunk; the relay sends them first.
+        done: the stream already ended cleanly (`[DONE]`, or a finish with
+            no content: an empty completion).
+        events: the rest of the stream's events, OpenAI-shaped whatever the
+            family (`ApiFamily.stream_events`).
+    """
+
+    def __init__(
+        self, response: httpx.Response, events: AsyncIterator[ServerSentEvent], held: list[str], done: bool
+    ) -> None:
+        self._response = response
+        self.events = events
+        self.held = held
+        self.done = done
+
+    async def aclose(self) -> None:
+        """Close the upstream response (and its connection if unfinished)."""
+        await self._response.aclose()
+
+
+class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What one upstream call produced.
+
+    Attributes:
+        outcome: the classified-later facts for the loop.
+        body: the upstream's JSON body on success (bytes, OpenAI
+            `chat.completion`), else None.
+        usage: token counts on success.
+        stream: for a streaming call committed at its first content, the open
+            upstream stream (`UpstreamStream`).
+    """
+
+    outcome: Outcome
+    body: bytes | None = None
+    usage: Usage = Usage()
+    stream: Any = None
+
+
+class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """One upstream call, as the router hands it to an adapter.
+
+    Attributes:
+        target: the offer attempted.
+        base_url: the provider's API root.
+        api_key: the credential (never logged).
+        body: JSON request body for this target, OpenAI form (`upstream_body`).
+        timeout_s: the attempt's limit; for a stream, until its first content.
+        ttft_timeout_s: streaming first-token limit (None: `timeout_s` only).
+        stall_timeout_s: streaming gap limit after the first content (None: none).
+        request_id: Turnout's request id.
+        kind: the provider's wire API (`ProviderConfig.kind`), the key of
+            its family in `turnout.adapters.families.FAMILIES`.
+    """
+
+    target: Target
+    base_url: str
+    api_key: str
+    body: bytes
+    timeout_s: float
+    request_id: str
+    ttft_timeout_s: float | None = None
+    stall_timeout_s: float | None = None
+    kind: ProviderKind = "openai"
+
+
+Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
+"""An adapter: performs one call and maps every failure into the result
+(`turnout.adapters.exchange.call_json`, `...exchange.open_stream`)."""
+
+
+class ApiFamily(Protocol):
+    """One upstream API family: how a call is asked and how its answer is read.
+
+    A family performs no I/O: `turnout.adapters.exchange` sends its requests,
+    enforces the time limits, maps transport errors and finds a stream's
+    commit point, the same way for every family.
+    """
+
+    @property
+    def stream_end(self) -> str:
+        """The family's end-of-stream marker as named in failure messages (`[DONE]`)."""
+        ...
+
+    def build_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
+    ) -> httpx.Request | AttemptResult:
+        """The HTTP request for `spec` (built with `client.build_request`).
+
+        Args:
+            client: the client that will send it.
+            spec: the call; `spec.body` is OpenAI Chat Completions JSON.
+            stream: ask for an SSE answer.
+
+        Returns:
+            The request, or the result of a call the family's API cannot
+            express (answered without any HTTP call, e.g. a 400).
+        """
+        ...
+
+    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+        """The result of a complete (non-SSE) answer; pure.
+
+        Args:
+            status: HTTP status.
+            headers: response headers (retry hints).
+            content: the whole body.
+            now_epoch_s: current time, epoch seconds (hint dates, `created`).
+
+        Returns:
+            A success carries an OpenAI `chat.completion` body; a 2xx error
+            envelope is `error_in_body`; a 2xx that is neither is PROTOCOL.
+        """
+        ...
+
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+        """The events of an SSE answer as OpenAI `chat.completion.chunk` data.
+
+        Each event's data is a chunk's JSON text or `[DONE]`; an error is an
+        event named `error` whose data is `{"error": {"type", "message"}}`
+        (or an OpenAI error envelope); undecodable data passes unchanged.
+        Transport exceptions propagate.
+        """
+        ...
+
+
+def upstream_body(request: dict[str, Any], target: Target) -> bytes:
+    """The request body for `target`: the client's body with `model` replaced."""
+    return _encode.encode({**request, "model": target.model})
+
+
+def error_fields(data: Any) -> tuple[str | None, str | None, str]:
+    """(type, code, message) of an OpenAI- or Anthropic-style error body.
+
+    Reads `{"error": {"type", "code", "message"}}`, a bare `{"type", ...}`
+    object, or `{"error": "text"}`; anything else gives (None, None, "").
+    """
+    if not isinstance(data, dict):
+        return None, None, ""
+    err = data.get("error", data)
+    if isinstance(err, str):
+        return None, None, err
+    if not isinstance(err, dict):
+        return None, None, ""
+    etype, code, message = err.get("type"), err.get("code"), err.get("message", "")
+    return (
+        etype if isinstance(etype, str) else None,
+        str(code) if isinstance(code, (str, int)) and code != "" else None,
+        message if isinstance(message, str) else str(message),
+    )
+
+
+def envelope_outcome(status: int, data: Any, headers: httpx.Headers, now_epoch_s: float) -> Outcome:
+    """The outcome of an error envelope inside a 2xx answer or stream (SPEC §3).
+
+    Flagged `error_in_body`, so the core classifies it by its type and code,
+    never as a success; a retry hint in the headers or the message is kept.
+
+    Args:
+        status: the HTTP status the envelope came with (2xx).
+        data: the decoded body or event data.
+        headers: response headers (retry hints).
+        now_epoch_s: current time, epoch seconds (hint dates).
+    """
+    etype, code, message = error_fields(data)
+    hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
+    return Outcome(status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
+                   error_in_body=True)
+
+
+def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+    """The result of a non-2xx answer, whatever the family (pure).
+
+    Keeps the provider's status, error type, code and message (its first
+    300 bytes when the body is not JSON) and its retry hint (`retry-after`,
+    `retry-after-ms`, rate-limit reset headers, or the message's wording).
+    """
+    try:
+        data = _decode.decode(content) if content else None
+    except msgspec.DecodeError:
+        data = None
+    etype, code, message = error_fields(data)
+    if not message and content and data is None:
+        message = content[:300].decode("utf-8", "replace")
+    hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
+    return AttemptResult(outcome=Outcome(
+        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
+    ))
+
+
+_TRANSPORT_WORDS = {
+    TransportError.CONNECT: "could not connect to the provider",
+    TransportError.RESET: "the provider closed the connection",
+    TransportError.ATTEMPT_TIMEOUT: "no answer within the attempt's time limit",
+    TransportError.FIRST_TOKEN_TIMEOUT: "no first content within the time limit",
+    TransportError.PROTOCOL: "the provider's answer could not be read",
+}
+
+
+def describe_error(exc: BaseException, kind: TransportError) -> str:
+    """A transport failure as a fixed phrase for its kind and its cause's class name
+    (`could not connect to the provider (ClientConnectorError)`).
+
+    Allow-list: the exception's text is never used, since it carries host
+    names, ports, resolved addresses and sometimes URLs (`turnout.scrub`).
+    """
+    cause = exc.__cause__ or exc
+    return f"{_TRANSPORT_WORDS[kind]} ({type(cause).__name__})"
