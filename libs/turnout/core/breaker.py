@@ -124,7 +124,7 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
     consecutive_failures: Annotated[int, Meta(ge=1)] = 3
     sole_consecutive_failures: Annotated[int, Meta(ge=1)] = 20
     run_chance: Annotated[float, Meta(gt=0.0, lt=1.0)] = 1e-6
-    window: Annotated[float, Meta(gt=0.0)] = 40.0
+    window: Annotated[float, Meta(gt=0.0)] = 20.0
     failure_rate: Annotated[float, Meta(gt=0.0)] = 0.5
     sole_failure_rate: Annotated[float, Meta(gt=0.0)] = 0.9
     min_results: Annotated[float, Meta(ge=1.0)] = 10.0
