@@ -47,7 +47,11 @@ FIELDS = (
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
-upstream HTTP status or null; `class` the SPEC §3 disposition."""
+upstream HTTP status or null; `class` the SPEC §3 disposition. A stored row
+also carries, outside the export, `role` (the target's role in the plan),
+`delay_before_s` (seconds waited before the attempt) and `delay_reason`
+(`backoff`, `retry_after`, `fallback_backoff` or null), which the dashboard
+shows."""
 
 CLOCK_SLACK_S = 60.0
 """Stream ids are Redis's clock at the flush, `ts` the writer's clock at the
@@ -84,6 +88,8 @@ def attempt_row(
         "cost_usd": round(price.cost_usd(tokens_in, tokens_out), 10) if (ok and price) else 0.0,
         "is_retry": record.is_retry, "is_fallback": record.is_fallback, "is_reroute": record.is_reroute,
         "is_byok_fallback": record.is_byok_fallback, "is_strategy": False,
+        "role": str(record.role), "delay_before_s": round(record.delay_before_s, 3),
+        "delay_reason": record.delay_reason,
     }
 
 

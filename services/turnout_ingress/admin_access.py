@@ -76,6 +76,10 @@ class AdminAPI:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
+        return self.identify(token)
+
+    def identify(self, token: str) -> Caller:
+        """The caller holding the admin key `token` (401 for an unknown key, 403 for a non-admin key)."""
         if self._operator_key is not None and token and hmac.compare_digest(token.encode("utf-8"), self._operator_key):
             return Caller(org=None)
         identity = self.directory.authenticate(token)

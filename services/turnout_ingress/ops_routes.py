@@ -12,7 +12,7 @@ Errors are scrubbed before the breaker stores them (`turnout.scrub`).
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from fastapi import FastAPI, Request
@@ -52,6 +52,54 @@ def _org_targets(state: "IngressState", org: str) -> tuple[list[tuple[str, str, 
     return usable + custom, frozenset(t[0] for t in custom)
 
 
+async def provider_rows(state: "IngressState", org: str | None) -> tuple[list[dict[str, Any]], bool, float]:
+    """The health rows its caller may see, whether the breaker store was degraded, and its clock.
+
+    Args:
+        state: the ingress's objects.
+        org: None for the operator (every pair, each with its `last_error`);
+            an org id for that org's admin (only the pairs it can use, with
+            `last_error` only on its own custom endpoint targets).
+
+    Returns:
+        One dict per target: `target`, `provider`, `model`, `catalog_model`,
+        `state` (closed / open / half_open), `score` (0..1),
+        `calls` (decayed count), `consecutive_failures`, `trips`,
+        `trip_rule`, `cooldown_remaining_s`, `resting_s`,
+        `slow_start_share` (0..1), `sole`, `last_error` (scrubbed or None);
+        then the degraded flag and the breaker store's clock (epoch s).
+    """
+    if org is None:
+        targets, errors_of = _targets(state), None
+    else:
+        targets, errors_of = _org_targets(state, org)
+    view = await state.breakers.view([t[0] for t in targets])
+    now = view.store_now()
+    rows = []
+    settings = state.breakers.settings
+    for key, provider, model in targets:
+        snap = view.snapshot(key)
+        rows.append({
+            "target": key,
+            "provider": provider,
+            "model": key.split("/", 1)[1],
+            "catalog_model": model,
+            "state": str(state_at(snap, now)),
+            "score": round(score(snap, now, settings), 4),
+            "calls": round(calls(snap, now, settings), 2),
+            "consecutive_failures": snap.run,
+            "trips": snap.trips,
+            "trip_rule": snap.trip_rule or None,
+            "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
+            "resting_s": round(resting_for_s(snap, now), 3),
+            "slow_start_share": round(ramp_share(snap, now, settings), 3),
+            "sole": key in state.catalog.sole_targets,
+            "last_error": (state.router.scrubber.text(snap.last_error) or None)
+            if errors_of is None or key in errors_of else None,
+        })
+    return rows, view.degraded, now
+
+
 class RequestCounter:
     """Pure ASGI middleware: count answered HTTP requests by route and status."""
 
@@ -86,35 +134,8 @@ def install(app: FastAPI, state: "IngressState") -> None:
     @app.get("/v1/health/providers")
     async def providers(request: Request) -> Response:
         caller = access.caller(request)  # 401 unknown key, 403 not an admin key
-        if caller.org is None:
-            targets, errors_of = _targets(state), None
-        else:
-            targets, errors_of = _org_targets(state, caller.org)
-        view = await state.breakers.view([t[0] for t in targets])
-        now = view.store_now()
-        rows = []
-        settings = state.breakers.settings
-        for key, provider, model in targets:
-            snap = view.snapshot(key)
-            rows.append({
-                "target": key,
-                "provider": provider,
-                "model": key.split("/", 1)[1],
-                "catalog_model": model,
-                "state": str(state_at(snap, now)),
-                "score": round(score(snap, now, settings), 4),
-                "calls": round(calls(snap, now, settings), 2),
-                "consecutive_failures": snap.run,
-                "trips": snap.trips,
-                "trip_rule": snap.trip_rule or None,
-                "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
-                "resting_s": round(resting_for_s(snap, now), 3),
-                "slow_start_share": round(ramp_share(snap, now, settings), 3),
-                "sole": key in state.catalog.sole_targets,
-                "last_error": (state.router.scrubber.text(snap.last_error) or None)
-                if errors_of is None or key in errors_of else None,
-            })
-        body = {"object": "list", "data": rows, "store_degraded": view.degraded}
+        rows, degraded, _ = await provider_rows(state, caller.org)
+        body = {"object": "list", "data": rows, "store_degraded": degraded}
         return Response(_json.encode(body), media_type=JSON)
 
     @app.get("/metrics")

@@ -105,3 +105,21 @@ TENANCY_CHANNEL = "turnout:tenancy:changed"
 def tenancy_org_key(org: str) -> str:
     """Key of an org's document."""
     return TENANCY_ORG_PREFIX + org
+
+
+UI_SCORE_PREFIX = "turnout:ui:score:"
+"""List per target `provider/model`: the dashboard's health-score samples,
+newest first, each `<epoch s>:<score>`; at most a fixed number kept."""
+
+UI_SCORE_TICK_PREFIX = "turnout:ui:score-tick:"
+"""String per target (`SET NX PX`): a score sample was taken recently."""
+
+
+def ui_score_key(target: str) -> str:
+    """Key of a target's score samples."""
+    return UI_SCORE_PREFIX + target
+
+
+def ui_score_tick_key(target: str) -> str:
+    """Key of a target's sampling guard."""
+    return UI_SCORE_TICK_PREFIX + target
