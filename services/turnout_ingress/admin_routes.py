@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
@@ -52,6 +53,47 @@ def parse_time(value: str | None, param: str) -> float | None:
     return parsed.timestamp()
 
 
+async def export_response(
+    redis: Redis, org: str, fmt: str, since_s: float | None, until_s: float | None
+) -> StreamingResponse:
+    """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download.
+
+    Args:
+        fmt: `jsonl` or `csv` (a key of `MEDIA_TYPES`).
+
+    Raises:
+        GatewayUnavailable: 503 when Redis is unreachable at the start.
+    """
+    rows = read_rows(redis, org=org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE)
+    try:
+        first = await anext(rows, None)
+    except (RedisError, OSError) as exc:
+        raise GatewayUnavailable(
+            "The attempt records are unreachable right now; retry shortly.", retry_after_s=1,
+            code="redis_unavailable",
+        ) from exc
+    render = csv_lines if fmt == "csv" else jsonl_lines
+
+    async def body() -> AsyncIterator[bytes]:
+        if fmt == "csv":
+            yield csv_header()
+        if first is None:
+            return
+        page: list[dict[str, Any]] = [first]
+        async for row in rows:
+            page.append(row)
+            if len(page) >= PAGE_SIZE:
+                yield render(page)
+                page = []
+        if page:
+            yield render(page)
+
+    filename = f"turnout-records-{org}.{fmt}"
+    return StreamingResponse(
+        body(), media_type=MEDIA_TYPES[fmt], headers={"content-disposition": f'attachment; filename="{filename}"'}
+    )
+
+
 def install(app: FastAPI, state: "IngressState") -> None:
     """Register the admin routes."""
 
@@ -67,31 +109,4 @@ def install(app: FastAPI, state: "IngressState") -> None:
             raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format")
         since_s = parse_time(request.query_params.get("since"), "since")
         until_s = parse_time(request.query_params.get("until"), "until")
-        rows = read_rows(state.redis, org=identity.org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE)
-        try:
-            first = await anext(rows, None)
-        except (RedisError, OSError) as exc:
-            raise GatewayUnavailable(
-                "The attempt records are unreachable right now; retry shortly.", retry_after_s=1,
-                code="redis_unavailable",
-            ) from exc
-        render = csv_lines if fmt == "csv" else jsonl_lines
-
-        async def body() -> AsyncIterator[bytes]:
-            if fmt == "csv":
-                yield csv_header()
-            if first is None:
-                return
-            page: list[dict[str, Any]] = [first]
-            async for row in rows:
-                page.append(row)
-                if len(page) >= PAGE_SIZE:
-                    yield render(page)
-                    page = []
-            if page:
-                yield render(page)
-
-        filename = f"turnout-records-{identity.org}.{fmt}"
-        return StreamingResponse(
-            body(), media_type=MEDIA_TYPES[fmt], headers={"content-disposition": f'attachment; filename="{filename}"'}
-        )
+        return await export_response(state.redis, identity.org, fmt, since_s, until_s)

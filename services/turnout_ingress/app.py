@@ -43,7 +43,7 @@ from turnout.directory import directory_from_env
 from turnout.tenancy import Identity
 from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
+from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.streaming import serve_stream
@@ -151,6 +151,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     admin_api.install(app, state)
     observability.install(app, state)
     anthropic_messages.install(app, state, check_plan=_check_plan)
+    ui.install(app, state)
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:

@@ -74,7 +74,8 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     config = parse_config(CONFIG, env={})
     rows = await _routed_rows(Catalog(config), config.policy)
     assert [r["attempt"] for r in rows] == [1, 2, 3]
-    assert all(set(r) == set(FIELDS) for r in rows)
+    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason"} for r in rows)
+    assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)
     first, retry, fallback = rows
     assert (first["provider"], first["served_model"], first["status"], first["kind"]) == ("pa", "m-a", 503, "server_error")
     assert first["class"] == "retry_then_fallback" and first["cost_usd"] == 0.0 and first["output_tokens"] == 0

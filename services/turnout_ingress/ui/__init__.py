@@ -1,0 +1,241 @@
+"""The operator dashboard under `/ui`: server-rendered pages over what the gateway recorded.
+
+Owns: the `/ui` routes — login and logout, Activity (requests, live), one
+request's attempts, Providers (breaker state and health, live), Spend, and
+the record export for the logged-in admin — rendered with Jinja2 templates
+(`templates/`) and one stylesheet and script (`static/`), all served by the
+ingress: no build step, nothing loaded from elsewhere (the pages' Content
+Security Policy allows only this origin).
+Must not import: the worker.
+
+Scope follows the admin API: the operator key sees every org; an org's
+admin key sees only its org's requests and spend, and on Providers exactly
+the rows `GET /v1/health/providers` shows it (`ops_routes.provider_rows`).
+No page shows a secret: records hold no key material, errors are scrubbed
+before the breaker stores them, and the login key stays in its cookie.
+
+Environment: `TURNOUT_UI_TRACE_URL`, a URL with `{request_id}` (e.g. a
+tracing UI's search for the span attribute `turnout.request_id`): the
+request page links to it when set.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, quote, urlencode
+
+import jinja2
+from fastapi import FastAPI, Request
+from redis.exceptions import RedisError
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.staticfiles import StaticFiles
+
+from turnout.directory import OPERATOR_KEY_ENV
+from turnout.errors import RequestRejected
+from turnout.records import iso_ts
+from turnout_ingress.admin_access import AdminAPI, Caller
+from turnout_ingress.admin_routes import MEDIA_TYPES, export_response, parse_time
+from turnout_ingress.ops_routes import provider_rows
+from turnout_ingress.ui import figures, reader, samples, session
+from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
+
+if TYPE_CHECKING:
+    from turnout_ingress.app import IngressState
+
+HERE = Path(__file__).parent
+TRACE_URL_ENV = "TURNOUT_UI_TRACE_URL"
+TRAFFIC_WINDOW_S = 300.0
+"""Providers: calls per minute and error classes over the last 5 minutes of records."""
+TRAFFIC_SCAN_MAX = 50_000
+SPEND_SCAN_MAX = 200_000
+PAGE_SIZE = 50
+Handler = Callable[[Request, Caller], Awaitable[Response]]
+SECURITY_HEADERS = {
+    "content-security-policy": "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
+                               "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "same-origin",
+    "cache-control": "no-store",
+}
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
+    )
+    env.filters["iso"] = lambda s: iso_ts(float(s))[:-5].replace("T", " ")
+    env.filters["usd"] = lambda v: f"${float(v):,.6f}".rstrip("0").rstrip(".") if v else "$0"
+    env.filters["ms"] = lambda v: f"{float(v):,.0f} ms" if float(v) >= 10 else f"{float(v):.1f} ms"
+    env.filters["q"] = lambda params: urlencode({k: v for k, v in params.items() if v not in (None, "")})
+    return env
+
+
+def _int(value: str | None, default: int, low: int, high: int) -> int:
+    try:
+        return max(low, min(high, int(value or default)))
+    except ValueError:
+        return default
+
+
+def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:
+    """`since` and `until` of a query (epoch s, None when absent), or an error message for the page."""
+    try:
+        return parse_time(q.get("since"), "since"), parse_time(q.get("until"), "until"), None
+    except RequestRejected as exc:
+        return None, None, exc.message
+
+
+def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = None) -> None:
+    """Register the `/ui` routes and static files on the ingress app (`env`: defaults to `os.environ`)."""
+    environ = os.environ if env is None else env
+    access = AdminAPI(state.keyring, environ.get(OPERATOR_KEY_ENV))
+    templates = _environment()
+    trace_url = environ.get(TRACE_URL_ENV) or None
+    app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
+
+    def page(name: str, caller: Caller | None, status: int = 200, **context: Any) -> HTMLResponse:
+        html = templates.get_template(name).render(caller=caller, **context)
+        return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
+
+    def to_login() -> Response:
+        response = RedirectResponse("/ui/login", status_code=303, headers=SECURITY_HEADERS)
+        session.log_out(response)
+        return response
+
+    def view(path: str) -> Callable[[Handler], Handler]:
+        """Register a GET page at `path` for a logged-in admin (else: to the login form)."""
+
+        def register(handler: Handler) -> Handler:
+            async def endpoint(request: Request) -> Response:
+                caller = session.current(request, access)
+                if caller is None:
+                    return to_login()
+                try:
+                    return await handler(request, caller)
+                except (RedisError, OSError):
+                    return page("error.html", caller, status=503,
+                                message="The records store is unreachable right now; retry shortly.")
+
+            app.add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
+            return handler
+
+        return register
+
+    @app.get("/ui")
+    async def ui_root() -> Response:
+        return RedirectResponse("/ui/activity", status_code=303)
+
+    @app.get("/ui/login")
+    async def login_form(request: Request) -> Response:
+        if session.current(request, access) is not None:
+            return RedirectResponse("/ui/activity", status_code=303)
+        return page("login.html", None, error=None)
+
+    @app.post("/ui/login")
+    async def login(request: Request) -> Response:
+        if not session.same_origin(request):
+            return page("login.html", None, status=403, error="Cross-site login refused.")
+        form = parse_qs((await request.body()).decode("utf-8", "replace"))
+        key = (form.get("key") or [""])[0].strip()
+        try:
+            access.identify(key)
+        except RequestRejected as exc:
+            message = "That key is not an admin key." if exc.status_code == 403 else "Unknown key."
+            return page("login.html", None, status=401, error=message)
+        response = RedirectResponse("/ui/activity", status_code=303, headers=SECURITY_HEADERS)
+        session.log_in(response, request, key)
+        return response
+
+    @app.post("/ui/logout")
+    async def logout(request: Request) -> Response:
+        if not session.same_origin(request):
+            return Response(status_code=403)
+        return to_login()
+
+    @view("/ui/activity")
+    async def activity(request: Request, caller: Caller) -> Response:
+        q = request.query_params
+        since_s, until_s, error = _times(q)
+        last_min = _int(q.get("last"), 0, 0, 60 * 24 * 30)
+        if last_min and since_s is None:
+            since_s = time.time() - last_min * 60
+        filters = Filters(
+            org=caller.org or q.get("org") or None, squad=q.get("squad") or None, key=q.get("key") or None,
+            model=q.get("model") or None, provider=q.get("provider") or None,
+            outcome=q.get("outcome") if q.get("outcome") in OUTCOMES else None, since_s=since_s, until_s=until_s,
+        )
+        cursor = valid_cursor(q.get("cursor"))
+        skip = frozenset(s for s in (q.get("skip") or "").split(",") if s)
+        started = time.perf_counter()
+        result = await reader.read_page(
+            state.redis, scope_org=caller.org, filters=filters, cursor=cursor, skip=skip,
+            size=_int(q.get("size"), PAGE_SIZE, 1, 200),
+        )
+        read_ms = (time.perf_counter() - started) * 1000.0
+        params = {k: q.get(k) for k in ("org", "squad", "key", "model", "provider", "outcome", "since", "until", "last")}
+        if caller.org is not None:
+            params["org"] = None
+        older = None
+        if result.cursor is not None:
+            older = {**params, "cursor": result.cursor, "skip": ",".join(result.skip)}
+        name = "activity_rows.html" if q.get("fragment") else "activity.html"
+        return page(
+            name, caller, page=result, params=params, older=older, live=cursor is None, error=error,
+            read_ms=read_ms, outcomes=OUTCOMES, export_formats=tuple(MEDIA_TYPES),
+        )
+
+    @view("/ui/requests/{request_id}")
+    async def request_detail(request: Request, caller: Caller) -> Response:
+        request_id = request.path_params["request_id"]
+        if not (0 < len(request_id) <= 64 and request_id.isalnum()):
+            return page("error.html", caller, status=404, message="No such request.")
+        found = await reader.find_request(
+            state.redis, request_id, scope_org=caller.org, at=valid_cursor(request.query_params.get("at")),
+        )
+        if found is None:
+            return page("error.html", caller, status=404, message="No such request.")
+        trace = trace_url.replace("{request_id}", quote(request_id)) if trace_url else None
+        return page("request.html", caller, req=found, trace=trace)
+
+    @view("/ui/providers")
+    async def providers(request: Request, caller: Caller) -> Response:
+        rows, degraded, now_s = await provider_rows(state, caller.org)
+        targets = [r["target"] for r in rows]
+        await samples.sample(state.redis, [(r["target"], r["score"]) for r in rows], now_s)
+        rings = await samples.read(state.redis, targets)
+        recent, partial = await reader.window_rows(
+            state.redis, scope_org=caller.org, since_s=now_s - TRAFFIC_WINDOW_S, scan_max=TRAFFIC_SCAN_MAX,
+        )
+        traffic = figures.traffic(recent, TRAFFIC_WINDOW_S)
+        lines = {t: samples.sparkline(rings.get(t, [])) for t in targets}
+        name = "providers_rows.html" if request.query_params.get("fragment") else "providers.html"
+        return page(name, caller, rows=rows, degraded=degraded, lines=lines, traffic=traffic,
+                    partial=partial, window_min=int(TRAFFIC_WINDOW_S // 60))
+
+    @view("/ui/spend")
+    async def spend(request: Request, caller: Caller) -> Response:
+        now_s = time.time()
+        started = time.perf_counter()
+        rows, partial = await reader.window_rows(
+            state.redis, scope_org=caller.org, since_s=now_s - figures.PERIODS[-1][1], scan_max=SPEND_SCAN_MAX,
+        )
+        table = figures.spend(rows, now_s)
+        return page("spend.html", caller, table=table, periods=[p[0] for p in figures.PERIODS], partial=partial,
+                    read_ms=(time.perf_counter() - started) * 1000.0, records=len(rows))
+
+    @view("/ui/export")
+    async def export(request: Request, caller: Caller) -> Response:
+        q = request.query_params
+        fmt = q.get("format", "jsonl")
+        org = caller.org or q.get("org") or ""
+        if fmt not in MEDIA_TYPES or not org:
+            return page("error.html", caller, status=400,
+                        message="Choose a format (jsonl or csv)" + ("" if org else " and an org") + " to export.")
+        since_s, until_s, error = _times(q)
+        if error is not None:
+            return page("error.html", caller, status=400, message=error)
+        return await export_response(state.redis, org, fmt, since_s, until_s)

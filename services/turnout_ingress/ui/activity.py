@@ -1,0 +1,228 @@
+"""What the dashboard's Activity pages show: attempt rows grouped into requests.
+
+Owns: the pure part of the Activity view — a request's summary built from
+its attempt rows (`turnout.records` rows, SPEC §9), its badges, the delay
+before each attempt and why, and the filters. No I/O, no clock.
+Must not import: FastAPI, Redis.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+MODEL_FALLBACK_ROLES = frozenset({"model_fallback", "context_window_fallback", "content_policy_fallback"})
+OUTCOMES = ("ok", "failed")
+_CURSOR = re.compile(r"^\(?\d{1,20}-\d{1,20}$")
+
+DELAY_REASONS = {
+    "backoff": "backoff (full jitter)",
+    "retry_after": "the provider's Retry-After",
+    "fallback_backoff": "fallback backoff",
+}
+"""`delay_reason` of a record, as the detail page words it."""
+
+
+class Attempt(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt as the detail page shows it.
+
+    Attributes:
+        number: attempt number, from 1.
+        target: `provider/model` (the upstream model name).
+        role: the target's role in the plan (`primary`, `provider_fallback`, ...).
+        klass: the SPEC §3 class of the outcome; kind: the classified outcome.
+        status: upstream HTTP status, or None (transport failure).
+        delay_before_ms: milliseconds waited before it (>= 0).
+        delay_why: why it waited ("" when it did not).
+        duration_ms: how long it took.
+        flags: the record's set flags (`retry`, `fallback`, ...).
+    """
+
+    number: int
+    target: str
+    role: str
+    klass: str
+    kind: str
+    status: int | None
+    delay_before_ms: float
+    delay_why: str
+    duration_ms: float
+    flags: tuple[str, ...]
+
+
+class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One request as the Activity list shows it.
+
+    Attributes:
+        request_id: the request's id; entry_id: stream id of its newest row.
+        ts: start of its first attempt (epoch s).
+        org, squad, key: who sent it (`squad` may be None).
+        requested_model: the model asked for; served_model: the last attempt's upstream model.
+        provider: the last attempt's provider; providers: every provider attempted.
+        status: the last attempt's upstream status (None: transport failure).
+        outcome: "ok" when the last attempt succeeded, else "failed".
+        latency_ms: first attempt's start to the last attempt's end.
+        cost_usd: sum over its attempts.
+        badges: labels in a fixed order (`Retried ×2`, `Provider fallback`, ...).
+        attempts: its attempts, by number.
+    """
+
+    request_id: str
+    entry_id: str
+    ts: float
+    org: str
+    squad: str | None
+    key: str
+    requested_model: str
+    served_model: str
+    provider: str
+    providers: tuple[str, ...]
+    status: int | None
+    outcome: str
+    latency_ms: float
+    cost_usd: float
+    badges: tuple[str, ...]
+    attempts: tuple[Attempt, ...]
+
+
+class Filters(msgspec.Struct, frozen=True, kw_only=True):
+    """Activity filters; None (or "") leaves a dimension open.
+
+    `model` matches the requested or a served model; `provider` any attempted
+    provider; `outcome` is "ok" or "failed"; `since_s` / `until_s` bound the
+    request's start (epoch s, inclusive).
+    """
+
+    org: str | None = None
+    squad: str | None = None
+    key: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    outcome: str | None = None
+    since_s: float | None = None
+    until_s: float | None = None
+
+    def matches(self, req: RequestSummary) -> bool:
+        """True when `req` passes every set filter."""
+        return (
+            (not self.org or req.org == self.org)
+            and (not self.squad or req.squad == self.squad)
+            and (not self.key or req.key == self.key)
+            and (not self.model or self.model == req.requested_model
+                 or any(a.target.split("/", 1)[1] == self.model for a in req.attempts))
+            and (not self.provider or self.provider in req.providers)
+            and (not self.outcome or req.outcome == self.outcome)
+            and (self.since_s is None or req.ts >= self.since_s)
+            and (self.until_s is None or req.ts <= self.until_s)
+        )
+
+
+def valid_cursor(value: str | None) -> str | None:
+    """`value` when it is a stream position the reader accepts (`<ms>-<seq>`, `(` for exclusive), else None."""
+    return value if value is not None and _CURSOR.match(value) else None
+
+
+def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The badges of a request from its attempt rows (any order), in display order.
+
+    `Retried ×N` counts attempts flagged `is_retry`; a fallback attempt is a
+    *Model fallback* when its plan role changes the model, else a *Provider
+    fallback* (rows written before roles were recorded: provider fallback
+    when the provider differs from the first attempt's). Reroute, BYOK
+    fallback, Strategy and Plan fallback follow their record flags.
+    """
+    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    out: list[str] = []
+    retries = sum(1 for r in ordered if r.get("is_retry"))
+    if retries:
+        out.append(f"Retried ×{retries}")
+    first_provider = ordered[0].get("provider") if ordered else None
+    provider_fb = model_fb = False
+    for r in ordered:
+        if not r.get("is_fallback"):
+            continue
+        role = r.get("role")
+        if role in MODEL_FALLBACK_ROLES:
+            model_fb = True
+        elif role == "provider_fallback" or (role is None and r.get("provider") != first_provider):
+            provider_fb = True
+        elif role is None:
+            model_fb = True
+    if provider_fb:
+        out.append("Provider fallback")
+    if model_fb:
+        out.append("Model fallback")
+    for flag, label in (("is_reroute", "Reroute"), ("is_byok_fallback", "BYOK fallback"),
+                        ("is_strategy", "Strategy"), ("is_plan_fallback", "Plan fallback")):
+        if any(r.get(flag) for r in ordered):
+            out.append(label)
+    return tuple(out)
+
+
+def _why(row: dict[str, Any], previous: dict[str, Any] | None, delay_ms: float) -> str:
+    if previous is None:
+        return ""
+    after = f"after {previous.get('class')}" + (f" {previous['status']}" if previous.get("status") else "")
+    reason = DELAY_REASONS.get(str(row.get("delay_reason")))
+    if reason is not None:
+        return f"{reason} {after}"
+    if row.get("is_retry"):
+        return f"retry {after}"
+    if row.get("is_fallback"):
+        return f"fallback {after}"
+    return after if delay_ms > 0 else ""
+
+
+def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
+    """A request's attempts in order, each with the delay before it and why.
+
+    The delay is the record's `delay_before_s` when present; for older rows,
+    the gap between the previous attempt's end and this one's start (>= 0).
+    """
+    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    out: list[Attempt] = []
+    previous: dict[str, Any] | None = None
+    for r in ordered:
+        if r.get("delay_before_s") is not None:
+            delay_ms = float(r["delay_before_s"]) * 1000.0
+        elif previous is not None:
+            prev_end_s = float(previous.get("ts", 0.0)) + float(previous.get("latency_ms", 0.0)) / 1000.0
+            delay_ms = max(0.0, (float(r.get("ts", 0.0)) - prev_end_s) * 1000.0)
+        else:
+            delay_ms = 0.0
+        flags = tuple(name[3:] for name in ("is_retry", "is_fallback", "is_reroute", "is_byok_fallback",
+                                            "is_strategy", "is_plan_fallback") if r.get(name))
+        out.append(Attempt(
+            number=int(r.get("attempt", 0)), target=f"{r.get('provider')}/{r.get('served_model')}",
+            role=str(r.get("role") or ""), klass=str(r.get("class", "")), kind=str(r.get("kind", "")),
+            status=r.get("status"), delay_before_ms=round(delay_ms, 1), delay_why=_why(r, previous, delay_ms),
+            duration_ms=round(float(r.get("latency_ms", 0.0)), 1), flags=flags,
+        ))
+        previous = r
+    return tuple(out)
+
+
+def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
+    """The summary of one request from its rows (at least one; any order).
+
+    Args:
+        entry_id: stream id of the request's newest row (the Activity cursor).
+        rows: the request's attempt rows.
+    """
+    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    first, last = ordered[0], ordered[-1]
+    start_s = float(first.get("ts", 0.0))
+    end_s = max(float(r.get("ts", 0.0)) + float(r.get("latency_ms", 0.0)) / 1000.0 for r in ordered)
+    providers = tuple(dict.fromkeys(str(r.get("provider")) for r in ordered))
+    return RequestSummary(
+        request_id=str(first.get("request_id")), entry_id=entry_id, ts=start_s, org=str(first.get("org", "")),
+        squad=first.get("squad"), key=str(first.get("key", "")),
+        requested_model=str(first.get("requested_model", "")), served_model=str(last.get("served_model", "")),
+        provider=str(last.get("provider", "")), providers=providers, status=last.get("status"),
+        outcome="ok" if last.get("kind") == "success" else "failed",
+        latency_ms=round(max(0.0, end_s - start_s) * 1000.0, 1),
+        cost_usd=sum(float(r.get("cost_usd") or 0.0) for r in ordered),
+        badges=badges(ordered), attempts=attempts(ordered),
+    )

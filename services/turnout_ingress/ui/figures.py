@@ -1,0 +1,88 @@
+"""Figures the Providers and Spend pages compute from attempt rows.
+
+Owns: calls per minute and recent error classes per target, and cost per
+period per org / squad / key — pure functions over `turnout.records` rows.
+Must not import: FastAPI, Redis.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import msgspec
+
+PERIODS = (("Last hour", 3600.0), ("Last 24 h", 86_400.0), ("Last 7 days", 604_800.0))
+"""Spend periods: label and length in seconds, shortest first."""
+
+
+class TargetTraffic(msgspec.Struct, frozen=True, kw_only=True):
+    """A target's recent traffic from the records.
+
+    Attributes:
+        calls_per_min: attempts per minute over the window.
+        errors: failed attempts by `class status` (e.g. `retryable 503`), most frequent first.
+    """
+
+    calls_per_min: float
+    errors: tuple[tuple[str, int], ...]
+
+
+def traffic(rows: Iterable[dict[str, Any]], window_s: float) -> dict[str, TargetTraffic]:
+    """Per target `provider/model`: calls per minute over `window_s` seconds (> 0) and failed attempts by class.
+
+    Error labels are the record's class and status only: never a message.
+    """
+    calls: Counter[str] = Counter()
+    errors: dict[str, Counter[str]] = {}
+    for r in rows:
+        target = f"{r.get('provider')}/{r.get('served_model')}"
+        calls[target] += 1
+        if r.get("kind") != "success":
+            label = str(r.get("class", "")) + (f" {r['status']}" if r.get("status") else "")
+            errors.setdefault(target, Counter())[label] += 1
+    minutes = window_s / 60.0
+    return {
+        target: TargetTraffic(
+            calls_per_min=round(n / minutes, 2),
+            errors=tuple(errors.get(target, Counter()).most_common(4)),
+        )
+        for target, n in calls.items()
+    }
+
+
+class SpendRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Cost of one scope: `scope` is `org`, `org / squad` or `org / squad / key`; `usd` per period, PERIODS order."""
+
+    level: str
+    scope: str
+    usd: tuple[float, ...]
+    requests: int
+
+
+def spend(rows: Iterable[dict[str, Any]], now_s: float, periods: Sequence[tuple[str, float]] = PERIODS) -> list[SpendRow]:
+    """Cost (USD) per org, squad and key over each period ending at `now_s` (epoch s).
+
+    `requests` counts successful attempts in the longest period. Rows are
+    sorted by org, then squad, then key; a key without a squad sits under
+    `org / -`.
+    """
+    usd: dict[tuple[str, str], list[float]] = {}
+    served: Counter[tuple[str, str]] = Counter()
+    for r in rows:
+        age_s = now_s - float(r.get("ts", 0.0))
+        org, squad, key = str(r.get("org", "")), str(r.get("squad") or "-"), str(r.get("key", ""))
+        cost = float(r.get("cost_usd") or 0.0)
+        ok = r.get("kind") == "success"
+        for level, scope in (("org", org), ("squad", f"{org} / {squad}"), ("key", f"{org} / {squad} / {key}")):
+            sums = usd.setdefault((level, scope), [0.0] * len(periods))
+            for i, (_, length_s) in enumerate(periods):
+                if age_s <= length_s:
+                    sums[i] += cost
+            if ok and age_s <= periods[-1][1]:
+                served[(level, scope)] += 1
+    return [
+        SpendRow(level=level, scope=scope, usd=tuple(round(v, 6) for v in sums), requests=served[(level, scope)])
+        for (level, scope), sums in sorted(usd.items(), key=lambda item: item[0][1])
+    ]

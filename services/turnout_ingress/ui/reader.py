@@ -1,0 +1,258 @@
+"""Paged, newest-first reads of the attempt records for the dashboard.
+
+Owns: turning the records stream (`turnout:records`, `turnout.records`) into
+pages of requests with `XREVRANGE` and a cursor, so a page costs about the
+records it shows, not the stream's length; finding one request's rows; and
+scanning a recent time window (Providers and Spend).
+Must not import: FastAPI.
+
+Paging. Requests are ordered by their newest row. A page reads newest first
+and opens a group per request id; a group is *decided* once its attempt 1 is
+read (or the read has gone `DECIDE_AFTER_S` older than its newest row, or the
+stream ends). The page is the first `size` decided groups that pass the
+filters; the next page starts just older than the last one's newest row
+(`cursor`, an exclusive stream id) and skips the ids of shown or rejected
+requests that still have rows past it (`skip`). One page reads at most
+`scan_max` entries; a page that stops there says so and offers its cursor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import msgspec
+from redis.asyncio import Redis
+
+from turnout.state import keys
+from turnout_ingress.ui.activity import Filters, RequestSummary, summarize
+
+BATCH = 500
+"""Entries per XREVRANGE call."""
+
+SCAN_MAX = 20_000
+"""Entries one page reads at most."""
+
+DECIDE_AFTER_S = 300.0
+"""A request whose attempt 1 was not read this many seconds (by row `ts`)
+older than its newest row is shown with the rows found (longer than any
+budget's deadline; attempt 1 may have been dropped or trimmed)."""
+
+CLOCK_SLACK_S = 60.0
+"""Stream ids are Redis's clock at the flush, `ts` the writer's: a time bound
+on ids is widened by this much and rows are then filtered on `ts`."""
+
+_decode = msgspec.json.Decoder(dict[str, Any])
+
+
+class Page(msgspec.Struct, frozen=True, kw_only=True):
+    """One Activity page.
+
+    Attributes:
+        requests: newest first.
+        cursor: stream position for the next page (exclusive), None at the end.
+        skip: request ids the next page must skip (already shown or rejected).
+        scanned: stream entries read.
+        truncated: stopped at `scan_max` before filling the page.
+    """
+
+    requests: tuple[RequestSummary, ...]
+    cursor: str | None
+    skip: tuple[str, ...]
+    scanned: int
+    truncated: bool
+
+
+async def entries(redis: Redis, high: str, low: str = "-", batch: int = BATCH) -> AsyncIterator[tuple[str, bytes, bytes]]:
+    """(stream id, org, encoded row) from `high` down to `low`, newest first, in batches.
+
+    Args:
+        high, low: XREVRANGE bounds (`+`, `-`, `<ms>-<seq>`, `(` exclusive).
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    while True:
+        got = await redis.xrevrange(keys.RECORDS_STREAM, max=high, min=low, count=batch)
+        for entry_id, fields in got:
+            yield entry_id.decode(), fields.get(b"org", b""), fields[b"r"]
+        if len(got) < batch:
+            return
+        high = "(" + got[-1][0].decode()
+
+
+def _ms_id(epoch_s: float) -> str:
+    return f"{max(0, int(epoch_s * 1000))}-0"
+
+
+class _Group:
+    __slots__ = ("entry_id", "newest_ts", "rows", "oldest_id", "decided")
+
+    def __init__(self, entry_id: str, row: dict[str, Any]) -> None:
+        self.entry_id = entry_id
+        self.newest_ts = float(row.get("ts", 0.0))
+        self.rows = [row]
+        self.oldest_id = entry_id
+        self.decided = int(row.get("attempt", 0)) <= 1
+
+
+async def read_page(
+    redis: Redis, *, scope_org: str | None, filters: Filters, cursor: str | None = None,
+    skip: frozenset[str] = frozenset(), size: int = 50, scan_max: int = SCAN_MAX,
+) -> Page:
+    """One page of requests, newest first (see the module docstring).
+
+    Args:
+        scope_org: the only org readable (an org admin), or None (the operator).
+        filters: what to show; `filters.org` is ignored when `scope_org` is set.
+        cursor: where to start (from the previous page), None for the newest.
+        skip: request ids to leave out (from the previous page).
+        size: requests per page, >= 1.
+        scan_max: entries read at most.
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    if scope_org is not None:
+        filters = msgspec.structs.replace(filters, org=scope_org)
+    org = filters.org or None
+    wanted = org.encode() if org else None
+    high = cursor or (_ms_id(filters.until_s + CLOCK_SLACK_S) if filters.until_s is not None else "+")
+    low = _ms_id(filters.since_s - CLOCK_SLACK_S) if filters.since_s is not None else "-"
+    groups: dict[str, _Group] = {}
+    order: list[str] = []
+    shown: list[RequestSummary] = []
+    skipped_first: dict[str, str] = {}  # a skipped request's attempt-1 entry, once read
+    done = 0  # groups of `order` already judged, in order
+    scanned = 0
+    last_id: str | None = None
+
+    def judge(final: bool) -> None:
+        nonlocal done
+        while done < len(order) and len(shown) < size:
+            group = groups[order[done]]
+            if not (group.decided or final):
+                return
+            summary = summarize(group.entry_id, group.rows)
+            if filters.matches(summary):
+                shown.append(summary)
+            done += 1
+
+    ended = True
+    async for entry_id, entry_org, raw in entries(redis, high, low):
+        scanned += 1
+        last_id = entry_id
+        if wanted is None or entry_org == wanted:
+            row = _decode.decode(raw)
+            rid = str(row.get("request_id"))
+            first = int(row.get("attempt", 0)) <= 1
+            if rid in skip:
+                if first:
+                    skipped_first[rid] = entry_id
+            elif (group := groups.get(rid)) is None:
+                groups[rid] = _Group(entry_id, row)
+                order.append(rid)
+            else:
+                group.rows.append(row)
+                group.oldest_id = entry_id
+                group.decided = group.decided or first
+            ts = float(row.get("ts", 0.0))
+            for pending in order[done:]:
+                g = groups[pending]
+                if not g.decided and g.newest_ts - ts > DECIDE_AFTER_S:
+                    g.decided = True
+            judge(final=False)
+        if len(shown) >= size or scanned >= scan_max:
+            ended = False
+            break
+    if ended:
+        judge(final=True)
+        return Page(requests=tuple(shown), cursor=None, skip=(), scanned=scanned, truncated=False)
+    truncated = len(shown) < size
+
+    def still_skipped(boundary: str | None) -> set[str]:
+        # A skipped request whose attempt 1 lies newer than the next page's start has no rows left past it.
+        return {rid for rid in skip
+                if boundary is None or rid not in skipped_first
+                or _id_key(skipped_first[rid]) <= _id_key(boundary)}
+
+    if done == 0:
+        # Nothing judged: resume at the first open group (inclusive), or just past what was read.
+        resume = groups[order[0]].entry_id if order else ("(" + last_id if last_id else None)
+        return Page(requests=(), cursor=resume, skip=tuple(sorted(still_skipped(resume))), scanned=scanned,
+                    truncated=truncated)
+    boundary = groups[order[done - 1]].entry_id
+    straddling = {rid for rid in order[:done] if _id_key(groups[rid].oldest_id) < _id_key(boundary)}
+    return Page(requests=tuple(shown), cursor="(" + boundary, skip=tuple(sorted(still_skipped(boundary) | straddling)),
+                scanned=scanned, truncated=truncated)
+
+
+def _id_key(entry_id: str) -> tuple[int, int]:
+    ms, _, seq = entry_id.lstrip("(").partition("-")
+    return int(ms), int(seq or 0)
+
+
+async def find_request(
+    redis: Redis, request_id: str, *, scope_org: str | None, at: str | None = None, scan_max: int = SCAN_MAX,
+) -> RequestSummary | None:
+    """One request's summary, or None when it is not found (or another org's, for an org admin).
+
+    Args:
+        at: the request's newest stream id when known (links from the Activity
+            list carry it): the read starts there and stops `DECIDE_AFTER_S`
+            older; else it starts at the newest entry.
+        scan_max: entries read at most.
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    wanted = scope_org.encode() if scope_org else None
+    rows: list[dict[str, Any]] = []
+    newest: str | None = None
+    low = "-"
+    if at is not None:
+        low = _ms_id(int(at.lstrip("(").split("-")[0]) / 1000.0 - DECIDE_AFTER_S - CLOCK_SLACK_S)
+    scanned = 0
+    async for entry_id, entry_org, raw in entries(redis, at.lstrip("(") if at else "+", low):
+        scanned += 1
+        if scanned > scan_max:
+            break
+        if wanted is not None and entry_org != wanted:
+            continue
+        if request_id.encode() not in raw:
+            continue
+        row = _decode.decode(raw)
+        if row.get("request_id") != request_id:
+            continue
+        newest = newest or entry_id
+        rows.append(row)
+        if int(row.get("attempt", 0)) <= 1:
+            break
+    return summarize(newest, rows) if rows and newest else None
+
+
+async def window_rows(
+    redis: Redis, *, scope_org: str | None, since_s: float, scan_max: int,
+) -> tuple[list[dict[str, Any]], bool]:
+    """Rows with `ts >= since_s` (epoch s), newest first, of `scope_org` (None: every org).
+
+    Returns:
+        The rows, and True when the read stopped at `scan_max` entries (older
+        rows in the window were not read).
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    wanted = scope_org.encode() if scope_org else None
+    out: list[dict[str, Any]] = []
+    scanned = 0
+    async for _, entry_org, raw in entries(redis, "+", _ms_id(since_s - CLOCK_SLACK_S), batch=2000):
+        scanned += 1
+        if scanned > scan_max:
+            return out, True
+        if wanted is not None and entry_org != wanted:
+            continue
+        row = _decode.decode(raw)
+        if float(row.get("ts", 0.0)) >= since_s:
+            out.append(row)
+    return out, False

@@ -1,0 +1,137 @@
+"""The dashboard's pure views: requests from attempt rows, badges, delays, filters, figures, sparklines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from turnout_ingress.ui import figures, samples
+from turnout_ingress.ui.activity import Filters, attempts, badges, summarize, valid_cursor
+
+
+def row(attempt: int, **fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {
+        "ts": 1000.0 + attempt, "request_id": "r1", "org": "acme", "squad": "research", "key": "ci-bot",
+        "requested_model": "chat", "served_model": "chat-a", "provider": "sim-a", "attempt": attempt,
+        "status": 503, "class": "retry_then_fallback", "kind": "server_error", "latency_ms": 100.0,
+        "cost_usd": 0.0, "is_retry": False, "is_fallback": False, "is_reroute": False,
+        "is_byok_fallback": False, "is_strategy": False, "role": "primary",
+    }
+    return {**base, **fields}
+
+
+OK = {"status": 200, "class": "success", "kind": "success"}
+
+
+@pytest.mark.parametrize(("rows", "expected"), [
+    ([row(1, **OK)], ()),
+    ([row(1), row(2, is_retry=True), row(3, is_retry=True, **OK)], ("Retried ×2",)),
+    ([row(1), row(2, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)], ("Provider fallback",)),
+    ([row(1), row(2, served_model="small", is_fallback=True, role="model_fallback", **OK)], ("Model fallback",)),
+    ([row(1), row(2, is_fallback=True, role="context_window_fallback", **OK)], ("Model fallback",)),
+    ([row(1, is_reroute=True, **OK)], ("Reroute",)),
+    ([row(1, status=401), row(2, is_byok_fallback=True, **OK)], ("BYOK fallback",)),
+    ([row(1, is_strategy=True, **OK)], ("Strategy",)),
+    ([row(1, status=429), row(2, is_plan_fallback=True, is_fallback=True, role="model_fallback", **OK)],
+     ("Model fallback", "Plan fallback")),
+    ([row(2, provider="sim-b", is_fallback=True, role=None, **OK), row(1, role=None)], ("Provider fallback",)),
+    ([row(1), row(2, is_retry=True), row(3, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)],
+     ("Retried ×1", "Provider fallback")),
+], ids=["served-first", "retried-twice", "provider-fallback", "model-fallback", "context-window", "reroute", "byok",
+        "strategy", "plan-fallback", "no-role-other-provider", "retry-then-fallback"])
+def test_badges_follow_the_record_flags_and_roles(rows: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
+    assert badges(rows) == expected
+
+
+def test_attempts_in_order_with_recorded_delay_and_reason() -> None:
+    rows = [
+        row(3, provider="sim-b", is_fallback=True, role="provider_fallback", delay_before_s=0.0, **OK),
+        row(1, delay_before_s=0.0),
+        row(2, is_retry=True, delay_before_s=0.25, delay_reason="backoff"),
+    ]
+    got = attempts(rows)
+    assert [a.number for a in got] == [1, 2, 3]
+    assert got[1].delay_before_ms == 250.0
+    assert got[1].delay_why == "backoff (full jitter) after retry_then_fallback 503"
+    assert got[2].delay_why == "fallback after retry_then_fallback 503"
+    assert got[2].flags == ("fallback",)
+    assert got[0].delay_why == ""
+
+
+def test_attempts_without_recorded_delay_use_the_gap_between_attempts() -> None:
+    got = attempts([row(1, ts=10.0, latency_ms=100.0), row(2, ts=10.6, is_retry=True, **OK)])
+    assert got[1].delay_before_ms == pytest.approx(500.0)
+    assert got[1].delay_why == "retry after retry_then_fallback 503"
+
+
+def test_summary_spans_first_start_to_last_end_and_sums_cost() -> None:
+    rows = [row(1, ts=10.0, latency_ms=100.0),
+            row(2, ts=10.5, latency_ms=200.0, provider="sim-b", served_model="chat-b", is_fallback=True,
+                role="provider_fallback", cost_usd=0.25, **OK)]
+    s = summarize("5-0", rows)
+    assert (s.outcome, s.status, s.provider, s.served_model) == ("ok", 200, "sim-b", "chat-b")
+    assert s.latency_ms == pytest.approx(700.0)
+    assert s.cost_usd == 0.25
+    assert s.providers == ("sim-a", "sim-b")
+
+
+@pytest.mark.parametrize(("filters", "shown"), [
+    (Filters(), True),
+    (Filters(org="beta"), False),
+    (Filters(squad="research", key="ci-bot"), True),
+    (Filters(model="chat"), True),
+    (Filters(model="chat-b"), True),
+    (Filters(model="other"), False),
+    (Filters(provider="sim-a"), True),
+    (Filters(provider="sim-c"), False),
+    (Filters(outcome="ok"), True),
+    (Filters(outcome="failed"), False),
+    (Filters(since_s=1001.0), True),
+    (Filters(since_s=1002.0), False),
+    (Filters(until_s=1000.0), False),
+], ids=lambda v: repr(v) if not isinstance(v, bool) else str(v))
+def test_filters_match_requests(filters: Filters, shown: bool) -> None:
+    req = summarize("1-0", [row(1), row(2, provider="sim-b", served_model="chat-b", is_fallback=True, **OK)])
+    assert filters.matches(req) is shown
+
+
+@pytest.mark.parametrize(("value", "valid"), [
+    ("1700000000000-0", True), ("(1700000000000-12", True), ("+", False), ("1-0) or", False), (None, False),
+])
+def test_cursor_accepts_only_stream_ids(value: str | None, valid: bool) -> None:
+    assert (valid_cursor(value) is not None) is valid
+
+
+def test_traffic_counts_calls_per_minute_and_error_classes_without_messages() -> None:
+    rows = [row(1, message="Incorrect API key provided"), row(2, is_retry=True), row(3, provider="sim-b", **OK)]
+    got = figures.traffic(rows, window_s=120.0)
+    assert got["sim-a/chat-a"].calls_per_min == 1.0
+    assert got["sim-a/chat-a"].errors == (("retry_then_fallback 503", 2),)
+    assert got["sim-b/chat-a"].errors == ()
+
+
+def test_spend_sums_cost_per_scope_and_period() -> None:
+    now = 1_000_000.0
+    rows = [
+        row(1, ts=now - 60, cost_usd=1.0, **OK),
+        row(1, ts=now - 7200, cost_usd=2.0, key="other", **OK),
+        row(1, ts=now - 200_000, cost_usd=4.0, squad=None, **OK),
+        row(1, ts=now - 900_000, cost_usd=8.0, **OK),
+    ]
+    table = {r.scope: r for r in figures.spend(rows, now)}
+    assert table["acme"].usd == (1.0, 3.0, 7.0)
+    assert table["acme / research / ci-bot"].usd == (1.0, 1.0, 1.0)
+    assert table["acme / research / other"].usd == (0.0, 2.0, 2.0)
+    assert table["acme / -"].usd == (0.0, 0.0, 4.0)
+    assert table["acme"].requests == 3
+
+
+@pytest.mark.parametrize(("points", "expected"), [
+    ([], ""),
+    ([(0.0, 1.0)], "1.0,1.0 119.0,1.0"),
+    ([(0.0, 1.0), (1.0, 0.0), (2.0, 0.5)], "1.0,1.0 60.0,23.0 119.0,12.0"),
+    ([(0.0, 1.7), (1.0, -1.0)], "1.0,1.0 119.0,23.0"),
+], ids=["empty", "one", "three", "clamped"])
+def test_sparkline_points_scale_scores_to_the_box(points: list[tuple[float, float]], expected: str) -> None:
+    assert samples.sparkline(points) == expected
