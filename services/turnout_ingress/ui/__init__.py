@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode
 
 import jinja2
+import msgspec
 from fastapi import FastAPI, Request
 from redis.exceptions import RedisError
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -52,6 +53,8 @@ TRAFFIC_WINDOW_S = 300.0
 """Providers: calls per minute and error classes over the last 5 minutes of records."""
 TRAFFIC_SCAN_MAX = 50_000
 SPEND_SCAN_MAX = 200_000
+SPEND_CACHE_S = 30.0
+"""Spend is computed at most once per this many seconds per scope (org, or the operator's all)."""
 PAGE_SIZE = 50
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 SECURITY_HEADERS = {
@@ -81,6 +84,15 @@ def _int(value: str | None, default: int, low: int, high: int) -> int:
         return default
 
 
+class _Spend(msgspec.Struct, frozen=True, kw_only=True):
+    table: list[figures.SpendRow]
+    partial: bool
+    records: int
+    as_of_s: float
+    read_ms: float
+    made_monotonic_s: float
+
+
 def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:
     """`since` and `until` of a query (epoch s, None when absent), or an error message for the page."""
     try:
@@ -95,6 +107,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     access = AdminAPI(state.keyring, environ.get(OPERATOR_KEY_ENV))
     templates = _environment()
     trace_url = environ.get(TRACE_URL_ENV) or None
+    spend_cache: dict[str | None, _Spend] = {}  # per scope (org, None: operator)
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
 
     def page(name: str, caller: Caller | None, status: int = 200, **context: Any) -> HTMLResponse:
@@ -218,14 +231,18 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
 
     @view("/ui/spend")
     async def spend(request: Request, caller: Caller) -> Response:
-        now_s = time.time()
-        started = time.perf_counter()
-        rows, partial = await reader.window_rows(
-            state.redis, scope_org=caller.org, since_s=now_s - figures.PERIODS[-1][1], scan_max=SPEND_SCAN_MAX,
-        )
-        table = figures.spend(rows, now_s)
-        return page("spend.html", caller, table=table, periods=[p[0] for p in figures.PERIODS], partial=partial,
-                    read_ms=(time.perf_counter() - started) * 1000.0, records=len(rows))
+        cached = spend_cache.get(caller.org)
+        if cached is None or time.monotonic() - cached.made_monotonic_s > SPEND_CACHE_S:
+            now_s = time.time()
+            started = time.perf_counter()
+            rows, partial = await reader.window_rows(
+                state.redis, scope_org=caller.org, since_s=now_s - figures.PERIODS[-1][1], scan_max=SPEND_SCAN_MAX,
+            )
+            cached = _Spend(table=figures.spend(rows, now_s), partial=partial, records=len(rows), as_of_s=now_s,
+                            read_ms=(time.perf_counter() - started) * 1000.0, made_monotonic_s=time.monotonic())
+            spend_cache[caller.org] = cached
+        return page("spend.html", caller, spend=cached, periods=[p[0] for p in figures.PERIODS],
+                    cache_s=int(SPEND_CACHE_S))
 
     @view("/ui/export")
     async def export(request: Request, caller: Caller) -> Response:

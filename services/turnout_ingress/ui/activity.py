@@ -104,19 +104,31 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
     since_s: float | None = None
     until_s: float | None = None
 
-    def matches(self, req: RequestSummary) -> bool:
-        """True when `req` passes every set filter."""
-        return (
-            (not self.org or req.org == self.org)
-            and (not self.squad or req.squad == self.squad)
-            and (not self.key or req.key == self.key)
-            and (not self.model or self.model == req.requested_model
-                 or any(a.target.split("/", 1)[1] == self.model for a in req.attempts))
-            and (not self.provider or self.provider in req.providers)
-            and (not self.outcome or req.outcome == self.outcome)
-            and (self.since_s is None or req.ts >= self.since_s)
-            and (self.until_s is None or req.ts <= self.until_s)
-        )
+    def matches(self, rows: list[dict[str, Any]]) -> bool:
+        """True when the request of these attempt rows (at least one) passes every set filter.
+
+        Works on the rows, before a summary is built: a page that filters
+        out most requests reads them cheaply.
+        """
+        first = rows[0]
+        if (self.org and first.get("org") != self.org) or (self.squad and first.get("squad") != self.squad) \
+                or (self.key and first.get("key") != self.key):
+            return False
+        if self.model and self.model != first.get("requested_model") \
+                and not any(r.get("served_model") == self.model for r in rows):
+            return False
+        if self.provider and not any(r.get("provider") == self.provider for r in rows):
+            return False
+        if self.outcome:
+            last = max(rows, key=lambda r: int(r.get("attempt", 0)))
+            if ("ok" if last.get("kind") == "success" else "failed") != self.outcome:
+                return False
+        if self.since_s is not None or self.until_s is not None:
+            start_s = min(float(r.get("ts", 0.0)) for r in rows)
+            if (self.since_s is not None and start_s < self.since_s) or (
+                    self.until_s is not None and start_s > self.until_s):
+                return False
+        return True
 
 
 def valid_cursor(value: str | None) -> str | None:

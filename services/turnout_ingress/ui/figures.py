@@ -9,9 +9,23 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 import msgspec
+
+class Row(msgspec.Struct, frozen=True, kw_only=True):
+    """The fields of an attempt record these figures read (decoding only these is about 3x faster)."""
+
+    ts: float = 0.0
+    org: str = ""
+    squad: str | None = None
+    key: str = ""
+    provider: str = ""
+    served_model: str = ""
+    kind: str = ""
+    klass: str = msgspec.field(default="", name="class")
+    status: int | None = None
+    cost_usd: float = 0.0
+
 
 PERIODS = (("Last hour", 3600.0), ("Last 24 h", 86_400.0), ("Last 7 days", 604_800.0))
 """Spend periods: label and length in seconds, shortest first."""
@@ -29,7 +43,7 @@ class TargetTraffic(msgspec.Struct, frozen=True, kw_only=True):
     errors: tuple[tuple[str, int], ...]
 
 
-def traffic(rows: Iterable[dict[str, Any]], window_s: float) -> dict[str, TargetTraffic]:
+def traffic(rows: Iterable[Row], window_s: float) -> dict[str, TargetTraffic]:
     """Per target `provider/model`: calls per minute over `window_s` seconds (> 0) and failed attempts by class.
 
     Error labels are the record's class and status only: never a message.
@@ -37,10 +51,10 @@ def traffic(rows: Iterable[dict[str, Any]], window_s: float) -> dict[str, Target
     calls: Counter[str] = Counter()
     errors: dict[str, Counter[str]] = {}
     for r in rows:
-        target = f"{r.get('provider')}/{r.get('served_model')}"
+        target = f"{r.provider}/{r.served_model}"
         calls[target] += 1
-        if r.get("kind") != "success":
-            label = str(r.get("class", "")) + (f" {r['status']}" if r.get("status") else "")
+        if r.kind != "success":
+            label = r.klass + (f" {r.status}" if r.status else "")
             errors.setdefault(target, Counter())[label] += 1
     minutes = window_s / 60.0
     return {
@@ -61,7 +75,7 @@ class SpendRow(msgspec.Struct, frozen=True, kw_only=True):
     requests: int
 
 
-def spend(rows: Iterable[dict[str, Any]], now_s: float, periods: Sequence[tuple[str, float]] = PERIODS) -> list[SpendRow]:
+def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]] = PERIODS) -> list[SpendRow]:
     """Cost (USD) per org, squad and key over each period ending at `now_s` (epoch s).
 
     `requests` counts successful attempts in the longest period. Rows are
@@ -71,10 +85,8 @@ def spend(rows: Iterable[dict[str, Any]], now_s: float, periods: Sequence[tuple[
     usd: dict[tuple[str, str], list[float]] = {}
     served: Counter[tuple[str, str]] = Counter()
     for r in rows:
-        age_s = now_s - float(r.get("ts", 0.0))
-        org, squad, key = str(r.get("org", "")), str(r.get("squad") or "-"), str(r.get("key", ""))
-        cost = float(r.get("cost_usd") or 0.0)
-        ok = r.get("kind") == "success"
+        age_s = now_s - r.ts
+        org, squad, key, cost, ok = r.org, r.squad or "-", r.key, r.cost_usd, r.kind == "success"
         for level, scope in (("org", org), ("squad", f"{org} / {squad}"), ("key", f"{org} / {squad} / {key}")):
             sums = usd.setdefault((level, scope), [0.0] * len(periods))
             for i, (_, length_s) in enumerate(periods):

@@ -26,6 +26,7 @@ from redis.asyncio import Redis
 
 from turnout.state import keys
 from turnout_ingress.ui.activity import Filters, RequestSummary, summarize
+from turnout_ingress.ui.figures import Row
 
 BATCH = 500
 """Entries per XREVRANGE call."""
@@ -43,6 +44,7 @@ CLOCK_SLACK_S = 60.0
 on ids is widened by this much and rows are then filtered on `ts`."""
 
 _decode = msgspec.json.Decoder(dict[str, Any])
+_decode_lite = msgspec.json.Decoder(Row)
 
 
 class Page(msgspec.Struct, frozen=True, kw_only=True):
@@ -133,9 +135,8 @@ async def read_page(
             group = groups[order[done]]
             if not (group.decided or final):
                 return
-            summary = summarize(group.entry_id, group.rows)
-            if filters.matches(summary):
-                shown.append(summary)
+            if filters.matches(group.rows):
+                shown.append(summarize(group.entry_id, group.rows))
             done += 1
 
     ended = True
@@ -233,7 +234,7 @@ async def find_request(
 
 async def window_rows(
     redis: Redis, *, scope_org: str | None, since_s: float, scan_max: int,
-) -> tuple[list[dict[str, Any]], bool]:
+) -> tuple[list[Row], bool]:
     """Rows with `ts >= since_s` (epoch s), newest first, of `scope_org` (None: every org).
 
     Returns:
@@ -244,7 +245,7 @@ async def window_rows(
         RedisError, OSError: Redis unreachable.
     """
     wanted = scope_org.encode() if scope_org else None
-    out: list[dict[str, Any]] = []
+    out: list[Row] = []
     scanned = 0
     async for _, entry_org, raw in entries(redis, "+", _ms_id(since_s - CLOCK_SLACK_S), batch=2000):
         scanned += 1
@@ -252,7 +253,7 @@ async def window_rows(
             return out, True
         if wanted is not None and entry_org != wanted:
             continue
-        row = _decode.decode(raw)
-        if float(row.get("ts", 0.0)) >= since_s:
+        row = _decode_lite.decode(raw)
+        if row.ts >= since_s:
             out.append(row)
     return out, False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 
 from turnout_ingress.ui import figures, samples
@@ -92,8 +93,8 @@ def test_summary_spans_first_start_to_last_end_and_sums_cost() -> None:
     (Filters(until_s=1000.0), False),
 ], ids=lambda v: repr(v) if not isinstance(v, bool) else str(v))
 def test_filters_match_requests(filters: Filters, shown: bool) -> None:
-    req = summarize("1-0", [row(1), row(2, provider="sim-b", served_model="chat-b", is_fallback=True, **OK)])
-    assert filters.matches(req) is shown
+    rows = [row(2, provider="sim-b", served_model="chat-b", is_fallback=True, **OK), row(1)]
+    assert filters.matches(rows) is shown
 
 
 @pytest.mark.parametrize(("value", "valid"), [
@@ -105,7 +106,7 @@ def test_cursor_accepts_only_stream_ids(value: str | None, valid: bool) -> None:
 
 def test_traffic_counts_calls_per_minute_and_error_classes_without_messages() -> None:
     rows = [row(1, message="Incorrect API key provided"), row(2, is_retry=True), row(3, provider="sim-b", **OK)]
-    got = figures.traffic(rows, window_s=120.0)
+    got = figures.traffic([msgspec.convert(r, figures.Row) for r in rows], window_s=120.0)
     assert got["sim-a/chat-a"].calls_per_min == 1.0
     assert got["sim-a/chat-a"].errors == (("retry_then_fallback 503", 2),)
     assert got["sim-b/chat-a"].errors == ()
@@ -119,7 +120,7 @@ def test_spend_sums_cost_per_scope_and_period() -> None:
         row(1, ts=now - 200_000, cost_usd=4.0, squad=None, **OK),
         row(1, ts=now - 900_000, cost_usd=8.0, **OK),
     ]
-    table = {r.scope: r for r in figures.spend(rows, now)}
+    table = {r.scope: r for r in figures.spend([msgspec.convert(r, figures.Row) for r in rows], now)}
     assert table["acme"].usd == (1.0, 3.0, 7.0)
     assert table["acme / research / ci-bot"].usd == (1.0, 1.0, 1.0)
     assert table["acme / research / other"].usd == (0.0, 2.0, 2.0)
