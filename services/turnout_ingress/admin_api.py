@@ -206,7 +206,11 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         if name not in doc.keys:
             raise rejected(not_found())
         identity = identity_of(doc, doc.keys[name], api.directory.config)
-        return ok({"settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy)})
+        limits = [{"scope": s.label, **msgspec.to_builtins(s.limits)} for s in identity.limits]
+        return ok({
+            "settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy),
+            "limits": limits,
+        })
 
     @app.patch(P + "/keys/{name}")
     async def update_key(request: Request, org: str, name: str) -> Response:

@@ -37,7 +37,7 @@ def _request_id(request: Request) -> dict[str, str]:
 
 async def _rejected(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestRejected)
-    headers = _request_id(request)
+    headers = {**exc.headers, **_request_id(request)}
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
     return error_response(

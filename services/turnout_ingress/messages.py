@@ -125,11 +125,14 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             await check_plan(state, str(body["model"]), identity)
+            held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
             if body.get("stream"):
                 body["stream_options"] = {"include_usage": True}
-                return await _streamed(state, request, body, identity, request_id)
-            return await _queued(state, request, _encode.encode(body), identity, request_id)
+                return await state.limiter.answer(held, _streamed(state, request, body, identity, request_id))
+            return await state.limiter.answer(
+                held, _queued(state, request, _encode.encode(body), identity, request_id),
+            )
         except RequestRejected as exc:
-            return _error(exc.status_code, exc.message, request_id)
+            return _error(exc.status_code, exc.message, request_id, exc.headers)
         except GatewayUnavailable as exc:
             return _error(503, exc.message, request_id, {"retry-after": str(exc.retry_after_s)})

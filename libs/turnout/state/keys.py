@@ -8,6 +8,7 @@ Must not import: anything but the standard library and arq's constants.
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import quote
 
 from arq.constants import (
     default_queue_name,
@@ -105,3 +106,14 @@ TENANCY_CHANNEL = "turnout:tenancy:changed"
 def tenancy_org_key(org: str) -> str:
     """Key of an org's document."""
     return TENANCY_ORG_PREFIX + org
+
+
+LIMIT_PREFIX = "turnout:limit:"
+"""Per scope and counter (SPEC §10 limits): `rpm` / `tpm` hashes {l, t} (GCRA level
+and time), `conc` / `streams` sorted sets of leases (member = lease id, score = expiry ms)."""
+
+
+def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
+    """Key of one scope's limit counter: `turnout:limit:key:acme:ci-bot:rpm` (ids percent-encoded)."""
+    parts = [kind, quote(org, safe="")] + ([quote(scope_id, safe="")] if scope_id is not None else [])
+    return LIMIT_PREFIX + ":".join([*parts, counter])
