@@ -137,6 +137,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             about this long.
         records_max: attempt records kept in the Redis stream (approximate,
             `XADD MAXLEN ~`); 0 writes none (SPEC §9).
+        max_header_bytes: largest request head (request line + headers) the
+            ingress reads; above it, 431.
+        header_timeout_s: seconds the ingress waits for a whole request head
+            (408 after; slow-loris guard).
+        body_timeout_s: seconds it waits for a whole body after its head (408 after).
+        max_connections: connections an ingress keeps open at once (503 beyond).
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
@@ -146,6 +152,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ingress_max_streams: int = 2000
     job_lease_s: float = 10.0
     records_max: int = 100_000
+    max_header_bytes: int = 64 * 1024
+    header_timeout_s: float = 10.0
+    body_timeout_s: float = 30.0
+    max_connections: int = 10_000
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -438,9 +448,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
     g = raw.gateway
-    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams"):
+    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams",
+                  "max_header_bytes", "max_connections"):
         if getattr(g, field) < 1:
             raise ConfigError(f"gateway.{field}: must be at least 1")
+    for field in ("header_timeout_s", "body_timeout_s"):
+        if getattr(g, field) <= 0:
+            raise ConfigError(f"gateway.{field}: must be positive")
     if g.job_lease_s < 1:
         raise ConfigError("gateway.job_lease_s: must be at least 1 s")
     b = raw.breaker

@@ -41,6 +41,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout.config import load_config
     from turnout.jsonlog import configure_logging
     from turnout_ingress.app import create_app
+    from turnout_ingress.http_guard import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
@@ -48,7 +49,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     app = create_app(config, redis_url=_redis_url(args))
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, log_config=None,
-        loop="uvloop", http="httptools", timeout_graceful_shutdown=25,
+        loop="uvloop", http=guarded_protocol(GuardLimits.of(config.raw.gateway)), timeout_graceful_shutdown=25,
     )
     return 0
 
