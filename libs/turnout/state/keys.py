@@ -26,6 +26,18 @@ IN_PROGRESS_PREFIX = in_progress_key_prefix
 ARQ_RESULT_PREFIX = result_key_prefix
 RETRY_PREFIX = retry_key_prefix
 
+FAIR_RING = "turnout:fair:ring"
+"""List of org ids with jobs waiting in their fair queue, each once: the pickup's round robin."""
+
+FAIR_ORG_PREFIX = "turnout:fair:org:"
+"""Sorted set per org: its waiting job ids (score = enqueue ms), claimed oldest first."""
+
+
+def fair_org_key(org: str) -> str:
+    """Key of an org's fair queue."""
+    return FAIR_ORG_PREFIX + org
+
+
 DOORBELL_CHANNEL = "turnout:doorbell"
 """Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
 
