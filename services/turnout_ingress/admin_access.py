@@ -77,10 +77,12 @@ class AdminAPI:
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
         if self._operator_key is not None and token and hmac.compare_digest(token.encode("utf-8"), self._operator_key):
+            request.state.audit_who = "operator"
             return Caller(org=None)
         identity = self.directory.authenticate(token)
         if identity is None:
             raise UNAUTHORIZED
+        request.state.audit_who = f"key {identity.org}/{identity.key}"  # the audit log's `who`
         if not identity.admin:
             raise RequestRejected(403, "This route needs an admin key.", error_type="permission_error",
                                   code="admin_key_required")

@@ -17,6 +17,8 @@ key's secret only in the answer that creates it.
     GET            .../provider-keys                   PUT|DELETE .../provider-keys/{provider}
     GET            .../custom-endpoints                GET|PUT|DELETE .../custom-endpoints/{id}
     POST   /admin/v1/secrets/rotate (operator)
+
+Every write is recorded in the audit log (`turnout_ingress.audit`).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from turnout_ingress.admin_access import (
 )
 from turnout.directory import OPERATOR_KEY_ENV
 from turnout.vault import endpoint_binding, provider_key_binding
+from turnout.state.audit_log import AuditLog
+from turnout_ingress import audit
+from turnout_ingress.audit import audit_fields
 from turnout_ingress.errors import error_response
 from turnout_ingress.validation import read_body
 
@@ -67,9 +72,12 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
                               param=refusal.param)
 
     app.add_exception_handler(AdminError, admin_error)
+    audit.install(app, AuditLog(state.redis), api)
 
     async def body(request: Request) -> bytes:
-        return await read_body(request, MAX_BODY_BYTES)
+        raw = await read_body(request, MAX_BODY_BYTES)
+        request.state.audit_fields = audit_fields(raw)
+        return raw
 
     @app.get("/admin/v1/orgs")
     async def list_orgs(request: Request) -> Response:

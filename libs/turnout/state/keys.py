@@ -129,3 +129,7 @@ def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
     """Key of one scope's limit counter: `turnout:limit:key:acme:ci-bot:rpm` (ids percent-encoded)."""
     parts = [kind, quote(org, safe="")] + ([quote(scope_id, safe="")] if scope_id is not None else [])
     return LIMIT_PREFIX + ":".join([*parts, counter])
+
+
+AUDIT_STREAM = "turnout:audit"
+"""Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""
