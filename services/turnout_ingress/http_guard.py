@@ -39,6 +39,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from turnout.config import GatewayConfig
 
 _REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large", 503: b"Service Unavailable"}
+_CODES = {408: "request_timeout", 431: "headers_too_large", 503: "too_many_connections"}
 
 
 class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,7 +70,7 @@ class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
 def refusal(status: int, message: str) -> bytes:
     """A complete HTTP/1.1 answer with `connection: close` and a JSON error body (OpenAI format)."""
     body = msgspec.json.encode({"error": {
-        "message": message, "type": "invalid_request_error", "param": None, "code": f"http_{status}",
+        "message": message, "type": "invalid_request_error", "param": None, "code": _CODES[status],
     }})
     return b"".join([
         b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),

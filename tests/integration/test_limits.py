@@ -10,6 +10,7 @@ import concurrent.futures
 import time
 from collections.abc import Iterator
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -28,6 +29,8 @@ KEYS = {
     "shared-a": "tk-test-limit-shared-a01",
     "shared-b": "tk-test-limit-shared-b01",
     "tokens": "tk-test-limit-tokens-001",
+    "anth": "tk-test-limit-anth-00001",
+    "leave": "tk-test-limit-leave-0001",
 }
 
 CONFIG = """\
@@ -48,6 +51,8 @@ orgs:
       - {{name: stream, key: {stream}, settings: {{limits: {{max_streams: 1}}}}}}
       - {{name: ceil, key: {ceil}, squad: capped}}
       - {{name: tokens, key: {tokens}, settings: {{limits: {{tpm: 1000}}}}}}
+      - {{name: anth, key: {anth}, settings: {{limits: {{rpm: 1}}}}}}
+      - {{name: leave, key: {leave}, settings: {{limits: {{max_streams: 1}}}}}}
   beta:
     settings: {{limits: {{rpm: 4}}}}
     keys:
@@ -150,3 +155,33 @@ def test_limits_tpm_counts_estimated_tokens_and_refuses_a_request_that_never_fit
     assert never.headers["x-should-retry"] == "false" and "retry-after" not in never.headers
     later = _ask(limits_gw, "tokens", max_tokens=700)
     assert later.status_code == 429 and int(later.headers["retry-after"]) >= 1
+
+
+def test_limits_apply_to_the_anthropic_route_in_its_error_shape(limits_gw: Gateway) -> None:
+    client = anthropic.Anthropic(base_url=limits_gw.base_url, api_key=KEYS["anth"], max_retries=0)
+    try:
+        ok = client.messages.with_raw_response.create(model="ok", max_tokens=20, messages=HELLO)  # type: ignore[arg-type]
+        assert ok.http_response.headers["x-ratelimit-remaining-requests"] == "0"
+        with pytest.raises(anthropic.RateLimitError) as refused:
+            client.messages.create(model="ok", max_tokens=20, messages=HELLO)  # type: ignore[arg-type]
+        assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
+        assert int(refused.value.response.headers["retry-after"]) >= 50
+    finally:
+        client.close()
+
+
+def test_limits_stream_slot_is_freed_when_its_client_leaves_mid_stream(limits_gw: Gateway) -> None:
+    body = {"model": "slow-stream", "messages": HELLO, "stream": True}
+    headers = {"authorization": f"Bearer {KEYS['leave']}"}
+    with httpx.Client(base_url=limits_gw.base_url, timeout=30) as client:
+        with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as response:
+            assert response.status_code == 200
+            next(response.iter_lines())
+        # the client left after the first line; the slot frees without waiting for the lease to expire
+        deadline = time.monotonic() + 5
+        while True:
+            with client.stream("POST", "/v1/chat/completions", json=body, headers=headers) as again:
+                if again.status_code == 200 or time.monotonic() > deadline:
+                    break
+            time.sleep(0.2)
+        assert again.status_code == 200
