@@ -15,7 +15,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import msgspec
 import yaml
@@ -152,10 +152,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ingress_max_streams: int = 2000
     job_lease_s: float = 10.0
     records_max: int = 100_000
-    max_header_bytes: int = 64 * 1024
-    header_timeout_s: float = 10.0
-    body_timeout_s: float = 30.0
-    max_connections: int = 10_000
+    max_header_bytes: Annotated[int, msgspec.Meta(ge=1)] = 64 * 1024
+    header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    body_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 10_000
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -448,13 +448,9 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
     g = raw.gateway
-    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams",
-                  "max_header_bytes", "max_connections"):
+    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams"):
         if getattr(g, field) < 1:
             raise ConfigError(f"gateway.{field}: must be at least 1")
-    for field in ("header_timeout_s", "body_timeout_s"):
-        if getattr(g, field) <= 0:
-            raise ConfigError(f"gateway.{field}: must be positive")
     if g.job_lease_s < 1:
         raise ConfigError("gateway.job_lease_s: must be at least 1 s")
     b = raw.breaker
