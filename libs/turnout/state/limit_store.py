@@ -234,14 +234,20 @@ class LimitStore:
                     sets.append(streams_key)
         return Admission(verdict=verdict, lease=Lease(id=lease_id, sets=tuple(sets)))
 
-    async def renew(self, lease: Lease, *, now_ms: int | None = None) -> None:
-        """Push a lease's expiry to now + `lease_ms` (a released lease stays released).
+    async def renew(self, leases: Sequence[Lease], *, now_ms: int | None = None) -> None:
+        """Push each lease's expiry to now + `lease_ms`, in one round trip (a released lease stays released).
 
         Raises:
             RedisError: Redis unreachable.
         """
-        if lease.sets:
-            await self._renew(keys=list(lease.sets), args=[lease.id, self.lease_ms, "" if now_ms is None else now_ms])
+        held = [lease for lease in leases if lease.sets]
+        if not held:
+            return
+        now_arg = "" if now_ms is None else now_ms
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for lease in held:
+                await self._renew(keys=list(lease.sets), args=[lease.id, self.lease_ms, now_arg], client=pipe)
+            await pipe.execute()
 
     async def release(self, lease: Lease) -> None:
         """Free a lease's slots (the request's answer has been sent).
@@ -305,9 +311,7 @@ class LeaseKeeper:
         interval_s = self._store.lease_ms / 3000
         while True:
             await asyncio.sleep(interval_s)
-            for lease in list(self._held.values()):
-                try:
-                    await self._store.renew(lease)
-                except (RedisError, OSError) as exc:
-                    log.warning("limit lease renewal failed: %s", exc)
-                    break
+            try:
+                await self._store.renew(list(self._held.values()))
+            except (RedisError, OSError) as exc:
+                log.warning("limit lease renewal failed (%s); the next one retries", type(exc).__name__)

@@ -6,6 +6,7 @@ so nothing here sleeps.
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import pytest
@@ -48,10 +49,10 @@ async def test_limit_store_release_frees_the_slot_and_renewal_keeps_it(redis_cli
     first = await store.admit(scopes, stream, "a", now_ms=T0)
     assert first.verdict.admitted and len(first.lease.sets) == 2
     assert not (await store.admit(scopes, stream, "b", now_ms=T0 + 10)).verdict.admitted
-    await store.renew(first.lease, now_ms=T0 + 900)  # now lives until T0 + 1 900
+    await store.renew([first.lease], now_ms=T0 + 900)  # now lives until T0 + 1 900
     assert not (await store.admit(scopes, stream, "c", now_ms=T0 + 1_500)).verdict.admitted
     await store.release(first.lease)
-    await store.renew(first.lease, now_ms=T0 + 1_600)  # a released lease is not brought back
+    await store.renew([first.lease], now_ms=T0 + 1_600)  # a released lease is not brought back
     assert (await store.admit(scopes, stream, "d", now_ms=T0 + 1_600)).verdict.admitted
 
 
@@ -77,3 +78,20 @@ async def test_lease_keeper_release_is_idempotent_and_uses_redis_time(redis_clie
     await keeper.release(held.lease)
     assert (await store.admit(scopes, plain, "three")).verdict.admitted
     await keeper.stop()
+
+
+async def test_lease_keeper_renews_a_held_lease_past_its_first_expiry(redis_client: Redis) -> None:
+    store = LimitStore(redis_client, lease_ms=1_500)  # renewed every 0.5 s
+    keeper = LeaseKeeper(store)
+    keeper.start()
+    scopes = [ScopeLimits(kind="key", org="o", id="k", limits=Limits(max_concurrent=1))]
+    plain = Demand(tokens=0, stream=False, lease_ms=1_500)
+    try:
+        held = await store.admit(scopes, plain, "long")
+        keeper.hold(held.lease)
+        await asyncio.sleep(3.0)  # twice the lease: alive only because it was renewed
+        assert not (await store.admit(scopes, plain, "other")).verdict.admitted
+        await keeper.release(held.lease)
+        assert (await store.admit(scopes, plain, "after")).verdict.admitted
+    finally:
+        await keeper.stop()
