@@ -35,15 +35,15 @@ async def _pick(redis: Redis, free: int) -> list[str]:
 
 async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_client: Redis) -> None:
     queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
-    for i in range(50):
-        await _enqueue(queue, f"a{i}", "org-a")
+    for i in range(50):  # ids sort as enqueued: jobs of one millisecond are taken in id order
+        await _enqueue(queue, f"a{i:02d}", "org-a")
     await _enqueue(queue, "b0", "org-b")
     await _enqueue(queue, "c0", "org-c")
     await _enqueue(queue, "b1", "org-b")
-    assert await _pick(redis_client, 1) == ["a0"]
+    assert await _pick(redis_client, 1) == ["a00"]
     assert await _pick(redis_client, 1) == ["b0"]
     assert await _pick(redis_client, 1) == ["c0"]
-    assert await _pick(redis_client, 4) == ["a1", "b1", "a2", "a3"]
+    assert await _pick(redis_client, 4) == ["a01", "b1", "a02", "a03"]
     assert await redis_client.exists(keys.IN_PROGRESS_PREFIX + "b1") == 1
     assert await redis_client.zcard(keys.QUEUE) == 53  # claimed jobs stay in arq's queue until delivered
     assert await redis_client.lrange(keys.FAIR_RING, 0, -1) == [b"org-a"]
