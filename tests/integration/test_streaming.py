@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import httpx
 import openai
@@ -34,11 +35,11 @@ def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **ext
     return headers, text
 
 
-def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60) -> list[str]:
+def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60, **extra: Any) -> list[str]:
     frames = []
     with httpx.stream(
         "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens}, timeout=30,
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens, **extra}, timeout=30,
     ) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
@@ -151,6 +152,15 @@ def test_stream_continuation_on_the_same_target_gives_the_full_answer_once(gatew
     assert len({json.loads(f)["id"] for f in frames if f.startswith("{")}) == 1  # one seamless answer
     log = gateway.sim_log("scont~cut20,200")
     assert [e["step"] for e in log] == ["cut20", "200"]
+
+
+def test_stream_continuation_reports_the_whole_answers_usage(gateway: Gateway) -> None:
+    asked = {"stream_options": {"include_usage": True}}
+    whole = json.loads(_raw_frames(gateway, "s-ok", max_tokens=40, **asked)[-2])["usage"]
+    frames = _raw_frames(gateway, "s-cont", KEY_RECOVER, max_tokens=40, **asked)
+    usage = json.loads(frames[-2])["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (whole["prompt_tokens"], 40)
+    assert usage["total_tokens"] == whole["prompt_tokens"] + 40
 
 
 def test_stream_continuation_skips_a_target_rejecting_prefill(gateway: Gateway) -> None:
