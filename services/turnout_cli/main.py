@@ -22,6 +22,7 @@ import sys
 from turnout.errors import ConfigError
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.logs import add_parser as add_logs_parser
+from turnout_cli.pipes import closed_pipe_safe
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -144,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `turnout` command."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        return closed_pipe_safe(lambda: int(args.func(args)))
     except ConfigError as exc:
         print(f"turnout: configuration error: {exc}", file=sys.stderr)
         return 2
