@@ -25,6 +25,7 @@ Header meanings (the gateway's README, "What the client sees"):
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -55,6 +56,8 @@ class GatewayRouting:
             with a client-side model chain, the chain's model).
         chain_index: 0 for the caller's own model, n for the n-th model of
             the client-side chain.
+        error_code: the body's `error.code` where the transport read it (an
+            error answer that may end a chain), else None.
     """
 
     status: int
@@ -71,11 +74,16 @@ class GatewayRouting:
     retry_after_s: float | None
     requested_model: str | None = None
     chain_index: int = 0
+    error_code: str | None = None
 
     @property
     def chain_exhausted(self) -> bool:
-        """The gateway ran its attempt loop and no target could serve."""
-        return self.attempts is not None and self.status in EXHAUSTED_STATUSES
+        """No target of the model could serve: the attempt loop ran and failed
+        (the answer carries `x-turnout-attempts`), or every target is out of
+        rotation (`circuit_open`, refused before any attempt)."""
+        if self.status not in EXHAUSTED_STATUSES:
+            return False
+        return self.attempts is not None or self.error_code == "circuit_open"
 
     def as_attributes(self) -> dict[str, str | int | float | bool]:
         """Flat `turnout.*` attributes (None fields left out), e.g. for a span."""
@@ -86,7 +94,8 @@ class GatewayRouting:
             "turnout.byok_fallback": self.byok_fallback, "turnout.strategy": self.strategy,
             "turnout.idempotent_replay": self.idempotent_replay, "turnout.should_retry": self.should_retry,
             "turnout.retry_after_s": self.retry_after_s, "turnout.requested_model": self.requested_model,
-            "turnout.chain_index": self.chain_index, "http.response.status_code": self.status,
+            "turnout.chain_index": self.chain_index, "turnout.error_code": self.error_code,
+            "http.response.status_code": self.status,
         }
         return {k: v for k, v in fields.items() if v is not None}
 
@@ -115,7 +124,7 @@ def _seconds(value: str | None) -> float | None:
 
 
 def parse_routing(status: int, headers: Mapping[str, str], *, requested_model: str | None = None,
-                  chain_index: int = 0) -> GatewayRouting:
+                  chain_index: int = 0, error_code: str | None = None) -> GatewayRouting:
     """The `GatewayRouting` of one answer.
 
     Args:
@@ -124,6 +133,7 @@ def parse_routing(status: int, headers: Mapping[str, str], *, requested_model: s
             `Headers`) or one with lower-case names.
         requested_model: the model the request asked for, when known.
         chain_index: the position of that model in the client-side chain.
+        error_code: the error body's `error.code`, when read.
 
     Returns:
         The event; headers that are absent or malformed read as None / False.
@@ -145,7 +155,19 @@ def parse_routing(status: int, headers: Mapping[str, str], *, requested_model: s
         retry_after_s=_seconds(headers.get("retry-after")),
         requested_model=requested_model,
         chain_index=chain_index,
+        error_code=error_code,
     )
+
+
+def error_code_of(content: bytes) -> str | None:
+    """`error.code` of an error body (the OpenAI and the Anthropic shapes both carry it), or None."""
+    try:
+        body = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else None
 
 
 def routing_of(response: object) -> GatewayRouting | None:

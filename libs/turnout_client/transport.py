@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from turnout_client.chain import IDEMPOTENCY_HEADER, IdempotencyKeys, ModelChain, Step, plan_steps
-from turnout_client.routing import EXTENSION, GatewayRouting, parse_routing
+from turnout_client.routing import EXHAUSTED_STATUSES, EXTENSION, GatewayRouting, error_code_of, parse_routing
 
 log = logging.getLogger("turnout_client")
 
@@ -61,10 +61,21 @@ class _Calls:
         return type(request)(request.method, request.url, headers=headers, content=step.content,
                              extensions=request.extensions)
 
-    def observe(self, response: Any, step: Step) -> GatewayRouting:
-        """Parse, store on the response and hand out the event; a failing callback is logged, never raised."""
+    @staticmethod
+    def needs_body(response: Any, step: Step, steps: list[Step]) -> bool:
+        """Whether the error body must be read to know if the chain may move on
+        (an exhausted-looking status without `x-turnout-attempts`, and a next model)."""
+        return (step is not steps[-1] and response.status_code in EXHAUSTED_STATUSES
+                and "x-turnout-attempts" not in response.headers)
+
+    def observe(self, response: Any, step: Step, *, read: bool = False) -> GatewayRouting:
+        """Parse, store on the response and hand out the event; a failing callback is logged, never raised.
+
+        Args:
+            read: the body was read (its `error.code` goes into the event).
+        """
         event = parse_routing(response.status_code, response.headers, requested_model=step.model,
-                              chain_index=step.index)
+                              chain_index=step.index, error_code=error_code_of(response.content) if read else None)
         response.extensions[EXTENSION] = event
         for callback in self.callbacks:
             try:
@@ -96,7 +107,10 @@ class GatewayTransport:
         original = None
         for step in steps:
             response = self._inner.handle_request(self._calls.request_for(request, step))
-            event = self._calls.observe(response, step)
+            read = self._calls.needs_body(response, step, steps)
+            if read:
+                response.read()
+            event = self._calls.observe(response, step, read=read)
             if not event.chain_exhausted or step is steps[-1]:
                 if original is not None and event.chain_exhausted:
                     response.close()
@@ -136,7 +150,10 @@ class AsyncGatewayTransport:
         original = None
         for step in steps:
             response = await self._inner.handle_async_request(self._calls.request_for(request, step))
-            event = self._calls.observe(response, step)
+            read = self._calls.needs_body(response, step, steps)
+            if read:
+                await response.aread()
+            event = self._calls.observe(response, step, read=read)
             if not event.chain_exhausted or step is steps[-1]:
                 if original is not None and event.chain_exhausted:
                     await response.aclose()

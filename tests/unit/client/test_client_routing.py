@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from turnout_client import GatewayRouting, parse_routing, routing_of
+from turnout_client.routing import error_code_of
 
 SERVED = {
     "x-request-id": "rid-1", "x-turnout-provider": "sim-west", "x-turnout-model": "gpt-x",
@@ -40,6 +41,22 @@ def test_every_header_is_read() -> None:
 )
 def test_chain_exhausted_only_after_the_attempt_loop(status: int, headers: dict[str, str], exhausted: bool) -> None:
     assert parse_routing(status, httpx.Headers(headers)).chain_exhausted is exhausted
+
+
+def test_circuit_open_before_any_attempt_is_exhausted_too() -> None:
+    assert parse_routing(503, httpx.Headers({}), error_code="circuit_open").chain_exhausted
+    assert not parse_routing(503, httpx.Headers({}), error_code="queue_full").chain_exhausted
+
+
+@pytest.mark.parametrize(
+    ("content", "code"),
+    [(b'{"error": {"code": "circuit_open"}}', "circuit_open"),
+     (b'{"type": "error", "error": {"type": "overloaded_error", "code": "circuit_open"}}', "circuit_open"),
+     (b'{"error": {"code": null}}', None), (b"not json", None), (b"[]", None)],
+    ids=["openai-shape", "anthropic-shape", "null", "not-json", "not-an-object"],
+)
+def test_error_code_of_reads_both_shapes(content: bytes, code: str | None) -> None:
+    assert error_code_of(content) == code
 
 
 @pytest.mark.parametrize(

@@ -54,6 +54,10 @@ class MockGateway:
                                                    "retry-after": "9"},
                                      json={"error": {"message": "slow down", "type": "rate_limit_error",
                                                      "code": "rate_limit_exceeded"}})
+        if model in ("open", "queue-full"):  # refused before any attempt: no x-turnout-attempts
+            code = "circuit_open" if model == "open" else "queue_full"
+            return self.pkg.Response(503, headers={"x-request-id": "r0", "retry-after": "5", "x-should-retry": "false"},
+                                     json={"error": {"message": "later", "type": "service_unavailable", "code": code}})
         if model == "bad":
             return self.pkg.Response(400, headers={**served, "x-should-retry": "false"},
                                      json={"error": {"message": "bad", "type": "invalid_request_error"}})
@@ -138,13 +142,27 @@ def test_when_every_model_is_exhausted_the_caller_gets_the_original_error_and_no
 
 
 @pytest.mark.parametrize("name", PACKAGES)
-def test_a_terminal_error_never_moves_down_the_chain(name: str) -> None:
+def test_every_target_out_of_rotation_moves_down_the_chain(name: str) -> None:
     pkg = importlib.import_module(name)
     gateway = MockGateway(pkg)
-    with pytest.raises(openai.BadRequestError):
+    events: list[GatewayRouting] = []
+    completion = _openai(pkg, gateway, events, model_chain=["ok"]).chat.completions.create(
+        model="open", messages=MESSAGES)  # type: ignore[arg-type]
+    assert completion.choices[0].message.content == "from ok"
+    assert (events[0].error_code, events[0].attempts, events[0].chain_exhausted) == ("circuit_open", None, True)
+
+
+@pytest.mark.parametrize("name", PACKAGES)
+@pytest.mark.parametrize(("model", "error"), [("bad", openai.BadRequestError), ("queue-full", openai.InternalServerError)])
+def test_a_terminal_error_or_an_overloaded_gateway_never_moves_down_the_chain(
+    name: str, model: str, error: type[Exception]
+) -> None:
+    pkg = importlib.import_module(name)
+    gateway = MockGateway(pkg)
+    with pytest.raises(error):
         _openai(pkg, gateway, [], model_chain=["ok"]).chat.completions.create(
-            model="bad", messages=MESSAGES)  # type: ignore[arg-type]
-    assert [m for m, _, _ in gateway.seen] == ["bad"]
+            model=model, messages=MESSAGES)  # type: ignore[arg-type]
+    assert [m for m, _, _ in gateway.seen] == [model]
 
 
 @pytest.mark.parametrize("name", PACKAGES)
