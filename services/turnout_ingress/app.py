@@ -45,6 +45,7 @@ from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
@@ -201,6 +202,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         authenticate(request, state.keyring)
+        if "anthropic-version" in request.headers:  # an Anthropic SDK: its shape
+            return anthropic_models(state)
         return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
 
     @app.get("/health/liveness")
