@@ -108,7 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     port = int(os.environ.get("TURNOUT_PORT", "8080"))
 
     p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
-    common(p)
+    p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
+    p.add_argument("--redis-url", help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started "
+                                       "on a free port, printed at start)")
     p.add_argument("--host", default=host)
     p.add_argument("--port", type=int, default=port)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
