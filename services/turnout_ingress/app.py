@@ -45,6 +45,7 @@ from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.idempotency import stream_once
 from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
@@ -157,8 +158,10 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
         plan, view = await _check_plan(state, body["model"], identity)
-        if body.get("stream"):
-            return await serve_stream(state, request, body, identity, request_id, plan=plan, view=view)
+        if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
+            return await stream_once(
+                state, request.headers.get("idempotency-key"), raw, identity, request_id,
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view))
         deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None:

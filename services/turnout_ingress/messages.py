@@ -11,8 +11,8 @@ headers are the same; every error, the gateway's own included (502 →
 `api_error`, 503 → `overloaded_error`, 504 → `timeout_error`, with the
 per-attempt summary kept), is in Anthropic's error shape; the 401 names
 `x-api-key`. `Idempotency-Key` works as on `/v1/chat/completions` (a retry
-joins or replays the first answer; a stream is never replayed: a second
-stream with a used key is a 409, see `turnout_ingress.idempotency`). The
+joins or replays the first answer; a stream is never replayed: a stream
+with the key of one that started is a 409, see `turnout_ingress.idempotency`). The
 rest of the surface (count_tokens, the Anthropic models list, errors on
 other paths) is in `messages_routes`.
 Must not import: `turnout_ingress.app` (the app factory passes what it needs).
@@ -140,12 +140,12 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             await check_plan(state, str(body["model"]), identity)
-            owner = await idempotency.claim(state, request.headers.get(idempotency.HEADER), raw, identity, request_id)
+            key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
-                if owner is not None:
-                    raise idempotency.stream_already_started()
                 body["stream_options"] = {"include_usage": True}
-                return await _streamed(state, request, body, identity, request_id)
+                return await idempotency.stream_once(
+                    state, key, raw, identity, request_id, lambda: _streamed(state, request, body, identity, request_id))
+            owner = await idempotency.claim(state, key, raw, identity, request_id)
             return await _queued(state, request, _encode.encode(body), identity, request_id, owner)
         except RequestRejected as exc:
             return messages_routes.rejected(exc, request_id)

@@ -199,3 +199,26 @@ def test_stream_client_disconnect_closes_the_upstream_within_a_second(gateway: G
         time.sleep(0.05)
     assert entry["end"] == "client_gone"
     assert float(entry["ended_s"]) - left_at < 1.0  # type: ignore[arg-type]
+
+
+def _stream_with_key(gw: Gateway, model: str, key: str) -> httpx.Response:
+    with httpx.stream(
+        "POST", f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}", "idempotency-key": key},
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": 3}, timeout=30,
+    ) as response:
+        response.read()
+        return response
+
+
+def test_stream_idempotency_key_of_a_started_stream_is_a_clear_409(gateway: Gateway) -> None:
+    assert _stream_with_key(gateway, "s-ok", "stream-once-1").status_code == 200
+    again = _stream_with_key(gateway, "s-ok", "stream-once-1")
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "idempotency_stream_started"
+
+
+def test_stream_that_never_started_releases_its_idempotency_key(gateway: Gateway) -> None:
+    first = _stream_with_key(gateway, "all-fail", "stream-failed-1")
+    assert first.status_code == 502
+    assert _stream_with_key(gateway, "all-fail", "stream-failed-1").status_code == 502  # a retry runs, no 409
