@@ -130,6 +130,17 @@ def per_second(times_s: list[float], start_s: float, seconds: int) -> list[int]:
     return bins
 
 
+def peak_per_window(times_s: list[float], since_s: float, until_s: float, window_s: float = 1.0) -> int:
+    """Most of `times_s` within [since_s, until_s] that fit in any window [t, t + window_s)."""
+    inside = sorted(t for t in times_s if since_s <= t <= until_s)
+    best, first = 0, 0
+    for last, t in enumerate(inside):
+        while inside[first] <= t - window_s:
+            first += 1
+        best = max(best, last - first + 1)
+    return best
+
+
 def max_in_flight(entries: list[dict[str, Any]], since_s: float, until_s: float) -> int:
     """Most simulator entries open at once within [since_s, until_s] (open: `ended_s` null)."""
     events: list[tuple[float, int]] = []

@@ -32,6 +32,7 @@ from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy import Identity
+from turnout.tenant_text import check_id, check_url
 from turnout.vault import Sealed
 
 Origin = Literal["config", "api"]
@@ -207,9 +208,12 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
             (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`).
     """
     org = _org_config(doc)
+    check_id("id", doc.id)
     for name, endpoint in doc.custom_endpoints.items():
         if ":" in name or not name:
             raise ConfigError(f"custom_endpoints.{name}: an endpoint id cannot contain ':'")
+        check_id(f"custom_endpoints.{name}", name)
+        check_url(f"custom_endpoints.{name}.base_url", endpoint.base_url)
         try:
             check_base_url(endpoint.base_url, allow)
         except UnsafeURL as exc:
@@ -219,10 +223,12 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
             raise ConfigError(f"provider_keys.{provider}: unknown provider (not in `providers`)")
     _check_settings("settings", doc.settings, config, org)
     for name, squad in doc.squads.items():
+        check_id(f"squads.{name}", name)
         _check_settings(f"squads.{name}.settings", squad.settings, config, org)
     for name, key in doc.keys.items():
         if key.name != name:
             raise ConfigError(f"keys.{name}.name: does not match its id")
+        check_id(f"keys.{name}", name)
         if key.squad is not None and key.squad not in doc.squads:
             raise ConfigError(f"keys.{name}.squad: unknown squad {key.squad!r}")
         _check_settings(f"keys.{name}.settings", key.settings, config, org)

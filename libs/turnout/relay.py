@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -35,6 +35,7 @@ from turnout.adapters.transport import transport_error_of
 from turnout.continuation import Continuation, whole_answer_usage
 from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
+from turnout.scrub import Scrubber
 
 log = logging.getLogger("turnout.stream")
 _decode = msgspec.json.Decoder()
@@ -147,6 +148,7 @@ async def relay(
     request_id: str,
     continuation: Continuation | None = None,
     target: Target | None = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> AsyncIterator[bytes]:
     """The client's SSE bytes for a committed stream (see module doc).
 
@@ -159,11 +161,16 @@ async def relay(
         continuation: with policy `stream_recovery: continue`, continues a
             broken text stream on a prefill-capable target; None: never.
         target: the target serving `stream` (where a continuation starts).
+        scrub: the process's egress scrubber (`Scrubber.text`): an upstream's
+            mid-stream error text passes it before the client's final event,
+            the logs and `finish` see it (default: one that knows no keys,
+            only their shapes).
 
     Yields:
         SSE frames (bytes), ending with `data: [DONE]` or a final error event.
     """
     tally = _Tally()
+    clean = scrub or Scrubber().text
     kind, error = FailureKind.SUCCESS, ""
     finished = False
     continuing = False
@@ -216,7 +223,8 @@ async def relay(
                         err = chunk.get("error")
                         message = err.get("message", "") if isinstance(err, dict) else str(err)
                         raise _Broken(FailureKind.SERVER_ERROR,
-                                      f"the upstream provider failed mid-stream: {message}", "upstream_error")
+                                      f"the upstream provider failed mid-stream: {clean(str(message))}",
+                                      "upstream_error")
                     out = client_frame(sse.data, chunk)
                     if out is not None:
                         yield out

@@ -49,6 +49,7 @@ models:
   demo-small:
     offers:
       - {{provider: sim-west, model: small}}
+egress: {{schemes: [http], ports: any}}   # demo: custom endpoints may point at the plain-http simulator
 orgs:
   demo:
     settings:

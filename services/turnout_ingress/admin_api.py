@@ -41,15 +41,16 @@ from turnout.tenant_admin import (
     remove_squad, revoke_key, rotate_secrets, scope_settings, settings_patch, settings_view, with_settings,
 )
 from turnout_ingress.admin_access import (
-    AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, unavailable,
+    AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
+from turnout.directory import OPERATOR_KEY_ENV
+from turnout.vault import endpoint_binding, provider_key_binding
 from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
 
-OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/orgs/{org}"
 
@@ -233,9 +234,8 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def set_provider_key(request: Request, org: str, provider: str) -> Response:
         api.scope(request, org)
         spec = decode(await body(request), ProviderKeyPut)
-        if not spec.api_key.strip():
-            raise rejected(invalid("api_key", "must not be empty"))
-        sealed = seal(api, spec.api_key)
+        secret_fit("api_key", spec.api_key)
+        sealed = seal(api, spec.api_key, provider_key_binding(org, provider))
         await api.write(request, org, lambda doc: (put_provider_key(doc, provider, sealed, now()), None))
         doc = await api.read(request, org)
         return ok({"provider_key": provider_key_view(provider, doc.provider_keys[provider])})
@@ -266,7 +266,9 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         except UnsafeURL as exc:
             raise rejected(invalid("base_url", f"refused: {exc}")) from None
         await dns_check(base_url, api)
-        sealed = seal(api, spec.api_key) if spec.api_key else None
+        if spec.api_key is not None:
+            secret_fit("api_key", spec.api_key)
+        sealed = seal(api, spec.api_key, endpoint_binding(org, name)) if spec.api_key else None
         await api.write(request, org, lambda doc: (put_endpoint(doc, name, base_url, sealed, now()), None))
         return await get_endpoint(request, org, name)
 

@@ -34,6 +34,7 @@ from turnout.core.plan import Plan, UnknownModel
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
+from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
@@ -65,7 +66,9 @@ class IngressState:
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
         self.metrics = Metrics()
-        self.obs = observability.IngressObservability(config, redis, self.catalog, self.metrics, telemetry)
+        self.obs = observability.IngressObservability(
+            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
+        )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
             tracer=self.obs.telemetry.tracer,
@@ -78,7 +81,7 @@ class IngressState:
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
         self.router = Router(
             catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
-            credentials=self.keyring, custom_http=self.custom_http,
+            credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
         )
 
 
@@ -123,6 +126,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
     listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
     state = IngressState(config, redis, listen_redis, telemetry)
+    scrub_logs(state.keyring.scrubber.credentials)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -173,7 +177,9 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             digest = hashlib.sha256(raw).hexdigest()
             ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s
             try:
-                owner = await state.queue.claim_idempotency(identity.org, idempotency, digest, request_id, ttl_s)
+                owner = await state.queue.claim_idempotency(
+                    identity.org, identity.key, idempotency, digest, request_id, ttl_s
+                )
             except IdempotencyConflict as exc:
                 raise RequestRejected(
                     409, "This Idempotency-Key was already used with a different request body.",

@@ -45,7 +45,7 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
     Args:
         key: the `Idempotency-Key` header, None when absent.
         raw: the request body as received (its SHA-256 is what must match).
-        identity: the caller (keys are per org).
+        identity: the caller (keys are per gateway key of an org).
         request_id: this request's id.
 
     Returns:
@@ -65,7 +65,7 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
     budget_s = int(identity.policy.budget.max_total_latency_ms / 1000)
     try:
         return await state.queue.claim_idempotency(
-            identity.org, key, hashlib.sha256(raw).hexdigest(), request_id,
+            identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(), request_id,
             budget_s + state.config.raw.gateway.result_ttl_s,
         )
     except IdempotencyConflict as exc:
@@ -87,7 +87,8 @@ async def stream_once(state: "IngressState", key: str | None, raw: bytes, identi
     response = await serve()
     if key is not None and response.status_code != 200:
         claimed = f"{request_id}:{hashlib.sha256(raw).hexdigest()}"
-        await state.redis.register_script(_RELEASE)(keys=[keys.idempotency_key(identity.org, key)], args=[claimed])
+        await state.redis.register_script(_RELEASE)(keys=[keys.idempotency_key(identity.org, identity.key, key)],
+                                                         args=[claimed])
     return response
 
 

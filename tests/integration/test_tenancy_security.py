@@ -7,25 +7,32 @@
 - The canary provider key (org `acme`'s BYOK key for `sim-a`, from the
   environment) never appears in process logs, response bodies, admin reads,
   exports or Redis.
+- A sealed key copied into another org's document (as by a Redis write) does
+  not open there: the attempt has no credential and the key is never sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import (
-    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, Admin, chat, fp, sim_entries,
-    start_tenancy, wait_for,
+    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, SHARED_A, Admin, chat, fp,
+    sim_entries, start_tenancy, wait_for,
 )
+from turnout.orgs import OrgDoc
+from turnout.state.tenant_store import TenantStore
 
 pytestmark = pytest.mark.integration
 
@@ -223,3 +230,42 @@ def _redis_contents(url: str) -> bytes:
                 out.extend(b"%s=%s" % kv for _, fields in client.xrange(key) for kv in fields.items())
     assert out, "redis is empty: nothing was checked"
     return b"\n".join(out)
+
+
+def _copy_acme_byok_into_beta(redis_url: str) -> None:
+    """Org acme's sealed `sim-a` key written into org beta's document, as a Redis write would."""
+
+    async def run() -> None:
+        client = aioredis.Redis.from_url(redis_url)
+        store = TenantStore(client)
+        acme, _ = await store.load("acme")
+        assert acme is not None
+        moved = acme.provider_keys["sim-a"]
+
+        def mutate(doc: OrgDoc | None) -> tuple[OrgDoc | None, None]:
+            assert doc is not None
+            return msgspec.structs.replace(doc, provider_keys={**doc.provider_keys, "sim-a": moved}), None
+
+        await store.update("beta", mutate)
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_sealed_key_moved_to_another_org_is_never_sent(gw: Gateway) -> None:
+    beta = Admin(gw.base_url, BETA_ADMIN)
+    own_only = beta.call("POST", "/orgs/beta/keys", {"name": "moved-own", "settings": {"key_mode": "own_only"}})
+    shared_ok = beta.call("POST", "/orgs/beta/keys", {"name": "moved-default"})
+    assert own_only.status_code == shared_ok.status_code == 201
+    _copy_acme_byok_into_beta(gw.redis_url)
+    wait_for(lambda: "sim-a" in beta.call("GET", "/orgs/beta/provider-keys").text, 5, "the moved key listed")
+    skipped = chat(gw.base_url, own_only.json()["secret"], "bk-a")
+    assert skipped.status_code == 502 and "usable credential" in skipped.text, skipped.text
+    assert sim_entries(gw, skipped.headers["x-request-id"]) == []  # no call at all: the key did not open
+    shared = chat(gw.base_url, shared_ok.json()["secret"], "bk-a")
+    assert shared.status_code == 200
+    assert [e["auth_fingerprint"] for e in sim_entries(gw, shared.headers["x-request-id"])] == [fp(SHARED_A)]
+    logs = "".join(p.log() for p in gw.fleet.procs)
+    assert "org beta: provider key sim-a cannot be used" in logs and "does not open for its place" in logs
+    own = chat(gw.base_url, ACME_USER, "bk-a")  # where it belongs it still opens
+    assert [e["auth_fingerprint"] for e in sim_entries(gw, own.headers["x-request-id"])] == [fp(CANARY)]

@@ -11,7 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from dynamics.calls import Call, max_in_flight, open_loop, per_second, retry_hint_s, share, statuses  # noqa: E402
+from dynamics.calls import (  # noqa: E402
+    Call, max_in_flight, open_loop, peak_per_window, per_second, retry_hint_s, share, statuses,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +39,14 @@ def test_retry_hint_s_reads_an_http_date() -> None:
 
 def test_per_second_bins_from_start_and_drops_outside() -> None:
     assert per_second([9.9, 10.0, 10.5, 11.0, 12.999, 13.0], 10.0, 3) == [2, 1, 1]
+
+
+def test_peak_per_window_slides_instead_of_binning() -> None:
+    times = [0.5, 0.9, 1.1, 1.4, 3.0]
+    assert per_second(times, 0.0, 4) == [2, 2, 0, 1]  # bins split the burst
+    assert peak_per_window(times, 0.0, 10.0) == 4  # [0.5, 1.5) holds all four
+    assert peak_per_window(times, 1.0, 10.0) == 2
+    assert peak_per_window([], 0.0, 1.0) == 0
 
 
 def _entry(t_s: float, ended_s: float | None) -> dict[str, object]:

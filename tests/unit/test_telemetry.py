@@ -32,6 +32,7 @@ from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.metrics import Metrics
 from turnout.router import RequestInfo, Router
+from turnout.scrub import Scrubber
 from turnout.observers import Observers, PrometheusObserver
 from turnout.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.tracing import Telemetry, setup_tracing
@@ -333,3 +334,23 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
     result = await mock_harness.route()
     assert result.verdict is None
     assert calls == ["start", "end:h", "wait", "start", "end:h", "start", "end:h"]
+
+
+async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:
+    spans = InMemorySpanExporter()
+    scrubber = Scrubber(["plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"])
+    telemetry = setup_tracing("turnout-test", env={}, span_exporters=[spans], scrub=scrubber.credentials)
+    http = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200, json={})))
+    HTTPXClientInstrumentor.instrument_client(http, tracer_provider=telemetry.tracer_provider)
+    await http.get("https://generativelanguage.example/v1/models?key=AIzaSyQueryKey0123456789&alt=json")
+    with telemetry.tracer.start_as_current_span("server", attributes={
+        "url.query": "api_key=client-secret-1", "http.target": "/v1/models?api_key=client-secret-1",
+        "note": "upstream quoted plat-Zq81mXv0Lr5T",
+    }) as span:
+        span.add_event("exception", {"exception.message": "Incorrect API key provided: plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"})
+    await http.aclose()
+    text = repr([(s.attributes, [e.attributes for e in s.events], s.status.description)
+                 for s in spans.get_finished_spans()])
+    assert "https://generativelanguage.example/v1/models?[redacted]" in text
+    for secret in ("AIzaSyQueryKey", "client-secret-1", "plat-Zq81", "Lr5Tn2Wk"):
+        assert secret not in text

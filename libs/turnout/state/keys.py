@@ -66,12 +66,20 @@ def probe_key(target: str) -> str:
 
 
 IDEMPOTENCY_PREFIX = "turnout:idem:"
-"""String per (org, Idempotency-Key digest): `request_id:body_digest`."""
+"""String per (org, gateway key, Idempotency-Key) digest: `request_id:body_digest`."""
 
 
-def idempotency_key(org: str, client_key: str) -> str:
-    """Key binding a client's `Idempotency-Key` (hashed; any length) within its org."""
-    return f"{IDEMPOTENCY_PREFIX}{org}:{hashlib.sha256(client_key.encode('utf-8')).hexdigest()}"
+def idempotency_key(org: str, key: str, client_key: str) -> str:
+    """Key binding a client's `Idempotency-Key` (any length) for one gateway key of an org.
+
+    Scoped to the gateway key (its name), not only the org: another key of
+    the same org using the same `Idempotency-Key` neither gets this key's
+    answer replayed nor learns that the value is in use. The key name and
+    the client's value are hashed together, length-prefixed so no two pairs
+    collide.
+    """
+    digest = hashlib.sha256(f"{len(key)}:{key}:{client_key}".encode("utf-8")).hexdigest()
+    return f"{IDEMPOTENCY_PREFIX}{org}:{digest}"
 
 
 RECORDS_STREAM = "turnout:records"

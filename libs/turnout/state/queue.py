@@ -230,9 +230,10 @@ class JobQueue:
                     log.warning("job %s lost across a Redis restart; answered 503", job_id)
 
     async def claim_idempotency(
-        self, org: str, idempotency_key: str, body_digest: str, request_id: str, ttl_s: int
+        self, org: str, key: str, idempotency_key: str, body_digest: str, request_id: str, ttl_s: int
     ) -> str | None:
-        """Bind `Idempotency-Key` to this request, or find the request it is bound to.
+        """Bind `Idempotency-Key` of gateway key `key` of `org` to this request, or find the request
+        it is bound to (`keys.idempotency_key`: per gateway key).
 
         Returns:
             None when this request now owns the key; else the request id that
@@ -242,9 +243,9 @@ class JobQueue:
             IdempotencyConflict: the key was used with a different body.
             GatewayUnavailable: Redis unreachable.
         """
-        key = keys.idempotency_key(org, idempotency_key)
+        scoped = keys.idempotency_key(org, key, idempotency_key)
         try:
-            owner = await self._idempotency(keys=[key], args=[request_id, body_digest, ttl_s])
+            owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
