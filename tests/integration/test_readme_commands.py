@@ -7,7 +7,7 @@ Each fence in README.md is preceded by `<!-- readme-test: KIND -->`:
   with the operator key the README tells newcomers to use); must exit 0 and
   print no error body;
 - `config`: a whole configuration file, checked with `turnout config check`;
-- `config-fragment`: top-level sections added to the demo catalog, checked so;
+- `config-fragment`: top-level sections set in the demo catalog, checked so;
 - `skip: <reason>`: not runnable here (the reason is required).
 
 The README's `127.0.0.1:8080` and `:9100` become the stack's ports; nothing
@@ -28,6 +28,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from support.procs import free_port, require_redis
 
@@ -140,7 +141,8 @@ def test_readme_block_works_as_written(dev: DevStack, block: Block) -> None:
         done = _run(dev, [sys.executable, "-m", "turnout_cli.main", "config", "check", str(path)])
     elif block.kind == "config-fragment":
         path = dev.workdir / f"readme-{block.line}.yaml"
-        path.write_text((dev.workdir / ".turnout" / "demo.yaml").read_text() + "\n" + text)
+        merged = {**yaml.safe_load((dev.workdir / ".turnout" / "demo.yaml").read_text()), **yaml.safe_load(text)}
+        path.write_text(yaml.safe_dump(merged))
         done = _run(dev, [sys.executable, "-m", "turnout_cli.main", "config", "check", str(path)])
     elif block.lang == "python":
         done = _run(dev, [sys.executable, "-"], stdin=text)

@@ -16,8 +16,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_the_procfile_demo_catalog_is_turnout_devs() -> None:
     dev = parse_config(DEMO_CONFIG.format(sim_port=9100, key=DEMO_KEY), env={})
     procfile = parse_config((ROOT / "infra" / "procfile" / "turnout.yaml").read_text(), env={})
-    assert (procfile.raw.models, procfile.raw.providers, procfile.raw.orgs) == (
-        dev.raw.models, dev.raw.providers, dev.raw.orgs)
+    assert (procfile.raw.models, procfile.raw.providers, procfile.raw.orgs, procfile.raw.egress) == (
+        dev.raw.models, dev.raw.providers, dev.raw.orgs, dev.raw.egress)
 
 
 def test_the_procfile_keeps_redis_data_out_of_the_shared_tmp() -> None:
