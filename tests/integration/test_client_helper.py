@@ -7,18 +7,58 @@ retry (the gateway replays instead of calling the provider twice).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import anthropic
 import openai
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from support.gateway import KEY, Gateway
+from support.gateway import Gateway, start_gateway
+from support.procs import Fleet, require_redis
 from turnout_client import GatewayRouting, gateway_http_client, http_package, routing_of, span_hook
 
+pytestmark = pytest.mark.integration
+
+KEY = "tk-test-client-helper-001"
 MESSAGES = [{"role": "user", "content": "hello there"}]
+
+CONFIG = """\
+providers:
+  sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
+  sim-b: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-b}}
+models:
+  ok:           {{offers: [{{provider: sim-a, model: ch-ok}}]}}
+  down-primary:
+    order: priority
+    offers: [{{provider: sim-a, model: "ch-dp-a~503"}}, {{provider: sim-b, model: ch-dp-b}}]
+  all-fail:
+    order: priority
+    offers: [{{provider: sim-a, model: "ch-af-a~503"}}, {{provider: sim-b, model: "ch-af-b~500"}}]
+policy:
+  retry: {{base_ms: 250, max_ms: 1000}}
+breaker: {{consecutive_failures: 1000, sole_consecutive_failures: 1000, failure_rate: 1.0, sole_failure_rate: 1.0}}
+orgs:
+  acme:
+    keys:
+      - {{name: main, key: {key}}}
+"""
+
+
+@pytest.fixture(scope="module")
+def gateway() -> Iterator[Gateway]:
+    """Its own fleet: these tests count simulator calls and must not share targets (or breakers)."""
+    require_redis()
+    fleet = Fleet()
+    try:
+        gw = start_gateway(fleet, CONFIG, key=KEY)
+        yield gw
+        gw.close()
+    finally:
+        fleet.stop_all()
 
 
 def _openai(gw: Gateway, events: list[GatewayRouting], **options: Any) -> openai.OpenAI:
@@ -32,7 +72,7 @@ def test_openai_sdk_answer_carries_the_routing_event(gateway: Gateway) -> None:
         raw = client.chat.completions.with_raw_response.create(model="down-primary", messages=MESSAGES)  # type: ignore[arg-type]
     assert raw.parse().choices[0].message.content
     [event] = events
-    assert (event.provider, event.model, event.fallback, event.status) == ("sim-b", "dp-b", True, 200)
+    assert (event.provider, event.model, event.fallback, event.status) == ("sim-b", "ch-dp-b", True, 200)
     assert event.attempts is not None and event.attempts >= 1
     assert event.request_id == raw.headers["x-request-id"]
     assert routing_of(raw) is event
@@ -42,7 +82,7 @@ def test_openai_sdk_stream_gets_the_event_before_the_first_chunk(gateway: Gatewa
     events: list[GatewayRouting] = []
     with _openai(gateway, events) as client:
         stream = client.chat.completions.create(
-            model="s-503", messages=MESSAGES, stream=True, max_tokens=5)  # type: ignore[arg-type]
+            model="down-primary", messages=MESSAGES, stream=True, max_tokens=5)  # type: ignore[arg-type]
         assert [(e.provider, e.fallback) for e in events] == [("sim-b", True)]  # nothing read yet
         text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.startswith("tok0")
@@ -52,7 +92,7 @@ def test_client_model_chain_serves_after_the_gateway_chain_is_exhausted(gateway:
     events: list[GatewayRouting] = []
 
     def upstream_calls() -> int:
-        return len(gateway.sim_log("af-a~503")) + len(gateway.sim_log("af-b~500"))
+        return len(gateway.sim_log("ch-af-a~503")) + len(gateway.sim_log("ch-af-b~500"))
 
     before = upstream_calls()
     with _openai(gateway, events, model_chain={"all-fail": ["ok"]}) as client:
@@ -88,13 +128,13 @@ class DropsTheFirstAnswer:
 
 def test_sdk_retry_after_a_lost_answer_is_replayed_not_paid_twice(gateway: Gateway) -> None:
     events: list[GatewayRouting] = []
-    before = len(gateway.sim_log("ok"))
+    before = len(gateway.sim_log("ch-ok"))
     with _openai(gateway, events, transport=DropsTheFirstAnswer()) as client:
         raw = client.chat.completions.with_raw_response.create(model="ok", messages=MESSAGES)  # type: ignore[arg-type]
     assert raw.parse().choices[0].message.content
     assert raw.headers["x-turnout-idempotent-replay"] == "1"
     assert [e.idempotent_replay for e in events] == [True]  # the lost answer never reached the helper
-    assert len(gateway.sim_log("ok")) - before == 1, "the provider was called twice"
+    assert len(gateway.sim_log("ch-ok")) - before == 1, "the provider was called twice"
 
 
 def test_anthropic_sdk_gets_the_routing_event(gateway: Gateway) -> None:
