@@ -426,6 +426,10 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_cycles(f"{path}.{name}", model_map)
     if isinstance(settings.policy, dict):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
+        fallback = settings.policy.get("fallback")
+        listed = fallback.get("models") if isinstance(fallback, dict) else None
+        if isinstance(listed, list):  # the same check as `settings.fallbacks`
+            _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
 
 
 def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:

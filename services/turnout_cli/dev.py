@@ -21,6 +21,7 @@ import asyncio
 import hashlib
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -128,18 +129,29 @@ def _find_redis_server() -> str | None:
         return None
 
 
-def _wait_redis(url: str, timeout_s: float) -> bool:
+def _wait_redis(url: str, timeout_s: float, server: subprocess.Popen[bytes] | None = None) -> str | None:
+    """Wait until Redis at `url` answers PING.
+
+    Args:
+        timeout_s: how long to wait, seconds.
+        server: the redis-server just started, if any: its exit ends the wait at once.
+
+    Returns:
+        None when Redis answers; else why not (for the error line).
+    """
     import redis
 
     client = redis.Redis.from_url(url, socket_connect_timeout=0.3)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if server is not None and server.poll() is not None:
+            return f"redis-server exited at start (exit code {server.returncode}); its messages are above"
         try:
             if client.ping():
-                return True
+                return None
         except redis.RedisError:
             time.sleep(0.1)
-    return False
+    return f"Redis at {url} does not answer after {timeout_s:g} s"
 
 
 def _wait_http(url: str, timeout_s: float, procs: list[subprocess.Popen[bytes]]) -> bool:
@@ -178,7 +190,7 @@ Turnout is up.
        -H "Content-Type: application/json" -i \\
        -d '{{"model": "{model}", "messages": [{{"role": "user", "content": "hello"}}]}}'
 
-  python -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
+  {shlex.quote(sys.executable)} -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
 r = c.chat.completions.with_raw_response.create(model="{model}", messages=[{{"role": "user", "content": "hi"}}]); \\
 print(r.headers.get("x-turnout-provider"), r.headers.get("x-turnout-attempts"), r.parse().choices[0].message.content)'
 
@@ -207,6 +219,7 @@ def run_dev(args: argparse.Namespace) -> int:
         redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
         config_path = args.config or os.environ.get("TURNOUT_CONFIG")
         demo = not config_path
+        started: subprocess.Popen[bytes] | None = None
         if not redis_url:
             server = _find_redis_server()
             if server is None:
@@ -220,15 +233,17 @@ def run_dev(args: argparse.Namespace) -> int:
                 shutil.copytree(legacy, data)
                 print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
             data.mkdir(exist_ok=True)
-            procs.append(subprocess.Popen(
+            started = subprocess.Popen(
                 [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data.resolve()),
                  "--appendonly", "yes", "--save", "", "--loglevel", "warning"],
                 stdout=subprocess.DEVNULL,
-            ))
+            )
+            procs.append(started)
             redis_url = f"redis://127.0.0.1:{port}/0"
-            print(f"redis     : {server} on {redis_url} (AOF on, data in {data})")
-        if not _wait_redis(redis_url, 10):
-            print(f"turnout dev: Redis at {redis_url} does not answer.", file=sys.stderr)
+            print(f"redis     : {server} on {redis_url} (a free port; AOF on, data in {data})")
+        problem = _wait_redis(redis_url, 10, started)
+        if problem is not None:
+            print(f"turnout dev: {problem}.", file=sys.stderr)
             return 1
         _warn_persistence(redis_url)
         if not demo and asyncio.run(forget_demo(redis_url)):

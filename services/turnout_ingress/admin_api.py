@@ -50,7 +50,7 @@ from turnout.vault import endpoint_binding, provider_key_binding
 from turnout.state.audit_log import AuditLog
 from turnout_ingress import audit
 from turnout_ingress.audit import audit_fields
-from turnout_ingress.errors import error_response
+from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
@@ -68,8 +68,8 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def admin_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AdminError)
         refusal = rejected(exc)
-        return error_response(exc.status_code, refusal.message, error_type=refusal.error_type, code=refusal.code,
-                              param=refusal.param)
+        return error_response(exc.status_code, naming_the_object(refusal.message, refusal.code, request),
+                              error_type=refusal.error_type, code=refusal.code, param=refusal.param)
 
     app.add_exception_handler(AdminError, admin_error)
     audit.install(app, AuditLog(state.redis), api)

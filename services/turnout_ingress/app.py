@@ -46,7 +46,9 @@ from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.idempotency import stream_once
 from turnout_ingress.limits import Limiter
+from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
@@ -165,10 +167,10 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         body = parse_chat_request(raw)
         plan, view = await _check_plan(state, body["model"], identity)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
-        if body.get("stream"):
-            return await state.limiter.answer(
-                held, serve_stream(state, request, body, identity, request_id, plan=plan, view=view),
-            )
+        if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
+            return await state.limiter.answer(held, stream_once(
+                state, request.headers.get("idempotency-key"), raw, identity, request_id,
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
         return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id))
 
     async def _queued(state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str) -> Response:
@@ -218,6 +220,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         authenticate(request, state.keyring)
+        if "anthropic-version" in request.headers:  # an Anthropic SDK: its shape
+            return anthropic_models(state)
         return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
 
     @app.get("/health/liveness")
