@@ -47,8 +47,10 @@ class Call:
         return self.status == 200
 
 
-def retry_hint_s(headers: Mapping[str, str]) -> float | None:
-    """`retry-after-ms` (ms) or `Retry-After` (seconds or HTTP-date, RFC 9110 §10.2.3) in seconds."""
+def retry_hint_s(headers: Mapping[str, str], clock: Callable[[], float] = time.time) -> float | None:
+    """`retry-after-ms` (ms) or `Retry-After` (seconds or HTTP-date, RFC 9110 §10.2.3) in seconds.
+
+    `clock` gives epoch seconds, for an HTTP-date (injected by tests)."""
     ms = headers.get("retry-after-ms")
     if ms is not None:
         with contextlib.suppress(ValueError):
@@ -59,7 +61,7 @@ def retry_hint_s(headers: Mapping[str, str]) -> float | None:
     with contextlib.suppress(ValueError):
         return max(0.0, float(value))
     with contextlib.suppress(TypeError, ValueError):
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - clock())
     return None
 
 

@@ -15,7 +15,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import msgspec
 import yaml
@@ -137,6 +137,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             about this long.
         records_max: attempt records kept in the Redis stream (approximate,
             `XADD MAXLEN ~`); 0 writes none (SPEC §9).
+        max_header_bytes: largest request head (request line + headers) the
+            ingress reads; above it, 431.
+        header_timeout_s: seconds the ingress waits for a whole request head
+            (408 after; slow-loris guard).
+        body_timeout_s: seconds it waits for a whole body after its head (408 after).
+        max_connections: connections an ingress keeps open at once (503 beyond).
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
@@ -146,6 +152,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ingress_max_streams: int = 2000
     job_lease_s: float = 10.0
     records_max: int = 100_000
+    max_header_bytes: Annotated[int, msgspec.Meta(ge=1)] = 64 * 1024
+    header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    body_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 10_000
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -416,6 +426,10 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_cycles(f"{path}.{name}", model_map)
     if isinstance(settings.policy, dict):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
+        fallback = settings.policy.get("fallback")
+        listed = fallback.get("models") if isinstance(fallback, dict) else None
+        if isinstance(listed, list):  # the same check as `settings.fallbacks`
+            _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
 
 
 def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:

@@ -31,11 +31,12 @@ class RequestRejected(TurnoutError):
         error_type: OpenAI `error.type` (`invalid_request_error`, ...).
         code: OpenAI `error.code`, or None.
         param: the offending request field, or None.
+        headers: extra response headers (a limit's `retry-after`, `x-ratelimit-*`).
     """
 
     def __init__(
         self, status_code: int, message: str, *, error_type: str = "invalid_request_error",
-        code: str | None = None, param: str | None = None,
+        code: str | None = None, param: str | None = None, headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
@@ -43,6 +44,7 @@ class RequestRejected(TurnoutError):
         self.error_type = error_type
         self.code = code
         self.param = param
+        self.headers = dict(headers or {})
 
 
 class GatewayUnavailable(TurnoutError):

@@ -27,7 +27,7 @@ from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, clamp_policy, merge_policy
-from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings
+from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.ssrf import AllowList, UnsafeURL, check_base_url
@@ -292,4 +292,8 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
         key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
         custom_targets=custom,
     )
-    return Identity(org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy)
+    squad_scope = (key.squad, squad) if key.squad is not None and squad is not None else None
+    limits = scope_limits(doc.id, doc.settings, squad_scope, (key.name, key.settings))
+    return Identity(
+        org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy, limits=limits,
+    )

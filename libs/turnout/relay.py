@@ -11,7 +11,9 @@ buffered beyond one event). The stream is never retried once committed:
 - an HTTP-level end without `[DONE]` after a `finish_reason` is finalised at
   once with `[DONE]`;
 - the usage-only chunk is forwarded only if the client asked for it
-  (`stream_options.include_usage`); usage is always recorded.
+  (`stream_options.include_usage`); usage is always recorded, each attempt
+  its own; after a continuation the client's usage is the whole answer's
+  (`turnout.continuation.whole_answer_usage`).
 The attempt's final outcome reaches the breaker and the observers through
 `finish`, exactly once, also when the client goes away (CANCELLED).
 Must not import: services, FastAPI, arq.
@@ -30,7 +32,7 @@ import msgspec
 from turnout.adapters.base import Usage, UpstreamStream
 from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
-from turnout.continuation import Continuation
+from turnout.continuation import Continuation, whole_answer_usage
 from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
 from turnout.scrub import Scrubber
@@ -77,6 +79,7 @@ class _Tally:
         self.finished = False
         self.tool_calls = False
         self.text: list[str] = []
+        self.content_deltas = 0
         self.chunk_id: str | None = None
 
     def see(self, chunk: dict[str, Any]) -> bool:
@@ -101,6 +104,7 @@ class _Tally:
             if isinstance(delta, dict):
                 if isinstance(delta.get("content"), str):
                     self.text.append(delta["content"])
+                    self.content_deltas += 1 if delta["content"] else 0
                 if delta.get("tool_calls") or delta.get("function_call"):
                     self.tool_calls = True
         return not choices and isinstance(usage, dict)
@@ -170,14 +174,22 @@ async def relay(
     kind, error = FailureKind.SUCCESS, ""
     finished = False
     continuing = False
+    delivered_before = 0  # content deltas the client had when the latest continuation began
 
     def client_frame(data: str, chunk: dict[str, Any]) -> bytes | None:
         if tally.see(chunk) and not include_usage:
             return None
-        if continuing and tally.chunk_id is not None and chunk.get("id") != tally.chunk_id:
+        if not continuing:
+            return _client_frame(data, chunk, include_usage)
+        if tally.chunk_id is not None:
             chunk["id"] = tally.chunk_id  # one seamless answer: the first stream's id throughout
-            return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
-        return _client_frame(data, chunk, include_usage)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            whole = whole_answer_usage(tally.usage, delivered_before)
+            chunk["usage"] = {**usage, "prompt_tokens": whole.input_tokens,
+                              "completion_tokens": whole.output_tokens,
+                              "total_tokens": whole.input_tokens + whole.output_tokens}
+        return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
 
     try:
         while True:
@@ -231,6 +243,7 @@ async def relay(
                     return
                 stream, finish = resumed.stream, resumed.finish
                 target = resumed.records[0].target if resumed.records else target
+                tally.usage, delivered_before = Usage(), tally.content_deltas  # the next attempt's own usage
                 kind, error, finished, continuing = FailureKind.SUCCESS, "", False, True
     except (asyncio.CancelledError, GeneratorExit):
         kind, error = FailureKind.CANCELLED, "client went away"

@@ -17,7 +17,8 @@ from msgspec import UNSET
 from turnout.config import Config
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy, clamp_policy, merge_policy
-from turnout.core.scopes import as_model_map, resolve_settings
+from turnout.core.limits import ScopeLimits
+from turnout.core.scopes import as_model_map, resolve_settings, scope_limits
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
@@ -28,6 +29,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
         admin: the key may call the org's admin routes.
         settings: resolved reroutes and fallback maps.
         policy: resolved, clamped policy.
+        limits: every scope's `limits` that applies, org first (all enforced).
     """
 
     org: str
@@ -36,6 +38,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     admin: bool
     settings: RoutingSettings
     policy: Policy
+    limits: tuple[ScopeLimits, ...] = ()
 
 
 class Authenticator(Protocol):
@@ -72,8 +75,13 @@ class KeyRing:
                     context_window_fallbacks=as_model_map(scope.context_window_fallbacks),
                     content_policy_fallbacks=as_model_map(scope.content_policy_fallbacks),
                 )
+                limits = scope_limits(
+                    org_name, org.settings, (key.squad, squad) if key.squad and squad else None,
+                    (key.name, key.settings),
+                )
                 self._by_digest[hash_key(key.key)] = Identity(
-                    org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy
+                    org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
+                    limits=limits,
                 )
 
     def authenticate(self, token: str | None) -> Identity | None:

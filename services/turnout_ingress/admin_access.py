@@ -76,15 +76,22 @@ class AdminAPI:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
-        return self.identify(token)
+        return self.identify(token, on_who=lambda who: setattr(request.state, "audit_who", who))
 
-    def identify(self, token: str) -> Caller:
-        """The caller holding the admin key `token` (401 for an unknown key, 403 for a non-admin key)."""
+    def identify(self, token: str, on_who: Callable[[str], None] | None = None) -> Caller:
+        """The caller holding the admin key `token` (401 for an unknown key, 403 for a non-admin key).
+
+        `on_who` receives the audit log's `who` (`operator`, `key <org>/<name>`) once the key is known.
+        """
         if self._operator_key is not None and token and hmac.compare_digest(token.encode("utf-8"), self._operator_key):
+            if on_who is not None:
+                on_who("operator")
             return Caller(org=None)
         identity = self.directory.authenticate(token)
         if identity is None:
             raise UNAUTHORIZED
+        if on_who is not None:
+            on_who(f"key {identity.org}/{identity.key}")  # the audit log's `who`
         if not identity.admin:
             raise RequestRejected(403, "This route needs an admin key.", error_type="permission_error",
                                   code="admin_key_required")

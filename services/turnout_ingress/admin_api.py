@@ -17,6 +17,8 @@ key's secret only in the answer that creates it.
     GET            .../provider-keys                   PUT|DELETE .../provider-keys/{provider}
     GET            .../custom-endpoints                GET|PUT|DELETE .../custom-endpoints/{id}
     POST   /admin/v1/secrets/rotate (operator)
+
+Every write is recorded in the audit log (`turnout_ingress.audit`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,10 @@ from turnout_ingress.admin_access import (
 )
 from turnout.directory import OPERATOR_KEY_ENV
 from turnout.vault import endpoint_binding, provider_key_binding
-from turnout_ingress.errors import error_response
+from turnout.state.audit_log import AuditLog
+from turnout_ingress import audit
+from turnout_ingress.audit import audit_fields
+from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
@@ -63,13 +68,16 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def admin_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AdminError)
         refusal = rejected(exc)
-        return error_response(exc.status_code, refusal.message, error_type=refusal.error_type, code=refusal.code,
-                              param=refusal.param)
+        return error_response(exc.status_code, naming_the_object(refusal.message, refusal.code, request),
+                              error_type=refusal.error_type, code=refusal.code, param=refusal.param)
 
     app.add_exception_handler(AdminError, admin_error)
+    audit.install(app, AuditLog(state.redis), api)
 
     async def body(request: Request) -> bytes:
-        return await read_body(request, MAX_BODY_BYTES)
+        raw = await read_body(request, MAX_BODY_BYTES)
+        request.state.audit_fields = audit_fields(raw)
+        return raw
 
     @app.get("/admin/v1/orgs")
     async def list_orgs(request: Request) -> Response:
@@ -206,7 +214,11 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         if name not in doc.keys:
             raise rejected(not_found())
         identity = identity_of(doc, doc.keys[name], api.directory.config)
-        return ok({"settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy)})
+        limits = [{"scope": s.label, **msgspec.to_builtins(s.limits)} for s in identity.limits]
+        return ok({
+            "settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy),
+            "limits": limits,
+        })
 
     @app.patch(P + "/keys/{name}")
     async def update_key(request: Request, org: str, name: str) -> Response:

@@ -46,6 +46,9 @@ from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.idempotency import stream_once
+from turnout_ingress.limits import Limiter
+from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body
 
@@ -72,6 +75,7 @@ class IngressState:
             tracer=self.obs.telemetry.tracer,
         )
         self.draining = False
+        self.limiter = Limiter(redis)
         self.rng = random.Random()
         self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
@@ -129,6 +133,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.limiter.start()
         state.obs.start()
         await state.keyring.start(listen_redis, bootstrap=True)
         try:
@@ -136,6 +141,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.limiter.stop()
             await state.obs.stop()
             await state.http.aclose()
             await state.keyring.stop()
@@ -161,8 +167,15 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
         plan, view = await _check_plan(state, body["model"], identity)
-        if body.get("stream"):
-            return await serve_stream(state, request, body, identity, request_id, plan=plan, view=view)
+        held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
+        if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
+            return await state.limiter.answer(held, stream_once(
+                state, request.headers.get("idempotency-key"), raw, identity, request_id,
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
+        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id))
+
+    async def _queued(state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str) -> Response:
+        """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
         deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None:
@@ -208,6 +221,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         authenticate(request, state.keyring)
+        if "anthropic-version" in request.headers:  # an Anthropic SDK: its shape
+            return anthropic_models(state)
         return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
 
     @app.get("/health/liveness")

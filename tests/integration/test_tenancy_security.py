@@ -41,7 +41,10 @@ HOSTILE = [
     for line in (Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt").read_text().splitlines()
     if line.strip() and not line.lstrip().startswith("#")
 ]
-NOT_FOUND = {"error": {"message": "No such object.", "type": "not_found_error", "param": None, "code": "not_found"}}
+def not_found(method: str, path: str) -> dict[str, object]:
+    """The one 404 body: it names the route asked for, the same for another org's object and a missing one."""
+    return {"error": {"message": f"No such object: {method} {path}.", "type": "not_found_error", "param": None,
+                      "code": "not_found"}}
 
 # (method, path template, body); {org} is the other org, {squad}/{key}/{provider}/{endpoint} its objects
 ORG_ROUTES: list[tuple[str, str, object]] = [
@@ -121,11 +124,11 @@ def test_cross_org_probes_leak_nothing(gw: Gateway) -> None:
             response = httpx.request(method, f"{gw.base_url}/admin/v1{path}", json=body, headers={header: value})
             probes += 1
             assert response.status_code == 404, (method, path, response.text)
-            assert response.json() == NOT_FOUND, (method, path)
+            assert response.json() == not_found(method, f"/admin/v1{path}"), (method, path)
         for org in (other, "no-such-org"):
             response = httpx.get(f"{gw.base_url}/admin/v1/orgs/{org}", headers={"authorization": f"Bearer {caller}"})
             probes += 1
-            assert response.json() == NOT_FOUND
+            assert response.json() == not_found("GET", f"/admin/v1/orgs/{org}")
         for method, template, body in OPERATOR_ROUTES:
             response = httpx.request(method, f"{gw.base_url}/admin/v1{template.format(org=other)}", json=body,
                                      headers={"authorization": f"Bearer {caller}"})

@@ -8,6 +8,7 @@ Must not import: anything but the standard library and arq's constants.
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import quote
 
 from arq.constants import (
     default_queue_name,
@@ -24,6 +25,18 @@ JOB_PREFIX = job_key_prefix
 IN_PROGRESS_PREFIX = in_progress_key_prefix
 ARQ_RESULT_PREFIX = result_key_prefix
 RETRY_PREFIX = retry_key_prefix
+
+FAIR_RING = "turnout:fair:ring"
+"""List of org ids with jobs waiting in their fair queue, each once: the pickup's round robin."""
+
+FAIR_ORG_PREFIX = "turnout:fair:org:"
+"""Sorted set per org: its waiting job ids (score = enqueue ms), claimed oldest first."""
+
+
+def fair_org_key(org: str) -> str:
+    """Key of an org's fair queue."""
+    return FAIR_ORG_PREFIX + org
+
 
 DOORBELL_CHANNEL = "turnout:doorbell"
 """Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
@@ -105,6 +118,21 @@ TENANCY_CHANNEL = "turnout:tenancy:changed"
 def tenancy_org_key(org: str) -> str:
     """Key of an org's document."""
     return TENANCY_ORG_PREFIX + org
+
+
+LIMIT_PREFIX = "turnout:limit:"
+"""Per scope and counter (SPEC §10 limits): `rpm` / `tpm` hashes {l, t} (GCRA level
+and time), `conc` / `streams` sorted sets of leases (member = lease id, score = expiry ms)."""
+
+
+def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
+    """Key of one scope's limit counter: `turnout:limit:key:acme:ci-bot:rpm` (ids percent-encoded)."""
+    parts = [kind, quote(org, safe="")] + ([quote(scope_id, safe="")] if scope_id is not None else [])
+    return LIMIT_PREFIX + ":".join([*parts, counter])
+
+
+AUDIT_STREAM = "turnout:audit"
+"""Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""
 
 
 UI_SCORE_PREFIX = "turnout:ui:score:"
