@@ -8,6 +8,8 @@ ingress: no build step, nothing loaded from elsewhere (the pages' Content
 Security Policy allows only this origin).
 Must not import: the worker.
 
+The pages are HTML for people, not API: none is in the OpenAPI schema.
+
 Scope follows the admin API: the operator key sees every org; an org's
 admin key sees only its org's requests and spend, and on Providers exactly
 the rows `GET /v1/health/providers` shows it (`ops_routes.provider_rows`).
@@ -138,17 +140,17 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
 
         return register
 
-    @app.get("/ui")
+    @app.get("/ui", include_in_schema=False)
     async def ui_root() -> Response:
         return RedirectResponse("/ui/activity", status_code=303)
 
-    @app.get("/ui/login")
+    @app.get("/ui/login", include_in_schema=False)
     async def login_form(request: Request) -> Response:
         if session.current(request, access) is not None:
             return RedirectResponse("/ui/activity", status_code=303)
         return page("login.html", None, error=None)
 
-    @app.post("/ui/login")
+    @app.post("/ui/login", include_in_schema=False)
     async def login(request: Request) -> Response:
         if not session.same_origin(request):
             return page("login.html", None, status=403, error="Cross-site login refused.")
@@ -163,7 +165,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         session.log_in(response, request, key)
         return response
 
-    @app.post("/ui/logout")
+    @app.post("/ui/logout", include_in_schema=False)
     async def logout(request: Request) -> Response:
         if not session.same_origin(request):
             return Response(status_code=403)
