@@ -20,6 +20,7 @@ from typing import Annotated, Any, Literal, Mapping
 import msgspec
 import yaml
 
+from turnout.config_errors import collect, report
 from turnout.core.breaker import BreakerSettings
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
@@ -251,70 +252,15 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
     return node
 
 
-def _path_of(exc: msgspec.ValidationError, data: Any = None, tp: Any = None) -> str:
-    """The dotted path of a validation error; an unknown field is named too.
-
-    msgspec writes a dict key as `[...]`; with the converted `data` and its
-    type `tp` the key is found and named (`models.gpt-5.offers[0]`).
-    """
+def _path_of(exc: msgspec.ValidationError) -> str:
+    """The dotted path of a validation error of a policy (an unknown field is named too)."""
     text = str(exc)
     m = re.search(r"at `\$(.*)`", text)
     path = m.group(1) if m else ""
-    if "[...]" in path and tp is not None:
-        path = _named_path(path, data, tp)
     unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
     if unknown:
         path += f".{unknown.group(1)}"
     return path.lstrip(".") or "(top level)"
-
-
-def _arms(tp: Any) -> tuple[Any, ...]:
-    return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
-
-
-def _field_type(tp: Any, name: str) -> Any:
-    for arm in _arms(tp):
-        if isinstance(arm, type) and issubclass(arm, msgspec.Struct):
-            for f in msgspec.structs.fields(arm):
-                if f.encode_name == name:
-                    return f.type
-    return Any
-
-
-def _item_type(tp: Any, origin: type) -> Any:
-    for arm in _arms(tp):
-        if typing.get_origin(arm) is origin:
-            return typing.get_args(arm)[-1]
-    return Any
-
-
-def _named_path(path: str, data: Any, tp: Any) -> str:
-    out: list[str] = []
-    for m in re.finditer(r"\.([^.\[]+)|\[([^\]]*)\]", path):
-        name, index = m.group(1), m.group(2)
-        if name is not None:
-            out.append(f".{name}")
-            tp, data = _field_type(tp, name), data.get(name) if isinstance(data, dict) else None
-        elif index == "...":
-            tp = _item_type(tp, dict)
-            key = next((k for k, v in data.items() if not _converts(v, tp)), None) if isinstance(data, dict) else None
-            if key is None:
-                return path
-            out.append(f".{key}")
-            data = data[key]
-        else:
-            out.append(f"[{index}]")
-            tp = _item_type(tp, list)
-            data = data[int(index)] if isinstance(data, list) and index.isdigit() and int(index) < len(data) else None
-    return "".join(out)
-
-
-def _converts(value: Any, tp: Any) -> bool:
-    try:
-        msgspec.convert(value, tp)
-    except msgspec.ValidationError:
-        return False
-    return True
 
 
 def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str = "<memory>") -> Config:
@@ -331,7 +277,10 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
 
     Raises:
         ConfigError: the message names the offending path, e.g.
-            `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`.
+            `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`;
+            type errors (unknown fields with a "did you mean", missing
+            fields, wrong types and ranges, enum values with the allowed
+            ones) are all reported at once, one per line.
     """
     shielded, token, refs = _shield_env(text)
     try:
@@ -343,8 +292,9 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     data = _interpolate(data, os.environ if env is None else env, "")
     try:
         raw = msgspec.convert(data, RawConfig)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{_path_of(exc, data, RawConfig)}: {str(exc).split(' - at ')[0]}") from exc
+    except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
+        errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
+        raise ConfigError(report(errors)) from exc
     try:
         policy = merge_policy(Policy(), raw.policy)
     except msgspec.ValidationError as exc:
