@@ -21,6 +21,7 @@ import msgspec
 import yaml
 
 from turnout.core.breaker import BreakerSettings
+from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
@@ -63,13 +64,15 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     Attributes:
         offers: its (provider, model) offers.
         context_window: context window in tokens, when known.
-        order: `health` (SPEC §5: by recent success rate, ties shuffled) or
-            `priority` (always the configured order: a primary and backups).
+        order: the ordering strategy of its offers (`turnout.core.ordering.ORDERINGS`):
+            `health` (SPEC §5: by recent success rate, ties shuffled),
+            `priority` (the configured order: a primary and backups), `price`,
+            `latency`, `throughput` or `balanced` (SPEC §10).
     """
 
     offers: list[OfferConfig]
     context_window: int | None = None
-    order: Literal["health", "priority"] = "health"
+    order: OrderName = "health"
 
 
 class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -147,6 +150,25 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     records_max: int = 100_000
 
 
+class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Gateway-wide facts of the ordering strategies (SPEC §10; `routing:`).
+
+    Attributes:
+        price_mix: relative weights of input and output tokens in a typical
+            request; `price` and `balanced` rank offers by
+            `(input · in_price + output · out_price) / (input + output)`.
+        speed_alpha: weight of the newest attempt in the fleet's rolling
+            measures of latency and output rate (an exponentially weighted
+            moving average; 0 < alpha <= 1).
+        speed_ttl_s: a target's measures are forgotten (it ranks neutral
+            again) when no attempt has updated them for this many seconds.
+    """
+
+    price_mix: PriceMix = PriceMix()
+    speed_alpha: float = 0.2
+    speed_ttl_s: int = 3600
+
+
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The file as written (after interpolation), before cross-checks."""
 
@@ -156,6 +178,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
+    routing: RoutingConfig = RoutingConfig()
     orgs: dict[str, OrgConfig] = {}
 
 
@@ -425,6 +448,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             raise ConfigError(f"gateway.{field}: must be at least 1")
     if g.job_lease_s < 1:
         raise ConfigError("gateway.job_lease_s: must be at least 1 s")
+    r = raw.routing
+    if r.price_mix.input < 0 or r.price_mix.output < 0 or r.price_mix.input + r.price_mix.output <= 0:
+        raise ConfigError("routing.price_mix: weights must be at least 0 and not both 0")
+    if not 0 < r.speed_alpha <= 1:
+        raise ConfigError("routing.speed_alpha: must be in (0, 1]")
+    if r.speed_ttl_s < 1:
+        raise ConfigError("routing.speed_ttl_s: must be at least 1 s")
     b = raw.breaker
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")

@@ -71,6 +71,7 @@ class HealthView:
     Attributes:
         now_s: store clock at the read (epoch seconds).
         entries: subject -> versioned snapshot.
+        speeds: target key -> the fleet's rolling measures (measured targets only).
         read_at: local monotonic time of the read (seconds).
         degraded: the store was unreachable; everything reads CLOSED.
     """
@@ -78,6 +79,7 @@ class HealthView:
     def __init__(self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False) -> None:
         self.now_s = loaded.now_s
         self.entries = dict(loaded.entries)
+        self.speeds = dict(loaded.speeds)
         self._clock = clock
         self.read_at = clock()
         self.degraded = degraded
@@ -85,6 +87,7 @@ class HealthView:
     def refresh(self, loaded: Loaded) -> None:
         """Take newer snapshots (and the clock read with them)."""
         self.entries.update(loaded.entries)
+        self.speeds.update(loaded.speeds)
         self.now_s, self.read_at = loaded.now_s, self._clock()
 
     def age_s(self) -> float:
@@ -101,12 +104,17 @@ class HealthView:
         return entry.snapshot if entry else CLOSED
 
     def ordering_health(self, settings: BreakerSettings) -> dict[str, TargetHealth]:
-        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering")."""
+        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering",
+        §10): standing, score and measures; targets CLOSED with no history and
+        no measure are left out (they rank as healthy and unmeasured)."""
         now = self.store_now()
         out: dict[str, TargetHealth] = {}
         for subject, entry in self.entries.items():
             snap = entry.snapshot
+            speed = self.speeds.get(subject)
             if snap == CLOSED:
+                if speed is not None:
+                    out[subject] = TargetHealth(ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s)
                 continue
             away = unavailable_for_s(snap, now)
             if away > 0:
@@ -115,7 +123,10 @@ class HealthView:
                 standing = Standing.PROBE
             else:
                 standing = Standing.UP
-            out[subject] = TargetHealth(score=score(snap, now, settings), standing=standing, back_in_s=away)
+            out[subject] = TargetHealth(
+                score=score(snap, now, settings), standing=standing, back_in_s=away,
+                ttft_ms=speed.ttft_ms if speed else None, tokens_per_s=speed.tokens_per_s if speed else None,
+            )
         return out
 
     def unavailable_for(self, targets: Sequence[str]) -> float | None:
@@ -180,10 +191,14 @@ class Breakers:
         on_alarm: Callable[[str], None] | None = None,
         on_trip: Callable[[str, str, bool], None] | None = None,
         sole_targets: frozenset[str] = frozenset(),
+        speed_alpha: float = 0.2,
+        speed_ttl_s: int = 3600,
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
+        self._speed_alpha = speed_alpha
+        self._speed_ttl_s = speed_ttl_s
         self.settings = settings
         self.order_settings = OrderSettings(tolerance=settings.tolerance, explore=settings.explore)
         self._on_store_error = on_store_error
@@ -365,6 +380,28 @@ class Breakers:
             if probe_token is not None:
                 await self._release(target, probe_token)
 
+    async def record_speed(self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None) -> None:
+        """Fold one successful attempt's measures into the target's rolling
+        averages (SPEC §10: measured by the fleet from its own attempts).
+
+        Args:
+            target: the target key.
+            ttft_ms: time to first token of a stream, or the whole JSON
+                answer, in milliseconds; None leaves the average alone.
+            tokens_per_s: completion tokens per second; None leaves it alone.
+
+        A store outage drops the sample (logged; never refuses anything).
+        """
+        if ttft_ms is None and tokens_per_s is None:
+            return
+        try:
+            await self._store.record_speed(
+                target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
+                ttl_s=self._speed_ttl_s,
+            )
+        except (RedisError, OSError) as exc:
+            self._outage(exc, refuse=False)
+
     def _apply(
         self, snap: BreakerSnapshot, now: float, counted: Counted, rest_s: float | None, *, probe: bool, sole: bool,
         error: str,
@@ -422,9 +459,10 @@ def redis_breakers(
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
     place, so the ingress and the workers never drift apart)."""
-    b = config.raw.breaker
+    b, r = config.raw.breaker, config.raw.routing
     return Breakers(
         RedisBreakerStore(redis), b.settings(), on_store_error=b.on_store_error,
+        speed_alpha=r.speed_alpha, speed_ttl_s=r.speed_ttl_s,
         on_transition=metrics.on_transition if metrics else None,
         on_alarm=metrics.on_alarm if metrics else None,
         on_trip=metrics.on_trip if metrics else None,

@@ -156,6 +156,7 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
+        self._order_settings = catalog.order_settings(self._breakers.order_settings)
 
     def _build(self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth]) -> Plan:
         return build_plan(
@@ -167,7 +168,7 @@ class Router:
             health=health,
             rng=self._rng,
             orders=self._catalog.orders,
-            order_settings=self._breakers.order_settings,
+            order_settings=self._order_settings,
         )
 
     async def plan(
@@ -282,7 +283,9 @@ class Router:
         )
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
-            return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
+            # a committed stream: its time to first token is known now; the rest is recorded when it ends
+            await self._breakers.record_speed(target.key, ttft_ms=record.duration_ms, tokens_per_s=None)
+            return state, (result, gate, handle, call)
         await self._ended(handle, info, record, result, gate, view, call)
         return state, (result, gate, handle, call)
 
@@ -325,6 +328,10 @@ class Router:
             error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
             **self._record_args(call, record.target, info),
         )
+        if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
+            await self._breakers.record_speed(
+                record.target.key, ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms)
+            )
 
     async def attempt_once(
         self, request: dict[str, Any], *, target: Target, number: int, info: RequestInfo, view: HealthView,
@@ -391,6 +398,10 @@ class Router:
                 record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
                 **self._record_args(call, record.target, info),
             )
+            if kind is FailureKind.SUCCESS:
+                await self._breakers.record_speed(
+                    record.target.key, ttft_ms=None, tokens_per_s=output_rate(usage, final.duration_ms)
+                )
 
         return finish
 
@@ -428,6 +439,14 @@ def _spec(
 def plan_targets(plan: Plan) -> list[str]:
     """Every target key a plan may attempt (main sequence and special lists)."""
     return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy)]
+
+
+def output_rate(usage: Usage, duration_ms: float) -> float | None:
+    """Completion tokens per second of one attempt (`turnout.core.ordering` `throughput`),
+    or None when it produced none or took no measurable time."""
+    if usage.output_tokens <= 0 or duration_ms <= 0:
+        return None
+    return usage.output_tokens / (duration_ms / 1000.0)
 
 
 def _error_text(status: int | None, message: str) -> str:

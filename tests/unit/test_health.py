@@ -1268,3 +1268,21 @@ async def test_breakers_record_cancelled_while_stopping_the_renewal_stays_cancel
     recording.cancel()
     await asyncio.wait([recording])
     assert recording.cancelled(), "the caller's cancellation was swallowed"
+
+
+async def test_health_view_orders_by_the_measures_of_closed_targets_too() -> None:
+    """SPEC §10: the view's ordering facts carry each target's rolling
+    measures, read in the same load as the snapshots."""
+    from turnout.core.breaker import BreakerSettings
+    from turnout.health import Breakers
+    from turnout.state.breaker_store import MemoryBreakerStore
+
+    breakers = Breakers(MemoryBreakerStore(), BreakerSettings(), speed_alpha=0.5)
+    await breakers.record_speed("a/m", ttft_ms=100.0, tokens_per_s=None)
+    await breakers.record_speed("a/m", ttft_ms=300.0, tokens_per_s=40.0)
+    await breakers.record_speed("b/m", ttft_ms=None, tokens_per_s=None)  # nothing to record
+    view = await breakers.view(["a/m", "b/m"])
+    health = view.ordering_health(breakers.settings)
+    assert set(health) == {"a/m"}
+    assert health["a/m"].ttft_ms == 200.0 and health["a/m"].tokens_per_s == 40.0
+    assert health["a/m"].score == 1.0

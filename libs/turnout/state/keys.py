@@ -55,6 +55,15 @@ PROBE_PREFIX = "turnout:probe:"
 """String per target: the HALF_OPEN probe permit (`SET NX PX`)."""
 
 
+SPEED_PREFIX = "turnout:speed:"
+"""Hash per target: {ttft_ms, tps}, the fleet's rolling measures (`turnout.state.breaker_store`)."""
+
+
+def speed_key(target: str) -> str:
+    """Key of a target's rolling latency and output-rate measures."""
+    return SPEED_PREFIX + target
+
+
 def breaker_key(target: str) -> str:
     """Key of a target's breaker snapshot."""
     return BREAKER_PREFIX + target

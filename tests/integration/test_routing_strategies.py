@@ -1,0 +1,90 @@
+"""Routing strategies on a real fleet (SPEC §10), with the official `openai` SDK.
+
+One ingress and one worker share Redis; the simulator serves every offer.
+Offer prices are the catalog's; latency is the fleet's own measure
+(`turnout:speed:*`), taken from the attempts these tests make.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import openai
+import pytest
+
+from support.gateway import SIM_PROVIDERS, Gateway, running_gateway
+
+pytestmark = pytest.mark.integration
+
+KEY = "tk-test-strategies-000001"
+MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
+
+CONFIG = SIM_PROVIDERS + """\
+models:
+  cheap-healthy:
+    order: price
+    offers:
+      - {{provider: sim-a, model: ph-dear, input_usd_per_mtok: 30, output_usd_per_mtok: 60}}
+      - {{provider: sim-b, model: ph-cheap, input_usd_per_mtok: 0.10, output_usd_per_mtok: 0.20}}
+  cheap-failing:
+    order: price
+    offers:
+      - {{provider: sim-a, model: pf-dear, input_usd_per_mtok: 30, output_usd_per_mtok: 60}}
+      - {{provider: sim-b, model: "pf-cheap~503", input_usd_per_mtok: 0.10, output_usd_per_mtok: 0.20}}
+  fast-slow:
+    order: latency
+    offers: [{{provider: sim-a, model: "lat-slow~200+250ms"}}, {{provider: sim-b, model: lat-fast}}]
+orgs:
+  acme:
+    keys: [{{name: main, key: {key}}}]
+"""
+
+
+@pytest.fixture(scope="module")
+def gw() -> Iterator[Gateway]:
+    with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY) as gateway:
+        yield gateway
+
+
+def _client(gw: Gateway) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=KEY, max_retries=0, timeout=30)
+
+
+def _served(client: openai.OpenAI, model: str, **extra: Any) -> tuple[int, str | None, int]:
+    """(HTTP status, x-turnout-model, x-turnout-attempts) of one request."""
+    try:
+        raw = client.chat.completions.with_raw_response.create(model=model, messages=MESSAGES, **extra)
+        return raw.http_response.status_code, raw.headers.get("x-turnout-model"), int(raw.headers["x-turnout-attempts"])
+    except openai.APIStatusError as exc:
+        return exc.status_code, exc.response.headers.get("x-turnout-model"), int(
+            exc.response.headers.get("x-turnout-attempts", "0"))
+
+
+def test_price_serves_the_cheap_offer_while_it_is_healthy(gw: Gateway) -> None:
+    """$0.10/$0.20 against $30/$60 per Mtok: the cheap offer serves ≥ 95 % (issue: 15 of 30)."""
+    client = _client(gw)
+    served = Counter(_served(client, "cheap-healthy")[1] for _ in range(40))
+    assert served["ph-cheap"] >= 38, served
+
+
+def test_price_moves_off_the_cheap_offer_when_it_fails(gw: Gateway) -> None:
+    """The cheap offer answers 503: the first request fails over, and from the
+    next one on the dear offer is tried first (one attempt), every request served."""
+    client = _client(gw)
+    results = [_served(client, "cheap-failing") for _ in range(20)]
+    assert all(status == 200 and model == "pf-dear" for status, model, _ in results), results
+    assert results[0][2] >= 2  # the first one tried the cheap offer
+    assert sum(1 for *_, attempts in results[1:] if attempts == 1) >= 18, results
+    assert 1 <= len(gw.sim_log("pf-cheap~503")) <= 4
+
+
+def test_latency_prefers_the_measured_faster_offer_within_50_requests(gw: Gateway) -> None:
+    """Both offers unmeasured at first (ties); the fleet measures each from its
+    own attempts, and by the second half of 50 requests the fast one serves
+    nearly all (5 % exploration keeps the slow one measured)."""
+    client = _client(gw)
+    served = [_served(client, "fast-slow")[1] for _ in range(50)]
+    late = Counter(served[25:])
+    assert late["lat-fast"] >= 21, Counter(served)
