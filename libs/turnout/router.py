@@ -158,7 +158,10 @@ class Router:
         self._custom_http = custom_http
         self._order_settings = catalog.order_settings(self._breakers.order_settings)
 
-    def _build(self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth]) -> Plan:
+    def _build(
+        self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
+        capped: bool = True,
+    ) -> Plan:
         return build_plan(
             model,
             catalog=self._catalog.models,
@@ -169,6 +172,7 @@ class Router:
             rng=self._rng,
             orders=self._catalog.orders,
             order_settings=self._order_settings,
+            capped=capped,
         )
 
     async def plan(
@@ -187,11 +191,10 @@ class Router:
             turnout.core.plan.UnknownModel: no such model.
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
-        draft = self._build(model, settings, policy, {})
-        targets = plan_targets(draft)
+        targets = plan_targets(self._build(model, settings, policy, {}, capped=False))  # every candidate
         view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
         health = view.ordering_health(self._breakers.settings)
-        return (self._build(model, settings, policy, health) if health else draft), view
+        return self._build(model, settings, policy, health), view
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""

@@ -19,6 +19,8 @@ from support.gateway import SIM_PROVIDERS, Gateway, running_gateway
 pytestmark = pytest.mark.integration
 
 KEY = "tk-test-strategies-000001"
+KEY_NO_RETRY = "tk-test-strategies-noretry"
+KEY_FIVE = "tk-test-strategies-five-01"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 CONFIG = SIM_PROVIDERS + """\
@@ -36,20 +38,34 @@ models:
   fast-slow:
     order: latency
     offers: [{{provider: sim-a, model: "lat-slow~200+250ms"}}, {{provider: sim-b, model: lat-fast}}]
+  five-failing:
+    order: priority
+    offers:
+      - {{provider: sim-a, model: "mo1~503"}}
+      - {{provider: sim-b, model: "mo2~503"}}
+      - {{provider: sim-a, model: "mo3~503"}}
+      - {{provider: sim-b, model: "mo4~503"}}
+      - {{provider: sim-a, model: "mo5~503"}}
 orgs:
   acme:
-    keys: [{{name: main, key: {key}}}]
+    keys:
+      - {{name: main, key: {key}}}
+      - {{name: no-retry, key: {key_no_retry}, settings: {{policy: {{retry: {{max_retries: 0}}}}}}}}
+      - name: five
+        key: {key_five}
+        settings: {{policy: {{retry: {{max_retries: 0}}, plan: {{max_offers: 5}}}}}}
 """
 
 
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
-    with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY) as gateway:
+    with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
+                         key_five=KEY_FIVE) as gateway:
         yield gateway
 
 
-def _client(gw: Gateway) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=KEY, max_retries=0, timeout=30)
+def _client(gw: Gateway, key: str = KEY) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=key, max_retries=0, timeout=30)
 
 
 def _served(client: openai.OpenAI, model: str, **extra: Any) -> tuple[int, str | None, int]:
@@ -88,3 +104,15 @@ def test_latency_prefers_the_measured_faster_offer_within_50_requests(gw: Gatewa
     served = [_served(client, "fast-slow")[1] for _ in range(50)]
     late = Counter(served[25:])
     assert late["lat-fast"] >= 21, Counter(served)
+
+
+def test_plan_max_offers_3_with_five_failing_offers_makes_three_attempts(gw: Gateway) -> None:
+    """Five offers that all answer 503, no retries: the default cap of 3 offers
+    makes 3 attempts (issue: 6, only max_attempts capped them); a key whose
+    policy sets `plan.max_offers: 5` makes 5."""
+    status, _, attempts = _served(_client(gw, KEY_NO_RETRY), "five-failing")
+    assert (status, attempts) == (502, 3)
+    assert [len(gw.sim_log(f"mo{i}~503")) for i in range(1, 6)] == [1, 1, 1, 0, 0]
+    status, _, attempts = _served(_client(gw, KEY_FIVE), "five-failing")
+    assert (status, attempts) == (502, 5)
+    assert [len(gw.sim_log(f"mo{i}~503")) for i in range(1, 6)] == [2, 2, 2, 1, 1]

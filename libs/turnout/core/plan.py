@@ -143,6 +143,18 @@ def _dedupe(models: Sequence[str], exclude: frozenset[str]) -> list[str]:
     return out
 
 
+def cap_offers(entries: Sequence[PlanEntry], max_offers: int | None) -> tuple[PlanEntry, ...]:
+    """The entries whose target is among the first `max_offers` distinct
+    targets (by key), in order; all of them when `max_offers` is None."""
+    if max_offers is None:
+        return tuple(entries)
+    kept: list[str] = []
+    for e in entries:
+        if e.target.key not in kept and len(kept) < max_offers:
+            kept.append(e.target.key)
+    return tuple(e for e in entries if e.target.key in kept)
+
+
 def build_plan(
     requested_model: str,
     *,
@@ -154,6 +166,7 @@ def build_plan(
     rng: random.Random,
     orders: Mapping[str, str] | None = None,
     order_settings: OrderSettings = OrderSettings(),
+    capped: bool = True,
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -167,14 +180,19 @@ def build_plan(
         rng: tie-breaking and exploration for offer ranking.
         orders: model id -> ordering strategy name (`ORDERINGS`); absent
             models (custom endpoints too) use `health`.
-        order_settings: knobs of the `health` ordering.
+        order_settings: knobs and prices of the orderings.
+        capped: apply `policy.plan.max_offers` (False only to list every
+            target the plan could hold, e.g. to read their health first).
 
     Returns:
         The plan. With a reroute list, its models replace the requested one,
         which is never contacted; fallback models come from the maps keyed by
         the requested model (else `*`), then `policy.fallback.models`. A
         pinned request keeps only the pinned provider's offers of its model,
-        and gets no provider fallback for it.
+        and gets no provider fallback for it. The main sequence then keeps its
+        first `policy.plan.max_offers` distinct targets, after ordering and
+        across provider and model fallbacks; each special list (context
+        length, content policy) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
@@ -215,17 +233,19 @@ def build_plan(
             for target in offers_of(model, None):
                 entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_reroute=False))
 
+    limit = policy.plan.max_offers if capped else None
+
     def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
             out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
-        return tuple(out)
+        return cap_offers(out, limit)
 
     if not fb.enabled:
         entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
     return Plan(
         requested_model=requested_model,
-        entries=tuple(entries),
+        entries=cap_offers(entries, limit),
         context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
         content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
         rerouted=rerouted,
