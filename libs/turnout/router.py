@@ -33,6 +33,7 @@ from turnout.core.loop import (
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
@@ -160,7 +161,7 @@ class Router:
 
     def _build(
         self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
-        capped: bool = True,
+        capped: bool = True, preferences: Preferences = Preferences(),
     ) -> Plan:
         return build_plan(
             model,
@@ -173,12 +174,15 @@ class Router:
             orders=self._catalog.orders,
             order_settings=self._order_settings,
             capped=capped,
+            preferences=preferences,
         )
 
     async def plan(
-        self, model: str, settings: RoutingSettings, policy: Policy, org: str = ""
+        self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
+        preferences: Preferences = Preferences(),
     ) -> tuple[Plan, HealthView]:
-        """The plan for `model`, its offers ordered by shared health (SPEC §5).
+        """The plan for `model`, its offers ordered by shared health and the
+        fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
 
         The one read of the health store also covers the credential health of
         `org`'s own keys for the plan's providers.
@@ -189,12 +193,14 @@ class Router:
 
         Raises:
             turnout.core.plan.UnknownModel: no such model.
+            turnout.core.plan.NoMatchingOffer: the preferences leave no offer.
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
-        targets = plan_targets(self._build(model, settings, policy, {}, capped=False))  # every candidate
+        every = self._build(model, settings, policy, {}, capped=False, preferences=preferences)
+        targets = plan_targets(every)
         view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
         health = view.ordering_health(self._breakers.settings)
-        return self._build(model, settings, policy, health), view
+        return self._build(model, settings, policy, health, preferences=preferences), view
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""

@@ -21,6 +21,7 @@ pytestmark = pytest.mark.integration
 KEY = "tk-test-strategies-000001"
 KEY_NO_RETRY = "tk-test-strategies-noretry"
 KEY_FIVE = "tk-test-strategies-five-01"
+KEY_REROUTED = "tk-test-strategies-rr-0001"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 CONFIG = SIM_PROVIDERS + """\
@@ -46,9 +47,18 @@ models:
       - {{provider: sim-a, model: "mo3~503"}}
       - {{provider: sim-b, model: "mo4~503"}}
       - {{provider: sim-a, model: "mo5~503"}}
+  prefs:
+    order: priority
+    offers: [{{provider: sim-b, model: pr-dear, input_usd_per_mtok: 5, output_usd_per_mtok: 5}},
+             {{provider: sim-a, model: pr-cheap, input_usd_per_mtok: 1, output_usd_per_mtok: 1}}]
+  prefs-failing:
+    order: priority
+    offers: [{{provider: sim-a, model: "pff-a~503"}}, {{provider: sim-b, model: pff-b}}]
+  only-a:          {{offers: [{{provider: sim-a, model: only-a}}]}}
 orgs:
   acme:
     keys:
+      - {{name: rerouted, key: {key_rerouted}, settings: {{reroutes: [only-a]}}}}
       - {{name: main, key: {key}}}
       - {{name: no-retry, key: {key_no_retry}, settings: {{policy: {{retry: {{max_retries: 0}}}}}}}}
       - name: five
@@ -60,7 +70,7 @@ orgs:
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
     with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
-                         key_five=KEY_FIVE) as gateway:
+                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED) as gateway:
         yield gateway
 
 
@@ -116,3 +126,67 @@ def test_plan_max_offers_3_with_five_failing_offers_makes_three_attempts(gw: Gat
     status, _, attempts = _served(_client(gw, KEY_FIVE), "five-failing")
     assert (status, attempts) == (502, 5)
     assert [len(gw.sim_log(f"mo{i}~503")) for i in range(1, 6)] == [2, 2, 2, 1, 1]
+
+
+def _prefs(gw: Gateway, model: str, provider: dict[str, Any], key: str = KEY, **extra: Any) -> tuple[int, str | None, int]:
+    return _served(_client(gw, key), model, extra_body={"provider": provider}, **extra)
+
+
+@pytest.mark.parametrize(
+    ("provider", "served"),
+    [({}, "pr-dear"), ({"only": ["sim-a"]}, "pr-cheap"), ({"ignore": ["sim-b"]}, "pr-cheap"),
+     ({"max_price": {"prompt": 2}}, "pr-cheap"), ({"order": ["sim-a", "sim-b"]}, "pr-cheap"),
+     ({"sort": "price"}, "pr-cheap")],
+    ids=["none", "only", "ignore", "max-price", "order", "sort-price"],
+)
+def test_request_preferences_narrow_and_reorder_the_offers(gw: Gateway, provider: dict[str, Any], served: str) -> None:
+    results = {_prefs(gw, "prefs", provider) for _ in range(3)}
+    assert results == {(200, served, 1)}
+
+
+def test_request_preferences_ride_the_streaming_path_too(gw: Gateway) -> None:
+    stream = _client(gw).chat.completions.with_raw_response.create(
+        model="prefs", messages=MESSAGES, stream=True, extra_body={"provider": {"only": ["sim-a"]}})
+    assert stream.headers["x-turnout-model"] == "pr-cheap"
+    assert any(chunk.choices for chunk in stream.parse())
+
+
+def test_request_without_fallbacks_makes_no_fallback(gw: Gateway) -> None:
+    assert _prefs(gw, "prefs-failing", {}, KEY)[:2] == (200, "pff-b")
+    status, _, attempts = _prefs(gw, "prefs-failing", {"allow_fallbacks": False}, KEY_NO_RETRY)
+    assert (status, attempts) == (502, 1)
+
+
+@pytest.mark.parametrize(
+    ("key", "model", "provider"),
+    [(KEY, "only-a", {"only": ["sim-b"]}), (KEY, "prefs", {"max_price": {"prompt": 0.5}}),
+     (KEY_REROUTED, "prefs", {"only": ["sim-b"]})],
+    ids=["provider-the-model-lacks", "price-no-offer-meets", "reroute-is-not-undone"],
+)
+def test_request_preferences_cannot_widen_the_keys_settings(gw: Gateway, key: str, model: str,
+                                                            provider: dict[str, Any]) -> None:
+    """A preference can only narrow: a provider the model has no offer on, or
+    one only the requested model (replaced by the key's reroute) would reach,
+    is never called; the request is refused before any attempt."""
+    before = len(gw.sim_log("pr-dear"))
+    with pytest.raises(openai.BadRequestError) as info:
+        _client(gw, key).chat.completions.create(model=model, messages=MESSAGES, extra_body={"provider": provider})
+    assert info.value.code == "no_matching_offer" and info.value.param == "provider"
+    assert len(gw.sim_log("pr-dear")) == before
+
+
+def test_request_preferences_honour_only_under_a_reroute(gw: Gateway) -> None:
+    assert _prefs(gw, "prefs", {"only": ["sim-a"]}, KEY_REROUTED)[:2] == (200, "only-a")
+
+
+@pytest.mark.parametrize(
+    ("provider", "param"),
+    [("sim-a", "provider"), ({"sort": "cheapest"}, "provider.sort"), ({"only": ["sim-a", 7]}, "provider.only[1]"),
+     ({"max_price": {"prompt": -1}}, "provider.max_price.prompt"), ({"fallbacks": False}, "provider.fallbacks")],
+    ids=["not-an-object", "unknown-sort", "only-not-a-name", "negative-price", "unknown-field"],
+)
+def test_request_preferences_are_validated_naming_the_field(gw: Gateway, provider: Any, param: str) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        _client(gw).chat.completions.create(model="prefs", messages=MESSAGES, extra_body={"provider": provider})
+    assert info.value.param == param and info.value.code == "invalid_request"
+    assert param in info.value.message

@@ -18,6 +18,7 @@ import msgspec
 
 from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences, apply
 from turnout.core.scopes import KeyMode
 from turnout.core.types import Target
 
@@ -110,6 +111,20 @@ class UnknownModel(ValueError):
         self.model = model
 
 
+class NoMatchingOffer(ValueError):
+    """The request's `provider` preferences leave no offer to attempt (SPEC §10).
+
+    Attributes:
+        model: the id the client sent.
+    """
+
+    def __init__(self, model: str) -> None:
+        super().__init__(
+            f"No offer of `{model}` that this key may use satisfies the request's `provider` preferences."
+        )
+        self.model = model
+
+
 def lookup(model_map: ModelMap, model: str) -> tuple[str, ...]:
     """Models mapped from `model`, else from `*`, else none (SPEC §6)."""
     found = model_map.get(model)
@@ -167,6 +182,7 @@ def build_plan(
     orders: Mapping[str, str] | None = None,
     order_settings: OrderSettings = OrderSettings(),
     capped: bool = True,
+    preferences: Preferences = Preferences(),
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -183,6 +199,11 @@ def build_plan(
         order_settings: knobs and prices of the orderings.
         capped: apply `policy.plan.max_offers` (False only to list every
             target the plan could hold, e.g. to read their health first).
+        preferences: the request's `provider` object
+            (`turnout.core.preferences`): `sort` replaces every model's
+            ordering, the others narrow each model's offers; without
+            `allow_fallbacks` the plan keeps only its first model and no
+            special lists.
 
     Returns:
         The plan. With a reroute list, its models replace the requested one,
@@ -196,6 +217,7 @@ def build_plan(
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
+        NoMatchingOffer: the preferences leave no target in the main sequence.
     """
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
@@ -204,17 +226,19 @@ def build_plan(
         raise UnknownModel(requested_model)
     fb = policy.fallback
 
-    def offers_of(model: str, pin: str | None) -> tuple[Target, ...]:
+    def offers_of(model: str, pin: str | None, *, narrowed: bool = True) -> tuple[Target, ...]:
         offers = tuple(catalog.get(model, ()))
-        ordering = ORDERINGS[(orders or {}).get(model, "health")]
+        ordering = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")]
         ranked = ordering(offers, health, order_settings, rng)
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
+        if narrowed:
+            ranked = apply(ranked, preferences, order_settings.prices, health)
         if not fb.cross_provider_same_model:
             ranked = ranked[:1]
         return ranked
 
-    if pinned is not None and not offers_of(base_model, pinned):
+    if pinned is not None and not offers_of(base_model, pinned, narrowed=False):
         raise UnknownModel(requested_model)
 
     rerouted = bool(settings.reroutes)
@@ -227,7 +251,7 @@ def build_plan(
             )
             entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted))
 
-    if fb.enabled:
+    if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
         for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
             for target in offers_of(model, None):
@@ -236,13 +260,17 @@ def build_plan(
     limit = policy.plan.max_offers if capped else None
 
     def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
+        if not preferences.allow_fallbacks:
+            return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
             out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
         return cap_offers(out, limit)
 
-    if not fb.enabled:
+    if not (fb.enabled and preferences.allow_fallbacks):
         entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
+    if not entries:
+        raise NoMatchingOffer(requested_model)
     return Plan(
         requested_model=requested_model,
         entries=cap_offers(entries, limit),
