@@ -409,7 +409,7 @@ def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
 def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Policy, org: OrgConfig | None) -> None:
     if isinstance(settings.reroutes, list):
         _check_models(f"{path}.reroutes", settings.reroutes, raw.models, org)
-    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks"):
         value = getattr(settings, name)
         model_map = as_model_map(value)
         for key, models in model_map.items():

@@ -36,7 +36,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
-from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned
+from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -59,6 +59,16 @@ _CAS_TRIES = 100
 Clock = Callable[[], float]
 
 
+PLAN_CAP_MAX_S = 86_400.0
+"""A usage cap's reset time is believed for at most this long (SPEC §10 plan-cap continuity)."""
+
+
+def plan_cap_scope(credential: Credential, org: str) -> str:
+    """Whose usage cap an attempt with `credential` hits: the platform's
+    account (`shared`, fleet-wide) or the org's own key's (the org id)."""
+    return "shared" if credential is Credential.SHARED or not org else f"org:{org}"
+
+
 def credential_subject(org: str, provider: str) -> str:
     """The health key of an org's own credential for a provider (no `/`, so
     it never collides with a `provider/model` target key)."""
@@ -72,6 +82,8 @@ class HealthView:
         now_s: store clock at the read (epoch seconds).
         entries: subject -> versioned snapshot.
         speeds: target key -> the fleet's rolling measures (measured targets only).
+        caps: `cap_subject` -> epoch seconds until that usage cap resets
+            (only caps read and in force).
         read_at: local monotonic time of the read (seconds).
         degraded: the store was unreachable; everything reads CLOSED.
     """
@@ -80,6 +92,7 @@ class HealthView:
         self.now_s = loaded.now_s
         self.entries = dict(loaded.entries)
         self.speeds = dict(loaded.speeds)
+        self.caps = dict(loaded.caps)
         self._clock = clock
         self.read_at = clock()
         self.degraded = degraded
@@ -128,6 +141,15 @@ class HealthView:
                 ttft_ms=speed.ttft_ms if speed else None, tokens_per_s=speed.tokens_per_s if speed else None,
             )
         return out
+
+    def capped_for(self, scope: str, target: str) -> float | None:
+        """Seconds until the usage cap of `scope` on `target` resets, or None
+        when none is known (SPEC §10 plan-cap continuity)."""
+        until = self.caps.get(cap_subject(scope, target))
+        if until is None:
+            return None
+        left = until - self.store_now()
+        return left if left > 0 else None
 
     def unavailable_for(self, targets: Sequence[str]) -> float | None:
         """Seconds until the first of `targets` may be attempted again, if every
@@ -227,14 +249,16 @@ class Breakers:
                 retry_after_s=1, code="redis_unavailable",
             ) from exc
 
-    async def view(self, subjects: Iterable[str]) -> HealthView:
-        """Read the snapshots of `subjects` (targets and credentials) in one round trip.
+    async def view(self, subjects: Iterable[str], caps: Iterable[str] = ()) -> HealthView:
+        """Read the snapshots of `subjects` (targets and credentials), their
+        measures and the usage caps `caps` (`cap_subject`) in one round trip.
 
         Raises:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
         try:
-            return HealthView(await self._store.load(list(dict.fromkeys(subjects))), clock=self._clock)
+            loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
+            return HealthView(loaded, clock=self._clock)
         except (RedisError, OSError) as exc:
             self._outage(exc)
             return HealthView(Loaded(now_s=time.time(), entries={}), clock=self._clock, degraded=True)
@@ -379,6 +403,24 @@ class Breakers:
         finally:
             if probe_token is not None:
                 await self._release(target, probe_token)
+
+    async def cap_plan(self, scope: str, target: str, reset_in_s: float, view: HealthView) -> None:
+        """Note that `scope`'s usage cap on `target` resets in `reset_in_s`
+        seconds (at most `PLAN_CAP_MAX_S`), so the scope's later requests with
+        `plan_fallbacks` go straight to them until then (SPEC §10). A store
+        outage drops it (logged)."""
+        reset_in_s = min(reset_in_s, PLAN_CAP_MAX_S)
+        if reset_in_s <= 0 or view.degraded:
+            return
+        subject = cap_subject(scope, target)
+        until = view.store_now() + reset_in_s
+        view.caps[subject] = until
+        log.warning("usage cap of %s on %s: later requests with plan fallbacks skip it for %.0f s",
+                    scope, target, reset_in_s)
+        try:
+            await self._store.set_plan_cap(subject, until_s=until, ttl_s=reset_in_s)
+        except (RedisError, OSError) as exc:
+            self._outage(exc, refuse=False)
 
     async def record_speed(self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None) -> None:
         """Fold one successful attempt's measures into the target's rolling

@@ -270,7 +270,7 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     policy, _ = clamp_policy(policy, config.raw.ceilings)
     maps = {
         name: as_model_map(getattr(scope, name))
-        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks")
+        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks")
     }
     reroutes = tuple(scope.reroutes) if scope.reroutes is not UNSET else ()
     custom: dict[str, Target] = {}
@@ -283,6 +283,7 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
         reroutes=reroutes, fallbacks=maps["fallbacks"],
         context_window_fallbacks=maps["context_window_fallbacks"],
         content_policy_fallbacks=maps["content_policy_fallbacks"],
+        plan_fallbacks=maps["plan_fallbacks"],
         key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
         custom_targets=custom,
     )

@@ -28,7 +28,7 @@ from turnout.core.classify import DISPOSITION, classify
 from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
     AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
-    on_credential_open, on_outcome, on_skip,
+    on_credential_open, on_outcome, on_plan_capped, on_skip,
 )
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
@@ -37,7 +37,8 @@ from turnout.core.preferences import Preferences
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
-from turnout.health import Breakers, Gate, HealthView, credential_subject
+from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
+from turnout.state.breaker_store import cap_subject
 from turnout.state.breaker_store import MemoryBreakerStore
 
 
@@ -185,7 +186,8 @@ class Router:
         fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
 
         The one read of the health store also covers the credential health of
-        `org`'s own keys for the plan's providers.
+        `org`'s own keys for the plan's providers and, when the plan has
+        `plan_fallbacks`, the usage caps known for its targets.
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -198,7 +200,9 @@ class Router:
         """
         every = self._build(model, settings, policy, {}, capped=False, preferences=preferences)
         targets = plan_targets(every)
-        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
+        scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
+        caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
+        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)], caps)
         health = view.ordering_health(self._breakers.settings)
         return self._build(model, settings, policy, health, preferences=preferences), view
 
@@ -264,6 +268,9 @@ class Router:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         if not await self._credential_admits(call, target, info, view):
             return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
+        capped_s = view.capped_for(plan_cap_scope(call.credential, info.org), target.key) if state.plan.plan_cap else None
+        if capped_s is not None and not state.special:
+            return on_plan_capped(state, step, reopen_in_s=capped_s, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
@@ -337,6 +344,10 @@ class Router:
             error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
             **self._record_args(call, record.target, info),
         )
+        if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
+            await self._breakers.cap_plan(
+                plan_cap_scope(call.credential, info.org), record.target.key, record.retry_after_s, view
+            )
         if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
             await self._breakers.record_speed(
                 record.target.key, ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms)
@@ -447,7 +458,7 @@ def _spec(
 
 def plan_targets(plan: Plan) -> list[str]:
     """Every target key a plan may attempt (main sequence and special lists)."""
-    return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy)]
+    return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy, *plan.plan_cap)]
 
 
 def output_rate(usage: Usage, duration_ms: float) -> float | None:

@@ -71,6 +71,7 @@ class KeyRing:
                     fallbacks=as_model_map(scope.fallbacks),
                     context_window_fallbacks=as_model_map(scope.context_window_fallbacks),
                     content_policy_fallbacks=as_model_map(scope.content_policy_fallbacks),
+                    plan_fallbacks=as_model_map(scope.plan_fallbacks),
                 )
                 self._by_digest[hash_key(key.key)] = Identity(
                     org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy

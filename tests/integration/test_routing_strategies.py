@@ -7,12 +7,15 @@ Offer prices are the catalog's; latency is the fleet's own measure
 
 from __future__ import annotations
 
+import json
+import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
+import redis
 
 from support.gateway import SIM_PROVIDERS, Gateway, running_gateway
 
@@ -22,6 +25,7 @@ KEY = "tk-test-strategies-000001"
 KEY_NO_RETRY = "tk-test-strategies-noretry"
 KEY_FIVE = "tk-test-strategies-five-01"
 KEY_REROUTED = "tk-test-strategies-rr-0001"
+KEY_PLAN_CAP = "tk-test-strategies-cap-001"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 CONFIG = SIM_PROVIDERS + """\
@@ -55,10 +59,14 @@ models:
     order: priority
     offers: [{{provider: sim-a, model: "pff-a~503"}}, {{provider: sim-b, model: pff-b}}]
   only-a:          {{offers: [{{provider: sim-a, model: only-a}}]}}
+  capped:          {{offers: [{{provider: sim-a, model: "cap-a~usagecap3s,200"}}]}}
+  covered:         {{offers: [{{provider: sim-b, model: covered-b}}]}}
+gateway: {{records_max: 1000}}
 orgs:
   acme:
     keys:
       - {{name: rerouted, key: {key_rerouted}, settings: {{reroutes: [only-a]}}}}
+      - {{name: plan-cap, key: {key_plan_cap}, settings: {{plan_fallbacks: {{capped: [covered]}}}}}}
       - {{name: main, key: {key}}}
       - {{name: no-retry, key: {key_no_retry}, settings: {{policy: {{retry: {{max_retries: 0}}}}}}}}
       - name: five
@@ -70,12 +78,13 @@ orgs:
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
     with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
-                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED) as gateway:
+                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED, key_plan_cap=KEY_PLAN_CAP) as gateway:
         yield gateway
 
 
 def _client(gw: Gateway, key: str = KEY) -> openai.OpenAI:
-    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=key, max_retries=0, timeout=30)
+    """The fleet's SDK client for `key` (one per key, closed with the fleet)."""
+    return gw.client(key)
 
 
 def _served(client: openai.OpenAI, model: str, **extra: Any) -> tuple[int, str | None, int]:
@@ -190,3 +199,39 @@ def test_request_preferences_are_validated_naming_the_field(gw: Gateway, provide
         _client(gw).chat.completions.create(model="prefs", messages=MESSAGES, extra_body={"provider": provider})
     assert info.value.param == param and info.value.code == "invalid_request"
     assert param in info.value.message
+
+
+def _records(gw: Gateway, request_id: str, count: int) -> list[dict[str, Any]]:
+    """The attempt records of one request, once all `count` are flushed (10 s at most)."""
+    deadline = time.monotonic() + 10
+    with redis.Redis.from_url(gw.redis_url) as client:
+        while True:
+            rows = [json.loads(f[b"r"]) for _, f in client.xrange("turnout:records")]
+            mine = sorted((r for r in rows if r["request_id"] == request_id), key=lambda r: r["attempt"])
+            if len(mine) >= count or time.monotonic() > deadline:
+                return mine
+            time.sleep(0.1)
+
+
+def test_plan_cap_fails_over_once_then_skips_the_capped_target_until_it_resets(gw: Gateway) -> None:
+    """The capped model's provider answers 429 "usage limit reached" with a
+    3 s reset: the first request fails over to the plan fallback
+    (`is_plan_fallback`); the next ones in the window make no call to the
+    capped target (one attempt each); after the reset it serves again."""
+    client = _client(gw, KEY_PLAN_CAP)
+    first = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
+    assert first.headers["x-turnout-model"] == "covered-b"
+    assert (first.headers["x-turnout-attempts"], first.headers["x-turnout-plan-fallback"]) == ("2", "1")
+    records = _records(gw, first.headers["x-request-id"], 2)
+    assert [(r["kind"], r["is_plan_fallback"]) for r in records] == [("quota_exhausted", False), ("success", True)]
+    started = time.monotonic()
+    later = []
+    while time.monotonic() - started < 2.0:
+        raw = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
+        later.append((raw.headers["x-turnout-model"], raw.headers["x-turnout-attempts"],
+                      raw.headers["x-turnout-plan-fallback"]))
+    assert len(later) >= 5 and set(later) == {("covered-b", "1", "1")}, later
+    assert len(gw.sim_log("cap-a~usagecap3s,200")) == 1  # 0 calls to the capped target in the window
+    time.sleep(max(0.0, 3.3 - (time.monotonic() - started)))
+    healed = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
+    assert (healed.headers["x-turnout-model"], healed.headers["x-turnout-plan-fallback"]) == ("cap-a~usagecap3s,200", "0")

@@ -174,9 +174,11 @@ def running_gateway(
     """`start_gateway` on a fresh `Fleet` (Redis required), stopped on exit."""
     require_redis()
     fleet = Fleet()
+    gw: Gateway | None = None
     try:
         gw = start_gateway(fleet, template, workers=workers, env=env, **fields)
         yield gw
-        gw.close()
     finally:
+        if gw is not None:
+            gw.close()
         fleet.stop_all()

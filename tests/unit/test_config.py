@@ -297,6 +297,8 @@ INVALID: list[tuple[str, str, str]] = [
     (with_("routing", {"price_mix": {"prompt": 3}}), "routing.price_mix.prompt: ", "unknown field"),
     (with_("routing", {"speed_alpha": 0}), "routing.speed_alpha: ", "(0, 1]"),
     (with_("routing", {"speed_ttl_s": 0}), "routing.speed_ttl_s: ", "at least 1 s"),
+    (with_("orgs.acme.settings.plan_fallbacks", {"gpt-5": ["nope"]}),
+     "orgs.acme.settings.plan_fallbacks.gpt-5[0]: ", "unknown model 'nope'"),
 ]
 INVALID_IDS = [
     "unknown-provider-in-offer", "unknown-model-in-fallback-map", "unknown-model-in-plain-fallback-list",
@@ -311,7 +313,7 @@ INVALID_IDS = [
     "base-url-without-host", "base-url-ftp", "base-url-with-space",
     "byok-unknown-provider", "key-shorter-than-8", "duplicate-key-across-orgs", "unknown-squad", "null-key-name",
     "unknown-order", "price-mix-all-zero", "price-mix-negative", "price-mix-unknown-field", "speed-alpha-zero",
-    "speed-ttl-zero",
+    "speed-ttl-zero", "plan-fallbacks-unknown-model",
 ]
 
 

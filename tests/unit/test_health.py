@@ -168,9 +168,9 @@ class FlakyStore(CountingStore):
         if self.down:
             raise RedisConnectionError("connection lost")
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         self._check()
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
         self._check()
@@ -906,9 +906,9 @@ class LoadRecordingStore(CountingStore):
         super().__init__(time)
         self.loads: list[list[str]] = []
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         self.loads.append(list(targets))
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
 
 async def test_breakers_view_reads_targets_and_credentials_in_one_round_trip(
@@ -1089,7 +1089,7 @@ class DownStore:
         self.calls.append(name)
         return RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         raise self._down("load")
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
@@ -1195,10 +1195,10 @@ class LosesRedisAfterTheProbePermit(CountingStore):
         self.down = True
         return token
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         if self.down:
             raise RedisConnectionError("connection lost")
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
 
 async def test_breakers_outage_after_taking_the_permit_admits_as_the_probe(

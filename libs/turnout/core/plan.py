@@ -34,6 +34,7 @@ class Role(enum.StrEnum):
     MODEL_FALLBACK = "model_fallback"  # another model
     CONTEXT_WINDOW_FALLBACK = "context_window_fallback"
     CONTENT_POLICY_FALLBACK = "content_policy_fallback"
+    PLAN_FALLBACK = "plan_fallback"  # after a quota / usage-cap failure (SPEC §10)
 
 
 class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -63,6 +64,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         entries: the main sequence, primary first.
         context_window: entries tried only after a context-length failure.
         content_policy: entries tried only after a content-policy failure.
+        plan_cap: entries tried only after a quota / usage-cap failure, or at
+            once instead of a target whose cap is known not to have reset.
         rerouted: a reroute list was in force (the requested model is never
             contacted).
         key_mode: the BYOK mode its attempts choose credentials by
@@ -73,6 +76,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     entries: tuple[PlanEntry, ...]
     context_window: tuple[PlanEntry, ...] = ()
     content_policy: tuple[PlanEntry, ...] = ()
+    plan_cap: tuple[PlanEntry, ...] = ()
     rerouted: bool = False
     key_mode: KeyMode = "own_then_shared"
 
@@ -85,6 +89,7 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
         fallbacks: model fallback map; key `*` applies to every model.
         context_window_fallbacks: map used only after a context-length failure.
         content_policy_fallbacks: map used only after a content-policy failure.
+        plan_fallbacks: map used only after a quota / usage-cap failure.
         key_mode: BYOK credential choice (SPEC §6).
         custom_targets: `custom:<id>:<model>` entry -> the target on the
             org's custom endpoint (SPEC §6); such entries plan like catalog
@@ -95,6 +100,7 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
     fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     context_window_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     content_policy_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    plan_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     key_mode: KeyMode = "own_then_shared"
     custom_targets: Mapping[str, Target] = msgspec.field(default_factory=dict)
 
@@ -213,7 +219,7 @@ def build_plan(
         and gets no provider fallback for it. The main sequence then keeps its
         first `policy.plan.max_offers` distinct targets, after ordering and
         across provider and model fallbacks; each special list (context
-        length, content policy) is capped the same way on its own (SPEC §10).
+        length, content policy, plan cap) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
@@ -276,6 +282,7 @@ def build_plan(
         entries=cap_offers(entries, limit),
         context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
         content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
+        plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),
         rerouted=rerouted,
         key_mode=settings.key_mode,
     )

@@ -27,6 +27,8 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         key_mode: BYOK credential choice.
         context_window_fallbacks: map used after a context-length failure.
         content_policy_fallbacks: map used after a content-policy failure.
+        plan_fallbacks: map used after a quota / usage-cap failure (SPEC §10
+            plan-cap continuity).
     """
 
     reroutes: list[str] | UnsetType = UNSET
@@ -35,6 +37,7 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     key_mode: KeyMode | UnsetType = UNSET
     context_window_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     content_policy_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
+    plan_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(ScopeSettings.__struct_fields__)

@@ -16,6 +16,11 @@ Redis layout (names in `turnout.state.keys`):
                                       measures of the target (exponentially
                                       weighted moving averages), read with the
                                       snapshots in the same round trip
+    turnout:plancap:{scope}:{provider/model}
+                                      epoch seconds until which the account
+                                      behind `scope` (`shared`, or an org's own
+                                      key) is over its usage cap on the target;
+                                      expires then (SPEC §10 plan-cap continuity)
 Writes are atomic: a Lua script stores the new snapshot only if the version
 is still the one it was computed from, else returns the current one, so the
 caller recomputes; N workers racing never lose a counted failure.
@@ -65,6 +70,12 @@ class Loaded(msgspec.Struct, frozen=True):
     now_s: float
     entries: dict[str, Versioned]
     speeds: dict[str, Speed] = {}
+    caps: dict[str, float] = {}
+
+
+def cap_subject(scope: str, target: str) -> str:
+    """The name of one (credential scope, target) usage cap in `Loaded.caps`."""
+    return f"{scope}:{target}"
 
 
 def ewma(old: float | None, sample: float, alpha: float) -> float:
@@ -76,9 +87,19 @@ def ewma(old: float | None, sample: float, alpha: float) -> float:
 class BreakerStore(Protocol):
     """Storage of breaker snapshots. Target names are `provider/model`."""
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
-        """Read the snapshots of `targets` (missing ones as version 0, CLOSED)
-        and their measures (`Loaded.speeds`: only those measured)."""
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
+        """Read the snapshots of `targets` (missing ones as version 0, CLOSED),
+        their measures (`Loaded.speeds`: only those measured) and the usage
+        caps named in `caps` (`cap_subject`; `Loaded.caps`: only those in force)."""
+        ...
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """Usage caps in force (`cap_subject` -> until, epoch seconds); see `Loaded.caps`."""
+        ...
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """Note that the usage cap `subject` (`cap_subject`) holds until `until_s`
+        (epoch seconds); forgotten after `ttl_s` seconds."""
         ...
 
     async def record_speed(
@@ -131,14 +152,25 @@ class MemoryBreakerStore:
         self._entries: dict[str, Versioned] = {}
         self._permits: dict[str, tuple[str, float]] = {}
         self._speeds: dict[str, tuple[Speed, float]] = {}
+        self._caps: dict[str, tuple[float, float]] = {}
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         """See `BreakerStore.load`."""
         now = self._clock()
         speeds = {t: self._speeds[t][0] for t in targets if t in self._speeds and self._speeds[t][1] > now}
         return Loaded(
-            now_s=now, entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}, speeds=speeds
+            now_s=now, entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}, speeds=speeds,
+            caps=await self.load_caps(caps),
         )
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """See `BreakerStore.load_caps`."""
+        now = self._clock()
+        return {s: self._caps[s][0] for s in subjects if s in self._caps and self._caps[s][1] > now}
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """See `BreakerStore.set_plan_cap`."""
+        self._caps[subject] = (until_s, self._clock() + ttl_s)
 
     async def record_speed(
         self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
@@ -244,6 +276,11 @@ def _number(value: bytes | str | None) -> float | None:
         return None
 
 
+def _caps(subjects: Sequence[str], replies: Sequence[bytes | str | None]) -> dict[str, float]:
+    values = {s: _number(v) for s, v in zip(subjects, replies)}
+    return {s: v for s, v in values.items() if v is not None}
+
+
 def _clock(seconds: bytes | str | int, micros: bytes | str | int) -> float:
     return int(seconds) + int(micros) / 1_000_000
 
@@ -258,17 +295,20 @@ class RedisBreakerStore:
         self._renew = redis.register_script(_RENEW)
         self._speed = redis.register_script(_SPEED)
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
-        """See `BreakerStore.load`: one round trip (`TIME`, then two `HMGET` each:
-        the snapshot and the measures)."""
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
+        """See `BreakerStore.load`: one round trip (`TIME`, two `HMGET` per
+        target: the snapshot and the measures, one `GET` per usage cap)."""
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.time()
             for target in targets:
                 pipe.hmget(keys.breaker_key(target), ["v", "s"])
                 pipe.hmget(keys.speed_key(target), ["ttft_ms", "tps"])
+            for subject in caps:
+                pipe.get(keys.plan_cap_key(subject))
             replies = await pipe.execute()
         seconds, micros = replies[0]
-        snapshots, measures = replies[1::2], replies[2::2]
+        per_target, cap_replies = replies[1:1 + 2 * len(targets)], replies[1 + 2 * len(targets):]
+        snapshots, measures = per_target[0::2], per_target[1::2]
         speeds = {
             t: Speed(ttft_ms=_number(ttft), tokens_per_s=_number(tps))
             for t, (ttft, tps) in zip(targets, measures) if ttft is not None or tps is not None
@@ -277,7 +317,18 @@ class RedisBreakerStore:
             now_s=seconds + micros / 1_000_000,
             entries={t: _entry(v, s) for t, (v, s) in zip(targets, snapshots)},
             speeds=speeds,
+            caps=_caps(caps, cap_replies),
         )
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """See `BreakerStore.load_caps`: one round trip."""
+        if not subjects:
+            return {}
+        return _caps(subjects, await self._redis.mget([keys.plan_cap_key(s) for s in subjects]))
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """See `BreakerStore.set_plan_cap`: `SET ... PX`."""
+        await self._redis.set(keys.plan_cap_key(subject), repr(float(until_s)), px=max(1, int(ttl_s * 1000)))
 
     async def record_speed(
         self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int

@@ -64,6 +64,15 @@ def speed_key(target: str) -> str:
     return SPEED_PREFIX + target
 
 
+PLAN_CAP_PREFIX = "turnout:plancap:"
+"""String per (credential scope, target): epoch seconds until the account's usage cap resets, with that TTL."""
+
+
+def plan_cap_key(subject: str) -> str:
+    """Key of one usage cap (`turnout.state.breaker_store.cap_subject`)."""
+    return PLAN_CAP_PREFIX + subject
+
+
 def breaker_key(target: str) -> str:
     """Key of a target's breaker snapshot."""
     return BREAKER_PREFIX + target

@@ -194,3 +194,17 @@ def test_property_preferences_only_narrow_the_keys_plan(prefs: Preferences, seed
         assert admits(e.target, prefs, PRICES)
     if not prefs.allow_fallbacks:
         assert len({e.target.catalog_model for e in narrow.entries}) == 1 and narrow.context_window == ()
+
+
+def test_plan_fallbacks_form_their_own_list_and_go_with_allow_fallbacks_false() -> None:
+    def with_plan_cap(prefs: Preferences) -> Plan:
+        return build_plan(
+            "llama", catalog=CATALOG, providers=PROVIDERS,
+            settings=RoutingSettings(plan_fallbacks={"llama": ("small",)}), policy=Policy(), health={},
+            rng=random.Random(0), orders={m: "priority" for m in CATALOG}, order_settings=SETTINGS, preferences=prefs,
+        )
+
+    p = with_plan_cap(Preferences(ignore=("groq",)))
+    assert [e.target.key for e in p.plan_cap] == ["deepinfra/small@d"]
+    assert all(e.role.value == "plan_fallback" for e in p.plan_cap)
+    assert with_plan_cap(Preferences(allow_fallbacks=False)).plan_cap == ()

@@ -20,6 +20,7 @@ VALUES: dict[str, tuple[Any, Any, Any]] = {
     "key_mode": ("own_only", "own_then_shared", "shared_only"),
     "context_window_fallbacks": ({"*": ["org-cw"]}, {"*": ["squad-cw"]}, ["key-cw"]),
     "content_policy_fallbacks": (["org-cp"], ["squad-cp"], ["key-cp"]),
+    "plan_fallbacks": ({"*": ["org-pc"]}, ["squad-pc"], ["key-pc"]),
 }
 
 # (which scopes set the setting, which one wins); None = no scope sets it.

@@ -447,3 +447,17 @@ async def test_redis_store_speeds_expire_after_their_ttl_and_load_in_one_round_t
     await redis_client.hset(keys.speed_key(U), mapping={"ttft_ms": "not a number"})
     loaded = await store.load([T, U])
     assert loaded.speeds[U].ttft_ms is None and loaded.speeds[T].ttft_ms == pytest.approx(10.0)
+
+
+async def test_store_plan_caps_are_loaded_with_the_snapshots_until_they_expire(harness: Harness) -> None:
+    from turnout.state.breaker_store import cap_subject
+
+    shared, org = cap_subject("shared", T), cap_subject("org:acme", T)
+    assert (await harness.store.load([T], [shared, org])).caps == {}
+    until = harness.expected_now() + 30.0
+    await harness.store.set_plan_cap(shared, until_s=until, ttl_s=0.3)
+    loaded = await harness.store.load([T], [shared, org])
+    assert loaded.caps == {shared: pytest.approx(until)}
+    assert (await harness.store.load([T])).caps == {}  # read only when asked
+    await harness.advance(0.4)
+    assert (await harness.store.load([T], [shared])).caps == {}
