@@ -14,8 +14,6 @@ about `max_len` entries (Redis trims whole nodes, so a little more).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import csv
 import io
 import logging
@@ -31,6 +29,7 @@ from redis.exceptions import RedisError
 
 from turnout.core.types import FailureKind
 from turnout.state import keys
+from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
@@ -109,10 +108,8 @@ class RecordWriter:
         self._buffer: deque[dict[str, Any]] = deque()
         self._buffer_max = buffer_max
         self._batch_max = batch_max
-        self._interval_s = flush_interval_s
         self._on_drop = on_drop
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._flusher = Flusher(self.flush, interval_s=flush_interval_s, name="turnout-records-flush")
         self.dropped = 0
         self.written = 0
 
@@ -126,7 +123,7 @@ class RecordWriter:
             return False
         self._buffer.append(row)
         if len(self._buffer) >= self._batch_max:
-            self._wake.set()
+            self._flusher.wake()
         return True
 
     def _drop(self, n: int) -> None:
@@ -162,27 +159,13 @@ class RecordWriter:
             self.written += len(batch)
         return total
 
-    async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval_s)
-            self._wake.clear()
-            await self.flush()
-
     def start(self) -> None:
         """Start the background flusher on the running loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="turnout-records-flush")
+        self._flusher.start()
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the flusher and write what is still buffered (up to `timeout_s`)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.flush(), timeout_s)
+        await self._flusher.stop(timeout_s)
         if self._buffer:
             log.warning("%d attempt records lost at shutdown", len(self._buffer))
 

@@ -8,11 +8,14 @@ Offer prices are the catalog's; latency is the fleet's own measure
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 import redis
@@ -26,6 +29,8 @@ KEY_NO_RETRY = "tk-test-strategies-noretry"
 KEY_FIVE = "tk-test-strategies-five-01"
 KEY_REROUTED = "tk-test-strategies-rr-0001"
 KEY_PLAN_CAP = "tk-test-strategies-cap-001"
+KEY_SPENDER = "tk-test-strategies-spend01"
+KEY_ADMIN = "tk-test-strategies-admin01"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 CONFIG = SIM_PROVIDERS + """\
@@ -64,7 +69,10 @@ models:
 gateway: {{records_max: 1000}}
 orgs:
   acme:
+    squads: {{research: {{}}}}
     keys:
+      - {{name: spender, squad: research, key: {key_spender}}}
+      - {{name: admin, key: {key_admin}, admin: true}}
       - {{name: rerouted, key: {key_rerouted}, settings: {{reroutes: [only-a]}}}}
       - {{name: plan-cap, key: {key_plan_cap}, settings: {{plan_fallbacks: {{capped: [covered]}}}}}}
       - {{name: main, key: {key}}}
@@ -78,7 +86,8 @@ orgs:
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
     with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
-                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED, key_plan_cap=KEY_PLAN_CAP) as gateway:
+                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED, key_plan_cap=KEY_PLAN_CAP,
+                         key_spender=KEY_SPENDER, key_admin=KEY_ADMIN) as gateway:
         yield gateway
 
 
@@ -235,3 +244,35 @@ def test_plan_cap_fails_over_once_then_skips_the_capped_target_until_it_resets(g
     time.sleep(max(0.0, 3.3 - (time.monotonic() - started)))
     healed = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
     assert (healed.headers["x-turnout-model"], healed.headers["x-turnout-plan-fallback"]) == ("cap-a~usagecap3s,200", "0")
+
+
+def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -> None:
+    """Served attempts' costs (catalog prices × tokens, as the records say) go
+    to the UTC month's and day's ledgers of the org, the squad and the key; the
+    admin API and `turnout admin spend` show them."""
+    client = _client(gw, KEY_SPENDER)
+    ids = [client.chat.completions.with_raw_response.create(model="prefs", messages=MESSAGES).headers["x-request-id"]
+           for _ in range(4)]
+    cost = sum(r["cost_usd"] for rid in ids for r in _records(gw, rid, 1))
+    assert cost > 0
+
+    def ledger(period: str) -> dict[str, Any]:
+        answer = httpx.get(f"{gw.base_url}/admin/v1/orgs/acme/spend", params={"period": period},
+                           headers={"authorization": f"Bearer {KEY_ADMIN}"})
+        assert answer.status_code == 200, answer.text
+        spend: dict[str, Any] = answer.json()["spend"]
+        return spend
+
+    deadline = time.monotonic() + 10
+    while ledger("month")["keys"].get("spender", 0) < cost - 1e-9 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for period in ("month", "day"):
+        spend = ledger(period)
+        assert spend["keys"]["spender"] == pytest.approx(cost) and spend["squads"]["research"] == pytest.approx(cost)
+        assert spend["total_usd"] >= spend["keys"]["spender"]
+    cli = subprocess.run(
+        [sys.executable, "-m", "turnout_cli.main", "admin", "--url", gw.base_url, "--key", KEY_ADMIN,
+         "spend", "show", "acme", "--period", "day"], capture_output=True, text=True, timeout=30, check=True)
+    assert json.loads(cli.stdout)["spend"]["keys"]["spender"] == pytest.approx(cost)
+    other = httpx.get(f"{gw.base_url}/admin/v1/orgs/globex/spend", headers={"authorization": f"Bearer {KEY_ADMIN}"})
+    assert other.status_code == 404  # another org's ledger reads as missing

@@ -92,6 +92,15 @@ def idempotency_key(org: str, client_key: str) -> str:
     return f"{IDEMPOTENCY_PREFIX}{org}:{hashlib.sha256(client_key.encode('utf-8')).hexdigest()}"
 
 
+SPEND_PREFIX = "turnout:spend:"
+"""Hash per (org, period, period id): {org, squad:<name>, key:<name>} -> USD (`turnout.state.spend_store`)."""
+
+
+def spend_key(org: str, period: str, period_id: str) -> str:
+    """Key of one org's ledger for one period (`day` / `month`, id `2026-12-01` / `2026-12`)."""
+    return f"{SPEND_PREFIX}{org}:{period}:{period_id}"
+
+
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
 

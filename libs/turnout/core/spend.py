@@ -1,0 +1,47 @@
+"""Spend periods: which ledger entries one attempt's cost goes to (SPEC §10 "Spend ledger").
+
+Owns: the periods spend is kept for (a UTC calendar day and a UTC calendar
+month), the id and bounds of the period an instant falls in, and the ledger
+fields of a scope (the org, its squad, its key). No clock: the instant is
+passed in, epoch seconds.
+Must not import: anything outside the standard library, msgspec and
+`turnout.core`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Final, Literal
+
+Period = Literal["day", "month"]
+PERIODS: Final[tuple[Period, ...]] = ("day", "month")
+
+ORG_FIELD: Final = "org"
+SQUAD_PREFIX: Final = "squad:"
+KEY_PREFIX: Final = "key:"
+
+
+def period_id(period: Period, at_s: float) -> str:
+    """The UTC period `at_s` (epoch seconds) falls in: `2026-12-01` for a day, `2026-12` for a month."""
+    moment = datetime.fromtimestamp(at_s, UTC)
+    return moment.strftime("%Y-%m-%d") if period == "day" else moment.strftime("%Y-%m")
+
+
+def period_bounds(period: Period, at_s: float) -> tuple[float, float]:
+    """(start, end) of the UTC period `at_s` falls in, epoch seconds; start <= at_s < end.
+
+    The end is the reset time a budget on this period reports (SPEC §10).
+    """
+    moment = datetime.fromtimestamp(at_s, UTC)
+    if period == "day":
+        start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
+        return start.timestamp(), start.timestamp() + 86_400.0
+    start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    following = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return start.timestamp(), following.timestamp()
+
+
+def scope_fields(squad: str | None, key: str) -> tuple[str, ...]:
+    """The ledger fields one request's spend adds to: the org's total, its
+    squad's (when the key has one) and its key's (by name)."""
+    return (ORG_FIELD, *((SQUAD_PREFIX + squad,) if squad else ()), KEY_PREFIX + key)
