@@ -16,6 +16,7 @@ Headers:
                           own key was rejected (SPEC §6 credential fallback)
     x-turnout-plan-fallback  1 when a `plan_fallbacks` target served after a
                           quota / usage-cap failure (SPEC §10)
+    x-turnout-strategy    the spend strategy rule whose model served (SPEC §10)
     retry-after           seconds, on 429 / 503
     x-should-retry        "false" after an exhausted chain (SDKs then do not
                           multiply the attempts already made)
@@ -50,6 +51,8 @@ def served_headers(served: Served, request_id: str) -> dict[str, str]:
         headers["x-turnout-reroute"] = "1" if served.reroute else "0"
         headers["x-turnout-byok-fallback"] = "1" if served.byok_fallback else "0"
         headers["x-turnout-plan-fallback"] = "1" if served.plan_fallback else "0"
+        if served.strategy is not None:
+            headers["x-turnout-strategy"] = served.strategy
     return headers
 
 

@@ -421,6 +421,15 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_cycles(f"{path}.{name}", model_map)
     if isinstance(settings.policy, dict):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
+    if isinstance(settings.strategy, list):
+        names: set[str] = set()
+        for i, rule in enumerate(settings.strategy):
+            if rule.name in names:
+                raise ConfigError(f"{path}.strategy[{i}].name: rule {rule.name!r} is declared twice")
+            names.add(rule.name)
+            for what, model in (("model", rule.model), ("fallback", rule.fallback)):
+                if model is not None and model not in raw.models:
+                    raise ConfigError(f"{path}.strategy[{i}].{what}: unknown model {model!r} (not in `models`)")
 
 
 def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:

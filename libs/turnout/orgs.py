@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET
 
 from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_settings
+from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, clamp_policy, merge_policy
@@ -287,4 +288,6 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
         key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
         custom_targets=custom,
     )
-    return Identity(org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy)
+    budget = budget_scope(doc.settings, squad, key.settings, squad_name=key.squad, key_name=key.name)
+    return Identity(org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
+                    budget=budget)

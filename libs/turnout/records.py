@@ -42,7 +42,7 @@ log = logging.getLogger("turnout.records")
 FIELDS = (
     "ts", "request_id", "org", "squad", "key", "requested_model", "served_model", "provider", "attempt",
     "status", "class", "kind", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
-    "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback",
+    "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "strategy",
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
@@ -82,8 +82,8 @@ def attempt_row(
         "input_tokens": tokens_in, "output_tokens": tokens_out,
         "cost_usd": round(price.cost_usd(tokens_in, tokens_out), 10) if (ok and price) else 0.0,
         "is_retry": record.is_retry, "is_fallback": record.is_fallback, "is_reroute": record.is_reroute,
-        "is_byok_fallback": record.is_byok_fallback, "is_strategy": False,
-        "is_plan_fallback": record.is_plan_fallback,
+        "is_byok_fallback": record.is_byok_fallback, "is_strategy": record.is_strategy,
+        "is_plan_fallback": record.is_plan_fallback, "strategy": info.strategy if record.is_strategy else None,
     }
 
 

@@ -60,6 +60,7 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     key: str = ""
     requested_model: str = ""
     streaming: bool = False
+    strategy: str | None = None
 
 
 class RouteObserver(Protocol):

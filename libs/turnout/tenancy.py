@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET
 
 from turnout.config import Config
+from turnout.core.budget import BudgetScope, budget_scope
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy, clamp_policy, merge_policy
 from turnout.core.scopes import as_model_map, resolve_settings
@@ -28,6 +29,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
         admin: the key may call the org's admin routes.
         settings: resolved reroutes and fallback maps.
         policy: resolved, clamped policy.
+        budget: the budget and spend strategy in force, or None (SPEC §10).
     """
 
     org: str
@@ -36,6 +38,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     admin: bool
     settings: RoutingSettings
     policy: Policy
+    budget: BudgetScope | None = None
 
 
 class Authenticator(Protocol):
@@ -74,7 +77,8 @@ class KeyRing:
                     plan_fallbacks=as_model_map(scope.plan_fallbacks),
                 )
                 self._by_digest[hash_key(key.key)] = Identity(
-                    org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy
+                    org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
+                    budget=budget_scope(org.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
                 )
 
     def authenticate(self, token: str | None) -> Identity | None:

@@ -45,6 +45,7 @@ from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes
 from turnout_ingress import messages as anthropic_messages
+from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body, take_preferences
@@ -162,6 +163,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
         preferences = take_preferences(body)
+        identity = await budgeted(state, identity)
         plan, view = await _check_plan(state, body["model"], identity, preferences)
         if body.get("stream"):
             return await serve_stream(state, request, body, identity, request_id, plan=plan, view=view)

@@ -40,6 +40,10 @@ async def _rejected(request: Request, exc: Exception) -> Response:
     headers = _request_id(request)
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
+    if exc.retry_after_s is not None:
+        headers["retry-after"] = str(exc.retry_after_s)
+    if exc.code == "budget_exceeded":
+        headers["x-should-retry"] = "false"  # nothing changes before the period resets
     return error_response(
         exc.status_code, exc.message, error_type=exc.error_type, code=exc.code, param=exc.param, headers=headers
     )

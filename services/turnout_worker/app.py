@@ -148,7 +148,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         await _deliver(ctx, payload, result)
         return "error 503"
     info = RequestInfo(
-        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"])
+        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
+        strategy=payload.settings.strategy_rule,
     )
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(

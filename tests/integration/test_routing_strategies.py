@@ -31,6 +31,8 @@ KEY_REROUTED = "tk-test-strategies-rr-0001"
 KEY_PLAN_CAP = "tk-test-strategies-cap-001"
 KEY_SPENDER = "tk-test-strategies-spend01"
 KEY_ADMIN = "tk-test-strategies-admin01"
+KEY_TIERED = "tk-test-strategies-tiered1"
+KEY_HARD = "tk-test-strategies-hard001"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
 CONFIG = SIM_PROVIDERS + """\
@@ -66,6 +68,9 @@ models:
   only-a:          {{offers: [{{provider: sim-a, model: only-a}}]}}
   capped:          {{offers: [{{provider: sim-a, model: "cap-a~usagecap3s,200"}}]}}
   covered:         {{offers: [{{provider: sim-b, model: covered-b}}]}}
+  st-premium:      {{offers: [{{provider: sim-a, model: st-premium, output_usd_per_mtok: 100000}}]}}
+  st-small:        {{offers: [{{provider: sim-a, model: "st-small~503"}}]}}
+  st-tiny:         {{offers: [{{provider: sim-b, model: st-tiny}}]}}
 gateway: {{records_max: 1000}}
 orgs:
   acme:
@@ -73,6 +78,13 @@ orgs:
     keys:
       - {{name: spender, squad: research, key: {key_spender}}}
       - {{name: admin, key: {key_admin}, admin: true}}
+      - name: tiered
+        key: {key_tiered}
+        settings:
+          reroutes: [only-a]
+          budget: {{usd: 4, period: day}}
+          strategy: [{{name: economy, at_percent: 50, model: st-small, fallback: st-tiny}}]
+      - {{name: hard, key: {key_hard}, settings: {{budget: {{usd: 1.5, period: month, hard: true}}}}}}
       - {{name: rerouted, key: {key_rerouted}, settings: {{reroutes: [only-a]}}}}
       - {{name: plan-cap, key: {key_plan_cap}, settings: {{plan_fallbacks: {{capped: [covered]}}}}}}
       - {{name: main, key: {key}}}
@@ -87,7 +99,8 @@ orgs:
 def gw() -> Iterator[Gateway]:
     with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
                          key_five=KEY_FIVE, key_rerouted=KEY_REROUTED, key_plan_cap=KEY_PLAN_CAP,
-                         key_spender=KEY_SPENDER, key_admin=KEY_ADMIN) as gateway:
+                         key_spender=KEY_SPENDER, key_admin=KEY_ADMIN, key_tiered=KEY_TIERED,
+                         key_hard=KEY_HARD) as gateway:
         yield gateway
 
 
@@ -276,3 +289,43 @@ def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -
     assert json.loads(cli.stdout)["spend"]["keys"]["spender"] == pytest.approx(cost)
     other = httpx.get(f"{gw.base_url}/admin/v1/orgs/globex/spend", headers={"authorization": f"Bearer {KEY_ADMIN}"})
     assert other.status_code == 404  # another org's ledger reads as missing
+
+
+def _premium(gw: Gateway, key: str) -> Any:
+    """One `st-premium` request of 10 output tokens: $1.00 at $100,000 per Mtok."""
+    return _client(gw, key).chat.completions.with_raw_response.create(
+        model="st-premium", messages=MESSAGES, max_tokens=10)
+
+
+def test_strategy_rule_switches_the_model_when_the_ledger_crosses_its_threshold(gw: Gateway) -> None:
+    """Budget $4 a day, rule `economy` from 50 %: the first two requests
+    ($1 each) are served as asked (the key's reroute list is ignored under a
+    strategy); from the third the ledger is past $2 and the rule's model
+    serves, failing over only to the rule's own fallback, with `is_strategy`."""
+    served = []
+    for _ in range(4):
+        raw = _premium(gw, KEY_TIERED)
+        served.append((raw.headers["x-turnout-model"], raw.headers.get("x-turnout-strategy")))
+        last_id = raw.headers["x-request-id"]
+        time.sleep(0.4)  # the ledger is written every 0.25 s
+    assert served == [("st-premium", None)] * 2 + [("st-tiny", "economy")] * 2, served
+    records = _records(gw, last_id, 3)
+    assert [(r["served_model"], r["is_strategy"], r["strategy"]) for r in records] == [
+        ("st-small~503", True, "economy"), ("st-small~503", True, "economy"), ("st-tiny", True, "economy")]
+    assert not any(r["is_reroute"] for r in records)
+
+
+def test_hard_budget_answers_429_budget_exceeded_until_the_period_resets(gw: Gateway) -> None:
+    """Budget $1.50 a month, hard: two $1 requests are served (the second
+    starts under the budget), the third is refused without any upstream call."""
+    for _ in range(2):
+        assert _premium(gw, KEY_HARD).http_response.status_code == 200
+        time.sleep(0.4)
+    calls = len(gw.sim_log("st-premium"))
+    with pytest.raises(openai.RateLimitError) as info:
+        _premium(gw, KEY_HARD)
+    assert info.value.code == "budget_exceeded"
+    headers = info.value.response.headers
+    assert int(headers["retry-after"]) > 0 and headers["x-should-retry"] == "false"
+    assert "resets at" in info.value.message
+    assert len(gw.sim_log("st-premium")) == calls

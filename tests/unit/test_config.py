@@ -299,6 +299,18 @@ INVALID: list[tuple[str, str, str]] = [
     (with_("routing", {"speed_ttl_s": 0}), "routing.speed_ttl_s: ", "at least 1 s"),
     (with_("orgs.acme.settings.plan_fallbacks", {"gpt-5": ["nope"]}),
      "orgs.acme.settings.plan_fallbacks.gpt-5[0]: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "nope"}]),
+     "orgs.acme.settings.strategy[0].model: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "claude", "fallback": "x"}]),
+     "orgs.acme.settings.strategy[0].fallback: ", "unknown model 'x'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "claude"},
+                                           {"name": "eco", "at_percent": 90, "model": "gpt-5"}]),
+     "orgs.acme.settings.strategy[1].name: ", "declared twice"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": -1, "model": "claude"}]),
+     "orgs.acme.settings.strategy[0].at_percent: ", "Expected `float` >= 0"),
+    (with_("orgs.acme.settings.budget", {"usd": 0}), "orgs.acme.settings.budget.usd: ", "Expected `float` > 0"),
+    (with_("orgs.acme.settings.budget", {"usd": 5, "period": "week"}), "orgs.acme.settings.budget.period: ",
+     "Invalid enum value 'week'"),
 ]
 INVALID_IDS = [
     "unknown-provider-in-offer", "unknown-model-in-fallback-map", "unknown-model-in-plain-fallback-list",
@@ -313,7 +325,8 @@ INVALID_IDS = [
     "base-url-without-host", "base-url-ftp", "base-url-with-space",
     "byok-unknown-provider", "key-shorter-than-8", "duplicate-key-across-orgs", "unknown-squad", "null-key-name",
     "unknown-order", "price-mix-all-zero", "price-mix-negative", "price-mix-unknown-field", "speed-alpha-zero",
-    "speed-ttl-zero", "plan-fallbacks-unknown-model",
+    "speed-ttl-zero", "plan-fallbacks-unknown-model", "strategy-unknown-model", "strategy-unknown-fallback",
+    "strategy-duplicate-rule", "strategy-negative-percent", "budget-zero", "budget-unknown-period",
 ]
 
 

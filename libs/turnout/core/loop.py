@@ -86,6 +86,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
             was rejected on this target (SPEC §6 credential fallback).
         is_plan_fallback: a `plan_fallbacks` target, after a quota or
             usage-cap failure (SPEC §10 plan-cap continuity).
+        is_strategy: a spend strategy's rule chose its model (SPEC §10).
     """
 
     number: int
@@ -108,6 +109,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: float
     is_byok_fallback: bool = False
     is_plan_fallback: bool = False
+    is_strategy: bool = False
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -311,6 +313,7 @@ def attempt_record(
         duration_ms=max(0.0, (now_s - started_s) * 1000.0),
         is_byok_fallback=dispatch.is_byok_fallback,
         is_plan_fallback=entry.role is Role.PLAN_FALLBACK,
+        is_strategy=entry.is_strategy,
     )
 
 

@@ -44,11 +44,13 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
         target: the offer to attempt.
         role: why it is here.
         is_reroute: its model came from a reroute list.
+        is_strategy: a spend strategy's rule put it here (SPEC §10).
     """
 
     target: Target
     role: Role
     is_reroute: bool = False
+    is_strategy: bool = False
 
     @property
     def is_fallback(self) -> bool:
@@ -70,6 +72,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
             contacted).
         key_mode: the BYOK mode its attempts choose credentials by
             (`turnout.core.credentials`).
+        strategy: the name of the spend strategy rule that shaped it, or None.
     """
 
     requested_model: str
@@ -79,6 +82,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     plan_cap: tuple[PlanEntry, ...] = ()
     rerouted: bool = False
     key_mode: KeyMode = "own_then_shared"
+    strategy: str | None = None
 
 
 class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,6 +98,9 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
         custom_targets: `custom:<id>:<model>` entry -> the target on the
             org's custom endpoint (SPEC §6); such entries plan like catalog
             models with that one offer.
+        strategy_rule: the spend strategy rule whose model is in `reroutes`
+            and fallback in `fallbacks` (`turnout.core.budget.with_strategy`),
+            or None.
     """
 
     reroutes: tuple[str, ...] = ()
@@ -103,6 +110,7 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
     plan_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     key_mode: KeyMode = "own_then_shared"
     custom_targets: Mapping[str, Target] = msgspec.field(default_factory=dict)
+    strategy_rule: str | None = None
 
 
 class UnknownModel(ValueError):
@@ -248,6 +256,7 @@ def build_plan(
         raise UnknownModel(requested_model)
 
     rerouted = bool(settings.reroutes)
+    by_strategy = settings.strategy_rule is not None
     heads = [(m, None) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
     entries: list[PlanEntry] = []
     for model, pin in heads:
@@ -255,13 +264,14 @@ def build_plan(
             role = Role.PRIMARY if not entries else (
                 Role.PROVIDER_FALLBACK if target.catalog_model == entries[0].target.catalog_model else Role.MODEL_FALLBACK
             )
-            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted))
+            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted and not by_strategy,
+                                     is_strategy=by_strategy))
 
     if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
         for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
             for target in offers_of(model, None):
-                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_reroute=False))
+                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
 
     limit = policy.plan.max_offers if capped else None
 
@@ -285,4 +295,5 @@ def build_plan(
         plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),
         rerouted=rerouted,
         key_mode=settings.key_mode,
+        strategy=settings.strategy_rule,
     )

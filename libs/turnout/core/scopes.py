@@ -14,6 +14,8 @@ from typing import Any, Literal, Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from turnout.core.spend import Budget, StrategyRule
+
 KeyMode = Literal["own_only", "own_then_shared", "shared_only"]
 
 
@@ -29,6 +31,10 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         content_policy_fallbacks: map used after a content-policy failure.
         plan_fallbacks: map used after a quota / usage-cap failure (SPEC §10
             plan-cap continuity).
+        budget: what the scope may spend per period; counts the spend of the
+            scope that sets it (SPEC §10).
+        strategy: rules that change the model served as that spend grows;
+            a scope with a strategy ignores its reroute list (SPEC §10).
     """
 
     reroutes: list[str] | UnsetType = UNSET
@@ -38,6 +44,8 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     context_window_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     content_policy_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     plan_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
+    budget: Budget | UnsetType = UNSET
+    strategy: list[StrategyRule] | UnsetType = UNSET
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(ScopeSettings.__struct_fields__)

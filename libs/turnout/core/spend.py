@@ -1,8 +1,9 @@
-"""Spend periods: which ledger entries one attempt's cost goes to (SPEC §10 "Spend ledger").
+"""Spend periods and budgets: which ledger entries a cost goes to (SPEC §10).
 
 Owns: the periods spend is kept for (a UTC calendar day and a UTC calendar
-month), the id and bounds of the period an instant falls in, and the ledger
-fields of a scope (the org, its squad, its key). No clock: the instant is
+month), the id and bounds of the period an instant falls in, the ledger
+fields of a scope (the org, its squad, its key), and the shapes of a scope's
+`budget` and `strategy` settings. No clock: the instant is
 passed in, epoch seconds.
 Must not import: anything outside the standard library, msgspec and
 `turnout.core`.
@@ -11,10 +12,49 @@ Must not import: anything outside the standard library, msgspec and
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
+
+import msgspec
 
 Period = Literal["day", "month"]
 PERIODS: Final[tuple[Period, ...]] = ("day", "month")
+
+Usd = Annotated[float, msgspec.Meta(gt=0)]
+Percent = Annotated[float, msgspec.Meta(ge=0, le=1000)]
+RuleName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
+
+
+class Budget(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An amount a scope may spend per period (a scope's `budget` setting).
+
+    Attributes:
+        usd: the amount, USD.
+        period: `day` or `month`, UTC.
+        hard: True: once spent, requests are answered 429 `budget_exceeded`
+            until the period resets; False (soft): only the strategy's rules
+            act on it.
+    """
+
+    usd: Usd
+    period: Period = "month"
+    hard: bool = False
+
+
+class StrategyRule(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One rule of a strategy: past `at_percent` of the budget, serve `model`.
+
+    Attributes:
+        name: what the answer's `x-turnout-strategy` header and the records say.
+        at_percent: share of the budget spent from which the rule fires.
+        model: the catalog model served instead of the requested one.
+        fallback: the only model tried when `model` fails (None: none).
+    """
+
+    name: RuleName
+    at_percent: Percent
+    model: str
+    fallback: str | None = None
+
 
 ORG_FIELD: Final = "org"
 SQUAD_PREFIX: Final = "squad:"

@@ -81,6 +81,16 @@ class SpendLedger:
             return 0
         return len(batch)
 
+    async def spent(self, org: str, field: str, period: Period, at_s: float) -> float:
+        """What `field` of `org` (`turnout.core.spend.scope_fields`) spent in the
+        period `at_s` falls in, USD (what is written: up to one flush interval behind).
+
+        Raises:
+            redis.exceptions.RedisError / OSError: Redis is unreachable.
+        """
+        value = await self._redis.hget(keys.spend_key(org, period, period_id(period, at_s)), field)  # type: ignore[misc]
+        return float(value) if value is not None else 0.0
+
     async def read(self, org: str, period: Period, at_s: float) -> dict[str, Any]:
         """The ledger of `org` for the period `at_s` falls in.
 

@@ -8,6 +8,7 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+from turnout.core.spend import Budget, StrategyRule
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
 
 EMPTY = ScopeSettings()
@@ -21,6 +22,9 @@ VALUES: dict[str, tuple[Any, Any, Any]] = {
     "context_window_fallbacks": ({"*": ["org-cw"]}, {"*": ["squad-cw"]}, ["key-cw"]),
     "content_policy_fallbacks": (["org-cp"], ["squad-cp"], ["key-cp"]),
     "plan_fallbacks": ({"*": ["org-pc"]}, ["squad-pc"], ["key-pc"]),
+    "budget": (Budget(usd=100), Budget(usd=10, period="day"), Budget(usd=1, hard=True)),
+    "strategy": ([StrategyRule(name="o", at_percent=80, model="m")], [StrategyRule(name="s", at_percent=50, model="m")],
+                 []),
 }
 
 # (which scopes set the setting, which one wins); None = no scope sets it.
