@@ -300,9 +300,7 @@ class Router:
         )
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
-            # a committed stream: its time to first token is known now; the rest is recorded when it ends
-            await self._breakers.record_speed(target.key, ttft_ms=record.duration_ms, tokens_per_s=None)
-            return state, (result, gate, handle, call)
+            return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
         await self._ended(handle, info, record, result, gate, view, call)
         return state, (result, gate, handle, call)
 
@@ -419,10 +417,11 @@ class Router:
                 record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
                 **self._record_args(call, record.target, info),
             )
-            if kind is FailureKind.SUCCESS:
-                await self._breakers.record_speed(
-                    record.target.key, ttft_ms=None, tokens_per_s=output_rate(usage, final.duration_ms)
-                )
+            # the time to first token is the attempt's duration at its commit point (`record`)
+            await self._breakers.record_speed(
+                record.target.key, ttft_ms=record.duration_ms,
+                tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
+            )
 
         return finish
 
