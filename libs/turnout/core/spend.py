@@ -11,6 +11,7 @@ Must not import: anything outside the standard library, msgspec and
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Annotated, Final, Literal
 
@@ -61,9 +62,16 @@ SQUAD_PREFIX: Final = "squad:"
 KEY_PREFIX: Final = "key:"
 
 
+def _moment(at_s: float) -> datetime:
+    """`at_s` as a UTC datetime, floored to the second (periods start on whole
+    seconds; `fromtimestamp` alone would round 23:59:59.9999995 up into the
+    next period)."""
+    return datetime.fromtimestamp(math.floor(at_s), UTC)
+
+
 def period_id(period: Period, at_s: float) -> str:
     """The UTC period `at_s` (epoch seconds) falls in: `2026-12-01` for a day, `2026-12` for a month."""
-    moment = datetime.fromtimestamp(at_s, UTC)
+    moment = _moment(at_s)
     return moment.strftime("%Y-%m-%d") if period == "day" else moment.strftime("%Y-%m")
 
 
@@ -72,7 +80,7 @@ def period_bounds(period: Period, at_s: float) -> tuple[float, float]:
 
     The end is the reset time a budget on this period reports (SPEC §10).
     """
-    moment = datetime.fromtimestamp(at_s, UTC)
+    moment = _moment(at_s)
     if period == "day":
         start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
         return start.timestamp(), start.timestamp() + 86_400.0

@@ -31,6 +31,11 @@ def test_periods_are_utc_calendar_days_and_months(period: Period, moment: str, p
     assert period_bounds(period, at(moment)) == (at(start), at(end))
 
 
+def test_an_instant_a_hair_before_midnight_is_still_in_its_day() -> None:
+    assert period_id("day", 2_051_222_399.9999995) == "2034-12-31"
+    assert period_bounds("day", 2_051_222_399.9999995)[1] == 2_051_222_400.0
+
+
 @given(st.floats(0, 4_102_444_800), st.sampled_from(PERIODS))
 def test_property_an_instant_lies_in_its_period_and_the_period_id_is_constant_within_it(
     now_s: float, period: Period
