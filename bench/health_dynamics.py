@@ -28,14 +28,16 @@ S5 tenant_key      org tenant-a's own key for sim-a is revoked (401 from the
                    simulator; key_mode own_only), org tenant-b uses the
                    platform key: 6 requests from tenant-a, then 10 from
                    tenant-b; tenant-b's successes.
-S6 recovery_herd   one offer failing 503 until the breaker opens, then
+S6 recovery_herd   one offer failing 503 until its breaker opens (one client
+                   sends until a request reaches no upstream; the harness then
+                   drains the unused 503 steps straight at the simulator), then
                    `cap50`; 200 concurrent clients obeying `retry-after-ms` /
                    `Retry-After` for 60 s; upstream calls per second in the
                    10 s after the first upstream success, and the peak.
-S7 hung_probe      one offer failing 503 three times, then answering only
-                   after 120 s (the probe hangs); breaker cooldown 5 s; 2 req/s
-                   for 130 s; the most upstream calls in flight at once after
-                   the trip.
+S7 hung_probe      one offer failing 503 until its breaker opens (as in S6),
+                   then answering only after 120 s (the probe hangs); breaker
+                   cooldown 5 s; 2 req/s for 130 s; the most upstream calls in
+                   flight at once after the trip.
 
 Usage:
     .venv/bin/python bench/health_dynamics.py [--only S1,S3] [--quick]
@@ -80,9 +82,9 @@ def run_scenario(sid: str, args: argparse.Namespace, d: Durations) -> dict[str, 
             "wall_s": round(time.monotonic() - started, 1)}
 
 
-def _stop_on_sigterm(signum: int, frame: object) -> None:
-    """SIGTERM / SIGHUP: unwind like Ctrl-C, so every fleet is stopped."""
-    raise KeyboardInterrupt(f"signal {signum}")
+def _stop_on_signal(signum: int, frame: object) -> None:
+    """SIGINT / SIGTERM / SIGHUP: unwind like Ctrl-C, so every fleet is stopped."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,16 +101,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [s for s in chosen if s not in SCENARIOS]
     if unknown or not isinstance(args.breaker, dict):
         parser.error(f"unknown scenario(s) {unknown}" if unknown else "--breaker must be a JSON object")
-    signal.signal(signal.SIGINT, signal.default_int_handler)  # even when started with SIGINT ignored
-    signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    signal.signal(signal.SIGHUP, _stop_on_sigterm)
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # SIGINT even when started with it ignored
+        signal.signal(sig, _stop_on_signal)
     durations = DURATIONS["quick" if args.quick else "full"]
     failed = 0
     for sid in chosen:
         try:
             result = run_scenario(sid, args, durations)
-        except KeyboardInterrupt:
-            log("interrupted; every child process is stopped")
+        except KeyboardInterrupt as exc:
+            log(f"interrupted ({exc or 'SIGINT'}); every child process is stopped")
             return 130
         except Exception as exc:  # noqa: BLE001 - report and go on with the next scenario
             failed += 1

@@ -47,8 +47,10 @@ class Call:
         return self.status == 200
 
 
-def retry_hint_s(headers: Mapping[str, str]) -> float | None:
-    """`retry-after-ms` (ms) or `Retry-After` (seconds or HTTP-date, RFC 9110 §10.2.3) in seconds."""
+def retry_hint_s(headers: Mapping[str, str], clock: Callable[[], float] = time.time) -> float | None:
+    """`retry-after-ms` (ms) or `Retry-After` (seconds or HTTP-date, RFC 9110 §10.2.3) in seconds.
+
+    `clock` gives epoch seconds, for an HTTP-date (injected by tests)."""
     ms = headers.get("retry-after-ms")
     if ms is not None:
         with contextlib.suppress(ValueError):
@@ -59,7 +61,7 @@ def retry_hint_s(headers: Mapping[str, str]) -> float | None:
     with contextlib.suppress(ValueError):
         return max(0.0, float(value))
     with contextlib.suppress(TypeError, ValueError):
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - clock())
     return None
 
 
@@ -126,6 +128,17 @@ def per_second(times_s: list[float], start_s: float, seconds: int) -> list[int]:
         if 0 <= i < seconds:
             bins[i] += 1
     return bins
+
+
+def peak_per_window(times_s: list[float], since_s: float, until_s: float, window_s: float = 1.0) -> int:
+    """Most of `times_s` within [since_s, until_s] that fit in any window [t, t + window_s)."""
+    inside = sorted(t for t in times_s if since_s <= t <= until_s)
+    best, first = 0, 0
+    for last, t in enumerate(inside):
+        while inside[first] <= t - window_s:
+            first += 1
+        best = max(best, last - first + 1)
+    return best
 
 
 def max_in_flight(entries: list[dict[str, Any]], since_s: float, until_s: float) -> int:

@@ -31,6 +31,7 @@ KEY_TENANT_B = "tk-bench-tenant-b-00000001"
 PLATFORM_KEY_A = "platform-key-a-0000000001"
 PLATFORM_KEY_B = "platform-key-b-0000000001"
 REVOKED_KEY = "sk-sim-revoked-tenant-a-0001"  # the simulator answers 401 to this prefix
+DRAIN_KEY = "bench-drain-key-0000000001"  # the harness's own calls straight to the simulator
 
 CONFIG = """\
 providers:
@@ -76,6 +77,22 @@ class Gateway:
             resp.raise_for_status()
             entries: list[dict[str, Any]] = resp.json()
             return entries
+
+    async def sim_consume(self, model: str, count: int) -> list[int]:
+        """Send `count` requests straight to the simulator for upstream `model` (with `DRAIN_KEY`).
+
+        They advance the model's scenario like gateway calls do, so a
+        harness can use up the failure steps the gateway left unconsumed;
+        they show in `/sim/log` under `DRAIN_KEY`'s fingerprint.
+
+        Returns:
+            The statuses the simulator answered, in order.
+        """
+        body = {"model": model, "messages": [{"role": "user", "content": "drain"}], "max_tokens": 1}
+        headers = {"authorization": f"Bearer {DRAIN_KEY}"}
+        async with httpx.AsyncClient(timeout=10) as http:
+            return [(await http.post(f"{self.sim_url}/v1/chat/completions", json=body, headers=headers)).status_code
+                    for _ in range(count)]
 
 
 @contextlib.contextmanager

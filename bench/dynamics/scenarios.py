@@ -13,7 +13,11 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynamics.calls import Call, chat, fingerprint, max_in_flight, open_loop, per_second, share, statuses
+import openai
+from dynamics.calls import (
+    Call, chat, fingerprint, max_in_flight, open_loop, peak_per_window, per_second, share, statuses,
+)
+from turnout.core.breaker import BreakerSettings, BreakerSnapshot, ramp_share
 from dynamics.fleet import KEY_TENANT_A, KEY_TENANT_B, PLATFORM_KEY_A, REVOKED_KEY, Gateway, log
 
 NO_HINT_PAUSE_S = 0.1
@@ -104,6 +108,7 @@ async def s2_random_errors(gw: Gateway, d: Durations) -> dict[str, Any]:
             "best_share_for_policy": round(1 - p ** (1 + gw.max_retries), 4),
             "attempts_allowed": 1 + gw.max_retries, "upstream_calls": len(upstream),
             "requests_without_upstream_call": len(calls) - len({e["request_id"] for e in upstream}),
+            "run_s": round(calls[-1].done_s - calls[0].sent_s, 2),
         })
     return {"runs": runs}
 
@@ -164,27 +169,65 @@ async def s5_tenant_key(gw: Gateway, d: Durations) -> dict[str, Any]:
     }
 
 
-def _herd_failures(d: Durations) -> int:
-    return int({**d.breaker}.get("consecutive_failures", 3))
+OPEN_FAILURES = 40
+"""S6, S7: the 503 steps ahead of the healthy behaviour: more than any trip rule needs
+(a sole target's run or rate rule included); what the gateway leaves is drained."""
+HERD_MODEL = "herd~" + ",".join(["503"] * OPEN_FAILURES + ["cap50"])
+HUNG_MODEL = "hp~" + ",".join(["503"] * OPEN_FAILURES + ["200+120000ms"])
+
+
+@dataclass(frozen=True, slots=True)
+class Trip:
+    """How a warm-up opened the breaker of a sole target.
+
+    Attributes:
+        requests: gateway requests sent by the warm-up.
+        opened: True once a request reached no upstream (the breaker is open).
+        failures_used: the 503 steps the gateway consumed.
+        drained: the 503 steps the harness then used up itself.
+        at_s: epoch seconds when the last gateway call ended (the trip).
+    """
+
+    requests: int
+    opened: bool
+    failures_used: int
+    drained: int
+    at_s: float | None
+
+
+async def trip_and_drain(gw: Gateway, client: openai.AsyncOpenAI, model: str, upstream: str) -> Trip:
+    """One client sends `model` until a request reaches no upstream (at most 2 x OPEN_FAILURES requests),
+    then the remaining 503 steps of `upstream` are drained, so the next upstream call (the probe)
+    meets the healthy behaviour."""
+    requests, opened = 0, False
+    for _ in range(2 * OPEN_FAILURES):
+        before = len(await gw.sim_log(upstream))
+        call = await chat(client, model)
+        requests += 1
+        if call.ok:
+            break
+        if len(await gw.sim_log(upstream)) == before:
+            opened = True
+            break
+    entries = await gw.sim_log(upstream)
+    used = sum(1 for e in entries if e["status"] == 503)
+    drained = await gw.sim_consume(upstream, max(0, OPEN_FAILURES - used)) if opened else []
+    last = entries[-1] if entries else None
+    at_s = None if last is None else float(last["ended_s"] or last["t_s"])
+    log(f"{model}: warm-up {requests} request(s), breaker open: {opened}, {used} failure(s) used, "
+        f"{len(drained)} drained")
+    return Trip(requests=requests, opened=opened, failures_used=used, drained=len(drained), at_s=at_s)
+
+
+def gateway_calls(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log entries the gateway sent (platform key of sim-a), not the harness's drain calls."""
+    return [e for e in entries if e["auth_fingerprint"] == fingerprint(PLATFORM_KEY_A)]
 
 
 async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
-    failures = _herd_failures(d)
-    model = "herd~" + ",".join(["503"] * failures + ["cap50"])
     async with gw.client(timeout_s=60) as client:
-        # Warm-up: one client until the gateway stops calling upstream (breaker open), at most 20 requests.
-        warmup, opened = 0, False
-        for _ in range(20):
-            before = len(await gw.sim_log(model))
-            call = await chat(client, "herd")
-            warmup += 1
-            if call.ok:
-                break
-            if len(await gw.sim_log(model)) == before:
-                opened = True
-                break
-        log(f"S6 warm-up: {warmup} request(s), breaker open: {opened}")
-        end_mono = time.monotonic() + d.s6_run_s
+        trip = await trip_and_drain(gw, client, "herd", HERD_MODEL)
+        end_mono, herd_start_s = time.monotonic() + d.s6_run_s, time.time()
         calls: list[Call] = []
 
         async def one_client() -> None:
@@ -201,42 +244,50 @@ async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-    entries = await gw.sim_log(model)
+    entries = gateway_calls(await gw.sim_log(HERD_MODEL))
     first_ok = next((float(e["t_s"]) for e in entries if e["status"] == 200), None)
     arrivals = [float(e["t_s"]) for e in entries]
-    timeline = per_second(arrivals, first_ok, 10) if first_ok is not None else []
-    start = min(arrivals) if arrivals else 0.0
-    whole = per_second(arrivals, start, int(max(arrivals, default=start) - start) + 1) if arrivals else []
+    offered = [] if first_ok is None else per_second([c.sent_s for c in calls], first_ok, 10)
+    # The configured ramp: the slow-start share (default breaker settings and this
+    # scenario's overrides) at the middle of each second after the close, times
+    # the requests the clients offered in that second.
+    settings = BreakerSettings(**{k: v for k, v in d.breaker.items() if k in BreakerSettings.__struct_fields__})
+    closed = BreakerSnapshot(closed_at_s=first_ok or 0.0)
+    ramp = [round(ramp_share(closed, (first_ok or 0.0) + i + 0.5, settings) * n, 1) for i, n in enumerate(offered)]
+    timeline = [] if first_ok is None else per_second(arrivals, first_ok, 10)
     return {
-        "clients": d.s6_clients, "run_s": d.s6_run_s, "warmup_requests": warmup, "breaker_opened": opened,
+        "clients": d.s6_clients, "run_s": d.s6_run_s, "warmup_requests": trip.requests,
+        "breaker_opened": trip.opened, "failures_before_open": trip.failures_used,
         "requests": len(calls), "statuses": statuses(calls),
-        "first_upstream_success_after_start_s": None if first_ok is None else round(first_ok - start, 2),
+        "first_upstream_success_after_herd_start_s": None if first_ok is None else round(first_ok - herd_start_s, 2),
         "upstream_calls_per_s_after_first_success": timeline,
-        "upstream_200_per_s_after_first_success": per_second(
-            [float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10) if first_ok is not None else [],
-        "peak_upstream_calls_per_s_after_first_success": max(timeline, default=None),
-        "peak_upstream_calls_per_s_whole_run": max(whole, default=None),
-        "upstream_calls": len(entries),
+        "requests_offered_per_s_after_first_success": offered,
+        "configured_ramp_calls_per_s": ramp,
+        "calls_over_ramp_first_5_s": [round(c / r, 2) if r else None for c, r in zip(timeline[:5], ramp[:5])],
+        "upstream_200_per_s_after_first_success": [] if first_ok is None else per_second(
+            [float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10),
+        "peak_upstream_calls_in_1s_after_first_success": (
+            None if first_ok is None else peak_per_window(arrivals, first_ok, first_ok + 10)),
+        "peak_upstream_calls_in_1s_whole_run": peak_per_window(arrivals, herd_start_s, float("inf")),
+        "upstream_calls_during_herd": sum(1 for t in arrivals if t >= herd_start_s),
     }
 
 
 async def s7_hung_probe(gw: Gateway, d: Durations) -> dict[str, Any]:
-    model = "hp~503,503,503,200+120000ms"
     async with gw.client(timeout_s=d.s7_run_s + 30) as client:
+        trip = await trip_and_drain(gw, client, "hung", HUNG_MODEL)
         calls = await open_loop(lambda: chat(client, "hung"), d.s7_rate_per_s, d.s7_run_s, grace_s=1)
     now_s = time.time()
-    entries = await gw.sim_log(model)
-    failed = [e for e in entries if e["status"] == 503]
-    trip_s = float(failed[2]["ended_s"] or failed[2]["t_s"]) if len(failed) >= 3 else None
-    after = [e for e in entries if trip_s is not None and float(e["t_s"]) >= trip_s]
+    trip_s = trip.at_s if trip.opened else None
+    after = [e for e in gateway_calls(await gw.sim_log(HUNG_MODEL)) if trip_s is not None and e["t_s"] > trip_s]
     return {
         "requests": len(calls), "statuses": statuses(calls), "run_s": d.s7_run_s,
-        "tripped_after_start_s": None if trip_s is None else round(trip_s - calls[0].sent_s, 2),
+        "warmup_requests": trip.requests, "breaker_opened": trip.opened, "failures_before_open": trip.failures_used,
         "max_upstream_in_flight_after_trip": (
             None if trip_s is None else max_in_flight(after, trip_s, min(now_s, trip_s + d.s7_run_s))),
         "upstream_calls_after_trip": len(after),
-        "upstream_call_starts_after_trip_s": [round(float(e["t_s"]) - trip_s, 2) for e in after][:20]
-        if trip_s is not None else [],
+        "upstream_call_starts_after_trip_s": [] if trip_s is None else [
+            round(float(e["t_s"]) - trip_s, 2) for e in after][:20],
     }
 
 
@@ -260,9 +311,8 @@ SCENARIOS = {
     "S5": Scenario("tenant_key", lambda d: """\
   tk: {offers: [{provider: sim-a, model: tk-a}]}""", s5_tenant_key),
     "S6": Scenario("recovery_herd", lambda d: f"""\
-  herd: {{offers: [{{provider: sim-a, model: "herd~{','.join(['503'] * _herd_failures(d) + ['cap50'])}"}}]}}""",
-                   s6_recovery_herd),
-    "S7": Scenario("hung_probe", lambda d: """\
-  hung: {offers: [{provider: sim-a, model: "hp~503,503,503,200+120000ms"}]}""", s7_hung_probe,
+  herd: {{offers: [{{provider: sim-a, model: "{HERD_MODEL}"}}]}}""", s6_recovery_herd),
+    "S7": Scenario("hung_probe", lambda d: f"""\
+  hung: {{offers: [{{provider: sim-a, model: "{HUNG_MODEL}"}}]}}""", s7_hung_probe,
                    breaker=lambda d: {"cooldown_s": 2 if d.s7_run_s < 60 else 5}),
 }

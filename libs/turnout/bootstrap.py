@@ -39,7 +39,7 @@ from turnout.orgs import (
 )
 from turnout.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
-from turnout.vault import Vault, VaultUnavailable
+from turnout.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
 
 log = logging.getLogger("turnout.tenancy")
 
@@ -86,9 +86,9 @@ def merge_org(
     def meta(fp: str) -> Meta:
         return Meta(origin="config", applied=fp, updated_s=now_s)
 
-    def seal(path: str, secret: str) -> Any:
+    def seal(path: str, secret: str, binding: Binding) -> Any:
         try:
-            return vault.seal(secret)
+            return vault.seal(secret, binding)
         except VaultUnavailable as exc:
             raise ConfigError(f"{base}.{path}: {exc}") from None
 
@@ -122,7 +122,9 @@ def merge_org(
         fp = fingerprint([provider, secret])
         path = f"provider_keys.{provider}"
         if _take(doc, path, provider_keys[provider].meta if provider in provider_keys else None, fp):
-            provider_keys[provider] = ProviderKeyDoc(secret=seal(path, secret), meta=meta(fp))
+            provider_keys[provider] = ProviderKeyDoc(
+                secret=seal(path, secret, provider_key_binding(org_id, provider)), meta=meta(fp)
+            )
             changed.append(path)
     endpoints = dict(doc.custom_endpoints)
     for name, endpoint in cfg.custom_endpoints.items():
@@ -133,7 +135,8 @@ def merge_org(
                 url = check_base_url(endpoint.base_url, allow)
             except UnsafeURL as exc:
                 raise ConfigError(f"{base}.{path}.base_url: refused: {exc}") from None
-            sealed = seal(f"{path}.api_key", endpoint.api_key) if endpoint.api_key else None
+            sealed = (seal(f"{path}.api_key", endpoint.api_key, endpoint_binding(org_id, name))
+                      if endpoint.api_key else None)
             endpoints[name] = EndpointDoc(base_url=url, secret=sealed, meta=meta(fp))
             changed.append(path)
     if not changed and current is not None:

@@ -5,7 +5,8 @@ Owns: the ports through which the router reads a tenant's credentials
 `turnout.directory.TenantDirectory` over Redis) and `resolve_call`, which
 applies `turnout.core.credentials.credential_choices` and fetches the one
 secret the attempt needs. Secrets stay inside the returned `ProviderConfig`
-(the adapter's input); nothing here logs.
+(the adapter's input); nothing here logs. A provider quoting the key back is
+the scrubber's business (`turnout.scrub`, applied by the router).
 Must not import: services, FastAPI, arq.
 """
 
@@ -15,7 +16,6 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.adapters.base import AttemptResult
 from turnout.catalog import Catalog
 from turnout.config import ProviderConfig
 from turnout.core.credentials import Credential, credential_choices, is_custom_provider
@@ -113,17 +113,3 @@ def resolve_call(
             return ResolvedCall(provider=own, credential=choice, may_fall_back=i + 1 < len(choices))
     return None
 
-
-def scrub(result: AttemptResult, call: ResolvedCall) -> AttemptResult:
-    """`result` with the credential sent removed from the provider's error message.
-
-    Some providers quote the key they rejected; the message travels on into
-    error bodies, attempt records and spans, so the key is replaced by its
-    masked tail (`…a1b2`) before the loop sees it (SPEC §6).
-    """
-    key = call.provider.api_key or ""
-    message = result.outcome.message
-    if len(key) < 8 or key not in message:
-        return result
-    outcome = msgspec.structs.replace(result.outcome, message=message.replace(key, f"…{key[-4:]}"))
-    return msgspec.structs.replace(result, outcome=outcome)

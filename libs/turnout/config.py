@@ -15,7 +15,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import msgspec
 import yaml
@@ -25,6 +25,7 @@ from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
+from turnout.tenant_text import check_id, check_model, check_secret, check_url
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 
@@ -139,6 +140,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             about this long.
         records_max: attempt records kept in the Redis stream (approximate,
             `XADD MAXLEN ~`); 0 writes none (SPEC §9).
+        max_header_bytes: largest request head (request line + headers) the
+            ingress reads; above it, 431.
+        header_timeout_s: seconds the ingress waits for a whole request head
+            (408 after; slow-loris guard).
+        body_timeout_s: seconds it waits for a whole body after its head (408 after).
+        max_connections: connections an ingress keeps open at once (503 beyond).
     """
 
     max_body_bytes: int = 4 * 1024 * 1024
@@ -148,6 +155,25 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ingress_max_streams: int = 2000
     job_lease_s: float = 10.0
     records_max: int = 100_000
+    max_header_bytes: Annotated[int, msgspec.Meta(ge=1)] = 64 * 1024
+    header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
+    body_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 10_000
+
+
+class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where tenant custom endpoints may point (`turnout.ssrf`; README "Secrets and the SSRF guard").
+
+    Attributes:
+        schemes: URL schemes allowed besides `https`.
+        ports: ports allowed besides 443 and 8443, or `any`.
+        allow: CIDRs and host names admitted past the SSRF guard, as in
+            `TURNOUT_SSRF_ALLOW` (both apply); never a metadata address.
+    """
+
+    schemes: list[Literal["http", "https"]] = []
+    ports: list[int] | Literal["any"] = []
+    allow: list[str] = []
 
 
 class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -179,6 +205,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
     routing: RoutingConfig = RoutingConfig()
+    egress: EgressConfig = EgressConfig()
     orgs: dict[str, OrgConfig] = {}
 
 
@@ -376,6 +403,7 @@ def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings:
 
 def _check_models(path: str, models: list[str], catalog: Mapping[str, ModelConfig], org: OrgConfig | None) -> None:
     for i, model in enumerate(models):
+        check_model(f"{path}[{i}]", model)
         if model.startswith("custom:"):
             parts = model.split(":", 2)  # the model name may hold colons (`llama3:8b`)
             if len(parts) != 3 or not parts[1] or not parts[2]:
@@ -421,6 +449,10 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_cycles(f"{path}.{name}", model_map)
     if isinstance(settings.policy, dict):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
+        fallback = settings.policy.get("fallback")
+        listed = fallback.get("models") if isinstance(fallback, dict) else None
+        if isinstance(listed, list):  # the same check as `settings.fallbacks`
+            _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
     if isinstance(settings.strategy, list):
         names: set[str] = set()
         for i, rule in enumerate(settings.strategy):
@@ -472,6 +504,8 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         if "/" in name:
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
+        if provider.api_key:
+            check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
     for model, spec in raw.models.items():
         if not spec.offers:
             raise ConfigError(f"models.{model}.offers: a model needs at least one offer")
@@ -482,20 +516,35 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if clamps:
         c = clamps[0]
         raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
+    egress = raw.egress
+    if isinstance(egress.ports, list) and any(not 0 < p < 65536 for p in egress.ports):
+        raise ConfigError("egress.ports: a port is between 1 and 65535")
+    if any(not re.fullmatch(r"[A-Za-z0-9_.:/\[\]-]+", entry) for entry in egress.allow):
+        raise ConfigError("egress.allow: each entry is a CIDR, an address or a host name")
     if not isinstance(policy.fallback.models, tuple):
         raise ConfigError("policy.fallback.models: must be a list of models")
     _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)
     seen_keys: set[str] = set()
     for org_name, org in raw.orgs.items():
         base = f"orgs.{org_name}"
+        check_id(base, org_name)
         _check_scope(f"{base}.settings", org.settings, raw, policy, org)
-        for provider_name in org.provider_keys:
+        for provider_name, secret in org.provider_keys.items():
             if provider_name not in raw.providers:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
+            check_secret(f"{base}.provider_keys.{provider_name}", secret)
+        for endpoint_name, endpoint in org.custom_endpoints.items():
+            check_id(f"{base}.custom_endpoints.{endpoint_name}", endpoint_name)
+            check_url(f"{base}.custom_endpoints.{endpoint_name}.base_url", endpoint.base_url)
+            if endpoint.api_key:
+                check_secret(f"{base}.custom_endpoints.{endpoint_name}.api_key", endpoint.api_key)
         for squad_name, squad in org.squads.items():
+            check_id(f"{base}.squads.{squad_name}", squad_name)
             _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)
         for i, key in enumerate(org.keys):
             kpath = f"{base}.keys[{i}]"
+            check_id(f"{kpath}.name", key.name)
+            check_secret(f"{kpath}.key", key.key)
             if len(key.key) < 8:
                 raise ConfigError(f"{kpath}.key: a gateway key needs at least 8 characters")
             if key.key in seen_keys:

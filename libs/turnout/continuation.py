@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from turnout.adapters.base import Upstream
+from turnout.adapters.base import Upstream, Usage
 from turnout.core.plan import Plan
 from turnout.core.policy import Policy
 from turnout.core.types import Target
@@ -24,6 +24,31 @@ from turnout.router import RequestInfo, RouteResult, Router
 
 MAX_CONTINUATIONS = 3
 """How many times one client stream may be continued."""
+
+
+def whole_answer_usage(continuation: Usage, delivered_tokens: int) -> Usage:
+    """The usage the client is told after a continuation: the whole answer's.
+
+    A continuation's own usage counts the prefill (the text delivered before
+    the break) as prompt, and only the rest as completion. The client gets
+    the answer as one: the prefill moves back to the completion side, so
+    `prompt = own prompt - delivered`, `completion = delivered + own
+    completion` (the total is unchanged). The attempts' records keep their
+    own usage.
+
+    Args:
+        continuation: the continuation attempt's own usage, in tokens.
+        delivered_tokens: tokens the client received before the (latest)
+            break, estimated as one token per streamed content delta (what
+            OpenAI-compatible providers send); a provider that packs more
+            tokens into a delta makes this an undercount.
+
+    Returns:
+        The usage for the client's usage chunk, in tokens; never negative.
+    """
+    moved = min(max(delivered_tokens, 0), continuation.input_tokens)
+    return Usage(input_tokens=continuation.input_tokens - moved,
+                 output_tokens=continuation.output_tokens + moved)
 
 
 class Continuation:

@@ -20,6 +20,7 @@ import asyncio
 import contextlib
 import hmac
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
@@ -28,13 +29,17 @@ from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from turnout.config import Config, ProviderConfig
+from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.scrub import Scrubber
 from turnout.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy import Identity
-from turnout.vault import Sealed, SecretUnreadable, Vault, VaultUnavailable
+from turnout.vault import (
+    Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, provider_key_binding,
+)
 
 log = logging.getLogger("turnout.tenancy")
 
@@ -62,17 +67,20 @@ class OrgCredentials:
         self.own_providers = frozenset(doc.provider_keys)
         self._endpoint_prefix = custom_provider(doc.id, "")
 
-    def _open(self, what: str, sealed: Sealed) -> str | None:
+    def _open(self, what: str, sealed: Sealed, binding: Binding) -> str | None:
         try:
-            return self._vault.open(sealed)
+            return self._vault.open(sealed, binding)
         except (VaultUnavailable, SecretUnreadable) as exc:
-            log.error("tenancy: org %s: %s cannot be used: %s", self._doc.id, what, exc)
+            log.error("tenancy: org %s: %s cannot be used (attempts skipped as no credential): %s",
+                      self._doc.id, what, exc)
             return None
 
     def own_key(self, provider: str) -> str | None:
-        """The org's key for `provider`, or None."""
+        """The org's key for `provider`, or None (also when it does not open for this org and provider)."""
         stored = self._doc.provider_keys.get(provider)
-        return None if stored is None else self._open(f"provider key {provider}", stored.secret)
+        if stored is None:
+            return None
+        return self._open(f"provider key {provider}", stored.secret, provider_key_binding(self._doc.id, provider))
 
     def endpoint(self, provider: str) -> ProviderConfig | None:
         """The custom endpoint named by provider `custom:<org>:<id>`, or None."""
@@ -83,7 +91,8 @@ class OrgCredentials:
             return None
         api_key = ""
         if stored.secret is not None:
-            opened = self._open(f"custom endpoint {provider}", stored.secret)
+            name = provider[len(self._endpoint_prefix):]
+            opened = self._open(f"custom endpoint {provider}", stored.secret, endpoint_binding(self._doc.id, name))
             if opened is None:
                 return None
             api_key = opened
@@ -96,13 +105,46 @@ class _OrgView(msgspec.Struct, frozen=True, kw_only=True):
     entries: tuple[tuple[str, _KeyEntry], ...]
 
 
+OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
+
+
+def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
+    """Credentials known without Redis: the platform provider keys, the file's gateway, BYOK and
+    custom endpoint keys, and the operator key (what the process's `Scrubber` starts with)."""
+    found = [p.api_key or "" for p in config.raw.providers.values()]
+    for org in config.raw.orgs.values():
+        found += [k.key for k in org.keys]
+        found += list(org.provider_keys.values())
+        found += [e.api_key or "" for e in org.custom_endpoints.values()]
+    found.append(env.get(OPERATOR_KEY_ENV, ""))
+    return [s for s in found if s]
+
+
 def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str] | None = None) -> "TenantDirectory":
-    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, allow-list from `TURNOUT_SSRF_ALLOW`.
+    """The directory of one process: vault from `TURNOUT_SECRET_KEY`, the egress policy
+    (`egress_policy`), a scrubber knowing `static_secrets`.
 
     Raises:
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
     """
-    return TenantDirectory(config, TenantStore(redis), Vault.from_env(env), AllowList.from_env(env))
+    env = os.environ if env is None else env
+    return TenantDirectory(
+        config, TenantStore(redis), Vault.from_env(env), egress_policy(config, env),
+        scrubber=Scrubber(static_secrets(config, env)),
+    )
+
+
+def egress_policy(config: Config, env: Mapping[str, str]) -> AllowList:
+    """The egress policy for tenant endpoints: https on 443 / 8443, widened by the configuration's
+    `egress:` section, with `TURNOUT_SSRF_ALLOW` and `egress.allow` admitted past the SSRF guard.
+
+    Raises:
+        ValueError: a malformed allow-list entry (the entry named).
+    """
+    egress = config.raw.egress
+    return AllowList.from_env(env).widened(
+        schemes=egress.schemes, ports=None if egress.ports == "any" else egress.ports, entries=egress.allow,
+    )
 
 
 class TenantDirectory:
@@ -115,11 +157,14 @@ class TenantDirectory:
         allow: the SSRF allow-list (kept for the admin API).
         poll_s: seconds between version re-checks.
         clock: epoch seconds (key expiry).
+        scrubber: the process's egress scrubber; after each refresh it knows
+            every org's BYOK and endpoint keys and gateway key prefixes
+            (group `org:<id>`). Default: one knowing the catalog's keys.
     """
 
     def __init__(
         self, config: Config, store: TenantStore, vault: Vault, allow: AllowList, *, poll_s: float = POLL_S,
-        clock: Callable[[], float] = time.time,
+        clock: Callable[[], float] = time.time, scrubber: Scrubber | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -134,6 +179,7 @@ class TenantDirectory:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._fatal: ConfigError | None = None
+        self.scrubber = scrubber or Scrubber(p.api_key or "" for p in config.raw.providers.values())
 
     @property
     def version(self) -> int:
@@ -161,6 +207,15 @@ class TenantDirectory:
     def credentials(self, org: str) -> OrgCredentials | None:
         """The org's BYOK keys and custom endpoints (`turnout.byok.CredentialSource`)."""
         return self._credentials.get(org)
+
+    def custom_targets(self, org: str) -> list[Target]:
+        """The custom endpoint targets that `org`'s usable keys may route to (health views)."""
+        view = self._orgs.get(org)
+        found: dict[str, Target] = {}
+        for _, entry in view.entries if view is not None else ():
+            for target in entry.identity.settings.custom_targets.values():
+                found.setdefault(target.key, target)
+        return list(found.values())
 
     def _view(self, doc: OrgDoc, version: int) -> _OrgView:
         now_s = self._clock()
@@ -196,9 +251,24 @@ class TenantDirectory:
             else OrgCredentials(view.doc, self.vault)
             for org, view in orgs.items()
         }
+        self.scrubber.update(
+            {f"org:{org}": self._secrets_of(doc) for org, (doc, _) in loaded.items()},
+            forgotten=[f"org:{org}" for org in self._orgs if org not in orgs],
+        )
         self._orgs = orgs
         self._version = version
         return True
+
+    def _secrets_of(self, doc: OrgDoc) -> list[str]:
+        """Every credential of `doc` in clear, for the scrubber: BYOK and endpoint keys (those that
+        open), and the clear lookup prefix of each gateway key."""
+        sealed = [(p.secret, provider_key_binding(doc.id, n)) for n, p in doc.provider_keys.items()]
+        sealed += [(e.secret, endpoint_binding(doc.id, n)) for n, e in doc.custom_endpoints.items() if e.secret]
+        found = [k.prefix for k in doc.keys.values()]
+        for item, binding in sealed:
+            with contextlib.suppress(VaultUnavailable, SecretUnreadable):
+                found.append(self.vault.open(item, binding, legacy=True))  # scrubbing more is harmless
+        return found
 
     async def start(self, listen_redis: Redis, *, bootstrap: bool = False, wait_s: float = 5.0) -> None:
         """Start watching; wait up to `wait_s` for the first load.

@@ -31,13 +31,12 @@ class RequestRejected(TurnoutError):
         error_type: OpenAI `error.type` (`invalid_request_error`, ...).
         code: OpenAI `error.code`, or None.
         param: the offending request field, or None.
-        retry_after_s: for a 429, whole seconds the client should wait (the
-            `Retry-After` header), or None.
+        headers: extra response headers (a limit's `retry-after`, `x-ratelimit-*`).
     """
 
     def __init__(
         self, status_code: int, message: str, *, error_type: str = "invalid_request_error",
-        code: str | None = None, param: str | None = None, retry_after_s: int | None = None,
+        code: str | None = None, param: str | None = None, headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code
@@ -45,7 +44,7 @@ class RequestRejected(TurnoutError):
         self.error_type = error_type
         self.code = code
         self.param = param
-        self.retry_after_s = retry_after_s
+        self.headers = dict(headers or {})
 
 
 class GatewayUnavailable(TurnoutError):

@@ -27,8 +27,8 @@ import msgspec
 from redis.exceptions import RedisError
 
 from turnout.core.breaker import (
-    CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, record, reopen_in_s, rest,
-    score, state_at, unavailable_for_s,
+    CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, pace, ramp_share, record,
+    reopen_in_s, rest, score, state_at, unavailable_for_s,
 )
 from turnout.core.counting import count
 from turnout.core.credentials import Credential
@@ -200,7 +200,7 @@ class Breakers:
             (metrics hook).
         sole_targets: target keys that are the only offer of a model.
         clock: monotonic seconds (view ages, log throttling).
-        rng: slow-start draws.
+        rng: jitter of compare-and-set retries.
     """
 
     def __init__(
@@ -232,6 +232,7 @@ class Breakers:
         self._rng = rng or random.Random()
         self._locks: dict[str, asyncio.Lock] = {}
         self._renewals: dict[str, asyncio.Task[None]] = {}
+        self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)
         self._outage_logged_at = float("-inf")
 
     def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:
@@ -283,7 +284,7 @@ class Breakers:
         if view.degraded or not await self._fresh(target, view):
             return _ADMITTED
         snap, now = view.snapshot(target), view.store_now()
-        draw = self._rng.random()
+        draw = self._pace(target, snap, now)
         decision = admit(snap, now, self.settings, draw)
         if decision is not Admission.PROBE:
             return self._gate(decision, snap, now)
@@ -303,13 +304,27 @@ class Breakers:
             self._hold(target, token)
             return Gate(admitted=True, probe_token=token)  # we hold the permit: record() gives it back
         snap, now = view.snapshot(target), view.now_s
-        decision = admit(snap, now, self.settings, draw)
+        decision = admit(snap, now, self.settings, self._pace(target, snap, now))
         if decision is Admission.PROBE:
             log.info("breaker %s HALF_OPEN: probe admitted", target)
             self._hold(target, token)
             return Gate(admitted=True, probe_token=token)
         await self._release(target, token)
         return self._gate(decision, snap, now)
+
+    def _pace(self, target: str, snap: BreakerSnapshot, now: float) -> float:
+        """The slow-start draw of this process for `target`: 0.0 (admit) or 1.0
+        (leave out), paced by an accumulator per close (`turnout.core.breaker.pace`)."""
+        share = ramp_share(snap, now, self.settings)
+        if share >= 1.0:
+            self._credits.pop(target, None)
+            return 0.0
+        closed_at, credit = self._credits.get(target, (snap.closed_at_s, 0.0))
+        if closed_at != snap.closed_at_s:
+            credit = 0.0
+        admitted, credit = pace(credit, share)
+        self._credits[target] = (snap.closed_at_s, credit)
+        return 0.0 if admitted else 1.0
 
     def _gate(self, decision: Admission, snap: BreakerSnapshot, now: float) -> Gate:
         if decision is Admission.ADMIT:

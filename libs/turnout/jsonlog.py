@@ -3,7 +3,10 @@
 Owns: the process's logging setup (stdlib `logging` through
 `python-json-logger`), the filter that adds `trace_id` / `span_id` of the
 current span and the request id (a context variable set where a request is
-known), and the redaction of anything that looks like a credential.
+known), and the redaction of credentials: by shape in every line
+(`turnout.scrub.redact_shapes`: bearer tokens, `name=value` and "API key
+provided: …" forms, key formats, URL queries) and, once the process has
+built its scrubber, every credential the fleet knows (`ScrubFilter`).
 Must not import: services, FastAPI, arq.
 
 A line looks like::
@@ -17,28 +20,23 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import re
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
 from typing import IO, Any
 
 from opentelemetry import trace
 from pythonjsonlogger.json import JsonFormatter
 
+from turnout.scrub import redact_shapes
+
 REQUEST_ID: ContextVar[str | None] = ContextVar("turnout_request_id", default=None)
 """The request being served by the current task, when known."""
 
-_SECRET = re.compile(
-    r"(?i)((?:api[_-]?key|authorization|password|secret|token)[\"']?\s*[:=]\s*[\"']?(?:bearer\s+)?|bearer\s+)"
-    r"[^\s\"',;}]+"
-)
-
-
 def redact(text: str) -> str:
-    """`text` with bearer tokens and `key=value`-style credentials replaced by `***`."""
-    return _SECRET.sub(lambda m: m.group(1) + "***", text)
+    """`text` with credentials recognisable by shape replaced (`turnout.scrub.redact_shapes`)."""
+    return redact_shapes(text)
 
 
 @contextlib.contextmanager
@@ -66,6 +64,40 @@ class ContextFilter(logging.Filter):
         return True
 
 
+class ScrubFilter(logging.Filter):
+    """Passes every line's message and traceback through the process's scrubber.
+
+    Args:
+        scrub: `turnout.scrub.Scrubber.credentials` of the process.
+    """
+
+    def __init__(self, scrub: Callable[[str], str]) -> None:
+        super().__init__()
+        self._scrub = scrub
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Rewrite `record` scrubbed (the message formatted first); never drops it."""
+        message = record.getMessage()
+        clean = self._scrub(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+            record.exc_info = None
+        if record.exc_text:
+            record.exc_text = self._scrub(record.exc_text)
+        return True
+
+
+def scrub_logs(scrub: Callable[[str], str], logger: logging.Logger | None = None) -> None:
+    """Put a `ScrubFilter(scrub)` on every handler of `logger` (default: the root logger),
+    in place of an earlier one."""
+    for handler in (logger or logging.getLogger()).handlers:
+        for old in [f for f in handler.filters if isinstance(f, ScrubFilter)]:
+            handler.removeFilter(old)
+        handler.addFilter(ScrubFilter(scrub))
+
+
 class RedactingJsonFormatter(JsonFormatter):
     """JSON formatter that redacts credentials from the message and exception text."""
 
@@ -75,7 +107,7 @@ class RedactingJsonFormatter(JsonFormatter):
 
     def process_log_record(self, log_data: dict[str, Any]) -> dict[str, Any]:
         """Redact string values that may carry a credential."""
-        for name in ("message", "exc_info", "stack_info"):
+        for name in ("message", "exc_info", "stack_info", "exc_text"):
             value = log_data.get(name)
             if isinstance(value, str):
                 log_data[name] = redact(value)

@@ -28,11 +28,12 @@ from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, clamp_policy, merge_policy
-from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings
+from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy import Identity
+from turnout.tenant_text import check_id, check_url
 from turnout.vault import Sealed
 
 Origin = Literal["config", "api"]
@@ -208,9 +209,12 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
             (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`).
     """
     org = _org_config(doc)
+    check_id("id", doc.id)
     for name, endpoint in doc.custom_endpoints.items():
         if ":" in name or not name:
             raise ConfigError(f"custom_endpoints.{name}: an endpoint id cannot contain ':'")
+        check_id(f"custom_endpoints.{name}", name)
+        check_url(f"custom_endpoints.{name}.base_url", endpoint.base_url)
         try:
             check_base_url(endpoint.base_url, allow)
         except UnsafeURL as exc:
@@ -220,10 +224,12 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
             raise ConfigError(f"provider_keys.{provider}: unknown provider (not in `providers`)")
     _check_settings("settings", doc.settings, config, org)
     for name, squad in doc.squads.items():
+        check_id(f"squads.{name}", name)
         _check_settings(f"squads.{name}.settings", squad.settings, config, org)
     for name, key in doc.keys.items():
         if key.name != name:
             raise ConfigError(f"keys.{name}.name: does not match its id")
+        check_id(f"keys.{name}", name)
         if key.squad is not None and key.squad not in doc.squads:
             raise ConfigError(f"keys.{name}.squad: unknown squad {key.squad!r}")
         _check_settings(f"keys.{name}.settings", key.settings, config, org)
@@ -288,6 +294,9 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
         key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
         custom_targets=custom,
     )
-    budget = budget_scope(doc.settings, squad, key.settings, squad_name=key.squad, key_name=key.name)
-    return Identity(org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
-                    budget=budget)
+    squad_scope = (key.squad, squad) if key.squad is not None and squad is not None else None
+    limits = scope_limits(doc.id, doc.settings, squad_scope, (key.name, key.settings))
+    return Identity(
+        org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy, limits=limits,
+        budget=budget_scope(doc.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
+    )

@@ -11,7 +11,9 @@ buffered beyond one event). The stream is never retried once committed:
 - an HTTP-level end without `[DONE]` after a `finish_reason` is finalised at
   once with `[DONE]`;
 - the usage-only chunk is forwarded only if the client asked for it
-  (`stream_options.include_usage`); usage is always recorded.
+  (`stream_options.include_usage`); usage is always recorded, each attempt
+  its own; after a continuation the client's usage is the whole answer's
+  (`turnout.continuation.whole_answer_usage`).
 The attempt's final outcome reaches the breaker and the observers through
 `finish`, exactly once, also when the client goes away (CANCELLED).
 Must not import: services, FastAPI, arq.
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -30,9 +32,10 @@ import msgspec
 from turnout.adapters.base import Usage, UpstreamStream
 from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
-from turnout.continuation import Continuation
+from turnout.continuation import Continuation, whole_answer_usage
 from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
+from turnout.scrub import Scrubber
 
 log = logging.getLogger("turnout.stream")
 _decode = msgspec.json.Decoder()
@@ -76,6 +79,7 @@ class _Tally:
         self.finished = False
         self.tool_calls = False
         self.text: list[str] = []
+        self.content_deltas = 0
         self.chunk_id: str | None = None
 
     def see(self, chunk: dict[str, Any]) -> bool:
@@ -100,6 +104,7 @@ class _Tally:
             if isinstance(delta, dict):
                 if isinstance(delta.get("content"), str):
                     self.text.append(delta["content"])
+                    self.content_deltas += 1 if delta["content"] else 0
                 if delta.get("tool_calls") or delta.get("function_call"):
                     self.tool_calls = True
         return not choices and isinstance(usage, dict)
@@ -143,6 +148,7 @@ async def relay(
     request_id: str,
     continuation: Continuation | None = None,
     target: Target | None = None,
+    scrub: Callable[[str], str] | None = None,
 ) -> AsyncIterator[bytes]:
     """The client's SSE bytes for a committed stream (see module doc).
 
@@ -155,22 +161,35 @@ async def relay(
         continuation: with policy `stream_recovery: continue`, continues a
             broken text stream on a prefill-capable target; None: never.
         target: the target serving `stream` (where a continuation starts).
+        scrub: the process's egress scrubber (`Scrubber.text`): an upstream's
+            mid-stream error text passes it before the client's final event,
+            the logs and `finish` see it (default: one that knows no keys,
+            only their shapes).
 
     Yields:
         SSE frames (bytes), ending with `data: [DONE]` or a final error event.
     """
     tally = _Tally()
+    clean = scrub or Scrubber().text
     kind, error = FailureKind.SUCCESS, ""
     finished = False
     continuing = False
+    delivered_before = 0  # content deltas the client had when the latest continuation began
 
     def client_frame(data: str, chunk: dict[str, Any]) -> bytes | None:
         if tally.see(chunk) and not include_usage:
             return None
-        if continuing and tally.chunk_id is not None and chunk.get("id") != tally.chunk_id:
+        if not continuing:
+            return _client_frame(data, chunk, include_usage)
+        if tally.chunk_id is not None:
             chunk["id"] = tally.chunk_id  # one seamless answer: the first stream's id throughout
-            return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
-        return _client_frame(data, chunk, include_usage)
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            whole = whole_answer_usage(tally.usage, delivered_before)
+            chunk["usage"] = {**usage, "prompt_tokens": whole.input_tokens,
+                              "completion_tokens": whole.output_tokens,
+                              "total_tokens": whole.input_tokens + whole.output_tokens}
+        return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
 
     try:
         while True:
@@ -204,7 +223,8 @@ async def relay(
                         err = chunk.get("error")
                         message = err.get("message", "") if isinstance(err, dict) else str(err)
                         raise _Broken(FailureKind.SERVER_ERROR,
-                                      f"the upstream provider failed mid-stream: {message}", "upstream_error")
+                                      f"the upstream provider failed mid-stream: {clean(str(message))}",
+                                      "upstream_error")
                     out = client_frame(sse.data, chunk)
                     if out is not None:
                         yield out
@@ -223,6 +243,7 @@ async def relay(
                     return
                 stream, finish = resumed.stream, resumed.finish
                 target = resumed.records[0].target if resumed.records else target
+                tally.usage, delivered_before = Usage(), tally.content_deltas  # the next attempt's own usage
                 kind, error, finished, continuing = FailureKind.SUCCESS, "", False, True
     except (asyncio.CancelledError, GeneratorExit):
         kind, error = FailureKind.CANCELLED, "client went away"

@@ -20,7 +20,7 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
-from turnout.byok import CredentialSource, ResolvedCall, resolve_call, scrub
+from turnout.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig
@@ -38,8 +38,8 @@ from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
-from turnout.state.breaker_store import cap_subject
-from turnout.state.breaker_store import MemoryBreakerStore
+from turnout.scrub import Scrubber
+from turnout.state.breaker_store import MemoryBreakerStore, cap_subject
 
 
 class Clock(Protocol):
@@ -133,6 +133,9 @@ class Router:
             every target uses the shared key).
         custom_http: the SSRF-guarded client for tenant custom endpoints
             (`turnout.adapters.guarded`); without it they are never called.
+        scrubber: the process's egress scrubber (`turnout.scrub`): every
+            upstream text passes it before the loop, records, spans or the
+            breaker see it (default: one knowing only the catalog's keys).
     """
 
     def __init__(
@@ -147,6 +150,7 @@ class Router:
         rng: random.Random | None = None,
         credentials: CredentialSource | None = None,
         custom_http: httpx.AsyncClient | None = None,
+        scrubber: Scrubber | None = None,
     ) -> None:
         self._catalog = catalog
         self._http = http
@@ -160,6 +164,7 @@ class Router:
         self._credentials = credentials
         self._custom_http = custom_http
         self._order_settings = catalog.order_settings(self._breakers.order_settings)
+        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
 
     def _build(
         self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
@@ -293,7 +298,7 @@ class Router:
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
-        result = scrub(result, call)
+        result = self._scrubbed(result, call)
         state = on_outcome(
             state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng,
             credential_fallback=call.may_fall_back,
@@ -329,6 +334,11 @@ class Router:
         if call is not None and call.custom and self._custom_http is None:
             return None  # a custom endpoint is only ever called through the SSRF-guarded client
         return call
+
+    def _scrubbed(self, result: AttemptResult, call: ResolvedCall) -> AttemptResult:
+        """`result` with its upstream texts scrubbed, the key just sent included (`turnout.scrub`)."""
+        outcome = self.scrubber.outcome(result.outcome, extra=(call.provider.api_key or "",))
+        return result if outcome is result.outcome else msgspec.structs.replace(result, outcome=outcome)
 
     def _client_for(self, call: ResolvedCall) -> httpx.AsyncClient:
         return self._custom_http if call.custom and self._custom_http is not None else self._http
@@ -385,7 +395,7 @@ class Router:
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))
             raise
-        result = scrub(result, call)
+        result = self._scrubbed(result, call)
         record = attempt_record(
             dispatch, result.outcome, classify(result.outcome), cycle=1, started_s=started, now_s=self._clock()
         )
@@ -407,6 +417,7 @@ class Router:
         call: ResolvedCall,
     ) -> Finish:
         async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
+            error = self.scrubber.text(error)
             final = msgspec.structs.replace(
                 record, kind=kind, disposition=DISPOSITION[kind],
                 duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),

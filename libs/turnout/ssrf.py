@@ -17,9 +17,18 @@ form (`http://2130706433/`, `http://0x7f.1/`, `http://017700000001/`,
 `http://127.1/`). URLs with userinfo, non-http(s) schemes, zone ids or
 non-ASCII characters are refused outright.
 
-The operator allow-list (`TURNOUT_SSRF_ALLOW`: comma-separated CIDRs and
-host names) admits on-prem endpoints; it never admits a metadata address
-or name.
+Egress policy: only `https` on ports 443 and 8443 unless the operator
+widens it (the configuration's `egress:` section: `schemes`, `ports`,
+`allow`). A base URL whose query carries a credential (`key`, `api_key`,
+`token`, `secret`, `sig`, ...) is refused: the secret belongs in the
+endpoint's `api_key` field, which is sealed, not in a URL that is shown.
+
+The operator allow-list (`TURNOUT_SSRF_ALLOW` and `egress.allow`:
+CIDRs and host names) admits on-prem endpoints; it never admits a metadata
+address or name.
+
+Refusals say why without DNS answers: a host name resolving to a refused
+address is reported as such, its addresses replaced by `[address]`.
 """
 
 from __future__ import annotations
@@ -28,11 +37,21 @@ import ipaddress
 import os
 import re
 from collections.abc import Iterable, Mapping
+from urllib.parse import parse_qsl
 
 import msgspec
 from yarl import URL
 
+from turnout.scrub import strip_internals
+
 ALLOW_ENV = "TURNOUT_SSRF_ALLOW"
+DEFAULT_SCHEMES = frozenset({"https"})
+DEFAULT_PORTS = frozenset({443, 8443})
+CREDENTIAL_PARAMS = frozenset({
+    "key", "api_key", "apikey", "api-key", "x-api-key", "token", "access_token", "auth", "auth_token", "secret",
+    "client_secret", "password", "sig", "signature", "x-goog-signature", "x-amz-signature", "code",
+})
+"""Query parameter names (lowercase) that carry a credential: refused in a base URL."""
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -64,16 +83,35 @@ class UnsafeURL(ValueError):
 
 
 class AllowList(msgspec.Struct, frozen=True, kw_only=True):
-    """The operator's SSRF allow-list.
+    """The operator's egress policy for tenant endpoints: SSRF allow-list, schemes and ports.
 
     Attributes:
         networks: CIDRs whose addresses may be connected to.
         hosts: host names (lowercase, no trailing dot) that may be used and
             connected to whatever they resolve to (metadata excepted).
+        schemes: URL schemes a base URL may use (default `https` only).
+        ports: ports a base URL may name (its scheme's default when none is
+            written); None = any port. Default 443 and 8443.
     """
 
     networks: tuple[IPNetwork, ...] = ()
     hosts: frozenset[str] = frozenset()
+    schemes: frozenset[str] = DEFAULT_SCHEMES
+    ports: frozenset[int] | None = DEFAULT_PORTS
+
+    def widened(self, *, schemes: Iterable[str] = (), ports: Iterable[int] | None = (),
+                entries: Iterable[str] = ()) -> "AllowList":
+        """This policy with more schemes, ports (None: any) and allow-list entries (CIDRs, host names).
+
+        Raises:
+            ValueError: a malformed entry.
+        """
+        extra = AllowList.parse(",".join(entries))
+        return AllowList(
+            networks=self.networks + extra.networks, hosts=self.hosts | extra.hosts,
+            schemes=self.schemes | {s.lower() for s in schemes},
+            ports=None if ports is None or self.ports is None else self.ports | frozenset(ports),
+        )
 
     @classmethod
     def parse(cls, value: str | None) -> "AllowList":
@@ -261,6 +299,9 @@ def check_base_url(url: str, allow: AllowList) -> str:
     scheme, sep, rest = url.partition("://")
     if not sep or scheme.lower() not in ("http", "https"):
         raise UnsafeURL("the base URL must start with http:// or https://")
+    if scheme.lower() not in allow.schemes:
+        allowed = " or ".join(f"{s}://" for s in sorted(allow.schemes))
+        raise UnsafeURL(f"the base URL must start with {allowed} (the operator's egress policy)")
     authority = re.split(r"[/?#]", rest, maxsplit=1)[0]
     if "@" in authority:
         raise UnsafeURL("the base URL must not carry credentials (userinfo); register the key as `api_key`")
@@ -274,8 +315,15 @@ def check_base_url(url: str, allow: AllowList) -> str:
         raise UnsafeURL("the base URL must not carry credentials (userinfo)")
     if port is not None and not 0 < port < 65536:
         raise UnsafeURL("the base URL's port is out of range")
+    if allow.ports is not None and port not in allow.ports:
+        allowed = ", ".join(str(p) for p in sorted(allow.ports))
+        raise UnsafeURL(f"the base URL's port is not allowed (the operator's egress policy allows {allowed})")
     if parsed.fragment:
         raise UnsafeURL("the base URL must not carry a fragment")
+    if any(name.lower() in CREDENTIAL_PARAMS for name, _ in parse_qsl(parsed.raw_query_string,
+                                                                      keep_blank_values=True)):
+        raise UnsafeURL("the base URL must not carry a secret in its query; put the secret in the endpoint's "
+                        "api_key field")
     reason = host_refusal(host, allow)
     if reason is not None:
         raise UnsafeURL(reason)
@@ -287,7 +335,7 @@ def refused_addresses(host: str, addresses: Iterable[str], allow: AllowList) -> 
 
     Every address must pass (`address_refusal`), unless the host name is
     allow-listed (then only metadata addresses are refused). No address at
-    all is refused too.
+    all is refused too. The reason never shows a resolved address.
     """
     listed = allow.allows_host(host)
     seen = False
@@ -296,9 +344,9 @@ def refused_addresses(host: str, addresses: Iterable[str], allow: AllowList) -> 
         ip = ipaddress.ip_address(raw.split("%", 1)[0])
         if listed:
             if ip in METADATA_ADDRESSES:
-                return f"{host} resolves to {ip}, a cloud metadata address"
+                return f"{host} resolves to a cloud metadata address"
             continue
         reason = address_refusal(ip, allow)
         if reason is not None:
-            return f"{host} resolves to {reason}"
+            return f"{host} resolves to a refused address ({strip_internals(reason)})"  # no DNS answer shown
     return None if seen else f"{host} resolves to no address"

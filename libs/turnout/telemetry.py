@@ -133,10 +133,15 @@ def job_span(tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_
 
 @contextlib.contextmanager
 def request_span(tracer: Tracer, info: "RequestInfo") -> Iterator[Span]:
-    """The span covering one request's whole attempt loop (attempt spans nest in it)."""
+    """The span covering one request's whole attempt loop (attempt spans nest in it).
+
+    It carries no `gen_ai.*` attribute: GenAI backends count every span with
+    `gen_ai.operation.name` as one model call, and the calls are the attempt
+    spans beneath (SPEC §9).
+    """
     attributes = _attrs({
         REQUEST_ID: info.request_id, ORG: info.org or None, SQUAD: info.squad, KEY: info.key or None,
-        REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming, GEN_AI_OPERATION: "chat",
+        REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming,
     })
     name = f"{SPAN_REQUEST_PREFIX} {info.requested_model}"
     with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes) as span:

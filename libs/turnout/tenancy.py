@@ -18,7 +18,8 @@ from turnout.config import Config
 from turnout.core.budget import BudgetScope, budget_scope
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy, clamp_policy, merge_policy
-from turnout.core.scopes import as_model_map, resolve_settings
+from turnout.core.limits import ScopeLimits
+from turnout.core.scopes import as_model_map, resolve_settings, scope_limits
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):
@@ -30,6 +31,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
         settings: resolved reroutes and fallback maps.
         policy: resolved, clamped policy.
         budget: the budget and spend strategy in force, or None (SPEC §10).
+        limits: every scope's `limits` that applies, org first (all enforced).
     """
 
     org: str
@@ -39,6 +41,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     settings: RoutingSettings
     policy: Policy
     budget: BudgetScope | None = None
+    limits: tuple[ScopeLimits, ...] = ()
 
 
 class Authenticator(Protocol):
@@ -76,9 +79,14 @@ class KeyRing:
                     content_policy_fallbacks=as_model_map(scope.content_policy_fallbacks),
                     plan_fallbacks=as_model_map(scope.plan_fallbacks),
                 )
+                limits = scope_limits(
+                    org_name, org.settings, (key.squad, squad) if key.squad and squad else None,
+                    (key.name, key.settings),
+                )
                 self._by_digest[hash_key(key.key)] = Identity(
                     org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
                     budget=budget_scope(org.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
+                    limits=limits,
                 )
 
     def authenticate(self, token: str | None) -> Identity | None:

@@ -22,7 +22,8 @@ from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.orgs import (
     NAME_RE, EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, references,
 )
-from turnout.vault import Sealed, Vault, mask
+from turnout.scrub import redact_shapes
+from turnout.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
 
 T = TypeVar("T")
 
@@ -310,10 +311,15 @@ def remove_endpoint(doc: OrgDoc, name: str) -> OrgDoc:
 
 
 def rotate_secrets(doc: OrgDoc, vault: Vault) -> tuple[OrgDoc, int]:
-    """`doc` with every sealed secret re-encrypted under the vault's newest key, and how many."""
-    provider_keys = {p: msgspec.structs.replace(k, secret=vault.rotate(k.secret)) for p, k in doc.provider_keys.items()}
+    """`doc` with every sealed secret re-sealed under the vault's newest key, bound to its place
+    (a legacy unbound secret is bound where it is stored), and how many."""
+    provider_keys = {
+        p: msgspec.structs.replace(k, secret=vault.rotate(k.secret, provider_key_binding(doc.id, p)))
+        for p, k in doc.provider_keys.items()
+    }
     endpoints = {
-        n: msgspec.structs.replace(e, secret=vault.rotate(e.secret)) if e.secret is not None else e
+        n: msgspec.structs.replace(e, secret=vault.rotate(e.secret, endpoint_binding(doc.id, n)))
+        if e.secret is not None else e
         for n, e in doc.custom_endpoints.items()
     }
     count = len(provider_keys) + sum(e.secret is not None for e in endpoints.values())
@@ -345,8 +351,9 @@ def provider_key_view(provider: str, stored: ProviderKeyDoc) -> dict[str, Any]:
 
 
 def endpoint_view(name: str, stored: EndpointDoc) -> dict[str, Any]:
-    """A custom endpoint as admin reads show it (key masked)."""
-    return {"id": name, "base_url": stored.base_url,
+    """A custom endpoint as admin reads show it (key masked; the query of a URL stored before
+    credentials in URLs were refused shown as `?[redacted]`)."""
+    return {"id": name, "base_url": redact_shapes(stored.base_url),
             "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
             "origin": stored.meta.origin, "updated_at": iso(stored.meta.updated_s)}
 

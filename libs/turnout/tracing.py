@@ -19,6 +19,12 @@ Exporters (SPEC §12: the standard variables):
     TURNOUT_TRACE_FILE     Turnout's own: append every finished span as one
                            JSON line to this file (tests, debugging);
                            `{service}` in the path becomes the service name.
+
+Every exporter sees spans through `ScrubbingSpanExporter`: URL query strings
+(`url.query`, the query of `url.full` / `http.url` / `http.target`) are
+replaced by `[redacted]` and every other string attribute, event attribute
+and status description passes the process's credential scrubber
+(`turnout.scrub.Scrubber.credentials`), whatever instrumentation set it.
 """
 
 from __future__ import annotations
@@ -27,18 +33,22 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from opentelemetry import metrics, trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter, SpanExportResult,
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from opentelemetry.trace import Status
+from opentelemetry.util.types import Attributes
+
+from turnout.scrub import REDACTED, redact_shapes
 
 log = logging.getLogger("turnout.tracing")
 
@@ -74,6 +84,66 @@ class JsonLinesSpanExporter(SpanExporter):
         """Close the file."""
         with self._lock:
             self._file.close()
+
+
+_QUERY_ATTRIBUTES = frozenset({"url.query", "http.query"})
+_URL_ATTRIBUTES = frozenset({"url.full", "http.url", "http.target"})
+
+
+def _scrub_value(key: str, value: Any, scrub: Callable[[str], str]) -> Any:
+    if isinstance(value, str):
+        if key in _QUERY_ATTRIBUTES:
+            return REDACTED
+        if key in _URL_ATTRIBUTES and "?" in value:
+            value = value.split("?", 1)[0] + "?" + REDACTED
+        return scrub(value)
+    if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
+        return tuple(scrub(v) if isinstance(v, str) else v for v in value)
+    return value
+
+
+def scrub_attributes(attributes: Attributes, scrub: Callable[[str], str]) -> dict[str, Any]:
+    """`attributes` with URL queries redacted and every string passed through `scrub`."""
+    return {k: _scrub_value(k, v, scrub) for k, v in (attributes or {}).items()}
+
+
+class ScrubbingSpanExporter(SpanExporter):
+    """Exports through `inner` copies of the spans with their texts scrubbed (module doc).
+
+    Args:
+        inner: the exporter that sends or writes the spans.
+        scrub: the credential scrubber (`Scrubber.credentials`; default: by
+            shape only, `turnout.scrub.redact_shapes`).
+    """
+
+    def __init__(self, inner: SpanExporter, scrub: Callable[[str], str] | None = None) -> None:
+        self.inner = inner
+        self._scrub = scrub or redact_shapes
+
+    def _copy(self, span: ReadableSpan) -> ReadableSpan:
+        scrub = self._scrub
+        status = span.status
+        if status.description:
+            status = Status(status.status_code, scrub(status.description))
+        return ReadableSpan(
+            name=span.name, context=span.get_span_context(), parent=span.parent, resource=span.resource,
+            attributes=scrub_attributes(span.attributes, scrub),
+            events=[Event(e.name, scrub_attributes(e.attributes, scrub), e.timestamp) for e in span.events],
+            links=span.links, kind=span.kind, status=status, start_time=span.start_time,
+            end_time=span.end_time, instrumentation_scope=span.instrumentation_scope,
+        )
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Export scrubbed copies of `spans`; see `SpanExporter`."""
+        return self.inner.export([self._copy(s) for s in spans])
+
+    def shutdown(self) -> None:
+        """Shut `inner` down."""
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        """Flush `inner`."""
+        return self.inner.force_flush(timeout_millis)
 
 
 def span_as_dict(span: ReadableSpan) -> dict[str, Any]:
@@ -173,6 +243,7 @@ def setup_tracing(
     *,
     span_exporters: Sequence[SpanExporter] = (),
     metric_readers: Sequence[MetricReader] = (),
+    scrub: Callable[[str], str] | None = None,
 ) -> Telemetry:
     """Build the process's tracer and meter providers.
 
@@ -183,6 +254,9 @@ def setup_tracing(
         span_exporters: extra exporters, each behind a synchronous
             `SimpleSpanProcessor` (tests pass an in-memory exporter).
         metric_readers: extra metric readers (tests pass an in-memory one).
+        scrub: the process's credential scrubber (`Scrubber.credentials`);
+            every exporter, the extra ones included, sees spans through it
+            (default: redaction by shape only).
 
     Returns:
         A `Telemetry`; call `shutdown()` when the process stops.
@@ -197,9 +271,9 @@ def setup_tracing(
     # Unsampled when nothing would export: no span is recorded, ids still flow.
     provider = TracerProvider(resource=resource, sampler=None if exporting else ALWAYS_OFF)
     for exporter in batch:
-        provider.add_span_processor(BatchSpanProcessor(exporter))
+        provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
     for exporter in span_exporters:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
     readers = [r for r in (_metric_reader(n, env) for n in _names(env.get("OTEL_METRICS_EXPORTER"))) if r is not None]
     readers.extend(metric_readers)
     meter_provider: metrics.MeterProvider = (

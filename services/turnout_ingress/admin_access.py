@@ -27,8 +27,9 @@ from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.orgs import OrgDoc, clamp_settings, validate_org
 from turnout.ssrf import refused_addresses
 from turnout.state.tenant_store import WriteConflict
-from turnout.tenant_admin import AdminError, T, decode, not_found
-from turnout.vault import Sealed, SecretUnreadable, VaultUnavailable
+from turnout.tenant_admin import AdminError, T, decode, invalid, not_found
+from turnout.tenant_text import MAX_SECRET_CHARS, refusal
+from turnout.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.validation import UNAUTHORIZED
 
@@ -76,10 +77,12 @@ class AdminAPI:
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
         if self._operator_key is not None and token and hmac.compare_digest(token.encode("utf-8"), self._operator_key):
+            request.state.audit_who = "operator"
             return Caller(org=None)
         identity = self.directory.authenticate(token)
         if identity is None:
             raise UNAUTHORIZED
+        request.state.audit_who = f"key {identity.org}/{identity.key}"  # the audit log's `who`
         if not identity.admin:
             raise RequestRejected(403, "This route needs an admin key.", error_type="permission_error",
                                   code="admin_key_required")
@@ -196,9 +199,16 @@ def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSet
         raise rejected(AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0])) from None
 
 
-def seal(api: AdminAPI, secret: str) -> Sealed:
-    """A secret sealed under the newest key (409 when no TURNOUT_SECRET_KEY is set)."""
+def secret_fit(path: str, secret: str) -> None:
+    """Refuse (400 naming `path`) an API key unfit for an `Authorization` header (`turnout.tenant_text`)."""
+    reason = refusal(secret, max_chars=MAX_SECRET_CHARS, visible_ascii=True)
+    if reason is not None:
+        raise rejected(invalid(path, reason))
+
+
+def seal(api: AdminAPI, secret: str, binding: Binding) -> Sealed:
+    """A secret sealed under the newest key, bound to its place (409 when no TURNOUT_SECRET_KEY is set)."""
     try:
-        return api.directory.vault.seal(secret)
+        return api.directory.vault.seal(secret, binding)
     except VaultUnavailable as exc:
         raise RequestRejected(409, str(exc), error_type="conflict_error", code="secret_key_unavailable") from None

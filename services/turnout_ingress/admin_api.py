@@ -18,6 +18,8 @@ key's secret only in the answer that creates it.
     GET            .../custom-endpoints                GET|PUT|DELETE .../custom-endpoints/{id}
     GET            .../spend?period=day|month&at=…     the spend ledger (SPEC §10)
     POST   /admin/v1/secrets/rotate (operator)
+
+Every write is recorded in the audit log (`turnout_ingress.audit`).
 """
 
 from __future__ import annotations
@@ -43,16 +45,20 @@ from turnout.tenant_admin import (
     remove_squad, revoke_key, rotate_secrets, scope_settings, settings_patch, settings_view, with_settings,
 )
 from turnout_ingress.admin_access import (
-    AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, unavailable,
+    AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
 from turnout_ingress.admin_routes import parse_time
-from turnout_ingress.errors import error_response
+from turnout.directory import OPERATOR_KEY_ENV
+from turnout.vault import endpoint_binding, provider_key_binding
+from turnout.state.audit_log import AuditLog
+from turnout_ingress import audit
+from turnout_ingress.audit import audit_fields
+from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
 
-OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/orgs/{org}"
 
@@ -65,13 +71,16 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def admin_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, AdminError)
         refusal = rejected(exc)
-        return error_response(exc.status_code, refusal.message, error_type=refusal.error_type, code=refusal.code,
-                              param=refusal.param)
+        return error_response(exc.status_code, naming_the_object(refusal.message, refusal.code, request),
+                              error_type=refusal.error_type, code=refusal.code, param=refusal.param)
 
     app.add_exception_handler(AdminError, admin_error)
+    audit.install(app, AuditLog(state.redis), api)
 
     async def body(request: Request) -> bytes:
-        return await read_body(request, MAX_BODY_BYTES)
+        raw = await read_body(request, MAX_BODY_BYTES)
+        request.state.audit_fields = audit_fields(raw)
+        return raw
 
     @app.get("/admin/v1/orgs")
     async def list_orgs(request: Request) -> Response:
@@ -221,7 +230,11 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         if name not in doc.keys:
             raise rejected(not_found())
         identity = identity_of(doc, doc.keys[name], api.directory.config)
-        return ok({"settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy)})
+        limits = [{"scope": s.label, **msgspec.to_builtins(s.limits)} for s in identity.limits]
+        return ok({
+            "settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy),
+            "limits": limits,
+        })
 
     @app.patch(P + "/keys/{name}")
     async def update_key(request: Request, org: str, name: str) -> Response:
@@ -249,9 +262,8 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def set_provider_key(request: Request, org: str, provider: str) -> Response:
         api.scope(request, org)
         spec = decode(await body(request), ProviderKeyPut)
-        if not spec.api_key.strip():
-            raise rejected(invalid("api_key", "must not be empty"))
-        sealed = seal(api, spec.api_key)
+        secret_fit("api_key", spec.api_key)
+        sealed = seal(api, spec.api_key, provider_key_binding(org, provider))
         await api.write(request, org, lambda doc: (put_provider_key(doc, provider, sealed, now()), None))
         doc = await api.read(request, org)
         return ok({"provider_key": provider_key_view(provider, doc.provider_keys[provider])})
@@ -282,7 +294,9 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         except UnsafeURL as exc:
             raise rejected(invalid("base_url", f"refused: {exc}")) from None
         await dns_check(base_url, api)
-        sealed = seal(api, spec.api_key) if spec.api_key else None
+        if spec.api_key is not None:
+            secret_fit("api_key", spec.api_key)
+        sealed = seal(api, spec.api_key, endpoint_binding(org, name)) if spec.api_key else None
         await api.write(request, org, lambda doc: (put_endpoint(doc, name, base_url, sealed, now()), None))
         return await get_endpoint(request, org, name)
 

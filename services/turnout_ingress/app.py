@@ -35,6 +35,7 @@ from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
+from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
@@ -47,6 +48,9 @@ from turnout_ingress import admin_api, admin_routes, errors, observability, ops_
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.idempotency import stream_once
+from turnout_ingress.limits import Limiter
+from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body, take_preferences
 
@@ -65,12 +69,15 @@ class IngressState:
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
         self.metrics = Metrics()
-        self.obs = observability.IngressObservability(config, redis, self.catalog, self.metrics, telemetry)
+        self.obs = observability.IngressObservability(
+            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
+        )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
             tracer=self.obs.telemetry.tracer,
         )
         self.draining = False
+        self.limiter = Limiter(redis)
         self.rng = random.Random()
         self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
@@ -78,7 +85,7 @@ class IngressState:
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
         self.router = Router(
             catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
-            credentials=self.keyring, custom_http=self.custom_http,
+            credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
         )
 
 
@@ -128,10 +135,12 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
     listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
     state = IngressState(config, redis, listen_redis, telemetry)
+    scrub_logs(state.keyring.scrubber.credentials)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.limiter.start()
         state.obs.start()
         await state.keyring.start(listen_redis, bootstrap=True)
         try:
@@ -139,6 +148,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.limiter.stop()
             await state.obs.stop()
             await state.http.aclose()
             await state.keyring.stop()
@@ -165,8 +175,18 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         preferences = take_preferences(body)
         identity = await budgeted(state, identity)
         plan, view = await _check_plan(state, body["model"], identity, preferences)
-        if body.get("stream"):
-            return await serve_stream(state, request, body, identity, request_id, plan=plan, view=view)
+        held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
+        if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
+            return await state.limiter.answer(held, stream_once(
+                state, request.headers.get("idempotency-key"), raw, identity, request_id,
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
+        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id, preferences))
+
+    async def _queued(
+        state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
+        preferences: Preferences,
+    ) -> Response:
+        """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
         deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None:
@@ -178,7 +198,9 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             digest = hashlib.sha256(raw).hexdigest()
             ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s
             try:
-                owner = await state.queue.claim_idempotency(identity.org, idempotency, digest, request_id, ttl_s)
+                owner = await state.queue.claim_idempotency(
+                    identity.org, identity.key, idempotency, digest, request_id, ttl_s
+                )
             except IdempotencyConflict as exc:
                 raise RequestRejected(
                     409, "This Idempotency-Key was already used with a different request body.",
@@ -211,6 +233,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
         authenticate(request, state.keyring)
+        if "anthropic-version" in request.headers:  # an Anthropic SDK: its shape
+            return anthropic_models(state)
         return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
 
     @app.get("/health/liveness")

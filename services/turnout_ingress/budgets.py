@@ -69,7 +69,9 @@ async def budgeted(state: "IngressState", identity: Identity, now_s: float | Non
             f"The {_whose(scope.field)} budget of {decision.budget_usd:g} USD per "
             f"{scope.budget.period if scope.budget else 'period'} is spent ({decision.spent_usd:.6g} USD); "
             f"it resets at {resets}.",
-            error_type="insufficient_quota", code="budget_exceeded", retry_after_s=decision.retry_after_s,
+            error_type="insufficient_quota", code="budget_exceeded",
+            # nothing changes before the period resets: SDKs should not retry it
+            headers={"retry-after": str(decision.retry_after_s), "x-should-retry": "false"},
         )
     settings = with_strategy(identity.settings, decision, bool(scope.rules))
     return msgspec.structs.replace(identity, settings=settings)

@@ -35,17 +35,23 @@ def _request_id(request: Request) -> dict[str, str]:
     return {"x-request-id": rid} if rid else {}
 
 
+def naming_the_object(message: str, code: str | None, request: Request) -> str:
+    """A `not_found` message that says which object: the route asked for
+    ("No such object: GET /admin/v1/orgs/acme/squads/research."). Another org's
+    object and a missing one still answer alike: the path is the caller's own."""
+    if code != "not_found":
+        return message
+    return f"{message.rstrip('.')}: {request.method} {request.url.path}."
+
+
 async def _rejected(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestRejected)
-    headers = _request_id(request)
+    headers = {**exc.headers, **_request_id(request)}
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
-    if exc.retry_after_s is not None:
-        headers["retry-after"] = str(exc.retry_after_s)
-    if exc.code == "budget_exceeded":
-        headers["x-should-retry"] = "false"  # nothing changes before the period resets
     return error_response(
-        exc.status_code, exc.message, error_type=exc.error_type, code=exc.code, param=exc.param, headers=headers
+        exc.status_code, naming_the_object(exc.message, exc.code, request), error_type=exc.error_type, code=exc.code,
+        param=exc.param, headers=headers,
     )
 
 

@@ -9,14 +9,18 @@ internal OpenAI chat request and serves it through the same machinery as
 translated into Anthropic events by `messages_events`). The `x-turnout-*`
 headers are the same; every error, the gateway's own included (502 →
 `api_error`, 503 → `overloaded_error`, 504 → `timeout_error`, with the
-per-attempt summary kept), is in Anthropic's error shape.
+per-attempt summary kept), is in Anthropic's error shape; the 401 names
+`x-api-key`. `Idempotency-Key` works as on `/v1/chat/completions` (a retry
+joins or replays the first answer; a stream is never replayed: a stream
+with the key of one that started is a 409, see `turnout_ingress.idempotency`). The
+rest of the surface (count_tokens, the Anthropic models list, errors on
+other paths) is in `messages_routes`.
 Must not import: `turnout_ingress.app` (the app factory passes what it needs).
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -29,6 +33,7 @@ from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy import Identity
 from turnout.wire import JobPayload
+from turnout_ingress import idempotency, messages_routes
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
@@ -37,7 +42,6 @@ from turnout_ingress.messages_wire import (
     error_body, from_openai_error, parse_messages_request, to_anthropic_message, to_openai_request,
 )
 from turnout_ingress.streaming import serve_stream
-from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -70,14 +74,28 @@ def _translated(status: int, body: bytes, headers: Mapping[str, str], request_id
     return Response(from_openai_error(status, body, request_id), status_code=status, headers=kept, media_type=JSON)
 
 
+_BUDGET_RAN_OUT = "The request's time budget ran out before a worker answered."
+
+
 async def _queued(
-    state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str
+    state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str, owner: str | None
 ) -> Response:
-    """Non-streaming: the same job as `/v1/chat/completions`, answered in Anthropic's format."""
+    """Non-streaming: the same job as `/v1/chat/completions`, answered in Anthropic's format.
+
+    With `owner` (the request already holding this Idempotency-Key) nothing is
+    submitted: its result is joined and replayed (`x-turnout-idempotent-replay: 1`).
+    """
+    deadline_s = time.time() + identity.policy.budget.max_total_latency_ms / 1000
+    if owner is not None:
+        try:
+            result = await state.queue.join(owner, deadline_s)
+        except TimeoutError:
+            return _error(504, _BUDGET_RAN_OUT, request_id, {"x-should-retry": "false"})
+        return _translated(result.status_code, result.body, {**result.headers, "x-turnout-idempotent-replay": "1"},
+                           request_id)
     payload = JobPayload(
         request_id=request_id, body=body, org=identity.org, squad=identity.squad, key=identity.key,
-        policy=identity.policy, settings=identity.settings,
-        deadline_epoch_s=time.time() + identity.policy.budget.max_total_latency_ms / 1000,
+        policy=identity.policy, settings=identity.settings, deadline_epoch_s=deadline_s,
         reply_to=state.queue.reply_channel,
     )
     submit = await unless_client_leaves(request, state.queue.submit(payload))
@@ -87,8 +105,7 @@ async def _queued(
     try:
         result = submit.result()
     except TimeoutError:
-        return _error(504, "The request's time budget ran out before a worker answered.", request_id,
-                      {"x-should-retry": "false"})
+        return _error(504, _BUDGET_RAN_OUT, request_id, {"x-should-retry": "false"})
     return _translated(result.status_code, result.body, result.headers, request_id)
 
 
@@ -106,7 +123,7 @@ async def _streamed(
 
 
 def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> None:
-    """Register `POST /v1/messages` on `app`.
+    """Register `POST /v1/messages` and the rest of the Anthropic surface (`messages_routes`) on `app`.
 
     Args:
         app: the ingress app.
@@ -116,22 +133,30 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
 
     @app.post("/v1/messages")
     async def messages(request: Request) -> Response:
-        request_id = uuid.uuid4().hex
-        request.state.request_id = request_id
+        request_id = messages_routes.new_request_id(request)
         try:
-            identity = authenticate(request, state.keyring)
-            raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
+            identity, raw = await messages_routes.caller_and_body(request, state)
             try:
                 body = to_openai_request(parse_messages_request(raw))
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             identity = await budgeted(state, identity)
             await check_plan(state, str(body["model"]), identity)
+            held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
+            key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
                 body["stream_options"] = {"include_usage": True}
-                return await _streamed(state, request, body, identity, request_id)
-            return await _queued(state, request, _encode.encode(body), identity, request_id)
+                return await state.limiter.answer(held, idempotency.stream_once(
+                    state, key, raw, identity, request_id, lambda: _streamed(state, request, body, identity, request_id)))
+
+            async def queued() -> Response:
+                owner = await idempotency.claim(state, key, raw, identity, request_id)
+                return await _queued(state, request, _encode.encode(body), identity, request_id, owner)
+
+            return await state.limiter.answer(held, queued())
         except RequestRejected as exc:
-            return _error(exc.status_code, exc.message, request_id)
+            return messages_routes.rejected(exc, request_id)
         except GatewayUnavailable as exc:
             return _error(503, exc.message, request_id, {"retry-after": str(exc.retry_after_s)})
+
+    messages_routes.install(app, state)

@@ -11,6 +11,7 @@ a client saw.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import httpx
@@ -47,8 +48,8 @@ class IngressObservability:
     """
 
     def __init__(self, config: Config, redis: "Redis", catalog: Catalog, metrics: Metrics,
-                 telemetry: Telemetry | None = None) -> None:
-        self.telemetry = telemetry or setup_tracing(SERVICE_NAME)
+                 telemetry: Telemetry | None = None, scrub: Callable[[str], str] | None = None) -> None:
+        self.telemetry = telemetry or setup_tracing(SERVICE_NAME, scrub=scrub)
         self._owns_telemetry = telemetry is None
         records_max = config.raw.gateway.records_max
         self.records = (

@@ -1,11 +1,17 @@
 """Operator routes of the ingress: provider health and Prometheus metrics.
 
-Owns: `GET /v1/health/providers` (an admin key sees every (provider, model)
-pair's breaker state and health) and `GET /metrics`.
+Owns: `GET /v1/health/providers` and `GET /metrics`. Provider health is
+scoped to its caller: the operator key sees every (provider, model) pair
+with its `last_error`; an org's admin key sees only the pairs its org can
+use (catalog offers with a platform key or the org's own key, and the org's
+custom endpoint targets), with `last_error` only on its own custom endpoint
+targets (a shared pair's last error may come from another org's attempt).
+Errors are scrubbed before the breaker stores them (`turnout.scrub`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -15,11 +21,11 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
-from turnout.errors import RequestRejected
 from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state import keys
+from turnout.directory import OPERATOR_KEY_ENV
+from turnout_ingress.admin_access import AdminAPI
 from turnout_ingress.errors import JSON
-from turnout_ingress.validation import authenticate
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -34,6 +40,16 @@ def _targets(state: "IngressState") -> list[tuple[str, str, str]]:
         for t in targets:
             seen.setdefault(t.key, (t.key, t.provider, model))
     return list(seen.values())
+
+
+def _org_targets(state: "IngressState", org: str) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
+    """The pairs `org` can use and, of those, its own (custom endpoint) pairs."""
+    tenant = state.keyring.credentials(org)
+    own = tenant.own_providers if tenant is not None else frozenset()
+    shared = {name for name, p in state.catalog.providers.items() if p.api_key}
+    usable = [t for t in _targets(state) if t[1] in shared or t[1] in own]
+    custom = [(t.key, t.provider, t.catalog_model) for t in state.keyring.custom_targets(org)]
+    return usable + custom, frozenset(t[0] for t in custom)
 
 
 class RequestCounter:
@@ -58,22 +74,23 @@ class RequestCounter:
         await self._app(scope, receive, counting_send)
 
 
-_ROUTES = frozenset({"/v1/chat/completions", "/v1/models", "/v1/health/providers", "/metrics",
-                     "/health/liveness", "/health/readiness"})
+_ROUTES = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/models",
+                     "/v1/health/providers", "/metrics", "/health/liveness", "/health/readiness"})
+"""The `route` label values besides "other" (a closed set: the label's cardinality stays bounded)."""
 
 
 def install(app: FastAPI, state: "IngressState") -> None:
     """Register the operator routes and the request counter."""
     app.add_middleware(RequestCounter, metrics=state.metrics)
+    access = AdminAPI(state.keyring, os.environ.get(OPERATOR_KEY_ENV))
 
     @app.get("/v1/health/providers")
     async def providers(request: Request) -> Response:
-        identity = authenticate(request, state.keyring)
-        if not identity.admin:
-            raise RequestRejected(
-                403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
-            )
-        targets = _targets(state)
+        caller = access.caller(request)  # 401 unknown key, 403 not an admin key
+        if caller.org is None:
+            targets, errors_of = _targets(state), None
+        else:
+            targets, errors_of = _org_targets(state, caller.org)
         view = await state.breakers.view([t[0] for t in targets])
         now = view.store_now()
         rows = []
@@ -95,7 +112,8 @@ def install(app: FastAPI, state: "IngressState") -> None:
                 "resting_s": round(resting_for_s(snap, now), 3),
                 "slow_start_share": round(ramp_share(snap, now, settings), 3),
                 "sole": key in state.catalog.sole_targets,
-                "last_error": snap.last_error or None,
+                "last_error": (state.router.scrubber.text(snap.last_error) or None)
+                if errors_of is None or key in errors_of else None,
             })
         body = {"object": "list", "data": rows, "store_degraded": view.degraded}
         return Response(_json.encode(body), media_type=JSON)

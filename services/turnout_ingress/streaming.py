@@ -84,7 +84,7 @@ async def serve_stream(
         relay(
             result.stream, finish=result.finish, include_usage=include_usage,
             stall_timeout_s=stall_ms / 1000 if stall_ms else None, request_id=request_id,
-            continuation=continuation, target=result.records[-1].target,
+            continuation=continuation, target=result.records[-1].target, scrub=state.router.scrubber.text,
         ),
         headers=headers,
         media_type="text/event-stream",

@@ -262,6 +262,24 @@ def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.S
     return messages
 
 
+async def count_tokens(request: web.Request) -> web.Response:
+    """`POST /v1/messages/count_tokens`: `{"input_tokens": N}`, N counted as the
+    messages' prompt tokens are (whitespace-separated words of system and
+    message text). Needs a key and `anthropic-version`; not logged (no attempt)."""
+    api_key = request.headers.get("x-api-key") or _bearer(request.headers.get("authorization"))
+    if not api_key or not api_key.strip():
+        return web.json_response(wire.error("authentication_error", "x-api-key header is required"), status=401)
+    if not request.headers.get("anthropic-version"):
+        return web.json_response(wire.error("invalid_request_error", "anthropic-version: header is required"),
+                                 status=400)
+    try:
+        body = json.loads(await request.read())
+        req = wire.parse_request({**body, "max_tokens": 1} if isinstance(body, dict) else body)
+    except (ValueError, wire.RequestError) as exc:
+        return web.json_response(wire.error("invalid_request_error", str(exc)), status=400)
+    return web.json_response({"input_tokens": req.chat.prompt_tokens})
+
+
 async def _admit(
     request: web.Request, state: Any, env: Env, attempt: Attempt, body: object, api_key: str | None
 ) -> web.StreamResponse:

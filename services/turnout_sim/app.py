@@ -209,6 +209,7 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app[STATE] = SimState(clock=clock, seed=seed)
     app.router.add_post("/v1/chat/completions", chat_completions)
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
+    app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/sim/log", get_log)
     app.router.add_delete("/sim/log", delete_log)

@@ -26,7 +26,7 @@ from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import redis_breakers
-from turnout.jsonlog import configure_logging
+from turnout.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
@@ -55,16 +55,17 @@ async def startup(ctx: dict[str, Any]) -> None:
     config: Config = ctx["config"]
     http = make_http_client(max_connections=config.raw.gateway.worker_max_jobs + 100)
     catalog = Catalog(config)
-    obs = observe.build(config, ctx["redis"], catalog)
+    tenancy = directory_from_env(config, ctx["redis"])
+    scrub_logs(tenancy.scrubber.credentials)
+    obs = observe.build(config, ctx["redis"], catalog, scrub=tenancy.scrubber.credentials)
     rng = random.Random()
     breakers = redis_breakers(config, ctx["redis"], catalog, metrics=obs.metrics, rng=rng)
     obs.instrument(http)
-    tenancy = directory_from_env(config, ctx["redis"])
     await tenancy.start(ctx["redis"])
     custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
     router = Router(
         catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng,
-        credentials=tenancy, custom_http=custom_http,
+        credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
     )
     ctx["turnout"] = WorkerServices(
         config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http

@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -134,9 +134,11 @@ def set_job_result(span: Span, result: str) -> None:
         span.set_status(Status(StatusCode.ERROR, result))
 
 
-def build(config: Config, redis: Redis, catalog: Catalog, env: Mapping[str, str] | None = None) -> WorkerObservability:
-    """The worker's observability for `config` (exporters from `env`, default `os.environ`)."""
-    telemetry = setup_tracing(SERVICE_NAME, env)
+def build(config: Config, redis: Redis, catalog: Catalog, env: Mapping[str, str] | None = None,
+          scrub: Callable[[str], str] | None = None) -> WorkerObservability:
+    """The worker's observability for `config` (exporters from `env`, default `os.environ`; spans
+    through the process's credential scrubber `scrub`)."""
+    telemetry = setup_tracing(SERVICE_NAME, env, scrub=scrub)
     metrics = Metrics()
     records_max = config.raw.gateway.records_max
     writer = RecordWriter(redis, max_len=records_max, on_drop=metrics.records_dropped.inc) if records_max > 0 else None

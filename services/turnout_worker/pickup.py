@@ -4,12 +4,19 @@ Owns: the worker's job pickup. arq's stock loop sleeps `poll_delay` between
 scans and claims each candidate with a WATCH/MULTI transaction of four round
 trips, re-checking every in-flight job on every scan. Here:
 
-- a pub/sub subscription to the doorbell starts the announced job at once;
-- the claim of any number of candidates is one pipelined round trip of a Lua
-  script (in-progress check, queue score check against Redis `TIME`, and the
-  in-progress key with its expiry), with arq's own keys and semantics;
-- the periodic scan stays (every `poll_delay`) for jobs whose doorbell was
-  missed and for jobs re-queued after a worker died;
+- **fair share between orgs** (SPEC §10): the ingress puts each job in its
+  org's fair queue too (`turnout:fair:org:<org>`, oldest first) and the org
+  on a ring of orgs with waiting jobs; free slots are filled by one Lua call
+  (`_PICK`) that takes the oldest job of the org at the head of the ring and
+  moves that org to the tail, slot after slot. One org's backlog therefore
+  delays another org's job by at most one job per org ahead of it on the
+  ring (a slot freeing), never by the backlog's length;
+- a doorbell, and every job's end, fill the free slots at once that way;
+- the periodic scan (every `poll_delay`) does the same, then claims jobs of
+  arq's queue that are in no fair queue (one re-queued after its worker
+  died), oldest first, each with the `_CLAIM` script (in-progress check,
+  queue score check against Redis `TIME`, in-progress key with its expiry);
+  arq's own keys and semantics throughout;
 - a cancel message for a running job cancels its task (the client went away);
 - a job's answer is stored, published and the job's arq keys removed in one
   Lua round trip (`deliver`), replacing arq's own finishing transaction;
@@ -51,6 +58,40 @@ return s
 """
 
 
+# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
+# Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
+# whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+_PICK = """
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = tonumber(ARGV[1])
+local picked = {}
+local turns = want + redis.call('llen', KEYS[1])
+while #picked < 2 * want and turns > 0 do
+  turns = turns - 1
+  local org = redis.call('lpop', KEYS[1])
+  if not org then break end
+  local fair = ARGV[4] .. org
+  while true do
+    local head = redis.call('zrange', fair, 0, 0)
+    if #head == 0 then break end
+    local job = head[1]
+    local s = redis.call('zscore', KEYS[2], job)
+    if s and tonumber(s) > now_ms then break end
+    redis.call('zrem', fair, job)
+    if s and redis.call('exists', ARGV[3] .. job) == 0 then
+      redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
+      picked[#picked + 1] = job
+      picked[#picked + 1] = s
+      break
+    end
+  end
+  if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
+end
+return picked
+"""
+
+
 # KEYS: result key, in-progress key, job key, retry key, queue
 # ARGV: result bytes, result ttl s, reply channel, job id
 _DELIVER = """
@@ -72,8 +113,12 @@ class PushWorker(Worker):
         self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._claim_script: Any = None
+        self._pick_script: Any = None
         self._deliver_script: Any = None
         self._delivered: set[str] = set()
+        self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
+        self._want_pick = asyncio.Event()
+        self._picker: asyncio.Task[None] | None = None
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -86,6 +131,7 @@ class PushWorker(Worker):
                 expires_extra_ms=self.expires_extra_ms,
             )
         self._claim_script = self.pool.register_script(_CLAIM)
+        self._pick_script = self.pool.register_script(_PICK)
         self._deliver_script = self.pool.register_script(_DELIVER)
         self.ctx["redis"] = self.pool
         self.ctx["worker"] = self
@@ -93,6 +139,7 @@ class PushWorker(Worker):
             await self.on_startup(self.ctx)
         self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
         self._renewer = asyncio.create_task(self._renew_leases(), name="turnout-lease-renewal")
+        self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
@@ -105,7 +152,7 @@ class PushWorker(Worker):
                     log.warning("queue scan failed (%s); retrying", type(exc).__name__)
                     await asyncio.sleep(0.2)
         finally:
-            for task in (self._listener, self._renewer):
+            for task in (self._listener, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -123,7 +170,7 @@ class PushWorker(Worker):
                         continue
                     channel, job_id = message["channel"], message["data"]
                     if channel == keys.DOORBELL_CHANNEL.encode():
-                        asyncio.create_task(self._start_announced(job_id))
+                        self._want_pick.set()
                     else:
                         self._cancel(job_id.decode())
             except asyncio.CancelledError:
@@ -152,11 +199,44 @@ class PushWorker(Worker):
             except (RedisError, OSError) as exc:
                 log.warning("lease renewal failed (%s); retrying", type(exc).__name__)
 
-    async def _start_announced(self, job_id: bytes) -> None:
-        try:
-            await self.start_jobs([job_id])
-        except (RedisError, OSError) as exc:
-            log.warning("claim of %s failed (%s); the scan will retry", job_id.decode(), type(exc).__name__)
+    async def _pick_when_wanted(self) -> None:
+        """Fill free slots from the fair queues whenever a doorbell rings or a job ends."""
+        while True:
+            await self._want_pick.wait()
+            self._want_pick.clear()
+            try:
+                await self.pick_fair()
+            except (RedisError, OSError) as exc:
+                log.warning("fair pick failed (%s); the scan will retry", type(exc).__name__)
+
+    async def pick_fair(self) -> None:
+        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call."""
+        async with self._claiming:
+            free = self.max_jobs - self.job_counter
+            if not self.allow_pick_jobs or free <= 0:
+                return
+            picked = await self._pick_script(
+                keys=[keys.FAIR_RING, self.queue_name],
+                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
+            )
+            for job_id, score in zip(picked[::2], picked[1::2]):
+                await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
+
+    async def _poll_iteration(self) -> None:
+        """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
+        await self.pick_fair()
+        await super()._poll_iteration()
+
+    async def _start(self, job_id: str, score: Any) -> None:
+        await self.sem.acquire()
+        self.job_counter += 1
+        task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+        task.add_done_callback(lambda _: self._ended())
+        self.tasks[job_id] = task
+
+    def _ended(self) -> None:
+        self._release_sem_dec_counter_on_complete()
+        self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)
@@ -171,6 +251,10 @@ class PushWorker(Worker):
         Overrides arq's per-job WATCH transaction; keys and expiry are arq's,
         so stock arq workers and this one can share a queue.
         """
+        async with self._claiming:
+            await self._claim(job_ids)
+
+    async def _claim(self, job_ids: list[bytes]) -> None:
         if not self.allow_pick_jobs:
             return
         free = self.max_jobs - self.job_counter
@@ -191,13 +275,8 @@ class PushWorker(Worker):
                     )
                 scores = await pipe.execute()
         for job_id, score in zip(candidates, scores):
-            if not score:
-                continue
-            await self.sem.acquire()
-            self.job_counter += 1
-            task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-            task.add_done_callback(lambda _: self._release_sem_dec_counter_on_complete())
-            self.tasks[job_id] = task
+            if score:
+                await self._start(job_id, score)
 
     async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
         """Store and publish a job's answer and finish the job, in one round trip.

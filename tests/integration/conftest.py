@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.gateway import CONFIG, KEY, KEY_ADMIN, KEY_CYCLES, KEY_DEADLINE, KEY_RECOVER, KEY_STREAM, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
+from support.gateway import CONFIG, KEY, KEY_ADMIN, OPERATOR, KEY_CYCLES, KEY_DEADLINE, KEY_RECOVER, KEY_STREAM, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 
@@ -26,6 +26,7 @@ def gateway() -> Iterator[Gateway]:
             key_stream=KEY_STREAM,
             key_cycles=KEY_CYCLES,
             key_recover=KEY_RECOVER,
+            env={"TURNOUT_OPERATOR_KEY": OPERATOR},
         )
         yield gw
         gw.close()

@@ -264,3 +264,85 @@ def test_messages_route_rejects_in_anthropic_shape(
     response = httpx.post(f"{gw.base_url}/v1/messages", json=body, headers=headers, timeout=10)
     assert response.status_code == status
     assert response.json()["type"] == "error" and response.json()["error"]["type"] == etype
+
+
+# ------------------------------------------------ the rest of the Anthropic surface
+
+
+def test_count_tokens_asks_the_anthropic_upstream(claude: anthropic.Anthropic) -> None:
+    raw = claude.messages.with_raw_response.count_tokens(
+        model="claude-ok", system="be brief", messages=[{"role": "user", "content": "three words here"}])
+    assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
+    assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "claude"
+
+
+def test_count_tokens_without_an_anthropic_offer_is_an_estimate(claude: anthropic.Anthropic) -> None:
+    raw = claude.messages.with_raw_response.count_tokens(
+        model="gpt-msg", messages=[{"role": "user", "content": "x" * 40}])
+    assert raw.parse().input_tokens == 10  # 40 characters / 4
+    assert raw.headers["x-turnout-count-source"] == "estimate" and "x-turnout-provider" not in raw.headers
+
+
+def test_count_tokens_errors_are_in_anthropic_shape(gw: Gateway, claude: anthropic.Anthropic) -> None:
+    with pytest.raises(anthropic.NotFoundError) as missing:
+        claude.messages.count_tokens(model="no-such-model", messages=USER)  # type: ignore[arg-type]
+    assert missing.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    response = httpx.post(f"{gw.base_url}/v1/messages/count_tokens", json={"model": "claude-ok"},
+                          headers={"x-api-key": KEY}, timeout=10)
+    assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_models_list_is_anthropic_shaped_for_anthropic_callers(gw: Gateway, claude: anthropic.Anthropic) -> None:
+    ids = [m.id for m in claude.models.list()]
+    assert "claude-ok" in ids and ids == sorted(ids)
+    openai_shape = httpx.get(f"{gw.base_url}/v1/models", headers={"authorization": f"Bearer {KEY}"}).json()
+    assert openai_shape["object"] == "list" and openai_shape["data"][0]["object"] == "model"
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "etype"),
+    [("POST", "/v1/messages/batches", 404, "not_found_error"), ("GET", "/v1/messages/abc/def", 404, "not_found_error"),
+     ("GET", "/v1/messages", 405, "invalid_request_error")],
+    ids=["unknown-subroute", "unknown-nested-get", "wrong-method"],
+)
+def test_every_messages_path_answers_in_anthropic_shape(
+    gw: Gateway, method: str, path: str, status: int, etype: str
+) -> None:
+    response = httpx.request(method, f"{gw.base_url}{path}", headers={"x-api-key": KEY}, json={}, timeout=10)
+    assert response.status_code == status
+    body = response.json()
+    assert body["type"] == "error" and body["error"]["type"] == etype and response.headers["x-request-id"]
+
+
+def test_a_wrong_key_on_messages_is_told_to_use_x_api_key(gw: Gateway) -> None:
+    bad_key = anthropic.Anthropic(base_url=gw.base_url, api_key="tk-wrong-key-000", max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        bad_key.messages.create(model="claude-msg", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+    bad_key.close()
+    assert "x-api-key" in info.value.body["error"]["message"]  # type: ignore[index]
+
+
+def _post_messages(gw: Gateway, key: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.post(f"{gw.base_url}/v1/messages", json=body, timeout=30,
+                      headers={"x-api-key": KEY, "anthropic-version": "2023-06-01", "idempotency-key": key})
+
+
+def test_idempotency_key_on_messages_replays_the_first_answer(gw: Gateway) -> None:
+    body = {"model": "claude-msg", "max_tokens": 4, "messages": [{"role": "user", "content": "idempotent please"}]}
+    before = len(gw.sim_log("claude-msg"))
+    first = _post_messages(gw, "msg-key-1", body)
+    again = _post_messages(gw, "msg-key-1", body)
+    assert first.status_code == again.status_code == 200
+    assert again.headers["x-turnout-idempotent-replay"] == "1" and "x-turnout-idempotent-replay" not in first.headers
+    assert again.json() == first.json()
+    assert len(gw.sim_log("claude-msg")) - before == 1
+    other = _post_messages(gw, "msg-key-1", {**body, "max_tokens": 5})
+    assert other.status_code == 409 and other.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_stream_is_never_replayed_a_reused_key_is_a_clear_409(gw: Gateway) -> None:
+    body = {"model": "claude-msg-s", "max_tokens": 4, "stream": True, "messages": USER}
+    assert _post_messages(gw, "stream-key-1", body).status_code == 200
+    again = _post_messages(gw, "stream-key-1", body)
+    assert again.status_code == 409
+    assert again.json()["type"] == "error" and "streams are not replayed" in again.json()["error"]["message"]

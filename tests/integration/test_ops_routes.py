@@ -1,4 +1,4 @@
-"""Operator routes: provider health for admin keys, Prometheus metrics."""
+"""Operator routes: provider health scoped to the caller, Prometheus metrics."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from support.gateway import KEY, KEY_ADMIN, Gateway
+from support.gateway import KEY, KEY_ADMIN, OPERATOR, Gateway
 
 pytestmark = pytest.mark.integration
 
@@ -20,11 +20,15 @@ def _samples(gw: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float
     }
 
 
-def test_health_providers_lists_every_pair_for_an_admin_key(gateway: Gateway) -> None:
-    gateway.client().chat.completions.create(model="ops-check", messages=[{"role": "user", "content": "x"}])
-    response = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {KEY_ADMIN}"})
+def _health(gateway: Gateway, key: str) -> dict[str, dict[str, object]]:
+    response = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {key}"})
     assert response.status_code == 200
-    rows = {row["target"]: row for row in response.json()["data"]}
+    return {row["target"]: row for row in response.json()["data"]}
+
+
+def test_health_providers_lists_every_pair_with_its_last_error_for_the_operator(gateway: Gateway) -> None:
+    gateway.client().chat.completions.create(model="ops-check", messages=[{"role": "user", "content": "x"}])
+    rows = _health(gateway, OPERATOR)
     failing = rows["sim-a/ops-a~503"]
     assert failing["state"] in {"closed", "open"}
     assert failing["calls"] > 1.5 and failing["score"] < 1
@@ -32,6 +36,14 @@ def test_health_providers_lists_every_pair_for_an_admin_key(gateway: Gateway) ->
     assert rows["sim-b/ops-b"]["score"] == 1.0
     assert set(failing) >= {"provider", "model", "state", "score", "calls", "consecutive_failures",
                             "cooldown_remaining_s", "resting_s", "slow_start_share", "sole", "trip_rule"}
+
+
+def test_health_providers_shows_an_org_admin_its_usable_pairs_without_shared_errors(gateway: Gateway) -> None:
+    gateway.client().chat.completions.create(model="ops-check", messages=[{"role": "user", "content": "x"}])
+    rows = _health(gateway, KEY_ADMIN)
+    assert rows["sim-a/ops-a~503"]["calls"] > 1.5 and rows["sim-b/ops-b"]["score"] == 1.0
+    assert all(row["last_error"] is None for row in rows.values())  # another org's attempt may have caused it
+    assert not any(row["provider"] == "sim-nokey" for row in rows.values())  # no platform key, no own key
 
 
 def test_health_providers_refuses_a_non_admin_key(gateway: Gateway) -> None:

@@ -147,6 +147,20 @@ def test_idempotency_key_twenty_concurrent_retries_make_one_upstream_call(fleet2
     assert other.json()["error"]["code"] == "idempotency_key_reused"
 
 
+def test_idempotency_key_is_scoped_to_the_gateway_key(fleet2: Gateway) -> None:
+    def post(key: str, **extra: object) -> httpx.Response:
+        return httpx.post(f"{fleet2.base_url}/v1/chat/completions", json={**_body("quick"), **extra}, timeout=30,
+                          headers={"authorization": f"Bearer {key}", "idempotency-key": "order-43"})
+
+    first = post(KEY)
+    same_body_other_key = post(KEY_SHORT)
+    other_body_other_key = post(KEY_SHORT, max_tokens=9)  # the short key's own first use binds it, not KEY's
+    assert [first.status_code, same_body_other_key.status_code] == [200, 200]
+    assert "x-turnout-idempotent-replay" not in same_body_other_key.headers
+    assert other_body_other_key.status_code == 409  # reused within the short key's own scope
+    assert post(KEY).headers.get("x-turnout-idempotent-replay") == "1"
+
+
 def test_redis_down_answers_503_fast_and_service_resumes(fleet2: Gateway) -> None:
     redis_proc = next(p for p in fleet2.fleet.procs if p.name.startswith("redis"))
     redis_proc.stop(signal.SIGTERM)

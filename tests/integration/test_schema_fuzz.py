@@ -141,7 +141,7 @@ def _last_traceback(gw: Gateway) -> str:
 
 
 def _check(gw: Gateway, response: Any, sent: object, api: str = "openai") -> None:
-    """No 5xx; an error answer carries an OpenAI-format body (Anthropic-format on `/v1/messages`)."""
+    """No 5xx; an error answer carries an OpenAI-format body (Anthropic-format under `/v1/messages`)."""
     status = response.status_code
     assert status < 500, (
         f"{status} for {sent!r}\nbody: {response.text[:500]}\n--- ingress traceback\n{_last_traceback(gw)}"
@@ -181,7 +181,7 @@ def _run(gw: Gateway, operation: Any, mode: GenerationMode, max_examples: int, s
         response = case.call(base_url=gw.base_url, timeout=30)
         statuses.append(response.status_code)
         sent = {"method": case.method, "path": case.path, "query": case.query, "body": getattr(case, "body", None)}
-        _check(gw, response, sent, "anthropic" if operation.path == "/v1/messages" else "openai")
+        _check(gw, response, sent, "anthropic" if operation.path.startswith("/v1/messages") else "openai")
 
     call()
 

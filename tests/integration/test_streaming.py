@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import Any
 
 import httpx
 import openai
@@ -34,11 +35,11 @@ def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **ext
     return headers, text
 
 
-def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60) -> list[str]:
+def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60, **extra: Any) -> list[str]:
     frames = []
     with httpx.stream(
         "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens}, timeout=30,
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens, **extra}, timeout=30,
     ) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
@@ -153,6 +154,15 @@ def test_stream_continuation_on_the_same_target_gives_the_full_answer_once(gatew
     assert [e["step"] for e in log] == ["cut20", "200"]
 
 
+def test_stream_continuation_reports_the_whole_answers_usage(gateway: Gateway) -> None:
+    asked = {"stream_options": {"include_usage": True}}
+    whole = json.loads(_raw_frames(gateway, "s-ok", max_tokens=40, **asked)[-2])["usage"]
+    frames = _raw_frames(gateway, "s-cont", KEY_RECOVER, max_tokens=40, **asked)
+    usage = json.loads(frames[-2])["usage"]
+    assert (usage["prompt_tokens"], usage["completion_tokens"]) == (whole["prompt_tokens"], 40)
+    assert usage["total_tokens"] == whole["prompt_tokens"] + 40
+
+
 def test_stream_continuation_skips_a_target_rejecting_prefill(gateway: Gateway) -> None:
     frames = _raw_frames(gateway, "s-cont-next", KEY_RECOVER, max_tokens=40)
     assert frames[-1] == "[DONE]"
@@ -189,3 +199,26 @@ def test_stream_client_disconnect_closes_the_upstream_within_a_second(gateway: G
         time.sleep(0.05)
     assert entry["end"] == "client_gone"
     assert float(entry["ended_s"]) - left_at < 1.0  # type: ignore[arg-type]
+
+
+def _stream_with_key(gw: Gateway, model: str, key: str) -> httpx.Response:
+    with httpx.stream(
+        "POST", f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}", "idempotency-key": key},
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": 3}, timeout=30,
+    ) as response:
+        response.read()
+        return response
+
+
+def test_stream_idempotency_key_of_a_started_stream_is_a_clear_409(gateway: Gateway) -> None:
+    assert _stream_with_key(gateway, "s-ok", "stream-once-1").status_code == 200
+    again = _stream_with_key(gateway, "s-ok", "stream-once-1")
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "idempotency_stream_started"
+
+
+def test_stream_that_never_started_releases_its_idempotency_key(gateway: Gateway) -> None:
+    first = _stream_with_key(gateway, "all-fail", "stream-failed-1")
+    assert first.status_code == 502
+    assert _stream_with_key(gateway, "all-fail", "stream-failed-1").status_code == 502  # a retry runs, no 409

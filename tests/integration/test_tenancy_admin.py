@@ -208,3 +208,30 @@ def test_beta_file_endpoint_serves_with_its_sealed_key(gw: Gateway) -> None:
     entries = sim_entries(gw, response.headers["x-request-id"])
     assert entries[-1]["model"] == "beta-model" and entries[-1]["auth_fingerprint"] == fp(BETA_ENDPOINT_KEY)
 
+
+
+def test_unfit_tenant_strings_are_refused_with_the_path_named(gw: Gateway, acme: Admin) -> None:
+    assert acme.call("PUT", "/orgs/acme/custom-endpoints/ep-text", {"base_url": f"{gw.sim_url}/v1"}).is_success
+    refusals = [
+        (acme.call("PATCH", "/orgs/acme/keys/user/settings", {"reroutes": ["custom:ep-text:m\r\nX-Evil: 1"]}),
+         "keys.user.settings.reroutes[0]"),
+        (acme.call("PUT", "/orgs/acme/settings", {"fallbacks": ["custom:ep-text:" + "m" * 300]}),
+         "settings.fallbacks[0]"),
+        (acme.call("PUT", "/orgs/acme/provider-keys/sim-a", {"api_key": "sk-x\r\nX-Evil: 1"}), "api_key"),
+        (acme.call("PUT", "/orgs/acme/custom-endpoints/ep-text",
+                   {"base_url": f"{gw.sim_url}/v1", "api_key": "k\n1"}), "api_key"),
+        (acme.call("POST", "/orgs/acme/keys", {"name": "a\nb"}), "name"),
+    ]
+    for response, path in refusals:
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]["param"] == path and "X-Evil" not in response.text
+    assert chat(gw.base_url, ACME_USER, "t-ok").status_code == 200  # nothing was stored
+    acme.call("DELETE", "/orgs/acme/custom-endpoints/ep-text")
+
+
+def test_a_base_url_carrying_a_secret_is_refused_with_where_to_put_it(gw: Gateway, acme: Admin) -> None:
+    for url in (f"{gw.sim_url}/v1?key=leaky-secret-0001", f"{gw.sim_url}/v1?api-version=1&token=leaky-secret-0001"):
+        response = acme.call("PUT", "/orgs/acme/custom-endpoints/leaky", {"base_url": url})
+        assert response.status_code == 400 and response.json()["error"]["param"] == "base_url"
+        assert "api_key field" in response.text and "leaky-secret-0001" not in response.text
+    assert acme.call("GET", "/orgs/acme/custom-endpoints/leaky").status_code == 404

@@ -1,7 +1,7 @@
 """Rotation of TURNOUT_SECRET_KEY (README "Tenancy and keys"): new key first, rotate, drop the old one.
 
 The fleet runs on key K1; restarted on "K2,K1"; `turnout admin rotate-secrets`
-re-encrypts every stored secret under K2; restarted on K2 alone, the tenant's
+re-seals every stored secret under K2, bound to its place; restarted on K2 alone, the tenant's
 keys still reach the simulator, and Redis holds only K2 tokens.
 """
 
@@ -13,11 +13,12 @@ import sys
 
 import pytest
 import redis
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet
 
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import ACME_ADMIN, ACME_USER, CANARY, OPERATOR, Admin, chat, fp, sim_entries, start_tenancy, tenancy_env
+from turnout.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
 
 pytestmark = pytest.mark.integration
 
@@ -35,11 +36,12 @@ def _restart(gw: Gateway, env: dict[str, str], name: str) -> str:
     return base
 
 
-def _tokens(redis_url: str) -> list[str]:
+def _tokens(redis_url: str) -> list[tuple[Sealed, Binding]]:
     with redis.Redis.from_url(redis_url) as client:
         doc = json.loads(client.get("turnout:tenancy:org:acme") or b"{}")
-    tokens = [k["secret"]["token"] for k in doc["provider_keys"].values()]
-    tokens += [e["secret"]["token"] for e in doc["custom_endpoints"].values() if e.get("secret")]
+    tokens = [(Sealed(**k["secret"]), provider_key_binding("acme", n)) for n, k in doc["provider_keys"].items()]
+    tokens += [(Sealed(**e["secret"]), endpoint_binding("acme", n))
+               for n, e in doc["custom_endpoints"].items() if e.get("secret")]
     return tokens
 
 
@@ -64,7 +66,7 @@ def test_rotate_secrets_moves_every_secret_to_the_new_key() -> None:
             "reroutes": ["custom:rot-ep:rot-model"]}}).json()["secret"]
         _served_with_tenant_keys(gw.base_url, gw, endpoint_user)
         tokens = _tokens(gw.redis_url)
-        assert len(tokens) == 2 and all(Fernet(k1.encode()).decrypt(t.encode()) for t in tokens)
+        assert len(tokens) == 2 and all(Vault([k1]).open(t, where) for t, where in tokens)
 
         base = _restart(gw, tenancy_env(f"{k2},{k1}"), "both-keys")
         _served_with_tenant_keys(base, gw, endpoint_user)
@@ -75,10 +77,10 @@ def test_rotate_secrets_moves_every_secret_to_the_new_key() -> None:
         assert rotated.returncode == 0, rotated.stderr
         assert json.loads(rotated.stdout)["rotated"]["acme"] == 2
         tokens = _tokens(gw.redis_url)
-        for token in tokens:
-            Fernet(k2.encode()).decrypt(token.encode())
-            with pytest.raises(InvalidToken):
-                Fernet(k1.encode()).decrypt(token.encode())
+        for token, where in tokens:
+            Vault([k2]).open(token, where)
+            with pytest.raises(SecretUnreadable):
+                Vault([k1]).open(token, where)
 
         base = _restart(gw, tenancy_env(k2), "new-key")
         _served_with_tenant_keys(base, gw, endpoint_user)

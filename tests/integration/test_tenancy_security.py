@@ -7,25 +7,32 @@
 - The canary provider key (org `acme`'s BYOK key for `sim-a`, from the
   environment) never appears in process logs, response bodies, admin reads,
   exports or Redis.
+- A sealed key copied into another org's document (as by a Redis write) does
+  not open there: the attempt has no credential and the key is never sent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 import redis
+import redis.asyncio as aioredis
 
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import (
-    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, Admin, chat, fp, sim_entries,
-    start_tenancy, wait_for,
+    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, SHARED_A, Admin, chat, fp,
+    sim_entries, start_tenancy, wait_for,
 )
+from turnout.orgs import OrgDoc
+from turnout.state.tenant_store import TenantStore
 
 pytestmark = pytest.mark.integration
 
@@ -34,7 +41,10 @@ HOSTILE = [
     for line in (Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt").read_text().splitlines()
     if line.strip() and not line.lstrip().startswith("#")
 ]
-NOT_FOUND = {"error": {"message": "No such object.", "type": "not_found_error", "param": None, "code": "not_found"}}
+def not_found(method: str, path: str) -> dict[str, object]:
+    """The one 404 body: it names the route asked for, the same for another org's object and a missing one."""
+    return {"error": {"message": f"No such object: {method} {path}.", "type": "not_found_error", "param": None,
+                      "code": "not_found"}}
 
 # (method, path template, body); {org} is the other org, {squad}/{key}/{provider}/{endpoint} its objects
 ORG_ROUTES: list[tuple[str, str, object]] = [
@@ -114,11 +124,11 @@ def test_cross_org_probes_leak_nothing(gw: Gateway) -> None:
             response = httpx.request(method, f"{gw.base_url}/admin/v1{path}", json=body, headers={header: value})
             probes += 1
             assert response.status_code == 404, (method, path, response.text)
-            assert response.json() == NOT_FOUND, (method, path)
+            assert response.json() == not_found(method, f"/admin/v1{path}"), (method, path)
         for org in (other, "no-such-org"):
             response = httpx.get(f"{gw.base_url}/admin/v1/orgs/{org}", headers={"authorization": f"Bearer {caller}"})
             probes += 1
-            assert response.json() == NOT_FOUND
+            assert response.json() == not_found("GET", f"/admin/v1/orgs/{org}")
         for method, template, body in OPERATOR_ROUTES:
             response = httpx.request(method, f"{gw.base_url}/admin/v1{template.format(org=other)}", json=body,
                                      headers={"authorization": f"Bearer {caller}"})
@@ -220,3 +230,42 @@ def _redis_contents(url: str) -> bytes:
                 out.extend(b"%s=%s" % kv for _, fields in client.xrange(key) for kv in fields.items())
     assert out, "redis is empty: nothing was checked"
     return b"\n".join(out)
+
+
+def _copy_acme_byok_into_beta(redis_url: str) -> None:
+    """Org acme's sealed `sim-a` key written into org beta's document, as a Redis write would."""
+
+    async def run() -> None:
+        client = aioredis.Redis.from_url(redis_url)
+        store = TenantStore(client)
+        acme, _ = await store.load("acme")
+        assert acme is not None
+        moved = acme.provider_keys["sim-a"]
+
+        def mutate(doc: OrgDoc | None) -> tuple[OrgDoc | None, None]:
+            assert doc is not None
+            return msgspec.structs.replace(doc, provider_keys={**doc.provider_keys, "sim-a": moved}), None
+
+        await store.update("beta", mutate)
+        await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_a_sealed_key_moved_to_another_org_is_never_sent(gw: Gateway) -> None:
+    beta = Admin(gw.base_url, BETA_ADMIN)
+    own_only = beta.call("POST", "/orgs/beta/keys", {"name": "moved-own", "settings": {"key_mode": "own_only"}})
+    shared_ok = beta.call("POST", "/orgs/beta/keys", {"name": "moved-default"})
+    assert own_only.status_code == shared_ok.status_code == 201
+    _copy_acme_byok_into_beta(gw.redis_url)
+    wait_for(lambda: "sim-a" in beta.call("GET", "/orgs/beta/provider-keys").text, 5, "the moved key listed")
+    skipped = chat(gw.base_url, own_only.json()["secret"], "bk-a")
+    assert skipped.status_code == 502 and "usable credential" in skipped.text, skipped.text
+    assert sim_entries(gw, skipped.headers["x-request-id"]) == []  # no call at all: the key did not open
+    shared = chat(gw.base_url, shared_ok.json()["secret"], "bk-a")
+    assert shared.status_code == 200
+    assert [e["auth_fingerprint"] for e in sim_entries(gw, shared.headers["x-request-id"])] == [fp(SHARED_A)]
+    logs = "".join(p.log() for p in gw.fleet.procs)
+    assert "org beta: provider key sim-a cannot be used" in logs and "does not open for its place" in logs
+    own = chat(gw.base_url, ACME_USER, "bk-a")  # where it belongs it still opens
+    assert [e["auth_fingerprint"] for e in sim_entries(gw, own.headers["x-request-id"])] == [fp(CANARY)]

@@ -23,6 +23,7 @@ KEY_ADMIN = "tk-test-admin-00000000001"
 KEY_STREAM = "tk-test-stream-0000000001"
 KEY_CYCLES = "tk-test-cycles-0000000001"
 KEY_RECOVER = "tk-test-recover-000000001"
+OPERATOR = "op-test-main-operator-0000001"
 
 SIM_PROVIDERS = """\
 providers:

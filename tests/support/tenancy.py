@@ -50,6 +50,7 @@ models:
   t-fail:          {{offers: [{{provider: sim-a, model: "tfail~500"}}]}}
 gateway:
   records_max: 10000
+egress: {{schemes: [http], ports: any}}   # the simulator listens on plain http, any free port
 orgs:
   acme:
     provider_keys: {{sim-a: ${{ACME_BYOK}}}}

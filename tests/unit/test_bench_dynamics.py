@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from dynamics.calls import Call, max_in_flight, open_loop, per_second, retry_hint_s, share, statuses  # noqa: E402
+from dynamics.calls import (  # noqa: E402
+    Call, max_in_flight, open_loop, peak_per_window, per_second, retry_hint_s, share, statuses,
+)
 
 
 @pytest.mark.parametrize(
@@ -31,12 +32,21 @@ def test_retry_hint_s(headers: dict[str, str], expected: float | None) -> None:
 
 
 def test_retry_hint_s_reads_an_http_date() -> None:
-    hint = retry_hint_s({"retry-after": email.utils.formatdate(time.time() + 30, usegmt=True)})
-    assert hint is not None and 28 <= hint <= 31
+    now_s = 1_700_000_000.0
+    hint = retry_hint_s({"retry-after": email.utils.formatdate(now_s + 30, usegmt=True)}, clock=lambda: now_s)
+    assert hint == 30.0
 
 
 def test_per_second_bins_from_start_and_drops_outside() -> None:
     assert per_second([9.9, 10.0, 10.5, 11.0, 12.999, 13.0], 10.0, 3) == [2, 1, 1]
+
+
+def test_peak_per_window_slides_instead_of_binning() -> None:
+    times = [0.5, 0.9, 1.1, 1.4, 3.0]
+    assert per_second(times, 0.0, 4) == [2, 2, 0, 1]  # bins split the burst
+    assert peak_per_window(times, 0.0, 10.0) == 4  # [0.5, 1.5) holds all four
+    assert peak_per_window(times, 1.0, 10.0) == 2
+    assert peak_per_window([], 0.0, 1.0) == 0
 
 
 def _entry(t_s: float, ended_s: float | None) -> dict[str, object]:
@@ -59,11 +69,16 @@ def test_shares_and_status_counts() -> None:
 
 
 async def test_open_loop_sends_rate_times_duration_without_waiting_for_answers() -> None:
-    async def slow() -> Call:
-        await asyncio.sleep(0.2)
-        return Call(time.time(), time.time(), 200)
+    sent = 0
+    all_sent = asyncio.Event()
 
-    started = time.monotonic()
-    calls = await open_loop(slow, rate_per_s=50, run_s=0.2, grace_s=5)
+    async def answered_after_the_last_send() -> Call:
+        nonlocal sent
+        sent += 1
+        if sent == 10:
+            all_sent.set()
+        await all_sent.wait()  # a loop that waited for this answer before sending on would never get here
+        return Call(0.0, 0.0, 200)
+
+    calls = await open_loop(answered_after_the_last_send, rate_per_s=50, run_s=0.2, grace_s=30)
     assert len(calls) == 10 and all(c.ok for c in calls)
-    assert time.monotonic() - started < 1.0  # sends did not wait for the 0.2 s answers

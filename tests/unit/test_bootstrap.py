@@ -12,10 +12,10 @@ from turnout.errors import ConfigError
 from turnout.orgs import OrgDoc, hash_token
 from turnout.ssrf import AllowList
 from turnout.tenant_admin import remove_key, remove_squad, revoke_key, with_settings
-from turnout.vault import Vault, generate_key
+from turnout.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
-ALLOW = AllowList.parse("10.0.0.0/8")
+ALLOW = AllowList.parse("10.0.0.0/8").widened(schemes=["http"], ports=[8000])
 BASE = """
 providers:
   a: {{kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}}
@@ -55,7 +55,7 @@ def test_absent_org_is_created_from_the_file_with_secrets_sealed_and_keys_hashed
     assert doc.keys["ci"].digest == hash_token("tk-ci-key-000000001")
     assert "tk-ci-key-000000001" not in msgspec.json.encode(doc).decode()
     assert "byok-secret-0001" not in msgspec.json.encode(doc).decode()
-    assert VAULT.open(doc.provider_keys["a"].secret) == "byok-secret-0001"
+    assert VAULT.open(doc.provider_keys["a"].secret, provider_key_binding("acme", "a")) == "byok-secret-0001"
     assert all(m.origin == "config" for m in (doc.settings_meta, doc.keys["ci"].meta, doc.squads["research"].meta))
 
 
@@ -70,7 +70,7 @@ def test_file_change_updates_an_object_the_file_owns() -> None:
     new, changed = merge(doc, cfg(reroute="m2", byok="byok-secret-0002"))
     assert changed == ["settings", "provider_keys.a"]
     assert new is not None and new.settings.reroutes == ["m2"]
-    assert VAULT.open(new.provider_keys["a"].secret) == "byok-secret-0002"
+    assert VAULT.open(new.provider_keys["a"].secret, provider_key_binding("acme", "a")) == "byok-secret-0002"
 
 
 def test_run_time_edit_wins_over_a_later_file_change() -> None:
@@ -112,7 +112,7 @@ orgs:
 
 def test_endpoint_refused_by_the_ssrf_guard_refuses_the_start_naming_the_path() -> None:
     with pytest.raises(ConfigError, match=r"^orgs\.acme\.custom_endpoints\.vllm\.base_url: refused: .*metadata"):
-        merge(None, cfg(endpoint="http://169.254.169.254/v1"))
+        merge(None, cfg(endpoint="http://169.254.169.254:8000/v1"))
 
 
 def test_byok_without_a_secret_key_refuses_the_start_naming_the_path() -> None:

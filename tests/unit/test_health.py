@@ -521,7 +521,8 @@ async def test_breakers_half_open_probe_success_closes_with_slow_start(fleet: Fl
     assert counts(snap, now, SETTINGS) == (1.0, 0.0), "the outage's counts are cleared"
     assert score(snap, now, SETTINGS) == 1.0
     assert (snap.trip_rule, snap.last_error) == ("run", f"HTTP 503 #{FRESH_RUN - 1}")
-    assert await fleet.admit() == Gate(admitted=True)
+    gates = [await fleet.admit() for _ in range(10)]  # slow start: 10 % of the attempts right after the close
+    assert sum(g.admitted for g in gates) == 1
     assert fleet.transitions == [
         (T, BreakerState.CLOSED, BreakerState.OPEN),
         (T, BreakerState.HALF_OPEN, BreakerState.CLOSED),
@@ -781,45 +782,43 @@ async def _closed_by_probe(fleet: Fleet) -> float:
 
 
 SLOW_START_CASES = [
-    (0.0, 0.05, True),
-    (0.0, 0.5, False),
-    (5.0, 0.5, True),  # share 0.55 half-way
-    (5.0, 0.6, False),
-    (9.0, 0.95, False),  # share 0.91
-    (10.0, 0.99, True),  # full traffic after slow_start_s
-    (60.0, 0.999, True),
+    (0.0, 10, 1),  # share 0.1
+    (0.0, 25, 2),
+    (5.0, 20, 11),  # share 0.55 half-way
+    (9.0, 100, 91),  # share 0.91
+    (10.0, 7, 7),  # full traffic after slow_start_s
+    (60.0, 3, 3),
 ]
 
 
 @pytest.mark.parametrize(
-    ("after_s", "draw", "admitted"), SLOW_START_CASES, ids=[f"{a}s-draw{d}" for a, d, _ in SLOW_START_CASES]
+    ("after_s", "offered", "admitted"), SLOW_START_CASES, ids=[f"{a}s-{n}" for a, n, _ in SLOW_START_CASES]
 )
-async def test_breakers_slow_start_skips_draws_above_the_share(
-    fleet: Fleet, after_s: float, draw: float, admitted: bool
+async def test_breakers_slow_start_paces_the_share_of_offered_attempts(
+    fleet: Fleet, after_s: float, offered: int, admitted: int
 ) -> None:
     await _closed_by_probe(fleet)
     fleet.time.advance(after_s)
-    fleet.rng.draw = draw
-    gate = await fleet.admit()
-    if admitted:
-        assert gate == Gate(admitted=True)
-    else:
-        assert gate == Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)
+    gates = [await fleet.admit() for _ in range(offered)]
+    assert sum(g.admitted for g in gates) == admitted
+    left_out = Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)
+    assert all(g == Gate(admitted=True) or g == left_out for g in gates)
 
 
 @hsettings(max_examples=60, deadline=None)
-@given(after_s=st.floats(0.0, 15.0), draw=st.floats(0.0, 1.0, exclude_max=True))
-def test_breakers_slow_start_admits_exactly_the_share(after_s: float, draw: float) -> None:
+@given(after_s=st.floats(0.0, 15.0), offered=st.integers(1, 60))
+def test_breakers_slow_start_never_admits_more_than_the_ramp(after_s: float, offered: int) -> None:
+    """The admitted attempts are the configured share of those offered, rounded
+    down: never a burst above the ramp (SPEC §5 slow start)."""
     async def scenario() -> None:
         time = FakeTime()
         fleet = Fleet(time, ManualSleep(time))  # the probe records before any renewal sleeps
         closed_at = await _closed_by_probe(fleet)
         fleet.time.advance(after_s)
-        fleet.rng.draw = draw
-        gate = await fleet.admit()
         share = ramp_share(await fleet.snapshot(), fleet.time.epoch, SETTINGS)
-        assert gate.admitted == (draw < share)
-        assert gate.admitted or gate.reason is SkipReason.RAMPING
+        gates = [await fleet.admit() for _ in range(offered)]
+        assert sum(g.admitted for g in gates) == math.floor(share * offered + 1e-9)
+        assert all(g.admitted or g.reason is SkipReason.RAMPING for g in gates)
         assert share == 1.0 or fleet.time.epoch - closed_at < SETTINGS.slow_start_s
 
     asyncio.run(scenario())
@@ -833,8 +832,7 @@ async def test_breakers_slow_start_applies_to_a_view_read_before_the_close(fleet
     view_b = await fleet.view()
     view_a, gate_a = await fleet.probe()
     await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
-    fleet.rng.draw = 0.99
-    gate = await fleet.breakers.admit(T, view_b)
+    gate = await fleet.breakers.admit(T, view_b)  # the first attempt after the close: 10 % share, paced
     assert gate == Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)
     assert await fleet.permit_free(), "the permit taken to check was given back"
 
@@ -895,7 +893,9 @@ async def test_breakers_view_read_before_a_successful_probe_admits_without_probe
     view_a, gate_a = await fleet.probe()
     await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
 
-    assert await fleet.breakers.admit(T, view_b) == Gate(admitted=True)
+    gate = await fleet.breakers.admit(T, view_b)
+    assert not gate.probe, "B is not a probe of a closed breaker"
+    assert gate == Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)  # slow start
     assert await fleet.permit_free(), "the permit taken to check was given back"
 
 

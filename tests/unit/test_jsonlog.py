@@ -9,7 +9,8 @@ import logging
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from turnout.jsonlog import json_handler, redact, request_context
+from turnout.jsonlog import json_handler, redact, request_context, scrub_logs
+from turnout.scrub import Scrubber
 from turnout.tracing import setup_tracing
 
 
@@ -64,3 +65,19 @@ def test_a_logged_credential_never_reaches_the_line(capture: tuple[logging.Logge
     except ValueError:
         logger.exception("failed with Authorization: Bearer tk-secret-value")
     assert "tk-secret-value" not in stream.getvalue()
+
+
+def test_the_scrub_filter_removes_known_keys_and_api_key_provided_texts(
+    capture: tuple[logging.Logger, io.StringIO],
+) -> None:
+    logger, stream = capture
+    scrub_logs(Scrubber(["plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"]).credentials, logger)
+    logger.warning("upstream said: Incorrect API key provided: sk-notknown0123456789abc.")
+    logger.warning("breaker OPEN: 401: key %s revoked", "plat-Zq81mXv0Lr5T")  # a fragment, in the args
+    try:
+        raise RuntimeError("quoted plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6 back")
+    except RuntimeError:
+        logger.exception("failed")
+    text = stream.getvalue()
+    assert "sk-notknown0123456789abc" not in text and "plat-Zq81mXv0" not in text and "Lr5Tn2Wk" not in text
+    assert text.count("[redacted]") >= 3 and "Traceback" in text

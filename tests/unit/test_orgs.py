@@ -101,7 +101,7 @@ INVALID = [
     (dict(key=s(reroutes=["custom:vllm"])), "keys.k.settings.reroutes[0]", "malformed entry"),
     (dict(key=s(reroutes=["custom:other:llama"])), "keys.k.settings.reroutes[0]", "names no custom endpoint"),
     (dict(org=s(policy={"retry": {"bogus": 1}})), "settings.policy.retry.bogus", "unknown field"),
-    (dict(endpoints={"vllm": "http://169.254.169.254/"}), "custom_endpoints.vllm.base_url", "metadata"),
+    (dict(endpoints={"vllm": "https://169.254.169.254/"}), "custom_endpoints.vllm.base_url", "metadata"),
     (dict(endpoints={"bad:id": "https://x.example/v1"}), "custom_endpoints.bad:id", "cannot contain"),
 ]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,6 +17,9 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from turnout.adapters.guarded import REFUSED, make_guarded_client
 from turnout.adapters.transport import transport_error_of
 from turnout.core.types import TransportError
+from turnout.config import parse_config
+from turnout.directory import egress_policy
+from turnout.errors import ConfigError
 from turnout.ssrf import AllowList, UnsafeURL, address_refusal, check_base_url, parse_loose_ipv4, refused_addresses
 
 HOSTILE_FILE = Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt"
@@ -23,7 +27,8 @@ HOSTILE = [
     line.strip() for line in HOSTILE_FILE.read_text(encoding="utf-8").splitlines()
     if line.strip() and not line.lstrip().startswith("#")
 ]
-TEST_ALLOW = AllowList.parse("127.0.0.1")
+TEST_ALLOW = AllowList.parse("127.0.0.1").widened(schemes=["http"], ports=None)
+ANY_HTTP = AllowList().widened(schemes=["http"], ports=None)  # the egress policy widened, the SSRF rules alone
 
 
 def test_the_hostile_list_is_long_enough() -> None:
@@ -32,7 +37,8 @@ def test_the_hostile_list_is_long_enough() -> None:
 
 
 @pytest.mark.parametrize("url", HOSTILE)
-@pytest.mark.parametrize("allow", [AllowList(), TEST_ALLOW], ids=["no-allow-list", "allow-127.0.0.1"])
+@pytest.mark.parametrize("allow", [AllowList(), ANY_HTTP, TEST_ALLOW],
+                         ids=["default-policy", "any-scheme-and-port", "allow-127.0.0.1"])
 def test_hostile_base_url_is_refused(url: str, allow: AllowList) -> None:
     with pytest.raises(UnsafeURL):
         check_base_url(url, allow)
@@ -41,7 +47,7 @@ def test_hostile_base_url_is_refused(url: str, allow: AllowList) -> None:
 @pytest.mark.parametrize("url", [
     "https://api.openai.com/v1",
     "https://api.groq.com/openai/v1/",
-    "http://8.8.8.8:8000/v1",
+    "https://8.8.8.8:8443/v1",
     "https://[2606:4700:4700::1111]/v1",
     "https://east.example.com/openai?api-version=2024-10-21",
     "https://api.example.com/v1/user@team",
@@ -59,7 +65,7 @@ def test_public_base_url_is_accepted(url: str) -> None:
     ("printer.local", "http://printer.local/v1"),
 ])
 def test_allow_list_admits_on_prem_endpoints(allow: str, url: str) -> None:
-    assert check_base_url(url, AllowList.parse(allow))
+    assert check_base_url(url, AllowList.parse(allow).widened(schemes=["http"], ports=None))
 
 
 @pytest.mark.parametrize(("allow", "url"), [
@@ -72,7 +78,38 @@ def test_allow_list_admits_on_prem_endpoints(allow: str, url: str) -> None:
 ])
 def test_allow_list_never_admits_metadata_or_encoded_forms(allow: str, url: str) -> None:
     with pytest.raises(UnsafeURL):
-        check_base_url(url, AllowList.parse(allow))
+        check_base_url(url, AllowList.parse(allow).widened(schemes=["http"], ports=None))
+
+
+@pytest.mark.parametrize(("url", "why"), [
+    ("http://api.example.com/v1", "must start with https://"),
+    ("https://api.example.com:8000/v1", "port is not allowed"),
+    ("https://api.example.com:25/v1", "port is not allowed"),
+    ("https://api.example.com/v1?key=AIzaSecret", "put the secret in the endpoint's api_key field"),
+    ("https://api.example.com/v1?api-version=1&API_KEY=x", "api_key field"),
+    ("https://api.example.com/v1?sig=abc", "api_key field"),
+    ("https://user:pw@api.example.com/v1", "credentials"),
+], ids=["http", "port-8000", "port-25", "query-key", "query-api-key-any-case", "query-sig", "userinfo"])
+def test_the_default_egress_policy_is_https_on_443_and_8443_without_secrets_in_the_url(url: str, why: str) -> None:
+    with pytest.raises(UnsafeURL, match=why.replace("(", r"\(")):
+        check_base_url(url, AllowList())
+    assert check_base_url("https://api.example.com:8443/v1", AllowList())
+    assert check_base_url("https://api.example.com/v1?api-version=2024-10-21", AllowList())
+
+
+def test_the_operator_widens_schemes_and_ports() -> None:
+    wide = AllowList().widened(schemes=["http"], ports=[8000])
+    assert check_base_url("http://api.example.com:8000/v1", wide)
+    with pytest.raises(UnsafeURL, match="allows 443, 8000, 8443"):
+        check_base_url("http://api.example.com:9000/v1", wide)
+    assert check_base_url("http://api.example.com:9000/v1", wide.widened(ports=None))
+
+
+def test_a_resolution_refusal_says_why_without_the_addresses() -> None:
+    for answer in (["10.0.0.5"], ["8.8.8.8", "127.0.0.1"], ["2002:a00:1::"], ["169.254.169.254"]):
+        reason = refused_addresses("vllm.example", answer, AllowList())
+        assert reason is not None and reason.startswith("vllm.example resolves to a ")
+        assert not any(a in reason for a in answer) and "10.0.0.1" not in reason
 
 
 def test_allow_list_refuses_a_malformed_entry() -> None:
@@ -148,7 +185,7 @@ async def local_server() -> AsyncIterator[tuple[str, list[str]]]:
 
 async def test_guarded_client_refuses_a_loopback_literal_before_connecting(local_server: tuple[str, list[str]]) -> None:
     hostport, hits = local_server
-    async with make_guarded_client(max_connections=4, allow=AllowList()) as client:
+    async with make_guarded_client(max_connections=4, allow=ANY_HTTP) as client:
         with pytest.raises(httpx.ConnectError, match=REFUSED) as info:
             await client.post(f"http://{hostport}/v1/chat/completions", content=b"{}")
     assert hits == []
@@ -161,7 +198,7 @@ async def test_guarded_client_refuses_a_name_resolving_to_loopback_at_connect_ti
     hostport, hits = local_server
     port = hostport.rsplit(":", 1)[1]
     resolver = FixedResolver("127.0.0.1")  # DNS rebinding: a public-looking name answering 127.0.0.1
-    async with make_guarded_client(max_connections=4, allow=AllowList(), resolver=resolver) as client:
+    async with make_guarded_client(max_connections=4, allow=ANY_HTTP, resolver=resolver) as client:
         with pytest.raises(httpx.TransportError, match=REFUSED) as info:
             await client.post(f"http://rebind.example.com:{port}/v1/chat/completions", content=b"{}")
     assert transport_error_of(info.value) is TransportError.CONNECT
@@ -194,3 +231,25 @@ async def test_guarded_client_never_follows_a_redirect(local_server: tuple[str, 
         assert response.status_code == 302
     finally:
         await runner.cleanup()
+
+
+EGRESS_BASE = """
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
+models:
+  m1: {offers: [{provider: a, model: m1}]}
+"""
+
+
+def test_the_egress_section_widens_the_default_policy() -> None:
+    base = EGRESS_BASE
+    default = egress_policy(parse_config(base, env={}), {})
+    assert default.schemes == {"https"} and default.ports == {443, 8443} and not default.networks
+    wide = egress_policy(parse_config(base + "egress: {schemes: [http], ports: any, allow: [10.0.0.0/8]}\n",
+                                      env={}), {"TURNOUT_SSRF_ALLOW": "vllm.corp"})
+    assert wide.schemes == {"http", "https"} and wide.ports is None
+    assert wide.hosts == {"vllm.corp"} and [str(n) for n in wide.networks] == ["10.0.0.0/8"]
+    for bad, path in (("egress: {ports: [70000]}", "egress.ports"), ("egress: {allow: ['a b']}", "egress.allow"),
+                      ("egress: {schemes: [ftp]}", "egress.schemes")):
+        with pytest.raises(ConfigError, match="^" + re.escape(path)):
+            parse_config(base + bad + "\n", env={})

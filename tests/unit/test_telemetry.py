@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,10 +32,13 @@ from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.metrics import Metrics
 from turnout.router import RequestInfo, Router
+from turnout.scrub import Scrubber
 from turnout.observers import Observers, PrometheusObserver
 from turnout.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.tracing import Telemetry, setup_tracing
 from turnout_sim.app import start_in_background
+
+from support.clocks import FakeClock
 
 KEY_A, KEY_B = "secret-provider-key-aaaa", "secret-provider-key-bbbb"
 PROMPT = "TOPSECRET-PROMPT-TEXT"
@@ -80,18 +84,18 @@ class Harness:
         self.catalog = catalog
         self.http = http
         self.policy = policy
-        self.waits: list[float] = []
         observer = Observers(
             SpanObserver(self.telemetry.tracer, catalog, self.telemetry.meter), PrometheusObserver(self.metrics)
         )
 
-        self.now_s = 1000.0
+        self.clock = FakeClock()
+        self.waits = self.clock.waits
+        self.router = self.router_with(observer)
 
-        async def sleep(delay_s: float) -> None:
-            self.waits.append(delay_s)
-            self.now_s += delay_s
-
-        self.router = Router(catalog=catalog, http=http, observer=observer, sleep=sleep, clock=lambda: self.now_s)
+    def router_with(self, observer: Any) -> Router:
+        """A router, its breakers and their store on one fake clock, with seeded draws: no real time."""
+        return Router(catalog=self.catalog, http=self.http, observer=observer, sleep=self.clock.sleep,
+                      clock=self.clock, rng=random.Random(17), breakers=self.clock.breakers(self.catalog))
 
     async def route(self, model: str = "chain", request_id: str = "req-1") -> Any:
         policy = self.policy
@@ -155,6 +159,7 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
     assert attempts[0].status.status_code is StatusCode.ERROR
     assert attempts[2].status.status_code is StatusCode.UNSET
     assert req.attributes is not None and req.attributes["turnout.request_id"] == "req-1"
+    assert not [k for k in req.attributes if k.startswith("gen_ai.")]  # one model call per attempt span only
     waited = [e for e in req.events if e.name == EVENT_WAITED]
     assert len(waited) == 1 and waited[0].attributes is not None
     assert waited[0].attributes["turnout.wait.reason"] == "backoff"
@@ -325,9 +330,27 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
         def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
             calls.append("wait")
 
-    mock_harness.router = Router(
-        catalog=mock_harness.catalog, http=mock_harness.http, observer=Observers(Broken(), Counting()),
-    )
+    mock_harness.router = mock_harness.router_with(Observers(Broken(), Counting()))
     result = await mock_harness.route()
     assert result.verdict is None
     assert calls == ["start", "end:h", "wait", "start", "end:h", "start", "end:h"]
+
+
+async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:
+    spans = InMemorySpanExporter()
+    scrubber = Scrubber(["plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"])
+    telemetry = setup_tracing("turnout-test", env={}, span_exporters=[spans], scrub=scrubber.credentials)
+    http = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200, json={})))
+    HTTPXClientInstrumentor.instrument_client(http, tracer_provider=telemetry.tracer_provider)
+    await http.get("https://generativelanguage.example/v1/models?key=AIzaSyQueryKey0123456789&alt=json")
+    with telemetry.tracer.start_as_current_span("server", attributes={
+        "url.query": "api_key=client-secret-1", "http.target": "/v1/models?api_key=client-secret-1",
+        "note": "upstream quoted plat-Zq81mXv0Lr5T",
+    }) as span:
+        span.add_event("exception", {"exception.message": "Incorrect API key provided: plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"})
+    await http.aclose()
+    text = repr([(s.attributes, [e.attributes for e in s.events], s.status.description)
+                 for s in spans.get_finished_spans()])
+    assert "https://generativelanguage.example/v1/models?[redacted]" in text
+    for secret in ("AIzaSyQueryKey", "client-secret-1", "plat-Zq81", "Lr5Tn2Wk"):
+        assert secret not in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from cryptography.fernet import Fernet
 
 from turnout.core.scopes import ScopeSettings
 from turnout.orgs import EndpointDoc, OrgDoc, hash_token
@@ -11,7 +12,7 @@ from turnout.tenant_admin import (
     AdminError, KeyCreate, KeyPatch, SquadCreate, add_key, add_squad, decode, key_view, org_view, patch_key,
     put_endpoint, put_provider_key, remove_endpoint, remove_squad, revoke_key, rotate_secrets, settings_patch,
 )
-from turnout.vault import Vault, generate_key
+from turnout.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
 
@@ -105,8 +106,10 @@ def test_decode_names_the_nested_path_of_a_bad_field() -> None:
 def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
     old_key, new_key = generate_key(), generate_key()
     vault = Vault([old_key])
-    doc = put_provider_key(org(), "openai", vault.seal("sk-canary-aaaabbbbccccdddd"), 1.0)
-    doc = put_endpoint(doc, "vllm", "https://vllm.example/v1", vault.seal("ep-canary-11112222"), 1.0)
+    byok, ep = provider_key_binding(org().id, "openai"), endpoint_binding(org().id, "vllm")
+    doc = put_provider_key(org(), "openai", vault.seal("sk-canary-aaaabbbbccccdddd", byok), 1.0)
+    legacy = Sealed(token=Fernet(old_key.encode()).encrypt(b"ep-canary-11112222").decode(), tail="2222")
+    doc = put_endpoint(doc, "vllm", "https://vllm.example/v1", legacy, 1.0)  # sealed before binding
     doc = put_endpoint(doc, "open", "https://open.example/v1", None, 1.0)
     text = msgspec.json.encode(org_view(doc, 2.0)).decode()
     assert "sk-canary-aaaabbbbccccdddd" not in text and "ep-canary-11112222" not in text
@@ -115,7 +118,7 @@ def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
     both = Vault.from_env({"TURNOUT_SECRET_KEY": f"{new_key},{old_key}"})
     rotated, count = rotate_secrets(doc, both)
     assert count == 2
-    assert new_vault.open(rotated.provider_keys["openai"].secret) == "sk-canary-aaaabbbbccccdddd"
+    assert new_vault.open(rotated.provider_keys["openai"].secret, byok) == "sk-canary-aaaabbbbccccdddd"
     endpoint = rotated.custom_endpoints["vllm"]
     assert isinstance(endpoint, EndpointDoc) and endpoint.secret is not None
-    assert new_vault.open(endpoint.secret) == "ep-canary-11112222"
+    assert new_vault.open(endpoint.secret, ep) == "ep-canary-11112222"  # migrated: bound where it was stored

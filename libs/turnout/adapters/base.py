@@ -24,7 +24,7 @@ from httpx_sse import ServerSentEvent
 
 from turnout.config import ProviderKind
 from turnout.core.hints import retry_after_s
-from turnout.core.types import Outcome, Target
+from turnout.core.types import Outcome, Target, TransportError
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -231,8 +231,21 @@ def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, no
     ))
 
 
-def describe_error(exc: BaseException) -> str:
-    """A short description of a transport exception (its cause's type and text; no secrets)."""
+_TRANSPORT_WORDS = {
+    TransportError.CONNECT: "could not connect to the provider",
+    TransportError.RESET: "the provider closed the connection",
+    TransportError.ATTEMPT_TIMEOUT: "no answer within the attempt's time limit",
+    TransportError.FIRST_TOKEN_TIMEOUT: "no first content within the time limit",
+    TransportError.PROTOCOL: "the provider's answer could not be read",
+}
+
+
+def describe_error(exc: BaseException, kind: TransportError) -> str:
+    """A transport failure as a fixed phrase for its kind and its cause's class name
+    (`could not connect to the provider (ClientConnectorError)`).
+
+    Allow-list: the exception's text is never used, since it carries host
+    names, ports, resolved addresses and sometimes URLs (`turnout.scrub`).
+    """
     cause = exc.__cause__ or exc
-    text = str(cause).strip()
-    return f"{type(cause).__name__}: {text}"[:300] if text else type(cause).__name__
+    return f"{_TRANSPORT_WORDS[kind]} ({type(cause).__name__})"

@@ -25,6 +25,22 @@ from turnout.adapters.transport import transport_error_of
 from turnout.core.types import Outcome, TransportError
 
 
+def _build(family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request | AttemptResult:
+    """The family's request, or the failed attempt when `spec.base_url` cannot be sent at all.
+
+    A tenant's stored base URL that httpx cannot parse (bad IPv6 brackets,
+    control characters, an invalid IDNA label) is a failed attempt
+    (TransportError.CONNECT, its exception class named), never an exception
+    out of the adapter: the job is answered like any other failure.
+    """
+    try:
+        return family.build_request(client, spec, stream=stream)
+    except (httpx.InvalidURL, ValueError) as exc:  # IDNAError is a UnicodeError, a ValueError
+        return AttemptResult(outcome=Outcome(
+            transport=TransportError.CONNECT, message=f"the provider's URL cannot be used ({type(exc).__name__})",
+        ))
+
+
 async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
     """One non-streaming attempt (an `Upstream`): send, read the whole answer.
 
@@ -40,7 +56,7 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
         `transport_error_of`). Cancellation propagates.
     """
     family = FAMILIES[spec.kind]
-    request = family.build_request(client, spec, stream=False)
+    request = _build(family, client, spec, stream=False)
     if isinstance(request, AttemptResult):
         return request
     try:
@@ -51,7 +67,8 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
             transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {spec.timeout_s:.3f} s",
         ))
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=describe_error(exc)))
+        kind = transport_error_of(exc)
+        return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
     return family.read_outcome(response.status_code, response.headers, response.content, time.time())
 
 
@@ -75,7 +92,7 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
         response is closed).
     """
     family = FAMILIES[spec.kind]
-    request = family.build_request(client, spec, stream=True)
+    request = _build(family, client, spec, stream=True)
     if isinstance(request, AttemptResult):
         return request
     return await _send_stream(client, request, family, timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s)
@@ -109,7 +126,8 @@ async def _send_stream(
         kind = TransportError.FIRST_TOKEN_TIMEOUT if ttft_bound else TransportError.ATTEMPT_TIMEOUT
         return AttemptResult(outcome=Outcome(transport=kind, message=f"no first content within {limit_s:.3f} s"))
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
-        return AttemptResult(outcome=Outcome(transport=transport_error_of(exc), message=describe_error(exc)))
+        kind = transport_error_of(exc)
+        return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
     finally:
         if response is not None and not committed:
             await asyncio.shield(response.aclose())

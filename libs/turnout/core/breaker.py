@@ -276,6 +276,27 @@ def ramp_share(snapshot: BreakerSnapshot, now_s: float, settings: BreakerSetting
     return max(low, low + (1.0 - low) * max(elapsed, 0.0) / settings.slow_start_s)
 
 
+def pace(credit: float, share: float) -> tuple[bool, float]:
+    """Admit attempts at exactly `share` of those offered, with no burst (slow start).
+
+    An accumulator: each offered attempt adds `share` to `credit`; one whose
+    credit reaches 1.0 is admitted and spends it. Over any run of n offered
+    attempts, at most `ceil(share · n + credit)` are admitted: never more
+    than the configured ramp plus one, unlike independent random draws.
+
+    Args:
+        credit: the accumulator before this attempt, in [0, 1) (0.0 at a close).
+        share: the admitted share now (`ramp_share`), in (0, 1].
+
+    Returns:
+        (admitted, the new credit).
+    """
+    credit += min(max(share, 0.0), 1.0)
+    if credit >= 1.0 - 1e-9:
+        return True, max(credit - 1.0, 0.0)
+    return False, credit
+
+
 def admit(snapshot: BreakerSnapshot, now_s: float, settings: BreakerSettings, draw: float = 0.0) -> Admission:
     """Whether an attempt may go to this target now (SPEC §5).
 
@@ -283,8 +304,9 @@ def admit(snapshot: BreakerSnapshot, now_s: float, settings: BreakerSettings, dr
         snapshot: the target's stored snapshot.
         now_s: store-clock time.
         settings: thresholds (slow start).
-        draw: a uniform number in [0, 1) for the slow-start share (the
-            caller's RNG); 0.0 always admits.
+        draw: a number in [0, 1] compared with the slow-start share: below
+            it admits (0.0 always admits, 1.0 never while the share is
+            below 1); the shell draws it from `pace`.
 
     Returns:
         REST while a provider's "not before" holds (whatever the state),

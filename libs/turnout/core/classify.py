@@ -296,13 +296,14 @@ _CONNECT_WORDING: Final = re.compile(
     r"|certificate verify failed|(?:ssl|tls) handshake"
     r"|connection attempts failed|failed to establish a new connection"
     r"|(?:cannot|can't|could not|unable to) connect|connect error"
+    r"|fetch failed|failed to fetch|connection error"
 )
 _RESET_WORDING: Final = re.compile(
     r"\breset\b|econnreset|socket hang up|premature close|premature end"
     r"|\bepipe\b|broken pipe|connection aborted|econnaborted"
     r"|\beof\b|server disconnected|remote ?disconnected|remote end closed"
     r"|connection (?:was )?closed|closed (?:the )?connection|peer closed"
-    r"|incomplete ?read|connection lost"
+    r"|incomplete ?read|connection lost|stream ?(?:error|closed)"
 )
 _PROTOCOL_WORDING: Final = re.compile(
     r"protocol error|malformed|invalid http|invalid chunk|json ?decode"
@@ -390,10 +391,13 @@ def transport_kind_from_message(message: str) -> TransportError | None:
     - "timed out", "timeout", ETIMEDOUT, "deadline exceeded" → ATTEMPT_TIMEOUT;
     - "refused", DNS failures ("name resolution", getaddrinfo, ENOTFOUND,
       EAI_AGAIN, "Name or service not known"), unreachable host / network,
-      TLS handshake or certificate failures → CONNECT;
+      TLS handshake or certificate failures, "fetch failed" (fetch() in
+      Node), "failed to fetch" (browsers), "connection error" (the SDKs'
+      generic connection failure) → CONNECT;
     - "reset", ECONNRESET, "socket hang up", "premature close", EPIPE,
       "broken pipe", "connection aborted", EOF, "server disconnected",
-      "remote end closed connection" → RESET;
+      "remote end closed connection", "stream error", "stream closed"
+      (HTTP/2 stream resets) → RESET;
     - "protocol error", "malformed", JSON decode errors → PROTOCOL.
 
     Args:

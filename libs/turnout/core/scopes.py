@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from turnout.core.spend import Budget, StrategyRule
+from turnout.core.limits import Limits, ScopeLimits
 
 KeyMode = Literal["own_only", "own_then_shared", "shared_only"]
 
@@ -35,6 +36,9 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             scope that sets it (SPEC §10).
         strategy: rules that change the model served as that spend grows;
             a scope with a strategy ignores its reroute list (SPEC §10).
+        limits: this scope's limits (`turnout.core.limits.Limits`). Unlike
+            the other settings, the limits of every scope apply at once,
+            each with its own counter (`scope_limits`).
     """
 
     reroutes: list[str] | UnsetType = UNSET
@@ -46,9 +50,13 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     plan_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     budget: Budget | UnsetType = UNSET
     strategy: list[StrategyRule] | UnsetType = UNSET
+    limits: Limits | UnsetType = UNSET
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(ScopeSettings.__struct_fields__)
+
+RESOLVED_NAMES: tuple[str, ...] = tuple(n for n in SETTING_NAMES if n != "limits")
+"""The settings `resolve_settings` resolves; `limits` applies from every scope (`scope_limits`)."""
 
 
 def resolve_settings(org: ScopeSettings, squad: ScopeSettings | None, key: ScopeSettings | None) -> ScopeSettings:
@@ -61,10 +69,11 @@ def resolve_settings(org: ScopeSettings, squad: ScopeSettings | None, key: Scope
 
     Returns:
         A `ScopeSettings` where each field comes from the highest scope that
-        sets it; fields no scope sets stay UNSET (the gateway default applies).
+        sets it; fields no scope sets stay UNSET (the gateway default
+        applies). `limits` stays UNSET: see `scope_limits`.
     """
     resolved: dict[str, Any] = {}
-    for name in SETTING_NAMES:
+    for name in RESOLVED_NAMES:
         for scope in (org, squad, key):
             if scope is None:
                 continue
@@ -82,3 +91,28 @@ def as_model_map(value: Mapping[str, list[str]] | list[str] | UnsetType) -> dict
     if isinstance(value, list):
         return {"*": tuple(value)}
     return {k: tuple(v) for k, v in value.items()}
+
+
+def scope_limits(
+    org_id: str, org: ScopeSettings, squad: tuple[str, ScopeSettings] | None, key: tuple[str, ScopeSettings],
+) -> tuple[ScopeLimits, ...]:
+    """Every `limits` setting that applies to a key, org first (SPEC §10 "Limits").
+
+    Not resolved like the other settings: an org's limits bind all of its
+    keys together (one counter), a squad's its squad's keys, a key's that
+    key; all of them apply to each request.
+
+    Args:
+        org_id: the org's id.
+        org: the org's settings.
+        squad: (name, settings) of the key's squad, or None.
+        key: (name, settings) of the key.
+    """
+    found: list[ScopeLimits] = []
+    if isinstance(org.limits, Limits):
+        found.append(ScopeLimits(kind="org", org=org_id, limits=org.limits))
+    if squad is not None and isinstance(squad[1].limits, Limits):
+        found.append(ScopeLimits(kind="squad", org=org_id, id=squad[0], limits=squad[1].limits))
+    if isinstance(key[1].limits, Limits):
+        found.append(ScopeLimits(kind="key", org=org_id, id=key[0], limits=key[1].limits))
+    return tuple(found)

@@ -129,6 +129,21 @@ def _describe(record: AttemptRecord) -> str:
     return f"{record.target.provider}/{record.target.model} answered {status}{detail}"
 
 
+def _quoted(records: tuple[AttemptRecord, ...]) -> tuple[str, AttemptRecord] | None:
+    """The attempt an exhausted answer quotes, and the word that labels it.
+
+    One pass over the plan: the last attempt ("last"). More than one pass
+    (`fallback.max_cycles` > 1, SPEC §3 step 5): the original error, the
+    first attempt's ("original"); the later ones stay in the body's
+    per-attempt summary (`error.attempts`). None without any attempt.
+    """
+    if not records:
+        return None
+    if records[-1].cycle > 1:
+        return "original", records[0]
+    return "last", records[-1]
+
+
 def client_retry_after_s(wait_s: float, draw: float) -> int:
     """The Retry-After (whole seconds) for "every target is out of rotation" (SPEC §5).
 
@@ -159,6 +174,9 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
           shortest hint seen (else the shortest breaker reopen, else 1 s).
         - EXHAUSTED otherwise (also a reroute list exhausted): 502
           `provider_failed` with the last attempt and the summary.
+        Both EXHAUSTED answers quote the original (first) attempt instead of
+        the last when the plan was run more than once (`max_cycles`; see
+        `_quoted`).
         - DEADLINE: 504 `budget_exhausted` with the summary.
         - ALL_OPEN: 503 `circuit_open`, Retry-After no earlier than the
           first target's return, jittered (`client_retry_after_s`).
@@ -218,15 +236,16 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
             summary=summary,
             served=served,
         )
+    quoted = _quoted(records)
     rate_limited = bool(records) and all(r.kind is FailureKind.RATE_LIMITED for r in records)
-    if rate_limited and last is not None:
+    if rate_limited and quoted is not None:
         hints = [r.retry_after_s for r in records if r.retry_after_s is not None]
         wait_s = min(hints) if hints else (min(reopen) if reopen else 1.0)
         return Verdict(
             status_code=429,
             error_type="rate_limit_error",
             error_code="rate_limit_exceeded",
-            message=f"Every provider of `{model}` is rate limiting; last: {_describe(last)}",
+            message=f"Every provider of `{model}` is rate limiting; {quoted[0]}: {_describe(quoted[1])}",
             retry_after_s=_ceil_s(wait_s),
             should_retry=True,
             summary=summary,
@@ -237,7 +256,7 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
         error_type="upstream_error",
         error_code="provider_failed",
         message=f"No provider could serve `{model}` after {len(records)} attempt(s); a later retry may succeed"
-        + (f". Last: {_describe(last)}" if last else ". No target had a usable credential."),
+        + (f". {quoted[0].capitalize()}: {_describe(quoted[1])}" if quoted else ". No target had a usable credential."),
         retry_after_s=None,
         should_retry=False,
         summary=summary,

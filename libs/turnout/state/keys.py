@@ -8,6 +8,7 @@ Must not import: anything but the standard library and arq's constants.
 from __future__ import annotations
 
 import hashlib
+from urllib.parse import quote
 
 from arq.constants import (
     default_queue_name,
@@ -24,6 +25,18 @@ JOB_PREFIX = job_key_prefix
 IN_PROGRESS_PREFIX = in_progress_key_prefix
 ARQ_RESULT_PREFIX = result_key_prefix
 RETRY_PREFIX = retry_key_prefix
+
+FAIR_RING = "turnout:fair:ring"
+"""List of org ids with jobs waiting in their fair queue, each once: the pickup's round robin."""
+
+FAIR_ORG_PREFIX = "turnout:fair:org:"
+"""Sorted set per org: its waiting job ids (score = enqueue ms), claimed oldest first."""
+
+
+def fair_org_key(org: str) -> str:
+    """Key of an org's fair queue."""
+    return FAIR_ORG_PREFIX + org
+
 
 DOORBELL_CHANNEL = "turnout:doorbell"
 """Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
@@ -84,12 +97,20 @@ def probe_key(target: str) -> str:
 
 
 IDEMPOTENCY_PREFIX = "turnout:idem:"
-"""String per (org, Idempotency-Key digest): `request_id:body_digest`."""
+"""String per (org, gateway key, Idempotency-Key) digest: `request_id:body_digest`."""
 
 
-def idempotency_key(org: str, client_key: str) -> str:
-    """Key binding a client's `Idempotency-Key` (hashed; any length) within its org."""
-    return f"{IDEMPOTENCY_PREFIX}{org}:{hashlib.sha256(client_key.encode('utf-8')).hexdigest()}"
+def idempotency_key(org: str, key: str, client_key: str) -> str:
+    """Key binding a client's `Idempotency-Key` (any length) for one gateway key of an org.
+
+    Scoped to the gateway key (its name), not only the org: another key of
+    the same org using the same `Idempotency-Key` neither gets this key's
+    answer replayed nor learns that the value is in use. The key name and
+    the client's value are hashed together, length-prefixed so no two pairs
+    collide.
+    """
+    digest = hashlib.sha256(f"{len(key)}:{key}:{client_key}".encode("utf-8")).hexdigest()
+    return f"{IDEMPOTENCY_PREFIX}{org}:{digest}"
 
 
 SPEND_PREFIX = "turnout:spend:"
@@ -124,3 +145,18 @@ TENANCY_CHANNEL = "turnout:tenancy:changed"
 def tenancy_org_key(org: str) -> str:
     """Key of an org's document."""
     return TENANCY_ORG_PREFIX + org
+
+
+LIMIT_PREFIX = "turnout:limit:"
+"""Per scope and counter (SPEC §10 limits): `rpm` / `tpm` hashes {l, t} (GCRA level
+and time), `conc` / `streams` sorted sets of leases (member = lease id, score = expiry ms)."""
+
+
+def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
+    """Key of one scope's limit counter: `turnout:limit:key:acme:ci-bot:rpm` (ids percent-encoded)."""
+    parts = [kind, quote(org, safe="")] + ([quote(scope_id, safe="")] if scope_id is not None else [])
+    return LIMIT_PREFIX + ":".join([*parts, counter])
+
+
+AUDIT_STREAM = "turnout:audit"
+"""Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""

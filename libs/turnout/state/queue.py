@@ -2,7 +2,8 @@
 
 Owns: the ingress side of a non-streaming job — one Lua round trip that
 checks depth, stores the job in arq's own format, adds it to arq's queue and
-rings the doorbell; one shared pub/sub listener per ingress process that
+to its org's fair queue (`turnout_worker.pickup` claims round robin across
+orgs) and rings the doorbell; one shared pub/sub listener per ingress process that
 resolves per-request futures (registered before enqueue); a slow read of the
 stored result so a dropped pub/sub message cannot hang a request; and the
 "nobody picked it up in time" answer.
@@ -37,8 +38,8 @@ log = logging.getLogger("turnout.queue")
 JOB_FUNCTION = "chat_completion"
 """Name of the arq function that serves a non-streaming chat job."""
 
-# KEYS: job key, arq result key, queue, turnout result key
-# ARGV: job bytes, expiry ms, job id, max depth, doorbell channel
+# KEYS: job key, arq result key, queue, turnout result key, the org's fair queue, fair ring
+# ARGV: job bytes, expiry ms, job id, max depth, doorbell channel, org
 _ENQUEUE = """
 if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return 0 end
 if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return -1 end
@@ -46,6 +47,8 @@ local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
 redis.call('zadd', KEYS[3], now_ms, ARGV[3])
+redis.call('zadd', KEYS[5], now_ms, ARGV[3])
+if redis.call('zcard', KEYS[5]) == 1 then redis.call('rpush', KEYS[6], ARGV[6]) end
 redis.call('publish', ARGV[5], ARGV[3])
 return 1
 """
@@ -230,9 +233,10 @@ class JobQueue:
                     log.warning("job %s lost across a Redis restart; answered 503", job_id)
 
     async def claim_idempotency(
-        self, org: str, idempotency_key: str, body_digest: str, request_id: str, ttl_s: int
+        self, org: str, key: str, idempotency_key: str, body_digest: str, request_id: str, ttl_s: int
     ) -> str | None:
-        """Bind `Idempotency-Key` to this request, or find the request it is bound to.
+        """Bind `Idempotency-Key` of gateway key `key` of `org` to this request, or find the request
+        it is bound to (`keys.idempotency_key`: per gateway key).
 
         Returns:
             None when this request now owns the key; else the request id that
@@ -242,9 +246,9 @@ class JobQueue:
             IdempotencyConflict: the key was used with a different body.
             GatewayUnavailable: Redis unreachable.
         """
-        key = keys.idempotency_key(org, idempotency_key)
+        scoped = keys.idempotency_key(org, key, idempotency_key)
         try:
-            owner = await self._idempotency(keys=[key], args=[request_id, body_digest, ttl_s])
+            owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
@@ -287,8 +291,11 @@ class JobQueue:
         )
         try:
             added = await self._enqueue(
-                keys=[keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id)],
-                args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL],
+                keys=[
+                    keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
+                    keys.fair_org_key(payload.org), keys.FAIR_RING,
+                ],
+                args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
             )
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(

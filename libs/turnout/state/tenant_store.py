@@ -32,7 +32,8 @@ from turnout.state import keys
 T = TypeVar("T")
 
 # KEYS: doc, orgs hash, version counter, deleted set
-# ARGV: org, expected version ("0" = must not exist), doc JSON ("" = delete), channel
+# ARGV: org, expected version ("0" = must not exist), doc JSON ("" = delete), channel,
+#       tombstone a deletion ("1") or not ("0")
 _WRITE = """
 local current = redis.call('hget', KEYS[2], ARGV[1]) or '0'
 if current ~= ARGV[2] then return -1 end
@@ -40,7 +41,7 @@ local v = redis.call('incr', KEYS[3])
 if ARGV[3] == '' then
   redis.call('del', KEYS[1])
   redis.call('hdel', KEYS[2], ARGV[1])
-  redis.call('sadd', KEYS[4], ARGV[1])
+  if ARGV[5] == '1' then redis.call('sadd', KEYS[4], ARGV[1]) end
 else
   redis.call('set', KEYS[1], ARGV[3])
   redis.call('hset', KEYS[2], ARGV[1], v)
@@ -108,8 +109,15 @@ class TenantStore:
                 out[org] = (doc_decoder.decode(raw), int(version))
         return out
 
-    async def write(self, doc: OrgDoc | None, org: str, expected_version: int) -> int | None:
+    async def write(
+        self, doc: OrgDoc | None, org: str, expected_version: int, *, tombstone: bool = True,
+    ) -> int | None:
         """Compare-and-set: store `doc` (None deletes) if the org is still at `expected_version`.
+
+        Args:
+            tombstone: a deletion is remembered, so the configuration file
+                never re-creates the org (an admin API delete); False removes
+                it as if it had never been (the file may create it again).
 
         Returns:
             The new config version, or None when the org changed meanwhile.
@@ -117,7 +125,7 @@ class TenantStore:
         payload = b"" if doc is None else doc_encoder.encode(doc)
         result = await self._write(
             keys=[keys.tenancy_org_key(org), keys.TENANCY_ORGS, keys.TENANCY_VERSION, keys.TENANCY_DELETED],
-            args=[org, str(expected_version), payload, keys.TENANCY_CHANNEL],
+            args=[org, str(expected_version), payload, keys.TENANCY_CHANNEL, "1" if tombstone else "0"],
         )
         return None if int(result) < 0 else int(result)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 
 from turnout.adapters.base import AttemptResult, CallSpec
@@ -277,3 +278,26 @@ async def test_first_token_limit_is_a_first_token_timeout(kind: ProviderKind) ->
 
     result, _, _ = await _run(kind, stall, stream=True, timeout_s=5.0, ttft_timeout_s=0.01)
     assert result.outcome.transport is TransportError.FIRST_TOKEN_TIMEOUT
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+async def test_a_transport_error_is_described_without_its_text(kind: ProviderKind) -> None:
+    def refuse(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("Cannot connect to host 10.1.2.3:8443 [Connect call failed ('10.1.2.3', 8443)]",
+                                 request=request)
+
+    result, _, _ = await _run(kind, refuse)
+    assert result.outcome.message == "could not connect to the provider (ConnectError)"
+
+
+@pytest.mark.parametrize("base_url", ["http://[::1/v1", "https://a.example\r\n/v1", "https://xn--/v1",
+                                      "https://a.example/v1\x00"], ids=["ipv6-bracket", "crlf", "idna", "nul"])
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_an_unparseable_base_url_is_a_connect_failure(base_url: str, stream: bool) -> None:
+    sent: list[httpx.Request] = []
+    spec = msgspec.structs.replace(_spec("openai", stream=stream), base_url=base_url)
+    async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(200))) as c:
+        result = await (open_stream if stream else call_json)(c, spec)
+    assert result.outcome.transport is TransportError.CONNECT and result.outcome.status is None
+    assert result.outcome.message.startswith("the provider's URL cannot be used (")
+    assert not sent

@@ -24,6 +24,7 @@ from turnout.core.breaker import (
     Counted,
     TripRule,
     admit,
+    pace,
     cooldown_for,
     counts,
     ramp_share,
@@ -335,3 +336,27 @@ def test_half_life_is_a_quarter_of_the_window() -> None:
     snap = BreakerSnapshot(failures=16.0, counted_at_s=0.0)
     assert counts(snap, DEFAULTS.window, DEFAULTS)[1] == pytest.approx(1.0)
     assert math.isclose(DEFAULTS.half_life_s, DEFAULTS.window / 4)
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(share=st.floats(min_value=0.01, max_value=1.0), offered=st.integers(min_value=0, max_value=500))
+def test_property_pace_admits_the_share_rounded_down_with_no_burst(share: float, offered: int) -> None:
+    """Slow start admits exactly `floor(share · n)` of n offered attempts (from a
+    fresh close), and no window of them more than `ceil(share · window)`."""
+    credit, admitted = 0.0, []
+    for _ in range(offered):
+        go, credit = pace(credit, share)
+        admitted.append(go)
+        assert 0.0 <= credit < 1.0
+    assert sum(admitted) == math.floor(share * offered + 1e-6) or sum(admitted) == math.floor(share * offered)
+    for width in (1, 5, 20):
+        for start in range(0, max(offered - width, 0) + 1, 7):
+            assert sum(admitted[start:start + width]) <= math.ceil(share * width) + 1
+
+
+def test_pace_at_a_tenth_admits_every_tenth_attempt() -> None:
+    credit, admitted = 0.0, []
+    for _ in range(30):
+        go, credit = pace(credit, 0.1)
+        admitted.append(go)
+    assert [i for i, go in enumerate(admitted) if go] == [9, 19, 29]

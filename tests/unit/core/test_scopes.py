@@ -8,8 +8,9 @@ import msgspec
 import pytest
 from msgspec import UNSET
 
+from turnout.core.limits import Limits
+from turnout.core.scopes import RESOLVED_NAMES, SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
 from turnout.core.spend import Budget, StrategyRule
-from turnout.core.scopes import SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
 
 EMPTY = ScopeSettings()
 
@@ -47,7 +48,12 @@ def scope(name: str, i: int, present: bool) -> ScopeSettings:
 
 
 def test_every_setting_has_a_table_row() -> None:
-    assert set(SETTING_NAMES) == set(VALUES)
+    assert set(RESOLVED_NAMES) == set(VALUES)
+
+
+def test_resolve_settings_leaves_limits_to_each_scope() -> None:
+    org = ScopeSettings(limits=Limits(rpm=5))
+    assert resolve_settings(org, None, ScopeSettings(limits=Limits(rpm=1))).limits is UNSET
 
 
 @pytest.mark.parametrize("name", sorted(VALUES), ids=sorted(VALUES))

@@ -202,6 +202,23 @@ def test_verdict_exhausted_otherwise_is_502_provider_failed(kinds: list[tuple[Fa
     assert len(v.summary) == len(kinds)
 
 
+@pytest.mark.parametrize(
+    ("kind", "status", "answer"),
+    [(K.SERVER_ERROR, 503, 502), (K.RATE_LIMITED, 429, 429)],
+    ids=["provider-failed", "rate-limited"],
+)
+def test_verdict_after_more_than_one_cycle_quotes_the_original_error(
+    kind: FailureKind, status: int, answer: int
+) -> None:
+    first = rec(1, kind, status, message="original trouble")
+    later = msgspec.structs.replace(rec(2, kind, status, at=B, message="later trouble"), cycle=2)
+    v = conclude(state_with(first, later), StopReason.EXHAUSTED)
+    assert v.status_code == answer
+    assert "riginal: openai/gpt-5 answered" in v.message and "original trouble" in v.message
+    assert "later trouble" not in v.message
+    assert [s.attempt for s in v.summary] == [1, 2]  # the later attempts stay in error.attempts
+
+
 def test_verdict_exhausted_without_any_attempt_says_no_credential() -> None:
     skips = (SkipRecord(target=A.target, reason=SkipReason.NO_CREDENTIAL),)
     v = conclude(state_with(skips=skips), StopReason.EXHAUSTED)

@@ -187,7 +187,7 @@ async def test_client_leaving_mid_stream_is_client_gone_within_1s(
     while not handler_returned and time.monotonic() < deadline:
         await asyncio.sleep(0.01)
     [returned_s] = handler_returned
-    assert returned_s - left_s < 0.1 + 0.2  # one interval, plus scheduling slack
+    assert returned_s - left_s < 1.0  # about one interval (100 ms), far from the 4.7 s of a full stream
     assert await only_entry(client) == entry
 
 

@@ -201,7 +201,8 @@ async def test_slow_stream_delays_first_content_chunk(
             if line:
                 arrivals.append((time.monotonic() - started, line.encode()))
     first_content_s = next(t for t, line in arrivals if b'"content":"tok0"' in line)
-    assert first_content_s - head_s >= 0.2
+    # Lower bounds only: a loaded machine can make arrivals later, never earlier.
+    assert first_content_s >= 0.3 and first_content_s >= head_s
     assert arrivals[-1][1] == b"data: [DONE]"
 
 

@@ -10,6 +10,7 @@ fakeredis is not a third store here: it runs the Lua scripts only with
 from __future__ import annotations
 
 import asyncio
+import random
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -64,14 +65,25 @@ class StalledRenewals:
         return getattr(asyncio, name)
 
 
+REDIS_TIME_SCALE = 4.0
+"""Redis runs the TTL tests 4x slower: a 0.8 s permit instead of 0.2 s."""
+
+
 @dataclass
 class Harness:
-    """One store under test and how time passes for it."""
+    """One store under test and how time passes for it.
+
+    `s` scales the tests' TTLs and waits. The memory store's time is fake
+    (scale 1: nothing waits). Redis expires permits on its own clock, so
+    those tests run in real time; scaled up, a step a loaded machine delays
+    by a few hundred ms cannot outlive a permit the test expects alive.
+    """
 
     store: BreakerStore
     advance: Callable[[float], Awaitable[None]]
     expected_now: Callable[[], float]
     clock_tolerance_s: float
+    s: float = 1.0
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -84,7 +96,7 @@ def harness(request: pytest.FixtureRequest) -> Harness:
 
         return Harness(MemoryBreakerStore(clock), advance, clock, 0.0)
     client: Redis = request.getfixturevalue("redis_client")
-    return Harness(RedisBreakerStore(client), asyncio.sleep, time.time, 1.0)
+    return Harness(RedisBreakerStore(client), asyncio.sleep, time.time, 1.0, s=REDIS_TIME_SCALE)
 
 
 # ------------------------------------------------------------------ load
@@ -216,11 +228,11 @@ async def test_store_exactly_one_concurrent_acquire_probe_succeeds(harness: Harn
 
 
 async def test_store_probe_permit_expires_after_its_ttl(harness: Harness) -> None:
-    assert await harness.store.acquire_probe(T, 0.2) is not None
-    assert await harness.store.acquire_probe(T, 0.2) is None
-    await harness.advance(0.3)
-    assert await harness.store.acquire_probe(T, 0.2) is not None
-    assert await harness.store.acquire_probe(T, 0.2) is None
+    assert await harness.store.acquire_probe(T, harness.s * 0.2) is not None
+    assert await harness.store.acquire_probe(T, harness.s * 0.2) is None
+    await harness.advance(harness.s * 0.3)
+    assert await harness.store.acquire_probe(T, harness.s * 0.2) is not None
+    assert await harness.store.acquire_probe(T, harness.s * 0.2) is None
 
 
 async def test_store_release_makes_the_probe_available_again(harness: Harness) -> None:
@@ -259,9 +271,9 @@ async def test_store_release_with_a_wrong_token_keeps_the_permit(harness: Harnes
 
 
 async def test_store_release_by_the_holder_of_an_expired_permit_keeps_the_new_holders(harness: Harness) -> None:
-    old = await harness.store.acquire_probe(T, 0.2)
+    old = await harness.store.acquire_probe(T, harness.s * 0.2)
     assert old is not None
-    await harness.advance(0.3)
+    await harness.advance(harness.s * 0.3)
     new = await harness.store.acquire_probe(T, 30.0)
     assert new is not None and new != old
 
@@ -283,10 +295,10 @@ async def test_store_probe_permit_does_not_touch_the_snapshot(harness: Harness) 
 
 
 async def test_store_renew_by_the_holder_outlives_the_first_ttl(harness: Harness) -> None:
-    token = await harness.store.acquire_probe(T, 0.2)
+    token = await harness.store.acquire_probe(T, harness.s * 0.2)
     assert token is not None
     assert await harness.store.renew_probe(T, token, 30.0) is True
-    await harness.advance(0.3)  # past the first TTL
+    await harness.advance(harness.s * 0.3)  # past the first TTL
     assert await harness.store.acquire_probe(T, 30.0) is None, "the renewed permit expired on its first TTL"
     assert await harness.store.renew_probe(T, token, 30.0) is True, "the holder renews again"
     await harness.store.release_probe(T, token)
@@ -294,20 +306,20 @@ async def test_store_renew_by_the_holder_outlives_the_first_ttl(harness: Harness
 
 
 async def test_store_renew_by_anyone_but_the_holder_fails_and_extends_nothing(harness: Harness) -> None:
-    token = await harness.store.acquire_probe(T, 0.2)
+    token = await harness.store.acquire_probe(T, harness.s * 0.2)
     assert token is not None
     for wrong in ["", "1", "wrong", token[:-1], token + "0"]:
         assert await harness.store.renew_probe(T, wrong, 30.0) is False, f"renewed by {wrong!r}"
     assert await harness.store.renew_probe(U, token, 30.0) is False, "the right token, for another target"
     assert await harness.store.acquire_probe(U, 30.0) is not None, "a failed renewal creates no permit"
-    await harness.advance(0.3)
+    await harness.advance(harness.s * 0.3)
     assert await harness.store.acquire_probe(T, 30.0) is not None, "a wrong token's renewal extended the permit"
 
 
 async def test_store_renew_of_an_expired_permit_fails(harness: Harness) -> None:
-    old = await harness.store.acquire_probe(T, 0.2)
+    old = await harness.store.acquire_probe(T, harness.s * 0.2)
     assert old is not None
-    await harness.advance(0.3)
+    await harness.advance(harness.s * 0.3)
     assert await harness.store.renew_probe(T, old, 30.0) is False
     new = await harness.store.acquire_probe(T, 30.0)
     assert new is not None, "a failed renewal brought the expired permit back"
@@ -333,18 +345,19 @@ async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
     monkeypatch.setattr(turnout.health, "asyncio", StalledRenewals())
     # run_chance 0.5: one failure on a fresh target is already an unlikely run.
     settings = BreakerSettings(
-        consecutive_failures=1, run_chance=0.5, cooldown_s=0.1, max_cooldown_s=0.1, probe_ttl_s=0.2
+        consecutive_failures=1, run_chance=0.5, cooldown_s=harness.s * 0.1, max_cooldown_s=harness.s * 0.1,
+        probe_ttl_s=harness.s * 0.2,
     )
-    breakers = Breakers(harness.store, settings)
+    breakers = Breakers(harness.store, settings, clock=harness.expected_now, rng=random.Random(3))
     view = await breakers.view([T])
     await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="trip", view=view)
     assert (await harness.store.load([T])).entries[T].snapshot.open
-    await harness.advance(0.15)  # HALF_OPEN
+    await harness.advance(harness.s * 0.15)  # HALF_OPEN
 
     view_a = await breakers.view([T])
     gate_a = await breakers.admit(T, view_a)
     assert gate_a.admitted and gate_a.probe
-    await harness.advance(0.25)  # A's permit expires while A still runs
+    await harness.advance(harness.s * 0.25)  # A's permit expires while A still runs
 
     view_b = await breakers.view([T])
     gate_b = await breakers.admit(T, view_b)

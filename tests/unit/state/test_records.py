@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
+import random
 from typing import Any
 
 import httpx
@@ -21,6 +21,9 @@ from turnout.records import (
 )
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
+
+from support.clocks import FakeClock
+from support.waiting import eventually
 
 CONFIG = """\
 providers:
@@ -54,14 +57,10 @@ async def _routed_rows(catalog: Catalog, config_policy: Any) -> list[dict[str, A
     writer = RecordWriter(Redis(), max_len=10)  # never flushed here
     clock = iter(range(100, 200))
     observer = RecordsObserver(writer, catalog, clock=lambda: float(next(clock)))
-    now = [0.0]
-
-    async def sleep(delay_s: float) -> None:
-        now[0] += delay_s
-
+    fake = FakeClock(0.0)
     router = Router(
         catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=observer,
-        sleep=sleep, clock=lambda: now[0],
+        sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
     )
     plan, view = await router.plan("chain", RoutingSettings(), config_policy)
     info = RequestInfo(request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain")
@@ -134,11 +133,11 @@ async def test_background_flush_writes_without_being_asked(redis_client: Redis) 
     writer.start()
     try:
         writer.add(_row(1))
-        for _ in range(100):
-            if await redis_client.xlen(keys.RECORDS_STREAM) == 1:
-                break
-            await asyncio.sleep(0.01)
-        assert await redis_client.xlen(keys.RECORDS_STREAM) == 1
+
+        async def written() -> bool:
+            return await redis_client.xlen(keys.RECORDS_STREAM) == 1
+
+        await eventually(written)  # nobody called flush()
     finally:
         await writer.stop()
 

@@ -1,0 +1,317 @@
+"""Limits in Redis: one Lua call admits or refuses a request (SPEC §10 "Limits").
+
+Owns: the Redis side of `turnout.core.limits` — per scope, a GCRA bucket
+for `rpm` and one for `tpm` (hashes `{l: level unit·ms, t: epoch ms}`) and
+a sorted set of leases for `max_concurrent` and one for `max_streams`
+(member = lease id, score = expiry epoch ms); the admission script, which
+checks every scope and then writes all of them or none; lease renewal and
+release; and `LeaseKeeper`, which renews the leases an ingress holds.
+Must not import: services, FastAPI, httpx.
+
+The script computes exactly what `turnout.core.limits.decide` computes (a
+contract test runs both on the same sequences); the time is Redis `TIME`,
+so ingresses need not agree on their clocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Sequence
+
+import msgspec
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from turnout.core.limits import (
+    CONCURRENCY_RETRY_MS, WINDOW_MS, Demand, LimitName, Quota, Refusal, ScopeLimits, Verdict, quota, tightest,
+)
+from turnout.state import keys
+
+log = logging.getLogger("turnout.limits")
+
+
+def _now_ms(arg: int) -> str:
+    """Lua setting `now` (epoch ms) from `ARGV[arg]`, or from Redis `TIME` when that is ''."""
+    return (
+        f"local now = tonumber(ARGV[{arg}])\n"
+        f"if ARGV[{arg}] == '' then\n"
+        "  local t = redis.call('time')\n"
+        "  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+        "end\n"
+    )
+
+
+# KEYS: per scope, 4 keys: rpm bucket, tpm bucket, lease set, stream lease set
+# ARGV: now ms ('' = Redis TIME), lease id, lease ms, tokens, stream (0/1), window ms,
+#       concurrency retry ms, then per scope: rpm, tpm, max_concurrent, max_streams (0 = none)
+# Returns: {refused limit or '', refused scope (0-based), wait ms (-1 never fits), now ms,
+#           then per scope: rpm level before, rpm level after, tpm before, tpm after (-1 = no limit)}
+_ADMIT = _now_ms(1) + """
+local lease_ms = tonumber(ARGV[3])
+local tokens = tonumber(ARGV[4])
+local stream = ARGV[5] == '1'
+local W = tonumber(ARGV[6])
+local RETRY = tonumber(ARGV[7])
+local n = #KEYS / 4
+local refused, refused_scope, refused_wait = '', 0, 0
+local levels = {}
+local writes = {}
+local function longer(w, than)
+  if than == -1 then return false end
+  return w == -1 or w > than
+end
+for i = 1, n do
+  local k = (i - 1) * 4
+  local a = 7 + (i - 1) * 4
+  local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  local conc, streams = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
+  local waits = {}
+  if conc > 0 then
+    redis.call('zremrangebyscore', KEYS[k + 3], '-inf', now)
+    if redis.call('zcard', KEYS[k + 3]) >= conc then waits[#waits + 1] = {'max_concurrent', RETRY} end
+  end
+  if stream and streams > 0 then
+    redis.call('zremrangebyscore', KEYS[k + 4], '-inf', now)
+    if redis.call('zcard', KEYS[k + 4]) >= streams then waits[#waits + 1] = {'max_streams', RETRY} end
+  end
+  local meters = {{'rpm', rpm, 1, KEYS[k + 1]}, {'tpm', tpm, tokens, KEYS[k + 2]}}
+  for j = 1, 2 do
+    local name, limit, cost, key = meters[j][1], meters[j][2], meters[j][3], meters[j][4]
+    if limit > 0 then
+      local st = redis.call('hmget', key, 'l', 't')
+      local level = tonumber(st[1]) or 0
+      local elapsed = now - (tonumber(st[2]) or 0)
+      if elapsed >= W then
+        level = 0
+      elseif elapsed > 0 then
+        level = math.max(0, level - elapsed * limit)
+      end
+      local capacity = limit * W
+      local new = level + cost * W
+      if cost > limit then
+        waits[#waits + 1] = {name, -1}
+        new = level
+      elseif new > capacity then
+        waits[#waits + 1] = {name, math.ceil((new - capacity) / limit)}
+        new = level
+      else
+        writes[#writes + 1] = {key, new}
+      end
+      levels[#levels + 1] = level
+      levels[#levels + 1] = new
+    else
+      levels[#levels + 1] = -1
+      levels[#levels + 1] = -1
+    end
+  end
+  for _, w in ipairs(waits) do
+    if refused == '' or longer(w[2], refused_wait) then
+      refused, refused_scope, refused_wait = w[1], i - 1, w[2]
+    end
+  end
+end
+if refused == '' then
+  for _, w in ipairs(writes) do
+    redis.call('hset', w[1], 'l', string.format('%d', w[2]), 't', string.format('%d', now))
+    redis.call('pexpire', w[1], W)
+  end
+  for i = 1, n do
+    local k = (i - 1) * 4
+    local a = 7 + (i - 1) * 4
+    if tonumber(ARGV[a + 3]) > 0 then
+      redis.call('zadd', KEYS[k + 3], now + lease_ms, ARGV[2])
+      redis.call('pexpire', KEYS[k + 3], lease_ms * 2)
+    end
+    if stream and tonumber(ARGV[a + 4]) > 0 then
+      redis.call('zadd', KEYS[k + 4], now + lease_ms, ARGV[2])
+      redis.call('pexpire', KEYS[k + 4], lease_ms * 2)
+    end
+  end
+end
+local out = {refused, refused_scope, refused_wait, now}
+for _, v in ipairs(levels) do out[#out + 1] = string.format('%d', v) end
+return out
+"""
+
+# KEYS: lease sets   ARGV: lease id, lease ms, now ms ('' = Redis TIME)
+_RENEW = _now_ms(3) + """
+local lease_ms = tonumber(ARGV[2])
+for _, key in ipairs(KEYS) do
+  if redis.call('zadd', key, 'XX', 'CH', now + lease_ms, ARGV[1]) == 1 then
+    redis.call('pexpire', key, lease_ms * 2)
+  end
+end
+return 1
+"""
+
+
+class Lease(msgspec.Struct, frozen=True, kw_only=True):
+    """Concurrency slots one admitted request holds (empty `sets`: none).
+
+    Attributes:
+        id: the lease id (the request id).
+        sets: the lease sets it is a member of.
+    """
+
+    id: str
+    sets: tuple[str, ...] = ()
+
+
+class Admission(msgspec.Struct, frozen=True, kw_only=True):
+    """The store's answer: the verdict, and the lease an admitted request holds."""
+
+    verdict: Verdict
+    lease: Lease
+
+
+def _keys_of(scope: ScopeLimits) -> list[str]:
+    return [keys.limit_key(scope.kind, scope.org, scope.id, counter) for counter in ("rpm", "tpm", "conc", "streams")]
+
+
+class LimitStore:
+    """Admission, renewal and release of limits in Redis.
+
+    Args:
+        redis: the process's client.
+        lease_ms: how long a concurrency slot lives unless renewed; a slot
+            whose ingress died is free again within this long.
+    """
+
+    def __init__(self, redis: Redis, *, lease_ms: int = 30_000) -> None:
+        self._redis = redis
+        self.lease_ms = lease_ms
+        self._admit = redis.register_script(_ADMIT)
+        self._renew = redis.register_script(_RENEW)
+
+    async def admit(
+        self, scopes: Sequence[ScopeLimits], demand: Demand, lease_id: str, *, now_ms: int | None = None,
+    ) -> Admission:
+        """Admit or refuse a request against every scope's limits in one Lua call.
+
+        Args:
+            scopes: the limits that apply (org, squad, key order).
+            demand: what the request asks (`demand.lease_ms` is ignored:
+                the store's `lease_ms` applies).
+            lease_id: unique per request (the request id).
+            now_ms: the time to decide at, epoch ms; None = Redis `TIME`.
+
+        Raises:
+            RedisError: Redis unreachable (the caller decides what that means).
+        """
+        key_list: list[str] = []
+        args: list[str | int] = [
+            "" if now_ms is None else now_ms, lease_id, self.lease_ms, demand.tokens, int(demand.stream),
+            WINDOW_MS, CONCURRENCY_RETRY_MS,
+        ]
+        for scope in scopes:
+            key_list += _keys_of(scope)
+            lim = scope.limits
+            args += [lim.rpm or 0, lim.tpm or 0, lim.max_concurrent or 0, lim.max_streams or 0]
+        raw = await self._admit(keys=key_list, args=args)
+        refused, scope_index, wait_ms = _text(raw[0]), int(raw[1]), int(raw[2])
+        levels = [int(v) for v in raw[4:]]
+        admitted = refused == ""
+        pick = 1 if admitted else 0
+        meters: dict[str, list[Quota]] = {"rpm": [], "tpm": []}
+        for i, scope in enumerate(scopes):
+            for j, (name, limit) in enumerate((("rpm", scope.limits.rpm), ("tpm", scope.limits.tpm))):
+                if limit is not None:
+                    meters[name].append(quota(levels[i * 4 + j * 2 + pick], limit))
+        refusal = None
+        if not admitted:
+            limit_name: LimitName = refused  # type: ignore[assignment]
+            refusal = Refusal(limit=limit_name, scope=scope_index, retry_after_ms=None if wait_ms < 0 else wait_ms)
+        verdict = Verdict(refusal=refusal, requests=tightest(meters["rpm"]), tokens=tightest(meters["tpm"]))
+        sets: list[str] = []
+        if admitted:
+            for scope in scopes:
+                conc_key, streams_key = _keys_of(scope)[2:]
+                if scope.limits.max_concurrent is not None:
+                    sets.append(conc_key)
+                if demand.stream and scope.limits.max_streams is not None:
+                    sets.append(streams_key)
+        return Admission(verdict=verdict, lease=Lease(id=lease_id, sets=tuple(sets)))
+
+    async def renew(self, leases: Sequence[Lease], *, now_ms: int | None = None) -> None:
+        """Push each lease's expiry to now + `lease_ms`, in one round trip (a released lease stays released).
+
+        Raises:
+            RedisError: Redis unreachable.
+        """
+        held = [lease for lease in leases if lease.sets]
+        if not held:
+            return
+        now_arg = "" if now_ms is None else now_ms
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for lease in held:
+                await self._renew(keys=list(lease.sets), args=[lease.id, self.lease_ms, now_arg], client=pipe)
+            await pipe.execute()
+
+    async def release(self, lease: Lease) -> None:
+        """Free a lease's slots (the request's answer has been sent).
+
+        Raises:
+            RedisError: Redis unreachable (the slots then expire with the lease).
+        """
+        if lease.sets:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for key in lease.sets:
+                    pipe.zrem(key, lease.id)
+                await pipe.execute()
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class LeaseKeeper:
+    """Renews the leases one ingress holds, every `lease_ms / 3`, until released.
+
+    A lease is renewed while its request runs (a long stream keeps its
+    slot); when the process dies renewals stop and the slot frees itself
+    within `lease_ms`.
+    """
+
+    def __init__(self, store: LimitStore) -> None:
+        self._store = store
+        self._held: dict[str, Lease] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def hold(self, lease: Lease) -> None:
+        """Renew `lease` from now on (no-op for a lease with no slots)."""
+        if lease.sets:
+            self._held[lease.id] = lease
+
+    async def release(self, lease: Lease) -> None:
+        """Stop renewing `lease` and free its slots; safe to call twice; never raises."""
+        self._held.pop(lease.id, None)
+        if not lease.sets:
+            return
+        try:
+            await self._store.release(lease)
+        except (RedisError, OSError) as exc:
+            log.warning("limit lease %s not released (it expires by itself): %s", lease.id, exc)
+
+    def start(self) -> None:
+        """Start the renewal task."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="turnout-lease-keeper")
+
+    async def stop(self) -> None:
+        """Stop renewing (held leases then expire by themselves)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        interval_s = self._store.lease_ms / 3000
+        while True:
+            await asyncio.sleep(interval_s)
+            try:
+                await self._store.renew(list(self._held.values()))
+            except (RedisError, OSError) as exc:
+                log.warning("limit lease renewal failed (%s); the next one retries", type(exc).__name__)

@@ -1,0 +1,117 @@
+"""The audit of admin writes at the ingress: recording and the operator's export.
+
+Owns: `AuditMiddleware`, a plain ASGI middleware that records one
+`turnout.state.audit_log.AuditEntry` per write request (POST, PUT, PATCH,
+DELETE) under `/admin/v1/` once its answer has been sent — refusals
+included — with the caller the admin API identified (`request.state`
+`audit_who`) and the body's field names (`audit_fields`), never a value;
+and `GET /admin/v1/audit/export?since=…&until=…` (operator key only; JSON
+lines, oldest first; `since` / `until` as for the records export).
+A Redis failure while recording is logged and does not change the answer.
+Must not import: `turnout_ingress.app`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+from fastapi import FastAPI, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response, StreamingResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from turnout.errors import GatewayUnavailable
+from turnout.state.audit_log import AuditEntry, AuditLog
+from turnout_ingress.admin_routes import parse_time
+
+if TYPE_CHECKING:
+    from turnout_ingress.admin_access import AdminAPI
+
+log = logging.getLogger("turnout.audit")
+
+ADMIN_PREFIX = "/admin/v1/"
+WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_encode = msgspec.json.Encoder()
+
+
+def audit_fields(body: bytes) -> tuple[str, ...]:
+    """The names of a JSON object body's top-level fields, sorted (never their values); () otherwise."""
+    try:
+        data = msgspec.json.decode(body or b"null")
+    except (msgspec.DecodeError, RecursionError):
+        return ()
+    return tuple(sorted(str(k) for k in data)) if isinstance(data, dict) else ()
+
+
+def org_of(path: str) -> str | None:
+    """The org a route path names (`/admin/v1/orgs/<org>/...`), or None."""
+    parts = path.split("/")
+    return parts[4] if len(parts) > 4 and parts[3] == "orgs" and parts[4] else None
+
+
+class AuditMiddleware:
+    """Records every admin write request after its answer (see module doc)."""
+
+    def __init__(self, app: ASGIApp, audit: AuditLog) -> None:
+        self.app = app
+        self.audit = audit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in WRITES or not scope["path"].startswith(ADMIN_PREFIX):
+            await self.app(scope, receive, send)
+            return
+        status = 500
+
+        async def send_status(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_status)
+        finally:
+            state: dict[str, Any] = scope.get("state") or {}
+            entry = AuditEntry(
+                who=str(state.get("audit_who", "unauthenticated")), org=org_of(scope["path"]),
+                method=scope["method"], path=scope["path"], fields=tuple(state.get("audit_fields", ())),
+                status=status,
+            )
+            try:
+                await self.audit.append(entry)
+            except (RedisError, OSError) as exc:
+                log.warning("audit entry not recorded (%s): %s %s by %s -> %d",
+                            type(exc).__name__, entry.method, entry.path, entry.who, entry.status)
+
+
+def install(app: FastAPI, audit: AuditLog, api: "AdminAPI") -> None:
+    """Add the middleware and `GET /admin/v1/audit/export` (operator key) to `app`."""
+    app.add_middleware(AuditMiddleware, audit=audit)
+
+    @app.get("/admin/v1/audit/export")
+    async def export_audit(request: Request) -> Response:
+        api.operator(request)
+        since_s = parse_time(request.query_params.get("since"), "since")
+        until_s = parse_time(request.query_params.get("until"), "until")
+        entries = audit.read(since_s=since_s, until_s=until_s)
+        try:
+            first = await anext(entries, None)
+        except (RedisError, OSError) as exc:
+            raise GatewayUnavailable(
+                "The audit log is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable",
+            ) from exc
+
+        async def body() -> AsyncIterator[bytes]:
+            if first is None:
+                return
+            yield _encode.encode(first) + b"\n"
+            async for entry in entries:
+                yield _encode.encode(entry) + b"\n"
+
+        return StreamingResponse(
+            body(), media_type="application/x-ndjson",
+            headers={"content-disposition": 'attachment; filename="turnout-audit.jsonl"'},
+        )

@@ -1,0 +1,185 @@
+"""HTTP/1.1 hardening of the ingress: header size, header and body deadlines, a connection cap.
+
+Owns: `guarded_protocol`, uvicorn's httptools protocol with four guards
+uvicorn does not have (its own limits: `--limit-concurrency` answers 503
+only once a request's headers are complete, and `--timeout-keep-alive`
+only runs between requests, so a client that never finishes its headers is
+held forever and its headers are buffered without bound):
+
+- **header size**: a request's head (request line and headers) larger than
+  `max_header_bytes` → `431 Request Header Fields Too Large`, connection
+  closed, the app never called (RFC 6585 §5). An incomplete head is
+  checked after every read, so at most one read (≤ 256 KiB) is buffered
+  past the limit.
+- **header deadline**: a head not complete `header_timeout_s` after the
+  connection opened (first request) or after its first byte (later
+  requests on a keep-alive connection) → `408 Request Timeout`, closed
+  (RFC 9110 §15.5.9). A total deadline, not an idle one: a client trickling
+  one byte at a time (slow loris) is cut all the same.
+- **body deadline**: a body not fully received `body_timeout_s` after its
+  head → 408 (or just closed when the answer has started); the app sees
+  the client leave.
+- **connection cap**: a connection beyond `max_connections` open at once is
+  answered `503` and closed at once, before anything is read.
+
+Why a protocol subclass: measured in `bench/ingress_hardening.py` against
+uvicorn with h11 (`h11_max_incomplete_event_size` gives a 400, still no
+header deadline) and `--limit-concurrency`; see README "Ingress hardening".
+Must not import: `turnout_ingress.app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import msgspec
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from turnout.config import GatewayConfig
+
+_REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large", 503: b"Service Unavailable"}
+_CODES = {408: "request_timeout", 431: "headers_too_large", 503: "too_many_connections"}
+
+
+class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
+    """The guards' settings (`gateway:` in the configuration file).
+
+    Attributes:
+        max_header_bytes: bytes of a request's head (request line + headers).
+        header_timeout_s: seconds to receive a whole head.
+        body_timeout_s: seconds to receive a whole body, from the end of its head.
+        max_connections: connections open at once (keep it below the process's
+            file descriptor limit, `ulimit -n`).
+    """
+
+    max_header_bytes: int
+    header_timeout_s: float
+    body_timeout_s: float
+    max_connections: int
+
+    @classmethod
+    def of(cls, gateway: GatewayConfig) -> GuardLimits:
+        """The limits set in `gateway:`."""
+        return cls(
+            max_header_bytes=gateway.max_header_bytes, header_timeout_s=gateway.header_timeout_s,
+            body_timeout_s=gateway.body_timeout_s, max_connections=gateway.max_connections,
+        )
+
+
+def refusal(status: int, message: str) -> bytes:
+    """A complete HTTP/1.1 answer with `connection: close` and a JSON error body (OpenAI format)."""
+    body = msgspec.json.encode({"error": {
+        "message": message, "type": "invalid_request_error", "param": None, "code": _CODES[status],
+    }})
+    return b"".join([
+        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
+        b"content-type: application/json\r\n",
+        b"content-length: %d\r\n" % len(body),
+        b"connection: close\r\n\r\n",
+        body,
+    ])
+
+
+def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol class with the guards, for `uvicorn.run(http=...)`."""
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        """One connection; see the module docstring."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._in_head = True
+            self._received_in_head = 0  # bytes read while a head is incomplete
+            self._head_size = 0  # the current head's request line and headers, as parsed
+            self._refused = False
+            self._deadline: asyncio.TimerHandle | None = None
+
+        def _arm(self, seconds: float, what: str) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(seconds, self._expired, what)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _refuse(self, status: int, message: str) -> None:
+            self._disarm()
+            if not self._refused and not self.transport.is_closing():
+                self.transport.write(refusal(status, message))
+                self.transport.close()
+            self._refused = True
+
+        def _too_large(self) -> None:
+            self._refuse(431, f"The request's headers are larger than {limits.max_header_bytes} bytes.")
+
+        def _expired(self, what: str) -> None:
+            self._deadline = None
+            if what == "head":
+                self._refuse(408, f"The request's headers did not arrive within {limits.header_timeout_s:g} s.")
+            elif self.cycle is not None and self.cycle.response_started:
+                self.transport.close()
+            else:
+                self._refuse(408, f"The request's body did not arrive within {limits.body_timeout_s:g} s.")
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                self._refuse(503, "The gateway has too many open connections; retry shortly.")
+                return
+            self._arm(limits.header_timeout_s, "head")
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self._refused:
+                return
+            if self._in_head:
+                self._received_in_head += len(data)
+            super().data_received(data)
+            if self._in_head and self._received_in_head > limits.max_header_bytes:
+                self._too_large()  # a head still incomplete after this many bytes
+
+        def send_400_response(self, msg: str) -> None:
+            if not self._refused:
+                super().send_400_response(msg)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._head_size = 0
+            if self._deadline is None:  # a later request on a keep-alive connection
+                self._arm(limits.header_timeout_s, "head")
+
+        def on_url(self, url: bytes) -> None:
+            self._head_size += len(url)
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._head_size += len(name) + len(value) + 4
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            self._received_in_head = 0
+            if self._head_size > limits.max_header_bytes:
+                self._too_large()  # a whole head that arrived at once
+            if self._refused:
+                return
+            self._arm(limits.body_timeout_s, "body")
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            if not self._refused:
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if self._refused:
+                return
+            self._disarm()
+            self._in_head = True
+            super().on_message_complete()
+
+    return GuardedHttpToolsProtocol

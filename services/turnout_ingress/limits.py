@@ -1,0 +1,202 @@
+"""Limits at the ingress: ceilings, admission before enqueue, and the 429 answer (SPEC §10).
+
+Owns: turning a key's `limits` (`Identity.limits`) and a request into
+either a held admission (its lease renewed until the answer has been sent,
+its `x-ratelimit-*` headers) or a `RequestRejected`: 400 for a `max_tokens`
+/ `max_completion_tokens` / `n` above a ceiling, 429 `rate_limit_exceeded`
+with `Retry-After`, `retry-after-ms` and OpenAI's `x-ratelimit-*` headers
+for a limit reached. A key with no counted limit costs no Redis call.
+Must not import: `turnout_ingress.app`.
+
+Redis unreachable: 503 `redis_unavailable` (the queue needs Redis anyway;
+serving a limited key unmetered would break the limit silently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import msgspec
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from starlette.datastructures import MutableHeaders
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from turnout.core.limits import (
+    Demand, LimitName, Quota, Verdict, check_ceilings, estimate_tokens, header_duration, is_limited, lowest,
+)
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
+from turnout.tenancy import Identity
+
+_WHAT: dict[LimitName, str] = {
+    "rpm": "requests per minute (rpm)",
+    "tpm": "tokens per minute (tpm)",
+    "max_concurrent": "requests in flight (max_concurrent)",
+    "max_streams": "streams in flight (max_streams)",
+}
+
+
+class Held(msgspec.Struct, frozen=True, kw_only=True):
+    """An admitted request: its lease (release it once answered) and the headers to add."""
+
+    lease: Lease
+    headers: dict[str, str]
+
+
+NOT_LIMITED = Held(lease=Lease(id=""), headers={})
+
+
+def quota_headers(verdict: Verdict) -> dict[str, str]:
+    """OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` for the tightest scopes."""
+    headers: dict[str, str] = {}
+    pairs: tuple[tuple[str, Quota | None], ...] = (("requests", verdict.requests), ("tokens", verdict.tokens))
+    for unit, quota in pairs:
+        if quota is not None:
+            headers[f"x-ratelimit-limit-{unit}"] = str(quota.limit)
+            headers[f"x-ratelimit-remaining-{unit}"] = str(quota.remaining)
+            headers[f"x-ratelimit-reset-{unit}"] = header_duration(quota.reset_ms)
+    return headers
+
+
+def _requested(body: Mapping[str, Any]) -> dict[str, int]:
+    return {f: v for f in ("max_tokens", "max_completion_tokens", "n") if isinstance(v := body.get(f), int)}
+
+
+class Limiter:
+    """One per ingress: the limit store and the keeper of the leases this process holds."""
+
+    def __init__(self, redis: Redis, *, lease_ms: int = 30_000) -> None:
+        self.store = LimitStore(redis, lease_ms=lease_ms)
+        self.keeper = LeaseKeeper(self.store)
+
+    def start(self) -> None:
+        """Start renewing held leases."""
+        self.keeper.start()
+
+    async def stop(self) -> None:
+        """Stop renewing (leases still held then expire by themselves)."""
+        await self.keeper.stop()
+
+    async def admit(
+        self, identity: Identity, body: Mapping[str, Any], body_bytes: int, request_id: str, *, stream: bool,
+    ) -> Held:
+        """Check the ceilings, then admit the request against every limit of its key.
+
+        Args:
+            identity: the caller (its `limits`, org first).
+            body: the decoded OpenAI chat request.
+            body_bytes: the request body's size (the prompt estimate).
+            request_id: the lease id.
+            stream: a streaming request (counts against `max_streams` too).
+
+        Returns:
+            What to release once the answer has been sent, and the
+            `x-ratelimit-*` headers for the answer.
+
+        Raises:
+            RequestRejected: 400 (`param` the field) above a ceiling; 429
+                `rate_limit_exceeded` at a limit.
+            GatewayUnavailable: 503 `redis_unavailable`.
+        """
+        scopes = identity.limits
+        if not scopes:
+            return NOT_LIMITED
+        requested = _requested(body)
+        over = check_ceilings(scopes, requested)
+        if over is not None:
+            ceiling = "max_n" if over.field == "n" else "max_tokens"
+            raise RequestRejected(
+                400, f"`{over.field}` is {over.value}, above the limit of {over.ceiling} ({ceiling}) "
+                f"set on {over.scope}.", param=over.field, code="invalid_request",
+            )
+        if not is_limited(scopes):
+            return NOT_LIMITED
+        completion = requested.get("max_completion_tokens", requested.get("max_tokens"))
+        if completion is None and (bound := lowest(scopes, "max_tokens")) is not None:
+            completion = bound[0]
+        demand = Demand(
+            tokens=estimate_tokens(body_bytes, completion, requested.get("n", 1)), stream=stream,
+            lease_ms=self.store.lease_ms,
+        )
+        try:
+            admission = await self.store.admit(scopes, demand, request_id)
+        except (RedisError, OSError) as exc:
+            raise GatewayUnavailable(
+                "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",
+                retry_after_s=1, code="redis_unavailable",
+            ) from exc
+        verdict = admission.verdict
+        headers = quota_headers(verdict)
+        refusal = verdict.refusal
+        if refusal is None:
+            self.keeper.hold(admission.lease)
+            return Held(lease=admission.lease, headers=headers)
+        scope = scopes[refusal.scope]
+        limit = getattr(scope.limits, refusal.limit)
+        if refusal.retry_after_ms is None:
+            raise RequestRejected(
+                429, f"This request needs about {demand.tokens} tokens, more than the {_WHAT[refusal.limit]} "
+                f"limit of {limit} set on {scope.label}; it can never be admitted. Lower `max_tokens` or the prompt.",
+                error_type="requests", code="rate_limit_exceeded",
+                headers={**headers, "x-should-retry": "false"},
+            )
+        wait_ms = refusal.retry_after_ms
+        headers["retry-after"] = str(max(1, math.ceil(wait_ms / 1000)))
+        headers["retry-after-ms"] = str(wait_ms)
+        raise RequestRejected(
+            429, f"Rate limit reached: {_WHAT[refusal.limit]} limit of {limit} set on {scope.label}. "
+            f"Retry after {header_duration(wait_ms)}.",
+            error_type="requests", code="rate_limit_exceeded", headers=headers,
+        )
+
+    async def release(self, held: Held) -> None:
+        """Free the request's concurrency slots; never raises (they expire otherwise).
+
+        Shielded: a release started by a cancelled request still completes.
+        """
+        if held.lease.sets:
+            await asyncio.shield(self.keeper.release(held.lease))
+
+    async def answer(self, held: Held, respond: Awaitable[Response]) -> Response:
+        """Await the route's response; add `held`'s headers; release `held` once it has been sent.
+
+        The release runs however the sending ends — complete, failed, the
+        client gone before the first byte or in the middle of a stream.
+        """
+        try:
+            response = await respond
+        except BaseException:
+            await self.release(held)
+            raise
+        if held.headers:
+            response.headers.update(held.headers)
+        if not held.lease.sets:
+            return response
+        return _Releasing(response, lambda: self.release(held))
+
+
+class _Releasing(Response):
+    """An ASGI response that sends `inner`, then calls `release` (in a `finally`)."""
+
+    def __init__(self, inner: Response, release: Callable[[], Awaitable[None]]) -> None:  # the inner response is sent as is
+        self.inner = inner
+        self.status_code = inner.status_code
+        self.background = None
+        self._release = release
+
+    @property
+    def headers(self) -> MutableHeaders:
+        return self.inner.headers
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.background is not None and self.inner.background is None:
+            self.inner.background = self.background
+        try:
+            await self.inner(scope, receive, send)
+        finally:
+            await self._release()

@@ -1,0 +1,118 @@
+"""The rest of the Anthropic surface: count_tokens, the models list, errors on any `/v1/messages` path.
+
+Owns:
+- `POST /v1/messages/count_tokens` (counting: `messages_tokens`);
+- `anthropic_models`: `GET /v1/models` in Anthropic's shape, for callers that
+  send `anthropic-version` (the Anthropic SDKs always do);
+- Anthropic-format errors for every other path and method under
+  `/v1/messages` (404 `not_found_error`, 405), so an Anthropic SDK never
+  meets an OpenAI-format body there;
+- the 401 text for Anthropic callers, naming `x-api-key`.
+Must not import: `turnout_ingress.app`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+import msgspec
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import Response
+
+from turnout.adapters.anthropic_wire import WireError
+from turnout.core.plan import UnknownModel
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.tenancy import Identity
+from turnout_ingress.errors import JSON
+from turnout_ingress.messages_tokens import count_input_tokens
+from turnout_ingress.messages_wire import error_body, parse_messages_request
+from turnout_ingress.validation import authenticate, read_body
+
+if TYPE_CHECKING:
+    from turnout_ingress.app import IngressState
+
+ANTHROPIC_UNAUTHORIZED = "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
+"""The 401 message on Anthropic routes (the Anthropic SDKs send `x-api-key`)."""
+OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
+_decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+
+
+def anthropic_error(status: int, message: str, request_id: str, headers: dict[str, str] | None = None) -> Response:
+    """An Anthropic-format error answer (`{"type": "error", "error": {...}}`) with `x-request-id`."""
+    return Response(error_body(status, message, request_id), status_code=status, media_type=JSON,
+                    headers={"x-request-id": request_id, **(headers or {})})
+
+
+def rejected(exc: RequestRejected, request_id: str) -> Response:
+    """`exc` in Anthropic's format (with its headers: `Retry-After`, `x-ratelimit-*`); the 401 names `x-api-key`."""
+    message = ANTHROPIC_UNAUTHORIZED if exc.status_code == 401 else exc.message
+    return anthropic_error(exc.status_code, message, request_id, dict(exc.headers or {}))
+
+
+def anthropic_models(state: "IngressState") -> Response:
+    """The catalog as Anthropic's `GET /v1/models` page (one page: `has_more` false)."""
+    ids = sorted(state.catalog.models)
+    data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in ids]
+    page = {"data": data, "has_more": False, "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
+    return Response(_encode.encode(page), media_type=JSON)
+
+
+def new_request_id(request: Request) -> str:
+    """A fresh request id, also kept on `request.state` (logs, spans)."""
+    request_id = uuid.uuid4().hex
+    request.state.request_id = request_id
+    return request_id
+
+
+async def caller_and_body(request: Request, state: "IngressState") -> tuple[Identity, bytes]:
+    """The authenticated caller and the body (at most `gateway.max_body_bytes`).
+
+    Raises:
+        RequestRejected: 401 (answer it with `rejected`), 413.
+    """
+    identity = authenticate(request, state.keyring)
+    return identity, await read_body(request, state.config.raw.gateway.max_body_bytes)
+
+
+def install(app: FastAPI, state: "IngressState") -> None:
+    """Register count_tokens and the Anthropic-format catch-alls (after `POST /v1/messages`)."""
+
+    @app.post("/v1/messages/count_tokens")
+    async def count_tokens(request: Request) -> Response:
+        request_id = new_request_id(request)
+        try:
+            identity, raw = await caller_and_body(request, state)
+            try:
+                data = _decode.decode(raw) if raw.strip() else None
+                body = parse_messages_request(_encode.encode({"max_tokens": 1, **data}) if isinstance(data, dict)
+                                              else raw)
+            except (WireError, msgspec.DecodeError) as exc:
+                message, param = (exc.message, exc.param) if isinstance(exc, WireError) else (str(exc), "body")
+                raise RequestRejected(400, message, param=param) from exc
+            try:
+                plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
+            except UnknownModel as exc:
+                raise RequestRejected(404, f"The model `{body['model']}` does not exist.", code="model_not_found",
+                                      param="model") from exc
+            tokens, provider = await count_input_tokens(state, plan, body)
+        except RequestRejected as exc:
+            return rejected(exc, request_id)
+        except GatewayUnavailable as exc:
+            return anthropic_error(503, exc.message, request_id, {"retry-after": str(exc.retry_after_s)})
+        headers = {"x-request-id": request_id, "x-turnout-count-source": "provider" if provider else "estimate"}
+        if provider:
+            headers["x-turnout-provider"] = provider
+        return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)
+
+    @app.api_route("/v1/messages", methods=OTHER_METHODS)
+    async def messages_other_method(request: Request) -> Response:
+        return anthropic_error(405, f"Method {request.method} is not allowed on /v1/messages; use POST.",
+                               uuid.uuid4().hex, {"allow": "POST"})
+
+    @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS])
+    async def messages_unknown(request: Request, rest: str) -> Response:
+        return anthropic_error(404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.",
+                               uuid.uuid4().hex)

@@ -1,0 +1,92 @@
+"""`POST /v1/messages/count_tokens`: Anthropic's token count, from the provider or estimated.
+
+Owns: counting a Messages body's input tokens. When an offer of the model
+is served by an `anthropic` provider with a platform key, that provider's
+own `POST {base_url}/v1/messages/count_tokens` answers (offers in plan
+order; the first that answers wins). Otherwise — no such offer, or none
+answered within `UPSTREAM_TIMEOUT_S` — the count is an estimate: one token
+per `CHARS_PER_TOKEN` characters of the text the model would read (system
+prompt, message text, tool inputs and results, tool definitions), rounded up,
+at least 1. The answer says which in `x-turnout-count-source` (`provider`
+or `estimate`). No attempt is recorded and no breaker is touched: counting
+is not a model call.
+Must not import: `turnout_ingress.app`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
+
+if TYPE_CHECKING:
+    from turnout.core.plan import Plan
+    from turnout_ingress.app import IngressState
+
+CHARS_PER_TOKEN = 4
+"""Characters per token of the estimate (English prose averages about four)."""
+UPSTREAM_TIMEOUT_S = 10.0
+"""How long one provider's count may take, seconds."""
+COUNT_PATH = MESSAGES_PATH + "/count_tokens"
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string a content value holds (a string, blocks, tool inputs and results)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for item in value for t in _texts(item)]
+    if isinstance(value, dict):
+        out: list[str] = []
+        for key, item in value.items():
+            if key in ("type", "id", "tool_use_id", "cache_control"):
+                continue
+            out.extend(_texts(item) if key != "input" else [json.dumps(item)])
+        return out
+    return []
+
+
+def estimate_input_tokens(body: dict[str, Any]) -> int:
+    """The estimate of the module doc for an Anthropic Messages body, in tokens (>= 1)."""
+    parts = _texts(body.get("system")) + [t for m in body.get("messages", []) if isinstance(m, dict)
+                                          for t in _texts(m.get("content"))]
+    if body.get("tools"):
+        parts.append(json.dumps(body["tools"]))
+    return max(1, math.ceil(sum(len(p) for p in parts) / CHARS_PER_TOKEN))
+
+
+async def count_input_tokens(state: "IngressState", plan: "Plan", body: dict[str, Any]) -> tuple[int, str | None]:
+    """The input tokens of `body`, and the provider that counted them (None: estimated).
+
+    Args:
+        plan: the request's plan (offers in order).
+        body: the checked Anthropic Messages body (without `stream`).
+    """
+    tried: set[str] = set()
+    for entry in plan.entries:
+        target = entry.target
+        provider = state.catalog.providers.get(target.provider)
+        if provider is None or provider.kind != "anthropic" or not provider.api_key or target.key in tried:
+            continue
+        tried.add(target.key)
+        counted = await _ask(state.http, provider.base_url, provider.api_key, {**body, "model": target.model})
+        if counted is not None:
+            return counted, target.provider
+    return estimate_input_tokens(body), None
+
+
+async def _ask(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[str, Any]) -> int | None:
+    """One provider's count, or None (any failure: the caller estimates)."""
+    try:
+        response = await http.post(
+            base_url.rstrip("/") + COUNT_PATH, json={k: v for k, v in body.items() if k not in ("stream", "max_tokens")},
+            headers={"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}, timeout=UPSTREAM_TIMEOUT_S,
+        )
+        count = response.json().get("input_tokens") if response.status_code == 200 else None
+    except Exception:  # noqa: BLE001 - any failure (httpx's, the aiohttp transport's, a bad body): estimate
+        return None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None

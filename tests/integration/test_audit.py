@@ -1,0 +1,84 @@
+"""The audit log of admin writes (who, what, when; no secrets), exported by the operator.
+
+Its own tenancy fleet: writes by an org admin, the operator, a caller of
+another org and an unknown key, then the operator's export (route and
+`turnout audit export`), grepped for the secrets those writes carried.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from support.gateway import Gateway
+from support.procs import Fleet
+from support.tenancy import ACME_ADMIN, BETA_ADMIN, OPERATOR, Admin, start_tenancy, tenancy_env
+
+pytestmark = pytest.mark.integration
+
+PROVIDER_SECRET = "sk-audit-canary-5f1d2e3c4b5a69788796a5b4"
+
+
+@pytest.fixture(scope="module")
+def gw() -> Iterator[Gateway]:
+    fleet = Fleet()
+    try:
+        gateway = start_tenancy(fleet, tenancy_env())
+        yield gateway
+        gateway.close()
+    finally:
+        fleet.stop_all()
+
+
+def _export(gw: Gateway, key: str = OPERATOR, **params: Any) -> list[dict[str, Any]]:
+    response = Admin(gw.base_url, key).call("GET", "/audit/export", params=params)
+    assert response.status_code == 200, response.text
+    return [json.loads(line) for line in response.text.splitlines()]
+
+
+def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_exports(gw: Gateway) -> None:
+    started = time.time()
+    acme, beta, operator = Admin(gw.base_url, ACME_ADMIN), Admin(gw.base_url, BETA_ADMIN), Admin(gw.base_url, OPERATOR)
+    made = acme.call("POST", "/orgs/acme/keys", {"name": "audited", "settings": {"limits": {"rpm": 5}}})
+    assert made.status_code == 201
+    secret = made.json()["secret"]
+    assert acme.call("PATCH", "/orgs/acme/keys/audited/settings", {"limits": {"rpm": 7}}).status_code == 200
+    assert acme.call("PUT", "/orgs/acme/provider-keys/sim-b", {"api_key": PROVIDER_SECRET}).status_code == 200
+    assert beta.call("DELETE", "/orgs/acme/keys/audited").status_code == 404
+    assert Admin(gw.base_url, "tk-nobody-0000000000000").call("POST", "/orgs", {"id": "x"}).status_code == 401
+    assert operator.call("POST", "/orgs", {"id": "audit-org"}).status_code == 201
+    assert acme.call("GET", "/orgs/acme").status_code == 200  # a read: not recorded
+
+    entries = _export(gw, since=str(started - 1))
+    seen = [(e["who"], e["method"], e["path"], e["status"], e["fields"]) for e in entries]
+    assert seen == [
+        ("key acme/admin", "POST", "/admin/v1/orgs/acme/keys", 201, ["name", "settings"]),
+        ("key acme/admin", "PATCH", "/admin/v1/orgs/acme/keys/audited/settings", 200, ["limits"]),
+        ("key acme/admin", "PUT", "/admin/v1/orgs/acme/provider-keys/sim-b", 200, ["api_key"]),
+        ("key beta/admin", "DELETE", "/admin/v1/orgs/acme/keys/audited", 404, []),
+        ("unauthenticated", "POST", "/admin/v1/orgs", 401, []),
+        ("operator", "POST", "/admin/v1/orgs", 201, ["id"]),
+    ]
+    assert [e["org"] for e in entries] == ["acme", "acme", "acme", "acme", None, None]
+    assert all(e["at"].endswith("Z") and e["at"] >= time.strftime("%Y-%m-%dT", time.gmtime(started))
+               for e in entries)
+    dump = json.dumps(entries)
+    assert PROVIDER_SECRET not in dump and secret not in dump and PROVIDER_SECRET[-8:] not in dump
+
+    assert _export(gw, since=str(time.time() + 3600)) == []
+    refused = acme.call("GET", "/audit/export")
+    assert refused.status_code == 403
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "turnout_cli.main", "audit", "export", "--url", gw.base_url, "--since",
+         str(started - 1)],
+        capture_output=True, timeout=60, env={"TURNOUT_OPERATOR_KEY": OPERATOR, "PATH": "/usr/bin:/bin"},
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert [json.loads(line) for line in cli.stdout.decode().splitlines()][: len(entries)] == entries

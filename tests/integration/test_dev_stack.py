@@ -1,0 +1,103 @@
+"""`turnout dev` with your own configuration never keeps the demo org's published key.
+
+Runs `turnout dev` as a user would, in a scratch directory: first with the
+demo catalog, then with its own file — once with the Redis `turnout dev`
+starts (one data directory per configuration), once with an external Redis
+(`--redis-url`) that the demo run had used.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from support.procs import Fleet, free_port, http_ok, require_redis, wait_until
+from turnout_cli.dev import DEMO_KEY
+
+pytestmark = pytest.mark.integration
+
+OWN_KEY = "tk-own-config-key-0001"
+OWN_CONFIG = f"""\
+providers:
+  mine: {{kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", api_key: k}}
+models:
+  mine: {{offers: [{{provider: mine, model: m}}]}}
+orgs:
+  me:
+    keys: [{{name: me, key: {OWN_KEY}}}]
+"""
+
+
+def _dev(cwd: Path, *args: str) -> Iterator[str]:
+    port = free_port()
+    env = {**os.environ, "TURNOUT_METRICS_PORT": "0"}
+    env.pop("TURNOUT_REDIS_URL", None)
+    env.pop("TURNOUT_CONFIG", None)
+    log = open(cwd / f"dev-{port}.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(free_port()), *args],
+        cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: http_ok(f"{base}/health/readiness"), 60, "turnout dev")
+        yield base
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+        log.close()
+
+
+def _models(base: str, key: str) -> int:
+    return httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {key}"}, timeout=5).status_code
+
+
+def test_dev_own_config_gets_its_own_redis_without_the_demo_key(tmp_path: Path) -> None:
+    require_redis()
+    (tmp_path / "mine.yaml").write_text(OWN_CONFIG)
+    for base in _dev(tmp_path):
+        assert _models(base, DEMO_KEY) == 200
+    for base in _dev(tmp_path, "--config", "mine.yaml"):
+        assert _models(base, DEMO_KEY) == 401
+        assert _models(base, OWN_KEY) == 200
+    dirs = sorted(p.name for p in (tmp_path / ".turnout").iterdir() if p.name.startswith("redis-"))
+    assert dirs[0] == "redis-demo" and dirs[1].startswith("redis-mine-") and len(dirs) == 2
+    for base in _dev(tmp_path):  # the demo still works afterwards
+        assert _models(base, DEMO_KEY) == 200
+
+
+def test_dev_own_config_removes_the_demo_org_from_a_shared_redis(tmp_path: Path) -> None:
+    require_redis()
+    (tmp_path / "mine.yaml").write_text(OWN_CONFIG)
+    fleet = Fleet()
+    try:
+        _, redis_url = fleet.redis()
+        for base in _dev(tmp_path, "--redis-url", redis_url):
+            assert _models(base, DEMO_KEY) == 200
+        for base in _dev(tmp_path, "--redis-url", redis_url, "--config", "mine.yaml"):
+            assert _models(base, DEMO_KEY) == 401
+            assert _models(base, OWN_KEY) == 200
+        logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("dev-*.log"))
+        assert "removed the demo org" in logs
+        for base in _dev(tmp_path, "--redis-url", redis_url):  # and the demo creates it again
+            assert _models(base, DEMO_KEY) == 200
+    finally:
+        fleet.stop_all()
+
+
+def test_dev_own_config_after_the_old_shared_data_dir_keeps_its_data_but_not_the_demo_key(tmp_path: Path) -> None:
+    require_redis()
+    (tmp_path / "mine.yaml").write_text(OWN_CONFIG)
+    for base in _dev(tmp_path):
+        assert _models(base, DEMO_KEY) == 200
+    (tmp_path / ".turnout" / "redis-demo").rename(tmp_path / ".turnout" / "redis")  # the earlier single data dir
+    for base in _dev(tmp_path, "--config", "mine.yaml"):
+        assert _models(base, DEMO_KEY) == 401
+        assert _models(base, OWN_KEY) == 200

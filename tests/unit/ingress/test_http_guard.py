@@ -1,0 +1,140 @@
+"""The ingress's HTTP guards (`turnout_ingress.http_guard`) on a real uvicorn server.
+
+A tiny ASGI app served in-process on 127.0.0.1 by uvicorn with the guarded
+protocol; raw sockets play the attackers. Deadlines are short (0.4 s) and
+the assertions leave a wide margin (seconds), so a loaded machine does not
+make them flaky.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import uvicorn
+
+from turnout.config import GatewayConfig
+from turnout_ingress.http_guard import GuardLimits, guarded_protocol
+
+LIMITS = GuardLimits(max_header_bytes=8 * 1024, header_timeout_s=0.4, body_timeout_s=0.4, max_connections=5)
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    if scope["type"] != "http":
+        return
+    body = b""
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = int(s.getsockname()[1])
+    config = uvicorn.Config(app, host="127.0.0.1", port=free, http=guarded_protocol(LIMITS), log_level="critical",
+                            lifespan="off")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield free
+    finally:
+        server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.wait_for(task, 5)
+
+
+async def exchange(port: int, data: bytes, *, then_wait_s: float = 5.0) -> bytes:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(data)
+        await writer.drain()
+        return await asyncio.wait_for(reader.read(4096), then_wait_s)
+    except ConnectionError:
+        return b"reset"
+    finally:
+        writer.close()
+
+
+async def test_http_guard_serves_an_ordinary_request(port: int) -> None:
+    answer = await exchange(port, b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nhi")
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"hi")
+
+
+async def test_http_guard_headers_over_the_limit_get_431(port: int) -> None:
+    whole = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 20_000 + b"\r\n\r\n")
+    assert whole.startswith(b"HTTP/1.1 431") and b"8192 bytes" in whole
+    unfinished = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 20_000)
+    assert unfinished.startswith(b"HTTP/1.1 431")
+
+
+async def test_http_guard_keep_alive_serves_several_requests_each_under_the_limit(port: int) -> None:
+    one = b"POST / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 5_000 + b"\r\ncontent-length: 2\r\n\r\nok"
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    answers = b""
+    for _ in range(3):
+        writer.write(one)
+        await writer.drain()
+        answers += await asyncio.wait_for(reader.read(4096), 5)
+    writer.close()
+    assert answers.count(b"HTTP/1.1 200") == 3
+
+
+async def test_http_guard_slow_loris_gets_408_at_the_header_deadline(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(b"GET / HTTP/1.1\r\nhost: x\r\n")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    answer = b""
+    for i in range(40):  # a header line every 0.1 s: never idle, never finished
+        with contextlib.suppress(ConnectionError):
+            writer.write(b"x-%d: y\r\n" % i)
+        with contextlib.suppress(TimeoutError):
+            answer = await asyncio.wait_for(reader.read(4096), 0.1)
+        if answer:
+            break
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 408")
+    assert loop.time() - started < 3.0
+
+
+async def test_http_guard_connection_sending_nothing_is_closed(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    answer = await asyncio.wait_for(reader.read(4096), 5)
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_http_guard_slow_body_gets_408_at_the_body_deadline(port: int) -> None:
+    answer = await exchange(port, b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nabc")
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
+async def test_http_guard_connections_beyond_the_cap_get_503(port: int) -> None:
+    held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(LIMITS.max_connections)]
+    try:
+        answer = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
+        assert answer.startswith(b"HTTP/1.1 503")
+    finally:
+        for _, writer in held:
+            writer.close()
+
+
+def test_http_guard_limits_come_from_the_gateway_settings() -> None:
+    limits = GuardLimits.of(GatewayConfig())
+    assert (limits.max_header_bytes, limits.header_timeout_s, limits.body_timeout_s, limits.max_connections) == (
+        65536, 10.0, 30.0, 10_000,
+    )

@@ -1,0 +1,61 @@
+"""Fair pickup across orgs (SPEC §10): the enqueue script's fair queues and the worker's pick script.
+
+Against the session's real `redis-server`: jobs are enqueued by the
+ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
+"""
+
+from __future__ import annotations
+
+import time
+
+from redis.asyncio import Redis
+
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Policy
+from turnout.state import keys
+from turnout.state.queue import JobQueue
+from turnout.wire import JobPayload
+from turnout_worker.pickup import _PICK
+
+
+async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
+    payload = JobPayload(
+        request_id=job_id, body=b"{}", org=org, squad=None, key="k", policy=Policy(), settings=RoutingSettings(),
+        deadline_epoch_s=time.time() + 60, reply_to="r",
+    )
+    await queue._push(payload)
+
+
+async def _pick(redis: Redis, free: int) -> list[str]:
+    script = redis.register_script(_PICK)
+    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[free, 10_000, keys.IN_PROGRESS_PREFIX,
+                                                                  keys.FAIR_ORG_PREFIX])
+    return [j.decode() for j in raw[::2]]
+
+
+async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(50):  # ids sort as enqueued: jobs of one millisecond are taken in id order
+        await _enqueue(queue, f"a{i:02d}", "org-a")
+    await _enqueue(queue, "b0", "org-b")
+    await _enqueue(queue, "c0", "org-c")
+    await _enqueue(queue, "b1", "org-b")
+    assert await _pick(redis_client, 1) == ["a00"]
+    assert await _pick(redis_client, 1) == ["b0"]
+    assert await _pick(redis_client, 1) == ["c0"]
+    assert await _pick(redis_client, 4) == ["a01", "b1", "a02", "a03"]
+    assert await redis_client.exists(keys.IN_PROGRESS_PREFIX + "b1") == 1
+    assert await redis_client.zcard(keys.QUEUE) == 53  # claimed jobs stay in arq's queue until delivered
+    assert await redis_client.lrange(keys.FAIR_RING, 0, -1) == [b"org-a"]
+
+
+async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for job_id in ("x0", "x1", "x2"):
+        await _enqueue(queue, job_id, "org-x")
+    await redis_client.zrem(keys.QUEUE, "x0")  # withdrawn at its deadline
+    await redis_client.set(keys.IN_PROGRESS_PREFIX + "x1", "1")  # claimed by a scan elsewhere
+    assert await _pick(redis_client, 5) == ["x2"]
+    assert await redis_client.exists(keys.FAIR_RING, keys.fair_org_key("org-x")) == 0
+    await _enqueue(queue, "x3", "org-x")  # an emptied org comes back on the ring
+    assert await _pick(redis_client, 5) == ["x3"]

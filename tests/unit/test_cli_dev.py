@@ -1,0 +1,35 @@
+"""`turnout dev`: the demo catalogs agree, and a redis-server that dies at start is named at once."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+from turnout.config import parse_config
+from turnout_cli.dev import DEMO_CONFIG, DEMO_KEY, _wait_redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_procfile_demo_catalog_is_turnout_devs() -> None:
+    dev = parse_config(DEMO_CONFIG.format(sim_port=9100, key=DEMO_KEY), env={})
+    procfile = parse_config((ROOT / "infra" / "procfile" / "turnout.yaml").read_text(), env={})
+    assert (procfile.raw.models, procfile.raw.providers, procfile.raw.orgs, procfile.raw.egress) == (
+        dev.raw.models, dev.raw.providers, dev.raw.orgs, dev.raw.egress)
+
+
+def test_the_procfile_keeps_redis_data_out_of_the_shared_tmp() -> None:
+    redis_line = next(line for line in (ROOT / "Procfile").read_text().splitlines() if line.startswith("redis:"))
+    assert "/tmp" not in redis_line and "--appendonly yes" in redis_line
+
+
+def test_a_redis_server_that_exits_at_start_is_named_without_waiting() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing answers there
+    with subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"]) as server:
+        server.wait(timeout=30)
+        problem = _wait_redis(f"redis://127.0.0.1:{port}/0", 600, server)
+    assert problem is not None and "exited at start (exit code 3)" in problem
