@@ -22,6 +22,7 @@ import yaml
 
 from turnout.config_errors import collect, report
 from turnout.core.breaker import BreakerSettings
+from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
@@ -65,13 +66,15 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     Attributes:
         offers: its (provider, model) offers.
         context_window: context window in tokens, when known.
-        order: `health` (SPEC §5: by recent success rate, ties shuffled) or
-            `priority` (always the configured order: a primary and backups).
+        order: the ordering strategy of its offers (`turnout.core.ordering.ORDERINGS`):
+            `health` (SPEC §5: by recent success rate, ties shuffled),
+            `priority` (the configured order: a primary and backups), `price`,
+            `latency`, `throughput` or `balanced` (SPEC §10).
     """
 
     offers: list[OfferConfig]
     context_window: int | None = None
-    order: Literal["health", "priority"] = "health"
+    order: OrderName = "health"
 
 
 class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -174,6 +177,25 @@ class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     allow: list[str] = []
 
 
+class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Gateway-wide facts of the ordering strategies (SPEC §10; `routing:`).
+
+    Attributes:
+        price_mix: relative weights of input and output tokens in a typical
+            request; `price` and `balanced` rank offers by
+            `(input · in_price + output · out_price) / (input + output)`.
+        speed_alpha: weight of the newest attempt in the fleet's rolling
+            measures of latency and output rate (an exponentially weighted
+            moving average; 0 < alpha <= 1).
+        speed_ttl_s: a target's measures are forgotten (it ranks neutral
+            again) when no attempt has updated them for this many seconds.
+    """
+
+    price_mix: PriceMix = PriceMix()
+    speed_alpha: float = 0.2
+    speed_ttl_s: int = 3600
+
+
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The file as written (after interpolation), before cross-checks."""
 
@@ -183,6 +205,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
+    routing: RoutingConfig = RoutingConfig()
     egress: EgressConfig = EgressConfig()
     orgs: dict[str, OrgConfig] = {}
 
@@ -364,7 +387,7 @@ def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
 def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Policy, org: OrgConfig | None) -> None:
     if isinstance(settings.reroutes, list):
         _check_models(f"{path}.reroutes", settings.reroutes, raw.models, org)
-    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks"):
         value = getattr(settings, name)
         model_map = as_model_map(value)
         for key, models in model_map.items():
@@ -380,6 +403,15 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
         listed = fallback.get("models") if isinstance(fallback, dict) else None
         if isinstance(listed, list):  # the same check as `settings.fallbacks`
             _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
+    if isinstance(settings.strategy, list):
+        names: set[str] = set()
+        for i, rule in enumerate(settings.strategy):
+            if rule.name in names:
+                raise ConfigError(f"{path}.strategy[{i}].name: rule {rule.name!r} is declared twice")
+            names.add(rule.name)
+            for what, model in (("model", rule.model), ("fallback", rule.fallback)):
+                if model is not None and model not in raw.models:
+                    raise ConfigError(f"{path}.strategy[{i}].{what}: unknown model {model!r} (not in `models`)")
 
 
 def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:
@@ -407,6 +439,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             raise ConfigError(f"gateway.{field}: must be at least 1")
     if g.job_lease_s < 1:
         raise ConfigError("gateway.job_lease_s: must be at least 1 s")
+    r = raw.routing
+    if r.price_mix.input < 0 or r.price_mix.output < 0 or r.price_mix.input + r.price_mix.output <= 0:
+        raise ConfigError("routing.price_mix: weights must be at least 0 and not both 0")
+    if not 0 < r.speed_alpha <= 1:
+        raise ConfigError("routing.speed_alpha: must be in (0, 1]")
+    if r.speed_ttl_s < 1:
+        raise ConfigError("routing.speed_ttl_s: must be at least 1 s")
     b = raw.breaker
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import RequestRejected
 from turnout.tenancy import Authenticator, Identity
 
@@ -66,6 +67,18 @@ def _too_large(limit_bytes: int) -> RequestRejected:
 
 def _invalid(message: str, param: str) -> RequestRejected:
     return RequestRejected(400, message, param=param, code="invalid_request")
+
+
+def take_preferences(data: dict[str, Any]) -> Preferences:
+    """Remove the body's `provider` object (it never goes upstream) and validate it (SPEC §10).
+
+    Raises:
+        RequestRejected: 400 naming the field (`provider.max_price.prompt`).
+    """
+    try:
+        return decode_preferences(data.pop("provider", None))
+    except InvalidPreferences as exc:
+        raise _invalid(str(exc), exc.param) from exc
 
 
 def parse_chat_request(body: bytes) -> dict[str, Any]:
