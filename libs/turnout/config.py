@@ -317,7 +317,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         raw = msgspec.convert(data, RawConfig)
     except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
         errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
-        raise ConfigError(report(errors)) from exc
+        raise ConfigError(report(errors), errors) from exc
     try:
         policy = merge_policy(Policy(), raw.policy)
     except msgspec.ValidationError as exc:
@@ -335,6 +335,8 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); a configuration is a YAML text file") from exc
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the configuration file: {exc.strerror}") from exc
     return parse_config(text, env=env, source=str(p))
@@ -450,6 +452,7 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")
     for name, provider in raw.providers.items():
+        check_model(f"providers.{name!r}", name)  # provider names travel in headers (`x-turnout-provider`)
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         if "/" in name:
@@ -457,9 +460,11 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
     for model, spec in raw.models.items():
+        check_model(f"models.{model!r}", model)  # ids and names travel in headers (`x-turnout-model`)
         if not spec.offers:
             raise ConfigError(f"models.{model}.offers: a model needs at least one offer")
         for i, offer in enumerate(spec.offers):
+            check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
                 raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
     _, clamps = clamp_policy(policy, raw.ceilings)
@@ -491,9 +496,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         for squad_name, squad in org.squads.items():
             check_id(f"{base}.squads.{squad_name}", squad_name)
             _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)
+        names: set[str] = set()
         for i, key in enumerate(org.keys):
             kpath = f"{base}.keys[{i}]"
             check_id(f"{kpath}.name", key.name)
+            if key.name in names:
+                raise ConfigError(f"{kpath}.name: key name {key.name!r} is used twice in this org")
+            names.add(key.name)
             check_secret(f"{kpath}.key", key.key)
             if len(key.key) < 8:
                 raise ConfigError(f"{kpath}.key: a gateway key needs at least 8 characters")

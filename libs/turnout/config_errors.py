@@ -46,6 +46,16 @@ def _literals(tp: Any) -> tuple[Any, ...]:
     return ()
 
 
+def _takes_object(tp: Any) -> bool:
+    """`tp` is converted from a JSON object (a Struct or a mapping)."""
+    return (isinstance(tp, type) and issubclass(tp, msgspec.Struct)) or get_origin(tp) in (dict, Mapping)
+
+
+def _takes_array(tp: Any) -> bool:
+    """`tp` is converted from a JSON array (a list or a tuple)."""
+    return get_origin(tp) in (list, tuple)
+
+
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
@@ -91,6 +101,11 @@ def collect(value: Any, tp: Any, path: str = "") -> list[str]:
     except Exception as exc:  # a type msgspec cannot take: report, never raise
         return [f"{path or '<document>'}: {exc}"]
     bare = _strip(tp)
+    if get_origin(bare) in (typing.Union, types.UnionType) and isinstance(value, (dict, list)):
+        fits = _takes_object if isinstance(value, dict) else _takes_array
+        shaped = [a for a in map(_strip, get_args(bare)) if fits(a)]
+        if len(shaped) == 1:  # `Struct | None`, `list[X] | UnsetType`: the one arm this value can be
+            bare = shaped[0]
     origin = get_origin(bare)
     if isinstance(bare, type) and issubclass(bare, msgspec.Struct) and isinstance(value, dict):
         errors = _struct_errors(value, bare, path)

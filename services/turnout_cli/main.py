@@ -78,10 +78,11 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.file)
     except ConfigError as exc:
-        lines = str(exc).splitlines()
-        print(f"invalid: {args.file}: {len(lines)} error(s)" if len(lines) > 1 else f"invalid: {exc}", file=sys.stderr)
-        if len(lines) > 1:
-            print("\n".join(f"  {line}" for line in lines), file=sys.stderr)
+        if len(exc.errors) > 1:
+            print(f"invalid: {args.file}: {len(exc.errors)} error(s)", file=sys.stderr)
+            print("\n".join(f"  {line}" for line in exc.errors), file=sys.stderr)
+        else:
+            print(f"invalid: {exc}", file=sys.stderr)
         return 1
     raw = config.raw
     keys = sum(len(o.keys) for o in raw.orgs.values())

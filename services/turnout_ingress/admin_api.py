@@ -150,6 +150,9 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         async def save(request: Request, org: str, name: str | None, patch: bool) -> Response:
             api.scope(request, org)
             raw = await body(request)
+            if not raw.strip():  # an empty PUT must not wipe every setting by mistake
+                raise AdminError(400, "The request body is empty; send a JSON object (`{}` to set every setting "
+                                 "to inherit).", code="invalid_value", param="body")
             scope = scope_of(name)
 
             def edit(doc: OrgDoc) -> tuple[OrgDoc, list[Any]]:
