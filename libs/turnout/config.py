@@ -257,22 +257,34 @@ def _unshield(node: Any, token: re.Pattern[str], refs: list[str]) -> Any:
     return node
 
 
-def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
+def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str] | None = None) -> Any:
+    """`node` with `${NAME}` / `${NAME:-default}` replaced from `env`.
+
+    Raises:
+        ConfigError: every unset variable without a default, one line each.
+    """
+    top = missing is None
+    missing = [] if missing is None else missing
     if isinstance(node, dict):
-        return {k: _interpolate(v, env, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_interpolate(v, env, f"{path}[{i}]") for i, v in enumerate(node)]
-    if isinstance(node, str) and "${" in node:
+        out: Any = {k: _interpolate(v, env, f"{path}.{k}" if path else str(k), missing) for k, v in node.items()}
+    elif isinstance(node, list):
+        out = [_interpolate(v, env, f"{path}[{i}]", missing) for i, v in enumerate(node)]
+    elif isinstance(node, str) and "${" in node:
         def sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in env:
                 return env[name]
             if default is not None:
                 return default
-            raise ConfigError(f"{path}: environment variable {name} is not set (write ${{{name}:-}} to allow empty)")
+            missing.append(f"{path}: environment variable {name} is not set (write ${{{name}:-}} to allow empty)")
+            return ""
 
-        return _ENV.sub(sub, node)
-    return node
+        out = _ENV.sub(sub, node)
+    else:
+        out = node
+    if top and missing:
+        raise ConfigError(report(missing), missing)
+    return out
 
 
 def _path_of(exc: msgspec.ValidationError) -> str:

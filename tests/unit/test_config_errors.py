@@ -67,3 +67,19 @@ def test_collect_walks_structs_dicts_lists_and_literals(value: object, errors: l
 def test_report_caps_the_number_of_lines() -> None:
     lines = report([f"e{i}" for i in range(MAX_ERRORS + 7)]).splitlines()
     assert len(lines) == MAX_ERRORS + 1 and lines[-1] == "... and 7 more"
+
+
+def test_every_unset_environment_variable_is_reported_at_once() -> None:
+    text = """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1", api_key: "${A_KEY}"}
+  b: {kind: openai, base_url: "https://b.example/v1", api_key: "${B_KEY}"}
+models:
+  m: {offers: [{provider: a, model: m}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert info.value.errors == [
+        "providers.a.api_key: environment variable A_KEY is not set (write ${A_KEY:-} to allow empty)",
+        "providers.b.api_key: environment variable B_KEY is not set (write ${B_KEY:-} to allow empty)",
+    ]
