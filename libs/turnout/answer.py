@@ -14,6 +14,9 @@ Headers:
     x-turnout-reroute     1 when a reroute model served
     x-turnout-byok-fallback  1 when the shared key served after the tenant's
                           own key was rejected (SPEC §6 credential fallback)
+    x-turnout-plan-fallback  1 when a `plan_fallbacks` target served after a
+                          quota / usage-cap failure (SPEC §10)
+    x-turnout-strategy    the spend strategy rule whose model served (SPEC §10)
     retry-after           seconds, on 429 / 503
     x-should-retry        "false" after an exhausted chain (SDKs then do not
                           multiply the attempts already made)
@@ -47,6 +50,9 @@ def served_headers(served: Served, request_id: str) -> dict[str, str]:
         headers["x-turnout-fallback"] = "1" if served.fallback else "0"
         headers["x-turnout-reroute"] = "1" if served.reroute else "0"
         headers["x-turnout-byok-fallback"] = "1" if served.byok_fallback else "0"
+        headers["x-turnout-plan-fallback"] = "1" if served.plan_fallback else "0"
+        if served.strategy is not None:
+            headers["x-turnout-strategy"] = served.strategy
     return headers
 
 

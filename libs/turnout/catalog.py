@@ -11,7 +11,8 @@ from typing import Mapping
 
 import msgspec
 
-from turnout.config import Config, ProviderConfig, ProviderKind
+from turnout.config import Config, ProviderConfig
+from turnout.core.ordering import OfferPrice, OrderSettings
 from turnout.core.types import Target
 
 
@@ -34,11 +35,10 @@ class Catalog:
         providers: provider name -> its configuration (holds the shared key;
             never log this object).
         prices: target key -> price.
-        context_windows: model id -> context window in tokens (when known).
         supports_prefill: target key -> the offer accepts an assistant prefill.
-        api: target key -> the wire API its provider speaks (`openai`,
-            `openai_compatible`, `anthropic`; `ProviderConfig.kind`).
         orders: model id -> its ordering strategy (`turnout.core.ordering`).
+        offer_prices: target key -> its prices as the orderings read them.
+        price_mix: the `routing.price_mix` of the configuration.
         sole_targets: keys of targets that are the only offer of some model
             (their breaker opens only at a high failure rate, SPEC §5).
     """
@@ -62,13 +62,17 @@ class Catalog:
         self.supports_prefill: dict[str, bool] = {
             f"{o.provider}/{o.model}": o.supports_prefill for spec in raw.models.values() for o in spec.offers
         }
-        self.api: dict[str, ProviderKind] = {
-            f"{o.provider}/{o.model}": raw.providers[o.provider].kind
-            for spec in raw.models.values() for o in spec.offers
-        }
         self.orders: dict[str, str] = {m: s.order for m, s in raw.models.items()}
+        self.offer_prices: dict[str, OfferPrice] = {
+            key: OfferPrice(input_usd_per_mtok=p.input_usd_per_mtok, output_usd_per_mtok=p.output_usd_per_mtok)
+            for key, p in self.prices.items()
+        }
+        self.price_mix = raw.routing.price_mix
         self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
-        self.context_windows = {m: s.context_window for m, s in raw.models.items() if s.context_window}
+
+    def order_settings(self, base: OrderSettings) -> OrderSettings:
+        """`base` (the breaker's tolerance and exploration) with this catalog's prices and mix."""
+        return msgspec.structs.replace(base, prices=self.offer_prices, price_mix=self.price_mix)
 
     def model_list(self) -> list[dict[str, object]]:
         """The `GET /v1/models` data: one OpenAI model object per catalog id."""

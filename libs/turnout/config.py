@@ -20,7 +20,9 @@ from typing import Annotated, Any, Literal, Mapping
 import msgspec
 import yaml
 
+from turnout.config_errors import collect, report
 from turnout.core.breaker import BreakerSettings
+from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
@@ -64,13 +66,15 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     Attributes:
         offers: its (provider, model) offers.
         context_window: context window in tokens, when known.
-        order: `health` (SPEC §5: by recent success rate, ties shuffled) or
-            `priority` (always the configured order: a primary and backups).
+        order: the ordering strategy of its offers (`turnout.core.ordering.ORDERINGS`):
+            `health` (SPEC §5: by recent success rate, ties shuffled),
+            `priority` (the configured order: a primary and backups), `price`,
+            `latency`, `throughput` or `balanced` (SPEC §10).
     """
 
     offers: list[OfferConfig]
     context_window: int | None = None
-    order: Literal["health", "priority"] = "health"
+    order: OrderName = "health"
 
 
 class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -173,6 +177,25 @@ class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     allow: list[str] = []
 
 
+class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Gateway-wide facts of the ordering strategies (SPEC §10; `routing:`).
+
+    Attributes:
+        price_mix: relative weights of input and output tokens in a typical
+            request; `price` and `balanced` rank offers by
+            `(input · in_price + output · out_price) / (input + output)`.
+        speed_alpha: weight of the newest attempt in the fleet's rolling
+            measures of latency and output rate (an exponentially weighted
+            moving average; 0 < alpha <= 1).
+        speed_ttl_s: a target's measures are forgotten (it ranks neutral
+            again) when no attempt has updated them for this many seconds.
+    """
+
+    price_mix: PriceMix = PriceMix()
+    speed_alpha: float = 0.2
+    speed_ttl_s: int = 3600
+
+
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The file as written (after interpolation), before cross-checks."""
 
@@ -182,6 +205,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
+    routing: RoutingConfig = RoutingConfig()
     egress: EgressConfig = EgressConfig()
     orgs: dict[str, OrgConfig] = {}
 
@@ -233,88 +257,45 @@ def _unshield(node: Any, token: re.Pattern[str], refs: list[str]) -> Any:
     return node
 
 
-def _interpolate(node: Any, env: Mapping[str, str], path: str) -> Any:
+def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str] | None = None) -> Any:
+    """`node` with `${NAME}` / `${NAME:-default}` replaced from `env`.
+
+    Raises:
+        ConfigError: every unset variable without a default, one line each.
+    """
+    top = missing is None
+    missing = [] if missing is None else missing
     if isinstance(node, dict):
-        return {k: _interpolate(v, env, f"{path}.{k}" if path else str(k)) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_interpolate(v, env, f"{path}[{i}]") for i, v in enumerate(node)]
-    if isinstance(node, str) and "${" in node:
+        out: Any = {k: _interpolate(v, env, f"{path}.{k}" if path else str(k), missing) for k, v in node.items()}
+    elif isinstance(node, list):
+        out = [_interpolate(v, env, f"{path}[{i}]", missing) for i, v in enumerate(node)]
+    elif isinstance(node, str) and "${" in node:
         def sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in env:
                 return env[name]
             if default is not None:
                 return default
-            raise ConfigError(f"{path}: environment variable {name} is not set (write ${{{name}:-}} to allow empty)")
+            missing.append(f"{path}: environment variable {name} is not set (write ${{{name}:-}} to allow empty)")
+            return ""
 
-        return _ENV.sub(sub, node)
-    return node
+        out = _ENV.sub(sub, node)
+    else:
+        out = node
+    if top and missing:
+        raise ConfigError(report(missing), missing)
+    return out
 
 
-def _path_of(exc: msgspec.ValidationError, data: Any = None, tp: Any = None) -> str:
-    """The dotted path of a validation error; an unknown field is named too.
-
-    msgspec writes a dict key as `[...]`; with the converted `data` and its
-    type `tp` the key is found and named (`models.gpt-5.offers[0]`).
-    """
+def _path_of(exc: msgspec.ValidationError) -> str:
+    """The dotted path of a validation error of a policy (an unknown field is named too)."""
     text = str(exc)
     m = re.search(r"at `\$(.*)`", text)
     path = m.group(1) if m else ""
-    if "[...]" in path and tp is not None:
-        path = _named_path(path, data, tp)
     unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
     if unknown:
         path += f".{unknown.group(1)}"
     return path.lstrip(".") or "(top level)"
-
-
-def _arms(tp: Any) -> tuple[Any, ...]:
-    return typing.get_args(tp) if typing.get_origin(tp) in (typing.Union, types.UnionType) else (tp,)
-
-
-def _field_type(tp: Any, name: str) -> Any:
-    for arm in _arms(tp):
-        if isinstance(arm, type) and issubclass(arm, msgspec.Struct):
-            for f in msgspec.structs.fields(arm):
-                if f.encode_name == name:
-                    return f.type
-    return Any
-
-
-def _item_type(tp: Any, origin: type) -> Any:
-    for arm in _arms(tp):
-        if typing.get_origin(arm) is origin:
-            return typing.get_args(arm)[-1]
-    return Any
-
-
-def _named_path(path: str, data: Any, tp: Any) -> str:
-    out: list[str] = []
-    for m in re.finditer(r"\.([^.\[]+)|\[([^\]]*)\]", path):
-        name, index = m.group(1), m.group(2)
-        if name is not None:
-            out.append(f".{name}")
-            tp, data = _field_type(tp, name), data.get(name) if isinstance(data, dict) else None
-        elif index == "...":
-            tp = _item_type(tp, dict)
-            key = next((k for k, v in data.items() if not _converts(v, tp)), None) if isinstance(data, dict) else None
-            if key is None:
-                return path
-            out.append(f".{key}")
-            data = data[key]
-        else:
-            out.append(f"[{index}]")
-            tp = _item_type(tp, list)
-            data = data[int(index)] if isinstance(data, list) and index.isdigit() and int(index) < len(data) else None
-    return "".join(out)
-
-
-def _converts(value: Any, tp: Any) -> bool:
-    try:
-        msgspec.convert(value, tp)
-    except msgspec.ValidationError:
-        return False
-    return True
 
 
 def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str = "<memory>") -> Config:
@@ -331,7 +312,10 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
 
     Raises:
         ConfigError: the message names the offending path, e.g.
-            `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`.
+            `models.gpt-5.offers[1].provider: unknown provider 'azure-east'`;
+            type errors (unknown fields with a "did you mean", missing
+            fields, wrong types and ranges, enum values with the allowed
+            ones) are all reported at once, one per line.
     """
     shielded, token, refs = _shield_env(text)
     try:
@@ -343,8 +327,9 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     data = _interpolate(data, os.environ if env is None else env, "")
     try:
         raw = msgspec.convert(data, RawConfig)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{_path_of(exc, data, RawConfig)}: {str(exc).split(' - at ')[0]}") from exc
+    except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
+        errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
+        raise ConfigError(report(errors), errors) from exc
     try:
         policy = merge_policy(Policy(), raw.policy)
     except msgspec.ValidationError as exc:
@@ -362,6 +347,8 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {exc.start}); a configuration is a YAML text file") from exc
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read the configuration file: {exc.strerror}") from exc
     return parse_config(text, env=env, source=str(p))
@@ -414,7 +401,7 @@ def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
 def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Policy, org: OrgConfig | None) -> None:
     if isinstance(settings.reroutes, list):
         _check_models(f"{path}.reroutes", settings.reroutes, raw.models, org)
-    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+    for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks"):
         value = getattr(settings, name)
         model_map = as_model_map(value)
         for key, models in model_map.items():
@@ -430,6 +417,15 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
         listed = fallback.get("models") if isinstance(fallback, dict) else None
         if isinstance(listed, list):  # the same check as `settings.fallbacks`
             _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
+    if isinstance(settings.strategy, list):
+        names: set[str] = set()
+        for i, rule in enumerate(settings.strategy):
+            if rule.name in names:
+                raise ConfigError(f"{path}.strategy[{i}].name: rule {rule.name!r} is declared twice")
+            names.add(rule.name)
+            for what, model in (("model", rule.model), ("fallback", rule.fallback)):
+                if model is not None and model not in raw.models:
+                    raise ConfigError(f"{path}.strategy[{i}].{what}: unknown model {model!r} (not in `models`)")
 
 
 def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org: OrgConfig | None) -> None:
@@ -457,10 +453,18 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             raise ConfigError(f"gateway.{field}: must be at least 1")
     if g.job_lease_s < 1:
         raise ConfigError("gateway.job_lease_s: must be at least 1 s")
+    r = raw.routing
+    if r.price_mix.input < 0 or r.price_mix.output < 0 or r.price_mix.input + r.price_mix.output <= 0:
+        raise ConfigError("routing.price_mix: weights must be at least 0 and not both 0")
+    if not 0 < r.speed_alpha <= 1:
+        raise ConfigError("routing.speed_alpha: must be in (0, 1]")
+    if r.speed_ttl_s < 1:
+        raise ConfigError("routing.speed_ttl_s: must be at least 1 s")
     b = raw.breaker
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")
     for name, provider in raw.providers.items():
+        check_model(f"providers.{name!r}", name)  # provider names travel in headers (`x-turnout-provider`)
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         if "/" in name:
@@ -468,9 +472,11 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
     for model, spec in raw.models.items():
+        check_model(f"models.{model!r}", model)  # ids and names travel in headers (`x-turnout-model`)
         if not spec.offers:
             raise ConfigError(f"models.{model}.offers: a model needs at least one offer")
         for i, offer in enumerate(spec.offers):
+            check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
                 raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
     _, clamps = clamp_policy(policy, raw.ceilings)
@@ -502,9 +508,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         for squad_name, squad in org.squads.items():
             check_id(f"{base}.squads.{squad_name}", squad_name)
             _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)
+        names: set[str] = set()
         for i, key in enumerate(org.keys):
             kpath = f"{base}.keys[{i}]"
             check_id(f"{kpath}.name", key.name)
+            if key.name in names:
+                raise ConfigError(f"{kpath}.name: key name {key.name!r} is used twice in this org")
+            names.add(key.name)
             check_secret(f"{kpath}.key", key.key)
             if len(key.key) < 8:
                 raise ConfigError(f"{kpath}.key: a gateway key needs at least 8 characters")

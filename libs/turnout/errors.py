@@ -20,7 +20,16 @@ class TurnoutError(Exception):
 
 
 class ConfigError(TurnoutError):
-    """Invalid configuration; the message starts with the offending path."""
+    """Invalid configuration; the message starts with the offending path.
+
+    Attributes:
+        errors: each error of the file, `path: message` (one, unless the
+            type errors of a whole file were collected at once).
+    """
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.errors = list(errors) if errors else [message]
 
 
 class RequestRejected(TurnoutError):

@@ -36,7 +36,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
-from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned
+from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -59,6 +59,16 @@ _CAS_TRIES = 100
 Clock = Callable[[], float]
 
 
+PLAN_CAP_MAX_S = 86_400.0
+"""A usage cap's reset time is believed for at most this long (SPEC §10 plan-cap continuity)."""
+
+
+def plan_cap_scope(credential: Credential, org: str) -> str:
+    """Whose usage cap an attempt with `credential` hits: the platform's
+    account (`shared`, fleet-wide) or the org's own key's (the org id)."""
+    return "shared" if credential is Credential.SHARED or not org else f"org:{org}"
+
+
 def credential_subject(org: str, provider: str) -> str:
     """The health key of an org's own credential for a provider (no `/`, so
     it never collides with a `provider/model` target key)."""
@@ -71,6 +81,9 @@ class HealthView:
     Attributes:
         now_s: store clock at the read (epoch seconds).
         entries: subject -> versioned snapshot.
+        speeds: target key -> the fleet's rolling measures (measured targets only).
+        caps: `cap_subject` -> epoch seconds until that usage cap resets
+            (only caps read and in force).
         read_at: local monotonic time of the read (seconds).
         degraded: the store was unreachable; everything reads CLOSED.
     """
@@ -78,6 +91,8 @@ class HealthView:
     def __init__(self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False) -> None:
         self.now_s = loaded.now_s
         self.entries = dict(loaded.entries)
+        self.speeds = dict(loaded.speeds)
+        self.caps = dict(loaded.caps)
         self._clock = clock
         self.read_at = clock()
         self.degraded = degraded
@@ -85,6 +100,7 @@ class HealthView:
     def refresh(self, loaded: Loaded) -> None:
         """Take newer snapshots (and the clock read with them)."""
         self.entries.update(loaded.entries)
+        self.speeds.update(loaded.speeds)
         self.now_s, self.read_at = loaded.now_s, self._clock()
 
     def age_s(self) -> float:
@@ -101,12 +117,17 @@ class HealthView:
         return entry.snapshot if entry else CLOSED
 
     def ordering_health(self, settings: BreakerSettings) -> dict[str, TargetHealth]:
-        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering")."""
+        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering",
+        §10): standing, score and measures; targets CLOSED with no history and
+        no measure are left out (they rank as healthy and unmeasured)."""
         now = self.store_now()
         out: dict[str, TargetHealth] = {}
         for subject, entry in self.entries.items():
             snap = entry.snapshot
+            speed = self.speeds.get(subject)
             if snap == CLOSED:
+                if speed is not None:
+                    out[subject] = TargetHealth(ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s)
                 continue
             away = unavailable_for_s(snap, now)
             if away > 0:
@@ -115,8 +136,20 @@ class HealthView:
                 standing = Standing.PROBE
             else:
                 standing = Standing.UP
-            out[subject] = TargetHealth(score=score(snap, now, settings), standing=standing, back_in_s=away)
+            out[subject] = TargetHealth(
+                score=score(snap, now, settings), standing=standing, back_in_s=away,
+                ttft_ms=speed.ttft_ms if speed else None, tokens_per_s=speed.tokens_per_s if speed else None,
+            )
         return out
+
+    def capped_for(self, scope: str, target: str) -> float | None:
+        """Seconds until the usage cap of `scope` on `target` resets, or None
+        when none is known (SPEC §10 plan-cap continuity)."""
+        until = self.caps.get(cap_subject(scope, target))
+        if until is None:
+            return None
+        left = until - self.store_now()
+        return left if left > 0 else None
 
     def unavailable_for(self, targets: Sequence[str]) -> float | None:
         """Seconds until the first of `targets` may be attempted again, if every
@@ -180,10 +213,14 @@ class Breakers:
         on_alarm: Callable[[str], None] | None = None,
         on_trip: Callable[[str, str, bool], None] | None = None,
         sole_targets: frozenset[str] = frozenset(),
+        speed_alpha: float = 0.2,
+        speed_ttl_s: int = 3600,
         clock: Clock = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
         self._store = store
+        self._speed_alpha = speed_alpha
+        self._speed_ttl_s = speed_ttl_s
         self.settings = settings
         self.order_settings = OrderSettings(tolerance=settings.tolerance, explore=settings.explore)
         self._on_store_error = on_store_error
@@ -213,14 +250,16 @@ class Breakers:
                 retry_after_s=1, code="redis_unavailable",
             ) from exc
 
-    async def view(self, subjects: Iterable[str]) -> HealthView:
-        """Read the snapshots of `subjects` (targets and credentials) in one round trip.
+    async def view(self, subjects: Iterable[str], caps: Iterable[str] = ()) -> HealthView:
+        """Read the snapshots of `subjects` (targets and credentials), their
+        measures and the usage caps `caps` (`cap_subject`) in one round trip.
 
         Raises:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
         try:
-            return HealthView(await self._store.load(list(dict.fromkeys(subjects))), clock=self._clock)
+            loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
+            return HealthView(loaded, clock=self._clock)
         except (RedisError, OSError) as exc:
             self._outage(exc)
             return HealthView(Loaded(now_s=time.time(), entries={}), clock=self._clock, degraded=True)
@@ -380,6 +419,46 @@ class Breakers:
             if probe_token is not None:
                 await self._release(target, probe_token)
 
+    async def cap_plan(self, scope: str, target: str, reset_in_s: float, view: HealthView) -> None:
+        """Note that `scope`'s usage cap on `target` resets in `reset_in_s`
+        seconds (at most `PLAN_CAP_MAX_S`), so the scope's later requests with
+        `plan_fallbacks` go straight to them until then (SPEC §10). A store
+        outage drops it (logged)."""
+        reset_in_s = min(reset_in_s, PLAN_CAP_MAX_S)
+        if reset_in_s <= 0 or view.degraded:
+            return
+        subject = cap_subject(scope, target)
+        until = view.store_now() + reset_in_s
+        view.caps[subject] = until
+        log.warning("usage cap of %s on %s: later requests with plan fallbacks skip it for %.0f s",
+                    scope, target, reset_in_s)
+        try:
+            await self._store.set_plan_cap(subject, until_s=until, ttl_s=reset_in_s)
+        except (RedisError, OSError) as exc:
+            self._outage(exc, refuse=False)
+
+    async def record_speed(self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None) -> None:
+        """Fold one successful attempt's measures into the target's rolling
+        averages (SPEC §10: measured by the fleet from its own attempts).
+
+        Args:
+            target: the target key.
+            ttft_ms: time to first token of a stream, or the whole JSON
+                answer, in milliseconds; None leaves the average alone.
+            tokens_per_s: completion tokens per second; None leaves it alone.
+
+        A store outage drops the sample (logged; never refuses anything).
+        """
+        if ttft_ms is None and tokens_per_s is None:
+            return
+        try:
+            await self._store.record_speed(
+                target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
+                ttl_s=self._speed_ttl_s,
+            )
+        except (RedisError, OSError) as exc:
+            self._outage(exc, refuse=False)
+
     def _apply(
         self, snap: BreakerSnapshot, now: float, counted: Counted, rest_s: float | None, *, probe: bool, sole: bool,
         error: str,
@@ -437,9 +516,10 @@ def redis_breakers(
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
     place, so the ingress and the workers never drift apart)."""
-    b = config.raw.breaker
+    b, r = config.raw.breaker, config.raw.routing
     return Breakers(
         RedisBreakerStore(redis), b.settings(), on_store_error=b.on_store_error,
+        speed_alpha=r.speed_alpha, speed_ttl_s=r.speed_ttl_s,
         on_transition=metrics.on_transition if metrics else None,
         on_alarm=metrics.on_alarm if metrics else None,
         on_trip=metrics.on_trip if metrics else None,

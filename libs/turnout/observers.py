@@ -2,8 +2,9 @@
 
 Owns: `Observers` (one `RouteObserver` that calls several, isolating their
 failures), the Prometheus observer (attempts, fallbacks, upstream latency in
-a `Metrics` registry) and `route_observers`, the set every process's router
-gets (traces, Prometheus, attempt records).
+a `Metrics` registry), the spend observer (each served attempt's cost into
+the spend ledger) and `route_observers`, the set every process's router
+gets (traces, Prometheus, attempt records, spend).
 Must not import: services, FastAPI, arq.
 """
 
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 from opentelemetry.metrics import Meter
 from opentelemetry.trace import Tracer
 
+from turnout.core.spend import scope_fields
 from turnout.core.types import FailureKind
 from turnout.telemetry import SpanObserver
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.metrics import Metrics
     from turnout.router import RequestInfo, RouteObserver
+    from turnout.state.spend_store import SpendLedger
 
 log = logging.getLogger("turnout.telemetry")
 
@@ -47,6 +50,30 @@ class PrometheusObserver:
         )
         if record.kind is FailureKind.SUCCESS and record.is_fallback:
             self._metrics.fallbacks.labels(model=info.requested_model).inc()
+
+    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+        """See `RouteObserver`."""
+
+
+class SpendObserver:
+    """Adds each successful attempt's cost (catalog prices, the attempt records'
+    `cost_usd`) to the spend ledger of its org, squad and key (SPEC §10)."""
+
+    def __init__(self, ledger: "SpendLedger", catalog: "Catalog") -> None:
+        self._ledger = ledger
+        self._catalog = catalog
+
+    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+        """See `RouteObserver`."""
+        return None
+
+    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+        """See `RouteObserver`: failed attempts cost nothing."""
+        price = self._catalog.prices.get(record.target.key)
+        if record.kind is not FailureKind.SUCCESS or price is None or not info.org:
+            return
+        cost = price.cost_usd(usage.input_tokens, usage.output_tokens)
+        self._ledger.add(info.org, scope_fields(info.squad, info.key), cost)
 
     def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""
@@ -92,12 +119,14 @@ class Observers:
 
 def route_observers(
     tracer: Tracer, catalog: "Catalog", *, meter: Meter | None = None, metrics: "Metrics | None" = None,
-    records: "RouteObserver | None" = None,
+    records: "RouteObserver | None" = None, spend: "RouteObserver | None" = None,
 ) -> Observers:
-    """The observers of one process's router: traces, then Prometheus, then records."""
+    """The observers of one process's router: traces, then Prometheus, then records, then spend."""
     observers: list[RouteObserver] = [SpanObserver(tracer, catalog, meter)]
     if metrics is not None:
         observers.append(PrometheusObserver(metrics))
     if records is not None:
         observers.append(records)
+    if spend is not None:
+        observers.append(spend)
     return Observers(*observers)

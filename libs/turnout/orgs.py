@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET
 
 from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_settings
+from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, clamp_policy, merge_policy
@@ -276,7 +277,7 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     policy, _ = clamp_policy(policy, config.raw.ceilings)
     maps = {
         name: as_model_map(getattr(scope, name))
-        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks")
+        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks")
     }
     reroutes = tuple(scope.reroutes) if scope.reroutes is not UNSET else ()
     custom: dict[str, Target] = {}
@@ -289,6 +290,7 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
         reroutes=reroutes, fallbacks=maps["fallbacks"],
         context_window_fallbacks=maps["context_window_fallbacks"],
         content_policy_fallbacks=maps["content_policy_fallbacks"],
+        plan_fallbacks=maps["plan_fallbacks"],
         key_mode=scope.key_mode if scope.key_mode is not UNSET else DEFAULT_KEY_MODE,
         custom_targets=custom,
     )
@@ -296,4 +298,5 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     limits = scope_limits(doc.id, doc.settings, squad_scope, (key.name, key.settings))
     return Identity(
         org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy, limits=limits,
+        budget=budget_scope(doc.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
     )

@@ -14,8 +14,6 @@ about `max_len` entries (Redis trims whole nodes, so a little more).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import csv
 import io
 import logging
@@ -31,6 +29,7 @@ from redis.exceptions import RedisError
 
 from turnout.core.types import FailureKind
 from turnout.state import keys
+from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
@@ -43,7 +42,7 @@ log = logging.getLogger("turnout.records")
 FIELDS = (
     "ts", "request_id", "org", "squad", "key", "requested_model", "served_model", "provider", "attempt",
     "status", "class", "kind", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
-    "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy",
+    "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "strategy",
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
@@ -87,7 +86,8 @@ def attempt_row(
         "input_tokens": tokens_in, "output_tokens": tokens_out,
         "cost_usd": round(price.cost_usd(tokens_in, tokens_out), 10) if (ok and price) else 0.0,
         "is_retry": record.is_retry, "is_fallback": record.is_fallback, "is_reroute": record.is_reroute,
-        "is_byok_fallback": record.is_byok_fallback, "is_strategy": False,
+        "is_byok_fallback": record.is_byok_fallback, "is_strategy": record.is_strategy,
+        "is_plan_fallback": record.is_plan_fallback, "strategy": info.strategy if record.is_strategy else None,
         "role": str(record.role), "delay_before_s": round(record.delay_before_s, 3),
         "delay_reason": record.delay_reason,
     }
@@ -114,10 +114,8 @@ class RecordWriter:
         self._buffer: deque[dict[str, Any]] = deque()
         self._buffer_max = buffer_max
         self._batch_max = batch_max
-        self._interval_s = flush_interval_s
         self._on_drop = on_drop
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._flusher = Flusher(self.flush, interval_s=flush_interval_s, name="turnout-records-flush")
         self.dropped = 0
         self.written = 0
 
@@ -131,7 +129,7 @@ class RecordWriter:
             return False
         self._buffer.append(row)
         if len(self._buffer) >= self._batch_max:
-            self._wake.set()
+            self._flusher.wake()
         return True
 
     def _drop(self, n: int) -> None:
@@ -167,27 +165,13 @@ class RecordWriter:
             self.written += len(batch)
         return total
 
-    async def _run(self) -> None:
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval_s)
-            self._wake.clear()
-            await self.flush()
-
     def start(self) -> None:
         """Start the background flusher on the running loop."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="turnout-records-flush")
+        self._flusher.start()
 
     async def stop(self, timeout_s: float = 5.0) -> None:
         """Stop the flusher and write what is still buffered (up to `timeout_s`)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.flush(), timeout_s)
+        await self._flusher.stop(timeout_s)
         if self._buffer:
             log.warning("%d attempt records lost at shutdown", len(self._buffer))
 

@@ -28,17 +28,18 @@ from turnout.core.classify import DISPOSITION, classify
 from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
     AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
-    on_credential_open, on_outcome, on_skip,
+    on_credential_open, on_outcome, on_plan_capped, on_skip,
 )
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
-from turnout.health import Breakers, Gate, HealthView, credential_subject
+from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
 from turnout.scrub import Scrubber
-from turnout.state.breaker_store import MemoryBreakerStore
+from turnout.state.breaker_store import MemoryBreakerStore, cap_subject
 
 
 class Clock(Protocol):
@@ -59,6 +60,7 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     key: str = ""
     requested_model: str = ""
     streaming: bool = False
+    strategy: str | None = None
 
 
 class RouteObserver(Protocol):
@@ -161,9 +163,13 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
+        self._order_settings = catalog.order_settings(self._breakers.order_settings)
         self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
 
-    def _build(self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth]) -> Plan:
+    def _build(
+        self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
+        capped: bool = True, preferences: Preferences = Preferences(),
+    ) -> Plan:
         return build_plan(
             model,
             catalog=self._catalog.models,
@@ -173,16 +179,21 @@ class Router:
             health=health,
             rng=self._rng,
             orders=self._catalog.orders,
-            order_settings=self._breakers.order_settings,
+            order_settings=self._order_settings,
+            capped=capped,
+            preferences=preferences,
         )
 
     async def plan(
-        self, model: str, settings: RoutingSettings, policy: Policy, org: str = ""
+        self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
+        preferences: Preferences = Preferences(),
     ) -> tuple[Plan, HealthView]:
-        """The plan for `model`, its offers ordered by shared health (SPEC §5).
+        """The plan for `model`, its offers ordered by shared health and the
+        fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
 
         The one read of the health store also covers the credential health of
-        `org`'s own keys for the plan's providers.
+        `org`'s own keys for the plan's providers and, when the plan has
+        `plan_fallbacks`, the usage caps known for its targets.
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -190,13 +201,16 @@ class Router:
 
         Raises:
             turnout.core.plan.UnknownModel: no such model.
+            turnout.core.plan.NoMatchingOffer: the preferences leave no offer.
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
-        draft = self._build(model, settings, policy, {})
-        targets = plan_targets(draft)
-        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)])
+        every = self._build(model, settings, policy, {}, capped=False, preferences=preferences)
+        targets = plan_targets(every)
+        scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
+        caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
+        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)], caps)
         health = view.ordering_health(self._breakers.settings)
-        return (self._build(model, settings, policy, health) if health else draft), view
+        return self._build(model, settings, policy, health, preferences=preferences), view
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""
@@ -260,6 +274,9 @@ class Router:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         if not await self._credential_admits(call, target, info, view):
             return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
+        capped_s = view.capped_for(plan_cap_scope(call.credential, info.org), target.key) if state.plan.plan_cap else None
+        if capped_s is not None and not state.special:
+            return on_plan_capped(state, step, reopen_in_s=capped_s, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
@@ -336,6 +353,14 @@ class Router:
             error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
             **self._record_args(call, record.target, info),
         )
+        if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
+            await self._breakers.cap_plan(
+                plan_cap_scope(call.credential, info.org), record.target.key, record.retry_after_s, view
+            )
+        if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
+            await self._breakers.record_speed(
+                record.target.key, ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms)
+            )
 
     async def attempt_once(
         self, request: dict[str, Any], *, target: Target, number: int, info: RequestInfo, view: HealthView,
@@ -403,6 +428,11 @@ class Router:
                 record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
                 **self._record_args(call, record.target, info),
             )
+            # the time to first token is the attempt's duration at its commit point (`record`)
+            await self._breakers.record_speed(
+                record.target.key, ttft_ms=record.duration_ms,
+                tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
+            )
 
         return finish
 
@@ -439,7 +469,15 @@ def _spec(
 
 def plan_targets(plan: Plan) -> list[str]:
     """Every target key a plan may attempt (main sequence and special lists)."""
-    return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy)]
+    return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy, *plan.plan_cap)]
+
+
+def output_rate(usage: Usage, duration_ms: float) -> float | None:
+    """Completion tokens per second of one attempt (`turnout.core.ordering` `throughput`),
+    or None when it produced none or took no measurable time."""
+    if usage.output_tokens <= 0 or duration_ms <= 0:
+        return None
+    return usage.output_tokens / (duration_ms / 1000.0)
 
 
 def _error_text(status: int | None, message: str) -> str:

@@ -15,6 +15,7 @@ import msgspec
 from msgspec import UNSET
 
 from turnout.config import Config
+from turnout.core.budget import BudgetScope, budget_scope
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy, clamp_policy, merge_policy
 from turnout.core.limits import ScopeLimits
@@ -29,6 +30,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
         admin: the key may call the org's admin routes.
         settings: resolved reroutes and fallback maps.
         policy: resolved, clamped policy.
+        budget: the budget and spend strategy in force, or None (SPEC §10).
         limits: every scope's `limits` that applies, org first (all enforced).
     """
 
@@ -38,6 +40,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
     admin: bool
     settings: RoutingSettings
     policy: Policy
+    budget: BudgetScope | None = None
     limits: tuple[ScopeLimits, ...] = ()
 
 
@@ -74,6 +77,7 @@ class KeyRing:
                     fallbacks=as_model_map(scope.fallbacks),
                     context_window_fallbacks=as_model_map(scope.context_window_fallbacks),
                     content_policy_fallbacks=as_model_map(scope.content_policy_fallbacks),
+                    plan_fallbacks=as_model_map(scope.plan_fallbacks),
                 )
                 limits = scope_limits(
                     org_name, org.settings, (key.squad, squad) if key.squad and squad else None,
@@ -81,6 +85,7 @@ class KeyRing:
                 )
                 self._by_digest[hash_key(key.key)] = Identity(
                     org=org_name, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy,
+                    budget=budget_scope(org.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
                     limits=limits,
                 )
 

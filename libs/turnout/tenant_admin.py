@@ -127,24 +127,43 @@ def check_name(path: str, name: str) -> None:
         raise invalid(path, "must be 1-64 characters of A-Z a-z 0-9 . _ - starting with a letter or digit")
 
 
+LATEST_S = 253402300799.0
+"""9999-12-31T23:59:59Z: the latest time a key may expire (every later one cannot be written as a date)."""
+MAX_TTL_S = 100 * 365 * 86400.0
+"""The longest `ttl_s` a key may be given: 100 years (for no expiry, send none)."""
+
+
 def parse_when(value: str | float | None, path: str) -> float | None:
-    """An ISO-8601 (no zone = UTC) or epoch-seconds time as epoch seconds; None stays None."""
-    if value is None or isinstance(value, (int, float)):
-        return None if value is None else float(value)
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
-        raise invalid(path, "must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds") from None
-    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    """An ISO-8601 (no zone = UTC) or epoch-seconds time as epoch seconds; None stays None.
+
+    Raises:
+        AdminError: 400 naming `path` when the value is not a time, or lies
+            outside 1970-01-01 .. 9999-12-31 (UTC).
+    """
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        when = float(value)
+    else:
+        try:
+            when = float(value)
+        except ValueError:
+            try:
+                parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+            except ValueError:
+                raise invalid(path, "must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds") from None
+            when = (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).timestamp()
+    if not 0.0 <= when <= LATEST_S:  # also refuses NaN
+        raise invalid(path, "must be a time between 1970-01-01 and 9999-12-31 (UTC)")
+    return when
 
 
 def iso(epoch_s: float | None) -> str | None:
-    """Epoch seconds as ISO-8601 UTC, or None."""
-    return None if epoch_s is None else datetime.fromtimestamp(epoch_s, UTC).isoformat().replace("+00:00", "Z")
+    """Epoch seconds as ISO-8601 UTC, or None (a stored time outside 1970..9999 is shown at the nearest end)."""
+    if epoch_s is None:
+        return None
+    when = min(max(epoch_s, 0.0), LATEST_S) if epoch_s == epoch_s else LATEST_S
+    return datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z")
 
 
 def settings_patch(current: ScopeSettings, body: bytes, path: str) -> ScopeSettings:
@@ -227,8 +246,8 @@ def add_key(doc: OrgDoc, body: KeyCreate, token: str, now_s: float) -> tuple[Org
         raise AdminError(409, f"key {body.name!r} already exists", code="conflict", param="name")
     if body.expires_at is not None and body.ttl_s is not None:
         raise invalid("expires_at", "give `expires_at` or `ttl_s`, not both")
-    if body.ttl_s is not None and body.ttl_s <= 0:
-        raise invalid("ttl_s", "must be positive")
+    if body.ttl_s is not None and not 0 < body.ttl_s <= MAX_TTL_S:  # also refuses NaN and infinity
+        raise invalid("ttl_s", f"must be positive and at most {MAX_TTL_S:.0f} s (100 years); send none for no expiry")
     expires_s = now_s + body.ttl_s if body.ttl_s is not None else parse_when(body.expires_at, "expires_at")
     if expires_s is not None and expires_s <= now_s:
         raise invalid("expires_at", "is in the past")

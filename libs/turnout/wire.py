@@ -11,6 +11,7 @@ import msgspec
 
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences
 
 
 class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -22,6 +23,8 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         org / squad / key: the caller's scope ids.
         policy: the effective, clamped policy.
         settings: the resolved reroutes and fallback maps.
+        preferences: the request's validated `provider` object (SPEC §10),
+            taken out of `body` by the worker before any upstream call.
         deadline_epoch_s: absolute client deadline (epoch seconds; crosses
             processes, so not monotonic).
         reply_to: pub/sub channel of the waiting ingress process.
@@ -38,6 +41,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     deadline_epoch_s: float
     reply_to: str
     trace: dict[str, str] = {}
+    preferences: Preferences = Preferences()
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

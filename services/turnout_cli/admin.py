@@ -86,6 +86,9 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
     if (what, action) in simple:
         method, path = simple[(what, action)]
         return method, path, None
+    if what == "spend":
+        query = f"?period={args.period}" + (f"&at={args.at}" if args.at else "")
+        return "GET", f"{org}/spend{query}", None
     if what == "orgs":
         return "POST", "/orgs", _with_settings({"id": args.org}, args)
     if what == "squads":
@@ -181,6 +184,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     keys["update"].add_argument("--no-admin", dest="admin", action="store_false")
     keys["update"].add_argument("--expires-at")
     keys["update"].add_argument("--no-expiry", action="store_true")
+    spend = actions("spend", {"show": ["org"]})
+    spend["show"].add_argument("--period", choices=["day", "month"], default="month", help="UTC day or month")
+    spend["show"].add_argument("--at", help="a moment in the period (ISO-8601 or epoch seconds; default now)")
     settings = actions("settings", {"get": ["org"], "set": ["org", "json"], "replace": ["org", "json"]})
     for s in settings.values():
         s.add_argument("--squad")

@@ -44,9 +44,9 @@ DEMO_CONFIG = """\
 # Anthropic API that is overloaded (529), so it falls back to demo-gpt.
 # Replace with your own file: --config FILE.
 providers:
-  sim-east: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-east-key}}
-  sim-west: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sim-west-key}}
-  sim-claude: {{kind: anthropic, base_url: "http://127.0.0.1:{sim_port}", api_key: sim-claude-key}}
+  sim-east: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sk-demo-4f1e9a7c}}
+  sim-west: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sk-demo-8b2d6e30}}
+  sim-claude: {{kind: anthropic, base_url: "http://127.0.0.1:{sim_port}", api_key: sk-demo-c5a3f17d}}
 models:
   demo-claude:
     offers:

@@ -72,13 +72,17 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Validate a configuration file; print what it declares or the first error."""
+    """Validate a configuration file; print what it declares, or its errors (every type error at once)."""
     from turnout.config import load_config
 
     try:
         config = load_config(args.file)
     except ConfigError as exc:
-        print(f"invalid: {exc}", file=sys.stderr)
+        if len(exc.errors) > 1:
+            print(f"invalid: {args.file}: {len(exc.errors)} error(s)", file=sys.stderr)
+            print("\n".join(f"  {line}" for line in exc.errors), file=sys.stderr)
+        else:
+            print(f"invalid: {exc}", file=sys.stderr)
         return 1
     raw = config.raw
     keys = sum(len(o.keys) for o in raw.orgs.values())

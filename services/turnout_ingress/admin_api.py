@@ -16,6 +16,7 @@ key's secret only in the answer that creates it.
     POST           .../keys/{k}/revoke                 GET .../keys/{k}/effective
     GET            .../provider-keys                   PUT|DELETE .../provider-keys/{provider}
     GET            .../custom-endpoints                GET|PUT|DELETE .../custom-endpoints/{id}
+    GET            .../spend?period=day|month&at=…     the spend ledger (SPEC §10)
     POST   /admin/v1/secrets/rotate (operator)
 
 Every write is recorded in the audit log (`turnout_ingress.audit`).
@@ -33,6 +34,7 @@ from fastapi import FastAPI, Request
 from redis.exceptions import RedisError
 from starlette.responses import Response
 
+from turnout.core.spend import PERIODS
 from turnout.errors import ConfigError
 from turnout.orgs import OrgDoc, identity_of, new_gateway_key, validate_org
 from turnout.ssrf import UnsafeURL, check_base_url
@@ -45,6 +47,7 @@ from turnout.tenant_admin import (
 from turnout_ingress.admin_access import (
     AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
+from turnout_ingress.admin_routes import parse_time
 from turnout.directory import OPERATOR_KEY_ENV
 from turnout.vault import endpoint_binding, provider_key_binding
 from turnout.state.audit_log import AuditLog
@@ -113,6 +116,19 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
     async def get_org(request: Request, org: str) -> Response:
         return ok({"org": org_view(await api.read(request, org), now())})
 
+    @app.get(P + "/spend")
+    async def get_spend(request: Request, org: str) -> Response:
+        await api.read(request, org)  # 404 for another org's, as for a missing one
+        period = request.query_params.get("period", "month")
+        if period not in PERIODS:
+            raise AdminError(400, "`period` must be `day` or `month`.", code="invalid_value", param="period")
+        at_s = parse_time(request.query_params.get("at"), "at")
+        try:
+            ledger = await state.obs.spend.read(org, period, now() if at_s is None else at_s)
+        except (RedisError, OSError) as exc:
+            raise unavailable() from exc
+        return ok({"spend": ledger})
+
     @app.delete(P)
     async def delete_org(request: Request, org: str) -> Response:
         api.operator(request)
@@ -134,6 +150,9 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         async def save(request: Request, org: str, name: str | None, patch: bool) -> Response:
             api.scope(request, org)
             raw = await body(request)
+            if not raw.strip():  # an empty PUT must not wipe every setting by mistake
+                raise AdminError(400, "The request body is empty; send a JSON object (`{}` to set every setting "
+                                 "to inherit).", code="invalid_value", param="body")
             scope = scope_of(name)
 
             def edit(doc: OrgDoc) -> tuple[OrgDoc, list[Any]]:

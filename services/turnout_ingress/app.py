@@ -30,7 +30,8 @@ from starlette.responses import Response
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.core.plan import Plan, UnknownModel
+from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
+from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
@@ -45,12 +46,13 @@ from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
+from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.idempotency import stream_once
 from turnout_ingress.limits import Limiter
 from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.streaming import serve_stream
-from turnout_ingress.validation import authenticate, parse_chat_request, read_body
+from turnout_ingress.validation import authenticate, parse_chat_request, read_body, take_preferences
 
 log = logging.getLogger("turnout.ingress")
 _json = msgspec.json.Encoder()
@@ -87,13 +89,18 @@ class IngressState:
         )
 
 
-async def _check_plan(state: IngressState, model: str, identity: Identity) -> tuple[Plan, HealthView]:
+async def _check_plan(
+    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences()
+) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
-    an unknown model (404) or a plan whose every target is OPEN (503)."""
+    an unknown model (404), preferences that leave no offer (400) or a plan
+    whose every target is OPEN (503)."""
     try:
-        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org)
+        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org, preferences)
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
+    except NoMatchingOffer as exc:
+        raise RequestRejected(400, str(exc), code="no_matching_offer", param="provider") from exc
     wait_s = view.unavailable_for([e.target.key for e in plan.entries])
     if wait_s is not None:
         retry_after = client_retry_after_s(wait_s, state.rng.random())
@@ -166,15 +173,20 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         identity = authenticate(request, state.keyring)
         raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
         body = parse_chat_request(raw)
-        plan, view = await _check_plan(state, body["model"], identity)
+        preferences = take_preferences(body)
+        identity = await budgeted(state, identity)
+        plan, view = await _check_plan(state, body["model"], identity, preferences)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
             return await state.limiter.answer(held, stream_once(
                 state, request.headers.get("idempotency-key"), raw, identity, request_id,
                 lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
-        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id))
+        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id, preferences))
 
-    async def _queued(state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str) -> Response:
+    async def _queued(
+        state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
+        preferences: Preferences,
+    ) -> Response:
         """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
         deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
         idempotency = request.headers.get("idempotency-key")
@@ -205,6 +217,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             key=identity.key,
             policy=identity.policy,
             settings=identity.settings,
+            preferences=preferences,
             deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
         )

@@ -34,6 +34,7 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy import Identity
 from turnout.wire import JobPayload
 from turnout_ingress import idempotency, messages_routes
+from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_events import anthropic_stream
@@ -139,6 +140,7 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
                 body = to_openai_request(parse_messages_request(raw))
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
+            identity = await budgeted(state, identity)
             await check_plan(state, str(body["model"]), identity)
             held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
             key = request.headers.get(idempotency.HEADER)

@@ -23,7 +23,8 @@ from turnout.catalog import Catalog
 from turnout.config import Config
 from turnout.metrics import Metrics
 from turnout.records import RecordsObserver, RecordWriter
-from turnout.observers import Observers, route_observers
+from turnout.observers import Observers, SpendObserver, route_observers
+from turnout.state.spend_store import SpendLedger
 from turnout.telemetry import REQUEST_ID
 from turnout.tracing import Telemetry, setup_tracing
 
@@ -42,6 +43,7 @@ class IngressObservability:
     Attributes:
         telemetry: tracer and meter providers.
         records: the attempt-record writer (streaming attempts), or None.
+        spend: the spend ledger (streaming attempts' costs; the admin API reads it).
         observer: the observers for the ingress's router.
     """
 
@@ -53,9 +55,11 @@ class IngressObservability:
         self.records = (
             RecordWriter(redis, max_len=records_max, on_drop=metrics.records_dropped.inc) if records_max > 0 else None
         )
+        self.spend = SpendLedger(redis)
         self.observer: Observers = route_observers(
             self.telemetry.tracer, catalog, meter=self.telemetry.meter, metrics=metrics,
             records=RecordsObserver(self.records, catalog) if self.records is not None else None,
+            spend=SpendObserver(self.spend, catalog),
         )
 
     def instrument(self, http: httpx.AsyncClient) -> None:
@@ -76,11 +80,13 @@ class IngressObservability:
         """Start the records flusher (call on the serving loop)."""
         if self.records is not None:
             self.records.start()
+        self.spend.start()
 
     async def stop(self) -> None:
         """Flush records; flush and stop the exporters this object built."""
         if self.records is not None:
             await self.records.stop()
+        await self.spend.stop()
         if self._owns_telemetry:
             self.telemetry.shutdown()
 

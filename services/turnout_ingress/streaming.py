@@ -52,7 +52,7 @@ async def serve_stream(
         plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org)
     info = RequestInfo(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
-        requested_model=str(body["model"]), streaming=True,
+        requested_model=str(body["model"]), streaming=True, strategy=identity.settings.strategy_rule,
     )
     async def route_in_span() -> RouteResult:
         # the request span covers the loop up to the commit point; the committed

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import RequestRejected
 from turnout.tenancy import Authenticator, Identity
 
@@ -68,13 +69,28 @@ def _invalid(message: str, param: str) -> RequestRejected:
     return RequestRejected(400, message, param=param, code="invalid_request")
 
 
+def take_preferences(data: dict[str, Any]) -> Preferences:
+    """Remove the body's `provider` object (it never goes upstream) and validate it (SPEC §10).
+
+    Raises:
+        RequestRejected: 400 naming the field (`provider.max_price.prompt`).
+    """
+    try:
+        return decode_preferences(data.pop("provider", None))
+    except InvalidPreferences as exc:
+        raise _invalid(str(exc), exc.param) from exc
+
+
 def parse_chat_request(body: bytes) -> dict[str, Any]:
     """Decode and check a chat completions body (OpenAI's required fields).
 
     Checks: a JSON object; `model` a non-empty string; `messages` a non-empty
-    array of objects each with a known `role`; `stream` a boolean;
-    `max_tokens` / `max_completion_tokens` / `n` positive integers when given.
-    Other fields pass through to the provider untouched.
+    array of objects each with a known `role` and a string or array (or
+    null) `content`; `stream` a boolean; when given, `max_tokens` /
+    `max_completion_tokens` / `n` integers in range, `temperature`, `top_p`
+    and the penalties numbers in OpenAI's ranges, and `tools`,
+    `stream_options`, `stop`, `response_format`, `metadata` of the right JSON
+    shape. Other fields pass through to the provider untouched.
 
     Raises:
         RequestRejected: 400 naming the field (`param`).
@@ -103,10 +119,35 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
             raise _invalid(
                 f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role"
             )
+        content = message.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise _invalid(f"`messages[{i}].content` must be a string or an array of parts.", f"messages[{i}].content")
     if "stream" in data and not isinstance(data["stream"], bool) and data["stream"] is not None:
         raise _invalid("`stream` must be a boolean.", "stream")
-    for name in ("max_tokens", "max_completion_tokens", "n"):
+    for name, high in _INTEGERS.items():
         value = data.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise _invalid(f"`{name}` must be a positive integer.", name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high):
+            raise _invalid(f"`{name}` must be an integer from 1 to {high}.", name)
+    for name, (low, top) in _NUMBERS.items():
+        number = data.get(name)
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, (int, float)) or not low <= number <= top
+        ):
+            raise _invalid(f"`{name}` must be a number from {low:g} to {top:g}.", name)
+    for name, (kind, what) in _SHAPES.items():
+        shaped = data.get(name)
+        if shaped is not None and not isinstance(shaped, kind):
+            raise _invalid(f"`{name}` must be {what}.", name)
     return data
+
+
+_INTEGERS = {"max_tokens": 2**31 - 1, "max_completion_tokens": 2**31 - 1, "n": 128}
+"""Integer fields and their largest value (OpenAI's documented `n` ceiling is 128; token counts are int32)."""
+_NUMBERS = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
+            "frequency_penalty": (-2.0, 2.0)}
+"""Number fields and their ranges (OpenAI Chat Completions reference)."""
+_SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "tools": (list, "an array"), "stream_options": (dict, "an object"), "stop": ((str, list), "a string or an array"),
+    "response_format": (dict, "an object"), "metadata": (dict, "an object"),
+}
+"""Fields that must have a JSON shape when given (their content is the provider's to check)."""

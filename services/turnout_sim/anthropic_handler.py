@@ -94,6 +94,9 @@ def _error_for(
     if kind is StepKind.RESET_REQUESTS:
         reset_s = sum((float(n) * _UNIT_S[u] for n, u in _DURATION_PART.findall(step.duration or "")), 0.0)
         return 429, limited, _reset_headers(env, reset_s)
+    if kind is StepKind.USAGE_CAP:
+        reset_s = sum((float(n) * _UNIT_S[u] for n, u in _DURATION_PART.findall(step.duration or "")), 0.0)
+        return 429, wire.error("rate_limit_error", "Usage limit reached for your plan."), _reset_headers(env, reset_s)
     if kind is StepKind.RATE_LIMIT_403:
         return 403, wire.error("rate_limit_error", "Rate limit reached: too many requests."), {}
     if kind is StepKind.QUOTA:

@@ -51,6 +51,15 @@ def quota_error() -> ErrorBody:
     )
 
 
+def usage_cap_error(resets_in: str) -> ErrorBody:
+    """429 usage limit of a subscription plan, quoting when it resets (`6m0s`)."""
+    return envelope(
+        f"Usage limit reached for your plan. Your limit resets in {resets_in}.",
+        "usage_limit_reached",
+        "usage_limit_reached",
+    )
+
+
 def context_length_error(prompt_tokens: int) -> ErrorBody:
     """400 context_length_exceeded, quoting `CONTEXT_LIMIT` tokens."""
     used = max(prompt_tokens, CONTEXT_LIMIT + 808)

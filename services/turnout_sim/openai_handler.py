@@ -171,6 +171,10 @@ def _error_for(
             "x-ratelimit-reset-requests": step.duration,
         }
         return 429, errors.rate_limit_error(model, step.duration), headers
+    if kind is StepKind.USAGE_CAP:
+        assert step.duration is not None
+        headers = {"x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": step.duration}
+        return 429, errors.usage_cap_error(step.duration), headers
     if kind is StepKind.RATE_LIMIT_403:
         return 403, errors.rate_limit_403_error(model), {}
     if kind is StepKind.QUOTA:

@@ -96,6 +96,7 @@ class StepKind(enum.StrEnum):
     RESET_REQUESTS = "reset_requests"  # 429 + x-ratelimit-reset-requests
     RATE_LIMIT_403 = "rate_limit_403"  # 403 whose body speaks of a rate limit
     QUOTA = "quota"  # 429 insufficient_quota
+    USAGE_CAP = "usage_cap"  # 429 "usage limit reached" + the reset headers of `usagecap<duration>`
     CONTEXT = "context"  # 400 context_length_exceeded
     POLICY = "policy"  # 400 content_policy_violation
     BODY_ERROR = "body_error"  # 200 carrying a server_error envelope
@@ -138,6 +139,7 @@ _FIXED_STATUS = {
     StepKind.RESET_REQUESTS: 429,
     StepKind.RATE_LIMIT_403: 403,
     StepKind.QUOTA: 429,
+    StepKind.USAGE_CAP: 429,
     StepKind.CONTEXT: 400,
     StepKind.POLICY: 400,
     StepKind.BODY_ERROR: 200,
@@ -190,7 +192,7 @@ _NUMBERED = (
 
 _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
-    "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, ctx, policy, "
+    "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, usagecap<duration>, ctx, policy, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
     "nodone, down<s>s, noprefill, fail<percent>, cap<per second>; optionally followed by i<ms> and/or +<ms>ms"
 )
@@ -213,7 +215,8 @@ class Step:
             delay) and `429ram` (the `retry-after-ms` value); None otherwise.
         seconds: seconds for `429ra`/`429rad` (Retry-After) and `down`
             (outage length); None otherwise.
-        duration: the `x-ratelimit-reset-requests` value for `429rr`, in
+        duration: the `x-ratelimit-reset-requests` value for `429rr` and
+            `usagecap`, in
             OpenAI's duration syntax (`6m0s`, `20ms`, `1s`); None otherwise.
         percent: failure probability of `fail`, percent 0..100; None otherwise.
         capacity_per_s: requests per second `cap` serves, 1..100000; None
@@ -259,15 +262,14 @@ def _parse_base(base: str, token: str) -> Step:
     kind = _KEYWORDS.get(base)
     if kind is not None:
         return Step(kind=kind, token=token, status=_FIXED_STATUS.get(kind))
-    if base.startswith("429rr"):
-        duration = base[len("429rr") :]
-        if not _DURATION_RE.match(duration):
-            raise ValueError(
-                f"429rr needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}"
-            )
-        return Step(
-            kind=StepKind.RESET_REQUESTS, token=token, status=429, duration=duration
-        )
+    for prefix, reset_kind in (("429rr", StepKind.RESET_REQUESTS), ("usagecap", StepKind.USAGE_CAP)):
+        if base.startswith(prefix):
+            duration = base[len(prefix) :]
+            if not _DURATION_RE.match(duration):
+                raise ValueError(
+                    f"{prefix} needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}"
+                )
+            return Step(kind=reset_kind, token=token, status=429, duration=duration)
     for regex, kind, field, low, high in _NUMBERED:
         match = regex.match(base)
         if match:

@@ -22,7 +22,7 @@ from turnout.adapters.transport import make_http_client
 from turnout.answer import answer_of, error_body
 from turnout.catalog import Catalog
 from turnout.config import Config, load_config
-from turnout.core.plan import UnknownModel
+from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import redis_breakers
@@ -126,16 +126,21 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)
+    request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
     rid = payload.request_id
     try:
-        plan, view = await services.router.plan(request["model"], payload.settings, payload.policy, payload.org)
-    except UnknownModel as exc:
+        plan, view = await services.router.plan(
+            request["model"], payload.settings, payload.policy, payload.org, payload.preferences
+        )
+    except (UnknownModel, NoMatchingOffer) as exc:
+        status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (
+            400, "no_matching_offer", "provider")
         result = JobResult(
-            request_id=rid, status_code=404, headers={"x-request-id": rid},
-            body=error_body(str(exc), error_type="invalid_request_error", code="model_not_found", param="model"),
+            request_id=rid, status_code=status, headers={"x-request-id": rid},
+            body=error_body(str(exc), error_type="invalid_request_error", code=code, param=param),
         )
         await _deliver(ctx, payload, result)
-        return "error 404"
+        return f"error {status}"
     except GatewayUnavailable as exc:
         result = JobResult(
             request_id=rid, status_code=503, headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
@@ -144,7 +149,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         await _deliver(ctx, payload, result)
         return "error 503"
     info = RequestInfo(
-        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"])
+        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
+        strategy=payload.settings.strategy_rule,
     )
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(

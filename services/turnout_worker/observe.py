@@ -28,7 +28,8 @@ from turnout.config import Config
 from turnout.jsonlog import request_context
 from turnout.metrics import Metrics
 from turnout.records import RecordsObserver, RecordWriter
-from turnout.observers import Observers, route_observers
+from turnout.observers import Observers, SpendObserver, route_observers
+from turnout.state.spend_store import SpendLedger
 from turnout.telemetry import JOB_RESULT, job_span
 from turnout.tracing import Telemetry, setup_tracing
 from turnout.wire import JobPayload
@@ -47,14 +48,17 @@ class WorkerObservability:
         telemetry: tracer and meter providers.
         metrics: the Prometheus registry served on the side port.
         records: the attempt-record writer, or None (`records_max: 0`).
+        spend: the spend ledger the served attempts' costs go to.
         observer: the router's observers.
         metrics_port: the bound side port, or None (disabled or not bound).
     """
 
-    def __init__(self, telemetry: Telemetry, metrics: Metrics, records: RecordWriter | None, observer: Observers) -> None:
+    def __init__(self, telemetry: Telemetry, metrics: Metrics, records: RecordWriter | None, observer: Observers,
+                 spend: SpendLedger | None = None) -> None:
         self.telemetry = telemetry
         self.metrics = metrics
         self.records = records
+        self.spend = spend
         self.observer = observer
         self.metrics_port: int | None = None
         self._server: Any = None
@@ -78,6 +82,8 @@ class WorkerObservability:
         env = os.environ if env is None else env
         if self.records is not None:
             self.records.start()
+        if self.spend is not None:
+            self.spend.start()
         port = int(env.get(METRICS_PORT_ENV, str(DEFAULT_METRICS_PORT)) or 0)
         if port <= 0:
             return
@@ -93,6 +99,8 @@ class WorkerObservability:
         """Flush the records, stop the side port, flush and stop the exporters."""
         if self.records is not None:
             await self.records.stop()
+        if self.spend is not None:
+            await self.spend.stop()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
@@ -134,8 +142,10 @@ def build(config: Config, redis: Redis, catalog: Catalog, env: Mapping[str, str]
     metrics = Metrics()
     records_max = config.raw.gateway.records_max
     writer = RecordWriter(redis, max_len=records_max, on_drop=metrics.records_dropped.inc) if records_max > 0 else None
+    spend = SpendLedger(redis)
     observer = route_observers(
         telemetry.tracer, catalog, meter=telemetry.meter, metrics=metrics,
         records=RecordsObserver(writer, catalog) if writer is not None else None,
+        spend=SpendObserver(spend, catalog),
     )
-    return WorkerObservability(telemetry, metrics, writer, observer)
+    return WorkerObservability(telemetry, metrics, writer, observer, spend)

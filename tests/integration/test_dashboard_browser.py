@@ -136,6 +136,8 @@ def test_an_org_admin_sees_only_its_orgs_rows(gw: Gateway, ids: dict[str, str], 
     driver.get(f"{gw.base_url}/ui/spend")
     scopes = [r.find_element(By.TAG_NAME, "td").text for r in driver.find_elements(By.CSS_SELECTOR, "#spend tbody tr")]
     assert scopes and all(s.startswith("beta") for s in scopes)
+    ledger = [r.find_element(By.TAG_NAME, "td").text for r in driver.find_elements(By.CSS_SELECTOR, "#ledger tbody tr")]
+    assert ledger and ledger[0] == "beta" and all(s.startswith("beta") for s in ledger)
     driver.get(f"{gw.base_url}/ui/providers")
     shown = {r.get_attribute("data-target") for r in driver.find_elements(By.CSS_SELECTOR, "tr[data-target]")}
     assert shown == {r["target"] for r in health(gw.base_url, BETA_ADMIN)}

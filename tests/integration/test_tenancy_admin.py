@@ -94,7 +94,7 @@ def test_settings_put_patch_and_inherit_reach_the_worker(gw: Gateway, acme: Admi
     ({"fallbacks": ["gpt-99"]}, "settings.fallbacks[0]", "unknown model"),
     ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected `int`"),
     ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
-    ({"strategy": {}}, "settings.strategy", "unknown setting"),
+    ({"strategies": {}}, "settings.strategies", "unknown setting"),
 ], ids=["cycle", "malformed-custom", "other-orgs-endpoint", "unknown-model", "policy-type", "key-mode", "unknown"])
 def test_refused_settings_name_the_path_and_change_nothing(acme: Admin, body: object, param: str, words: str) -> None:
     before = acme.call("GET", "/orgs/acme/settings").json()

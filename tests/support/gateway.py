@@ -6,12 +6,14 @@ the fault script (`label~503,200`), so tests never share scenario state.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import httpx
 import openai
 
-from support.procs import Fleet
+from support.procs import Fleet, require_redis
 
 KEY = "tk-test-main-000000000001"
 KEY_WORKED = "tk-test-worked-0000000001"
@@ -22,6 +24,13 @@ KEY_STREAM = "tk-test-stream-0000000001"
 KEY_CYCLES = "tk-test-cycles-0000000001"
 KEY_RECOVER = "tk-test-recover-000000001"
 OPERATOR = "op-test-main-operator-0000001"
+
+SIM_PROVIDERS = """\
+providers:
+  sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
+  sim-b: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-b}}
+"""
+"""Two simulated providers, as a configuration template's first lines (`{sim}` formatted in later)."""
 
 CONFIG = """\
 providers:
@@ -157,3 +166,20 @@ def start_gateway(
         fleet.worker(config_path, redis_url, name=f"worker-{i}", env=env)
     _, base = fleet.ingress(config_path, redis_url, env=env)
     return Gateway(base_url=base, sim_url=sim_url, redis_url=redis_url, fleet=fleet)
+
+
+@contextlib.contextmanager
+def running_gateway(
+    template: str, *, workers: int = 1, env: dict[str, str] | None = None, **fields: str
+) -> Iterator[Gateway]:
+    """`start_gateway` on a fresh `Fleet` (Redis required), stopped on exit."""
+    require_redis()
+    fleet = Fleet()
+    gw: Gateway | None = None
+    try:
+        gw = start_gateway(fleet, template, workers=workers, env=env, **fields)
+        yield gw
+    finally:
+        if gw is not None:
+            gw.close()
+        fleet.stop_all()

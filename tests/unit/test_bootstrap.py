@@ -122,7 +122,9 @@ def test_byok_without_a_secret_key_refuses_the_start_naming_the_path() -> None:
 
 
 def test_duplicate_key_names_in_one_org_are_refused() -> None:
-    config = parse_config("""
+    """Refused by `turnout config check` already (not only at the ingress's start)."""
+    with pytest.raises(ConfigError, match=r"^orgs\.acme\.keys\[1\]\.name: key name 'ci' is used twice"):
+        parse_config("""
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
 models:
@@ -133,5 +135,3 @@ orgs:
       - {name: ci, key: tk-one-000000001}
       - {name: ci, key: tk-two-000000001}
 """, env={})
-    with pytest.raises(ConfigError, match=r"^orgs\.acme\.keys\[1\]\.name: "):
-        merge_org(None, "acme", config.raw.orgs["acme"], config, VAULT, ALLOW, 1.0)

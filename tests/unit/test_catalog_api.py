@@ -1,4 +1,4 @@
-"""The catalog marks per offer which wire API it speaks and whether it accepts a prefill."""
+"""The catalog: each model's ordering, its only offers, and which offers accept a prefill."""
 
 from __future__ import annotations
 
@@ -20,12 +20,10 @@ models:
 """
 
 
-def test_catalog_api_follows_the_provider_kind() -> None:
+def test_catalog_knows_each_models_ordering_and_its_only_offers() -> None:
     catalog = Catalog(parse_config(CONFIG))
-    assert catalog.api == {
-        "anthropic/claude-sonnet-4-5": "anthropic", "openai/gpt-5": "openai", "groq/llama": "openai_compatible",
-        "anthropic/claude-opus": "anthropic",
-    }
+    assert catalog.orders == {"claude": "health", "mixed": "health"}
+    assert catalog.sole_targets == frozenset({"anthropic/claude-sonnet-4-5"})
 
 
 def test_catalog_supports_prefill_defaults_true_and_reads_the_offer() -> None:

@@ -12,6 +12,9 @@ from turnout_cli.main import build_parser
 
 @pytest.mark.parametrize(("argv", "expected"), [
     (["orgs", "list"], ("GET", "/orgs", None)),
+    (["spend", "show", "acme"], ("GET", "/orgs/acme/spend?period=month", None)),
+    (["spend", "show", "acme", "--period", "day", "--at", "2026-12-01"],
+     ("GET", "/orgs/acme/spend?period=day&at=2026-12-01", None)),
     (["orgs", "create", "acme", "--settings", '{"key_mode": "own_only"}'],
      ("POST", "/orgs", {"id": "acme", "settings": {"key_mode": "own_only"}})),
     (["orgs", "delete", "acme"], ("DELETE", "/orgs/acme", None)),

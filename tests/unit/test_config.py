@@ -295,6 +295,26 @@ INVALID: list[tuple[str, str, str]] = [
      "orgs.beta.keys[0].key: ", "declared twice"),
     (with_("orgs.acme.keys.0.squad", "marketing"), "orgs.acme.keys[0].squad: ", "unknown squad 'marketing'"),
     (with_("orgs.acme.keys.0.name", None), "orgs.acme.keys[0].name: ", "Expected `str`, got `null`"),
+    (with_("models.gpt-5.order", "cheapest"), "models.gpt-5.order: ", "Invalid enum value 'cheapest'"),
+    (with_("routing", {"price_mix": {"input": 0, "output": 0}}), "routing.price_mix: ", "not both 0"),
+    (with_("routing", {"price_mix": {"input": -1}}), "routing.price_mix: ", "at least 0"),
+    (with_("routing", {"price_mix": {"prompt": 3}}), "routing.price_mix.prompt: ", "unknown field"),
+    (with_("routing", {"speed_alpha": 0}), "routing.speed_alpha: ", "(0, 1]"),
+    (with_("routing", {"speed_ttl_s": 0}), "routing.speed_ttl_s: ", "at least 1 s"),
+    (with_("orgs.acme.settings.plan_fallbacks", {"gpt-5": ["nope"]}),
+     "orgs.acme.settings.plan_fallbacks.gpt-5[0]: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "nope"}]),
+     "orgs.acme.settings.strategy[0].model: ", "unknown model 'nope'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "claude", "fallback": "x"}]),
+     "orgs.acme.settings.strategy[0].fallback: ", "unknown model 'x'"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": 80, "model": "claude"},
+                                           {"name": "eco", "at_percent": 90, "model": "gpt-5"}]),
+     "orgs.acme.settings.strategy[1].name: ", "declared twice"),
+    (with_("orgs.acme.settings.strategy", [{"name": "eco", "at_percent": -1, "model": "claude"}]),
+     "orgs.acme.settings.strategy[0].at_percent: ", "Expected `float` >= 0"),
+    (with_("orgs.acme.settings.budget", {"usd": 0}), "orgs.acme.settings.budget.usd: ", "Expected `float` > 0"),
+    (with_("orgs.acme.settings.budget", {"usd": 5, "period": "week"}), "orgs.acme.settings.budget.period: ",
+     "Invalid enum value 'week'"),
 ]
 INVALID_IDS = [
     "unknown-provider-in-offer", "unknown-model-in-fallback-map", "unknown-model-in-plain-fallback-list",
@@ -309,7 +329,27 @@ INVALID_IDS = [
     "reroutes-not-a-list", "empty-catalog", "model-without-offers", "base-url-not-http", "base-url-with-credentials",
     "base-url-without-host", "base-url-ftp", "base-url-with-space",
     "byok-unknown-provider", "key-shorter-than-8", "duplicate-key-across-orgs", "unknown-squad", "null-key-name",
+    "unknown-order", "price-mix-all-zero", "price-mix-negative", "price-mix-unknown-field", "speed-alpha-zero",
+    "speed-ttl-zero", "plan-fallbacks-unknown-model", "strategy-unknown-model", "strategy-unknown-fallback",
+    "strategy-duplicate-rule", "strategy-negative-percent", "budget-zero", "budget-unknown-period",
 ]
+
+
+@pytest.mark.parametrize("order", ["health", "priority", "price", "latency", "throughput", "balanced"])
+def test_config_every_ordering_strategy_is_a_valid_order(order: str) -> None:
+    config = parse_config(with_("models.gpt-5.order", order), env={})
+    assert config.raw.models["gpt-5"].order == order
+
+
+def test_config_routing_price_mix_reaches_the_catalog_order_settings() -> None:
+    from turnout.catalog import Catalog
+    from turnout.core.ordering import OrderSettings, PriceMix
+
+    data = with_("routing", {"price_mix": {"input": 1, "output": 1}})
+    catalog = Catalog(parse_config(data, env={}))
+    settings = catalog.order_settings(OrderSettings(explore=0.0))
+    assert settings.price_mix == PriceMix(input=1, output=1) and settings.explore == 0.0
+    assert set(settings.prices) == {"openai/gpt-5", "anthropic/claude-sonnet-4-5"}
 
 
 @pytest.mark.parametrize(("text", "path", "what"), INVALID, ids=INVALID_IDS)

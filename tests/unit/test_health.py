@@ -168,9 +168,9 @@ class FlakyStore(CountingStore):
         if self.down:
             raise RedisConnectionError("connection lost")
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         self._check()
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
         self._check()
@@ -906,9 +906,9 @@ class LoadRecordingStore(CountingStore):
         super().__init__(time)
         self.loads: list[list[str]] = []
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         self.loads.append(list(targets))
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
 
 async def test_breakers_view_reads_targets_and_credentials_in_one_round_trip(
@@ -1089,7 +1089,7 @@ class DownStore:
         self.calls.append(name)
         return RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         raise self._down("load")
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
@@ -1195,10 +1195,10 @@ class LosesRedisAfterTheProbePermit(CountingStore):
         self.down = True
         return token
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         if self.down:
             raise RedisConnectionError("connection lost")
-        return await super().load(targets)
+        return await super().load(targets, caps)
 
 
 async def test_breakers_outage_after_taking_the_permit_admits_as_the_probe(
@@ -1268,3 +1268,21 @@ async def test_breakers_record_cancelled_while_stopping_the_renewal_stays_cancel
     recording.cancel()
     await asyncio.wait([recording])
     assert recording.cancelled(), "the caller's cancellation was swallowed"
+
+
+async def test_health_view_orders_by_the_measures_of_closed_targets_too() -> None:
+    """SPEC §10: the view's ordering facts carry each target's rolling
+    measures, read in the same load as the snapshots."""
+    from turnout.core.breaker import BreakerSettings
+    from turnout.health import Breakers
+    from turnout.state.breaker_store import MemoryBreakerStore
+
+    breakers = Breakers(MemoryBreakerStore(), BreakerSettings(), speed_alpha=0.5)
+    await breakers.record_speed("a/m", ttft_ms=100.0, tokens_per_s=None)
+    await breakers.record_speed("a/m", ttft_ms=300.0, tokens_per_s=40.0)
+    await breakers.record_speed("b/m", ttft_ms=None, tokens_per_s=None)  # nothing to record
+    view = await breakers.view(["a/m", "b/m"])
+    health = view.ordering_health(breakers.settings)
+    assert set(health) == {"a/m"}
+    assert health["a/m"].ttft_ms == 200.0 and health["a/m"].tokens_per_s == 40.0
+    assert health["a/m"].score == 1.0

@@ -122,3 +122,29 @@ def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
     endpoint = rotated.custom_endpoints["vllm"]
     assert isinstance(endpoint, EndpointDoc) and endpoint.secret is not None
     assert new_vault.open(endpoint.secret, ep) == "ep-canary-11112222"  # migrated: bound where it was stored
+
+
+@pytest.mark.parametrize("ttl_s", [1e300, 1e12, float("inf"), 0.0, -5.0])
+def test_a_key_lifetime_out_of_range_is_refused_naming_ttl_s(ttl_s: float) -> None:
+    from turnout.orgs import OrgDoc
+    from turnout.tenant_admin import AdminError, KeyCreate, add_key
+
+    with pytest.raises(AdminError) as info:
+        add_key(OrgDoc(id="acme"), KeyCreate(name="k", ttl_s=ttl_s), "tk-secret-000000001", 1_700_000_000.0)
+    assert (info.value.status_code, info.value.param) == (400, "ttl_s")
+
+
+@pytest.mark.parametrize("expires_at", [1e300, 99999999999999, "10000-01-01T00:00:00Z", -1])
+def test_an_expiry_out_of_range_is_refused_naming_expires_at(expires_at: object) -> None:
+    from turnout.tenant_admin import AdminError, parse_when
+
+    with pytest.raises(AdminError) as info:
+        parse_when(expires_at, "expires_at")  # type: ignore[arg-type]
+    assert "expires_at" in str(info.value)
+
+
+def test_a_stored_time_out_of_range_is_still_shown() -> None:
+    from turnout.tenant_admin import iso
+
+    assert iso(1e300) == "9999-12-31T23:59:59Z"
+    assert iso(-5.0) == "1970-01-01T00:00:00Z"

@@ -52,6 +52,7 @@ class SkipReason(enum.StrEnum):
     RAMPING = "ramping"  # slow start after a close left this attempt out
     NO_CREDENTIAL = "no_credential"
     CREDENTIAL_OPEN = "credential_open"  # the tenant's own key keeps failing (SPEC §5 "What counts")
+    PLAN_CAPPED = "plan_capped"  # the account's usage cap has not reset yet (SPEC §10 plan-cap continuity)
 
 
 UNAVAILABLE_SKIPS = frozenset({SkipReason.CIRCUIT_OPEN, SkipReason.RESTING, SkipReason.RAMPING})
@@ -83,6 +84,9 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         duration_ms: how long the attempt took.
         is_byok_fallback: made on the shared key after the tenant's own key
             was rejected on this target (SPEC §6 credential fallback).
+        is_plan_fallback: a `plan_fallbacks` target, after a quota or
+            usage-cap failure (SPEC §10 plan-cap continuity).
+        is_strategy: a spend strategy's rule chose its model (SPEC §10).
     """
 
     number: int
@@ -104,6 +108,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     started_s: float
     duration_ms: float
     is_byok_fallback: bool = False
+    is_plan_fallback: bool = False
+    is_strategy: bool = False
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -306,6 +312,8 @@ def attempt_record(
         started_s=started_s,
         duration_ms=max(0.0, (now_s - started_s) * 1000.0),
         is_byok_fallback=dispatch.is_byok_fallback,
+        is_plan_fallback=entry.role is Role.PLAN_FALLBACK,
+        is_strategy=entry.is_strategy,
     )
 
 
@@ -371,6 +379,8 @@ def on_outcome(
         return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
     if now_s >= state.deadline_s or _timed_out_at_deadline(state, dispatch, outcome):
         return msgspec.structs.replace(state, stop=StopReason.DEADLINE)
+    if kind is FailureKind.QUOTA_EXHAUSTED and _may_switch_to_plan_cap(state):
+        return _switch_special(state, state.plan.plan_cap)
     if disposition is Disposition.RETRY_THEN_FALLBACK:
         retried = _try_retry(state, entry, outcome, kind, now_s, rng)
         if retried is not None:
@@ -428,6 +438,25 @@ def on_skip(
         if any(s.reason in UNAVAILABLE_SKIPS for s in state.skips):
             return msgspec.structs.replace(advanced, stop=StopReason.ALL_OPEN)
     return advanced
+
+
+def _may_switch_to_plan_cap(state: LoopState) -> bool:
+    return bool(state.plan.plan_cap) and not state.special and state.policy.fallback.enabled
+
+
+def on_plan_capped(state: LoopState, dispatch: Dispatch, *, reopen_in_s: float, now_s: float) -> LoopState:
+    """The dispatched target's usage cap for this request's credential is known
+    not to have reset (SPEC §10 plan-cap continuity): no attempt on it.
+
+    With a `plan_fallbacks` list (and fallback enabled), the loop moves to it
+    at once; otherwise the target is skipped like any other (`PLAN_CAPPED`,
+    not an attempt, never a reason for `ALL_OPEN`).
+    """
+    skipped = msgspec.structs.replace(state, skips=state.skips + (
+        SkipRecord(target=dispatch.entry.target, reason=SkipReason.PLAN_CAPPED, reopen_in_s=reopen_in_s),))
+    if _may_switch_to_plan_cap(state):
+        return _switch_special(skipped, state.plan.plan_cap)
+    return on_skip(state, dispatch, reason=SkipReason.PLAN_CAPPED, reopen_in_s=reopen_in_s, now_s=now_s)
 
 
 def on_credential_open(state: LoopState, dispatch: Dispatch, *, may_fall_back: bool, now_s: float) -> LoopState:

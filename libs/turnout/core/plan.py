@@ -18,6 +18,7 @@ import msgspec
 
 from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences, apply
 from turnout.core.scopes import KeyMode
 from turnout.core.types import Target
 
@@ -33,6 +34,7 @@ class Role(enum.StrEnum):
     MODEL_FALLBACK = "model_fallback"  # another model
     CONTEXT_WINDOW_FALLBACK = "context_window_fallback"
     CONTENT_POLICY_FALLBACK = "content_policy_fallback"
+    PLAN_FALLBACK = "plan_fallback"  # after a quota / usage-cap failure (SPEC §10)
 
 
 class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -42,11 +44,13 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
         target: the offer to attempt.
         role: why it is here.
         is_reroute: its model came from a reroute list.
+        is_strategy: a spend strategy's rule put it here (SPEC §10).
     """
 
     target: Target
     role: Role
     is_reroute: bool = False
+    is_strategy: bool = False
 
     @property
     def is_fallback(self) -> bool:
@@ -62,18 +66,23 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         entries: the main sequence, primary first.
         context_window: entries tried only after a context-length failure.
         content_policy: entries tried only after a content-policy failure.
+        plan_cap: entries tried only after a quota / usage-cap failure, or at
+            once instead of a target whose cap is known not to have reset.
         rerouted: a reroute list was in force (the requested model is never
             contacted).
         key_mode: the BYOK mode its attempts choose credentials by
             (`turnout.core.credentials`).
+        strategy: the name of the spend strategy rule that shaped it, or None.
     """
 
     requested_model: str
     entries: tuple[PlanEntry, ...]
     context_window: tuple[PlanEntry, ...] = ()
     content_policy: tuple[PlanEntry, ...] = ()
+    plan_cap: tuple[PlanEntry, ...] = ()
     rerouted: bool = False
     key_mode: KeyMode = "own_then_shared"
+    strategy: str | None = None
 
 
 class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -84,18 +93,24 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
         fallbacks: model fallback map; key `*` applies to every model.
         context_window_fallbacks: map used only after a context-length failure.
         content_policy_fallbacks: map used only after a content-policy failure.
+        plan_fallbacks: map used only after a quota / usage-cap failure.
         key_mode: BYOK credential choice (SPEC §6).
         custom_targets: `custom:<id>:<model>` entry -> the target on the
             org's custom endpoint (SPEC §6); such entries plan like catalog
             models with that one offer.
+        strategy_rule: the spend strategy rule whose model is in `reroutes`
+            and fallback in `fallbacks` (`turnout.core.budget.with_strategy`),
+            or None.
     """
 
     reroutes: tuple[str, ...] = ()
     fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     context_window_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     content_policy_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
+    plan_fallbacks: Mapping[str, tuple[str, ...]] = msgspec.field(default_factory=dict)
     key_mode: KeyMode = "own_then_shared"
     custom_targets: Mapping[str, Target] = msgspec.field(default_factory=dict)
+    strategy_rule: str | None = None
 
 
 class UnknownModel(ValueError):
@@ -107,6 +122,20 @@ class UnknownModel(ValueError):
 
     def __init__(self, model: str) -> None:
         super().__init__(f"The model `{model}` does not exist or you do not have access to it.")
+        self.model = model
+
+
+class NoMatchingOffer(ValueError):
+    """The request's `provider` preferences leave no offer to attempt (SPEC §10).
+
+    Attributes:
+        model: the id the client sent.
+    """
+
+    def __init__(self, model: str) -> None:
+        super().__init__(
+            f"No offer of `{model}` that this key may use satisfies the request's `provider` preferences."
+        )
         self.model = model
 
 
@@ -143,6 +172,18 @@ def _dedupe(models: Sequence[str], exclude: frozenset[str]) -> list[str]:
     return out
 
 
+def cap_offers(entries: Sequence[PlanEntry], max_offers: int | None) -> tuple[PlanEntry, ...]:
+    """The entries whose target is among the first `max_offers` distinct
+    targets (by key), in order; all of them when `max_offers` is None."""
+    if max_offers is None:
+        return tuple(entries)
+    kept: list[str] = []
+    for e in entries:
+        if e.target.key not in kept and len(kept) < max_offers:
+            kept.append(e.target.key)
+    return tuple(e for e in entries if e.target.key in kept)
+
+
 def build_plan(
     requested_model: str,
     *,
@@ -154,6 +195,8 @@ def build_plan(
     rng: random.Random,
     orders: Mapping[str, str] | None = None,
     order_settings: OrderSettings = OrderSettings(),
+    capped: bool = True,
+    preferences: Preferences = Preferences(),
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -167,17 +210,28 @@ def build_plan(
         rng: tie-breaking and exploration for offer ranking.
         orders: model id -> ordering strategy name (`ORDERINGS`); absent
             models (custom endpoints too) use `health`.
-        order_settings: knobs of the `health` ordering.
+        order_settings: knobs and prices of the orderings.
+        capped: apply `policy.plan.max_offers` (False only to list every
+            target the plan could hold, e.g. to read their health first).
+        preferences: the request's `provider` object
+            (`turnout.core.preferences`): `sort` replaces every model's
+            ordering, the others narrow each model's offers; without
+            `allow_fallbacks` the plan keeps only its first model and no
+            special lists.
 
     Returns:
         The plan. With a reroute list, its models replace the requested one,
         which is never contacted; fallback models come from the maps keyed by
         the requested model (else `*`), then `policy.fallback.models`. A
         pinned request keeps only the pinned provider's offers of its model,
-        and gets no provider fallback for it.
+        and gets no provider fallback for it. The main sequence then keeps its
+        first `policy.plan.max_offers` distinct targets, after ordering and
+        across provider and model fallbacks; each special list (context
+        length, content policy, plan cap) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
+        NoMatchingOffer: the preferences leave no target in the main sequence.
     """
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
@@ -186,20 +240,23 @@ def build_plan(
         raise UnknownModel(requested_model)
     fb = policy.fallback
 
-    def offers_of(model: str, pin: str | None) -> tuple[Target, ...]:
+    def offers_of(model: str, pin: str | None, *, narrowed: bool = True) -> tuple[Target, ...]:
         offers = tuple(catalog.get(model, ()))
-        ordering = ORDERINGS[(orders or {}).get(model, "health")]
+        ordering = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")]
         ranked = ordering(offers, health, order_settings, rng)
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
+        if narrowed:
+            ranked = apply(ranked, preferences, order_settings.prices, health)
         if not fb.cross_provider_same_model:
             ranked = ranked[:1]
         return ranked
 
-    if pinned is not None and not offers_of(base_model, pinned):
+    if pinned is not None and not offers_of(base_model, pinned, narrowed=False):
         raise UnknownModel(requested_model)
 
     rerouted = bool(settings.reroutes)
+    by_strategy = settings.strategy_rule is not None
     heads = [(m, None) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
     entries: list[PlanEntry] = []
     for model, pin in heads:
@@ -207,27 +264,36 @@ def build_plan(
             role = Role.PRIMARY if not entries else (
                 Role.PROVIDER_FALLBACK if target.catalog_model == entries[0].target.catalog_model else Role.MODEL_FALLBACK
             )
-            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted))
+            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted and not by_strategy,
+                                     is_strategy=by_strategy))
 
-    if fb.enabled:
+    if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
         for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
             for target in offers_of(model, None):
-                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_reroute=False))
+                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
+
+    limit = policy.plan.max_offers if capped else None
 
     def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
+        if not preferences.allow_fallbacks:
+            return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
             out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
-        return tuple(out)
+        return cap_offers(out, limit)
 
-    if not fb.enabled:
+    if not (fb.enabled and preferences.allow_fallbacks):
         entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
+    if not entries:
+        raise NoMatchingOffer(requested_model)
     return Plan(
         requested_model=requested_model,
-        entries=tuple(entries),
+        entries=cap_offers(entries, limit),
         context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
         content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
+        plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),
         rerouted=rerouted,
         key_mode=settings.key_mode,
+        strategy=settings.strategy_rule,
     )

@@ -92,21 +92,38 @@ class BudgetPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     max_total_latency_ms: int = 180_000
 
 
+class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The shape of one request's plan (SPEC §10).
+
+    Attributes:
+        max_offers: distinct targets the plan may hold, counted after ordering
+            over the requested (or rerouted) model's offers and every fallback
+            model's, so a long catalog does not spend the budget on offers
+            ranked last. The context-length and content-policy fallback lists
+            are capped to the same number, each on its own.
+    """
+
+    max_offers: int = 3
+
+
 class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole policy object of SPEC §4 with its defaults."""
+    """The whole policy object of SPEC §4 with its defaults, and the plan's cap (§10)."""
 
     retry: RetryPolicy = RetryPolicy()
     fallback: FallbackPolicy = FallbackPolicy()
     budget: BudgetPolicy = BudgetPolicy()
+    plan: PlanPolicy = PlanPolicy()
 
 
 class Ceilings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Operator ceilings (SPEC §4, §11 `ceilings`). Defaults are the SPEC's."""
+    """Operator ceilings (SPEC §4, §11 `ceilings`). Defaults are the SPEC's;
+    `max_offers` bounds `plan.max_offers`."""
 
     max_retries: int = 6
     max_attempts: int = 6
     max_total_latency_ms: int = 180_000
     max_cycles: int = 3
+    max_offers: int = 20
 
 
 class Clamp(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,7 +163,8 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
         caller can report them (SPEC §4: "clamped at save time and the
         clamping is reported to the caller").
 
-    Rules: counts are at least 0 (`max_attempts`, `max_cycles` at least 1),
+    Rules: counts are at least 0 (`max_attempts`, `max_cycles`,
+    `plan.max_offers` at least 1),
     durations at least 1 ms, `base_ms` within 250–60 000 (SPEC §3), and
     `max_ms` at least `base_ms`.
     """
@@ -180,10 +198,11 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
             "budget.max_total_latency_ms", b.max_total_latency_ms, 1, ceilings.max_total_latency_ms, clamps
         ),
     )
-    return Policy(retry=retry, fallback=fallback, budget=budget), tuple(clamps)
+    plan = PlanPolicy(max_offers=_bounded("plan.max_offers", policy.plan.max_offers, 1, ceilings.max_offers, clamps))
+    return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan), tuple(clamps)
 
 
-_SECTIONS = {"retry": RetryPolicy, "fallback": FallbackPolicy, "budget": BudgetPolicy}
+_SECTIONS = {"retry": RetryPolicy, "fallback": FallbackPolicy, "budget": BudgetPolicy, "plan": PlanPolicy}
 
 
 def merge_policy(base: Policy, override: Mapping[str, Any]) -> Policy:
@@ -191,7 +210,8 @@ def merge_policy(base: Policy, override: Mapping[str, Any]) -> Policy:
 
     Args:
         base: the policy of the lower layer (SPEC defaults, or gateway-wide).
-        override: a mapping `{"retry": {...}, "fallback": {...}, "budget": {...}}`
+        override: a mapping `{"retry": {...}, "fallback": {...}, "budget": {...},
+            "plan": {...}}`
             where every section and field is optional; omitted fields keep
             `base`'s value.
 

@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from turnout.core.spend import Budget, StrategyRule
 from turnout.core.limits import Limits, ScopeLimits
 
 KeyMode = Literal["own_only", "own_then_shared", "shared_only"]
@@ -29,6 +30,12 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         key_mode: BYOK credential choice.
         context_window_fallbacks: map used after a context-length failure.
         content_policy_fallbacks: map used after a content-policy failure.
+        plan_fallbacks: map used after a quota / usage-cap failure (SPEC §10
+            plan-cap continuity).
+        budget: what the scope may spend per period; counts the spend of the
+            scope that sets it (SPEC §10).
+        strategy: rules that change the model served as that spend grows;
+            a scope with a strategy ignores its reroute list (SPEC §10).
         limits: this scope's limits (`turnout.core.limits.Limits`). Unlike
             the other settings, the limits of every scope apply at once,
             each with its own counter (`scope_limits`).
@@ -40,6 +47,9 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     key_mode: KeyMode | UnsetType = UNSET
     context_window_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     content_policy_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
+    plan_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
+    budget: Budget | UnsetType = UNSET
+    strategy: list[StrategyRule] | UnsetType = UNSET
     limits: Limits | UnsetType = UNSET
 
 

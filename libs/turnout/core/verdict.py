@@ -50,6 +50,10 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
         reroute: the last attempt's model came from a reroute list.
         byok_fallback: the last attempt carried the shared key after the
             tenant's own key was rejected (SPEC §6 credential fallback).
+        plan_fallback: the last attempt was on a `plan_fallbacks` target
+            (SPEC §10 plan-cap continuity).
+        strategy: the spend strategy rule that chose the last attempt's
+            model, or None (SPEC §10).
     """
 
     provider: str | None
@@ -58,6 +62,8 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
     fallback: bool
     reroute: bool
     byok_fallback: bool = False
+    plan_fallback: bool = False
+    strategy: str | None = None
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,6 +98,8 @@ def served_facts(state: LoopState) -> Served:
         fallback=bool(last and last.is_fallback),
         reroute=bool(last and last.is_reroute),
         byok_fallback=bool(last and last.is_byok_fallback),
+        plan_fallback=bool(last and last.is_plan_fallback),
+        strategy=state.plan.strategy if last and last.is_strategy else None,
     )
 
 

@@ -12,6 +12,15 @@ Redis layout (names in `turnout.state.keys`):
     turnout:probe:{provider/model}    the HALF_OPEN probe permit: a random token
                                       with a TTL, renewed and released only by
                                       its holder
+    turnout:speed:{provider/model}    hash {ttft_ms, tps}: the fleet's rolling
+                                      measures of the target (exponentially
+                                      weighted moving averages), read with the
+                                      snapshots in the same round trip
+    turnout:plancap:{scope}:{provider/model}
+                                      epoch seconds until which the account
+                                      behind `scope` (`shared`, or an org's own
+                                      key) is over its usage cap on the target;
+                                      expires then (SPEC §10 plan-cap continuity)
 Writes are atomic: a Lua script stores the new snapshot only if the version
 is still the one it was computed from, else returns the current one, so the
 caller recomputes; N workers racing never lose a counted failure.
@@ -41,18 +50,64 @@ class Versioned(msgspec.Struct, frozen=True):
     snapshot: BreakerSnapshot
 
 
+class Speed(msgspec.Struct, frozen=True, kw_only=True):
+    """The fleet's rolling measures of one target (SPEC §10 `latency`, `throughput`).
+
+    Attributes:
+        ttft_ms: latency in milliseconds (time to first token of a stream,
+            the whole answer of a JSON call), or None when unmeasured.
+        tokens_per_s: completion tokens per second of an attempt, or None.
+    """
+
+    ttft_ms: float | None = None
+    tokens_per_s: float | None = None
+
+
 class Loaded(msgspec.Struct, frozen=True):
-    """Snapshots read together, with the store's clock at the read (epoch seconds)."""
+    """Snapshots read together, with the store's clock at the read (epoch seconds),
+    and the measures of those subjects that have any."""
 
     now_s: float
     entries: dict[str, Versioned]
+    speeds: dict[str, Speed] = {}
+    caps: dict[str, float] = {}
+
+
+def cap_subject(scope: str, target: str) -> str:
+    """The name of one (credential scope, target) usage cap in `Loaded.caps`."""
+    return f"{scope}:{target}"
+
+
+def ewma(old: float | None, sample: float, alpha: float) -> float:
+    """Exponentially weighted moving average: `old + alpha · (sample - old)`;
+    the first sample (old None) is taken as is. The Redis script computes the same."""
+    return sample if old is None else old + alpha * (sample - old)
 
 
 class BreakerStore(Protocol):
     """Storage of breaker snapshots. Target names are `provider/model`."""
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
-        """Read the snapshots of `targets` (missing ones as version 0, CLOSED)."""
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
+        """Read the snapshots of `targets` (missing ones as version 0, CLOSED),
+        their measures (`Loaded.speeds`: only those measured) and the usage
+        caps named in `caps` (`cap_subject`; `Loaded.caps`: only those in force)."""
+        ...
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """Usage caps in force (`cap_subject` -> until, epoch seconds); see `Loaded.caps`."""
+        ...
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """Note that the usage cap `subject` (`cap_subject`) holds until `until_s`
+        (epoch seconds); forgotten after `ttl_s` seconds."""
+        ...
+
+    async def record_speed(
+        self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
+    ) -> None:
+        """Fold one attempt's measures into the target's rolling averages (`ewma`),
+        atomically; the measures expire `ttl_s` seconds after the last update.
+        A None measure leaves that average as it is."""
         ...
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
@@ -96,12 +151,38 @@ class MemoryBreakerStore:
         self._clock = clock
         self._entries: dict[str, Versioned] = {}
         self._permits: dict[str, tuple[str, float]] = {}
+        self._speeds: dict[str, tuple[Speed, float]] = {}
+        self._caps: dict[str, tuple[float, float]] = {}
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         """See `BreakerStore.load`."""
+        now = self._clock()
+        speeds = {t: self._speeds[t][0] for t in targets if t in self._speeds and self._speeds[t][1] > now}
         return Loaded(
-            now_s=self._clock(), entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}
+            now_s=now, entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}, speeds=speeds,
+            caps=await self.load_caps(caps),
         )
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """See `BreakerStore.load_caps`."""
+        now = self._clock()
+        return {s: self._caps[s][0] for s in subjects if s in self._caps and self._caps[s][1] > now}
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """See `BreakerStore.set_plan_cap`."""
+        self._caps[subject] = (until_s, self._clock() + ttl_s)
+
+    async def record_speed(
+        self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
+    ) -> None:
+        """See `BreakerStore.record_speed`."""
+        now = self._clock()
+        held = self._speeds.get(target)
+        old = held[0] if held is not None and held[1] > now else Speed()
+        self._speeds[target] = (Speed(
+            ttft_ms=old.ttft_ms if ttft_ms is None else ewma(old.ttft_ms, ttft_ms, alpha),
+            tokens_per_s=old.tokens_per_s if tokens_per_s is None else ewma(old.tokens_per_s, tokens_per_s, alpha),
+        ), now + ttl_s)
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
         """See `BreakerStore.compare_and_set`."""
@@ -161,6 +242,19 @@ if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[
 return 0
 """
 
+# KEYS[1] speed hash   ARGV: alpha, ttl s, then (field, sample) pairs: each field's EWMA
+_SPEED = """
+local a = tonumber(ARGV[1])
+for i = 3, #ARGV, 2 do
+  local x = tonumber(ARGV[i + 1])
+  local old = tonumber(redis.call('hget', KEYS[1], ARGV[i]))
+  if old then x = old + a * (x - old) end
+  redis.call('hset', KEYS[1], ARGV[i], string.format('%.17g', x))
+end
+redis.call('expire', KEYS[1], ARGV[2])
+return 1
+"""
+
 _KEY_TTL_S = 7 * 24 * 3600
 """Snapshots of targets nobody calls for a week are dropped (they read as CLOSED)."""
 
@@ -175,6 +269,18 @@ def _entry(version: bytes | str | None, data: bytes | str | None) -> Versioned:
         return Versioned(int(version), CLOSED)
 
 
+def _number(value: bytes | str | None) -> float | None:
+    try:
+        return None if value is None else float(value)
+    except ValueError:
+        return None
+
+
+def _caps(subjects: Sequence[str], replies: Sequence[bytes | str | None]) -> dict[str, float]:
+    values = {s: _number(v) for s, v in zip(subjects, replies)}
+    return {s: v for s, v in values.items() if v is not None}
+
+
 def _clock(seconds: bytes | str | int, micros: bytes | str | int) -> float:
     return int(seconds) + int(micros) / 1_000_000
 
@@ -187,19 +293,53 @@ class RedisBreakerStore:
         self._cas = redis.register_script(_CAS)
         self._release = redis.register_script(_RELEASE)
         self._renew = redis.register_script(_RENEW)
+        self._speed = redis.register_script(_SPEED)
 
-    async def load(self, targets: Sequence[str]) -> Loaded:
-        """See `BreakerStore.load`: one round trip (`TIME` + `HMGET` each)."""
+    async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
+        """See `BreakerStore.load`: one round trip (`TIME`, two `HMGET` per
+        target: the snapshot and the measures, one `GET` per usage cap)."""
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.time()
             for target in targets:
                 pipe.hmget(keys.breaker_key(target), ["v", "s"])
+                pipe.hmget(keys.speed_key(target), ["ttft_ms", "tps"])
+            for subject in caps:
+                pipe.get(keys.plan_cap_key(subject))
             replies = await pipe.execute()
         seconds, micros = replies[0]
+        per_target, cap_replies = replies[1:1 + 2 * len(targets)], replies[1 + 2 * len(targets):]
+        snapshots, measures = per_target[0::2], per_target[1::2]
+        speeds = {
+            t: Speed(ttft_ms=_number(ttft), tokens_per_s=_number(tps))
+            for t, (ttft, tps) in zip(targets, measures) if ttft is not None or tps is not None
+        }
         return Loaded(
             now_s=seconds + micros / 1_000_000,
-            entries={t: _entry(v, s) for t, (v, s) in zip(targets, replies[1:])},
+            entries={t: _entry(v, s) for t, (v, s) in zip(targets, snapshots)},
+            speeds=speeds,
+            caps=_caps(caps, cap_replies),
         )
+
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        """See `BreakerStore.load_caps`: one round trip."""
+        if not subjects:
+            return {}
+        return _caps(subjects, await self._redis.mget([keys.plan_cap_key(s) for s in subjects]))
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        """See `BreakerStore.set_plan_cap`: `SET ... PX`."""
+        await self._redis.set(keys.plan_cap_key(subject), repr(float(until_s)), px=max(1, int(ttl_s * 1000)))
+
+    async def record_speed(
+        self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
+    ) -> None:
+        """See `BreakerStore.record_speed`: one Lua round trip."""
+        pairs: list[str | float] = []
+        for field, sample in (("ttft_ms", ttft_ms), ("tps", tokens_per_s)):
+            if sample is not None:
+                pairs += [field, repr(float(sample))]
+        if pairs:
+            await self._speed(keys=[keys.speed_key(target)], args=[repr(float(alpha)), int(ttl_s), *pairs])
 
     async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
         """See `BreakerStore.compare_and_set`: one Lua round trip."""

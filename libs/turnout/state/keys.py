@@ -68,6 +68,24 @@ PROBE_PREFIX = "turnout:probe:"
 """String per target: the HALF_OPEN probe permit (`SET NX PX`)."""
 
 
+SPEED_PREFIX = "turnout:speed:"
+"""Hash per target: {ttft_ms, tps}, the fleet's rolling measures (`turnout.state.breaker_store`)."""
+
+
+def speed_key(target: str) -> str:
+    """Key of a target's rolling latency and output-rate measures."""
+    return SPEED_PREFIX + target
+
+
+PLAN_CAP_PREFIX = "turnout:plancap:"
+"""String per (credential scope, target): epoch seconds until the account's usage cap resets, with that TTL."""
+
+
+def plan_cap_key(subject: str) -> str:
+    """Key of one usage cap (`turnout.state.breaker_store.cap_subject`)."""
+    return PLAN_CAP_PREFIX + subject
+
+
 def breaker_key(target: str) -> str:
     """Key of a target's breaker snapshot."""
     return BREAKER_PREFIX + target
@@ -93,6 +111,15 @@ def idempotency_key(org: str, key: str, client_key: str) -> str:
     """
     digest = hashlib.sha256(f"{len(key)}:{key}:{client_key}".encode("utf-8")).hexdigest()
     return f"{IDEMPOTENCY_PREFIX}{org}:{digest}"
+
+
+SPEND_PREFIX = "turnout:spend:"
+"""Hash per (org, period, period id): {org, squad:<name>, key:<name>} -> USD (`turnout.state.spend_store`)."""
+
+
+def spend_key(org: str, period: str, period_id: str) -> str:
+    """Key of one org's ledger for one period (`day` / `month`, id `2026-12-01` / `2026-12`)."""
+    return f"{SPEND_PREFIX}{org}:{period}:{period_id}"
 
 
 RECORDS_STREAM = "turnout:records"

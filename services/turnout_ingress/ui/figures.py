@@ -1,14 +1,16 @@
 """Figures the Providers and Spend pages compute from attempt rows.
 
 Owns: calls per minute and recent error classes per target, and cost per
-period per org / squad / key — pure functions over `turnout.records` rows.
+period per org / squad / key — pure functions over `turnout.records` rows —
+and the spend ledger's day and month read as table rows.
 Must not import: FastAPI, Redis.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import msgspec
 
@@ -98,3 +100,30 @@ def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]
         SpendRow(level=level, scope=scope, usd=tuple(round(v, 6) for v in sums), requests=served[(level, scope)])
         for (level, scope), sums in sorted(usd.items(), key=lambda item: item[0][1])
     ]
+
+
+class LedgerRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One scope of the spend ledger (SPEC §10): USD today and this month (UTC periods)."""
+
+    level: str
+    scope: str
+    day_usd: float
+    month_usd: float
+
+
+def ledger_rows(day: Mapping[str, Any], month: Mapping[str, Any]) -> list[LedgerRow]:
+    """The org, then its squads, then its keys, from two `SpendLedger.read` answers of one org.
+
+    A scope with spend this month but none today shows 0 for today.
+    """
+    org = str(month.get("org") or day.get("org") or "")
+    rows = [LedgerRow(level="org", scope=org, day_usd=float(day.get("total_usd", 0.0)),
+                      month_usd=float(month.get("total_usd", 0.0)))]
+    for level, field in (("squad", "squads"), ("key", "keys")):
+        names = sorted(set(day.get(field, {})) | set(month.get(field, {})))
+        rows.extend(
+            LedgerRow(level=level, scope=f"{org} / {level} {name}", day_usd=float(day.get(field, {}).get(name, 0.0)),
+                      month_usd=float(month.get(field, {}).get(name, 0.0)))
+            for name in names
+        )
+    return rows

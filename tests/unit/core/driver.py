@@ -94,6 +94,7 @@ def plan_of(
     requested_model: str | None = None,
     context_window: Sequence[PlanEntry] = (),
     content_policy: Sequence[PlanEntry] = (),
+    plan_cap: Sequence[PlanEntry] = (),
     rerouted: bool = False,
 ) -> Plan:
     requested = requested_model or (entries[0].target.catalog_model if entries else "m")
@@ -102,6 +103,7 @@ def plan_of(
         entries=tuple(entries),
         context_window=tuple(context_window),
         content_policy=tuple(content_policy),
+        plan_cap=tuple(plan_cap),
         rerouted=rerouted,
     )
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 import random
 from collections.abc import Mapping, Sequence
 
+import msgspec
 import pytest
+from hypothesis import given, settings as hsettings
+from hypothesis import strategies as st
 
 from turnout.core.plan import (
     Plan,
@@ -16,8 +19,8 @@ from turnout.core.plan import (
     lookup,
     split_pinned,
 )
-from turnout.core.ordering import OrderSettings, TargetHealth, by_health
-from turnout.core.policy import FallbackPolicy, Policy
+from turnout.core.ordering import OrderSettings, Standing, TargetHealth, by_health
+from turnout.core.policy import FallbackPolicy, PlanPolicy, Policy
 from turnout.core.scopes import as_model_map
 from turnout.core.types import Target
 
@@ -51,7 +54,11 @@ def plan(
     seed: int = 0,
     priority_models: frozenset[str] = frozenset(),
     catalog: Mapping[str, Sequence[Target]] = CATALOG,
+    max_offers: int = 20,
+    health: Mapping[str, TargetHealth] | None = None,
 ) -> Plan:
+    """A plan over CATALOG; uncapped (20 offers) unless `max_offers` says otherwise."""
+
     def as_map(m: Mapping[str, Sequence[str]] | None) -> dict[str, tuple[str, ...]]:
         return {k: tuple(v) for k, v in (m or {}).items()}
 
@@ -65,8 +72,8 @@ def plan(
             context_window_fallbacks=as_map(context_window),
             content_policy_fallbacks=as_map(content_policy),
         ),
-        policy=policy,
-        health={k: TargetHealth(score=v) for k, v in (success_rate or {}).items()},
+        policy=msgspec.structs.replace(policy, plan=PlanPolicy(max_offers=max_offers)),
+        health=dict(health or {}) | {k: TargetHealth(score=v) for k, v in (success_rate or {}).items()},
         rng=random.Random(seed),
         orders={m: "priority" for m in priority_models},
         order_settings=NO_EXPLORE,
@@ -346,3 +353,47 @@ def test_lookup_model_then_star(model: str, expected: tuple[str, ...]) -> None:
 
 def test_lookup_without_star_is_empty() -> None:
     assert lookup({"a": ["x"]}, "b") == ()
+
+
+# --------------------------------------------------------------------- plan.max_offers (SPEC §10)
+
+
+def test_plan_cap_keeps_the_first_offers_across_provider_and_model_fallbacks() -> None:
+    p = plan("gpt-5", fallbacks={"*": ["claude", "llama"]}, priority_models=PRIO, max_offers=3)
+    assert keys(p.entries) == ["openai/gpt-5", "azure/gpt-5-prod", "anthropic/claude-sonnet-4-5"]
+
+
+def test_plan_cap_default_is_three() -> None:
+    p = build_plan("llama", catalog=CATALOG, providers=PROVIDERS, settings=RoutingSettings(
+        fallbacks={"*": ("gpt-5",)}), policy=Policy(), health={}, rng=random.Random(0))
+    assert len(p.entries) == 3 and Policy().plan.max_offers == 3
+
+
+def test_plan_cap_applies_after_ordering_so_down_targets_are_dropped_first() -> None:
+    down = {"groq/llama-3.3-70b": TargetHealth(standing=Standing.DOWN, back_in_s=5.0)}
+    p = plan("llama", priority_models=PRIO, max_offers=2, health=down)
+    assert keys(p.entries) == ["together/llama-3.3-70b", "fireworks/llama-v3p3-70b"]
+
+
+def test_plan_cap_applies_to_each_special_list_on_its_own() -> None:
+    p = plan("gemini", context_window={"*": ["llama", "gpt-5"]}, content_policy={"*": ["claude", "gpt-5"]},
+             priority_models=PRIO, max_offers=2)
+    assert keys(p.context_window) == ["groq/llama-3.3-70b", "together/llama-3.3-70b"]
+    assert keys(p.content_policy) == ["anthropic/claude-sonnet-4-5", "bedrock/anthropic.claude"]
+    assert keys(p.entries) == ["google/gemini-2.5-pro"]
+
+
+def test_plan_uncapped_lists_every_candidate() -> None:
+    p = build_plan("llama", catalog=CATALOG, providers=PROVIDERS, settings=RoutingSettings(
+        fallbacks={"*": ("gpt-5",)}), policy=Policy(), health={}, rng=random.Random(0), capped=False)
+    assert len(p.entries) == 5
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(max_offers=st.integers(1, 8), seed=st.integers(0, 2**16),
+       fallbacks=st.lists(st.sampled_from(sorted(CATALOG)), max_size=4))
+def test_property_the_cap_keeps_a_prefix_of_the_uncapped_plan(max_offers: int, seed: int, fallbacks: list[str]) -> None:
+    capped = plan("llama", fallbacks={"*": fallbacks}, priority_models=PRIO, max_offers=max_offers, seed=seed)
+    whole = plan("llama", fallbacks={"*": fallbacks}, priority_models=PRIO, max_offers=20, seed=seed)
+    assert capped.entries == whole.entries[: len(capped.entries)]
+    assert len({e.target.key for e in capped.entries}) == min(max_offers, len({e.target.key for e in whole.entries}))

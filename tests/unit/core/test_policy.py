@@ -56,7 +56,8 @@ def test_policy_defaults_equal_spec_json_exactly() -> None:
         extra = {k: v for k, v in ours[section].items() if k not in fields}
         assert {k: ours[section][k] for k in fields} == fields, section
         assert extra == EXTENSIONS[section], section
-    assert set(ours) == set(spec)
+    assert set(ours) == set(spec) | {"plan"}
+    assert ours["plan"] == {"max_offers": 3}  # SPEC §10: "at most max_offers offers per request (default 3)"
 
 
 def test_policy_spec_json_decodes_to_defaults() -> None:
@@ -67,6 +68,7 @@ def test_policy_spec_json_decodes_to_defaults() -> None:
 def test_ceilings_defaults_are_the_spec_ones() -> None:
     assert msgspec.to_builtins(Ceilings()) == {
         "max_retries": 6, "max_attempts": 6, "max_total_latency_ms": 180_000, "max_cycles": 3,
+        "max_offers": 20,  # beyond the SPEC's list: the bound of plan.max_offers (§10)
     }
 
 
@@ -269,3 +271,20 @@ def test_clamp_policy_keeps_non_numeric_fields() -> None:
 def test_clamp_policy_is_idempotent() -> None:
     once, _ = clamp_policy(Policy(retry=RetryPolicy(max_retries=50, base_ms=1, max_ms=0)), Ceilings())
     assert clamp_policy(once, Ceilings()) == (once, ())
+
+
+@pytest.mark.parametrize(("asked", "applied"), [(0, 1), (-2, 1), (3, 3), (25, 10)], ids=["zero", "negative", "in-range",
+                         "over-ceiling"])
+def test_policy_plan_max_offers_is_clamped_to_1_and_the_ceiling(asked: int, applied: int) -> None:
+    from turnout.core.policy import Ceilings
+
+    policy, clamps = clamp_policy(merge_policy(Policy(), {"plan": {"max_offers": asked}}), Ceilings(max_offers=10))
+    assert policy.plan.max_offers == applied
+    assert [c.path for c in clamps] == ([] if asked == applied else ["plan.max_offers"])
+
+
+def test_policy_plan_section_merges_like_the_others() -> None:
+    merged = merge_policy(Policy(), {"plan": {"max_offers": 5}, "budget": {"max_attempts": 4}})
+    assert merged.plan.max_offers == 5 and merged.budget.max_attempts == 4
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.plan"):
+        merge_policy(Policy(), {"plan": {"max_offer": 5}})

@@ -10,6 +10,7 @@ from msgspec import UNSET
 
 from turnout.core.limits import Limits
 from turnout.core.scopes import RESOLVED_NAMES, SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
+from turnout.core.spend import Budget, StrategyRule
 
 EMPTY = ScopeSettings()
 
@@ -21,6 +22,10 @@ VALUES: dict[str, tuple[Any, Any, Any]] = {
     "key_mode": ("own_only", "own_then_shared", "shared_only"),
     "context_window_fallbacks": ({"*": ["org-cw"]}, {"*": ["squad-cw"]}, ["key-cw"]),
     "content_policy_fallbacks": (["org-cp"], ["squad-cp"], ["key-cp"]),
+    "plan_fallbacks": ({"*": ["org-pc"]}, ["squad-pc"], ["key-pc"]),
+    "budget": (Budget(usd=100), Budget(usd=10, period="day"), Budget(usd=1, hard=True)),
+    "strategy": ([StrategyRule(name="o", at_percent=80, model="m")], [StrategyRule(name="s", at_percent=50, model="m")],
+                 []),
 }
 
 # (which scopes set the setting, which one wins); None = no scope sets it.

@@ -136,3 +136,15 @@ def test_spend_sums_cost_per_scope_and_period() -> None:
 ], ids=["empty", "one", "three", "clamped"])
 def test_sparkline_points_scale_scores_to_the_box(points: list[tuple[float, float]], expected: str) -> None:
     assert samples.sparkline(points) == expected
+
+
+def test_ledger_rows_list_the_org_then_squads_then_keys_for_day_and_month() -> None:
+    day = {"org": "acme", "total_usd": 1.5, "squads": {"research": 1.5}, "keys": {"ci-bot": 1.5}}
+    month = {"org": "acme", "total_usd": 4.0, "squads": {"research": 3.0, "ops": 1.0}, "keys": {"ci-bot": 4.0}}
+    rows = [(r.level, r.scope, r.day_usd, r.month_usd) for r in figures.ledger_rows(day, month)]
+    assert rows == [
+        ("org", "acme", 1.5, 4.0),
+        ("squad", "acme / squad ops", 0.0, 1.0),
+        ("squad", "acme / squad research", 1.5, 3.0),
+        ("key", "acme / key ci-bot", 1.5, 4.0),
+    ]

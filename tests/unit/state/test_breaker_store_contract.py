@@ -430,3 +430,47 @@ async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failur
     assert successes == 0.0 and failures == pytest.approx(200.0, rel=1e-4)
     assert entry.snapshot.run == 200
     assert not entry.snapshot.open and entry.snapshot.trips == 0
+
+
+# ------------------------------------------------------------------ rolling measures (SPEC §10)
+
+
+async def test_store_speeds_are_loaded_with_the_snapshots_and_follow_an_ewma(harness: Harness) -> None:
+    assert (await harness.store.load([T, U])).speeds == {}
+    await harness.store.record_speed(T, ttft_ms=400.0, tokens_per_s=50.0, alpha=0.25, ttl_s=60)
+    await harness.store.record_speed(T, ttft_ms=800.0, tokens_per_s=None, alpha=0.25, ttl_s=60)
+    loaded = await harness.store.load([T, U])
+    assert set(loaded.speeds) == {T}
+    assert loaded.speeds[T].ttft_ms == pytest.approx(400.0 + 0.25 * (800.0 - 400.0))
+    assert loaded.speeds[T].tokens_per_s == pytest.approx(50.0)  # a None sample leaves it alone
+    assert loaded.entries[T] == Versioned(0, CLOSED)  # measures never touch the snapshot
+
+
+async def test_store_speed_with_only_a_rate_leaves_latency_unmeasured(harness: Harness) -> None:
+    await harness.store.record_speed(U, ttft_ms=None, tokens_per_s=12.5, alpha=0.2, ttl_s=60)
+    speed = (await harness.store.load([U])).speeds[U]
+    assert speed.ttft_ms is None and speed.tokens_per_s == pytest.approx(12.5)
+
+
+async def test_redis_store_speeds_expire_after_their_ttl_and_load_in_one_round_trip(redis_client: Redis) -> None:
+    store = RedisBreakerStore(redis_client)
+    await store.record_speed(T, ttft_ms=10.0, tokens_per_s=1.0, alpha=0.2, ttl_s=30)
+    assert 0 < await redis_client.ttl(keys.speed_key(T)) <= 30
+    await redis_client.set(keys.speed_key(U) + "-unrelated", "x")
+    await redis_client.hset(keys.speed_key(U), mapping={"ttft_ms": "not a number"})
+    loaded = await store.load([T, U])
+    assert loaded.speeds[U].ttft_ms is None and loaded.speeds[T].ttft_ms == pytest.approx(10.0)
+
+
+async def test_store_plan_caps_are_loaded_with_the_snapshots_until_they_expire(harness: Harness) -> None:
+    from turnout.state.breaker_store import cap_subject
+
+    shared, org = cap_subject("shared", T), cap_subject("org:acme", T)
+    assert (await harness.store.load([T], [shared, org])).caps == {}
+    until = harness.expected_now() + 30.0
+    await harness.store.set_plan_cap(shared, until_s=until, ttl_s=0.3)
+    loaded = await harness.store.load([T], [shared, org])
+    assert loaded.caps == {shared: pytest.approx(until)}
+    assert (await harness.store.load([T])).caps == {}  # read only when asked
+    await harness.advance(0.4)
+    assert (await harness.store.load([T], [shared])).caps == {}

@@ -1,0 +1,56 @@
+"""The ingress refuses a chat body whose fields are the wrong type or out of range (400 naming the field)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from turnout.errors import RequestRejected
+from turnout_ingress.validation import parse_chat_request
+
+BASE: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def body(**extra: Any) -> bytes:
+    return json.dumps({**BASE, **extra}).encode()
+
+
+@pytest.mark.parametrize(
+    ("extra", "param"),
+    [
+        ({"temperature": "hot"}, "temperature"),
+        ({"temperature": -5}, "temperature"),
+        ({"temperature": 2.5}, "temperature"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"presence_penalty": -3}, "presence_penalty"),
+        ({"n": 10**12}, "n"),
+        ({"n": 0}, "n"),
+        ({"n": 129}, "n"),
+        ({"max_tokens": 10**30}, "max_tokens"),
+        ({"max_completion_tokens": 2**31}, "max_completion_tokens"),
+        ({"max_tokens": True}, "max_tokens"),
+        ({"tools": "x"}, "tools"),
+        ({"stream_options": "yes"}, "stream_options"),
+        ({"stop": 5}, "stop"),
+        ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+    ],
+)
+def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(**extra))
+    assert (info.value.status_code, info.value.param) == (400, param)
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"temperature": 0}, {"temperature": 2}, {"top_p": 0.5}, {"n": 128}, {"max_tokens": 2**31 - 1},
+        {"tools": []}, {"stream_options": {"include_usage": True}}, {"stop": ["\n"]}, {"stop": "END"},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+        {"messages": [{"role": "assistant", "content": None, "tool_calls": []}]},
+    ],
+)
+def test_valid_fields_pass(extra: dict[str, Any]) -> None:
+    assert parse_chat_request(body(**extra))["model"] == "m"

@@ -1,0 +1,85 @@
+"""`turnout config check` reports every type error of a file at once (turnout.config_errors)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+import pytest
+
+from turnout.config import ConfigError, parse_config
+from turnout.config_errors import MAX_ERRORS, collect, report
+
+TWO_MISPLACED = """
+providers:
+  a: {kind: openaai, base_url: "http://x/v1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m, input_usd_per_mtok: cheap}], oder: priority}
+breaker: {windw: 3, cooldown_s: -1}
+gatway: {}
+"""
+
+
+def test_every_type_error_is_reported_in_one_run_with_its_path() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(TWO_MISPLACED, env={})
+    assert str(info.value).splitlines() == [
+        "gatway: unknown field `gatway` (did you mean `gateway`?)",
+        "providers.a.kind: Invalid enum value 'openaai' (allowed: 'openai', 'openai_compatible', 'anthropic')",
+        "models.m.oder: unknown field `oder` (did you mean `order`?)",
+        "models.m.offers[0].input_usd_per_mtok: Expected `float`, got `str`",
+        "breaker.windw: unknown field `windw` (did you mean `window`?)",
+        "breaker.cooldown_s: Expected `float` > 0.0",
+    ]
+
+
+class Inner(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    size: Annotated[int, msgspec.Meta(ge=1)] = 1
+
+
+class Outer(msgspec.Struct, forbid_unknown_fields=True):
+    items: list[Inner]
+    by_name: dict[str, Inner] = {}
+    mode: Literal["a", "b"] | None = None
+
+
+@pytest.mark.parametrize(
+    ("value", "errors"),
+    [
+        ({"items": []}, []),
+        ({}, ["items: missing required field"]),
+        ({"items": [{"name": "x", "size": 0}, {"nam": "y"}]}, [
+            "items[0].size: Expected `int` >= 1",
+            "items[1].nam: unknown field `nam` (did you mean `name`?)",
+            "items[1].name: missing required field",
+        ]),
+        ({"items": [], "by_name": {"k": {"name": 3}}}, ["by_name.k.name: Expected `str`, got `int`"]),
+        ({"items": [], "mode": "c"}, ["mode: Invalid enum value 'c' (allowed: 'a', 'b')"]),
+        ({"items": [], "zzz": 1}, ["zzz: unknown field `zzz` (known fields: items, by_name, mode)"]),
+        ("nope", ["<document>: Expected `object`, got `str`"]),
+    ],
+)
+def test_collect_walks_structs_dicts_lists_and_literals(value: object, errors: list[str]) -> None:
+    assert collect(value, Outer) == errors
+
+
+def test_report_caps_the_number_of_lines() -> None:
+    lines = report([f"e{i}" for i in range(MAX_ERRORS + 7)]).splitlines()
+    assert len(lines) == MAX_ERRORS + 1 and lines[-1] == "... and 7 more"
+
+
+def test_every_unset_environment_variable_is_reported_at_once() -> None:
+    text = """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1", api_key: "${A_KEY}"}
+  b: {kind: openai, base_url: "https://b.example/v1", api_key: "${B_KEY}"}
+models:
+  m: {offers: [{provider: a, model: m}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert info.value.errors == [
+        "providers.a.api_key: environment variable A_KEY is not set (write ${A_KEY:-} to allow empty)",
+        "providers.b.api_key: environment variable B_KEY is not set (write ${B_KEY:-} to allow empty)",
+    ]
