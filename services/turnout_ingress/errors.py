@@ -5,6 +5,7 @@ Owns: one handler table from exception class to (status, body, headers).
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
@@ -14,6 +15,7 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from turnout.answer import error_body
+from turnout_ingress.messages_wire import error_body as anthropic_error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
 
 JSON = "application/json"
@@ -69,6 +71,11 @@ async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
     headers = {**_request_id(request), **(exc.headers or {})}
+    path = request.url.path
+    if path == "/v1/messages" or path.startswith("/v1/messages/"):  # Anthropic callers get Anthropic's shape
+        rid = headers.get("x-request-id") or uuid.uuid4().hex
+        body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {path})", rid)
+        return Response(body, status_code=exc.status_code, media_type=JSON, headers={**headers, "x-request-id": rid})
     return error_response(
         exc.status_code, f"{message} ({request.method} {request.url.path})",
         error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"),
