@@ -71,6 +71,32 @@ return false
 """
 
 
+def time_left_s(payload: JobPayload, enqueued_ms: int, now_ms: int) -> float:
+    """Seconds the client of `payload` still waits, on Redis's clock.
+
+    Args:
+        payload: the job; its `budget_ms` was stamped at enqueue.
+        enqueued_ms: the job's queue score (Redis `TIME` at enqueue, epoch ms).
+        now_ms: Redis `TIME` now (epoch ms).
+
+    Returns:
+        `budget_ms - (now_ms - enqueued_ms)` in seconds; <= 0 once the client
+        gave up. Neither the ingress's nor the worker's wall clock enters
+        (a worker 30 s off behaves like one on time).
+    """
+    return (payload.budget_ms - (now_ms - enqueued_ms)) / 1000
+
+
+async def redis_now_ms(redis: Redis) -> int:
+    """Redis `TIME` in epoch milliseconds (one round trip).
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    seconds, micros = await redis.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
 class IdempotencyConflict(Exception):
     """An `Idempotency-Key` reused with a different request body (answer 409)."""
 
@@ -285,6 +311,7 @@ class JobQueue:
     async def _push(self, payload: JobPayload) -> None:
         job_id = payload.request_id
         expires_ms = max(1, int((payload.deadline_epoch_s - time.time()) * 1000))
+        payload = msgspec.structs.replace(payload, budget_ms=expires_ms)  # measured from the score (Redis TIME)
         job = serialize_job(
             JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(time.time() * 1000),
             serializer=job_serializer,
