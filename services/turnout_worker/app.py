@@ -135,6 +135,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     time_left_s = await _time_left_s(ctx, payload)
     if time_left_s <= 0:
         return "skipped: deadline passed"
+    if ctx["worker"].client_left(payload.request_id):
+        return "skipped: client left"
     if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)

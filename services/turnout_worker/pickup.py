@@ -17,7 +17,9 @@ trips, re-checking every in-flight job on every scan. Here:
   died), oldest first, each with the `_CLAIM` script (in-progress check,
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
-- a cancel message for a running job cancels its task (the client went away);
+- a cancel message for a running job cancels its task (the client went away;
+  a job claimed here whose function has not started yet skips at start; the
+  ingress has already withdrawn a job still queued);
 - a job's answer is stored, published and the job's arq keys removed in one
   Lua round trip (`deliver`), replacing arq's own finishing transaction;
 - the in-progress key of a running job lives `lease_s` (default 10 s) and is
@@ -33,6 +35,7 @@ Must not import: FastAPI, httpx.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from typing import Any
@@ -119,6 +122,7 @@ class PushWorker(Worker):
         self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
         self._want_pick = asyncio.Event()
         self._picker: asyncio.Task[None] | None = None
+        self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -244,6 +248,12 @@ class PushWorker(Worker):
             log.info("job %s cancelled: client went away", job_id)
             self.aborting_tasks.add(job_id)
             task.cancel()
+        elif job_id in self.tasks:  # claimed, its function not started yet: it skips at start
+            self._client_left.append(job_id)
+
+    def client_left(self, job_id: str) -> bool:
+        """True if `job_id`'s client left before the job's function started here."""
+        return job_id in self._client_left
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         """Claim and start up to the free capacity of `job_ids` in one round trip.
