@@ -111,6 +111,7 @@ class PushWorker(Worker):
 
     def __init__(self, *args: Any, lease_s: float = 10.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
