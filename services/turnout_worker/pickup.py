@@ -22,8 +22,12 @@ trips, re-checking every in-flight job on every scan. Here:
   ingress has already withdrawn a job still queued);
 - a job's answer is stored, published and the job's arq keys removed in one
   Lua round trip (`deliver`), replacing arq's own finishing transaction;
-- the in-progress key of a running job lives `lease_s` (default 10 s) and is
-  renewed every `lease_s / 3` while the worker lives. arq's stock lease is
+- a worker claims at most its free slots (`worker_max_jobs` minus the jobs it
+  runs, counted under one lock), and its slot semaphore admits exactly
+  `worker_max_jobs` (arq's admits one more);
+- the in-progress key of a running job (or one claimed and waiting for its
+  slot) lives `lease_s` (default 10 s) and is renewed every `lease_s / 3`
+  while the worker lives. arq's stock lease is
   the job timeout + 10 s (here 195 s), so a job whose worker was killed would
   wait minutes for a re-run, past its client's deadline; with the renewed
   lease another worker's scan re-runs it within `lease_s` + 1 s. The bound
@@ -124,6 +128,7 @@ class PushWorker(Worker):
         self._want_pick = asyncio.Event()
         self._picker: asyncio.Task[None] | None = None
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
+        self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -189,11 +194,11 @@ class PushWorker(Worker):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _renew_leases(self) -> None:
-        """Keep the in-progress keys of this worker's running jobs alive."""
+        """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
         ttl_ms = int(self.lease_s * 1000)
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            running = [job_id for job_id, task in self.tasks.items() if not task.done()]
+            running = [job_id for job_id, task in self.tasks.items() if not task.done()] + list(self._waiting)
             if not running:
                 continue
             try:
@@ -233,7 +238,11 @@ class PushWorker(Worker):
         await super()._poll_iteration()
 
     async def _start(self, job_id: str, score: Any) -> None:
-        await self.sem.acquire()
+        self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
+        try:
+            await self.sem.acquire()
+        finally:
+            self._waiting.discard(job_id)
         self.job_counter += 1
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
         task.add_done_callback(lambda _: self._ended())

@@ -1,4 +1,4 @@
-"""A worker runs at most `worker_max_jobs` jobs at once.
+"""A worker runs at most `worker_max_jobs` jobs at once, and each job once. and each job once.
 
 Its own fleet (Redis, simulator, one ingress, workers per test) with
 `gateway.worker_max_jobs` small; concurrency is read from the simulator's
@@ -92,3 +92,31 @@ def test_worker_never_runs_more_jobs_than_its_slots(slots_gw: Gateway, model: st
           f"statuses {dict(Counter(r.status_code for r in responses))}")
     assert peak <= SLOTS
 
+
+BURST = 60
+BURST_SLOTS = 5
+BURST_UPSTREAM = "burst~200+2000ms"
+
+
+@pytest.fixture(scope="module")
+def burst_gw() -> Iterator[Gateway]:
+    require_redis()
+    fleet = Fleet()
+    try:
+        yield start_gateway(fleet, CONFIG.replace("max_total_latency_ms: 8000", "max_total_latency_ms: 60000")
+                            .replace(", per_attempt_timeout_ms: 1000", ""),
+                            workers=2, key=KEY, slow=BURST_UPSTREAM, hang=HANG, slots=str(BURST_SLOTS))
+    finally:
+        fleet.stop_all()
+
+
+def test_burst_larger_than_the_slots_runs_each_job_once(burst_gw: Gateway) -> None:
+    """60 jobs of 2 s on 2 x 5 slots take 12 s, past the 10 s lease of a job claimed early."""
+    responses = asyncio.run(_many(burst_gw, "slow", BURST))
+    calls = burst_gw.sim_log(BURST_UPSTREAM)
+    runs = Counter(str(c["request_id"]) for c in calls)
+    twice = sum(n > 1 for n in runs.values())
+    print(f"\n{BURST}-job burst on 2 x {BURST_SLOTS} slots: {len(calls)} upstream calls, {twice} jobs ran twice, "
+          f"at most {most_at_once(calls)} at once, statuses {dict(Counter(r.status_code for r in responses))}")
+    assert [r.status_code for r in responses] == [200] * BURST
+    assert twice == 0
