@@ -66,6 +66,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     router = Router(
         catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng,
         credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
+        sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
     )
     ctx["turnout"] = WorkerServices(
         config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http

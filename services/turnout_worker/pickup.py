@@ -25,6 +25,8 @@ trips, re-checking every in-flight job on every scan. Here:
 - a worker claims at most its free slots (`worker_max_jobs` minus the jobs it
   runs, counted under one lock), and its slot semaphore admits exactly
   `worker_max_jobs` (arq's admits one more);
+- a job waiting 1 s or more before its next attempt (a backoff, a
+  provider's `Retry-After`) lends its slot to the next queued job meanwhile;
 - the in-progress key of a running job (or one claimed and waiting for its
   slot) lives `lease_s` (default 10 s) and is renewed every `lease_s / 3`
   while the worker lives. arq's stock lease is
@@ -51,6 +53,9 @@ from redis.exceptions import RedisError
 from turnout.state import keys
 
 log = logging.getLogger("turnout.worker")
+
+SLOT_FREE_WAIT_S = 1.0
+"""A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
 # KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
 _CLAIM = """
@@ -251,6 +256,31 @@ class PushWorker(Worker):
     def _ended(self) -> None:
         self._release_sem_dec_counter_on_complete()
         self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
+
+    async def sleep_off_slot(self, delay_s: float) -> None:
+        """A job's wait (backoff, `Retry-After`) that frees its slot when long.
+
+        The router's injected sleep. A wait of `SLOT_FREE_WAIT_S` (1 s) or
+        more gives the job's slot to the next queued job while it lasts; at
+        its end (or when the job is cancelled during it) the job takes a slot
+        back before calling upstream again, so the worker never calls
+        upstream for more than `max_jobs` jobs at once. The job stays
+        claimed (its lease is renewed) throughout. Shorter waits keep the slot.
+
+        Args:
+            delay_s: seconds to wait (>= 0).
+        """
+        if delay_s < SLOT_FREE_WAIT_S:
+            await asyncio.sleep(delay_s)
+            return
+        self.job_counter -= 1
+        self.sem.release()
+        self._want_pick.set()
+        try:
+            await asyncio.sleep(delay_s)
+        finally:
+            self.job_counter += 1  # counted before the slot is held, so no claim takes the slot meanwhile
+            await self.sem.acquire()
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)
