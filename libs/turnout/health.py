@@ -36,6 +36,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned
 
 if TYPE_CHECKING:
@@ -220,7 +221,9 @@ class Breakers:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
         try:
-            return HealthView(await self._store.load(list(dict.fromkeys(subjects))), clock=self._clock)
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):  # a hung Redis must not hold the request
+                loaded = await self._store.load(list(dict.fromkeys(subjects)))
+            return HealthView(loaded, clock=self._clock)
         except (RedisError, OSError) as exc:
             self._outage(exc)
             return HealthView(Loaded(now_s=time.time(), entries={}), clock=self._clock, degraded=True)

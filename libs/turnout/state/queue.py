@@ -32,6 +32,7 @@ from redis.exceptions import RedisError
 
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
@@ -310,7 +311,8 @@ class JobQueue:
         """
         scoped = keys.idempotency_key(org, key, idempotency_key)
         try:
-            owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
@@ -353,13 +355,14 @@ class JobQueue:
             serializer=job_serializer,
         )
         try:
-            added = await self._enqueue(
-                keys=[
-                    keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
-                    keys.fair_org_key(payload.org), keys.FAIR_RING,
-                ],
-                args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
-            )
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                added = await self._enqueue(
+                    keys=[
+                        keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
+                        keys.fair_org_key(payload.org), keys.FAIR_RING,
+                    ],
+                    args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
+                )
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
@@ -388,7 +391,8 @@ class JobQueue:
         if stored is not None:
             return stored
         try:
-            withdrawn = await self._withdraw_job(job_id, org, force=False)
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                withdrawn = await self._withdraw_job(job_id, org, force=False)
         except (RedisError, OSError):
             withdrawn = True
         if withdrawn:
@@ -399,7 +403,8 @@ class JobQueue:
 
     async def _stored(self, job_id: str) -> JobResult | None:
         try:
-            data = await self._redis.get(keys.result_key(job_id))
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                data = await self._redis.get(keys.result_key(job_id))
         except (RedisError, OSError):
             return None
         return result_decoder.decode(data) if data else None
