@@ -133,6 +133,7 @@ class PushWorker(Worker):
         self._want_pick = asyncio.Event()
         self._picker: asyncio.Task[None] | None = None
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
+        self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
 
     async def main(self) -> None:
@@ -254,7 +255,11 @@ class PushWorker(Worker):
         self.tasks[job_id] = task
 
     def _ended(self) -> None:
-        self._release_sem_dec_counter_on_complete()
+        if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
+            self._slots_owed -= 1
+            self.job_counter -= 1
+        else:
+            self._release_sem_dec_counter_on_complete()
         self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
 
     async def sleep_off_slot(self, delay_s: float) -> None:
@@ -262,10 +267,11 @@ class PushWorker(Worker):
 
         The router's injected sleep. A wait of `SLOT_FREE_WAIT_S` (1 s) or
         more gives the job's slot to the next queued job while it lasts; at
-        its end (or when the job is cancelled during it) the job takes a slot
-        back before calling upstream again, so the worker never calls
-        upstream for more than `max_jobs` jobs at once. The job stays
-        claimed (its lease is renewed) throughout. Shorter waits keep the slot.
+        its end the job takes a slot back before calling upstream again, so
+        the worker never calls upstream for more than `max_jobs` jobs at
+        once; a job cancelled during the wait (or while taking a slot back)
+        ends without one, and its end releases none. The job stays claimed
+        (its lease is renewed) throughout. Shorter waits keep the slot.
 
         Args:
             delay_s: seconds to wait (>= 0).
@@ -278,9 +284,16 @@ class PushWorker(Worker):
         self._want_pick.set()
         try:
             await asyncio.sleep(delay_s)
-        finally:
-            self.job_counter += 1  # counted before the slot is held, so no claim takes the slot meanwhile
+        except BaseException:
+            self.job_counter += 1
+            self._slots_owed += 1  # cancelled while waiting (client gone): it ends without taking a slot back
+            raise
+        self.job_counter += 1  # counted before the slot is held, so no claim takes the slot meanwhile
+        try:
             await self.sem.acquire()
+        except BaseException:
+            self._slots_owed += 1  # cancelled without a slot: its end must not release one
+            raise
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)
