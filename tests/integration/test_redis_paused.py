@@ -81,3 +81,31 @@ def test_paused_redis_answers_every_request_within_the_bound(paused_gw: Gateway)
     wait_until(lambda: _post(paused_gw).status_code == 200, 20, "service after Redis resumed")
     assert all(code == 503 and retry for code, retry, _ in outcomes)
     assert slowest < BOUND_S
+
+
+async def _streams_during_pause(gw: Gateway, count: int) -> list[tuple[int, float]]:
+    async def one(client: httpx.AsyncClient) -> tuple[int, float]:
+        started = time.monotonic()
+        async with client.stream(
+            "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+            json={"model": "quick", "messages": [{"role": "user", "content": "hi"}], "stream": True},
+        ) as response:
+            await response.aread()
+        return response.status_code, time.monotonic() - started
+
+    async with httpx.AsyncClient(timeout=60) as client:
+        return await asyncio.gather(*[one(client) for _ in range(count)])
+
+
+def test_paused_redis_streams_end_within_the_bound(paused_gw: Gateway) -> None:
+    wait_until(lambda: _post(paused_gw).status_code == 200, 20, "service before the pause")
+    redis_proc = next(p for p in paused_gw.fleet.procs if p.name.startswith("redis"))
+    redis_proc.popen.send_signal(signal.SIGSTOP)
+    try:
+        outcomes = asyncio.run(_streams_during_pause(paused_gw, 10))
+    finally:
+        redis_proc.popen.send_signal(signal.SIGCONT)
+    slowest = max(s for _, s in outcomes)
+    print(f"\nRedis paused, streams: {dict(Counter(c for c, _ in outcomes))}, slowest {slowest:.2f} s")
+    assert all(code in (200, 503) for code, _ in outcomes)
+    assert slowest < BOUND_S

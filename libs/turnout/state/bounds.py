@@ -11,5 +11,5 @@ handling answers it (503 `redis_unavailable` with `Retry-After`).
 Must not import: anything outside the standard library.
 """
 
-REQUEST_REDIS_TIMEOUT_S = 0.5
+REQUEST_REDIS_TIMEOUT_S = 0.4
 """Longest wait for one Redis call on the request path (seconds)."""
