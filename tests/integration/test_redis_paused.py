@@ -9,6 +9,7 @@ figures.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
 from collections import Counter
@@ -48,6 +49,17 @@ def paused_gw() -> Iterator[Gateway]:
         fleet.stop_all()
 
 
+@contextlib.contextmanager
+def _redis_paused(gw: Gateway) -> Iterator[None]:
+    """Redis stopped (SIGSTOP: connections stay open, nothing answers) for the block."""
+    redis_proc = next(p for p in gw.fleet.procs if p.name.startswith("redis"))
+    redis_proc.popen.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        redis_proc.popen.send_signal(signal.SIGCONT)
+
+
 def _post(gw: Gateway) -> httpx.Response:
     return httpx.post(f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
                       json={"model": "quick", "messages": [{"role": "user", "content": "hi"}]}, timeout=60)
@@ -69,12 +81,8 @@ async def _during_pause(gw: Gateway, count: int) -> list[tuple[int, str | None, 
 
 def test_paused_redis_answers_every_request_within_the_bound(paused_gw: Gateway) -> None:
     assert _post(paused_gw).status_code == 200
-    redis_proc = next(p for p in paused_gw.fleet.procs if p.name.startswith("redis"))
-    redis_proc.popen.send_signal(signal.SIGSTOP)
-    try:
+    with _redis_paused(paused_gw):
         outcomes = asyncio.run(_during_pause(paused_gw, 20))
-    finally:
-        redis_proc.popen.send_signal(signal.SIGCONT)
     slowest = max(s for _, _, s in outcomes)
     print(f"\nRedis paused {PAUSE_S:.0f} s: {len(outcomes)} requests, statuses {dict(Counter(c for c, _, _ in outcomes))}, "
           f"slowest {slowest:.2f} s")
@@ -99,12 +107,8 @@ async def _streams_during_pause(gw: Gateway, count: int) -> list[tuple[int, floa
 
 def test_paused_redis_streams_end_within_the_bound(paused_gw: Gateway) -> None:
     wait_until(lambda: _post(paused_gw).status_code == 200, 20, "service before the pause")
-    redis_proc = next(p for p in paused_gw.fleet.procs if p.name.startswith("redis"))
-    redis_proc.popen.send_signal(signal.SIGSTOP)
-    try:
+    with _redis_paused(paused_gw):
         outcomes = asyncio.run(_streams_during_pause(paused_gw, 10))
-    finally:
-        redis_proc.popen.send_signal(signal.SIGCONT)
     slowest = max(s for _, s in outcomes)
     print(f"\nRedis paused, streams: {dict(Counter(c for c, _ in outcomes))}, slowest {slowest:.2f} s")
     assert all(code in (200, 503) for code, _ in outcomes)
