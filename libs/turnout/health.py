@@ -36,6 +36,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
 
 if TYPE_CHECKING:
@@ -258,7 +259,8 @@ class Breakers:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
         try:
-            loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):  # a hung Redis must not hold the request
+                loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
             return HealthView(loaded, clock=self._clock)
         except (RedisError, OSError) as exc:
             self._outage(exc)

@@ -25,8 +25,13 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         settings: the resolved reroutes and fallback maps.
         preferences: the request's validated `provider` object (SPEC §10),
             taken out of `body` by the worker before any upstream call.
-        deadline_epoch_s: absolute client deadline (epoch seconds; crosses
-            processes, so not monotonic).
+        deadline_epoch_s: absolute client deadline (epoch seconds on the
+            ingress's clock: only the ingress measures against it).
+        budget_ms: the client's time left when the job was queued (ms),
+            counted from the job's queue score (Redis `TIME` at enqueue,
+            ms), so a worker measures it on Redis's clock, never its own;
+            stamped by `JobQueue`; 0: not stamped (the worker falls back
+            to `deadline_epoch_s` on its own clock).
         reply_to: pub/sub channel of the waiting ingress process.
         trace: W3C trace context carrier (`traceparent`, `tracestate`).
     """
@@ -42,6 +47,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     reply_to: str
     trace: dict[str, str] = {}
     preferences: Preferences = Preferences()
+    budget_ms: int = 0
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -30,6 +30,7 @@ from turnout.core.limits import (
     Demand, LimitName, Quota, Verdict, check_ceilings, estimate_tokens, header_duration, is_limited, lowest,
 )
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
 from turnout.tenancy import Identity
 
@@ -124,7 +125,8 @@ class Limiter:
             lease_ms=self.store.lease_ms,
         )
         try:
-            admission = await self.store.admit(scopes, demand, request_id)
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                admission = await self.store.admit(scopes, demand, request_id)
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",

@@ -29,7 +29,7 @@ from turnout.health import redis_breakers
 from turnout.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
-from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer
+from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
 from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
@@ -66,6 +66,7 @@ async def startup(ctx: dict[str, Any]) -> None:
     router = Router(
         catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng,
         credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
+        sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
     )
     ctx["turnout"] = WorkerServices(
         config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http
@@ -109,6 +110,18 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     return result
 
 
+async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
+    """Seconds the client still waits, measured on Redis's clock (not this host's).
+
+    `budget_ms` counts from the job's queue score (Redis `TIME` at enqueue);
+    a payload without it (queued by an older ingress) falls back to the
+    ingress's `deadline_epoch_s` on this host's clock.
+    """
+    if payload.budget_ms <= 0 or "score" not in ctx:
+        return payload.deadline_epoch_s - time.time()
+    return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
+
+
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
@@ -120,9 +133,11 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
-    time_left_s = payload.deadline_epoch_s - time.time()
+    time_left_s = await _time_left_s(ctx, payload)
     if time_left_s <= 0:
         return "skipped: deadline passed"
+    if ctx["worker"].client_left(payload.request_id):
+        return "skipped: client left"
     if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)

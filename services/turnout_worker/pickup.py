@@ -17,11 +17,19 @@ trips, re-checking every in-flight job on every scan. Here:
   died), oldest first, each with the `_CLAIM` script (in-progress check,
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
-- a cancel message for a running job cancels its task (the client went away);
+- a cancel message for a running job cancels its task (the client went away;
+  a job claimed here whose function has not started yet skips at start; the
+  ingress has already withdrawn a job still queued);
 - a job's answer is stored, published and the job's arq keys removed in one
   Lua round trip (`deliver`), replacing arq's own finishing transaction;
-- the in-progress key of a running job lives `lease_s` (default 10 s) and is
-  renewed every `lease_s / 3` while the worker lives. arq's stock lease is
+- a worker claims at most its free slots (`worker_max_jobs` minus the jobs it
+  runs, counted under one lock), and its slot semaphore admits exactly
+  `worker_max_jobs` (arq's admits one more);
+- a job waiting 1 s or more before its next attempt (a backoff, a
+  provider's `Retry-After`) lends its slot to the next queued job meanwhile;
+- the in-progress key of a running job (or one claimed and waiting for its
+  slot) lives `lease_s` (default 10 s) and is renewed every `lease_s / 3`
+  while the worker lives. arq's stock lease is
   the job timeout + 10 s (here 195 s), so a job whose worker was killed would
   wait minutes for a re-run, past its client's deadline; with the renewed
   lease another worker's scan re-runs it within `lease_s` + 1 s. The bound
@@ -33,6 +41,7 @@ Must not import: FastAPI, httpx.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 from typing import Any
@@ -44,6 +53,9 @@ from redis.exceptions import RedisError
 from turnout.state import keys
 
 log = logging.getLogger("turnout.worker")
+
+SLOT_FREE_WAIT_S = 1.0
+"""A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
 # KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
 _CLAIM = """
@@ -108,6 +120,7 @@ class PushWorker(Worker):
 
     def __init__(self, *args: Any, lease_s: float = 10.0, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
@@ -119,6 +132,9 @@ class PushWorker(Worker):
         self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
         self._want_pick = asyncio.Event()
         self._picker: asyncio.Task[None] | None = None
+        self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
+        self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
+        self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -184,11 +200,11 @@ class PushWorker(Worker):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
 
     async def _renew_leases(self) -> None:
-        """Keep the in-progress keys of this worker's running jobs alive."""
+        """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
         ttl_ms = int(self.lease_s * 1000)
         while True:
             await asyncio.sleep(self.lease_s / 3)
-            running = [job_id for job_id, task in self.tasks.items() if not task.done()]
+            running = [job_id for job_id, task in self.tasks.items() if not task.done()] + list(self._waiting)
             if not running:
                 continue
             try:
@@ -228,15 +244,56 @@ class PushWorker(Worker):
         await super()._poll_iteration()
 
     async def _start(self, job_id: str, score: Any) -> None:
-        await self.sem.acquire()
+        self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
+        try:
+            await self.sem.acquire()
+        finally:
+            self._waiting.discard(job_id)
         self.job_counter += 1
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
         task.add_done_callback(lambda _: self._ended())
         self.tasks[job_id] = task
 
     def _ended(self) -> None:
-        self._release_sem_dec_counter_on_complete()
+        if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
+            self._slots_owed -= 1
+            self.job_counter -= 1
+        else:
+            self._release_sem_dec_counter_on_complete()
         self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
+
+    async def sleep_off_slot(self, delay_s: float) -> None:
+        """A job's wait (backoff, `Retry-After`) that frees its slot when long.
+
+        The router's injected sleep. A wait of `SLOT_FREE_WAIT_S` (1 s) or
+        more gives the job's slot to the next queued job while it lasts; at
+        its end the job takes a slot back before calling upstream again, so
+        the worker never calls upstream for more than `max_jobs` jobs at
+        once; a job cancelled during the wait (or while taking a slot back)
+        ends without one, and its end releases none. The job stays claimed
+        (its lease is renewed) throughout. Shorter waits keep the slot.
+
+        Args:
+            delay_s: seconds to wait (>= 0).
+        """
+        if delay_s < SLOT_FREE_WAIT_S:
+            await asyncio.sleep(delay_s)
+            return
+        self.job_counter -= 1
+        self.sem.release()
+        self._want_pick.set()
+        try:
+            await asyncio.sleep(delay_s)
+        except BaseException:
+            self.job_counter += 1
+            self._slots_owed += 1  # cancelled while waiting (client gone): it ends without taking a slot back
+            raise
+        self.job_counter += 1  # counted before the slot is held, so no claim takes the slot meanwhile
+        try:
+            await self.sem.acquire()
+        except BaseException:
+            self._slots_owed += 1  # cancelled without a slot: its end must not release one
+            raise
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)
@@ -244,6 +301,12 @@ class PushWorker(Worker):
             log.info("job %s cancelled: client went away", job_id)
             self.aborting_tasks.add(job_id)
             task.cancel()
+        elif job_id in self.tasks:  # claimed, its function not started yet: it skips at start
+            self._client_left.append(job_id)
+
+    def client_left(self, job_id: str) -> bool:
+        """True if `job_id`'s client left before the job's function started here."""
+        return job_id in self._client_left
 
     async def start_jobs(self, job_ids: list[bytes]) -> None:
         """Claim and start up to the free capacity of `job_ids` in one round trip.

@@ -5,8 +5,10 @@ checks depth, stores the job in arq's own format, adds it to arq's queue and
 to its org's fair queue (`turnout_worker.pickup` claims round robin across
 orgs) and rings the doorbell; one shared pub/sub listener per ingress process that
 resolves per-request futures (registered before enqueue); a slow read of the
-stored result so a dropped pub/sub message cannot hang a request; and the
-"nobody picked it up in time" answer.
+stored result so a dropped pub/sub message cannot hang a request; the
+"nobody picked it up in time" answer; and the withdrawal of a job whose
+client left (from arq's queue, its job key and its org's fair queue, in one
+Lua call) so it never runs.
 Must not import: services, FastAPI, httpx.
 
 Why not `ArqRedis.enqueue_job` + `Job.result()`: that enqueue takes three
@@ -30,10 +32,14 @@ from redis.exceptions import RedisError
 
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
 log = logging.getLogger("turnout.queue")
+
+ABANDON_WAIT_S = 1.0
+"""Longest a request whose client left waits for its job's withdrawal (seconds)."""
 
 JOB_FUNCTION = "chat_completion"
 """Name of the arq function that serves a non-streaming chat job."""
@@ -53,13 +59,19 @@ redis.call('publish', ARGV[5], ARGV[3])
 return 1
 """
 
-# KEYS: queue, in-progress key, job key   ARGV: job id
-# Removes a job nobody started (so it never runs late); 1 if removed.
+# KEYS: queue, in-progress key, job key, the org's fair queue, fair ring   ARGV: job id, org, force (0/1)
+# Takes a job out of every queue structure so it never runs (late or at all): arq's queue, its job
+# key, its org's fair queue (and the org off the ring once that is empty). A job a worker holds is
+# left alone unless `force` (the client left: it must not re-run after its worker dies either).
+# Returns 1 if no worker held the job, 0 if one did.
 _WITHDRAW = """
-if redis.call('exists', KEYS[2]) == 1 then return 0 end
+local held = redis.call('exists', KEYS[2])
+if held == 1 and ARGV[3] == '0' then return 0 end
 redis.call('zrem', KEYS[1], ARGV[1])
 redis.call('del', KEYS[3])
-return 1
+redis.call('zrem', KEYS[4], ARGV[1])
+if redis.call('zcard', KEYS[4]) == 0 then redis.call('lrem', KEYS[5], 0, ARGV[2]) end
+return 1 - held
 """
 
 # KEYS[1] idempotency key   ARGV: request id, body digest, ttl s
@@ -69,6 +81,32 @@ if owner then return owner end
 redis.call('set', KEYS[1], ARGV[1] .. ':' .. ARGV[2], 'EX', ARGV[3])
 return false
 """
+
+
+def time_left_s(payload: JobPayload, enqueued_ms: int, now_ms: int) -> float:
+    """Seconds the client of `payload` still waits, on Redis's clock.
+
+    Args:
+        payload: the job; its `budget_ms` was stamped at enqueue.
+        enqueued_ms: the job's queue score (Redis `TIME` at enqueue, epoch ms).
+        now_ms: Redis `TIME` now (epoch ms).
+
+    Returns:
+        `budget_ms - (now_ms - enqueued_ms)` in seconds; <= 0 once the client
+        gave up. Neither the ingress's nor the worker's wall clock enters
+        (a worker 30 s off behaves like one on time).
+    """
+    return (payload.budget_ms - (now_ms - enqueued_ms)) / 1000
+
+
+async def redis_now_ms(redis: Redis) -> int:
+    """Redis `TIME` in epoch milliseconds (one round trip).
+
+    Raises:
+        RedisError, OSError: Redis unreachable.
+    """
+    seconds, micros = await redis.time()
+    return int(seconds) * 1000 + int(micros) // 1000
 
 
 class IdempotencyConflict(Exception):
@@ -187,9 +225,34 @@ class JobQueue:
         try:
             with enqueue_span(self._tracer, job_id) as carrier:  # trace context rides in the job (SPEC §9)
                 await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
-            return await self._wait(job_id, fut, payload.deadline_epoch_s)
+            return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
+        except asyncio.CancelledError:
+            await self._abandon(job_id, payload.org)  # the client left: a queued job must never run
+            raise
         finally:
             self._unregister(job_id, fut)
+
+    async def _withdraw_job(self, job_id: str, org: str, *, force: bool) -> bool:
+        """Run `_WITHDRAW` for `job_id` of `org`; True if no worker held the job.
+
+        Raises:
+            RedisError, OSError: Redis unreachable.
+        """
+        held_by_none = await self._withdraw(
+            keys=[keys.QUEUE, keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id, keys.fair_org_key(org),
+                  keys.FAIR_RING],
+            args=[job_id, org, int(force)],
+        )
+        return bool(held_by_none)
+
+    async def _abandon(self, job_id: str, org: str) -> None:
+        """Withdraw the job of a client that left, waiting at most `ABANDON_WAIT_S` (best effort).
+
+        A job a worker already holds is withdrawn too (it is not re-run if
+        that worker dies); stopping its run is `cancel`'s work.
+        """
+        with contextlib.suppress(RedisError, OSError, TimeoutError):
+            await asyncio.wait_for(self._withdraw_job(job_id, org, force=True), ABANDON_WAIT_S)
 
     def _register(self, job_id: str) -> asyncio.Future[JobResult]:
         fut: asyncio.Future[JobResult] = asyncio.get_running_loop().create_future()
@@ -248,7 +311,8 @@ class JobQueue:
         """
         scoped = keys.idempotency_key(org, key, idempotency_key)
         try:
-            owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
@@ -285,18 +349,20 @@ class JobQueue:
     async def _push(self, payload: JobPayload) -> None:
         job_id = payload.request_id
         expires_ms = max(1, int((payload.deadline_epoch_s - time.time()) * 1000))
+        payload = msgspec.structs.replace(payload, budget_ms=expires_ms)  # measured from the score (Redis TIME)
         job = serialize_job(
             JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(time.time() * 1000),
             serializer=job_serializer,
         )
         try:
-            added = await self._enqueue(
-                keys=[
-                    keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
-                    keys.fair_org_key(payload.org), keys.FAIR_RING,
-                ],
-                args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
-            )
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                added = await self._enqueue(
+                    keys=[
+                        keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
+                        keys.fair_org_key(payload.org), keys.FAIR_RING,
+                    ],
+                    args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
+                )
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
@@ -310,7 +376,7 @@ class JobQueue:
                 f"A job with id {job_id} already exists.", retry_after_s=1, code="duplicate_job"
             )
 
-    async def _wait(self, job_id: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
+    async def _wait(self, job_id: str, org: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
         while True:
             remaining = deadline_epoch_s + self._grace_s - time.time()
             if remaining <= 0:
@@ -325,11 +391,10 @@ class JobQueue:
         if stored is not None:
             return stored
         try:
-            withdrawn = await self._withdraw(
-                keys=[keys.QUEUE, keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id], args=[job_id]
-            )
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                withdrawn = await self._withdraw_job(job_id, org, force=False)
         except (RedisError, OSError):
-            withdrawn = 1
+            withdrawn = True
         if withdrawn:
             raise GatewayUnavailable(
                 "No worker picked the request before its deadline; retry shortly.", retry_after_s=2, code="no_worker"
@@ -338,12 +403,17 @@ class JobQueue:
 
     async def _stored(self, job_id: str) -> JobResult | None:
         try:
-            data = await self._redis.get(keys.result_key(job_id))
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                data = await self._redis.get(keys.result_key(job_id))
         except (RedisError, OSError):
             return None
         return result_decoder.decode(data) if data else None
 
     async def cancel(self, job_id: str) -> None:
-        """Tell the fleet the client of `job_id` went away (best effort)."""
+        """Tell the fleet the client of `job_id` went away (best effort).
+
+        A worker running the job cancels it; a queued job was already
+        withdrawn by `submit` when its wait was cancelled.
+        """
         with contextlib.suppress(RedisError, OSError):
             await self._redis.publish(keys.CANCEL_CHANNEL, job_id)
