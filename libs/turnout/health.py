@@ -56,6 +56,11 @@ RAMP_RETRY_S = 1.0
 MAX_PROBE_HOLD_S = 3600.0
 """A probe permit is renewed at most this long (a guard against a lost release)."""
 _CAS_TRIES = 100
+RECORD_TIMEOUT_S = 1.0
+"""Longest a result's recording (or a permit's release) may take: a committed
+stream's end waits for it, so a hung store must not hold the client; past it
+the result is not recorded (the store-outage policy) and a permit expires on
+its own."""
 
 Clock = Callable[[], float]
 
@@ -367,7 +372,8 @@ class Breakers:
             task.cancel()
             await asyncio.wait([task])  # never swallows a cancellation of the caller
         try:
-            await self._store.release_probe(target, token)
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                await self._store.release_probe(target, token)
         except (RedisError, OSError) as exc:  # the permit expires on its own
             self._outage(exc, refuse=False)
 
@@ -407,14 +413,15 @@ class Breakers:
                 self._on_alarm(target)
         try:
             if not view.degraded:
-                if counting.target is not Counted.NEUTRAL or counting.rest_s is not None:
-                    await self._update(target, view, lambda snap, now: self._apply(
-                        snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
-                        sole=target in self._sole, error=error[:200]))
-                if credential_key is not None and counting.credential is not Counted.NEUTRAL:
-                    await self._update(credential_key, view, lambda snap, now: self._apply(
-                        snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
-                        sole=False, error=error[:200]))
+                async with asyncio.timeout(RECORD_TIMEOUT_S):  # a hung store must not hold the answer
+                    if counting.target is not Counted.NEUTRAL or counting.rest_s is not None:
+                        await self._update(target, view, lambda snap, now: self._apply(
+                            snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
+                            sole=target in self._sole, error=error[:200]))
+                    if credential_key is not None and counting.credential is not Counted.NEUTRAL:
+                        await self._update(credential_key, view, lambda snap, now: self._apply(
+                            snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
+                            sole=False, error=error[:200]))
         except (RedisError, OSError) as exc:
             self._outage(exc, refuse=False)
         finally:
@@ -454,10 +461,11 @@ class Breakers:
         if ttft_ms is None and tokens_per_s is None:
             return
         try:
-            await self._store.record_speed(
-                target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
-                ttl_s=self._speed_ttl_s,
-            )
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                await self._store.record_speed(
+                    target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
+                    ttl_s=self._speed_ttl_s,
+                )
         except (RedisError, OSError) as exc:
             self._outage(exc, refuse=False)
 
