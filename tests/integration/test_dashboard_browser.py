@@ -123,6 +123,17 @@ def test_providers_page_shows_the_open_breaker_with_its_cooldown(gw: Gateway, dr
     assert "CLOSED" in healthy.text
 
 
+def test_spend_shows_each_scopes_budget_beside_the_ledger(gw: Gateway, ids: dict[str, str], driver: Any) -> None:
+    log_in(driver, gw.base_url, ACME_ADMIN)
+    until(driver, lambda d: d.current_url.endswith("/ui/activity"), "on Activity after login")
+    driver.get(f"{gw.base_url}/ui/spend")
+    rows = {r.find_element(By.TAG_NAME, "td").text: r for r in driver.find_elements(By.CSS_SELECTOR, "#ledger tbody tr")}
+    research = rows["acme / squad research"]
+    assert research.find_element(By.CSS_SELECTOR, "td.budget").text == "$250 / month"
+    assert research.find_element(By.CSS_SELECTOR, "td.used").text.endswith("%")
+    assert rows["acme"].find_element(By.CSS_SELECTOR, "td.budget").text == "none"
+
+
 def test_an_org_admin_sees_only_its_orgs_rows(gw: Gateway, ids: dict[str, str], driver: Any) -> None:
     log_in(driver, gw.base_url, BETA_ADMIN)
     request_row(driver, ids["beta"])

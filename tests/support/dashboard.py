@@ -53,7 +53,7 @@ orgs:
   acme:
     provider_keys: {{sim-b: "${{BYOK_CANARY}}"}}
     squads:
-      research: {{}}
+      research: {{settings: {{budget: {{usd: 250, period: month}}}}}}
     keys:
       - {{name: admin, key: {acme_admin}, admin: true}}
       - {{name: ci-bot, squad: research, key: {acme_user}}}

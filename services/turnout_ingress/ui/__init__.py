@@ -244,8 +244,10 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
                             read_ms=(time.perf_counter() - started) * 1000.0, made_monotonic_s=time.monotonic())
             spend_cache[caller.org] = cached
         orgs = sorted(await access.store.org_versions()) if caller.operator else [caller.org or ""]
+        docs = await access.store.load_many(orgs)
         ledger = [figures.ledger_rows(await state.obs.spend.read(org, "day", time.time()),
-                                      await state.obs.spend.read(org, "month", time.time())) for org in orgs]
+                                      await state.obs.spend.read(org, "month", time.time()),
+                                      figures.scope_budgets(docs[org][0] if org in docs else None)) for org in orgs]
         return page("spend.html", caller, spend=cached, periods=[p[0] for p in figures.PERIODS],
                     cache_s=int(SPEND_CACHE_S), ledger=[row for rows in ledger for row in rows])
 

@@ -14,6 +14,9 @@ from typing import Any
 
 import msgspec
 
+from turnout.core.spend import Budget
+from turnout.orgs import OrgDoc
+
 class Row(msgspec.Struct, frozen=True, kw_only=True):
     """The fields of an attempt record these figures read (decoding only these is about 3x faster)."""
 
@@ -103,27 +106,63 @@ def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]
 
 
 class LedgerRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One scope of the spend ledger (SPEC §10): USD today and this month (UTC periods)."""
+    """One scope of the spend ledger (SPEC §10): USD today and this month (UTC periods),
+    and the budget the scope sets, if any.
+
+    Attributes:
+        budget: the scope's own `budget` setting (it counts this scope's
+            spend), or None.
+        used: the share of that budget spent in its period (1.0 = spent).
+    """
 
     level: str
     scope: str
     day_usd: float
     month_usd: float
+    budget: Budget | None = None
+    used: float | None = None
 
 
-def ledger_rows(day: Mapping[str, Any], month: Mapping[str, Any]) -> list[LedgerRow]:
+def ledger_rows(
+    day: Mapping[str, Any], month: Mapping[str, Any], budgets: Mapping[tuple[str, str], Budget] | None = None,
+) -> list[LedgerRow]:
     """The org, then its squads, then its keys, from two `SpendLedger.read` answers of one org.
+
+    Args:
+        day / month: the ledger of the org for today and this month.
+        budgets: (level, name) -> the budget that scope sets (`("org", "")`
+            for the org); scopes with a budget and no spend are listed too.
 
     A scope with spend this month but none today shows 0 for today.
     """
+    budgets = budgets or {}
     org = str(month.get("org") or day.get("org") or "")
-    rows = [LedgerRow(level="org", scope=org, day_usd=float(day.get("total_usd", 0.0)),
-                      month_usd=float(month.get("total_usd", 0.0)))]
+
+    def row(level: str, name: str, scope: str, day_usd: float, month_usd: float) -> LedgerRow:
+        budget = budgets.get((level, name))
+        spent = day_usd if budget is not None and budget.period == "day" else month_usd
+        used = spent / budget.usd if budget is not None and budget.usd > 0 else None
+        return LedgerRow(level=level, scope=scope, day_usd=day_usd, month_usd=month_usd, budget=budget, used=used)
+
+    rows = [row("org", "", org, float(day.get("total_usd", 0.0)), float(month.get("total_usd", 0.0)))]
     for level, field in (("squad", "squads"), ("key", "keys")):
-        names = sorted(set(day.get(field, {})) | set(month.get(field, {})))
+        names = sorted(set(day.get(field, {})) | set(month.get(field, {})) | {n for lv, n in budgets if lv == level})
         rows.extend(
-            LedgerRow(level=level, scope=f"{org} / {level} {name}", day_usd=float(day.get(field, {}).get(name, 0.0)),
-                      month_usd=float(month.get(field, {}).get(name, 0.0)))
+            row(level, name, f"{org} / {level} {name}", float(day.get(field, {}).get(name, 0.0)),
+                float(month.get(field, {}).get(name, 0.0)))
             for name in names
         )
     return rows
+
+
+def scope_budgets(doc: OrgDoc | None) -> dict[tuple[str, str], Budget]:
+    """(level, name) -> the budget each scope of `doc` sets itself (`("org", "")` for the org)."""
+    if doc is None:
+        return {}
+    out: dict[tuple[str, str], Budget] = {}
+    scopes = [("org", "", doc.settings), *(("squad", n, s.settings) for n, s in doc.squads.items()),
+              *(("key", n, k.settings) for n, k in doc.keys.items())]
+    for level, name, settings in scopes:
+        if isinstance(settings.budget, Budget):
+            out[(level, name)] = settings.budget
+    return out

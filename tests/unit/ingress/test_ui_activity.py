@@ -148,3 +148,16 @@ def test_ledger_rows_list_the_org_then_squads_then_keys_for_day_and_month() -> N
         ("squad", "acme / squad research", 1.5, 3.0),
         ("key", "acme / key ci-bot", 1.5, 4.0),
     ]
+
+
+def test_ledger_rows_carry_each_scopes_budget_and_the_share_used() -> None:
+    from turnout.core.spend import Budget
+
+    day = {"org": "acme", "total_usd": 1.0, "keys": {"ci-bot": 1.0}}
+    month = {"org": "acme", "total_usd": 50.0, "keys": {"ci-bot": 20.0}}
+    budgets = {("org", ""): Budget(usd=100.0), ("key", "ci-bot"): Budget(usd=4.0, period="day", hard=True),
+               ("squad", "quiet"): Budget(usd=10.0)}
+    rows = {r.scope: r for r in figures.ledger_rows(day, month, budgets)}
+    assert rows["acme"].used == 0.5
+    assert rows["acme / key ci-bot"].used == 0.25 and rows["acme / key ci-bot"].budget.hard  # type: ignore[union-attr]
+    assert rows["acme / squad quiet"].month_usd == 0.0 and rows["acme / squad quiet"].used == 0.0
