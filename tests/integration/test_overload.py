@@ -20,7 +20,7 @@ import psutil
 import pytest
 import redis
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 from turnout.state import keys
 
@@ -39,7 +39,7 @@ models:
   slow: {{offers: [{{provider: sim-a, model: "{upstream}"}}]}}
   quick: {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{max_queue_depth: {depth}}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

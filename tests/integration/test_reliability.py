@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
@@ -30,7 +30,7 @@ models:
   idem:     {{offers: [{{provider: sim-a, model: "idem~200+500ms"}}]}}
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 try:
@@ -56,7 +56,7 @@ models:
   ok:   {{offers: [{{provider: sim-a, model: fuzz-ok}}]}}
   ok-b: {{offers: [{{provider: sim-a, model: fuzz-ok-b}}]}}
 gateway: {{max_body_bytes: 65536}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

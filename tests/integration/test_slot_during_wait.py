@@ -17,7 +17,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 pytestmark = pytest.mark.integration
@@ -37,7 +37,7 @@ policy:
   retry: {{max_retries: 1, respect_retry_after: true}}
   budget: {{max_total_latency_ms: 20000}}
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: 1000}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, Proc, require_redis
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ models:
 policy:
   retry: {{max_retries: 6, base_ms: 250, max_ms: 250}}
   budget: {{max_attempts: 6, max_total_latency_ms: {budget_ms}}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.gateway import Gateway, start_gateway
+from support.gateway import BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 pytestmark = pytest.mark.integration
@@ -34,7 +34,7 @@ policy:
   retry: {{max_retries: 0, per_attempt_timeout_ms: 1000}}
   budget: {{max_total_latency_ms: 8000}}
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: 1000}}
-breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
+""" + BREAKER_OFF + """
 orgs:
   acme:
     keys:

@@ -32,6 +32,13 @@ providers:
 """
 """Two simulated providers, as a configuration template's first lines (`{sim}` formatted in later)."""
 
+BREAKER_OFF = (
+    "breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0,"
+    " sole_failure_rate: 2.0}}"
+)
+"""A `breaker:` line, in `start_gateway` template form, whose breaker never opens: for tests
+that count every attempt or load the fleet, where a trip would hide what they measure."""
+
 CONFIG = """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
