@@ -132,7 +132,16 @@ def test_limits_max_streams_holds_the_slot_until_the_stream_ends(limits_gw: Gate
     for _ in stream:
         pass
     stream.close()
-    again = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)  # type: ignore[arg-type]
+    # The slot is given back once the ingress has sent the stream's end, a moment after the client read it:
+    # wait for that (bounded), rather than racing it.
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            again = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)  # type: ignore[arg-type]
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() < deadline, "the stream's slot was never given back"
+            time.sleep(0.05)
     again.close()
 
 
