@@ -5,7 +5,10 @@ live events, one at a time (the client's pace is the upstream's: nothing is
 buffered beyond one event). The stream is never retried once committed:
 - `[DONE]` ends it normally;
 - an upstream error, a reset or a cut ends it with a final
-  `data: {"error": {...}}` event naming the real cause, and no `[DONE]`;
+  `data: {"error": {...}}` event naming the real cause, and no `[DONE]`
+  (the HTTP client drops bytes it had received but not yet handed over when
+  the connection breaks, so the last events before a cut may be missing:
+  never repeated or reordered);
 - the stall watchdog ends a stream that stops sending for `stall_timeout_s`;
 - a malformed event after content is skipped and logged, not forwarded;
 - an HTTP-level end without `[DONE]` after a `finish_reason` is finalised at
