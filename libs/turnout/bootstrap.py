@@ -40,6 +40,7 @@ from turnout.orgs import (
 from turnout.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
 from turnout.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
+from turnout.state.errors import StateUnavailable
 
 log = logging.getLogger("turnout.tenancy")
 
@@ -162,7 +163,7 @@ async def bootstrap(
 
     Raises:
         ConfigError: an org of the file cannot be merged (path named).
-        redis.exceptions.RedisError / OSError: Redis is unreachable.
+        StateUnavailable: Redis is unreachable.
     """
     applied: dict[str, list[str]] = {}
     for org_id, cfg in config.raw.orgs.items():

@@ -21,12 +21,12 @@ import contextlib
 import hmac
 import logging
 import os
+import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from turnout.config import Config, ProviderConfig
 from turnout.core.types import Target
@@ -35,6 +35,7 @@ from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, looku
 from turnout.scrub import Scrubber
 from turnout.ssrf import AllowList
 from turnout.state import keys
+from turnout.state.listen import Message, listen_forever
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy import Identity
 from turnout.vault import (
@@ -157,6 +158,8 @@ class TenantDirectory:
         allow: the SSRF allow-list (kept for the admin API).
         poll_s: seconds between version re-checks.
         clock: epoch seconds (key expiry).
+        rng: draws the watch's reconnect jitter.
+        sleep: waits the watch's reconnect backoff (seconds).
         scrubber: the process's egress scrubber; after each refresh it knows
             every org's BYOK and endpoint keys and gateway key prefixes
             (group `org:<id>`). Default: one knowing the catalog's keys.
@@ -165,7 +168,10 @@ class TenantDirectory:
     def __init__(
         self, config: Config, store: TenantStore, vault: Vault, allow: AllowList, *, poll_s: float = POLL_S,
         clock: Callable[[], float] = time.time, scrubber: Scrubber | None = None,
+        rng: random.Random | None = None, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
+        self._rng = rng or random.Random()
+        self._sleep = sleep
         self.config = config
         self.store = store
         self.vault = vault
@@ -230,7 +236,7 @@ class TenantDirectory:
         """Re-read the orgs written since the last refresh. Returns True when anything changed.
 
         Raises:
-            redis.exceptions.RedisError / OSError: Redis is unreachable.
+            StateUnavailable: Redis is unreachable.
         """
         version = await self.store.version()
         if version == self._version:
@@ -307,32 +313,28 @@ class TenantDirectory:
                 await self._task
 
     async def _watch(self, listen_redis: Redis, bootstrap: Callable[[], Awaitable[object]] | None) -> None:
-        backoff_s = 0.05
-        while True:
-            pubsub = listen_redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                if bootstrap is not None:
-                    await bootstrap()
-                    bootstrap = None
-                await pubsub.subscribe(keys.TENANCY_CHANNEL)
-                await self.refresh()
-                assert self._ready is not None
-                self._ready.set()
-                backoff_s = 0.05
-                while True:
-                    await pubsub.get_message(timeout=self._poll_s)
-                    await self.refresh()
-            except asyncio.CancelledError:
-                raise
-            except ConfigError as exc:
-                self._fatal = exc
-                assert self._ready is not None
-                self._ready.set()
-                return
-            except (RedisError, OSError) as exc:
-                log.warning("tenancy: lost Redis (%s); keeping the last snapshot, reconnecting", type(exc).__name__)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, 1.0)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        """Keep the snapshot fresh until cancelled: after each (re)subscription (the file's orgs
+        merged first, once) and on every invalidation message or `poll_s` without one."""
+        pending = bootstrap
+
+        async def subscribed(reconnected: bool) -> None:
+            nonlocal pending
+            if pending is not None:
+                await pending()
+                pending = None
+            await self.refresh()
+            assert self._ready is not None
+            self._ready.set()
+
+        async def wake(message: Message | None) -> None:
+            await self.refresh()
+
+        try:
+            await listen_forever(
+                listen_redis, [keys.TENANCY_CHANNEL], wake, name="tenancy (keeping the last snapshot)",
+                rng=self._rng, sleep=self._sleep, on_subscribed=subscribed, idle_s=self._poll_s,
+            )
+        except ConfigError as exc:
+            self._fatal = exc
+            assert self._ready is not None
+            self._ready.set()

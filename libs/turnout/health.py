@@ -24,7 +24,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
-from redis.exceptions import RedisError
 
 from turnout.core.breaker import (
     CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, pace, ramp_share, record,
@@ -38,6 +37,7 @@ from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
+from turnout.state.errors import StateUnavailable, outage_kind
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -206,6 +206,7 @@ class Breakers:
             (metrics hook).
         sole_targets: target keys that are the only offer of a model.
         clock: monotonic seconds (view ages, log throttling).
+        wall: epoch seconds (the store clock of a degraded view).
         rng: jitter of compare-and-set retries.
     """
 
@@ -222,8 +223,10 @@ class Breakers:
         speed_alpha: float = 0.2,
         speed_ttl_s: int = 3600,
         clock: Clock = time.monotonic,
+        wall: Clock = time.time,
         rng: random.Random | None = None,
     ) -> None:
+        self._wall = wall
         self._store = store
         self._speed_alpha = speed_alpha
         self._speed_ttl_s = speed_ttl_s
@@ -248,7 +251,7 @@ class Breakers:
         if now - self._outage_logged_at > 10:
             self._outage_logged_at = now
             log.warning(
-                "breaker store unreachable (%s); policy on_store_error=%s", type(exc).__name__, self._on_store_error
+                "breaker store unreachable (%s); policy on_store_error=%s", outage_kind(exc), self._on_store_error
             )
         if refuse and self._on_store_error == "fail":
             raise GatewayUnavailable(
@@ -267,9 +270,9 @@ class Breakers:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):  # a hung Redis must not hold the request
                 loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
             return HealthView(loaded, clock=self._clock)
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc)
-            return HealthView(Loaded(now_s=time.time(), entries={}), clock=self._clock, degraded=True)
+            return HealthView(Loaded(now_s=self._wall(), entries={}), clock=self._clock, degraded=True)
 
     async def _fresh(self, subject: str, view: HealthView) -> bool:
         """Re-read `subject` into `view` when the view is stale; False on a store outage."""
@@ -277,7 +280,7 @@ class Breakers:
             return True
         try:
             view.refresh(await self._store.load([subject]))
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc)
             return False
         return True
@@ -297,7 +300,7 @@ class Breakers:
             return self._gate(decision, snap, now)
         try:
             token = await self._store.acquire_probe(target, self.settings.probe_ttl_s)
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc)
             return _ADMITTED
         if token is None:
@@ -306,7 +309,7 @@ class Breakers:
         # back): decide again on the snapshot as stored now, holding the permit.
         try:
             view.refresh(await self._store.load([target]))
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc)
             self._hold(target, token)
             return Gate(admitted=True, probe_token=token)  # we hold the permit: record() gives it back
@@ -361,7 +364,7 @@ class Breakers:
                 try:
                     if not await self._store.renew_probe(target, token, ttl):
                         return
-                except (RedisError, OSError) as exc:
+                except (StateUnavailable, TimeoutError) as exc:
                     self._outage(exc, refuse=False)
 
         self._renewals[token] = asyncio.get_running_loop().create_task(renew(), name=f"probe-renew {target}")
@@ -374,7 +377,7 @@ class Breakers:
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
                 await self._store.release_probe(target, token)
-        except (RedisError, OSError) as exc:  # the permit expires on its own
+        except (StateUnavailable, TimeoutError) as exc:  # the permit expires on its own
             self._outage(exc, refuse=False)
 
     async def record(
@@ -422,7 +425,7 @@ class Breakers:
                         await self._update(credential_key, view, lambda snap, now: self._apply(
                             snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
                             sole=False, error=error[:200]))
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc, refuse=False)
         finally:
             if probe_token is not None:
@@ -443,7 +446,7 @@ class Breakers:
                     scope, target, reset_in_s)
         try:
             await self._store.set_plan_cap(subject, until_s=until, ttl_s=reset_in_s)
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc, refuse=False)
 
     async def record_speed(self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None) -> None:
@@ -466,7 +469,7 @@ class Breakers:
                     target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
                     ttl_s=self._speed_ttl_s,
                 )
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc, refuse=False)
 
     def _apply(

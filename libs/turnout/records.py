@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from turnout.core.types import FailureKind
-from turnout.state import keys
+from turnout.state import records_stream
+from turnout.state.errors import StateUnavailable
 from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
@@ -147,19 +147,15 @@ class RecordWriter:
         while self._buffer:
             batch = [self._buffer.popleft() for _ in range(min(self._batch_max, len(self._buffer)))]
             try:
-                async with self._redis.pipeline(transaction=False) as pipe:
-                    for row in batch:
-                        pipe.xadd(
-                            keys.RECORDS_STREAM, {"org": row["org"], "r": _encode.encode(row)},
-                            maxlen=self._max_len, approximate=True,
-                        )
-                    await pipe.execute()
-            except (RedisError, OSError) as exc:
+                await records_stream.append(
+                    self._redis, [(row["org"], _encode.encode(row)) for row in batch], max_len=self._max_len,
+                )
+            except StateUnavailable as exc:
                 room = max(0, self._buffer_max - len(self._buffer))
                 self._buffer.extendleft(reversed(batch[:room]))
                 if len(batch) > room:
                     self._drop(len(batch) - room)
-                log.warning("attempt records not written (%s); %d buffered", type(exc).__name__, len(self._buffer))
+                log.warning("attempt records not written (%s); %d buffered", exc.kind, len(self._buffer))
                 break
             total += len(batch)
             self.written += len(batch)
@@ -206,24 +202,18 @@ async def read_rows(
     are skipped without decoding.
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
     low = f"{max(0, int((since_s - CLOCK_SLACK_S) * 1000))}-0" if since_s is not None else "-"
     wanted = org.encode()
-    while True:
-        entries = await redis.xrange(keys.RECORDS_STREAM, min=low, max="+", count=page_size)
-        for entry_id, fields in entries:
-            if fields.get(b"org") != wanted:
-                continue
-            row = _decode.decode(fields[b"r"])
-            ts = float(row.get("ts", 0.0))
-            if (since_s is not None and ts < since_s) or (until_s is not None and ts > until_s):
-                continue
-            yield row
-        if len(entries) < page_size:
-            return
-        ms, _, seq = entries[-1][0].decode().partition("-")
-        low = f"{ms}-{int(seq) + 1}"
+    async for entry_org, raw in records_stream.oldest_first(redis, low, page_size):
+        if entry_org != wanted:
+            continue
+        row = _decode.decode(raw)
+        ts = float(row.get("ts", 0.0))
+        if (since_s is not None and ts < since_s) or (until_s is not None and ts > until_s):
+            continue
+        yield row
 
 
 def iso_ts(epoch_s: float) -> str:

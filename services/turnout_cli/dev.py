@@ -89,7 +89,7 @@ async def forget_demo(redis_url: str) -> bool:
     it again. Returns True when it was removed.
 
     Raises:
-        redis.exceptions.RedisError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
     from redis.asyncio import Redis
 
@@ -139,18 +139,15 @@ def _wait_redis(url: str, timeout_s: float, server: subprocess.Popen[bytes] | No
     Returns:
         None when Redis answers; else why not (for the error line).
     """
-    import redis
+    from turnout.state.server import answers_now
 
-    client = redis.Redis.from_url(url, socket_connect_timeout=0.3)
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if server is not None and server.poll() is not None:
             return f"redis-server exited at start (exit code {server.returncode}); its messages are above"
-        try:
-            if client.ping():
-                return None
-        except redis.RedisError:
-            time.sleep(0.1)
+        if answers_now(url, 0.3):
+            return None
+        time.sleep(0.1)
     return f"Redis at {url} does not answer after {timeout_s:g} s"
 
 
@@ -294,13 +291,8 @@ def _demo_tenancy_env(home: Path) -> None:
 
 
 def _warn_persistence(redis_url: str) -> None:
-    import redis
+    from turnout.state.server import append_only
 
-    try:
-        with redis.Redis.from_url(redis_url, decode_responses=True) as client:
-            info: dict[str, str] = client.config_get("appendonly")
-    except redis.RedisError:
-        return
-    if info.get("appendonly") != "yes":
+    if append_only(redis_url) is False:
         print("warning   : Redis AOF persistence is off; queued jobs and breaker state are lost on a restart.",
               file=sys.stderr)

@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
-from redis.exceptions import RedisError
 from starlette.requests import Request
 from starlette.responses import Response
 from yarl import URL
@@ -32,6 +31,7 @@ from turnout.tenant_text import MAX_SECRET_CHARS, refusal
 from turnout.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.validation import UNAUTHORIZED
+from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp
@@ -117,7 +117,7 @@ class AdminAPI:
         self.scope(request, org)
         try:
             doc, _ = await self.store.load(org)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise unavailable() from exc
         if doc is None:
             raise rejected(not_found())
@@ -150,12 +150,12 @@ class AdminAPI:
             raise rejected(exc) from None
         except (VaultUnavailable, SecretUnreadable) as exc:
             raise RequestRejected(409, str(exc), error_type="conflict_error", code="secret_key_unavailable") from None
-        except (RedisError, OSError, WriteConflict) as exc:
+        except (StateUnavailable, WriteConflict) as exc:
             raise unavailable() from exc
         if version is not None:
             try:
                 await self.directory.refresh()  # read-your-writes on this ingress; others follow within the bound
-            except (RedisError, OSError):
+            except StateUnavailable:
                 pass
         return result
 

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from fastapi import FastAPI, Request
-from redis.exceptions import RedisError
 from starlette.responses import Response
 
 from turnout.core.spend import PERIODS
@@ -55,6 +54,7 @@ from turnout_ingress import audit
 from turnout_ingress.audit import audit_fields
 from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
+from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -88,7 +88,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         try:
             ids = sorted(await api.store.org_versions()) if caller.operator else [caller.org or ""]
             docs = await api.store.load_many(ids)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise unavailable() from exc
         return ok({"orgs": [org_view(doc, now()) for doc, _ in docs.values()]})
 
@@ -125,7 +125,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         at_s = parse_time(request.query_params.get("at"), "at")
         try:
             ledger = await state.obs.spend.read(org, period, now() if at_s is None else at_s)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise unavailable() from exc
         return ok({"spend": ledger})
 
@@ -313,7 +313,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         api.operator(request)
         try:
             orgs = sorted(await api.store.org_versions())
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise unavailable() from exc
         rotated: dict[str, int] = {}
         for org in orgs:

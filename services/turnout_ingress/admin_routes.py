@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.records import csv_header, csv_lines, jsonl_lines, read_rows
 from turnout_ingress.validation import authenticate
+from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -67,7 +67,7 @@ async def export_response(
     rows = read_rows(redis, org=org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE)
     try:
         first = await anext(rows, None)
-    except (RedisError, OSError) as exc:
+    except StateUnavailable as exc:
         raise GatewayUnavailable(
             "The attempt records are unreachable right now; retry shortly.", retry_after_s=1,
             code="redis_unavailable",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import math
@@ -24,7 +25,6 @@ from typing import Any
 import msgspec
 from fastapi import FastAPI, Request
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from starlette.responses import Response
 
 from turnout.adapters.transport import make_http_client
@@ -38,6 +38,8 @@ from turnout.health import HealthView, redis_breakers
 from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
 from turnout.state.queue import IdempotencyConflict, JobQueue
+from turnout.state.server import answers
+from turnout.telemetry import enqueue_span
 from turnout.router import Router
 from turnout.adapters.guarded import make_guarded_client
 from turnout.directory import directory_from_env
@@ -74,7 +76,7 @@ class IngressState:
         )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            tracer=self.obs.telemetry.tracer,
+            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer),
         )
         self.draining = False
         self.limiter = Limiter(redis)
@@ -246,9 +248,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     async def readiness() -> Response:
         if state.draining:
             return errors.error_response(503, "draining", error_type="service_unavailable", code="draining")
-        try:
-            await asyncio.wait_for(redis.ping(), 0.5)
-        except (RedisError, OSError, TimeoutError):
+        if not await answers(redis, 0.5):
             return errors.error_response(
                 503, "Redis is unreachable.", error_type="service_unavailable", code="redis_unavailable"
             )

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from fastapi import FastAPI, Request
-from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.errors import GatewayUnavailable
 from turnout.state.audit_log import AuditEntry, AuditLog
 from turnout_ingress.admin_routes import parse_time
+from turnout.state.errors import StateUnavailable, outage_kind
 
 if TYPE_CHECKING:
     from turnout_ingress.admin_access import AdminAPI
@@ -82,9 +82,9 @@ class AuditMiddleware:
             )
             try:
                 await self.audit.append(entry)
-            except (RedisError, OSError) as exc:
+            except StateUnavailable as exc:
                 log.warning("audit entry not recorded (%s): %s %s by %s -> %d",
-                            type(exc).__name__, entry.method, entry.path, entry.who, entry.status)
+                            outage_kind(exc), entry.method, entry.path, entry.who, entry.status)
 
 
 def install(app: FastAPI, audit: AuditLog, api: "AdminAPI") -> None:
@@ -99,7 +99,7 @@ def install(app: FastAPI, audit: AuditLog, api: "AdminAPI") -> None:
         entries = audit.read(since_s=since_s, until_s=until_s)
         try:
             first = await anext(entries, None)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise GatewayUnavailable(
                 "The audit log is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable",
             ) from exc

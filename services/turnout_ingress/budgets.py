@@ -16,12 +16,12 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
-from redis.exceptions import RedisError
 
 from turnout.core.budget import Refused, decide, with_strategy
 from turnout.core.spend import KEY_PREFIX, SQUAD_PREFIX
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy import Identity
+from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -56,7 +56,7 @@ async def budgeted(state: "IngressState", identity: Identity, now_s: float | Non
     if scope.budget is not None:
         try:
             spent = await state.obs.spend.spent(identity.org, scope.field, scope.budget.period, now)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             raise GatewayUnavailable(
                 "The gateway's shared state is unreachable right now; retry shortly.", retry_after_s=1,
                 code="redis_unavailable",

@@ -21,7 +21,6 @@ from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from starlette.datastructures import MutableHeaders
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -33,6 +32,7 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
 from turnout.tenancy import Identity
+from turnout.state.errors import StateUnavailable
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",
@@ -127,7 +127,7 @@ class Limiter:
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
                 admission = await self.store.admit(scopes, demand, request_id)
-        except (RedisError, OSError) as exc:
+        except (StateUnavailable, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",
                 retry_after_s=1, code="redis_unavailable",

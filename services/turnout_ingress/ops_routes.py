@@ -16,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 from fastapi import FastAPI, Request
-from redis.exceptions import RedisError
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
 from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
-from turnout.state import keys
+from turnout.state.server import queue_depth
 from turnout.directory import OPERATOR_KEY_ENV
 from turnout_ingress.admin_access import AdminAPI
 from turnout_ingress.errors import JSON
@@ -147,8 +146,7 @@ def install(app: FastAPI, state: "IngressState") -> None:
         for key, _, _ in targets:
             value = BREAKER_STATE_VALUE[state_at(view.snapshot(key), now)]
             state.metrics.breaker_state.labels(target=key).set(value)
-        try:
-            state.metrics.queue_depth.set(await state.redis.zcard(keys.QUEUE))
-        except (RedisError, OSError):
-            pass
+        depth = await queue_depth(state.redis)
+        if depth is not None:
+            state.metrics.queue_depth.set(depth)
         return Response(state.metrics.exposition(), media_type=CONTENT_TYPE)

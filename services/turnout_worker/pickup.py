@@ -44,90 +44,34 @@ import asyncio
 import collections
 import contextlib
 import logging
+import random
 from typing import Any
 
 from arq.connections import create_pool
 from arq.worker import Worker
-from redis.exceptions import RedisError
 
 from turnout.state import keys
+from turnout.state.errors import StateUnavailable, state_errors
+from turnout.state.listen import Message, listen_forever
+from turnout.state.pickup_store import PickupStore
 
 log = logging.getLogger("turnout.worker")
 
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
-# KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
-_CLAIM = """
-if redis.call('exists', KEYS[1]) == 1 then return false end
-local s = redis.call('zscore', KEYS[2], ARGV[1])
-if not s then return false end
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(s) > now_ms then return false end
-redis.call('psetex', KEYS[1], ARGV[2], '1')
-return s
-"""
-
-
-# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
-# Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
-# whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
-_PICK = """
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local want = tonumber(ARGV[1])
-local picked = {}
-local turns = want + redis.call('llen', KEYS[1])
-while #picked < 2 * want and turns > 0 do
-  turns = turns - 1
-  local org = redis.call('lpop', KEYS[1])
-  if not org then break end
-  local fair = ARGV[4] .. org
-  while true do
-    local head = redis.call('zrange', fair, 0, 0)
-    if #head == 0 then break end
-    local job = head[1]
-    local s = redis.call('zscore', KEYS[2], job)
-    if s and tonumber(s) > now_ms then break end
-    redis.call('zrem', fair, job)
-    if s and redis.call('exists', ARGV[3] .. job) == 0 then
-      redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
-      picked[#picked + 1] = job
-      picked[#picked + 1] = s
-      break
-    end
-  end
-  if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
-end
-return picked
-"""
-
-
-# KEYS: result key, in-progress key, job key, retry key, queue
-# ARGV: result bytes, result ttl s, reply channel, job id
-_DELIVER = """
-redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
-redis.call('publish', ARGV[3], ARGV[1])
-redis.call('del', KEYS[2], KEYS[3], KEYS[4])
-redis.call('zrem', KEYS[5], ARGV[4])
-return 1
-"""
-
-
 class PushWorker(Worker):
     """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
 
-    def __init__(self, *args: Any, lease_s: float = 10.0, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lease_s: float = 10.0, rng: random.Random | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self._rng = rng or random.Random()
         self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
-        self._claim_script: Any = None
-        self._pick_script: Any = None
-        self._deliver_script: Any = None
+        self._store: PickupStore | None = None
         self._delivered: set[str] = set()
         self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
         self._want_pick = asyncio.Event()
@@ -135,6 +79,12 @@ class PushWorker(Worker):
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
+
+    @property
+    def store(self) -> PickupStore:
+        """The pickup scripts over this worker's pool (set when `main` starts)."""
+        assert self._store is not None, "the worker has not started"
+        return self._store
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -146,9 +96,7 @@ class PushWorker(Worker):
                 default_queue_name=self.queue_name,
                 expires_extra_ms=self.expires_extra_ms,
             )
-        self._claim_script = self.pool.register_script(_CLAIM)
-        self._pick_script = self.pool.register_script(_PICK)
-        self._deliver_script = self.pool.register_script(_DELIVER)
+        self._store = PickupStore(self.pool, self.queue_name, self.lease_s)
         self.ctx["redis"] = self.pool
         self.ctx["worker"] = self
         if self.on_startup:
@@ -163,9 +111,10 @@ class PushWorker(Worker):
                     await asyncio.wait_for(self._wake.wait(), self.poll_delay_s)
                 self._wake.clear()
                 try:
-                    await self._poll_iteration()
-                except (RedisError, OSError) as exc:
-                    log.warning("queue scan failed (%s); retrying", type(exc).__name__)
+                    with state_errors():  # arq's own scan talks to Redis too
+                        await self._poll_iteration()
+                except StateUnavailable as exc:
+                    log.warning("queue scan failed (%s); retrying", exc.kind)
                     await asyncio.sleep(0.2)
         finally:
             for task in (self._listener, self._renewer, self._picker):
@@ -174,46 +123,35 @@ class PushWorker(Worker):
                     await task
 
     async def _listen(self) -> None:
-        backoff_s = 0.05
-        while True:
-            pubsub = self.pool.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL)
-                backoff_s = 0.05
-                self._wake.set()  # catch up on anything enqueued while unsubscribed
-                async for message in pubsub.listen():
-                    if message.get("type") != "message":
-                        continue
-                    channel, job_id = message["channel"], message["data"]
-                    if channel == keys.DOORBELL_CHANNEL.encode():
-                        self._want_pick.set()
-                    else:
-                        self._cancel(job_id.decode())
-            except asyncio.CancelledError:
-                raise
-            except (RedisError, OSError) as exc:
-                log.warning("doorbell listener lost Redis (%s); reconnecting", type(exc).__name__)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, 1.0)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await listen_forever(
+            self.pool, [keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL], self._rung, name="doorbell listener",
+            rng=self._rng, on_subscribed=self._subscribed,
+        )
+
+    async def _subscribed(self, reconnected: bool) -> None:
+        self._wake.set()  # catch up on anything enqueued while unsubscribed
+
+    async def _rung(self, message: Message | None) -> None:
+        """A doorbell (a job was queued: pick) or a cancel (its client left)."""
+        if message is None:
+            return
+        channel, job_id = message["channel"], message["data"]
+        if channel == keys.DOORBELL_CHANNEL.encode():
+            self._want_pick.set()
+        else:
+            self._cancel(job_id.decode())
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
-        ttl_ms = int(self.lease_s * 1000)
         while True:
             await asyncio.sleep(self.lease_s / 3)
             running = [job_id for job_id, task in self.tasks.items() if not task.done()] + list(self._waiting)
             if not running:
                 continue
             try:
-                async with self.pool.pipeline(transaction=False) as pipe:
-                    for job_id in running:
-                        pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, ttl_ms)  # no-op once deleted
-                    await pipe.execute()
-            except (RedisError, OSError) as exc:
-                log.warning("lease renewal failed (%s); retrying", type(exc).__name__)
+                await self.store.renew_leases(running)
+            except StateUnavailable as exc:
+                log.warning("lease renewal failed (%s); retrying", exc.kind)
 
     async def _pick_when_wanted(self) -> None:
         """Fill free slots from the fair queues whenever a doorbell rings or a job ends."""
@@ -222,8 +160,8 @@ class PushWorker(Worker):
             self._want_pick.clear()
             try:
                 await self.pick_fair()
-            except (RedisError, OSError) as exc:
-                log.warning("fair pick failed (%s); the scan will retry", type(exc).__name__)
+            except StateUnavailable as exc:
+                log.warning("fair pick failed (%s); the scan will retry", exc.kind)
 
     async def pick_fair(self) -> None:
         """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call."""
@@ -231,12 +169,8 @@ class PushWorker(Worker):
             free = self.max_jobs - self.job_counter
             if not self.allow_pick_jobs or free <= 0:
                 return
-            picked = await self._pick_script(
-                keys=[keys.FAIR_RING, self.queue_name],
-                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
-            )
-            for job_id, score in zip(picked[::2], picked[1::2]):
-                await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
+            for job_id, score in await self.store.pick(free):
+                await self._start(job_id, score)
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
@@ -325,18 +259,7 @@ class PushWorker(Worker):
         candidates = [j for j in candidates if j not in self.tasks][: max(free, 0)]
         if not candidates:
             return
-        ttl_ms = int(self.lease_s * 1000)
-        if len(candidates) == 1:  # the doorbell's case: no pipeline, no SCRIPT EXISTS
-            job_id = candidates[0]
-            scores = [await self._claim_script(keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name],
-                                               args=[job_id, ttl_ms])]
-        else:
-            async with self.pool.pipeline(transaction=False) as pipe:
-                for job_id in candidates:
-                    await self._claim_script(
-                        keys=[keys.IN_PROGRESS_PREFIX + job_id, self.queue_name], args=[job_id, ttl_ms], client=pipe
-                    )
-                scores = await pipe.execute()
+        scores = await self.store.claim(candidates)
         for job_id, score in zip(candidates, scores):
             if score:
                 await self._start(job_id, score)
@@ -348,13 +271,7 @@ class PushWorker(Worker):
         bookkeeping) finds the stored result and makes no upstream call;
         arq's own `finish_job` for this job is skipped.
         """
-        await self._deliver_script(
-            keys=[
-                keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
-                keys.RETRY_PREFIX + job_id, self.queue_name,
-            ],
-            args=[result, ttl_s, reply_to, job_id],
-        )
+        await self.store.deliver(job_id, reply_to, result, ttl_s)
         self._delivered.add(job_id)
 
     async def finish_job(self, job_id: str, finish: bool, *args: Any, **kwargs: Any) -> None:

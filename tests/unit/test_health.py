@@ -38,6 +38,7 @@ from turnout.health import (
     MAX_PROBE_HOLD_S, RAMP_RETRY_S, STALE_AFTER_S, Breakers, Gate, HealthView, StoreErrorPolicy, credential_subject,
 )
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Versioned
+from turnout.state.errors import StateUnavailable, state_errors
 
 T = "acme/model-a"
 U = "other/model-b"
@@ -55,6 +56,16 @@ _real_sleep = asyncio.sleep
 
 
 # ------------------------------------------------------------------ fakes
+
+
+def lost(message: str) -> StateUnavailable:
+    """What a store raises when Redis is lost: `StateUnavailable` chained from redis-py's error."""
+    try:
+        with state_errors():
+            raise RedisConnectionError(message)
+    except StateUnavailable as exc:
+        return exc
+    raise AssertionError("state_errors did not map the error")
 
 
 class FakeTime:
@@ -166,7 +177,7 @@ class FlakyStore(CountingStore):
 
     def _check(self) -> None:
         if self.down:
-            raise RedisConnectionError("connection lost")
+            raise lost("connection lost")
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         self._check()
@@ -1085,9 +1096,9 @@ class DownStore:
     def __init__(self) -> None:
         self.calls: list[str] = []
 
-    def _down(self, name: str) -> RedisConnectionError:
+    def _down(self, name: str) -> StateUnavailable:
         self.calls.append(name)
-        return RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        return lost("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         raise self._down("load")
@@ -1127,7 +1138,8 @@ async def test_breakers_outage_fail_policy_refuses_with_redis_unavailable() -> N
         await breakers.view([T])
     assert info.value.code == "redis_unavailable"
     assert info.value.retry_after_s >= 1
-    assert isinstance(info.value.__cause__, RedisConnectionError)
+    assert isinstance(info.value.__cause__, StateUnavailable)
+    assert isinstance(info.value.__cause__.__cause__, RedisConnectionError)
 
 
 @pytest.mark.parametrize("policy", ["closed", "fail"])
@@ -1197,7 +1209,7 @@ class LosesRedisAfterTheProbePermit(CountingStore):
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         if self.down:
-            raise RedisConnectionError("connection lost")
+            raise lost("connection lost")
         return await super().load(targets, caps)
 
 

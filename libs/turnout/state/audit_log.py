@@ -18,6 +18,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from turnout.state import keys
+from turnout.state.errors import maps_state_errors
 
 AUDIT_MAX = 100_000
 """Entries kept (approximate, `XADD MAXLEN ~`); older ones are dropped first."""
@@ -53,6 +54,7 @@ def iso_ms(epoch_ms: int) -> str:
     return datetime.fromtimestamp(epoch_ms / 1000, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+@maps_state_errors
 class AuditLog:
     """Append and read the audit stream.
 
@@ -69,7 +71,7 @@ class AuditLog:
         """Add one entry (its time is Redis's).
 
         Raises:
-            RedisError, OSError: Redis unreachable.
+            StateUnavailable: Redis unreachable.
         """
         await self._redis.xadd(keys.AUDIT_STREAM, {"e": _encode.encode(entry)}, maxlen=self._max, approximate=True)
 
@@ -81,7 +83,7 @@ class AuditLog:
         Each as a dict: `at` (ISO-8601 UTC, ms) and the `AuditEntry` fields.
 
         Raises:
-            RedisError, OSError: Redis unreachable.
+            StateUnavailable: Redis unreachable.
         """
         low = f"{max(0, int(since_s * 1000))}-0" if since_s is not None else "-"
         high = f"{int(until_s * 1000)}-{2**63 - 1}" if until_s is not None else "+"

@@ -38,6 +38,7 @@ from redis.asyncio import Redis
 
 from turnout.core.breaker import CLOSED, BreakerSnapshot
 from turnout.state import keys
+from turnout.state.errors import maps_state_errors
 
 _encode = msgspec.msgpack.Encoder()
 _decode = msgspec.msgpack.Decoder(BreakerSnapshot)
@@ -285,6 +286,7 @@ def _clock(seconds: bytes | str | int, micros: bytes | str | int) -> float:
     return int(seconds) + int(micros) / 1_000_000
 
 
+@maps_state_errors
 class RedisBreakerStore:
     """Snapshots shared by every process through Redis (see module doc)."""
 

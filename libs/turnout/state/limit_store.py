@@ -22,12 +22,12 @@ from collections.abc import Sequence
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from turnout.core.limits import (
     CONCURRENCY_RETRY_MS, WINDOW_MS, Demand, LimitName, Quota, Refusal, ScopeLimits, Verdict, quota, tightest,
 )
 from turnout.state import keys
+from turnout.state.errors import StateUnavailable, maps_state_errors
 
 log = logging.getLogger("turnout.limits")
 
@@ -170,6 +170,7 @@ def _keys_of(scope: ScopeLimits) -> list[str]:
     return [keys.limit_key(scope.kind, scope.org, scope.id, counter) for counter in ("rpm", "tpm", "conc", "streams")]
 
 
+@maps_state_errors
 class LimitStore:
     """Admission, renewal and release of limits in Redis.
 
@@ -198,7 +199,7 @@ class LimitStore:
             now_ms: the time to decide at, epoch ms; None = Redis `TIME`.
 
         Raises:
-            RedisError: Redis unreachable (the caller decides what that means).
+            StateUnavailable: Redis unreachable (the caller decides what that means).
         """
         key_list: list[str] = []
         args: list[str | int] = [
@@ -238,7 +239,7 @@ class LimitStore:
         """Push each lease's expiry to now + `lease_ms`, in one round trip (a released lease stays released).
 
         Raises:
-            RedisError: Redis unreachable.
+            StateUnavailable: Redis unreachable.
         """
         held = [lease for lease in leases if lease.sets]
         if not held:
@@ -253,7 +254,7 @@ class LimitStore:
         """Free a lease's slots (the request's answer has been sent).
 
         Raises:
-            RedisError: Redis unreachable (the slots then expire with the lease).
+            StateUnavailable: Redis unreachable (the slots then expire with the lease).
         """
         if lease.sets:
             async with self._redis.pipeline(transaction=False) as pipe:
@@ -291,7 +292,7 @@ class LeaseKeeper:
             return
         try:
             await self._store.release(lease)
-        except (RedisError, OSError) as exc:
+        except StateUnavailable as exc:
             log.warning("limit lease %s not released (it expires by itself): %s", lease.id, exc)
 
     def start(self) -> None:
@@ -313,5 +314,5 @@ class LeaseKeeper:
             await asyncio.sleep(interval_s)
             try:
                 await self._store.renew(list(self._held.values()))
-            except (RedisError, OSError) as exc:
-                log.warning("limit lease renewal failed (%s); the next one retries", type(exc).__name__)
+            except StateUnavailable as exc:
+                log.warning("limit lease renewal failed (%s); the next one retries", exc.kind)

@@ -21,19 +21,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 import time
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 import msgspec
 from arq.jobs import serialize_job
-from opentelemetry.trace import NoOpTracer, Tracer
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
-from turnout.telemetry import enqueue_span
+from turnout.state.errors import state_errors
+from turnout.state.listen import Message, listen_forever
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
 log = logging.getLogger("turnout.queue")
@@ -103,9 +106,10 @@ async def redis_now_ms(redis: Redis) -> int:
     """Redis `TIME` in epoch milliseconds (one round trip).
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
-    seconds, micros = await redis.time()
+    with state_errors():
+        seconds, micros = await redis.time()
     return int(seconds) * 1000 + int(micros) // 1000
 
 
@@ -127,6 +131,11 @@ def job_deserializer(data: bytes) -> dict[str, Any]:
     return decoded
 
 
+@contextlib.contextmanager
+def _no_context(job_id: str) -> Iterator[dict[str, str]]:
+    yield {}
+
+
 class JobQueue:
     """Ingress side of the queue: submit a job and wait for its result.
 
@@ -138,15 +147,24 @@ class JobQueue:
         max_depth: queued + running jobs above which submissions are shed.
         result_poll_s: interval of the slow fallback read of a stored result.
         grace_s: extra seconds past the deadline to wait for a worker's answer.
-        tracer: where the enqueue (PRODUCER) span goes; its W3C context is
-            put in `JobPayload.trace` (default: no span, no context).
+        around_enqueue: called with the job id around putting the job on the
+            queue (the enqueue span); yields the W3C trace context to put in
+            `JobPayload.trace` (default: none).
+        clock: epoch seconds (deadlines).
+        rng: draws the result listener's reconnect jitter.
+        sleep: waits the listener's reconnect backoff (seconds).
     """
 
     def __init__(
         self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0,
-        tracer: Tracer | None = None,
+        around_enqueue: Callable[[str], AbstractContextManager[dict[str, str]]] | None = None,
+        clock: Callable[[], float] = time.time, rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self._tracer = tracer or NoOpTracer()
+        self._clock = clock
+        self._around_enqueue = around_enqueue or _no_context
+        self._rng = rng or random.Random()
+        self._sleep = sleep
         self._redis = redis
         self._listen_redis = listen_redis
         self._channel = keys.reply_channel(ingress_id)
@@ -176,36 +194,27 @@ class JobQueue:
                 await self._listener
 
     async def _listen(self) -> None:
-        backoff_s = 0.05
-        reconnecting = False
-        while True:
-            pubsub = self._listen_redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(self._channel)
-                if backoff_s > 0.05 or reconnecting:
-                    await self._settle_lost()
-                reconnecting = True
-                backoff_s = 0.05
-                async for message in pubsub.listen():
-                    if message.get("type") != "message":
-                        continue
-                    try:
-                        result = result_decoder.decode(message["data"])
-                    except Exception:  # noqa: BLE001 - a bad message must not kill the listener
-                        log.warning("undecodable result message on %s", self._channel)
-                        continue
-                    for fut in self._waiters.get(result.request_id, ()):
-                        if not fut.done():
-                            fut.set_result(result)
-            except asyncio.CancelledError:
-                raise
-            except (RedisError, OSError) as exc:
-                log.warning("result listener lost Redis (%s); reconnecting", type(exc).__name__)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, 1.0)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        await listen_forever(
+            self._listen_redis, [self._channel], self._resolve, name="result listener", rng=self._rng,
+            sleep=self._sleep, on_subscribed=self._subscribed,
+        )
+
+    async def _subscribed(self, reconnected: bool) -> None:
+        if reconnected:
+            await self._settle_lost()
+
+    async def _resolve(self, message: Message | None) -> None:
+        """Hand a published result to the requests waiting for it."""
+        if message is None:
+            return
+        try:
+            result = result_decoder.decode(message["data"])
+        except Exception:  # noqa: BLE001 - a bad message must not kill the listener
+            log.warning("undecodable result message on %s", self._channel)
+            return
+        for fut in self._waiters.get(result.request_id, ()):
+            if not fut.done():
+                fut.set_result(result)
 
     async def submit(self, payload: JobPayload) -> JobResult:
         """Enqueue `payload` and wait for its result, up to its deadline.
@@ -223,7 +232,7 @@ class JobQueue:
         job_id = payload.request_id
         fut = self._register(job_id)
         try:
-            with enqueue_span(self._tracer, job_id) as carrier:  # trace context rides in the job (SPEC §9)
+            with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
                 await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
             return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
         except asyncio.CancelledError:
@@ -336,7 +345,7 @@ class JobQueue:
                 stored = await self._stored(job_id)
                 if stored is not None:
                     return stored
-                remaining = deadline_epoch_s + self._grace_s - time.time()
+                remaining = deadline_epoch_s + self._grace_s - self._clock()
                 if remaining <= 0:
                     raise TimeoutError(job_id)
                 try:
@@ -348,10 +357,10 @@ class JobQueue:
 
     async def _push(self, payload: JobPayload) -> None:
         job_id = payload.request_id
-        expires_ms = max(1, int((payload.deadline_epoch_s - time.time()) * 1000))
+        expires_ms = max(1, int((payload.deadline_epoch_s - self._clock()) * 1000))
         payload = msgspec.structs.replace(payload, budget_ms=expires_ms)  # measured from the score (Redis TIME)
         job = serialize_job(
-            JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(time.time() * 1000),
+            JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(self._clock() * 1000),
             serializer=job_serializer,
         )
         try:
@@ -378,7 +387,7 @@ class JobQueue:
 
     async def _wait(self, job_id: str, org: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
         while True:
-            remaining = deadline_epoch_s + self._grace_s - time.time()
+            remaining = deadline_epoch_s + self._grace_s - self._clock()
             if remaining <= 0:
                 break
             try:

@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 
 from turnout.core.spend import KEY_PREFIX, ORG_FIELD, PERIODS, SQUAD_PREFIX, Period, period_bounds, period_id
 from turnout.state import keys
+from turnout.state.errors import maps_state_errors
 from turnout.state.flusher import Flusher
 
 log = logging.getLogger("turnout.spend")
@@ -34,6 +35,7 @@ RETENTION_S: dict[Period, int] = {"day": 40 * 86_400, "month": 400 * 86_400}
 """How long a period's ledger is kept after its last write."""
 
 
+@maps_state_errors
 class SpendLedger:
     """Adds costs to the ledger and reads it back.
 
@@ -86,7 +88,7 @@ class SpendLedger:
         period `at_s` falls in, USD (what is written: up to one flush interval behind).
 
         Raises:
-            redis.exceptions.RedisError / OSError: Redis is unreachable.
+            StateUnavailable: Redis is unreachable.
         """
         value = await self._redis.hget(keys.spend_key(org, period, period_id(period, at_s)), field)  # type: ignore[misc]
         return float(value) if value is not None else 0.0
@@ -99,7 +101,7 @@ class SpendLedger:
             "total_usd", "squads": {name: USD}, "keys": {name: USD}}`.
 
         Raises:
-            redis.exceptions.RedisError / OSError: Redis is unreachable.
+            StateUnavailable: Redis is unreachable.
         """
         pid = period_id(period, at_s)
         raw: dict[Any, Any] = await self._redis.hgetall(keys.spend_key(org, period, pid))  # type: ignore[misc]

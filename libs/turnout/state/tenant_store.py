@@ -28,6 +28,7 @@ from redis.asyncio import Redis
 
 from turnout.orgs import OrgDoc, doc_decoder, doc_encoder
 from turnout.state import keys
+from turnout.state.errors import maps_state_errors
 
 T = TypeVar("T")
 
@@ -58,6 +59,7 @@ class WriteConflict(RuntimeError):
     """The org changed between read and write more times than `CAS_ATTEMPTS`."""
 
 
+@maps_state_errors
 class TenantStore:
     """Org documents in Redis.
 

@@ -33,7 +33,6 @@ from urllib.parse import parse_qs, quote, urlencode
 import jinja2
 import msgspec
 from fastapi import FastAPI, Request
-from redis.exceptions import RedisError
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
@@ -45,6 +44,7 @@ from turnout_ingress.admin_routes import MEDIA_TYPES, export_response, parse_tim
 from turnout_ingress.ops_routes import provider_rows
 from turnout_ingress.ui import figures, reader, samples, session
 from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
+from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState
@@ -131,7 +131,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
                     return to_login()
                 try:
                     return await handler(request, caller)
-                except (RedisError, OSError):
+                except StateUnavailable:
                     return page("error.html", caller, status=503,
                                 message="The records store is unreachable right now; retry shortly.")
 

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 from redis.asyncio import Redis
 
-from turnout.state import keys
+from turnout.state import records_stream
 from turnout_ingress.ui.activity import Filters, RequestSummary, summarize
 from turnout_ingress.ui.figures import Row
 
@@ -72,15 +72,10 @@ async def entries(redis: Redis, high: str, low: str = "-", batch: int = BATCH) -
         high, low: XREVRANGE bounds (`+`, `-`, `<ms>-<seq>`, `(` exclusive).
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
-    while True:
-        got = await redis.xrevrange(keys.RECORDS_STREAM, max=high, min=low, count=batch)
-        for entry_id, fields in got:
-            yield entry_id.decode(), fields.get(b"org", b""), fields[b"r"]
-        if len(got) < batch:
-            return
-        high = "(" + got[-1][0].decode()
+    async for entry in records_stream.newest_first(redis, high, low, batch):
+        yield entry
 
 
 def _ms_id(epoch_s: float) -> str:
@@ -113,7 +108,7 @@ async def read_page(
         scan_max: entries read at most.
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
     if scope_org is not None:
         filters = msgspec.structs.replace(filters, org=scope_org)
@@ -205,7 +200,7 @@ async def find_request(
         scan_max: entries read at most.
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
     wanted = scope_org.encode() if scope_org else None
     rows: list[dict[str, Any]] = []
@@ -242,7 +237,7 @@ async def window_rows(
         rows in the window were not read).
 
     Raises:
-        RedisError, OSError: Redis unreachable.
+        StateUnavailable: Redis unreachable.
     """
     wanted = scope_org.encode() if scope_org else None
     out: list[Row] = []

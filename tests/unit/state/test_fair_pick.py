@@ -15,7 +15,7 @@ from turnout.core.policy import Policy
 from turnout.state import keys
 from turnout.state.queue import JobQueue
 from turnout.wire import JobPayload
-from turnout_worker.pickup import _PICK
+from turnout.state.pickup_store import _PICK
 
 
 async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:

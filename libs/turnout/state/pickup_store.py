@@ -1,0 +1,142 @@
+"""A worker's Redis side of job pickup: claim, fair pick, lease renewal, delivery.
+
+Owns: the Lua scripts and pipelines a doorbell worker
+(`turnout_worker.pickup.PushWorker`) runs against arq's queue and the orgs'
+fair queues, with arq's own keys and expiry, so stock arq workers and this
+one can share a queue. Every method raises `StateUnavailable` when Redis is
+unreachable. Redis layout: `turnout.state.keys`.
+Must not import: services, FastAPI, httpx.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from redis.asyncio import Redis
+
+from turnout.state import keys
+from turnout.state.errors import maps_state_errors
+
+# KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
+_CLAIM = """
+if redis.call('exists', KEYS[1]) == 1 then return false end
+local s = redis.call('zscore', KEYS[2], ARGV[1])
+if not s then return false end
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+if tonumber(s) > now_ms then return false end
+redis.call('psetex', KEYS[1], ARGV[2], '1')
+return s
+"""
+
+
+# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
+# Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
+# whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+_PICK = """
+local t = redis.call('time')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local want = tonumber(ARGV[1])
+local picked = {}
+local turns = want + redis.call('llen', KEYS[1])
+while #picked < 2 * want and turns > 0 do
+  turns = turns - 1
+  local org = redis.call('lpop', KEYS[1])
+  if not org then break end
+  local fair = ARGV[4] .. org
+  while true do
+    local head = redis.call('zrange', fair, 0, 0)
+    if #head == 0 then break end
+    local job = head[1]
+    local s = redis.call('zscore', KEYS[2], job)
+    if s and tonumber(s) > now_ms then break end
+    redis.call('zrem', fair, job)
+    if s and redis.call('exists', ARGV[3] .. job) == 0 then
+      redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
+      picked[#picked + 1] = job
+      picked[#picked + 1] = s
+      break
+    end
+  end
+  if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
+end
+return picked
+"""
+
+
+# KEYS: result key, in-progress key, job key, retry key, queue
+# ARGV: result bytes, result ttl s, reply channel, job id
+_DELIVER = """
+redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
+redis.call('publish', ARGV[3], ARGV[1])
+redis.call('del', KEYS[2], KEYS[3], KEYS[4])
+redis.call('zrem', KEYS[5], ARGV[4])
+return 1
+"""
+
+
+@maps_state_errors
+class PickupStore:
+    """The pickup scripts of one worker over `redis` (arq's pool).
+
+    Args:
+        redis: the worker's client.
+        queue_name: arq's queue (a sorted set scored by run time, epoch ms).
+        lease_s: life of an in-progress key, seconds (renewed by `renew_leases`).
+    """
+
+    def __init__(self, redis: Redis, queue_name: str, lease_s: float) -> None:
+        self._redis = redis
+        self._queue = queue_name
+        self._ttl_ms = int(lease_s * 1000)
+        self._claim = redis.register_script(_CLAIM)
+        self._pick = redis.register_script(_PICK)
+        self._deliver = redis.register_script(_DELIVER)
+
+    async def pick(self, free: int) -> list[tuple[str, Any]]:
+        """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`).
+
+        Returns:
+            (job id, queue score) of each claimed job, in pick order.
+        """
+        picked = await self._pick(
+            keys=[keys.FAIR_RING, self._queue],
+            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
+        )
+        return [(j.decode() if isinstance(j, bytes) else j, score) for j, score in zip(picked[::2], picked[1::2])]
+
+    async def claim(self, job_ids: Sequence[str]) -> list[Any]:
+        """Claim each of `job_ids` (`_CLAIM`; one job: no pipeline, no SCRIPT EXISTS).
+
+        Returns:
+            Per job, its queue score when claimed, else a false value.
+        """
+        if len(job_ids) == 1:  # the doorbell's case
+            job_id = job_ids[0]
+            return [await self._claim(keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue],
+                                      args=[job_id, self._ttl_ms])]
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                await self._claim(
+                    keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue], args=[job_id, self._ttl_ms], client=pipe
+                )
+            scores: list[Any] = await pipe.execute()
+        return scores
+
+    async def renew_leases(self, job_ids: Sequence[str]) -> None:
+        """Extend the in-progress keys of `job_ids` by the lease (a no-op for a deleted key)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for job_id in job_ids:
+                pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, self._ttl_ms)
+            await pipe.execute()
+
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+        """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip."""
+        await self._deliver(
+            keys=[
+                keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
+                keys.RETRY_PREFIX + job_id, self._queue,
+            ],
+            args=[result, ttl_s, reply_to, job_id],
+        )
