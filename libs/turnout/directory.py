@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import hmac
 import logging
-import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
@@ -121,14 +120,13 @@ def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
     return [s for s in found if s]
 
 
-def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str] | None = None) -> "TenantDirectory":
+def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str]) -> "TenantDirectory":
     """The directory of one process: vault from `TURNOUT_SECRET_KEY`, the egress policy
     (`egress_policy`), a scrubber knowing `static_secrets`.
 
     Raises:
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
     """
-    env = os.environ if env is None else env
     return TenantDirectory(
         config, TenantStore(redis), Vault.from_env(env), egress_policy(config, env),
         scrubber=Scrubber(static_secrets(config, env)),

@@ -380,7 +380,7 @@ class Router:
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return None, None
-        timeout_s = policy.retry.per_attempt_timeout_ms / 1000
+        timeout_s = policy.retry.per_attempt_timeout_s
         dispatch = Dispatch(
             entry=PlanEntry(target=target, role=Role.PROVIDER_FALLBACK), number=number, timeout_s=timeout_s,
             is_retry=False, resend_count=0, delay_before_s=0.0, delay_reason=reason,
@@ -461,8 +461,8 @@ def _spec(
     return CallSpec(
         target=target, base_url=provider.base_url, api_key=provider.api_key or "",
         body=upstream_body(request, target), timeout_s=timeout_s, request_id=info.request_id,
-        ttft_timeout_s=retry.ttft_timeout_ms / 1000 if retry.ttft_timeout_ms else None,
-        stall_timeout_s=retry.stall_timeout_ms / 1000 if retry.stall_timeout_ms else None,
+        ttft_timeout_s=retry.ttft_timeout_s,
+        stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,
     )
 

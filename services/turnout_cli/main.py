@@ -10,7 +10,8 @@
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 
-Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT.
+Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT (read once,
+`turnout.settings.Settings`; a malformed one is named and exits 2).
 """
 
 from __future__ import annotations
@@ -20,19 +21,24 @@ import os
 import sys
 
 from turnout.errors import ConfigError
+from turnout.settings import DEFAULT_REDIS_URL, Settings
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.logs import add_parser as add_logs_parser
 from turnout_cli.pipes import closed_pipe_safe
 
-DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    settings = getattr(args, "process_settings", None)
+    return settings if isinstance(settings, Settings) else Settings.from_env(os.environ)
 
 
 def _config_path(args: argparse.Namespace) -> str:
-    return str(getattr(args, "config", None) or os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
+    return str(getattr(args, "config", None) or _settings(args).config_path)
 
 
 def _redis_url(args: argparse.Namespace) -> str:
-    return str(getattr(args, "redis_url", None) or os.environ.get("TURNOUT_REDIS_URL", DEFAULT_REDIS_URL))
+    return str(getattr(args, "redis_url", None) or _settings(args).redis_url)
 
 
 def cmd_ingress(args: argparse.Namespace) -> int:
@@ -46,8 +52,9 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
-    config = load_config(_config_path(args))
-    app = create_app(config, redis_url=_redis_url(args))
+    settings = _settings(args)
+    config = load_config(_config_path(args), env=settings.env)
+    app = create_app(config, redis_url=_redis_url(args), settings=settings)
     uvicorn.run(
         app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, log_config=None,
         loop="uvloop", http=guarded_protocol(GuardLimits.of(config.raw.gateway)), timeout_graceful_shutdown=25,
@@ -59,7 +66,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
     from turnout_worker.app import run
 
-    run(_config_path(args), _redis_url(args))
+    run(_config_path(args), _redis_url(args), _settings(args))
     return 0
 
 
@@ -100,8 +107,9 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
+def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every subcommand (defaults from `settings`, else the process environment)."""
+    settings = settings if settings is not None else Settings.from_env(os.environ)
     parser = argparse.ArgumentParser(prog="turnout", description="Turnout LLM gateway")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -109,8 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
         p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
 
-    host = os.environ.get("TURNOUT_HOST", "127.0.0.1")
-    port = int(os.environ.get("TURNOUT_PORT", "8080"))
+    host, port = settings.host, settings.port
 
     p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
     p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
@@ -150,7 +157,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `turnout` command."""
-    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env(os.environ)
+    except ConfigError as exc:
+        print(f"turnout: configuration error: {exc}", file=sys.stderr)
+        return 2
+    args = build_parser(settings).parse_args(argv)
+    args.process_settings = settings
     try:
         return closed_pipe_safe(lambda: int(args.func(args)))
     except ConfigError as exc:

@@ -24,7 +24,6 @@ Every write is recorded in the audit log (`turnout_ingress.audit`).
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -47,7 +46,6 @@ from turnout_ingress.admin_access import (
     AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
 from turnout_ingress.admin_routes import parse_time
-from turnout.directory import OPERATOR_KEY_ENV
 from turnout.vault import endpoint_binding, provider_key_binding
 from turnout.state.audit_log import AuditLog
 from turnout_ingress import audit
@@ -57,15 +55,15 @@ from turnout_ingress.validation import read_body
 from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/orgs/{org}"
 
 
-def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = None) -> None:
-    """Register the admin API on `app` (operator key from `TURNOUT_OPERATOR_KEY`)."""
-    api = AdminAPI(state.keyring, (os.environ if env is None else env).get(OPERATOR_KEY_ENV))
+def install(app: FastAPI, state: "IngressState") -> None:
+    """Register the admin API on `app` (operator key from `TURNOUT_OPERATOR_KEY`: `state.settings`)."""
+    api = AdminAPI(state.keyring, state.settings.operator_key)
     now = time.time
 
     async def admin_error(request: Request, exc: Exception) -> Response:

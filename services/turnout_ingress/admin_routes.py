@@ -23,7 +23,7 @@ from turnout_ingress.validation import authenticate
 from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 PAGE_SIZE = 500

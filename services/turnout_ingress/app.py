@@ -8,16 +8,9 @@ makes no upstream call on the non-streaming path (SPEC §1).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import functools
-import hashlib
 import logging
-import math
 import os
-import random
-import socket
-import time
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -27,22 +20,15 @@ from fastapi import FastAPI, Request
 from redis.asyncio import Redis
 from starlette.responses import Response
 
-from turnout.adapters.transport import make_http_client
-from turnout.catalog import Catalog
 from turnout.config import Config
+from turnout.core.deadline import Deadline
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
 from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.health import HealthView, redis_breakers
-from turnout.jsonlog import scrub_logs
-from turnout.metrics import Metrics
-from turnout.state.queue import IdempotencyConflict, JobQueue
+from turnout.health import HealthView
+from turnout.settings import Settings
 from turnout.state.server import answers
-from turnout.telemetry import enqueue_span
-from turnout.router import Router
-from turnout.adapters.guarded import make_guarded_client
-from turnout.directory import directory_from_env
 from turnout.tenancy import Identity
 from turnout.tracing import Telemetry
 from turnout.wire import JobPayload
@@ -50,45 +36,14 @@ from turnout_ingress import admin_api, admin_routes, errors, observability, ops_
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
-from turnout_ingress.idempotency import stream_once
-from turnout_ingress.limits import Limiter
+from turnout_ingress import idempotency
 from turnout_ingress.messages_routes import anthropic_models
+from turnout_ingress.state import IngressState
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body, take_preferences
 
 log = logging.getLogger("turnout.ingress")
 _json = msgspec.json.Encoder()
-
-
-class IngressState:
-    """Objects built once per ingress process."""
-
-    def __init__(self, config: Config, redis: Redis, listen_redis: Redis, telemetry: Telemetry | None = None) -> None:
-        self.config = config
-        self.catalog = Catalog(config)
-        self.keyring = directory_from_env(config, redis)  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
-        self.redis = redis
-        self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        self.listen_redis = listen_redis
-        self.metrics = Metrics()
-        self.obs = observability.IngressObservability(
-            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
-        )
-        self.queue = JobQueue(
-            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer),
-        )
-        self.draining = False
-        self.limiter = Limiter(redis)
-        self.rng = random.Random()
-        self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
-        self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
-        self.obs.instrument(self.http)
-        self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
-        self.router = Router(
-            catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
-            credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
-        )
 
 
 async def _check_plan(
@@ -132,29 +87,32 @@ async def _replay(state: IngressState, owner: str, deadline: float, request_id: 
     return Response(result.body, status_code=result.status_code, headers=headers, media_type=errors.JSON)
 
 
-def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = None) -> FastAPI:
-    """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by default)."""
+def create_app(
+    config: Config, *, redis_url: str, telemetry: Telemetry | None = None, settings: Settings | None = None,
+) -> FastAPI:
+    """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by
+    default; settings: read from the process environment by default).
+
+    Raises:
+        SettingsError: a malformed environment variable (named).
+    """
+    settings = settings if settings is not None else Settings.from_env(os.environ)
     redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
     listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
-    state = IngressState(config, redis, listen_redis, telemetry)
-    scrub_logs(state.keyring.scrubber.credentials)
+    state = IngressState(config, redis, listen_redis, settings, telemetry)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
         state.limiter.start()
-        state.obs.start()
-        await state.keyring.start(listen_redis, bootstrap=True)
+        await state.runtime.start(listen_redis, bootstrap=True)
         try:
             yield
         finally:
             state.draining = True
             await state.queue.stop()
             await state.limiter.stop()
-            await state.obs.stop()
-            await state.http.aclose()
-            await state.keyring.stop()
-            await state.custom_http.aclose()
+            await state.runtime.stop()
             await redis.aclose()
             await listen_redis.aclose()
 
@@ -170,6 +128,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
 
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
+        arrived_s = state.clock()
         request_id = uuid.uuid4().hex
         request.state.request_id = request_id
         identity = authenticate(request, state.keyring)
@@ -177,40 +136,26 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         body = parse_chat_request(raw)
         preferences = take_preferences(body)
         identity = await budgeted(state, identity)
+        deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
         plan, view = await _check_plan(state, body["model"], identity, preferences)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
+        key = request.headers.get(idempotency.HEADER)
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
-            return await state.limiter.answer(held, stream_once(
-                state, request.headers.get("idempotency-key"), raw, identity, request_id,
-                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
-        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id, preferences))
+            return await state.limiter.answer(held, idempotency.stream_once(
+                state, key, raw, identity, request_id, deadline,
+                lambda: serve_stream(state, request, body, identity, request_id, deadline=deadline, plan=plan,
+                                     view=view)))
+        return await state.limiter.answer(
+            held, _queued(state, request, raw, identity, request_id, preferences, deadline, key))
 
     async def _queued(
         state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
-        preferences: Preferences,
+        preferences: Preferences, deadline: Deadline, key: str | None,
     ) -> Response:
         """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
-        deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
-        idempotency = request.headers.get("idempotency-key")
-        if idempotency is not None:
-            if not 0 < len(idempotency) <= 255:
-                raise RequestRejected(
-                    400, "`Idempotency-Key` must be 1 to 255 characters.", param="Idempotency-Key",
-                    code="invalid_request",
-                )
-            digest = hashlib.sha256(raw).hexdigest()
-            ttl_s = int(identity.policy.budget.max_total_latency_ms / 1000) + state.config.raw.gateway.result_ttl_s
-            try:
-                owner = await state.queue.claim_idempotency(
-                    identity.org, identity.key, idempotency, digest, request_id, ttl_s
-                )
-            except IdempotencyConflict as exc:
-                raise RequestRejected(
-                    409, "This Idempotency-Key was already used with a different request body.",
-                    error_type="invalid_request_error", code="idempotency_key_reused", param="Idempotency-Key",
-                ) from exc
-            if owner is not None:
-                return await _replay(state, owner, deadline, request_id)
+        owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)
+        if owner is not None:
+            return await _replay(state, owner, deadline.at_s, request_id)
         payload = JobPayload(
             request_id=request_id,
             body=raw,
@@ -220,7 +165,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             policy=identity.policy,
             settings=identity.settings,
             preferences=preferences,
-            deadline_epoch_s=deadline,
+            deadline_epoch_s=deadline.at_s,
             reply_to=state.queue.reply_channel,
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
@@ -261,5 +206,6 @@ def app_from_env() -> FastAPI:
     """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`."""
     from turnout.config import load_config
 
-    config = load_config(os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
-    return create_app(config, redis_url=os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    settings = Settings.from_env(os.environ)
+    config = load_config(settings.config_path, env=settings.env)
+    return create_app(config, redis_url=settings.redis_url, settings=settings)

@@ -24,7 +24,7 @@ from turnout.tenancy import Identity
 from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 
 def _whose(field: str) -> str:

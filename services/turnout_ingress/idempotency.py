@@ -1,8 +1,7 @@
 """`Idempotency-Key` at the ingress: claim the key for a request, or find who holds it.
 
 Owns: checking the header and binding it (through the queue's one Lua
-claim) to a request id. Used by `/v1/messages`; the rules match
-`/v1/chat/completions`: 1 to 255 characters; the same key with another body
+claim) to a request id. Used by `/v1/chat/completions` and `/v1/messages`: 1 to 255 characters; the same key with another body
 is a 409 `idempotency_key_reused`; a retry with the same key and body joins
 the first request's result. A *stream* is never replayed nor joined: its
 answer is not stored, so a second stream with the key of a stream that
@@ -21,25 +20,20 @@ from typing import TYPE_CHECKING
 
 from starlette.responses import Response
 
+from turnout.core.deadline import Deadline
 from turnout.errors import RequestRejected
 from turnout.state.queue import IdempotencyConflict
-from turnout.state import keys
 from turnout.tenancy import Identity
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 HEADER = "idempotency-key"
 MAX_KEY_CHARS = 255
 
-# KEYS[1] idempotency key   ARGV[1] "<request id>:<body digest>" as claimed
-_RELEASE = """
-if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
-return 0
-"""
 
-
-async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Identity, request_id: str) -> str | None:
+async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Identity, request_id: str,
+                deadline: Deadline) -> str | None:
     """Bind `key` to `request_id`, or name the request already bound to it.
 
     Args:
@@ -47,6 +41,8 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
         raw: the request body as received (its SHA-256 is what must match).
         identity: the caller (keys are per gateway key of an org).
         request_id: this request's id.
+        deadline: this request's deadline (the key lives its budget plus
+            `gateway.result_ttl_s`).
 
     Returns:
         None when there is no key or this request now owns it; else the id of
@@ -62,7 +58,7 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
     if not 0 < len(key) <= MAX_KEY_CHARS:
         raise RequestRejected(400, f"`Idempotency-Key` must be 1 to {MAX_KEY_CHARS} characters.",
                               param="Idempotency-Key", code="invalid_request")
-    budget_s = int(identity.policy.budget.max_total_latency_ms / 1000)
+    budget_s = int(deadline.budget_s)
     try:
         return await state.queue.claim_idempotency(
             identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(), request_id,
@@ -75,20 +71,19 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
 
 
 async def stream_once(state: "IngressState", key: str | None, raw: bytes, identity: Identity, request_id: str,
-                      serve: Callable[[], Awaitable[Response]]) -> Response:
+                      deadline: Deadline, serve: Callable[[], Awaitable[Response]]) -> Response:
     """Serve a stream under `key` (module doc): refused when a stream with it
     started; the key released again when this one is answered with an error.
 
     Raises:
         RequestRejected: 400 / 409 as `claim`, and 409 `idempotency_stream_started`.
     """
-    if await claim(state, key, raw, identity, request_id) is not None:
+    if await claim(state, key, raw, identity, request_id, deadline) is not None:
         raise stream_already_started()
     response = await serve()
     if key is not None and response.status_code != 200:
-        claimed = f"{request_id}:{hashlib.sha256(raw).hexdigest()}"
-        await state.redis.register_script(_RELEASE)(keys=[keys.idempotency_key(identity.org, identity.key, key)],
-                                                         args=[claimed])
+        await state.queue.release_idempotency(identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(),
+                                              request_id)
     return response
 
 

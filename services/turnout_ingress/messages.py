@@ -20,7 +20,6 @@ Must not import: `turnout_ingress.app` (the app factory passes what it needs).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -30,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.anthropic_wire import WireError
+from turnout.core.deadline import Deadline
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy import Identity
 from turnout.wire import JobPayload
@@ -44,7 +44,7 @@ from turnout_ingress.messages_wire import (
 from turnout_ingress.streaming import serve_stream
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 CheckPlan = Callable[["IngressState", str, Identity], Awaitable[object]]
 """The app's pre-flight check: unknown model (404), every breaker OPEN (503)."""
@@ -78,14 +78,15 @@ _BUDGET_RAN_OUT = "The request's time budget ran out before a worker answered."
 
 
 async def _queued(
-    state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str, owner: str | None
+    state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str, owner: str | None,
+    deadline: Deadline,
 ) -> Response:
     """Non-streaming: the same job as `/v1/chat/completions`, answered in Anthropic's format.
 
     With `owner` (the request already holding this Idempotency-Key) nothing is
     submitted: its result is joined and replayed (`x-turnout-idempotent-replay: 1`).
     """
-    deadline_s = time.time() + identity.policy.budget.max_total_latency_ms / 1000
+    deadline_s = deadline.at_s
     if owner is not None:
         try:
             result = await state.queue.join(owner, deadline_s)
@@ -110,10 +111,11 @@ async def _queued(
 
 
 async def _streamed(
-    state: "IngressState", request: Request, body: dict[str, object], identity: Identity, request_id: str
+    state: "IngressState", request: Request, body: dict[str, object], identity: Identity, request_id: str,
+    deadline: Deadline,
 ) -> Response:
     """Streaming: the direct path, its OpenAI frames translated into Anthropic events."""
-    response = await serve_stream(state, request, body, identity, request_id)
+    response = await serve_stream(state, request, body, identity, request_id, deadline=deadline)
     if isinstance(response, StreamingResponse):
         response.body_iterator = anthropic_stream(response.body_iterator, model=str(body["model"]))
         return response
@@ -133,6 +135,7 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
 
     @app.post("/v1/messages")
     async def messages(request: Request) -> Response:
+        arrived_s = state.clock()
         request_id = messages_routes.new_request_id(request)
         try:
             identity, raw = await messages_routes.caller_and_body(request, state)
@@ -141,17 +144,19 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             identity = await budgeted(state, identity)
+            deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
             await check_plan(state, str(body["model"]), identity)
             held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
             key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
                 body["stream_options"] = {"include_usage": True}
                 return await state.limiter.answer(held, idempotency.stream_once(
-                    state, key, raw, identity, request_id, lambda: _streamed(state, request, body, identity, request_id)))
+                    state, key, raw, identity, request_id, deadline,
+                    lambda: _streamed(state, request, body, identity, request_id, deadline)))
 
             async def queued() -> Response:
-                owner = await idempotency.claim(state, key, raw, identity, request_id)
-                return await _queued(state, request, _encode.encode(body), identity, request_id, owner)
+                owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)
+                return await _queued(state, request, _encode.encode(body), identity, request_id, owner, deadline)
 
             return await state.limiter.answer(held, queued())
         except RequestRejected as exc:

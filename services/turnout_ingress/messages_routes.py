@@ -31,7 +31,7 @@ from turnout_ingress.messages_wire import error_body, parse_messages_request
 from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 ANTHROPIC_UNAUTHORIZED = "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
 """The 401 message on Anthropic routes (the Anthropic SDKs send `x-api-key`)."""

@@ -25,7 +25,7 @@ from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
 
 if TYPE_CHECKING:
     from turnout.core.plan import Plan
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 CHARS_PER_TOKEN = 4
 """Characters per token of the estimate (English prose averages about four)."""

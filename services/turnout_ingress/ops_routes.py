@@ -11,7 +11,6 @@ Errors are scrubbed before the breaker stores them (`turnout.scrub`).
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -22,12 +21,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
 from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state.server import queue_depth
-from turnout.directory import OPERATOR_KEY_ENV
 from turnout_ingress.admin_access import AdminAPI
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 _json = msgspec.json.Encoder()
 
@@ -129,7 +127,7 @@ _ROUTES = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/messages/count
 def install(app: FastAPI, state: "IngressState") -> None:
     """Register the operator routes and the request counter."""
     app.add_middleware(RequestCounter, metrics=state.metrics)
-    access = AdminAPI(state.keyring, os.environ.get(OPERATOR_KEY_ENV))
+    access = AdminAPI(state.keyring, state.settings.operator_key)
 
     @app.get("/v1/health/providers")
     async def providers(request: Request) -> Response:

@@ -20,6 +20,7 @@ from starlette.responses import Response, StreamingResponse
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.continuation import Continuation
+from turnout.core.deadline import Deadline
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.relay import relay
@@ -30,14 +31,14 @@ from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 
 async def serve_stream(
     state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str,
-    *, plan: Plan | None = None, view: HealthView | None = None,
+    *, deadline: Deadline, plan: Plan | None = None, view: HealthView | None = None,
 ) -> Response:
-    """Answer a `stream: true` chat completion (SPEC §8).
+    """Answer a `stream: true` chat completion (SPEC §8) within `deadline` (the request's, from its arrival).
 
     Errors before the commit point are ordinary JSON error answers (the
     client has received nothing yet); after it, the relay reports them as a
@@ -60,7 +61,7 @@ async def serve_stream(
         with request_span(state.obs.telemetry.tracer, info):
             return await state.router.route(
                 upstream_request, plan=plan, view=view, policy=policy,
-                time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=open_stream,
+                time_left_s=deadline.left_s(state.clock()), info=info, upstream=open_stream,
             )
 
     routing = await unless_client_leaves(request, route_in_span())
@@ -78,12 +79,11 @@ async def serve_stream(
             upstream=open_stream, supports_prefill=lambda t: prefill.get(t.key, True),
             first_number=len(result.records) + 1,
         )
-    stall_ms = policy.retry.stall_timeout_ms
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
     return StreamingResponse(
         relay(
             result.stream, finish=result.finish, include_usage=include_usage,
-            stall_timeout_s=stall_ms / 1000 if stall_ms else None, request_id=request_id,
+            stall_timeout_s=policy.retry.stall_timeout_s, request_id=request_id,
             continuation=continuation, target=result.records[-1].target, scrub=state.router.scrubber.text,
         ),
         headers=headers,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import random
 import time
 from typing import Any
 
@@ -17,18 +16,14 @@ import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
 
-from turnout.adapters.guarded import make_guarded_client
-from turnout.adapters.transport import make_http_client
 from turnout.answer import answer_of, error_body
-from turnout.catalog import Catalog
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
-from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
-from turnout.health import redis_breakers
-from turnout.jsonlog import configure_logging, scrub_logs
+from turnout.jsonlog import configure_logging
 from turnout.router import RequestInfo, Router
-from turnout.state import keys
+from turnout.runtime import Runtime, build_runtime
+from turnout.settings import Settings
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
 from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -39,49 +34,43 @@ log = logging.getLogger("turnout.worker")
 _json = msgspec.json.Decoder()
 
 
-class WorkerServices(msgspec.Struct, kw_only=True):
-    """What a job needs, built once per process at startup."""
+class WorkerServices:
+    """What a job needs, built once per process at startup.
 
-    config: Config
-    router: Router
-    http: Any
-    obs: Any = None
-    tenancy: Any = None  # turnout.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
-    custom_http: Any = None  # the SSRF-guarded client for custom endpoints
+    Attributes:
+        config: the validated configuration.
+        runtime: the shared runtime (`turnout.runtime.build_runtime`, as the ingress builds it).
+        obs: the side port and per-job scope.
+    """
+
+    def __init__(self, config: Config, runtime: Runtime, obs: observe.WorkerObservability) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.obs = obs
+
+    @property
+    def router(self) -> Router:
+        """The runtime's router."""
+        return self.runtime.router
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """arq startup hook: build the router over a shared httpx client."""
+    """arq startup hook: build the runtime (a long wait between attempts frees the job's slot)."""
     config: Config = ctx["config"]
-    http = make_http_client(max_connections=config.raw.gateway.worker_max_jobs + 100)
-    catalog = Catalog(config)
-    tenancy = directory_from_env(config, ctx["redis"])
-    scrub_logs(tenancy.scrubber.credentials)
-    obs = observe.build(config, ctx["redis"], catalog, scrub=tenancy.scrubber.credentials)
-    rng = random.Random()
-    breakers = redis_breakers(config, ctx["redis"], catalog, metrics=obs.metrics, rng=rng)
-    obs.instrument(http)
-    await tenancy.start(ctx["redis"])
-    custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
-    router = Router(
-        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng,
-        credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
-        sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
-    )
-    ctx["turnout"] = WorkerServices(
-        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http
-    )
+    settings: Settings = ctx["settings"]
+    runtime = build_runtime(config, ctx["redis"], settings, role="worker", sleep=ctx["worker"].sleep_off_slot)
+    obs = observe.WorkerObservability(runtime.obs, settings)
+    await runtime.start(ctx["redis"], bootstrap=False)
+    ctx["turnout"] = WorkerServices(config, runtime, obs)
     obs.start()
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    """arq shutdown hook: close the upstream client."""
+    """arq shutdown hook: flush, stop the side port, close the upstream clients."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
-        await services.obs.stop()
-        await services.http.aclose()
-        await services.tenancy.stop()
-        await services.custom_http.aclose()
+        services.obs.stop()
+        await services.runtime.stop()
 
 
 async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) -> None:
@@ -138,7 +127,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
-    if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
+    if ctx.get("job_try", 1) > 1 and await ctx["worker"].store.answered(payload.request_id):
         return "skipped: already answered"
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
@@ -176,21 +165,23 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     return "served" if status == 200 else f"error {status}"
 
 
-def build_worker(config: Config, redis_url: str, *, burst: bool = False) -> PushWorker:
-    """The worker for `config`, connected to `redis_url`.
+def build_worker(config: Config, redis_url: str, *, burst: bool = False, settings: Settings | None = None) -> PushWorker:
+    """The worker for `config`, connected to `redis_url` (settings: read from the process
+    environment by default; `TURNOUT_DRAIN_S` is how long a stopping worker waits for its jobs).
 
     Job timeout = the operator's latency ceiling + 5 s, so the loop's own
     deadline always ends a job first; arq re-runs a job whose worker died once
     its in-progress key expires (job timeout + 10 s).
     """
+    settings = settings if settings is not None else Settings.from_env(os.environ)
     gateway = config.raw.gateway
-    timeout_s = config.raw.ceilings.max_total_latency_ms / 1000 + 5
+    timeout_s = config.raw.ceilings.max_total_latency_s + 5
     return PushWorker(
         functions=[func(chat_completion, name=JOB_FUNCTION, timeout=timeout_s, max_tries=3)],
         redis_settings=RedisSettings.from_dsn(redis_url),
         on_startup=startup,
         on_shutdown=shutdown,
-        ctx={"config": config},
+        ctx={"config": config, "settings": settings},
         max_jobs=gateway.worker_max_jobs,
         job_timeout=timeout_s,
         keep_result=0,
@@ -198,7 +189,7 @@ def build_worker(config: Config, redis_url: str, *, burst: bool = False) -> Push
         max_tries=3,
         job_serializer=job_serializer,
         job_deserializer=job_deserializer,
-        job_completion_wait=int(os.environ.get("TURNOUT_DRAIN_S", "25")),
+        job_completion_wait=settings.drain_whole_s,
         allow_abort_jobs=False,
         burst=burst,
         log_results=False,
@@ -206,8 +197,9 @@ def build_worker(config: Config, redis_url: str, *, burst: bool = False) -> Push
     )
 
 
-def run(config_path: str, redis_url: str) -> None:
-    """Run one worker process until SIGINT / SIGTERM (blocking)."""
+def run(config_path: str, redis_url: str, settings: Settings | None = None) -> None:
+    """Run one worker process until SIGINT / SIGTERM (blocking; settings: read from the
+    process environment by default)."""
     try:
         import uvloop
 
@@ -215,6 +207,7 @@ def run(config_path: str, redis_url: str) -> None:
     except ImportError:  # pragma: no cover - uvloop ships with uvicorn[standard]
         pass
     configure_logging(observe.SERVICE_NAME)
-    config = load_config(config_path)
-    worker = build_worker(config, redis_url)
+    settings = settings if settings is not None else Settings.from_env(os.environ)
+    config = load_config(config_path, env=settings.env)
+    worker = build_worker(config, redis_url, settings=settings)
     worker.run()

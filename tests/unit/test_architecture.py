@@ -42,3 +42,85 @@ def test_arq_stays_in_the_redis_edge(path: Path) -> None:
 
 def test_the_library_has_modules_to_check() -> None:
     assert len(LIB_FILES) > 20
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Every project module -> the project modules it imports (any import statement: module level,
+    `TYPE_CHECKING`, function-local). A module's own parent packages are left out: Python imports
+    them first anyway."""
+    files: dict[str, Path] = {}
+    for base in (ROOT / "libs", ROOT / "services"):
+        for path in base.rglob("*.py"):
+            parts = list(path.relative_to(base).with_suffix("").parts)
+            files[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+
+    def known(name: str) -> str | None:
+        while name and name not in files:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: list[str] = []
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets += [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                    base = ".".join(up + ([base] if base else []))
+                targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+        found = {known(t) for t in targets}
+        graph[module] = {t for t in found if t and t != module and not module.startswith(t + ".")}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    graph = _module_graph()
+    assert "turnout_ingress.state" in graph and "turnout.runtime" in graph
+    assert _cycles(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "libs").rglob("*.py")) + sorted((ROOT / "services").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_redis_errors_are_mapped_only_in_the_state_edge(path: Path) -> None:
+    if path.parent != LIB / "state":
+        assert "RedisError" not in path.read_text(), f"{path}: catch StateUnavailable (turnout.state.errors)"

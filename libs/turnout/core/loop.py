@@ -232,7 +232,7 @@ def next_step(state: LoopState, now_s: float) -> Step:
         return GiveUp(reason=StopReason.DEADLINE)
     if state.wait_until_s is not None and now_s < state.wait_until_s:
         return Wait(delay_s=state.wait_until_s - now_s, reason=state.delay_reason or "backoff")
-    per_attempt_s = state.policy.retry.per_attempt_timeout_ms / 1000.0
+    per_attempt_s = state.policy.retry.per_attempt_timeout_s
     return Dispatch(
         entry=state.sequence[state.cursor],
         number=len(state.records) + 1,
@@ -261,7 +261,7 @@ def _advance(state: LoopState, now_s: float, *, backoff: bool) -> LoopState:
         state, cursor=cursor, cycle=cycle, resend_count=0, wait_until_s=None, delay_s=0.0, delay_reason=None,
         byok_fallback=False,
     )
-    backoff_s = state.policy.fallback.backoff_ms / 1000.0 if backoff else 0.0
+    backoff_s = state.policy.fallback.backoff_s if backoff else 0.0
     if backoff_s > 0:
         if now_s + backoff_s >= state.deadline_s:
             return msgspec.structs.replace(moved, stop=StopReason.DEADLINE)
@@ -393,7 +393,7 @@ def on_outcome(
 def _timed_out_at_deadline(state: LoopState, dispatch: Dispatch, outcome: Outcome) -> bool:
     """An attempt timeout whose limit was the time left (not the per-attempt
     limit) is the budget running out, even if the timer fired a hair early."""
-    per_attempt_s = state.policy.retry.per_attempt_timeout_ms / 1000.0
+    per_attempt_s = state.policy.retry.per_attempt_timeout_s
     return outcome.transport is TransportError.ATTEMPT_TIMEOUT and dispatch.timeout_s < per_attempt_s
 
 

@@ -55,6 +55,21 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     stall_timeout_ms: int = 0
     stream_recovery: Literal["none", "continue"] = "none"
 
+    @property
+    def per_attempt_timeout_s(self) -> float:
+        """`per_attempt_timeout_ms` in seconds."""
+        return self.per_attempt_timeout_ms / 1000
+
+    @property
+    def ttft_timeout_s(self) -> float | None:
+        """`ttft_timeout_ms` in seconds; None when 0 (only the attempt timeout applies)."""
+        return self.ttft_timeout_ms / 1000 if self.ttft_timeout_ms else None
+
+    @property
+    def stall_timeout_s(self) -> float | None:
+        """`stall_timeout_ms` in seconds; None when 0 (no stall watchdog)."""
+        return self.stall_timeout_ms / 1000 if self.stall_timeout_ms else None
+
 
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Moving to another target after a failure (SPEC §4 `fallback`).
@@ -79,6 +94,11 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     max_cycles: int = 1
     credential_fallback: bool = True
 
+    @property
+    def backoff_s(self) -> float:
+        """`backoff_ms` in seconds."""
+        return self.backoff_ms / 1000
+
 
 class BudgetPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Limits of one request (SPEC §4 `budget`).
@@ -90,6 +110,11 @@ class BudgetPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
 
     max_attempts: int = 6
     max_total_latency_ms: int = 180_000
+
+    @property
+    def max_total_latency_s(self) -> float:
+        """`max_total_latency_ms` in seconds."""
+        return self.max_total_latency_ms / 1000
 
 
 class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -124,6 +149,11 @@ class Ceilings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     max_total_latency_ms: int = 180_000
     max_cycles: int = 3
     max_offers: int = 20
+
+    @property
+    def max_total_latency_s(self) -> float:
+        """`max_total_latency_ms` in seconds."""
+        return self.max_total_latency_ms / 1000
 
 
 class Clamp(msgspec.Struct, frozen=True, kw_only=True):

@@ -131,6 +131,10 @@ class PickupStore:
                 pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, self._ttl_ms)
             await pipe.execute()
 
+    async def answered(self, job_id: str) -> bool:
+        """Whether an answer of `job_id` is stored (a re-run then makes no upstream call)."""
+        return bool(await self._redis.exists(keys.result_key(job_id)))
+
     async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
         """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip."""
         await self._deliver(

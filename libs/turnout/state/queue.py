@@ -77,6 +77,12 @@ if redis.call('zcard', KEYS[4]) == 0 then redis.call('lrem', KEYS[5], 0, ARGV[2]
 return 1 - held
 """
 
+# KEYS[1] idempotency key   ARGV[1] "<request id>:<body digest>" as claimed
+_RELEASE_IDEMPOTENCY = """
+if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end
+return 0
+"""
+
 # KEYS[1] idempotency key   ARGV: request id, body digest, ttl s
 _IDEMPOTENCY = """
 local owner = redis.call('get', KEYS[1])
@@ -173,6 +179,7 @@ class JobQueue:
         self._grace_s = grace_s
         self._waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
         self._idempotency = redis.register_script(_IDEMPOTENCY)
+        self._release_idempotency = redis.register_script(_RELEASE_IDEMPOTENCY)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
@@ -332,6 +339,20 @@ class JobQueue:
         if owner_digest != body_digest:
             raise IdempotencyConflict(owner_id)
         return owner_id
+
+    async def release_idempotency(
+        self, org: str, key: str, idempotency_key: str, body_digest: str, request_id: str
+    ) -> None:
+        """Unbind `Idempotency-Key` of gateway key `key` of `org` if `request_id` (with
+        `body_digest`) still holds it, so the client's retry runs.
+
+        Raises:
+            StateUnavailable: Redis unreachable.
+        """
+        with state_errors():
+            await self._release_idempotency(
+                keys=[keys.idempotency_key(org, key, idempotency_key)], args=[f"{request_id}:{body_digest}"],
+            )
 
     async def join(self, job_id: str, deadline_epoch_s: float) -> JobResult:
         """Wait for the result of a request another caller submitted.

@@ -23,7 +23,6 @@ request page links to it when set.
 
 from __future__ import annotations
 
-import os
 import time
 from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping
@@ -36,7 +35,6 @@ from fastapi import FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from turnout.directory import OPERATOR_KEY_ENV
 from turnout.errors import RequestRejected
 from turnout.records import iso_ts
 from turnout_ingress.admin_access import AdminAPI, Caller
@@ -47,10 +45,10 @@ from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
 from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
+    from turnout_ingress.state import IngressState
 
 HERE = Path(__file__).parent
-TRACE_URL_ENV = "TURNOUT_UI_TRACE_URL"
+TRACE_URL_ENV = "TURNOUT_UI_TRACE_URL"  # read into `turnout.settings.Settings.trace_url`
 TRAFFIC_WINDOW_S = 300.0
 """Providers: calls per minute and error classes over the last 5 minutes of records."""
 TRAFFIC_SCAN_MAX = 50_000
@@ -103,12 +101,12 @@ def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None
         return None, None, exc.message
 
 
-def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = None) -> None:
-    """Register the `/ui` routes and static files on the ingress app (`env`: defaults to `os.environ`)."""
-    environ = os.environ if env is None else env
-    access = AdminAPI(state.keyring, environ.get(OPERATOR_KEY_ENV))
+def install(app: FastAPI, state: "IngressState") -> None:
+    """Register the `/ui` routes and static files on the ingress app (operator key and trace
+    link from `state.settings`)."""
+    access = AdminAPI(state.keyring, state.settings.operator_key)
     templates = _environment()
-    trace_url = environ.get(TRACE_URL_ENV) or None
+    trace_url = state.settings.trace_url
     spend_cache: dict[str | None, _Spend] = {}  # per scope (org, None: operator)
     app.mount("/ui/static", StaticFiles(directory=HERE / "static"), name="ui-static")
 

@@ -1,0 +1,219 @@
+"""The one composition root: what every ingress and worker process builds, built in one place.
+
+Owns: `build_runtime(config, redis, settings, role=...)`, which builds the
+catalog, the tenant directory (vault, egress policy, scrubber), the
+observation (telemetry, Prometheus metrics, attempt records, spend ledger,
+the router's observers), the fleet's breakers (`turnout.health.redis_breakers`,
+with every metrics hook), the upstream HTTP clients and the router — the
+same way for both roles, so the ingress and the workers cannot drift apart.
+What differs by role is a table (`ROLES`): the service name of the traces
+and the size of the connection pools. Each service adds only its own parts
+(the ingress's queue and limiter, the worker's pickup and side port).
+Must not import: services, FastAPI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Literal
+
+import httpx
+import msgspec
+
+from turnout.adapters.guarded import make_guarded_client
+from turnout.adapters.transport import make_http_client
+from turnout.catalog import Catalog
+from turnout.config import Config
+from turnout.directory import TenantDirectory, directory_from_env
+from turnout.health import Breakers, redis_breakers
+from turnout.jsonlog import scrub_logs
+from turnout.metrics import Metrics
+from turnout.observers import Observers, SpendObserver, route_observers
+from turnout.records import RecordsObserver, RecordWriter
+from turnout.router import Router
+from turnout.settings import Settings
+from turnout.state.spend_store import SpendLedger
+from turnout.tracing import Telemetry, setup_tracing
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
+
+Role = Literal["ingress", "worker"]
+
+
+class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
+    """What differs between the roles (everything else is built the same way).
+
+    Attributes:
+        service: the OpenTelemetry service name.
+        upstream_connections: the shared upstream client's pool, from the configuration.
+        custom_connections: the custom-endpoint client's pool, from the configuration.
+    """
+
+    service: str
+    upstream_connections: Callable[[Config], int]
+    custom_connections: Callable[[Config], int]
+
+
+ROLES: dict[Role, RoleShape] = {
+    "ingress": RoleShape(
+        service="turnout-ingress",
+        upstream_connections=lambda c: c.raw.gateway.ingress_max_streams + 100,  # the streams it serves itself
+        custom_connections=lambda c: 200,
+    ),
+    "worker": RoleShape(
+        service="turnout-worker",
+        upstream_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
+        custom_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
+    ),
+}
+
+
+class Observation:
+    """Telemetry, Prometheus metrics, attempt records, spend and the router's observers of one process.
+
+    Args:
+        config: the configuration (`gateway.records_max`: 0 turns records off).
+        redis: the process's client (records stream, spend ledger).
+        catalog: names the attempts' targets.
+        service: the OpenTelemetry service name.
+        env: the environment the exporters are configured from (`OTEL_*`).
+        telemetry: tracer and meter providers to use instead of building them
+            (the caller then shuts them down).
+        scrub: the process's credential scrubber, applied to span text.
+    """
+
+    def __init__(self, config: Config, redis: Redis, catalog: Catalog, *, service: str, env: dict[str, str],
+                 telemetry: Telemetry | None = None, scrub: Callable[[str], str] | None = None) -> None:
+        self.telemetry = telemetry or setup_tracing(service, env, scrub=scrub)
+        self._owns_telemetry = telemetry is None
+        self.metrics = Metrics()
+        records_max = config.raw.gateway.records_max
+        self.records = (
+            RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc)
+            if records_max > 0 else None
+        )
+        self.spend = SpendLedger(redis)
+        self.observer: Observers = route_observers(
+            self.telemetry.tracer, catalog, meter=self.telemetry.meter, metrics=self.metrics,
+            records=RecordsObserver(self.records, catalog) if self.records is not None else None,
+            spend=SpendObserver(self.spend, catalog),
+        )
+
+    def instrument(self, http: httpx.AsyncClient) -> None:
+        """Add httpx client spans (children of the attempt spans) to `http`.
+
+        Only when spans are exported: unsampled client spans would cost CPU on
+        every attempt for nothing (measured: ~18 % of a busy worker's time).
+        """
+        if not self.telemetry.exporting:
+            return
+        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor  # only when used: ~MiBs of imports
+
+        HTTPXClientInstrumentor.instrument_client(
+            http, tracer_provider=self.telemetry.tracer_provider, meter_provider=self.telemetry.meter_provider
+        )
+
+    def start(self) -> None:
+        """Start the records and spend flushers (call on the serving loop)."""
+        if self.records is not None:
+            self.records.start()
+        self.spend.start()
+
+    async def stop(self) -> None:
+        """Flush records and spend; flush and stop the exporters this object built."""
+        if self.records is not None:
+            await self.records.stop()
+        await self.spend.stop()
+        if self._owns_telemetry:
+            self.telemetry.shutdown()
+
+
+class Runtime:
+    """The objects one process serves with (see `build_runtime`).
+
+    Attributes:
+        config, settings: what the process was started with.
+        catalog: providers, models, offers.
+        directory: gateway keys, BYOK keys and custom endpoints (from Redis).
+        obs: telemetry, metrics, records, spend, the router's observers.
+        rng: the process's RNG (breakers, router, Retry-After jitter).
+        breakers: the fleet's breakers over Redis.
+        http: the shared upstream client.
+        custom_http: the SSRF-guarded client for tenant custom endpoints.
+        router: the attempt loop's shell.
+    """
+
+    def __init__(self, *, config: Config, settings: Settings, catalog: Catalog, directory: TenantDirectory,
+                 obs: Observation, rng: random.Random, breakers: Breakers, http: httpx.AsyncClient,
+                 custom_http: httpx.AsyncClient, router: Router) -> None:
+        self.config = config
+        self.settings = settings
+        self.catalog = catalog
+        self.directory = directory
+        self.obs = obs
+        self.rng = rng
+        self.breakers = breakers
+        self.http = http
+        self.custom_http = custom_http
+        self.router = router
+
+    async def start(self, listen_redis: Redis, *, bootstrap: bool) -> None:
+        """Start the flushers and the directory's watch (waits for its first load).
+
+        Args:
+            listen_redis: a client without a socket read timeout (pub/sub).
+            bootstrap: merge the configuration file's `orgs:` into Redis first.
+
+        Raises:
+            ConfigError: the file's orgs cannot be merged (path named).
+        """
+        self.obs.start()
+        await self.directory.start(listen_redis, bootstrap=bootstrap)
+
+    async def stop(self) -> None:
+        """Flush and stop observation, close the upstream clients, stop the directory's watch."""
+        await self.obs.stop()
+        await self.http.aclose()
+        await self.directory.stop()
+        await self.custom_http.aclose()
+
+
+def build_runtime(
+    config: Config, redis: Redis, settings: Settings, *, role: Role, telemetry: Telemetry | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
+) -> Runtime:
+    """Build what a process of `role` serves with, the same way for every role.
+
+    Args:
+        config: the validated configuration.
+        redis: the process's client.
+        settings: the process's settings (the environment the vault, the
+            egress policy and the exporters read).
+        role: `ingress` or `worker` (`ROLES`: service name, pool sizes).
+        telemetry: providers to use instead of building them from `settings.env`.
+        sleep: the router's wait between attempts (a worker's frees its slot).
+        rng: the process's RNG (default: a fresh `random.Random`).
+
+    Raises:
+        ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW`.
+    """
+    shape = ROLES[role]
+    catalog = Catalog(config)
+    directory = directory_from_env(config, redis, settings.env)
+    scrub_logs(directory.scrubber.credentials)
+    obs = Observation(config, redis, catalog, service=shape.service, env=settings.env, telemetry=telemetry,
+                      scrub=directory.scrubber.credentials)
+    rng = rng or random.Random()
+    breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng)
+    http = make_http_client(max_connections=shape.upstream_connections(config))
+    obs.instrument(http)
+    custom_http = make_guarded_client(max_connections=shape.custom_connections(config), allow=directory.allow)
+    router = Router(
+        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng, credentials=directory,
+        custom_http=custom_http, scrubber=directory.scrubber, sleep=sleep,
+    )
+    return Runtime(config=config, settings=settings, catalog=catalog, directory=directory, obs=obs, rng=rng,
+                   breakers=breakers, http=http, custom_http=custom_http, router=router)

@@ -1,0 +1,129 @@
+"""The process settings read from the environment: one typed value, read once at start.
+
+Owns: `Settings`, built by `Settings.from_env(environ)` from an injected
+mapping (a process passes `os.environ`; tests pass a dict), with a named
+error for every malformed variable (`TURNOUT_DRAIN_S must be a number of
+seconds, got 'abc'`), all reported at once. Nothing else in the library or
+the services reads `os.environ` for these variables. Readers that take a
+whole environment (the vault's `TURNOUT_SECRET_KEY`, the SSRF allow-list
+`TURNOUT_SSRF_ALLOW`, OpenTelemetry's `OTEL_*`, `${VAR}` in the
+configuration file) get `Settings.env`, the mapping it was built from.
+Must not import: services, FastAPI, httpx.
+
+Variables (README "Configuration"):
+    TURNOUT_CONFIG         configuration file (default `turnout.yaml`)
+    TURNOUT_REDIS_URL      Redis URL (default `redis://127.0.0.1:6379/0`)
+    TURNOUT_HOST           listen address of the ingress (default 127.0.0.1)
+    TURNOUT_PORT           listen port of the ingress (default 8080)
+    TURNOUT_DRAIN_S        seconds a stopping worker waits for its jobs (default 25)
+    TURNOUT_METRICS_PORT   a worker's Prometheus side port (default 9464; 0 or empty: off)
+    TURNOUT_METRICS_HOST   its address (default TURNOUT_HOST, else 127.0.0.1)
+    TURNOUT_OPERATOR_KEY   the operator's admin key (unset: no operator)
+    TURNOUT_UI_TRACE_URL   the dashboard's link to a trace (`{trace_id}` filled in)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+import msgspec
+
+from turnout.errors import ConfigError
+
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
+T = TypeVar("T")
+
+
+class SettingsError(ConfigError):
+    """One or more environment variables are malformed; `errors` names each (`NAME must be ..., got '...'`)."""
+
+
+class Settings(msgspec.Struct, frozen=True, kw_only=True):
+    """What a Turnout process reads from its environment (module doc lists the variables).
+
+    Attributes:
+        config_path: the configuration file.
+        redis_url: the fleet's Redis.
+        host: the ingress's listen address.
+        port: the ingress's listen port.
+        drain_s: seconds a stopping worker waits for its running jobs (>= 0).
+        metrics_port: a worker's Prometheus side port; 0 = disabled.
+        metrics_host: the side port's address.
+        operator_key: the operator key, or None.
+        trace_url: the dashboard's trace link template, or None.
+        env: the mapping the settings were read from (for readers of a whole environment).
+    """
+
+    config_path: str = "turnout.yaml"
+    redis_url: str = DEFAULT_REDIS_URL
+    host: str = "127.0.0.1"
+    port: int = 8080
+    drain_s: float = 25.0
+    metrics_port: int = 9464
+    metrics_host: str = "127.0.0.1"
+    operator_key: str | None = None
+    trace_url: str | None = None
+    env: dict[str, str] = {}
+
+    @property
+    def drain_whole_s(self) -> int:
+        """`drain_s` rounded up to whole seconds (arq's `job_completion_wait`)."""
+        return math.ceil(self.drain_s)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        """Read the settings from `env` (a process passes `os.environ`).
+
+        Raises:
+            SettingsError: a variable is malformed; every such variable is named,
+                with the expected form and the value found.
+        """
+        errors: list[str] = []
+
+        def read(name: str, parse: Callable[[str], T], expected: str, default: T) -> T:
+            raw = env.get(name)
+            if raw is None:
+                return default
+            try:
+                return parse(raw.strip())
+            except ValueError:
+                errors.append(f"{name} must be {expected}, got {raw!r}")
+                return default
+
+        host = env.get("TURNOUT_HOST") or "127.0.0.1"
+        settings = cls(
+            config_path=env.get("TURNOUT_CONFIG") or "turnout.yaml",
+            redis_url=env.get("TURNOUT_REDIS_URL") or DEFAULT_REDIS_URL,
+            host=host,
+            port=read("TURNOUT_PORT", _port, "a port number (1-65535)", 8080),
+            drain_s=read("TURNOUT_DRAIN_S", _seconds, "a number of seconds", 25.0),
+            metrics_port=read("TURNOUT_METRICS_PORT", _port_or_off, "a port number (0 or empty: off)", 9464),
+            metrics_host=env.get("TURNOUT_METRICS_HOST") or host,
+            operator_key=env.get(OPERATOR_KEY_ENV) or None,
+            trace_url=env.get("TURNOUT_UI_TRACE_URL") or None,
+            env=dict(env),
+        )
+        if errors:
+            raise SettingsError("; ".join(errors), errors)
+        return settings
+
+
+def _seconds(raw: str) -> float:
+    value = float(raw)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(raw)
+    return value
+
+
+def _port(raw: str) -> int:
+    value = int(raw)
+    if not 1 <= value <= 65535:
+        raise ValueError(raw)
+    return value
+
+
+def _port_or_off(raw: str) -> int:
+    return 0 if raw == "" else (0 if int(raw) == 0 else _port(raw))

@@ -1,0 +1,65 @@
+"""The objects one ingress process serves with (`IngressState`), in a module of their own.
+
+Owns: the ingress's share of the composition root — the shared runtime
+(`turnout.runtime.build_runtime`, the same as a worker's) plus what only an
+ingress has: its job queue (with its reply channel), its limiter, its Redis
+clients and its draining flag. Every ingress module takes the state from
+here, never from `app` (which imports them).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+
+from redis.asyncio import Redis
+
+from turnout.config import Config
+from turnout.runtime import build_runtime
+from turnout.settings import Settings
+from turnout.state.queue import JobQueue
+from turnout.telemetry import enqueue_span
+from turnout.tracing import Telemetry
+from turnout_ingress.limits import Limiter
+
+
+class IngressState:
+    """Objects built once per ingress process.
+
+    Args:
+        config: the validated configuration.
+        redis: the request path's client (bounded socket timeouts).
+        listen_redis: a client without a socket read timeout (pub/sub).
+        settings: the process's settings.
+        telemetry: providers to use instead of building them from the environment.
+        clock: epoch seconds (a request's arrival, the time left of its deadline).
+    """
+
+    def __init__(self, config: Config, redis: Redis, listen_redis: Redis, settings: Settings,
+                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.runtime = build_runtime(config, redis, settings, role="ingress", telemetry=telemetry)
+        self.config = config
+        self.settings = settings
+        self.catalog = self.runtime.catalog
+        self.keyring = self.runtime.directory  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
+        self.redis = redis
+        self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.listen_redis = listen_redis
+        self.obs = self.runtime.obs
+        self.metrics = self.obs.metrics
+        self.rng = self.runtime.rng
+        self.queue = JobQueue(
+            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
+            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer), rng=self.rng, clock=clock,
+        )
+        self.draining = False
+        self.limiter = Limiter(redis)
+        self.breakers = self.runtime.breakers
+        self.http = self.runtime.http
+        self.custom_http = self.runtime.custom_http
+        self.router = self.runtime.router
