@@ -9,9 +9,9 @@ from turnout.config import parse_config
 from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
-from turnout.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
-from turnout.tenancy import KeyRing
-from turnout.tenant_admin import AdminError, decode, settings_patch
+from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
+from turnout.tenancy.identity import KeyRing
+from turnout.tenancy.admin import AdminError, decode, settings_patch
 
 BASE = """
 providers:

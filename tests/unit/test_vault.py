@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from cryptography.fernet import Fernet
 
-from turnout.vault import (
+from turnout.tenancy.vault import (
     Sealed, SecretUnbound, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, generate_key, mask,
     provider_key_binding,
 )

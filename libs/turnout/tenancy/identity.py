@@ -46,7 +46,7 @@ class Identity(msgspec.Struct, frozen=True, kw_only=True):
 
 class Authenticator(Protocol):
     """What the ingress authenticates bearer tokens with: the static `KeyRing`, or
-    `turnout.directory.TenantDirectory` (keys in Redis, editable at run time)."""
+    `turnout.tenancy.directory.TenantDirectory` (keys in Redis, editable at run time)."""
 
     def authenticate(self, token: str | None) -> Identity | None:
         """The identity of a bearer token, or None (unknown, revoked, expired or missing)."""
