@@ -45,8 +45,6 @@ log = logging.getLogger("turnout.tenancy")
 
 POLL_S = 1.0
 """Seconds between re-checks of the config version (the propagation bound's main term)."""
-PROPAGATION_BOUND_S = 2.0
-"""The documented bound: a tenancy write is in force fleet-wide within this many seconds."""
 
 
 class _KeyEntry(msgspec.Struct, frozen=True, kw_only=True):
