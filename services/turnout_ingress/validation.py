@@ -15,7 +15,7 @@ from starlette.requests import Request
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import RequestRejected
-from turnout.tenancy import Authenticator, Identity
+from turnout.tenancy.identity import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
