@@ -26,16 +26,16 @@ from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.directory import TenantDirectory, directory_from_env
+from turnout.tenancy.directory import TenantDirectory, directory_from_env
 from turnout.health import Breakers, redis_breakers
-from turnout.jsonlog import scrub_logs
-from turnout.metrics import Metrics
-from turnout.observers import Observers, SpendObserver, route_observers
-from turnout.records import RecordsObserver, RecordWriter
+from turnout.observability.jsonlog import scrub_logs
+from turnout.observability.metrics import Metrics
+from turnout.observability.observers import Observers, SpendObserver, route_observers
+from turnout.observability.records import RecordsObserver, RecordWriter
 from turnout.router import Router
 from turnout.settings import Settings
 from turnout.state.spend_store import SpendLedger
-from turnout.tracing import Telemetry, setup_tracing
+from turnout.observability.tracing import Telemetry, setup_tracing
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -18,7 +18,7 @@ from redis.asyncio import Redis
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.records import csv_header, csv_lines, jsonl_lines, read_rows
+from turnout.observability.records import csv_header, csv_lines, jsonl_lines, read_rows
 from turnout_ingress.validation import authenticate
 from turnout.state.errors import StateUnavailable
 

@@ -29,8 +29,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView
 from turnout.settings import Settings
 from turnout.state.server import answers
-from turnout.tenancy import Identity
-from turnout.tracing import Telemetry
+from turnout.tenancy.identity import Identity
+from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
@@ -116,7 +116,9 @@ def create_app(
             await redis.aclose()
             await listen_redis.aclose()
 
-    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
+    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False)
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)

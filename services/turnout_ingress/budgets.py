@@ -20,7 +20,7 @@ import msgspec
 from turnout.core.budget import Refused, decide, with_strategy
 from turnout.core.spend import KEY_PREFIX, SQUAD_PREFIX
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from starlette.responses import Response
 from turnout.core.deadline import Deadline
 from turnout.errors import RequestRejected
 from turnout.state.queue import IdempotencyConflict
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

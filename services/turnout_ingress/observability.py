@@ -17,7 +17,7 @@ from opentelemetry import trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.runtime import ROLES
-from turnout.telemetry import REQUEST_ID
+from turnout.observability.telemetry import REQUEST_ID
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

@@ -22,8 +22,8 @@ from turnout.config import Config
 from turnout.runtime import build_runtime
 from turnout.settings import Settings
 from turnout.state.queue import JobQueue
-from turnout.telemetry import enqueue_span
-from turnout.tracing import Telemetry
+from turnout.observability.telemetry import enqueue_span
+from turnout.observability.tracing import Telemetry
 from turnout_ingress.limits import Limiter
 
 

@@ -20,12 +20,12 @@ from turnout.answer import answer_of, error_body
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
-from turnout.jsonlog import configure_logging
+from turnout.observability.jsonlog import configure_logging
 from turnout.router import RequestInfo, Router
 from turnout.runtime import Runtime, build_runtime
 from turnout.settings import Settings
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
-from turnout.telemetry import request_span
+from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker

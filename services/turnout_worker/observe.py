@@ -21,10 +21,10 @@ from typing import Any
 from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import start_http_server
 
-from turnout.jsonlog import request_context
+from turnout.observability.jsonlog import request_context
 from turnout.runtime import ROLES, Observation
 from turnout.settings import Settings
-from turnout.telemetry import JOB_RESULT, job_span
+from turnout.observability.telemetry import JOB_RESULT, job_span
 from turnout.wire import JobPayload
 
 log = logging.getLogger("turnout.worker")
