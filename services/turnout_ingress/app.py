@@ -37,6 +37,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
 from turnout.jsonlog import scrub_logs
 from turnout.metrics import Metrics
+from turnout.state.clock_check import ClockSkewCheck
+from turnout.state.fleet import FleetWatch
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
 from turnout.adapters.guarded import make_guarded_client
@@ -72,11 +74,13 @@ class IngressState:
         self.obs = observability.IngressObservability(
             config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
         )
+        self.fleet = FleetWatch(redis)  # the workers' slots and service time: the door's wait estimate
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            tracer=self.obs.telemetry.tracer,
+            tracer=self.obs.telemetry.tracer, fleet=self.fleet,
         )
         self.draining = False
+        self.clock_check = ClockSkewCheck(redis, self.metrics.clock_skew, service=observability.SERVICE_NAME)
         self.limiter = Limiter(redis)
         self.rng = random.Random()
         self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
@@ -140,6 +144,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.clock_check.start()
+        state.fleet.start()
         state.limiter.start()
         state.obs.start()
         await state.keyring.start(listen_redis, bootstrap=True)
@@ -148,6 +154,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.clock_check.stop()
+            await state.fleet.stop()
             await state.limiter.stop()
             await state.obs.stop()
             await state.http.aclose()

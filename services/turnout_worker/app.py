@@ -29,6 +29,7 @@ from turnout.health import redis_breakers
 from turnout.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
+from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
 from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -48,6 +49,7 @@ class WorkerServices(msgspec.Struct, kw_only=True):
     obs: Any = None
     tenancy: Any = None  # turnout.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
     custom_http: Any = None  # the SSRF-guarded client for custom endpoints
+    clock_check: Any = None  # turnout.state.clock_check.ClockSkewCheck
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -68,16 +70,20 @@ async def startup(ctx: dict[str, Any]) -> None:
         credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
         sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
     )
+    clock_check = ClockSkewCheck(ctx["redis"], obs.metrics.clock_skew, service=observe.SERVICE_NAME)
     ctx["turnout"] = WorkerServices(
-        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http
+        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http,
+        clock_check=clock_check,
     )
     obs.start()
+    clock_check.start()
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     """arq shutdown hook: close the upstream client."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
+        await services.clock_check.stop()
         await services.obs.stop()
         await services.http.aclose()
         await services.tenancy.stop()

@@ -11,12 +11,22 @@ trips, re-checking every in-flight job on every scan. Here:
   moves that org to the tail, slot after slot. One org's backlog therefore
   delays another org's job by at most one job per org ahead of it on the
   ring (a slot freeing), never by the backlog's length;
+- a doorbell ring wakes one worker, not all: the ingress pushes one entry
+  per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
+  pops one (`BLPOP`) and picks; a worker with no free slot does not pop, so
+  the entry waits for one that has. The pick removes the entries of the
+  extra jobs it claimed, and all of them once no job waits, so the list
+  stays about one entry per waiting job;
 - a doorbell, and every job's end, fill the free slots at once that way;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
   arq's queue that are in no fair queue (one re-queued after its worker
   died), oldest first, each with the `_CLAIM` script (in-progress check,
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
+- a heartbeat every 2 s publishes the worker's slots and the mean time its
+  recent jobs held a slot (`turnout.state.fleet`), from which the ingress
+  estimates a new job's wait and sheds it at the door when it exceeds the
+  job's budget;
 - a cancel message for a running job cancels its task (the client went away;
   a job claimed here whose function has not started yet skips at start; the
   ingress has already withdrawn a job still queued);
@@ -44,15 +54,24 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
+import socket
+import time
+import uuid
 from typing import Any
 
 from arq.connections import create_pool
 from arq.worker import Worker
 from redis.exceptions import RedisError
 
+from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
+from turnout.state.fleet import FleetBeat
 
 log = logging.getLogger("turnout.worker")
+
+DOORBELL_BLOCK_S = 1
+"""Longest one `BLPOP` on the doorbell blocks (seconds) before it is issued again."""
 
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
@@ -70,9 +89,12 @@ return s
 """
 
 
-# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
+# KEYS: fair ring, queue, doorbell
+# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped
 # Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
 # whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
+# the ones the caller popped) are removed, and all of them once no org has a job waiting.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -100,6 +122,11 @@ while #picked < 2 * want and turns > 0 do
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
 end
+if redis.call('llen', KEYS[1]) == 0 then
+  redis.call('del', KEYS[3])
+elseif #picked / 2 > tonumber(ARGV[5]) then
+  redis.call('ltrim', KEYS[3], #picked / 2 - tonumber(ARGV[5]), -1)
+end
 return picked
 """
 
@@ -123,7 +150,6 @@ class PushWorker(Worker):
         self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._claim_script: Any = None
         self._pick_script: Any = None
@@ -135,6 +161,13 @@ class PushWorker(Worker):
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
+        self._rung = 0  # doorbell entries popped and not yet answered by a pick
+        self._slot_freed = asyncio.Event()
+        self._doorbell: asyncio.Task[None] | None = None
+        self._started_at: dict[str, float] = {}
+        self.service_times = RecentServiceTimes()
+        self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._beat: FleetBeat | None = None
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -153,22 +186,24 @@ class PushWorker(Worker):
         self.ctx["worker"] = self
         if self.on_startup:
             await self.on_startup(self.ctx)
-        self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
+        self._listener = asyncio.create_task(self._listen(), name="turnout-cancel-listener")
+        self._doorbell = asyncio.create_task(self._answer_doorbell(), name="turnout-doorbell")
         self._renewer = asyncio.create_task(self._renew_leases(), name="turnout-lease-renewal")
         self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
+        self._beat = FleetBeat(self.pool, self.fleet_id, self.max_jobs, self.service_times.mean_ms)
+        self._beat.start()
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_delay_s)
-                self._wake.clear()
+                await asyncio.sleep(self.poll_delay_s)
                 try:
                     await self._poll_iteration()
                 except (RedisError, OSError) as exc:
                     log.warning("queue scan failed (%s); retrying", type(exc).__name__)
                     await asyncio.sleep(0.2)
         finally:
-            for task in (self._listener, self._renewer, self._picker):
+            await self._beat.stop()
+            for task in (self._listener, self._doorbell, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -178,17 +213,11 @@ class PushWorker(Worker):
         while True:
             pubsub = self.pool.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL)
+                await pubsub.subscribe(keys.CANCEL_CHANNEL)
                 backoff_s = 0.05
-                self._wake.set()  # catch up on anything enqueued while unsubscribed
                 async for message in pubsub.listen():
-                    if message.get("type") != "message":
-                        continue
-                    channel, job_id = message["channel"], message["data"]
-                    if channel == keys.DOORBELL_CHANNEL.encode():
-                        self._want_pick.set()
-                    else:
-                        self._cancel(job_id.decode())
+                    if message.get("type") == "message":
+                        self._cancel(message["data"].decode())
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -198,6 +227,37 @@ class PushWorker(Worker):
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _free_slots(self) -> int:
+        return self.max_jobs - self.job_counter if self.allow_pick_jobs else 0
+
+    async def _answer_doorbell(self) -> None:
+        """Pop one doorbell entry at a time while a slot is free, and pick for it.
+
+        One enqueue pushes one entry, so one ring wakes one worker. A worker
+        without a free slot waits for one to free (or `poll_delay`) before it
+        pops again; the job that rang is then picked by whoever pops it, by
+        this worker's next job end, or by a scan.
+        """
+        backoff_s = 0.05
+        self._want_pick.set()  # catch up on anything enqueued before this worker started
+        while True:
+            if self._free_slots() <= 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._slot_freed.wait(), self.poll_delay_s)
+                self._slot_freed.clear()
+                continue
+            try:
+                rung = await self.pool.blpop([keys.DOORBELL], timeout=DOORBELL_BLOCK_S)  # type: ignore[misc]
+            except (RedisError, OSError) as exc:
+                log.warning("doorbell lost Redis (%s); retrying", type(exc).__name__)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 1.0)
+                continue
+            backoff_s = 0.05
+            if rung is not None:
+                self._rung += 1
+                self._want_pick.set()
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
@@ -226,15 +286,27 @@ class PushWorker(Worker):
                 log.warning("fair pick failed (%s); the scan will retry", type(exc).__name__)
 
     async def pick_fair(self) -> None:
-        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call."""
+        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call.
+
+        The doorbell entries this worker popped are accounted in the same
+        call; popped with no slot left to fill (a scan took it meanwhile),
+        they are pushed back for another worker.
+        """
         async with self._claiming:
-            free = self.max_jobs - self.job_counter
-            if not self.allow_pick_jobs or free <= 0:
+            free = self._free_slots()
+            rung, self._rung = self._rung, 0
+            if free <= 0:
+                if rung:
+                    await self.pool.lpush(keys.DOORBELL, *["1"] * rung)  # type: ignore[misc]
                 return
-            picked = await self._pick_script(
-                keys=[keys.FAIR_RING, self.queue_name],
-                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
-            )
+            try:
+                picked = await self._pick_script(
+                    keys=[keys.FAIR_RING, self.queue_name, keys.DOORBELL],
+                    args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung],
+                )
+            except BaseException:
+                self._rung += rung  # not answered: the next pick accounts for them
+                raise
             for job_id, score in zip(picked[::2], picked[1::2]):
                 await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
 
@@ -250,11 +322,16 @@ class PushWorker(Worker):
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
+        self._started_at[job_id] = time.monotonic()
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-        task.add_done_callback(lambda _: self._ended())
+        task.add_done_callback(lambda _: self._ended(job_id))
         self.tasks[job_id] = task
 
-    def _ended(self) -> None:
+    def _ended(self, job_id: str | None = None) -> None:
+        started = self._started_at.pop(job_id, None) if job_id is not None else None
+        if started is not None:
+            self.service_times.add((time.monotonic() - started) * 1000)
+        self._slot_freed.set()
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
             self.job_counter -= 1
@@ -282,6 +359,7 @@ class PushWorker(Worker):
         self.job_counter -= 1
         self.sem.release()
         self._want_pick.set()
+        self._slot_freed.set()
         try:
             await asyncio.sleep(delay_s)
         except BaseException:

@@ -38,8 +38,13 @@ def fair_org_key(org: str) -> str:
     return FAIR_ORG_PREFIX + org
 
 
-DOORBELL_CHANNEL = "turnout:doorbell"
-"""Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
+DOORBELL = "turnout:doorbell:rings"
+"""List: one entry per job enqueued and not yet claimed; a worker with a free slot
+pops one (`BLPOP`) and picks, so one ring wakes one worker (`turnout_worker.pickup`)."""
+
+FLEET_WORKERS = "turnout:fleet:workers"
+"""Hash worker id -> `<slots>:<service ms>:<expires ms, Redis time>`: the workers' heartbeats
+(`turnout.state.fleet`), read by the ingress to estimate the queue's wait."""
 
 RESULT_PREFIX = "turnout:result:"
 """String key per job id: the encoded `JobResult`, kept `result_ttl_s`."""

@@ -26,10 +26,10 @@ async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     await queue._push(payload)
 
 
-async def _pick(redis: Redis, free: int) -> list[str]:
+async def _pick(redis: Redis, free: int, rung: int = 0) -> list[str]:
     script = redis.register_script(_PICK)
-    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[free, 10_000, keys.IN_PROGRESS_PREFIX,
-                                                                  keys.FAIR_ORG_PREFIX])
+    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL],
+                       args=[free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung])
     return [j.decode() for j in raw[::2]]
 
 
@@ -59,3 +59,17 @@ async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_c
     assert await redis_client.exists(keys.FAIR_RING, keys.fair_org_key("org-x")) == 0
     await _enqueue(queue, "x3", "org-x")  # an emptied org comes back on the ring
     assert await _pick(redis_client, 5) == ["x3"]
+
+
+async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(5):
+        await _enqueue(queue, f"d{i}", "org-d")
+    assert await redis_client.llen(keys.DOORBELL) == 5  # one ring per job, for one worker each
+    await redis_client.lpop(keys.DOORBELL)  # a worker woke on one ring...
+    assert await _pick(redis_client, 2, rung=1) == ["d0", "d1"]  # ...and filled two slots
+    assert await redis_client.llen(keys.DOORBELL) == 3  # the second job's ring is gone too
+    assert await _pick(redis_client, 1) == ["d2"]  # a job end's pick, no ring popped
+    assert await redis_client.llen(keys.DOORBELL) == 2
+    assert await _pick(redis_client, 9) == ["d3", "d4"]  # nothing waits any more: no ring left
+    assert await redis_client.exists(keys.DOORBELL) == 0
