@@ -17,7 +17,8 @@ trips, re-checking every in-flight job on every scan. Here:
   the entry waits for one that has. The pick removes the entries of the
   extra jobs it claimed, and all of them once no job waits, so the list
   stays about one entry per waiting job;
-- a doorbell, and every job's end, fill the free slots at once that way;
+- a job's end pops the doorbell again: with jobs waiting their entries are
+  there, so the freed slot is filled at once, and with none it costs no pick;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
   arq's queue that are in no fair queue (one re-queued after its worker
   died), oldest first, each with the `_CLAIM` script (in-progress check,
@@ -94,17 +95,22 @@ return s
 # Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
 # whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 # The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
-# the ones the caller popped) are removed, and all of them once no org has a job waiting.
+# the ones the caller popped) are removed, and all of them (stale: a withdrawn job's) once no org has
+# a job waiting and the count did not match.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
 local picked = {}
 local turns = want + redis.call('llen', KEYS[1])
+local drained = false
 while #picked < 2 * want and turns > 0 do
   turns = turns - 1
   local org = redis.call('lpop', KEYS[1])
-  if not org then break end
+  if not org then
+    drained = true
+    break
+  end
   local fair = ARGV[4] .. org
   while true do
     local head = redis.call('zrange', fair, 0, 0)
@@ -122,10 +128,11 @@ while #picked < 2 * want and turns > 0 do
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
 end
-if redis.call('llen', KEYS[1]) == 0 then
-  redis.call('del', KEYS[3])
-elseif #picked / 2 > tonumber(ARGV[5]) then
-  redis.call('ltrim', KEYS[3], #picked / 2 - tonumber(ARGV[5]), -1)
+local extra = #picked / 2 - tonumber(ARGV[5])
+if drained then
+  if extra ~= 0 then redis.call('del', KEYS[3]) end
+elseif extra > 0 then
+  redis.call('ltrim', KEYS[3], extra, -1)
 end
 return picked
 """
@@ -331,13 +338,12 @@ class PushWorker(Worker):
         started = self._started_at.pop(job_id, None) if job_id is not None else None
         if started is not None:
             self.service_times.add((time.monotonic() - started) * 1000)
-        self._slot_freed.set()
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
             self.job_counter -= 1
         else:
             self._release_sem_dec_counter_on_complete()
-        self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
+        self._slot_freed.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
 
     async def sleep_off_slot(self, delay_s: float) -> None:
         """A job's wait (backoff, `Retry-After`) that frees its slot when long.

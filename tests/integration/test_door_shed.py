@@ -117,3 +117,28 @@ async def _warm_up(gw: Gateway) -> None:
 async def _one_short(gw: Gateway) -> list[tuple[httpx.Response, float]]:
     async with httpx.AsyncClient(timeout=30) as client:
         return [await _ask(client, gw, KEY_SHORT)]
+
+
+async def _staggered(gw: Gateway, count: int, gap_s: float) -> list[httpx.Response]:
+    async with httpx.AsyncClient(timeout=60) as client:
+        tasks = []
+        for _ in range(count):
+            tasks.append(asyncio.create_task(_ask(client, gw, KEY_LONG)))
+            await asyncio.sleep(gap_s)  # spacing only orders the arrivals; nothing is timed against it
+        return [r for r, _ in await asyncio.gather(*tasks)]
+
+
+def test_under_a_backlog_jobs_reach_the_upstream_oldest_first(door_gw: Gateway) -> None:
+    gw = door_gw
+    wait_until(lambda: _waiting(gw) == 0, 20, "an idle queue")
+    seen_before = {a["request_id"] for a in gw.sim_log("door~200+1000ms")}
+    responses = asyncio.run(_staggered(gw, 10, 0.05))
+    sent = [r.headers["x-request-id"] for r in responses]
+    calls = sorted((a for a in gw.sim_log("door~200+1000ms") if a["request_id"] not in seen_before),
+                   key=lambda a: int(a["seq"]))  # type: ignore[call-overload]
+    upstream = [a["request_id"] for a in calls]
+    overtakes = [sum(1 for later in sent[i + 1:] if upstream.index(later) < upstream.index(job))
+                 for i, job in enumerate(sent)]
+    print(f"\n10 requests on 2 slots: upstream order {[sent.index(j) for j in upstream]}")
+    assert sorted(upstream) == sorted(sent)
+    assert max(overtakes) <= 1  # two slots fill together: at most its slot-mate goes first, never a later backlog
