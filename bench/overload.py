@@ -124,8 +124,11 @@ def main() -> int:
           f"p99 {_p(shed, 0.99) * 1000:.0f} ms" if shed else "shed: none")
     print(f"admitted (200): {len(admitted)} = {len(admitted) / args.duration:.1f} req/s; latency p50 "
           f"{_p(admitted, 0.5):.2f} s, p99 {_p(admitted, 0.99):.2f} s, max {max(admitted):.2f} s")
-    print(f"queue-depth bound {bound_s:.2f} s; admitted p99 = {_p(admitted, 0.99) / bound_s:.2f} x bound "
-          f"(target <= 2)")
+    queued = [s for status, code, s in results if not (status == 503 and code == "queue_full")]
+    print(f"every request past the door (200, 504, no_worker): {len(queued)}, p99 {_p(queued, 0.99):.2f} s, "
+          f"max {max(queued):.2f} s")
+    print(f"queue-depth bound {bound_s:.2f} s; admitted p99 = {_p(admitted, 0.99) / bound_s:.2f} x bound, "
+          f"past-the-door p99 = {_p(queued, 0.99) / bound_s:.2f} x bound (target <= 2)")
     return 0
 
 

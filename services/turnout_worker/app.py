@@ -173,11 +173,14 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
         strategy=payload.settings.strategy_rule,
     )
+    started = time.monotonic()
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(
             request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
         )
     status, headers, body = answer_of(routed, payload.request_id)
+    if status != 504:  # a job cut by its deadline says nothing of how long serving takes
+        ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))
     return "served" if status == 200 else f"error {status}"
 

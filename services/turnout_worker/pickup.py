@@ -25,9 +25,10 @@ trips, re-checking every in-flight job on every scan. Here:
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
 - a heartbeat every 2 s publishes the worker's slots and the mean time its
-  recent jobs held a slot (`turnout.state.fleet`), from which the ingress
-  estimates a new job's wait and sheds it at the door when it exceeds the
-  job's budget;
+  recent served jobs took (`service_times`, fed by the job function; a job
+  skipped or cut by its deadline does not count) (`turnout.state.fleet`),
+  from which the ingress estimates a new job's wait and sheds it at the door
+  when it cannot be served within the job's budget;
 - a cancel message for a running job cancels its task (the client went away;
   a job claimed here whose function has not started yet skips at start; the
   ingress has already withdrawn a job still queued);
@@ -57,7 +58,6 @@ import contextlib
 import logging
 import os
 import socket
-import time
 import uuid
 from typing import Any
 
@@ -171,8 +171,7 @@ class PushWorker(Worker):
         self._rung = 0  # doorbell entries popped and not yet answered by a pick
         self._slot_freed = asyncio.Event()
         self._doorbell: asyncio.Task[None] | None = None
-        self._started_at: dict[str, float] = {}
-        self.service_times = RecentServiceTimes()
+        self.service_times = RecentServiceTimes()  # fed by the job function: jobs that were served
         self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._beat: FleetBeat | None = None
 
@@ -329,15 +328,11 @@ class PushWorker(Worker):
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
-        self._started_at[job_id] = time.monotonic()
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-        task.add_done_callback(lambda _: self._ended(job_id))
+        task.add_done_callback(lambda _: self._ended())
         self.tasks[job_id] = task
 
-    def _ended(self, job_id: str | None = None) -> None:
-        started = self._started_at.pop(job_id, None) if job_id is not None else None
-        if started is not None:
-            self.service_times.add((time.monotonic() - started) * 1000)
+    def _ended(self) -> None:
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
             self.job_counter -= 1

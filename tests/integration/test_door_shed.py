@@ -1,4 +1,4 @@
-"""Shedding at the door: a job whose expected wait exceeds its budget is refused at once.
+"""Shedding at the door: a job that cannot be served within its budget is refused at once.
 
 Its own fleet (Redis, simulator, one worker with 2 slots, one ingress); the
 model answers after 1 s. One key of the org has the default 30 s budget, the

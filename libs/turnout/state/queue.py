@@ -1,7 +1,7 @@
 """The push path over arq's queue: enqueue with a doorbell, wait without polling.
 
 Owns: the ingress side of a non-streaming job — one Lua round trip that
-checks depth and the expected wait against the job's budget (shedding at the
+checks depth and the expected wait (plus service) against the job's budget (shedding at the
 door, `turnout.core.queue_wait`), stores the job in arq's own format, adds it
 to arq's queue and to its org's fair queue (`turnout_worker.pickup` claims
 round robin across orgs) and rings the doorbell (one entry on a list, which
@@ -53,7 +53,7 @@ JOB_FUNCTION = "chat_completion"
 
 # KEYS: job key, arq result key, queue, turnout result key, the org's fair queue, fair ring, doorbell
 # ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any)
-# Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (expected wait > budget).
+# Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
 # Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
 # ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
 _ENQUEUE = """
@@ -160,7 +160,8 @@ class JobQueue:
         tracer: where the enqueue (PRODUCER) span goes; its W3C context is
             put in `JobPayload.trace` (default: no span, no context).
         fleet: the fleet's capacity (workers' heartbeats); with it, a job whose
-            expected wait exceeds its budget is shed at the door (`queue_full`).
+            expected wait plus one service time exceeds its budget is shed at
+            the door (`queue_full`).
             None: shed on `max_depth` only.
     """
 

@@ -57,11 +57,17 @@ def test_without_a_capacity_estimate_nothing_is_shed_and_the_script_gets_no_limi
     assert max_jobs_ahead(1000, None) == -1
 
 
-def test_a_budget_of_2_s_on_4_slots_of_1_s_jobs_admits_8_ahead() -> None:
+def test_a_budget_of_2_s_on_4_slots_of_1_s_jobs_admits_3_ahead() -> None:
     capacity = FleetCapacity(slots=4, service_ms=1000)
-    assert max_jobs_ahead(2000, capacity) == 8
-    assert not sheds(8, 2000, capacity)
-    assert sheds(9, 2000, capacity)
+    assert max_jobs_ahead(2000, capacity) == 3  # 0.75 s of waiting, 1 s of service, within 90 % of 2 s
+    assert not sheds(3, 2000, capacity)
+    assert sheds(4, 2000, capacity)
+
+
+def test_a_budget_shorter_than_one_service_time_admits_only_an_empty_queue() -> None:
+    capacity = FleetCapacity(slots=4, service_ms=1000)
+    assert max_jobs_ahead(500, capacity) == 0
+    assert sheds(1, 500, capacity)
 
 
 @given(capacities, budgets, st.integers(1, 100_000))
@@ -70,11 +76,11 @@ def test_retry_after_is_at_least_one_second_and_covers_the_excess(
 ) -> None:
     retry_s = shed_retry_after_s(ahead, budget_ms, capacity)
     assert retry_s >= 1
-    assert retry_s * 1000 >= expected_wait_ms(ahead, capacity) - budget_ms
+    assert retry_s * 1000 >= expected_wait_ms(ahead, capacity) + capacity.service_ms - budget_ms
 
 
 def test_retry_after_rounds_the_excess_up() -> None:
-    assert shed_retry_after_s(20, 2000, FleetCapacity(slots=4, service_ms=1000)) == 3  # 5 s wait, 2 s budget
+    assert shed_retry_after_s(18, 2000, FleetCapacity(slots=4, service_ms=1000)) == 4  # 4.5 + 1 s, 1.8 s usable
 
 
 @pytest.mark.parametrize(("own", "others", "ahead"), [

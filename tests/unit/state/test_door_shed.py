@@ -10,7 +10,7 @@ from redis.asyncio import Redis
 
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
-from turnout.core.queue_wait import FleetCapacity, jobs_ahead
+from turnout.core.queue_wait import HEADROOM, FleetCapacity, jobs_ahead
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
 from turnout.state.fleet import FleetBeat, FleetWatch, read_capacity
@@ -49,12 +49,13 @@ async def _fill(redis: Redis, backlog: dict[str, int]) -> None:
 async def test_the_script_counts_jobs_ahead_like_the_core(redis_client: Redis, backlog: dict[str, int]) -> None:
     await _fill(redis_client, backlog)
     expected = jobs_ahead(backlog.get("a", 0), [n for org, n in backlog.items() if org != "a"])
-    # 1 ms per job on one slot: a budget of `expected` ms admits exactly `expected` jobs ahead
+    # 1 s per job on one slot: `expected` jobs ahead, then its own, fit in 90 % of the budget
     capacity = FleetCapacity(slots=1, service_ms=1000)
-    await _queue(redis_client, capacity)._push(_payload("fits", "a", expected + 0.5))
+    boundary_s = (expected + 1) / (1 - HEADROOM)
+    await _queue(redis_client, capacity)._push(_payload("fits", "a", boundary_s + 0.2))
     if expected > 0:
         with pytest.raises(GatewayUnavailable) as shed:
-            await _queue(redis_client, capacity)._push(_payload("late", "a", expected - 0.5))
+            await _queue(redis_client, capacity)._push(_payload("late", "a", boundary_s - 0.2))
         assert shed.value.code == "queue_full"
         assert shed.value.retry_after_s >= 1
 
@@ -64,7 +65,7 @@ async def test_a_shed_job_leaves_nothing_behind_and_others_are_still_admitted(re
     door = _queue(redis_client, FleetCapacity(slots=2, service_ms=1000))  # 10 ahead: a 5 s wait
     with pytest.raises(GatewayUnavailable) as shed:
         await door._push(_payload("short", "a", 2))
-    assert (shed.value.code, shed.value.retry_after_s) == ("queue_full", 4)  # 5 s wait - ~2 s budget, rounded up
+    assert (shed.value.code, shed.value.retry_after_s) == ("queue_full", 5)  # 5 s wait + 1 s - 90 % of ~2 s, rounded up
     assert await redis_client.exists(keys.JOB_PREFIX + "short") == 0
     assert await redis_client.zscore(keys.QUEUE, "short") is None
     assert await redis_client.llen(keys.DOORBELL) == 10
