@@ -37,7 +37,7 @@ from turnout.errors import GatewayUnavailable
 from turnout.state import keys
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.fleet import FleetWatch
-from turnout.telemetry import enqueue_span
+from turnout.observability.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
 log = logging.getLogger("turnout.queue")

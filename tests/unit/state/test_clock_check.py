@@ -8,7 +8,7 @@ import logging
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from turnout.metrics import Metrics
+from turnout.observability.metrics import Metrics
 from turnout.state.clock_check import ClockSkewCheck
 
 REDIS_S = 1_800_000_000
