@@ -95,8 +95,9 @@ return s
 # Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
 # whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 # The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
-# the ones the caller popped) are removed, and all of them (stale: a withdrawn job's) once no org has
-# a job waiting and the count did not match.
+# the ones the caller popped) are removed, popped ones left unanswered while jobs still wait are put
+# back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
+# did not match.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -133,6 +134,8 @@ if drained then
   if extra ~= 0 then redis.call('del', KEYS[3]) end
 elseif extra > 0 then
   redis.call('ltrim', KEYS[3], extra, -1)
+else
+  for _ = 1, -extra do redis.call('lpush', KEYS[3], '1') end
 end
 return picked
 """
@@ -169,7 +172,7 @@ class PushWorker(Worker):
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
         self._rung = 0  # doorbell entries popped and not yet answered by a pick
-        self._slot_freed = asyncio.Event()
+        self._pop_again = asyncio.Event()  # a slot freed or popped entries were answered: the doorbell may pop
         self._doorbell: asyncio.Task[None] | None = None
         self.service_times = RecentServiceTimes()  # fed by the job function: jobs that were served
         self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -248,10 +251,10 @@ class PushWorker(Worker):
         backoff_s = 0.05
         self._want_pick.set()  # catch up on anything enqueued before this worker started
         while True:
-            if self._free_slots() <= 0:
+            if self._free_slots() - self._rung <= 0:  # every free slot already has a popped entry
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._slot_freed.wait(), self.poll_delay_s)
-                self._slot_freed.clear()
+                    await asyncio.wait_for(self._pop_again.wait(), self.poll_delay_s)
+                self._pop_again.clear()
                 continue
             try:
                 rung = await self.pool.blpop([keys.DOORBELL], timeout=DOORBELL_BLOCK_S)  # type: ignore[misc]
@@ -299,22 +302,28 @@ class PushWorker(Worker):
         they are pushed back for another worker.
         """
         async with self._claiming:
-            free = self._free_slots()
-            rung, self._rung = self._rung, 0
-            if free <= 0:
-                if rung:
-                    await self.pool.lpush(keys.DOORBELL, *["1"] * rung)  # type: ignore[misc]
-                return
             try:
-                picked = await self._pick_script(
-                    keys=[keys.FAIR_RING, self.queue_name, keys.DOORBELL],
-                    args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung],
-                )
-            except BaseException:
-                self._rung += rung  # not answered: the next pick accounts for them
-                raise
-            for job_id, score in zip(picked[::2], picked[1::2]):
-                await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
+                await self._pick_fair()
+            finally:
+                self._pop_again.set()
+
+    async def _pick_fair(self) -> None:
+        free = self._free_slots()
+        rung, self._rung = self._rung, 0
+        if free <= 0:
+            if rung:
+                await self.pool.lpush(keys.DOORBELL, *["1"] * rung)  # type: ignore[misc]
+            return
+        try:
+            picked = await self._pick_script(
+                keys=[keys.FAIR_RING, self.queue_name, keys.DOORBELL],
+                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung],
+            )
+        except BaseException:
+            self._rung += rung  # not answered: the next pick accounts for them
+            raise
+        for job_id, score in zip(picked[::2], picked[1::2]):
+            await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
@@ -338,7 +347,7 @@ class PushWorker(Worker):
             self.job_counter -= 1
         else:
             self._release_sem_dec_counter_on_complete()
-        self._slot_freed.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
+        self._pop_again.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
 
     async def sleep_off_slot(self, delay_s: float) -> None:
         """A job's wait (backoff, `Retry-After`) that frees its slot when long.
@@ -360,7 +369,7 @@ class PushWorker(Worker):
         self.job_counter -= 1
         self.sem.release()
         self._want_pick.set()
-        self._slot_freed.set()
+        self._pop_again.set()
         try:
             await asyncio.sleep(delay_s)
         except BaseException:

@@ -73,3 +73,12 @@ async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis)
     assert await redis_client.llen(keys.DOORBELL) == 2
     assert await _pick(redis_client, 9) == ["d3", "d4"]  # nothing waits any more: no ring left
     assert await redis_client.exists(keys.DOORBELL) == 0
+
+
+async def test_doorbell_entries_popped_beyond_the_free_slots_go_back(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(4):
+        await _enqueue(queue, f"e{i}", "org-e")
+    await redis_client.lpop(keys.DOORBELL, 3)  # a worker popped three rings but has one free slot
+    assert await _pick(redis_client, 1, rung=3) == ["e0"]
+    assert await redis_client.llen(keys.DOORBELL) == 3  # the two unanswered rings are back: one per waiting job
