@@ -29,6 +29,8 @@ from starlette.responses import Response
 
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
+from turnout.catalog_live import LiveCatalog
+from turnout.catalog_watch import attach as attach_catalog
 from turnout.config import Config
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
 from turnout.core.preferences import Preferences
@@ -63,14 +65,14 @@ class IngressState:
 
     def __init__(self, config: Config, redis: Redis, listen_redis: Redis, telemetry: Telemetry | None = None) -> None:
         self.config = config
-        self.catalog = Catalog(config)
+        self.catalogs = LiveCatalog(config)  # models and providers: Redis, swapped whole on change
         self.keyring = directory_from_env(config, redis)  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
         self.redis = redis
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
         self.metrics = Metrics()
         self.obs = observability.IngressObservability(
-            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
+            config, redis, self.catalogs, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
         )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
@@ -79,14 +81,20 @@ class IngressState:
         self.draining = False
         self.limiter = Limiter(redis)
         self.rng = random.Random()
-        self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
+        self.breakers = redis_breakers(config, redis, self.catalogs, metrics=self.metrics, rng=self.rng)
+        self.catalog_watch = attach_catalog(self.catalogs, redis, config, directory=self.keyring, breakers=self.breakers)
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
         self.obs.instrument(self.http)
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
         self.router = Router(
-            catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
+            catalog=self.catalogs, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
             credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
         )
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now (`turnout.catalog_live`)."""
+        return self.catalogs.current
 
 
 async def _check_plan(
@@ -142,6 +150,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         await state.queue.start()
         state.limiter.start()
         state.obs.start()
+        await state.catalog_watch.start(listen_redis)
         await state.keyring.start(listen_redis, bootstrap=True)
         try:
             yield
@@ -152,6 +161,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             await state.obs.stop()
             await state.http.aclose()
             await state.keyring.stop()
+            await state.catalog_watch.stop()
             await state.custom_http.aclose()
             await redis.aclose()
             await listen_redis.aclose()
