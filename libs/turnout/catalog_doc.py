@@ -158,3 +158,20 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
         for name, p in doc.providers.items()
     }
     return with_catalog(file, providers, doc.models, check=check)
+
+
+def rotate_keys(doc: CatalogDoc, vault: Vault) -> tuple[CatalogDoc, int]:
+    """`doc` with every sealed provider key re-sealed under the vault's newest key, and how many
+    (README "Secrets and the SSRF guard": `turnout admin rotate-secrets`).
+
+    Raises:
+        VaultUnavailable / SecretUnreadable: a sealed key no configured key opens.
+    """
+    providers = {
+        name: msgspec.structs.replace(p, key=KeyRef(source="sealed", sealed=vault.rotate(
+            p.key.sealed, platform_key_binding(name))))
+        if p.key is not None and p.key.sealed is not None else p
+        for name, p in doc.providers.items()
+    }
+    count = sum(p.key is not None and p.key.sealed is not None for p in doc.providers.values())
+    return (msgspec.structs.replace(doc, providers=providers), count) if count else (doc, 0)

@@ -321,4 +321,5 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         for org in orgs:
             rotated[org] = await api._update(org, lambda doc: rotate_secrets(doc, api.directory.vault)
                                              if doc is not None else (None, 0))
-        return ok({"rotated": rotated, "total": sum(rotated.values())})
+        catalog = await catalog_admin.rotated(state.catalog_watch)  # the operator's provider keys
+        return ok({"rotated": rotated, "catalog": catalog, "total": sum(rotated.values()) + catalog})

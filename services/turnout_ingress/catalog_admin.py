@@ -26,12 +26,13 @@ from fastapi import FastAPI, Request
 from redis.exceptions import RedisError
 from starlette.responses import Response
 
-from turnout.catalog_doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding
+from turnout.catalog_doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
 from turnout.config import ModelConfig, ProviderKind
-from turnout.errors import ConfigError, GatewayUnavailable
+from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.tenant_admin import AdminError, decode, invalid, not_found
 from turnout_ingress.admin_access import AdminAPI, ok, rejected, seal, secret_fit
+from turnout.vault import SecretUnreadable, VaultUnavailable
 from turnout_ingress.audit import audit_fields
 from turnout_ingress.validation import read_body
 
@@ -162,6 +163,27 @@ def _without(doc: CatalogDoc, field: str, what: str, name: str) -> CatalogDoc:
     if name not in entries:
         raise AdminError(404, f"no {what} {name!r} in the catalog", code="not_found", param=what)
     return msgspec.structs.replace(doc, **{field: {k: v for k, v in entries.items() if k != name}})
+
+
+async def rotated(watch: "CatalogWatch") -> int:
+    """Re-seal every sealed provider key of the catalog under the newest `TURNOUT_SECRET_KEY`; how many.
+
+    Raises:
+        RequestRejected: 409 when a key does not open (nothing written).
+        GatewayUnavailable: 503 when the write failed (nothing written).
+    """
+    try:
+        _, count, version = await watch.store.update(
+            lambda doc: rotate_keys(doc, watch.vault) if doc is not None else (None, 0)
+        )
+    except (VaultUnavailable, SecretUnreadable) as exc:
+        raise RequestRejected(409, f"catalog: {exc}", error_type="conflict_error",
+                              code="secret_key_unavailable") from None
+    except (RedisError, OSError, CatalogConflict) as exc:
+        raise _unavailable() from exc
+    if version is not None:
+        await watch.refresh()
+    return count
 
 
 def _unavailable() -> GatewayUnavailable:

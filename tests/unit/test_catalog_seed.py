@@ -8,7 +8,7 @@ import pytest
 from turnout.catalog import Catalog
 from turnout.catalog_doc import (
     CatalogDoc, KeyRef, ProviderEntry, config_of, doc_decoder, doc_encoder, doc_from_config, file_digest,
-    platform_key_binding, resolve_key, same_catalog,
+    platform_key_binding, resolve_key, rotate_keys, same_catalog,
 )
 from turnout.catalog_live import LiveCatalog
 from turnout.catalog_seed import decide
@@ -154,3 +154,18 @@ def test_a_swap_replaces_the_whole_catalog_and_tells_the_listeners() -> None:
     assert set(swapped.models) == {"m2"}
     assert set(before.models) == {"m1", "m2"}  # a request holding the old snapshot keeps it whole
     assert seen == [(smaller, swapped)]
+
+
+def test_rotation_reseals_every_sealed_key_under_the_newest_vault_key() -> None:
+    old_key = generate_key()
+    old = Vault([old_key])
+    doc = msgspec.structs.replace(doc_from_config(FILE, old), providers={
+        **doc_from_config(FILE, old).providers,
+        "b": ProviderEntry(kind="openai", base_url="https://b.example/v1", key=KeyRef(source="env", name="B"))})
+    new_key = generate_key()
+    both = Vault([new_key, old_key])
+    rotated, count = rotate_keys(doc, both)
+    assert count == 1
+    assert rotated.providers["b"] == doc.providers["b"]  # a reference is left alone
+    assert resolve_key("a", rotated.providers["a"].key, FILE, {}, Vault([new_key])) == "sk-file-key-a-0001"
+    assert rotate_keys(doc_from_config(FILE, NO_VAULT), both) == (doc_from_config(FILE, NO_VAULT), 0)
