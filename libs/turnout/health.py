@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from turnout.catalog import CatalogSource
     from turnout.config import Config
-    from turnout.metrics import Metrics
+    from turnout.observability.metrics import Metrics
 
 log = logging.getLogger("turnout.breaker")
 
@@ -242,7 +242,7 @@ class Breakers:
         self._outage_logged_at = float("-inf")
 
     def use_sole_targets(self, sole_targets: frozenset[str]) -> None:
-        """Take the sole offers of a new catalog (`turnout.catalog_live`); breaker state is kept."""
+        """Take the sole offers of a new catalog (`turnout.catalog.live`); breaker state is kept."""
         self._sole = sole_targets
 
     def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:

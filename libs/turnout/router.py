@@ -20,7 +20,7 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
-from turnout.byok import CredentialSource, ResolvedCall, resolve_call
+from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog, CatalogSource
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig
@@ -122,7 +122,7 @@ class Router:
 
     Args:
         catalog: models, offers and providers: a fixed `Catalog` or the live one
-            (`turnout.catalog_live`). `plan` and `route` each read it once
+            (`turnout.catalog.live`). `plan` and `route` each read it once
             (or take the caller's snapshot) and keep it for the whole call.
         http: the process's shared upstream client.
         breakers: fleet-wide breakers and health (default: in-memory, for

@@ -6,7 +6,7 @@ catalog and validates it with the file's rules (`turnout.config.with_catalog`)
 before the write, so a refused edit changes nothing (400 naming the field,
 e.g. `models.m.offers[0].provider: unknown provider 'x'`), and an accepted
 one is in force on every ingress and worker within 2 s
-(`turnout.catalog_watch`). Provider keys are stored sealed or as a
+(`turnout.catalog.watch`). Provider keys are stored sealed or as a
 reference, never shown (a read shows the source and the last characters).
 
     GET    /admin/v1/catalog                          the catalog in Redis and its version
@@ -26,18 +26,18 @@ from fastapi import FastAPI, Request
 from redis.exceptions import RedisError
 from starlette.responses import Response
 
-from turnout.catalog_doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
 from turnout.config import ModelConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
-from turnout.tenant_admin import AdminError, decode, invalid, not_found
+from turnout.tenancy.admin import AdminError, decode, invalid, not_found
 from turnout_ingress.admin_access import AdminAPI, ok, rejected, seal, secret_fit
-from turnout.vault import SecretUnreadable, VaultUnavailable
+from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
 from turnout_ingress.audit import audit_fields
 from turnout_ingress.validation import read_body
 
 if TYPE_CHECKING:
-    from turnout.catalog_watch import CatalogWatch
+    from turnout.catalog.watch import CatalogWatch
 
 MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/catalog"

@@ -6,15 +6,15 @@ import msgspec
 import pytest
 
 from turnout.catalog import Catalog
-from turnout.catalog_doc import (
+from turnout.catalog.doc import (
     CatalogDoc, KeyRef, ProviderEntry, config_of, doc_decoder, doc_encoder, doc_from_config, file_digest,
     platform_key_binding, resolve_key, rotate_keys, same_catalog,
 )
-from turnout.catalog_live import LiveCatalog
-from turnout.catalog_seed import decide
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.seed import decide
 from turnout.config import Config, ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
-from turnout.vault import Vault, generate_key
+from turnout.tenancy.vault import Vault, generate_key
 
 FILE = parse_config("""
 providers:

@@ -8,7 +8,7 @@ import httpx
 import msgspec
 import pytest
 
-from turnout.catalog_live import LiveCatalog
+from turnout.catalog.live import LiveCatalog
 from turnout.config import Config, ProviderConfig, parse_config
 from turnout.core.plan import RoutingSettings, UnknownModel
 from turnout.router import RequestInfo, Router

@@ -1,7 +1,7 @@
 """Following a document kept in Redis: a subscription plus a periodic version re-check.
 
 Owns: the one loop the tenant directory (`turnout.directory`) and the
-catalog (`turnout.catalog_watch`) keep their snapshots fresh with: subscribe
+catalog (`turnout.catalog.watch`) keep their snapshots fresh with: subscribe
 to the invalidation channel, run a one-time step (the file's bootstrap),
 refresh, tell the caller it is ready, then refresh on every message and at
 least every `poll_s` (a dropped message is caught by the re-check). A lost

@@ -10,14 +10,14 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from turnout.catalog_doc import CatalogDoc, doc_encoder, doc_from_config
-from turnout.catalog_live import LiveCatalog
-from turnout.catalog_seed import seed
-from turnout.catalog_watch import CatalogWatch
+from turnout.catalog.doc import CatalogDoc, doc_encoder, doc_from_config
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.seed import seed
+from turnout.catalog.watch import CatalogWatch
 from turnout.config import parse_config
 from turnout.state import keys
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
-from turnout.vault import Vault, generate_key
+from turnout.tenancy.vault import Vault, generate_key
 
 from support.waiting import eventually
 

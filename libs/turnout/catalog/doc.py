@@ -26,7 +26,7 @@ from typing import Literal
 import msgspec
 
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
-from turnout.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
+from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
 
 log = logging.getLogger("turnout.catalog")
 
@@ -102,8 +102,10 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
     for name, p in config.raw.providers.items():
         key: KeyRef | None = None
         if p.api_key:
-            key = (KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
-                   if vault.available else KeyRef(source="file"))
+            try:
+                key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
+            except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
+                key = KeyRef(source="file")
         providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key)
     return CatalogDoc(providers=providers, models=dict(config.raw.models), origin="file",
                       file_digest=file_digest(config))

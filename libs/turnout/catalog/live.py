@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from turnout.catalog import Catalog
+from turnout.catalog.snapshot import Catalog
 from turnout.config import Config
 
 log = logging.getLogger("turnout.catalog")

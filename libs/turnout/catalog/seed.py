@@ -24,11 +24,11 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from turnout.catalog_doc import CatalogDoc, doc_from_config, file_digest, same_catalog
+from turnout.catalog.doc import CatalogDoc, doc_from_config, file_digest, same_catalog
 from turnout.config import Config
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
 from turnout.state.tenant_store import CAS_ATTEMPTS
-from turnout.vault import Vault
+from turnout.tenancy.vault import Vault
 
 log = logging.getLogger("turnout.catalog")
 
@@ -43,7 +43,7 @@ def decide(doc: CatalogDoc | None, digest: str, known: bool, *, force: bool) -> 
 
     Args:
         doc: the catalog in Redis (None: none yet).
-        digest: the file's digest (`turnout.catalog_doc.file_digest`).
+        digest: the file's digest (`turnout.catalog.doc.file_digest`).
         known: the digest was applied before.
         force: the operator asked for the file (rule 2).
     """

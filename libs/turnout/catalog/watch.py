@@ -1,11 +1,11 @@
 """Keeping a process's catalog in step with Redis (the shape of `turnout.directory`'s watch).
 
-Owns: applying the bootstrap rule at start (`turnout.catalog_seed`), then a
+Owns: applying the bootstrap rule at start (`turnout.catalog.seed`), then a
 subscription to the catalog channel that re-reads the catalog as soon as it
 is written, and a re-check of the catalog version every `POLL_S` that
 catches anything the subscription missed (pub/sub may drop a message, e.g.
 across a reconnect); each new version is swapped in whole
-(`turnout.catalog_live`). Also `attach`: what a process wires to a swap.
+(`turnout.catalog.live`). Also `attach`: what a process wires to a swap.
 
 Propagation bound: a catalog write is in force in every connected process
 within `POLL_S` (0.5 s) + one Redis round trip, typically milliseconds
@@ -24,19 +24,19 @@ from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 
-from turnout.catalog import Catalog
-from turnout.catalog_doc import CatalogDoc, config_of
-from turnout.catalog_live import LiveCatalog
-from turnout.catalog_seed import FROM_FILE_ENV, seed
+from turnout.catalog.snapshot import Catalog
+from turnout.catalog.doc import CatalogDoc, config_of
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.seed import FROM_FILE_ENV, seed
 from turnout.config import Config
 from turnout.errors import ConfigError
 from turnout.state import keys
 from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
-from turnout.vault import Vault
+from turnout.tenancy.vault import Vault
 
 if TYPE_CHECKING:
-    from turnout.directory import TenantDirectory
+    from turnout.tenancy.directory import TenantDirectory
     from turnout.health import Breakers
 
 log = logging.getLogger("turnout.catalog")

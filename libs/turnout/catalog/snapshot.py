@@ -1,7 +1,7 @@
 """Catalog: the routable view of a validated configuration.
 
 Owns: model id -> targets, provider name -> how to reach it, prices. Built
-from a `Config` (the file's, or the one in Redis: `turnout.catalog_live`);
+from a `Config` (the file's, or the one in Redis: `turnout.catalog.live`);
 read-only afterwards: a change builds a new `Catalog` and swaps it whole.
 Must not import: services, FastAPI, arq, httpx.
 """
@@ -87,7 +87,7 @@ class Catalog:
 
 class CatalogSource(Protocol):
     """Where a process reads the catalog in force: a fixed `Catalog`, or the live one
-    kept in step with Redis (`turnout.catalog_live.LiveCatalog`).
+    kept in step with Redis (`turnout.catalog.live.LiveCatalog`).
 
     Read `current` once per request and keep that snapshot for the whole
     request: a swap never mixes two catalogs inside one plan.
