@@ -3,7 +3,7 @@
 Real redis-server, simulator, one ingress and two arq workers, the official
 `openai` SDK. Each figure is measured from the admin write's answer to the
 first moment every path agrees (polled every 20 ms, deadline 2 s: the
-documented propagation bound, `turnout.catalog.watch.PROPAGATION_BOUND_S`).
+documented propagation bound, README "Catalog: models and providers at run time").
 """
 
 from __future__ import annotations

@@ -154,6 +154,7 @@ def test_a_swap_replaces_the_whole_catalog_and_tells_the_listeners() -> None:
     assert set(swapped.models) == {"m2"}
     assert set(before.models) == {"m1", "m2"}  # a request holding the old snapshot keeps it whole
     assert seen == [(smaller, swapped)]
+    assert swapped.prices.keys() == before.prices.keys()  # an attempt in flight on a removed model is priced
 
 
 def test_rotation_reseals_every_sealed_key_under_the_newest_vault_key() -> None:

@@ -8,7 +8,8 @@ snapshot — never edited in place — and the listeners told of each swap
 Atomicity: a request reads `current` once (the router's `plan` / `route`
 take that snapshot) and keeps it to the end, so it sees the old or the new
 catalog, never a mix; a request in flight finishes on the catalog it
-started with. Breaker state of removed targets stays in Redis (harmless).
+started with (a removed target's price stays known, so its attempts are
+still priced). Breaker state of removed targets stays in Redis (harmless).
 Must not import: services, FastAPI, arq, httpx.
 """
 
@@ -63,6 +64,9 @@ class LiveCatalog:
             The new catalog.
         """
         catalog = Catalog(config)  # built before anything changes: the swap itself is one assignment
+        # an attempt still in flight on a removed target is priced as its catalog priced it (records, spend);
+        # prices are read only for targets a plan chose, so a removed target's price is never routed by
+        catalog.prices = {**self.current.prices, **catalog.prices}
         self._state = (catalog, config, version)
         for listener in self._listeners:
             try:

@@ -42,9 +42,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("turnout.catalog")
 
 POLL_S = 0.5
-"""Seconds between re-checks of the catalog version (the propagation bound's main term)."""
-PROPAGATION_BOUND_S = 2.0
-"""The documented bound: a catalog write is in force fleet-wide within this many seconds."""
+"""Seconds between re-checks of the catalog version (the propagation bound's main term; bound: 2 s)."""
 
 
 class CatalogWatch:
