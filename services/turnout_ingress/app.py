@@ -98,13 +98,16 @@ class IngressState:
 
 
 async def _check_plan(
-    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences()
+    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences(),
+    catalog: Catalog | None = None,
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
     an unknown model (404), preferences that leave no offer (400) or a plan
-    whose every target is OPEN (503)."""
+    whose every target is OPEN (503); `catalog`: the request's snapshot (default: the one in force)."""
     try:
-        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org, preferences)
+        plan, view = await state.router.plan(
+            model, identity.settings, identity.policy, identity.org, preferences, catalog=catalog
+        )
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
     except NoMatchingOffer as exc:
@@ -187,12 +190,14 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         body = parse_chat_request(raw)
         preferences = take_preferences(body)
         identity = await budgeted(state, identity)
-        plan, view = await _check_plan(state, body["model"], identity, preferences)
+        catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
+        plan, view = await _check_plan(state, body["model"], identity, preferences, catalog)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
             return await state.limiter.answer(held, stream_once(
                 state, request.headers.get("idempotency-key"), raw, identity, request_id,
-                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view,
+                                     catalog=catalog)))
         return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id, preferences))
 
     async def _queued(
