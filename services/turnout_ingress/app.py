@@ -237,6 +237,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             preferences=preferences,
             deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
+            catalog_version=state.catalogs.version,
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
         if submit is None:

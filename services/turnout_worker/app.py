@@ -7,6 +7,7 @@ gone or already answered, route it, store and publish the answer.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -16,6 +17,7 @@ from typing import Any
 import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
+from redis.exceptions import RedisError
 
 from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
@@ -128,6 +130,15 @@ async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
     return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
 
 
+async def _catch_up(services: WorkerServices, version: int) -> None:
+    """Read the catalog now when the job was accepted on a newer one than this worker's (else the
+    watch brings it within 2 s); an unreachable Redis leaves the catalog in force."""
+    watch = services.catalog_watch
+    if watch is not None and version > watch.live.version:
+        with contextlib.suppress(RedisError, OSError):
+            await watch.refresh()
+
+
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
@@ -149,6 +160,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
     rid = payload.request_id
+    await _catch_up(services, payload.catalog_version)
     catalog = services.router.catalog  # this job's catalog to its end, whatever changes meanwhile
     try:
         plan, view = await services.router.plan(
