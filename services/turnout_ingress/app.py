@@ -156,7 +156,9 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             await redis.aclose()
             await listen_redis.aclose()
 
-    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
+    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False)
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)

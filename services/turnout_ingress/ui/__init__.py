@@ -141,6 +141,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         return register
 
     @app.get("/ui", include_in_schema=False)
+    @app.get("/ui/", include_in_schema=False)  # typed by hand in a browser; the app does not redirect slashes
     async def ui_root() -> Response:
         return RedirectResponse("/ui/activity", status_code=303)
 
