@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import types
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
@@ -23,7 +21,7 @@ import yaml
 from turnout.config_errors import collect, report
 from turnout.core.breaker import BreakerSettings
 from turnout.core.ordering import OrderName, PriceMix
-from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
+from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url
@@ -210,7 +208,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     providers: dict[str, ProviderConfig]
     models: dict[str, ModelConfig]
-    policy: dict[str, Any] = {}
+    policy: PolicyOverrides = PolicyOverrides()
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
@@ -339,10 +337,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
         errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
         raise ConfigError(report(errors), errors) from exc
-    try:
-        policy = merge_policy(Policy(), raw.policy)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"policy.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+    policy = merge_policy(Policy(), raw.policy)
     _validate(raw, policy)
     return Config(raw=raw, policy=policy, source=source)
 
@@ -363,12 +358,8 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     return parse_config(text, env=env, source=str(p))
 
 
-def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings: Ceilings) -> None:
-    try:
-        merged = merge_policy(base, partial)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
-    _, clamps = clamp_policy(merged, ceilings)
+def _check_policy(path: str, partial: PolicyOverrides, base: Policy, ceilings: Ceilings) -> None:
+    _, clamps = clamp_policy(merge_policy(base, partial), ceilings)
     if clamps:
         c = clamps[0]
         raise ConfigError(f"{path}.{c.path}: {c.requested} is outside the allowed range (at most/least {c.applied})")
@@ -420,12 +411,12 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_models(sub, list(models), raw.models, org)
         if name == "fallbacks":
             _check_cycles(f"{path}.{name}", model_map)
-    if isinstance(settings.policy, dict):
+    if isinstance(settings.policy, PolicyOverrides):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
-        fallback = settings.policy.get("fallback")
-        listed = fallback.get("models") if isinstance(fallback, dict) else None
-        if isinstance(listed, list):  # the same check as `settings.fallbacks`
-            _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
+        fallback = settings.policy.fallback
+        if isinstance(fallback, FallbackOverrides) and isinstance(fallback.models, tuple):
+            # the same check as `settings.fallbacks`
+            _check_models(f"{path}.policy.fallback.models", list(fallback.models), raw.models, org)
     if isinstance(settings.strategy, list):
         names: set[str] = set()
         for i, rule in enumerate(settings.strategy):
@@ -480,8 +471,6 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if clamps:
         c = clamps[0]
         raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
-    if not isinstance(policy.fallback.models, tuple):
-        raise ConfigError("policy.fallback.models: must be a list of models")
     _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)
     seen_keys: set[str] = set()
     for org_name, org in raw.orgs.items():
