@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 import pytest
 
-from turnout.config import ConfigError, parse_config
+from turnout.config import parse_config
+from turnout.errors import ConfigError
 from turnout.config_errors import MAX_ERRORS, collect, report
 
 TWO_MISPLACED = """
