@@ -24,6 +24,8 @@ gateway key's secret only in the answer that creates it.
     secrets         POST /admin/v1/secrets/rotate (operator)
     records         GET /admin/v1/logs/export?format=jsonl|csv&since=…&until=… (admin key)
     audit_export    GET /admin/v1/audit/export?since=…&until=… (operator)
+    catalog         GET /admin/v1/catalog    PUT|DELETE /admin/v1/catalog/models/{model}
+                    PUT|DELETE /admin/v1/catalog/providers/{provider}    models and providers (operator)
 
 Every write is recorded in the audit log (`turnout_ingress.admin.audit`).
 """
@@ -40,7 +42,7 @@ from turnout.state.audit_log import AuditLog
 from turnout.tenancy.admin import AdminError
 from turnout.tenancy.directory import OPERATOR_KEY_ENV
 from turnout_ingress.admin import (
-    audit_export, endpoints, keys, orgs, provider_keys, records, secrets, settings, spend, squads,
+    audit_export, catalog, endpoints, keys, orgs, provider_keys, records, secrets, settings, spend, squads,
 )
 from turnout_ingress.admin.access import AdminAPI, rejected
 from turnout_ingress.admin.audit import AuditMiddleware
@@ -60,6 +62,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     endpoints.router,
     secrets.router,
     audit_export.router,
+    catalog.router,
 )
 """Every admin resource's router, included in this order."""
 
