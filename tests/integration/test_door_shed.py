@@ -137,7 +137,7 @@ def test_under_a_backlog_jobs_reach_the_upstream_oldest_first(door_gw: Gateway) 
     sent = [r.headers["x-request-id"] for r in responses]
     calls = sorted((a for a in gw.sim_log("door~200+1000ms") if a["request_id"] not in seen_before),
                    key=lambda a: int(a["seq"]))  # type: ignore[call-overload]
-    upstream = [a["request_id"] for a in calls]
+    upstream = [str(a["request_id"]) for a in calls]
     overtakes = [sum(1 for later in sent[i + 1:] if upstream.index(later) < upstream.index(job))
                  for i, job in enumerate(sent)]
     # a freed slot is filled from the doorbell at once: the next call starts right after an earlier one ends

@@ -4,6 +4,8 @@ count of jobs ahead, its decision, and the fleet heartbeats the estimate comes f
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable
+from typing import cast
 
 import pytest
 from redis.asyncio import Redis
@@ -68,7 +70,7 @@ async def test_a_shed_job_leaves_nothing_behind_and_others_are_still_admitted(re
     assert (shed.value.code, shed.value.retry_after_s) == ("queue_full", 5)  # 5 s wait + 1 s - 90 % of ~2 s, rounded up
     assert await redis_client.exists(keys.JOB_PREFIX + "short") == 0
     assert await redis_client.zscore(keys.QUEUE, "short") is None
-    assert await redis_client.llen(keys.DOORBELL) == 10
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 10
     await door._push(_payload("long", "a", 30))  # its budget covers the wait
     await door._push(_payload("other-org", "b", 2))  # a new org is one job per org from the head
     assert await redis_client.zcard(keys.QUEUE) == 12
@@ -96,6 +98,6 @@ async def test_heartbeats_make_the_fleet_capacity_and_leave_on_stop(redis_client
 
 
 async def test_a_stale_heartbeat_does_not_count(redis_client: Redis) -> None:
-    await redis_client.hset(keys.FLEET_WORKERS, mapping={"gone": "50:10:1000", "bad": "x"})
+    await cast(Awaitable[int], redis_client.hset(keys.FLEET_WORKERS, mapping={"gone": "50:10:1000", "bad": "x"}))
     assert await read_capacity(redis_client) is None
-    assert await redis_client.hkeys(keys.FLEET_WORKERS) == []  # long-expired and malformed beats are removed
+    assert await cast(Awaitable[list[bytes]], redis_client.hkeys(keys.FLEET_WORKERS)) == []  # long-expired and malformed beats are removed

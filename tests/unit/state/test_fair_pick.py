@@ -68,12 +68,12 @@ async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis)
     queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
     for i in range(5):
         await _enqueue(queue, f"d{i}", "org-d")
-    assert await redis_client.llen(keys.DOORBELL) == 5  # one ring per job, for one worker each
-    await redis_client.lpop(keys.DOORBELL)  # a worker woke on one ring...
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 5  # one ring per job, for one worker each
+    await cast(Awaitable[bytes], redis_client.lpop(keys.DOORBELL))  # a worker woke on one ring...
     assert await _pick(redis_client, 2, rung=1) == ["d0", "d1"]  # ...and filled two slots
-    assert await redis_client.llen(keys.DOORBELL) == 3  # the second job's ring is gone too
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the second job's ring is gone too
     assert await _pick(redis_client, 1) == ["d2"]  # a job end's pick, no ring popped
-    assert await redis_client.llen(keys.DOORBELL) == 2
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 2
     assert await _pick(redis_client, 9) == ["d3", "d4"]  # nothing waits any more: no ring left
     assert await redis_client.exists(keys.DOORBELL) == 0
 
@@ -82,6 +82,6 @@ async def test_doorbell_entries_popped_beyond_the_free_slots_go_back(redis_clien
     queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
     for i in range(4):
         await _enqueue(queue, f"e{i}", "org-e")
-    await redis_client.lpop(keys.DOORBELL, 3)  # a worker popped three rings but has one free slot
+    await cast(Awaitable[list[bytes]], redis_client.lpop(keys.DOORBELL, 3))  # a worker popped three rings but has one free slot
     assert await _pick(redis_client, 1, rung=3) == ["e0"]
-    assert await redis_client.llen(keys.DOORBELL) == 3  # the two unanswered rings are back: one per waiting job
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the two unanswered rings are back: one per waiting job
