@@ -12,7 +12,8 @@ rows back, one per attempt (`turnout.core.attempt_phases`), for export
 Must not import: services, FastAPI, arq.
 
 Durability: a started row is flushed at once and the attempt waits for it
-(at most `REQUEST_REDIS_TIMEOUT_S`, and not at all while Redis is failing)
+(at most `REQUEST_REDIS_TIMEOUT_S`, and not at all while Redis is failing
+or hangs, nor when the request's health read found Redis unreachable)
 before its upstream call, so a process killed mid-call leaves its trace.
 Ended rows are batched (at most `flush_interval_s` late).
 
@@ -184,7 +185,8 @@ class RecordWriter:
         self.dropped = 0
         self.written = 0
         self.failing = False
-        """True since a flush Redis refused, until one succeeds (started rows are then not waited for)."""
+        """True since a flush Redis refused or a started row outwaited `settle`, until a flush
+        succeeds (started rows are then not waited for)."""
 
     def __len__(self) -> int:
         return len(self._buffer)
@@ -221,6 +223,7 @@ class RecordWriter:
         try:
             await asyncio.wait_for(asyncio.shield(written), timeout_s)
         except TimeoutError:
+            self.failing = True  # Redis hangs: the next attempts do not wait, until a flush succeeds
             return False
         return True
 

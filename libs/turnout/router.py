@@ -71,9 +71,10 @@ class RouteObserver(Protocol):
     """Telemetry hooks of the loop (traces, attempt records, metrics).
 
     `attempt_started` returns a handle passed back to `attempt_dispatched`
-    (awaited just before the upstream call: a durable "attempt started"
-    record reaches its store, bounded) and `attempt_ended`; for a committed
-    stream, `attempt_ended` comes when the stream ends.
+    (awaited just before the upstream call, unless the request's health view
+    is degraded: a durable "attempt started" record reaches its store,
+    bounded) and `attempt_ended`; for a committed stream, `attempt_ended`
+    comes when the stream ends.
     """
 
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object: ...
@@ -298,7 +299,8 @@ class Router:
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
-            await self._observer.attempt_dispatched(handle)  # the started record is stored before any billing
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
@@ -400,7 +402,8 @@ class Router:
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
         try:
-            await self._observer.attempt_dispatched(handle)  # the started record is stored before any billing
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             spec = _spec(target, call.provider, request, info, policy, timeout_s)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:

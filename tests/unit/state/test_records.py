@@ -289,3 +289,20 @@ async def test_the_export_shows_an_orphan_in_flight_then_lost_by_the_clock(redis
     assert (late["kind"], late["lost"], late["cost_usd"]) == ("lost", True, None)
     line = json.loads(jsonl_lines([late]))
     assert (line["lost"], line["is_rerun"], line["attempt_id"]) == (True, False, "a1")
+
+
+async def test_a_started_row_that_outwaits_its_bound_stops_the_waits_until_a_flush_succeeds(
+    redis_client: Redis,
+) -> None:
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.start()
+    try:
+        pending = writer.add_started(_phase_row(1, "started"))
+        assert await writer.settle(pending, timeout_s=0) is False  # not flushed yet: the bound is over at once
+        assert writer.failing is True
+        assert await writer.settle(writer.add_started(_phase_row(2, "started")), timeout_s=3600) is False
+        await writer.flush()
+        assert writer.failing is False
+        assert await writer.settle(pending, timeout_s=0) is True
+    finally:
+        await writer.stop()
