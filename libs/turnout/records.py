@@ -6,9 +6,8 @@ the observer that produces them for every attempt, failed or not; the
 writer that buffers rows in memory and appends them in the background in
 pipelined batches (`XADD MAXLEN ~ N`), keeping each request's attempts
 started and not ended in a hash (`keys.open_attempts_key`) so a job's
-re-run can write the dead run's attempts as lost; and reading one org's
-rows back, one per attempt (`turnout.core.attempt_phases`), for export
-(JSONL or CSV).
+re-run can write the dead run's attempts as lost. Reading them back for
+export is `turnout.records_export`.
 Must not import: services, FastAPI, arq.
 
 Durability: a started row is flushed at once and the attempt waits for it
@@ -25,21 +24,18 @@ about `max_len` entries (Redis trims whole nodes, so a little more).
 from __future__ import annotations
 
 import asyncio
-import csv
-import io
 import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from turnout.core.attempt_phases import IN_FLIGHT_KIND, Phase, Resolver, as_lost
+from turnout.core.attempt_phases import IN_FLIGHT_KIND, Phase, as_lost
 from turnout.core.plan import Role
 from turnout.core.types import FailureKind
 from turnout.state import keys
@@ -75,12 +71,6 @@ or null), which the dashboard shows."""
 
 OPEN_ATTEMPTS_TTL_S = 86_400
 """Seconds a request's open-attempts hash lives after its last started row."""
-
-CLOCK_SLACK_S = 60.0
-"""Stream ids are Redis's clock at the flush, `ts` the writer's clock at the
-attempt: a `since` bound starts reading this many seconds earlier and
-filters on `ts`. An `until` bound reads on to the end of the (bounded)
-stream, since a flush delayed by a Redis outage gives late ids."""
 
 _encode = msgspec.json.Encoder()
 _decode = msgspec.json.Decoder(dict[str, Any])
@@ -359,83 +349,3 @@ class RecordsObserver:
 
     def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
         """Nothing: waits are not attempts."""
-
-
-async def read_rows(
-    redis: Redis, *, org: str, since_s: float | None = None, until_s: float | None = None, page_size: int = 500,
-) -> AsyncIterator[dict[str, Any]]:
-    """One org's rows with `since_s <= ts <= until_s` (epoch s; None: unbounded), oldest first.
-
-    Reads the stream with XRANGE in pages of `page_size`; rows of other orgs
-    are skipped without decoding.
-
-    Raises:
-        RedisError, OSError: Redis unreachable.
-    """
-    low = f"{max(0, int((since_s - CLOCK_SLACK_S) * 1000))}-0" if since_s is not None else "-"
-    wanted = org.encode()
-    while True:
-        entries = await redis.xrange(keys.RECORDS_STREAM, min=low, max="+", count=page_size)
-        for entry_id, fields in entries:
-            if fields.get(b"org") != wanted:
-                continue
-            row = _decode.decode(fields[b"r"])
-            ts = float(row.get("ts", 0.0))
-            if (since_s is not None and ts < since_s) or (until_s is not None and ts > until_s):
-                continue
-            yield row
-        if len(entries) < page_size:
-            return
-        ms, _, seq = entries[-1][0].decode().partition("-")
-        low = f"{ms}-{int(seq) + 1}"
-
-
-async def attempts(rows: AsyncIterator[dict[str, Any]], now_s: float) -> AsyncIterator[dict[str, Any]]:
-    """`rows` (from `read_rows`) one per attempt as of `now_s` (epoch s): ended
-    attempts in stream order, then those without an end, lost or in flight
-    (`turnout.core.attempt_phases.Resolver`).
-
-    Raises:
-        RedisError, OSError: Redis unreachable.
-    """
-    resolver = Resolver()
-    async for row in rows:
-        if (out := resolver.feed(row)) is not None:
-            yield out
-    for row in resolver.rest(now_s):
-        yield row
-
-
-def iso_ts(epoch_s: float) -> str:
-    """Epoch seconds as ISO-8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`)."""
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _export_row(row: dict[str, Any]) -> dict[str, Any]:
-    out = {name: row.get(name) for name in FIELDS}
-    out["ts"] = iso_ts(float(row.get("ts", 0.0)))
-    return out
-
-
-def jsonl_lines(rows: Iterable[dict[str, Any]]) -> bytes:
-    """Rows as JSON Lines (one object per line, `FIELDS` in order)."""
-    return b"".join(_encode.encode(_export_row(r)) + b"\n" for r in rows)
-
-
-def csv_header() -> bytes:
-    """The CSV header line."""
-    return csv_lines([], header=True)
-
-
-def csv_lines(rows: Iterable[dict[str, Any]], *, header: bool = False) -> bytes:
-    """Rows as CSV (RFC 4180; booleans `true`/`false`, null as empty)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\r\n")
-    if header:
-        writer.writerow(FIELDS)
-    for row in rows:
-        out = _export_row(row)
-        writer.writerow(
-            "" if v is None else ("true" if v is True else "false" if v is False else v) for v in out.values()
-        )
-    return buf.getvalue().encode()
