@@ -85,3 +85,11 @@ def test_allowed_by_flag_or_environment_it_starts_with_a_warning(redis_url: str,
 def test_an_unreachable_redis_is_not_refused() -> None:
     decision = require_persistence("redis://127.0.0.1:1/0", service="turnout ingress", env={})
     assert decision.start and "unreachable" in decision.message
+
+
+def test_turnout_dev_on_a_redis_without_aof_warns_and_lets_its_processes_start(redis_url: str, capsys: Any) -> None:
+    from turnout_cli.dev import _persistence_args
+
+    assert _persistence_args(redis_url) == ["--allow-no-aof"]
+    assert "AOF persistence is off" in capsys.readouterr().err
+    assert _persistence_args("redis://127.0.0.1:1/0") == []  # unreachable: the processes judge for themselves
