@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 
     from turnout.catalog import Catalog
     from turnout.config import Config
-    from turnout.metrics import Metrics
+    from turnout.observability.metrics import Metrics
 
 log = logging.getLogger("turnout.breaker")
 

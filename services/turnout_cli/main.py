@@ -40,7 +40,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     import uvicorn
 
     from turnout.config import load_config
-    from turnout.jsonlog import configure_logging
+    from turnout.observability.jsonlog import configure_logging
     from turnout_ingress.app import create_app
     from turnout_ingress.http_guard import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
@@ -59,7 +59,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
-    from turnout.jsonlog import configure_logging
+    from turnout.observability.jsonlog import configure_logging
     from turnout_worker.app import run
     from turnout_worker.observe import SERVICE_NAME
 

@@ -20,7 +20,7 @@ from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
+from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
 from turnout_ingress.validation import authenticate
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ async def export_response(
     redis: Redis, org: str, fmt: str, since_s: float | None, until_s: float | None, now_s: float | None = None,
 ) -> StreamingResponse:
     """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download,
-    one row per attempt (`turnout.records.attempts`: an attempt without an end is `in_flight`, or `lost`
+    one row per attempt (`turnout.observability.records_export.attempts`: an attempt without an end is `in_flight`, or `lost`
     once past its deadline at `now_s`, epoch s, default now).
 
     Args:

@@ -16,8 +16,8 @@ from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
-from turnout.records import FIELDS, RecordsObserver, RecordWriter, attempt_row
-from turnout.records_export import attempts, csv_lines, iso_ts, jsonl_lines, read_rows
+from turnout.observability.records import FIELDS, RecordsObserver, RecordWriter, attempt_row
+from turnout.observability.records_export import attempts, csv_lines, iso_ts, jsonl_lines, read_rows
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
 

@@ -1,6 +1,6 @@
 """Reading attempt records back (SPEC §9): one org's rows, one per attempt, as JSONL or CSV.
 
-Owns: paging one org's rows out of the records stream (`turnout.records`
+Owns: paging one org's rows out of the records stream (`turnout.observability.records`
 writes it), collapsing each attempt's started / ended / lost rows into one
 (`turnout.core.attempt_phases`), and rendering the export formats.
 Must not import: services, FastAPI, arq.
@@ -18,7 +18,7 @@ import msgspec
 from redis.asyncio import Redis
 
 from turnout.core.attempt_phases import Resolver
-from turnout.records import FIELDS
+from turnout.observability.records import FIELDS
 from turnout.state import keys
 
 CLOCK_SLACK_S = 60.0

@@ -7,7 +7,7 @@ writer that buffers rows in memory and appends them in the background in
 pipelined batches (`XADD MAXLEN ~ N`), keeping each request's attempts
 started and not ended in a hash (`keys.open_attempts_key`) so a job's
 re-run can write the dead run's attempts as lost. Reading them back for
-export is `turnout.records_export`.
+export is `turnout.observability.records_export`.
 Must not import: services, FastAPI, arq.
 
 Durability: a started row is flushed at once and the attempt waits for it
