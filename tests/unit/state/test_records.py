@@ -305,3 +305,32 @@ async def test_a_started_row_that_outwaits_its_bound_stops_the_waits_until_a_flu
         assert await writer.settle(pending, timeout_s=0) is True
     finally:
         await writer.stop()
+
+
+async def test_the_started_record_is_awaited_before_each_call_unless_the_health_view_is_degraded() -> None:
+    from turnout.health import HealthView
+    from turnout.router import NullObserver
+    from turnout.state.breaker_store import Loaded
+
+    config = parse_config(CONFIG, env={})
+    catalog = Catalog(config)
+    awaited: list[object] = []
+
+    class Spy(NullObserver):
+        async def attempt_dispatched(self, handle: object) -> None:
+            awaited.append(handle)
+
+    fake = FakeClock(0.0)
+    router = Router(
+        catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=Spy(),
+        sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
+    )
+    plan, view = await router.plan("chain", RoutingSettings(), config.policy)
+    info = RequestInfo(request_id="rid", org="acme", requested_model="chain")
+    body = {"model": "chain", "messages": []}
+    await router.route(body, plan=plan, view=view, policy=config.policy, time_left_s=30, info=info)
+    assert len(awaited) == 3  # one per attempt
+    awaited.clear()
+    degraded = HealthView(Loaded(now_s=0.0, entries={}), clock=fake, degraded=True)
+    await router.route(body, plan=plan, view=degraded, policy=config.policy, time_left_s=30, info=info)
+    assert awaited == []  # Redis is known unreachable: the calls do not wait for it
