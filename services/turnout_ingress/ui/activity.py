@@ -229,7 +229,7 @@ def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
             "lost") if r.get(name))
         out.append(Attempt(
             number=int(r.get("attempt", 0)), target=f"{r.get('provider')}/{r.get('served_model')}",
-            role=str(r.get("role") or ""), klass=str(r.get("class", "")), kind=str(r.get("kind", "")),
+            role=str(r.get("role") or ""), klass=str(r.get("class") or r.get("kind") or ""), kind=str(r.get("kind", "")),
             status=r.get("status"), delay_before_ms=round(delay_ms, 1), delay_why=_why(r, previous, delay_ms),
             duration_ms=round(float(r.get("latency_ms") or 0.0), 1), flags=flags,
         ))

@@ -102,6 +102,7 @@ async def test_a_rerun_request_shows_one_row_per_attempt_with_the_dead_runs_atte
     ])
     early = await reader.find_request(redis_client, "job1", scope_org=None, now_s=t0 + 16)
     assert early is not None and [(a.number, a.kind) for a in early.attempts] == [(1, "in_flight"), (1, "success")]
+    assert early.attempts[0].klass == "in_flight" and early.attempts[0].status is None
     found = await reader.find_request(redis_client, "job1", scope_org=None, now_s=t0 + 60)
     assert found is not None and found.outcome == "ok"
     assert [(a.kind, a.flags) for a in found.attempts] == [("lost", ("lost",)), ("success", ("rerun",))]
