@@ -354,6 +354,27 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     return parse_config(text, env=env, source=str(p))
 
 
+def with_catalog(
+    config: Config, providers: Mapping[str, ProviderConfig], models: Mapping[str, ModelConfig], *,
+    check: bool = True,
+) -> Config:
+    """`config` with its catalog (`providers:` and `models:`) replaced, validated whole as a file is.
+
+    The run-time catalog's entry point (`turnout.catalog.doc`): the same
+    rules apply to an admin edit as to the file, cross-references included
+    (a model a fallback or an org of the file names cannot be removed).
+    `check=False` skips the validation (a catalog already validated where it
+    was written, read by a process whose own file disagrees).
+
+    Raises:
+        ConfigError: the message names the offending path, as `parse_config`.
+    """
+    raw = msgspec.structs.replace(config.raw, providers=dict(providers), models=dict(models))
+    if check:
+        _validate(raw, config.policy)
+    return Config(raw=raw, policy=config.policy, source=config.source)
+
+
 def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings: Ceilings) -> None:
     try:
         merged = merge_policy(base, partial)

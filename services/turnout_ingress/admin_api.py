@@ -18,6 +18,7 @@ key's secret only in the answer that creates it.
     GET            .../custom-endpoints                GET|PUT|DELETE .../custom-endpoints/{id}
     GET            .../spend?period=day|month&at=…     the spend ledger (SPEC §10)
     POST   /admin/v1/secrets/rotate (operator)
+    GET|PUT|DELETE /admin/v1/catalog/...          models and providers (operator; `catalog_admin`)
 
 Every write is recorded in the audit log (`turnout_ingress.audit`).
 """
@@ -51,7 +52,7 @@ from turnout_ingress.admin_routes import parse_time
 from turnout.tenancy.directory import OPERATOR_KEY_ENV
 from turnout.tenancy.vault import endpoint_binding, provider_key_binding
 from turnout.state.audit_log import AuditLog
-from turnout_ingress import audit
+from turnout_ingress import audit, catalog_admin
 from turnout_ingress.audit import audit_fields
 from turnout_ingress.errors import error_response, naming_the_object
 from turnout_ingress.validation import read_body
@@ -76,6 +77,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
 
     app.add_exception_handler(AdminError, admin_error)
     audit.install(app, AuditLog(state.redis), api)
+    catalog_admin.install(app, api, state.catalog_watch)  # /admin/v1/catalog/...
 
     async def body(request: Request) -> bytes:
         raw = await read_body(request, MAX_BODY_BYTES)
@@ -319,4 +321,5 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         for org in orgs:
             rotated[org] = await api._update(org, lambda doc: rotate_secrets(doc, api.directory.vault)
                                              if doc is not None else (None, 0))
-        return ok({"rotated": rotated, "total": sum(rotated.values())})
+        catalog = await catalog_admin.rotated(state.catalog_watch)  # the operator's provider keys
+        return ok({"rotated": rotated, "catalog": catalog, "total": sum(rotated.values()) + catalog})

@@ -44,7 +44,7 @@ from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
-    from turnout.catalog import Catalog
+    from turnout.catalog import Catalog, CatalogSource
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.router import RequestInfo
 
@@ -322,7 +322,7 @@ class _Started(msgspec.Struct, frozen=True):
 class RecordsObserver:
     """A `RouteObserver` that writes a started and an ended row per attempt through a `RecordWriter`."""
 
-    def __init__(self, writer: RecordWriter, catalog: "Catalog", clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, writer: RecordWriter, catalog: "CatalogSource", clock: Callable[[], float] = time.time) -> None:
         self._writer = writer
         self._catalog = catalog
         self._clock = clock
@@ -345,7 +345,7 @@ class RecordsObserver:
             ts, attempt_id = handle.ts, handle.attempt_id
         else:
             ts, attempt_id = self._clock() - record.duration_ms / 1000.0, ""
-        self._writer.add(attempt_row(info, record, usage, self._catalog, ts, attempt_id))
+        self._writer.add(attempt_row(info, record, usage, self._catalog.current, ts, attempt_id))
 
     def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
         """Nothing: waits are not attempts."""

@@ -69,6 +69,13 @@ REDIS_TIME_SCALE = 4.0
 """Redis runs the TTL tests 4x slower: a 0.8 s permit instead of 0.2 s."""
 
 
+
+@pytest.fixture(autouse=True)
+def _recording_waits_as_long_as_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hundreds of concurrent compare-and-set rounds on a busy machine may outlast the request
+    path's 1 s bound on recording a result; these tests are about lost updates, not that bound."""
+    monkeypatch.setattr(turnout.health, "RECORD_TIMEOUT_S", 120.0)
+
 @dataclass
 class Harness:
     """One store under test and how time passes for it.
@@ -185,14 +192,9 @@ async def test_store_only_one_of_many_concurrent_cas_on_one_version_wins(harness
 
 
 @pytest.mark.parametrize("workers", [1, 8], ids=["one-process", "eight-processes"])
-async def test_store_concurrent_records_lose_no_update(
-    harness: Harness, workers: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_store_concurrent_records_lose_no_update(harness: Harness, workers: int) -> None:
     """200 failures recorded concurrently through `Breakers` (each from its own view,
     all read before any write) are all counted; the breaker trips once."""
-    # 200 compare-and-set rounds on a busy machine may outlast the request path's 1 s bound on
-    # recording; this test is about lost updates, not that bound, so it waits as long as they take.
-    monkeypatch.setattr(turnout.health, "RECORD_TIMEOUT_S", 120.0)
     # A window of ~4 months: the counts do not decay while the test runs on real time.
     settings = BreakerSettings(window=1e7, consecutive_failures=10**6, min_results=20)
     transitions: list[tuple[str, BreakerState, BreakerState]] = []
