@@ -46,7 +46,7 @@ from turnout.tenancy.directory import directory_from_env
 from turnout.tenancy.identity import Identity
 from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
+from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
@@ -175,8 +175,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)
-    admin_routes.install(app, state)
-    admin_api.install(app, state)
+    admin.install(app, state)
     observability.install(app, state)
     anthropic_messages.install(app, state, check_plan=_check_plan)
     ui.install(app, state)

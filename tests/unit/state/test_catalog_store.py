@@ -75,7 +75,7 @@ async def test_an_update_that_raises_or_changes_nothing_writes_nothing(redis_cli
     assert await store.version() == 1
 
 
-async def test_an_update_that_keeps_losing_the_race_says_so(redis_client: Redis) -> None:
+async def test_an_update_that_keeps_losing_the_race_says_so(redis_client: Redis, monkeypatch: pytest.MonkeyPatch) -> None:
     store = CatalogStore(redis_client)
     await store.write(doc_from_config(FILE, VAULT), 0)
 
@@ -91,7 +91,7 @@ async def test_an_update_that_keeps_losing_the_race_says_so(redis_client: Redis)
         await rivals[-1]
         return await real_write(doc, expected, remember_file=remember_file)
 
-    store.write = write_after_the_rival  # type: ignore[method-assign]
+    monkeypatch.setattr(store, "write", write_after_the_rival)
     with pytest.raises(CatalogConflict):
         await store.update(edit_while_a_rival_writes)
     doc, _ = await store.load()

@@ -6,6 +6,9 @@ ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import cast
+
 import time
 
 from redis.asyncio import Redis
@@ -46,7 +49,7 @@ async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_cli
     assert await _pick(redis_client, 4) == ["a01", "b1", "a02", "a03"]
     assert await redis_client.exists(keys.IN_PROGRESS_PREFIX + "b1") == 1
     assert await redis_client.zcard(keys.QUEUE) == 53  # claimed jobs stay in arq's queue until delivered
-    assert await redis_client.lrange(keys.FAIR_RING, 0, -1) == [b"org-a"]
+    assert await cast(Awaitable[list[bytes]], redis_client.lrange(keys.FAIR_RING, 0, -1)) == [b"org-a"]
 
 
 async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_client: Redis) -> None:

@@ -72,7 +72,7 @@ def test_a_redis_without_aof_refuses_with_one_structured_error(redis_url: str, c
         require_persistence(redis_url, service="turnout worker", env={})
     assert "refusing to start" in str(refused.value)
     [line] = caplog.records
-    assert line.levelno == logging.ERROR and line.persistence == "off" and line.refused is True  # type: ignore[attr-defined]
+    assert line.levelno == logging.ERROR and line.persistence == "off" and line.refused is True
 
 
 def test_allowed_by_flag_or_environment_it_starts_with_a_warning(redis_url: str, caplog: Any) -> None:

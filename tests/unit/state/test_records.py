@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import csv
 import io
 import json
 import random
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -165,7 +167,7 @@ async def test_background_flush_writes_without_being_asked(redis_client: Redis) 
         writer.add(_row(1))
 
         async def written() -> bool:
-            return await redis_client.xlen(keys.RECORDS_STREAM) == 1
+            return await cast(Awaitable[int], redis_client.xlen(keys.RECORDS_STREAM)) == 1
 
         await eventually(written)  # nobody called flush()
     finally:
@@ -226,7 +228,7 @@ async def test_started_rows_stay_open_until_their_end_is_written(redis_client: R
     try:
         written = writer.add_started(_phase_row(1, "started"))
         assert await writer.settle(written, timeout_s=10) is True
-        assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]
+        assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
         assert await redis_client.xlen(keys.RECORDS_STREAM) == 1
         writer.add(_phase_row(1, "ended"))
         await writer.flush()
@@ -274,7 +276,7 @@ async def test_a_rerun_leaves_its_own_runs_attempts_open(redis_client: Redis) ->
     writer.add_started(_phase_row(1, "started", run=2))
     await writer.flush()
     assert await writer.mark_lost("job-1", run=2) == 0
-    assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]
+    assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
 
 
 async def test_the_export_shows_an_orphan_in_flight_then_lost_by_the_clock(redis_client: Redis) -> None:

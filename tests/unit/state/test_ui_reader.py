@@ -91,9 +91,9 @@ async def test_score_samples_are_kept_once_per_interval_newest_last(redis_client
 async def test_a_rerun_request_shows_one_row_per_attempt_with_the_dead_runs_attempt_lost(redis_client: Redis) -> None:
     await redis_client.delete(keys.RECORDS_STREAM)
     t0 = 1_700_000_000.0
-    dead = {"attempt_id": "a1", "run": 1, "is_rerun": False, "lost": False, "deadline_ts": t0 + 20}
-    again = {"attempt_id": "b1", "run": 2, "is_rerun": True, "lost": False, "deadline_ts": t0 + 40}
-    started = {"phase": "started", "kind": "in_flight", "class": None, "status": None, "latency_ms": None,
+    dead: dict[str, Any] = {"attempt_id": "a1", "run": 1, "is_rerun": False, "lost": False, "deadline_ts": t0 + 20}
+    again: dict[str, Any] = {"attempt_id": "b1", "run": 2, "is_rerun": True, "lost": False, "deadline_ts": t0 + 40}
+    started: dict[str, Any] = {"phase": "started", "kind": "in_flight", "class": None, "status": None, "latency_ms": None,
                "cost_usd": None}
     await _write(redis_client, [
         _row("job1", 1, **dead, **started),  # the killed run's attempt: never ended, not yet marked

@@ -19,28 +19,35 @@ reference, never shown (a read shows the source and the last characters).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
 import msgspec
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, Request
 from redis.exceptions import RedisError
 from starlette.responses import Response
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
-from turnout_ingress.admin_access import AdminAPI, ok, rejected, seal, secret_fit
 from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
-from turnout_ingress.audit import audit_fields
-from turnout_ingress.validation import read_body
+from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
+from turnout_ingress.admin.deps import Admin, Operator, body
 
-if TYPE_CHECKING:
-    from turnout.catalog.watch import CatalogWatch
-
-MAX_BODY_BYTES = 256 * 1024
 P = "/admin/v1/catalog"
+
+router = APIRouter()
+
+
+def catalog_watch(request: Request) -> CatalogWatch:
+    """The ingress's catalog watch (the catalog in Redis, its store and this process's live copy)."""
+    watch: CatalogWatch = request.app.state.turnout.catalog_watch
+    return watch
+
+
+Watch = Annotated[CatalogWatch, Depends(catalog_watch)]
 
 
 class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -85,76 +92,73 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
     return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
 
 
-def install(app: FastAPI, api: AdminAPI, watch: "CatalogWatch") -> None:
-    """Register the catalog routes on `app` (operator key; writes audited like every admin write)."""
+async def write(watch: CatalogWatch, edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
+    """One versioned write of the whole catalog, validated first (the caller checked the operator key)."""
 
-    async def body(request: Request) -> bytes:
-        raw = await read_body(request, MAX_BODY_BYTES)
-        request.state.audit_fields = audit_fields(raw)
-        return raw
-
-    async def write(edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
-        """One versioned write of the whole catalog, validated first (the caller checked the operator key)."""
-
-        def mutate(current: CatalogDoc | None) -> tuple[CatalogDoc | None, None]:
-            new = edit(current if current is not None else doc_from_config(watch.file, watch.vault))
-            try:
-                watch.config_of(new)
-            except ConfigError as exc:
-                raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
-            return msgspec.structs.replace(new, origin="api"), None
-
+    def mutate(current: CatalogDoc | None) -> tuple[CatalogDoc | None, None]:
+        new = edit(current if current is not None else doc_from_config(watch.file, watch.vault))
         try:
-            doc, _, version = await watch.store.update(mutate)
-        except AdminError as exc:
-            raise rejected(exc) from None
-        except (RedisError, OSError, CatalogConflict) as exc:
-            raise _unavailable() from exc
-        try:
-            await watch.refresh()  # read-your-writes on this ingress; the others follow within the bound
-        except (RedisError, OSError):
-            pass
-        assert doc is not None
-        return ok(catalog_view(doc, version or watch.live.version))
+            watch.config_of(new)
+        except ConfigError as exc:
+            raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
+        return msgspec.structs.replace(new, origin="api"), None
 
-    @app.get(P)
-    async def get_catalog(request: Request) -> Response:
-        api.operator(request)
-        try:
-            doc, version = await watch.store.load()
-        except (RedisError, OSError) as exc:
-            raise _unavailable() from exc
-        if doc is None:
-            raise rejected(not_found())
-        return ok(catalog_view(doc, version))
+    try:
+        doc, _, version = await watch.store.update(mutate)
+    except AdminError as exc:
+        raise rejected(exc) from None
+    except (RedisError, OSError, CatalogConflict) as exc:
+        raise _unavailable() from exc
+    try:
+        await watch.refresh()  # read-your-writes on this ingress; the others follow within the bound
+    except (RedisError, OSError):
+        pass
+    assert doc is not None
+    return ok(catalog_view(doc, version or watch.live.version))
 
-    @app.put(P + "/models/{model}")
-    async def put_model(request: Request, model: str) -> Response:
-        api.operator(request)
-        spec = decode(await body(request), ModelConfig, f"models.{model}")
-        return await write(lambda doc: msgspec.structs.replace(doc, models={**doc.models, model: spec}))
 
-    @app.delete(P + "/models/{model}")
-    async def delete_model(request: Request, model: str) -> Response:
-        api.operator(request)
-        return await write(lambda doc: _without(doc, "models", "model", model))
+@router.get(P)
+async def get_catalog(watch: Watch, _: Operator) -> Response:
+    """The catalog in Redis and its version (404 before it is seeded)."""
+    try:
+        doc, version = await watch.store.load()
+    except (RedisError, OSError) as exc:
+        raise _unavailable() from exc
+    if doc is None:
+        raise rejected(not_found())
+    return ok(catalog_view(doc, version))
 
-    @app.put(P + "/providers/{provider}")
-    async def put_provider(request: Request, provider: str) -> Response:
-        api.operator(request)
-        spec = decode(await body(request), ProviderPut, f"providers.{provider}")
 
-        def edit(doc: CatalogDoc) -> CatalogDoc:
-            entry = ProviderEntry(kind=spec.kind, base_url=spec.base_url,
-                                  key=_key_ref(api, provider, spec, doc.providers.get(provider)))
-            return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
+@router.put(P + "/models/{model}")
+async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> Response:
+    """Add or replace a model (the body as in the file)."""
+    spec = decode(await body(request), ModelConfig, f"models.{model}")
+    return await write(watch, lambda doc: msgspec.structs.replace(doc, models={**doc.models, model: spec}))
 
-        return await write(edit)
 
-    @app.delete(P + "/providers/{provider}")
-    async def delete_provider(request: Request, provider: str) -> Response:
-        api.operator(request)
-        return await write(lambda doc: _without(doc, "providers", "provider", provider))
+@router.delete(P + "/models/{model}")
+async def delete_model(model: str, watch: Watch, _: Operator) -> Response:
+    """Remove a model (refused while the file's fallbacks or orgs name it)."""
+    return await write(watch, lambda doc: _without(doc, "models", "model", model))
+
+
+@router.put(P + "/providers/{provider}")
+async def put_provider(request: Request, provider: str, api: Admin, watch: Watch, _: Operator) -> Response:
+    """Add or replace a provider, its key sealed or a reference (`ProviderPut`)."""
+    spec = decode(await body(request), ProviderPut, f"providers.{provider}")
+
+    def edit(doc: CatalogDoc) -> CatalogDoc:
+        entry = ProviderEntry(kind=spec.kind, base_url=spec.base_url,
+                              key=_key_ref(api, provider, spec, doc.providers.get(provider)))
+        return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
+
+    return await write(watch, edit)
+
+
+@router.delete(P + "/providers/{provider}")
+async def delete_provider(provider: str, watch: Watch, _: Operator) -> Response:
+    """Remove a provider no model offers."""
+    return await write(watch, lambda doc: _without(doc, "providers", "provider", provider))
 
 
 def _without(doc: CatalogDoc, field: str, what: str, name: str) -> CatalogDoc:
@@ -165,7 +169,7 @@ def _without(doc: CatalogDoc, field: str, what: str, name: str) -> CatalogDoc:
     return msgspec.structs.replace(doc, **{field: {k: v for k, v in entries.items() if k != name}})
 
 
-async def rotated(watch: "CatalogWatch") -> int:
+async def rotated(watch: CatalogWatch) -> int:
     """Re-seal every sealed provider key of the catalog under the newest `TURNOUT_SECRET_KEY`; how many.
 
     Raises:
