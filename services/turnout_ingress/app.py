@@ -283,8 +283,16 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`."""
-    from turnout.config import load_config
+    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`.
 
+    Raises:
+        turnout.state.persistence.PersistenceOff: Redis runs without AOF and
+            `TURNOUT_ALLOW_NO_AOF` is not set (the start-up check).
+    """
+    from turnout.config import load_config
+    from turnout.state.persistence import require_persistence
+
+    redis_url = os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0")
+    require_persistence(redis_url, service="turnout ingress")
     config = load_config(os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
-    return create_app(config, redis_url=os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    return create_app(config, redis_url=redis_url)

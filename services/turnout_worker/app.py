@@ -7,6 +7,7 @@ gone or already answered, route it, store and publish the answer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -40,6 +41,9 @@ from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
 
 log = logging.getLogger("turnout.worker")
+
+MARK_LOST_TIMEOUT_S = 2.0
+"""Longest a re-run waits to record its dead run's attempts as lost (seconds)."""
 _json = msgspec.json.Decoder()
 
 
@@ -135,6 +139,25 @@ async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
     return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
 
 
+async def _mark_lost(services: WorkerServices, request_id: str, run: int) -> None:
+    """A re-run's first act: the dead run's attempts that never ended become `lost` records.
+
+    Bounded (`MARK_LOST_TIMEOUT_S`); on a Redis failure they stay open, and
+    readers call them lost after their deadline (`turnout.core.attempt_phases`).
+    """
+    writer = services.obs.records if services.obs is not None else None
+    if writer is None:
+        return
+    try:
+        async with asyncio.timeout(MARK_LOST_TIMEOUT_S):
+            lost = await writer.mark_lost(request_id, run)
+    except (RedisError, OSError) as exc:
+        log.warning("job %s re-run: earlier attempts not marked lost (%s)", request_id, type(exc).__name__)
+        return
+    if lost:
+        log.warning("job %s re-run %d: %d attempt(s) of the dead run recorded as lost", request_id, run, lost)
+
+
 async def _catch_up(services: WorkerServices, version: int) -> None:
     """Read the catalog now when the job was accepted on a newer one than this worker's (else the
     watch brings it within 2 s); an unreachable Redis leaves the catalog in force."""
@@ -147,20 +170,24 @@ async def _catch_up(services: WorkerServices, version: int) -> None:
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
-    A re-run (after a worker died) first checks that the client still waits:
-    past the deadline, or with a result already stored, it makes zero
-    upstream calls.
+    A re-run (after a worker died) first records the dead run's unended
+    attempts as lost, then checks that the client still waits: past the
+    deadline, or with a result already stored, it makes zero upstream calls.
+    Its attempt records carry `is_rerun`.
 
     Returns:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
+    run = int(ctx.get("job_try", 1))
+    if run > 1:
+        await _mark_lost(services, payload.request_id, run)
     time_left_s = await _time_left_s(ctx, payload)
     if time_left_s <= 0:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
-    if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
+    if run > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
@@ -189,7 +216,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "error 503"
     info = RequestInfo(
         request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
-        strategy=payload.settings.strategy_rule,
+        strategy=payload.settings.strategy_rule, run=run, deadline_s=time.time() + time_left_s,
     )
     started = time.monotonic()
     with request_span(services.obs.telemetry.tracer, info):

@@ -130,6 +130,15 @@ def spend_key(org: str, period: str, period_id: str) -> str:
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
 
+OPEN_ATTEMPTS_PREFIX = "turnout:attempts:open:"
+"""Hash per request id: attempt id -> its `started` record row (JSON), removed when the
+attempt ends; what is left when a job re-runs is the dead run's lost attempts."""
+
+
+def open_attempts_key(request_id: str) -> str:
+    """Key of a request's attempts started and not yet ended."""
+    return OPEN_ATTEMPTS_PREFIX + request_id
+
 
 TENANCY_VERSION = "turnout:tenancy:version"
 """String counter: INCR on every tenancy write (fleet-wide config version)."""
