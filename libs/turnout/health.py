@@ -35,6 +35,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
+from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
 from turnout.state.errors import StateUnavailable, outage_kind
@@ -42,7 +43,7 @@ from turnout.state.errors import StateUnavailable, outage_kind
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from turnout.catalog import Catalog
+    from turnout.catalog.snapshot import CatalogSource
     from turnout.config import Config
     from turnout.observability.metrics import Metrics
 
@@ -56,7 +57,7 @@ RAMP_RETRY_S = 1.0
 MAX_PROBE_HOLD_S = 3600.0
 """A probe permit is renewed at most this long (a guard against a lost release)."""
 _CAS_TRIES = 100
-RECORD_TIMEOUT_S = 1.0
+RECORD_TIMEOUT_S = RECORD_BOUND_S
 """Longest a result's recording (or a permit's release) may take: a committed
 stream's end waits for it, so a hung store must not hold the client; past it
 the result is not recorded (the store-outage policy) and a permit expires on
@@ -243,6 +244,10 @@ class Breakers:
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)
         self._outage_logged_at = float("-inf")
+
+    def use_sole_targets(self, sole_targets: frozenset[str]) -> None:
+        """Take the sole offers of a new catalog (`turnout.catalog.live`); breaker state is kept."""
+        self._sole = sole_targets
 
     def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:
         """Log a store outage; under policy `fail`, refuse (unless `refuse` is False:
@@ -524,7 +529,7 @@ class Breakers:
 
 
 def redis_breakers(
-    config: Config, redis: Redis, catalog: Catalog, *, metrics: Metrics | None = None,
+    config: Config, redis: Redis, catalog: CatalogSource, *, metrics: Metrics | None = None,
     rng: random.Random | None = None,
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
@@ -536,5 +541,5 @@ def redis_breakers(
         on_transition=metrics.on_transition if metrics else None,
         on_alarm=metrics.on_alarm if metrics else None,
         on_trip=metrics.on_trip if metrics else None,
-        sole_targets=catalog.sole_targets, rng=rng,
+        sole_targets=catalog.current.sole_targets, rng=rng,
     )

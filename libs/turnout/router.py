@@ -21,7 +21,7 @@ import msgspec
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
 from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
-from turnout.catalog import Catalog
+from turnout.catalog import Catalog, CatalogSource
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig
 from turnout.core.classify import DISPOSITION, classify
@@ -61,16 +61,25 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     requested_model: str = ""
     streaming: bool = False
     strategy: str | None = None
+    run: int = 1
+    """The job's run, from 1: above 1 a re-run after the worker running it died (arq's job try)."""
+    deadline_s: float | None = None
+    """The client's deadline, epoch seconds of this host's clock (None: unknown)."""
 
 
 class RouteObserver(Protocol):
     """Telemetry hooks of the loop (traces, attempt records, metrics).
 
-    `attempt_started` returns a handle passed back to `attempt_ended`; for a
-    committed stream, `attempt_ended` comes when the stream ends.
+    `attempt_started` returns a handle passed back to `attempt_dispatched`
+    (awaited just before the upstream call, unless the request's health view
+    is degraded: a durable "attempt started" record reaches its store,
+    bounded) and `attempt_ended`; for a committed stream, `attempt_ended`
+    comes when the stream ends.
     """
 
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object: ...
+
+    async def attempt_dispatched(self, handle: object) -> None: ...
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None: ...
 
@@ -83,6 +92,9 @@ class NullObserver:
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """See `RouteObserver`."""
         return None
+
+    async def attempt_dispatched(self, handle: object) -> None:
+        """See `RouteObserver`."""
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`."""
@@ -121,7 +133,9 @@ class Router:
     """Runs the attempt loop of SPEC §3 for chat completions.
 
     Args:
-        catalog: models, offers and providers.
+        catalog: models, offers and providers: a fixed `Catalog` or the live one
+            (`turnout.catalog.live`). `plan` and `route` each read it once
+            (or take the caller's snapshot) and keep it for the whole call.
         http: the process's shared upstream client.
         breakers: fleet-wide breakers and health (default: in-memory, for
             one process and tests).
@@ -141,7 +155,7 @@ class Router:
     def __init__(
         self,
         *,
-        catalog: Catalog,
+        catalog: CatalogSource,
         http: httpx.AsyncClient,
         breakers: Breakers | None = None,
         observer: RouteObserver | None = None,
@@ -152,10 +166,10 @@ class Router:
         custom_http: httpx.AsyncClient | None = None,
         scrubber: Scrubber | None = None,
     ) -> None:
-        self._catalog = catalog
+        self._catalogs = catalog
         self._http = http
         self._breakers = breakers or Breakers(
-            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.sole_targets, rng=rng
+            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.current.sole_targets, rng=rng
         )
         self._observer: RouteObserver = observer or NullObserver()
         self._clock = clock
@@ -163,30 +177,36 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
-        self._order_settings = catalog.order_settings(self._breakers.order_settings)
-        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
+        self.scrubber = scrubber or Scrubber(
+            p.api_key for p in catalog.current.providers.values() if p.api_key
+        )
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now: a caller's snapshot for `plan` and `route` of one request."""
+        return self._catalogs.current
 
     def _build(
-        self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
-        capped: bool = True, preferences: Preferences = Preferences(),
+        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy,
+        health: dict[str, TargetHealth], *, capped: bool = True, preferences: Preferences = Preferences(),
     ) -> Plan:
         return build_plan(
             model,
-            catalog=self._catalog.models,
-            providers=self._catalog.provider_names,
+            catalog=catalog.models,
+            providers=catalog.provider_names,
             settings=settings,
             policy=policy,
             health=health,
             rng=self._rng,
-            orders=self._catalog.orders,
-            order_settings=self._order_settings,
+            orders=catalog.orders,
+            order_settings=catalog.order_settings(self._breakers.order_settings),
             capped=capped,
             preferences=preferences,
         )
 
     async def plan(
         self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
-        preferences: Preferences = Preferences(),
+        preferences: Preferences = Preferences(), catalog: Catalog | None = None,
     ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health and the
         fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
@@ -194,6 +214,9 @@ class Router:
         The one read of the health store also covers the credential health of
         `org`'s own keys for the plan's providers and, when the plan has
         `plan_fallbacks`, the usage caps known for its targets.
+
+        Args:
+            catalog: the request's catalog snapshot (default: the one in force now).
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -204,13 +227,14 @@ class Router:
             turnout.core.plan.NoMatchingOffer: the preferences leave no offer.
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
-        every = self._build(model, settings, policy, {}, capped=False, preferences=preferences)
+        catalog = catalog or self.catalog
+        every = self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences)
         targets = plan_targets(every)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
         caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
         view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)], caps)
         health = view.ordering_health(self._breakers.settings)
-        return self._build(model, settings, policy, health, preferences=preferences), view
+        return self._build(catalog, model, settings, policy, health, preferences=preferences), view
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""
@@ -231,6 +255,7 @@ class Router:
         time_left_s: float,
         info: RequestInfo,
         upstream: Upstream = call_json,
+        catalog: Catalog | None = None,
     ) -> RouteResult:
         """Serve one chat completion request through the attempt loop.
 
@@ -243,11 +268,14 @@ class Router:
             info: the request's identity (records, spans, `x-request-id`).
             upstream: the adapter (`call_json`, or the streaming one, which
                 commits at the first content).
+            catalog: the snapshot `plan` used (default: the one in force
+                now); every attempt of the request resolves its provider in it.
 
         Returns:
             A `RouteResult`. Cancellation (client gone) propagates after the
             in-flight upstream call is cancelled.
         """
+        catalog = catalog or self.catalog
         now = self._clock()
         state = begin(plan, policy, deadline_s=now + time_left_s)
         success: tuple[AttemptResult, Gate, object, ResolvedCall] | None = None
@@ -259,17 +287,17 @@ class Router:
                 self._observer.waited(info, step.delay_s, step.reason)
                 await self._sleep(step.delay_s)
                 continue
-            state, outcome = await self._attempt(state, step, request, info, view, upstream)
+            state, outcome = await self._attempt(catalog, state, step, request, info, view, upstream)
             if outcome is not None and state.stop is StopReason.SERVED:
                 success = outcome
         return self._result(state, step.reason, success, info, view)
 
     async def _attempt(
-        self, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
+        self, catalog: Catalog, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
         upstream: Upstream,
     ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
-        call = self._resolve(target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
+        call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         if not await self._credential_admits(call, target, info, view):
@@ -287,6 +315,8 @@ class Router:
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
@@ -324,12 +354,12 @@ class Router:
         }
 
     def _resolve(
-        self, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
+        self, catalog: Catalog, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
     ) -> ResolvedCall | None:
         """The provider and credential for one attempt (None: skip as NO_CREDENTIAL; SPEC §6)."""
         tenant = self._credentials.credentials(info.org) if self._credentials is not None else None
         call = resolve_call(
-            self._catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
+            catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
         )
         if call is not None and call.custom and self._custom_http is None:
             return None  # a custom endpoint is only ever called through the SSRF-guarded client
@@ -374,7 +404,7 @@ class Router:
             stream or a success; (None, record) on a failure; (None, None)
             when the target was skipped (no credential, breaker OPEN).
         """
-        call = self._resolve(target, info, key_mode, policy, False)
+        call = self._resolve(self.catalog, target, info, key_mode, policy, False)
         if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
         gate = await self._breakers.admit(target.key, view)
@@ -388,9 +418,16 @@ class Router:
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
         try:
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             spec = _spec(target, call.provider, request, info, policy, timeout_s)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
+            cancelled = attempt_record(
+                dispatch, Outcome(message="client went away"), FailureKind.CANCELLED, cycle=1, started_s=started,
+                now_s=self._clock(),
+            )
+            self._observer.attempt_ended(handle, info, cancelled, Usage())
             await asyncio.shield(self._breakers.record(
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))

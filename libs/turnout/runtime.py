@@ -1,14 +1,18 @@
 """The one composition root: what every ingress and worker process builds, built in one place.
 
 Owns: `build_runtime(config, redis, settings, role=...)`, which builds the
-catalog, the tenant directory (vault, egress policy, scrubber), the
-observation (telemetry, Prometheus metrics, attempt records, spend ledger,
-the router's observers), the fleet's breakers (`turnout.health.redis_breakers`,
-with every metrics hook), the upstream HTTP clients and the router — the
-same way for both roles, so the ingress and the workers cannot drift apart.
-What differs by role is a table (`ROLES`): the service name of the traces
-and the size of the connection pools. Each service adds only its own parts
-(the ingress's queue and limiter, the worker's pickup and side port).
+catalog in force (`turnout.catalog.live.LiveCatalog`, kept in step with
+Redis by its watch), the tenant directory (vault, egress policy, scrubber),
+the observation (telemetry, Prometheus metrics, attempt records, spend
+ledger, the router's observers), the fleet's breakers
+(`turnout.health.redis_breakers`, with every metrics hook), the clock-skew
+check against Redis's clock, the upstream HTTP clients and the router — the
+same way for both roles, so the ingress and the workers cannot drift apart;
+and `require_persistence`, the start-up AOF check both roles run before
+serving. What differs by role is a table (`ROLES`): the service name of the
+traces and the size of the connection pools. Each service adds only its
+own parts (the ingress's queue, fleet view and limiter, the worker's pickup,
+heartbeat and side port).
 Must not import: services, FastAPI.
 """
 
@@ -24,7 +28,10 @@ import msgspec
 
 from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
-from turnout.catalog import Catalog
+from turnout.catalog import Catalog, CatalogSource
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.watch import CatalogWatch
+from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
 from turnout.tenancy.directory import TenantDirectory, directory_from_env
 from turnout.health import Breakers, redis_breakers
@@ -34,6 +41,9 @@ from turnout.observability.observers import Observers, SpendObserver, route_obse
 from turnout.observability.records import RecordsObserver, RecordWriter
 from turnout.router import Router
 from turnout.settings import Settings
+from turnout.state.clock_check import ClockSkewCheck
+from turnout.state.persistence import Decision
+from turnout.state.persistence import require_persistence as check_persistence
 from turnout.state.spend_store import SpendLedger
 from turnout.observability.tracing import Telemetry, setup_tracing
 
@@ -85,7 +95,7 @@ class Observation:
         scrub: the process's credential scrubber, applied to span text.
     """
 
-    def __init__(self, config: Config, redis: Redis, catalog: Catalog, *, service: str, env: dict[str, str],
+    def __init__(self, config: Config, redis: Redis, catalog: CatalogSource, *, service: str, env: dict[str, str],
                  telemetry: Telemetry | None = None, scrub: Callable[[str], str] | None = None) -> None:
         self.telemetry = telemetry or setup_tracing(service, env, scrub=scrub)
         self._owns_telemetry = telemetry is None
@@ -136,8 +146,10 @@ class Runtime:
 
     Attributes:
         config, settings: what the process was started with.
-        catalog: providers, models, offers.
+        catalogs: the catalog in force (providers, models, offers), swapped whole on change.
+        catalog_watch: keeps `catalogs` in step with Redis (the bootstrap rule at start).
         directory: gateway keys, BYOK keys and custom endpoints (from Redis).
+        clock_check: the clock-skew check against Redis's clock (a gauge, a warning).
         obs: telemetry, metrics, records, spend, the router's observers.
         rng: the process's RNG (breakers, router, Retry-After jitter).
         breakers: the fleet's breakers over Redis.
@@ -146,13 +158,15 @@ class Runtime:
         router: the attempt loop's shell.
     """
 
-    def __init__(self, *, config: Config, settings: Settings, catalog: Catalog, directory: TenantDirectory,
-                 obs: Observation, rng: random.Random, breakers: Breakers, http: httpx.AsyncClient,
-                 custom_http: httpx.AsyncClient, router: Router) -> None:
+    def __init__(self, *, config: Config, settings: Settings, catalogs: LiveCatalog, catalog_watch: CatalogWatch,
+                 directory: TenantDirectory, obs: Observation, clock_check: ClockSkewCheck, rng: random.Random,
+                 breakers: Breakers, http: httpx.AsyncClient, custom_http: httpx.AsyncClient, router: Router) -> None:
         self.config = config
         self.settings = settings
-        self.catalog = catalog
+        self.catalogs = catalogs
+        self.catalog_watch = catalog_watch
         self.directory = directory
+        self.clock_check = clock_check
         self.obs = obs
         self.rng = rng
         self.breakers = breakers
@@ -160,8 +174,14 @@ class Runtime:
         self.custom_http = custom_http
         self.router = router
 
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now (`turnout.catalog.live`); a request reads it once and keeps it."""
+        return self.catalogs.current
+
     async def start(self, listen_redis: Redis, *, bootstrap: bool) -> None:
-        """Start the flushers and the directory's watch (waits for its first load).
+        """Start the flushers and the clock check, then the catalog's watch (the bootstrap
+        rule) and the directory's watch (each waits for its first load).
 
         Args:
             listen_redis: a client without a socket read timeout (pub/sub).
@@ -171,13 +191,17 @@ class Runtime:
             ConfigError: the file's orgs cannot be merged (path named).
         """
         self.obs.start()
+        self.clock_check.start()
+        await self.catalog_watch.start(listen_redis)
         await self.directory.start(listen_redis, bootstrap=bootstrap)
 
     async def stop(self) -> None:
-        """Flush and stop observation, close the upstream clients, stop the directory's watch."""
+        """Stop the clock check, flush and stop observation, close the upstream clients, stop the watches."""
+        await self.clock_check.stop()
         await self.obs.stop()
         await self.http.aclose()
         await self.directory.stop()
+        await self.catalog_watch.stop()
         await self.custom_http.aclose()
 
 
@@ -201,13 +225,15 @@ def build_runtime(
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW`.
     """
     shape = ROLES[role]
-    catalog = Catalog(config)
+    catalog = LiveCatalog(config)  # models and providers: Redis, swapped whole on change
     directory = directory_from_env(config, redis, settings.env)
     scrub_logs(directory.scrubber.credentials)
     obs = Observation(config, redis, catalog, service=shape.service, env=settings.env, telemetry=telemetry,
                       scrub=directory.scrubber.credentials)
     rng = rng or random.Random()
     breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng)
+    catalog_watch = attach_catalog(catalog, redis, config, directory=directory, breakers=breakers, env=settings.env)
+    clock_check = ClockSkewCheck(redis, obs.metrics.clock_skew, service=shape.service)
     http = make_http_client(max_connections=shape.upstream_connections(config))
     obs.instrument(http)
     custom_http = make_guarded_client(max_connections=shape.custom_connections(config), allow=directory.allow)
@@ -215,5 +241,21 @@ def build_runtime(
         catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng, credentials=directory,
         custom_http=custom_http, scrubber=directory.scrubber, sleep=sleep,
     )
-    return Runtime(config=config, settings=settings, catalog=catalog, directory=directory, obs=obs, rng=rng,
-                   breakers=breakers, http=http, custom_http=custom_http, router=router)
+    return Runtime(config=config, settings=settings, catalogs=catalog, catalog_watch=catalog_watch,
+                   directory=directory, obs=obs, clock_check=clock_check, rng=rng, breakers=breakers, http=http,
+                   custom_http=custom_http, router=router)
+
+
+def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow: bool = False) -> Decision:
+    """The start-up AOF check of a process of `role` (`turnout.state.persistence`), run before it serves.
+
+    Args:
+        redis_url: the process's Redis.
+        settings: `allow_no_aof` (`TURNOUT_ALLOW_NO_AOF`) allows a Redis without AOF.
+        allow: the `--allow-no-aof` flag (allows too).
+
+    Raises:
+        turnout.state.persistence.PersistenceOff: AOF is off and not allowed.
+    """
+    return check_persistence(redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof,
+                             env=settings.env)

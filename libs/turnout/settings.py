@@ -20,6 +20,11 @@ Variables (README "Configuration"):
     TURNOUT_METRICS_HOST   its address (default TURNOUT_HOST, else 127.0.0.1)
     TURNOUT_OPERATOR_KEY   the operator's admin key (unset: no operator)
     TURNOUT_UI_TRACE_URL   the dashboard's link to a trace (`{trace_id}` filled in)
+    TURNOUT_REDIS_CALL_TIMEOUT_MS  the request path's Redis bound (ms, default 400,
+                           at most 60000; parsed by `turnout.state.bounds.call_timeout_s`,
+                           whose module constant the request path reads)
+    TURNOUT_ALLOW_NO_AOF   `1` (`true`, `yes`): start on a Redis without AOF
+                           (`turnout.state.persistence`)
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from typing import TypeVar
 import msgspec
 
 from turnout.errors import ConfigError
+from turnout.state.bounds import call_timeout_s
+from turnout.state.persistence import allowed_by
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
@@ -54,6 +61,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         metrics_host: the side port's address.
         operator_key: the operator key, or None.
         trace_url: the dashboard's trace link template, or None.
+        redis_call_timeout_s: the request path's Redis bound (seconds; the variable is in ms).
+        allow_no_aof: start on a Redis without AOF persistence.
         env: the mapping the settings were read from (for readers of a whole environment).
     """
 
@@ -66,6 +75,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     metrics_host: str = "127.0.0.1"
     operator_key: str | None = None
     trace_url: str | None = None
+    redis_call_timeout_s: float = 0.4
+    allow_no_aof: bool = False
     env: dict[str, str] = {}
 
     @property
@@ -94,6 +105,11 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 return default
 
         host = env.get("TURNOUT_HOST") or "127.0.0.1"
+        try:
+            redis_call_timeout_s = call_timeout_s(env)
+        except ValueError as exc:  # names the variable, the expected form and the value
+            errors.append(str(exc))
+            redis_call_timeout_s = call_timeout_s({})
         settings = cls(
             config_path=env.get("TURNOUT_CONFIG") or "turnout.yaml",
             redis_url=env.get("TURNOUT_REDIS_URL") or DEFAULT_REDIS_URL,
@@ -104,6 +120,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             metrics_host=env.get("TURNOUT_METRICS_HOST") or host,
             operator_key=env.get(OPERATOR_KEY_ENV) or None,
             trace_url=env.get("TURNOUT_UI_TRACE_URL") or None,
+            redis_call_timeout_s=redis_call_timeout_s,
+            allow_no_aof=allowed_by(env),
             env=dict(env),
         )
         if errors:

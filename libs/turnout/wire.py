@@ -34,6 +34,10 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             to `deadline_epoch_s` on its own clock).
         reply_to: pub/sub channel of the waiting ingress process.
         trace: W3C trace context carrier (`traceparent`, `tracestate`).
+        catalog_version: the catalog version the ingress accepted the job
+            on (`turnout.catalog.live`); a worker on an older one catches up
+            before planning, so a model the ingress knows is never 404 there.
+            0: not stamped.
     """
 
     request_id: str
@@ -48,6 +52,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     trace: dict[str, str] = {}
     preferences: Preferences = Preferences()
     budget_ms: int = 0
+    catalog_version: int = 0
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,8 +10,8 @@
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 
-Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT (read once,
-`turnout.settings.Settings`; a malformed one is named and exits 2).
+Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT, TURNOUT_ALLOW_NO_AOF
+(read once, `turnout.settings.Settings`; a malformed one is named and exits 2).
 """
 
 from __future__ import annotations
@@ -19,12 +19,16 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.logs import add_parser as add_logs_parser
 from turnout_cli.pipes import closed_pipe_safe
+
+if TYPE_CHECKING:
+    from turnout.runtime import Role
 
 
 
@@ -52,6 +56,8 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
+    if (refused := _persistence_refused(args, "ingress")) is not None:
+        return refused
     settings = _settings(args)
     config = load_config(_config_path(args), env=settings.env)
     app = create_app(config, redis_url=_redis_url(args), settings=settings)
@@ -64,10 +70,33 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
+    from turnout.observability.jsonlog import configure_logging
     from turnout_worker.app import run
+    from turnout_worker.observe import SERVICE_NAME
 
+    configure_logging(SERVICE_NAME)
+    if (refused := _persistence_refused(args, "worker")) is not None:
+        return refused
     run(_config_path(args), _redis_url(args), _settings(args))
     return 0
+
+
+EXIT_NO_PERSISTENCE = 3
+"""Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF."""
+
+
+def _persistence_refused(args: argparse.Namespace, role: "Role") -> int | None:
+    """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code."""
+    from turnout.runtime import require_persistence
+    from turnout.state.persistence import PersistenceOff
+
+    try:
+        require_persistence(_redis_url(args), _settings(args), role=role,
+                            allow=bool(getattr(args, "allow_no_aof", False)))
+    except PersistenceOff as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_NO_PERSISTENCE
+    return None
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -116,6 +145,9 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
         p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
+        p.add_argument("--allow-no-aof", action="store_true",
+                       help="start even when Redis runs without AOF persistence (same as $TURNOUT_ALLOW_NO_AOF=1): "
+                            "queued jobs and breaker state are then lost when Redis restarts")
 
     host, port = settings.host, settings.port
 

@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from redis.asyncio import Redis
 from starlette.responses import Response
 
+from turnout.catalog import Catalog
 from turnout.config import Config
 from turnout.core.deadline import Deadline
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
@@ -32,7 +33,7 @@ from turnout.state.server import answers
 from turnout.tenancy.identity import Identity
 from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
+from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
@@ -47,13 +48,16 @@ _json = msgspec.json.Encoder()
 
 
 async def _check_plan(
-    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences()
+    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences(),
+    catalog: Catalog | None = None,
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
     an unknown model (404), preferences that leave no offer (400) or a plan
-    whose every target is OPEN (503)."""
+    whose every target is OPEN (503); `catalog`: the request's snapshot (default: the one in force)."""
     try:
-        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org, preferences)
+        plan, view = await state.router.plan(
+            model, identity.settings, identity.policy, identity.org, preferences, catalog=catalog
+        )
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
     except NoMatchingOffer as exc:
@@ -104,6 +108,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.fleet.start()
         state.limiter.start()
         await state.runtime.start(listen_redis, bootstrap=True)
         try:
@@ -111,6 +116,7 @@ def create_app(
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.fleet.stop()
             await state.limiter.stop()
             await state.runtime.stop()
             await redis.aclose()
@@ -122,8 +128,7 @@ def create_app(
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)
-    admin_routes.install(app, state)
-    admin_api.install(app, state)
+    admin.install(app, state)
     observability.install(app, state)
     anthropic_messages.install(app, state, check_plan=_check_plan)
     ui.install(app, state)
@@ -139,14 +144,15 @@ def create_app(
         preferences = take_preferences(body)
         identity = await budgeted(state, identity)
         deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
-        plan, view = await _check_plan(state, body["model"], identity, preferences)
+        catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
+        plan, view = await _check_plan(state, body["model"], identity, preferences, catalog)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
         key = request.headers.get(idempotency.HEADER)
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
             return await state.limiter.answer(held, idempotency.stream_once(
                 state, key, raw, identity, request_id, deadline,
                 lambda: serve_stream(state, request, body, identity, request_id, deadline=deadline, plan=plan,
-                                     view=view)))
+                                     view=view, catalog=catalog)))
         return await state.limiter.answer(
             held, _queued(state, request, raw, identity, request_id, preferences, deadline, key))
 
@@ -169,6 +175,7 @@ def create_app(
             preferences=preferences,
             deadline_epoch_s=deadline.at_s,
             reply_to=state.queue.reply_channel,
+            catalog_version=state.catalogs.version,
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
         if submit is None:
@@ -205,9 +212,17 @@ def create_app(
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`."""
+    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`.
+
+    Raises:
+        SettingsError: a malformed environment variable (named).
+        turnout.state.persistence.PersistenceOff: Redis runs without AOF and
+            `TURNOUT_ALLOW_NO_AOF` is not set (the start-up check).
+    """
     from turnout.config import load_config
+    from turnout.runtime import require_persistence
 
     settings = Settings.from_env(os.environ)
+    require_persistence(settings.redis_url, settings, role="ingress")
     config = load_config(settings.config_path, env=settings.env)
     return create_app(config, redis_url=settings.redis_url, settings=settings)

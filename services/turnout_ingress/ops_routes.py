@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
 from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state.server import queue_depth
-from turnout_ingress.admin_access import AdminAPI
+from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:

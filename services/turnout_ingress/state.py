@@ -2,8 +2,9 @@
 
 Owns: the ingress's share of the composition root — the shared runtime
 (`turnout.runtime.build_runtime`, the same as a worker's) plus what only an
-ingress has: its job queue (with its reply channel), its limiter, its Redis
-clients and its draining flag. Every ingress module takes the state from
+ingress has: its job queue (with its reply channel and its view of the
+fleet's capacity, `FleetWatch`, for shedding at the door), its limiter, its
+Redis clients and its draining flag. Every ingress module takes the state from
 here, never from `app` (which imports them).
 """
 
@@ -18,9 +19,11 @@ from collections.abc import Callable
 
 from redis.asyncio import Redis
 
+from turnout.catalog import Catalog
 from turnout.config import Config
 from turnout.runtime import build_runtime
 from turnout.settings import Settings
+from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
 from turnout.observability.telemetry import enqueue_span
 from turnout.observability.tracing import Telemetry
@@ -45,7 +48,9 @@ class IngressState:
         self.runtime = build_runtime(config, redis, settings, role="ingress", telemetry=telemetry)
         self.config = config
         self.settings = settings
-        self.catalog = self.runtime.catalog
+        self.catalogs = self.runtime.catalogs  # models and providers: Redis, swapped whole on change
+        self.catalog_watch = self.runtime.catalog_watch
+        self.clock_check = self.runtime.clock_check
         self.keyring = self.runtime.directory  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
         self.redis = redis
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -53,9 +58,11 @@ class IngressState:
         self.obs = self.runtime.obs
         self.metrics = self.obs.metrics
         self.rng = self.runtime.rng
+        self.fleet = FleetWatch(redis)  # the workers' slots and service time: the door's wait estimate
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer), rng=self.rng, clock=clock,
+            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer), fleet=self.fleet,
+            rng=self.rng, clock=clock,
         )
         self.draining = False
         self.limiter = Limiter(redis)
@@ -63,3 +70,8 @@ class IngressState:
         self.http = self.runtime.http
         self.custom_http = self.runtime.custom_http
         self.router = self.runtime.router
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now (`turnout.catalog.live`); a request reads it once and keeps it."""
+        return self.catalogs.current

@@ -7,6 +7,8 @@ gone or already answered, route it, store and publish the answer.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import time
@@ -17,6 +19,7 @@ from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout.answer import answer_of, error_body
+from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
@@ -24,6 +27,7 @@ from turnout.observability.jsonlog import configure_logging
 from turnout.router import RequestInfo, Router
 from turnout.runtime import Runtime, build_runtime
 from turnout.settings import Settings
+from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
 from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -31,6 +35,9 @@ from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
 
 log = logging.getLogger("turnout.worker")
+
+MARK_LOST_TIMEOUT_S = 2.0
+"""Longest a re-run waits to record its dead run's attempts as lost (seconds)."""
 _json = msgspec.json.Decoder()
 
 
@@ -111,30 +118,63 @@ async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
     return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
 
 
+async def _mark_lost(services: WorkerServices, request_id: str, run: int) -> None:
+    """A re-run's first act: the dead run's attempts that never ended become `lost` records.
+
+    Bounded (`MARK_LOST_TIMEOUT_S`); on a Redis failure they stay open, and
+    readers call them lost after their deadline (`turnout.core.attempt_phases`).
+    """
+    writer = services.runtime.obs.records
+    if writer is None:
+        return
+    try:
+        async with asyncio.timeout(MARK_LOST_TIMEOUT_S):
+            lost = await writer.mark_lost(request_id, run)
+    except (StateUnavailable, TimeoutError) as exc:
+        log.warning("job %s re-run: earlier attempts not marked lost (%s)", request_id, outage_kind(exc))
+        return
+    if lost:
+        log.warning("job %s re-run %d: %d attempt(s) of the dead run recorded as lost", request_id, run, lost)
+
+
+async def _catch_up(watch: CatalogWatch, version: int) -> None:
+    """Read the catalog now when the job was accepted on a newer one than this worker's (else the
+    watch brings it within 2 s); an unreachable Redis leaves the catalog in force."""
+    if version > watch.live.version:
+        with contextlib.suppress(StateUnavailable):
+            await watch.refresh()
+
+
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
-    A re-run (after a worker died) first checks that the client still waits:
-    past the deadline, or with a result already stored, it makes zero
-    upstream calls.
+    A re-run (after a worker died) first records the dead run's unended
+    attempts as lost, then checks that the client still waits: past the
+    deadline, or with a result already stored, it makes zero upstream calls.
+    Its attempt records carry `is_rerun`.
 
     Returns:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
+    run = int(ctx.get("job_try", 1))
+    if run > 1:
+        await _mark_lost(services, payload.request_id, run)
     time_left_s = await _time_left_s(ctx, payload)
     if time_left_s <= 0:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
-    if ctx.get("job_try", 1) > 1 and await ctx["worker"].store.answered(payload.request_id):
+    if run > 1 and await ctx["worker"].store.answered(payload.request_id):
         return "skipped: already answered"
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
     rid = payload.request_id
+    await _catch_up(services.runtime.catalog_watch, payload.catalog_version)
+    catalog = services.router.catalog  # this job's catalog to its end, whatever changes meanwhile
     try:
         plan, view = await services.router.plan(
-            request["model"], payload.settings, payload.policy, payload.org, payload.preferences
+            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, catalog=catalog
         )
     except (UnknownModel, NoMatchingOffer) as exc:
         status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (
@@ -154,13 +194,17 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "error 503"
     info = RequestInfo(
         request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
-        strategy=payload.settings.strategy_rule,
+        strategy=payload.settings.strategy_rule, run=run, deadline_s=time.time() + time_left_s,
     )
+    started = time.monotonic()
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(
-            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
+            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info,
+            catalog=catalog,
         )
     status, headers, body = answer_of(routed, payload.request_id)
+    if status != 504:  # a job cut by its deadline says nothing of how long serving takes
+        ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))
     return "served" if status == 200 else f"error {status}"
 

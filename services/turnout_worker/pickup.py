@@ -11,12 +11,24 @@ trips, re-checking every in-flight job on every scan. Here:
   moves that org to the tail, slot after slot. One org's backlog therefore
   delays another org's job by at most one job per org ahead of it on the
   ring (a slot freeing), never by the backlog's length;
-- a doorbell, and every job's end, fill the free slots at once that way;
+- a doorbell ring wakes one worker, not all: the ingress pushes one entry
+  per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
+  pops one (`BLPOP`) and picks; a worker with no free slot does not pop, so
+  the entry waits for one that has. The pick removes the entries of the
+  extra jobs it claimed, and all of them once no job waits, so the list
+  stays about one entry per waiting job;
+- a job's end pops the doorbell again: with jobs waiting their entries are
+  there, so the freed slot is filled at once, and with none it costs no pick;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
   arq's queue that are in no fair queue (one re-queued after its worker
   died), oldest first, each with the `_CLAIM` script (in-progress check,
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
+- a heartbeat every 2 s publishes the worker's slots and the mean time its
+  recent served jobs took (`service_times`, fed by the job function; a job
+  skipped or cut by its deadline does not count) (`turnout.state.fleet`),
+  from which the ingress estimates a new job's wait and sheds it at the door
+  when it cannot be served within the job's budget;
 - a cancel message for a running job cancels its task (the client went away;
   a job claimed here whose function has not started yet skips at start; the
   ingress has already withdrawn a job still queued);
@@ -44,18 +56,29 @@ import asyncio
 import collections
 import contextlib
 import logging
+import os
 import random
+import socket
+import uuid
 from typing import Any
 
 from arq.connections import create_pool
 from arq.worker import Worker
 
+from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable, state_errors
-from turnout.state.listen import Message, listen_forever
+from turnout.state.fleet import FleetBeat
+from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pickup_store import PickupStore
 
 log = logging.getLogger("turnout.worker")
+
+DOORBELL_BLOCK_S = 1
+"""Longest one `BLPOP` on the doorbell blocks (seconds) before it is issued again."""
+
+DOORBELL_BACKOFF = Backoff()
+"""The doorbell's retry backoff after a lost Redis (jittered, as every listener's: `turnout.state.listen`)."""
 
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
@@ -69,7 +92,6 @@ class PushWorker(Worker):
         self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._store: PickupStore | None = None
         self._delivered: set[str] = set()
@@ -79,6 +101,12 @@ class PushWorker(Worker):
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
+        self._rung = 0  # doorbell entries popped and not yet answered by a pick
+        self._pop_again = asyncio.Event()  # a slot freed or popped entries were answered: the doorbell may pop
+        self._doorbell: asyncio.Task[None] | None = None
+        self.service_times = RecentServiceTimes()  # fed by the job function: jobs that were served
+        self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._beat: FleetBeat | None = None
 
     @property
     def store(self) -> PickupStore:
@@ -101,15 +129,16 @@ class PushWorker(Worker):
         self.ctx["worker"] = self
         if self.on_startup:
             await self.on_startup(self.ctx)
-        self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
+        self._listener = asyncio.create_task(self._listen(), name="turnout-cancel-listener")
+        self._doorbell = asyncio.create_task(self._answer_doorbell(), name="turnout-doorbell")
         self._renewer = asyncio.create_task(self._renew_leases(), name="turnout-lease-renewal")
         self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
+        self._beat = FleetBeat(self.pool, self.fleet_id, self.max_jobs, self.service_times.mean_ms)
+        self._beat.start()
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_delay_s)
-                self._wake.clear()
+                await asyncio.sleep(self.poll_delay_s)
                 try:
                     with state_errors():  # arq's own scan talks to Redis too
                         await self._poll_iteration()
@@ -117,29 +146,53 @@ class PushWorker(Worker):
                     log.warning("queue scan failed (%s); retrying", exc.kind)
                     await asyncio.sleep(0.2)
         finally:
-            for task in (self._listener, self._renewer, self._picker):
+            await self._beat.stop()
+            for task in (self._listener, self._doorbell, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
     async def _listen(self) -> None:
         await listen_forever(
-            self.pool, [keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL], self._rung, name="doorbell listener",
-            rng=self._rng, on_subscribed=self._subscribed,
+            self.pool, [keys.CANCEL_CHANNEL], self._cancelled, name="cancel listener", rng=self._rng,
         )
 
-    async def _subscribed(self, reconnected: bool) -> None:
-        self._wake.set()  # catch up on anything enqueued while unsubscribed
+    async def _cancelled(self, message: Message | None) -> None:
+        """A cancel message: the job's client left."""
+        if message is not None:
+            self._cancel(message["data"].decode())
 
-    async def _rung(self, message: Message | None) -> None:
-        """A doorbell (a job was queued: pick) or a cancel (its client left)."""
-        if message is None:
-            return
-        channel, job_id = message["channel"], message["data"]
-        if channel == keys.DOORBELL_CHANNEL.encode():
-            self._want_pick.set()
-        else:
-            self._cancel(job_id.decode())
+    def _free_slots(self) -> int:
+        return self.max_jobs - self.job_counter if self.allow_pick_jobs else 0
+
+    async def _answer_doorbell(self) -> None:
+        """Pop one doorbell entry at a time while a slot is free, and pick for it.
+
+        One enqueue pushes one entry, so one ring wakes one worker. A worker
+        without a free slot waits for one to free (or `poll_delay`) before it
+        pops again; the job that rang is then picked by whoever pops it, by
+        this worker's next job end, or by a scan.
+        """
+        failures = 0
+        self._want_pick.set()  # catch up on anything enqueued before this worker started
+        while True:
+            if self._free_slots() - self._rung <= 0:  # every free slot already has a popped entry
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._pop_again.wait(), self.poll_delay_s)
+                self._pop_again.clear()
+                continue
+            try:
+                rung = await self.store.pop_doorbell(DOORBELL_BLOCK_S)
+            except StateUnavailable as exc:
+                failures += 1
+                delay = DOORBELL_BACKOFF.delay_s(failures, self._rng.random())
+                log.warning("doorbell lost Redis (%s); retrying in %.2f s", exc.kind, delay)
+                await asyncio.sleep(delay)
+                continue
+            failures = 0
+            if rung:
+                self._rung += 1
+                self._want_pick.set()
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
@@ -164,13 +217,32 @@ class PushWorker(Worker):
                 log.warning("fair pick failed (%s); the scan will retry", exc.kind)
 
     async def pick_fair(self) -> None:
-        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call."""
+        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call.
+
+        The doorbell entries this worker popped are accounted in the same
+        call; popped with no slot left to fill (a scan took it meanwhile),
+        they are pushed back for another worker.
+        """
         async with self._claiming:
-            free = self.max_jobs - self.job_counter
-            if not self.allow_pick_jobs or free <= 0:
-                return
-            for job_id, score in await self.store.pick(free):
-                await self._start(job_id, score)
+            try:
+                await self._pick_fair()
+            finally:
+                self._pop_again.set()
+
+    async def _pick_fair(self) -> None:
+        free = self._free_slots()
+        rung, self._rung = self._rung, 0
+        if free <= 0:
+            if rung:
+                await self.store.ring_back(rung)
+            return
+        try:
+            picked = await self.store.pick(free, rung)
+        except BaseException:
+            self._rung += rung  # not answered: the next pick accounts for them
+            raise
+        for job_id, score in picked:
+            await self._start(job_id, score)
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
@@ -194,7 +266,7 @@ class PushWorker(Worker):
             self.job_counter -= 1
         else:
             self._release_sem_dec_counter_on_complete()
-        self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
+        self._pop_again.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
 
     async def sleep_off_slot(self, delay_s: float) -> None:
         """A job's wait (backoff, `Retry-After`) that frees its slot when long.
@@ -216,6 +288,7 @@ class PushWorker(Worker):
         self.job_counter -= 1
         self.sem.release()
         self._want_pick.set()
+        self._pop_again.set()
         try:
             await asyncio.sleep(delay_s)
         except BaseException:

@@ -68,11 +68,11 @@ def _module_graph() -> dict[str, set[str]]:
             if isinstance(node, ast.Import):
                 targets += [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom):
-                base = node.module or ""
+                source = node.module or ""
                 if node.level:
                     up = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    base = ".".join(up + ([base] if base else []))
-                targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names]
+                    source = ".".join(up + ([source] if source else []))
+                targets += [f"{source}.{a.name}" if f"{source}.{a.name}" in files else source for a in node.names]
         found = {known(t) for t in targets}
         graph[module] = {t for t in found if t and t != module and not module.startswith(t + ".")}
     return graph
@@ -127,7 +127,7 @@ def test_redis_errors_are_mapped_only_in_the_state_edge(path: Path) -> None:
         assert "RedisError" not in path.read_text(), f"{path}: catch StateUnavailable (turnout.state.errors)"
 
 
-PACKAGES = ("tenancy", "observability", "streaming")
+PACKAGES = ("tenancy", "observability", "streaming", "catalog")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

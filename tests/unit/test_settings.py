@@ -65,3 +65,20 @@ def test_settings_every_malformed_variable_is_reported_at_once() -> None:
         "TURNOUT_PORT must be a port number (1-65535), got 'eighty'",
         "TURNOUT_DRAIN_S must be a number of seconds, got 'soon'",
     ]
+
+
+def test_settings_redis_call_timeout_and_allow_no_aof_defaults_and_values() -> None:
+    defaults = Settings.from_env({})
+    assert (defaults.redis_call_timeout_s, defaults.allow_no_aof) == (0.4, False)
+    settings = Settings.from_env({"TURNOUT_REDIS_CALL_TIMEOUT_MS": "2500", "TURNOUT_ALLOW_NO_AOF": "1"})
+    assert settings.redis_call_timeout_s == pytest.approx(2.5) and settings.allow_no_aof is True
+    assert Settings.from_env({"TURNOUT_ALLOW_NO_AOF": "no"}).allow_no_aof is False
+
+
+def test_settings_malformed_redis_call_timeout_is_named_with_the_bounds_message() -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env({"TURNOUT_REDIS_CALL_TIMEOUT_MS": "abc", "TURNOUT_PORT": "eighty"})
+    assert info.value.errors == [
+        "TURNOUT_REDIS_CALL_TIMEOUT_MS must be a number of milliseconds in (0, 60000], got 'abc'",
+        "TURNOUT_PORT must be a port number (1-65535), got 'eighty'",
+    ]

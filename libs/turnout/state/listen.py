@@ -70,6 +70,7 @@ async def listen_forever(
     on_subscribed: Callable[[bool], Awaitable[None]] | None = None,
     idle_s: float | None = None,
     stop: asyncio.Event | None = None,
+    also_lost: tuple[type[Exception], ...] = (),
 ) -> None:
     """Subscribe `redis` to `channels` and hand every message to `on_message`,
     reconnecting after a Redis loss, until `stop` is set (or the task is cancelled).
@@ -90,11 +91,14 @@ async def listen_forever(
             `on_message(None)`; None waits for messages only.
         stop: when set, the loop returns (checked before each subscription
             and after each message or idle wake).
+        also_lost: more exceptions treated like a lost Redis (logged, retried
+            after the backoff), e.g. a write race the next read resolves.
 
-    Losing Redis (a `StateUnavailable` or one of `STATE_ERRORS` raised by the
-    subscription, `on_subscribed` or `on_message`) is logged and retried after
+    Losing Redis (a `StateUnavailable`, one of `STATE_ERRORS` or of `also_lost`
+    raised by the subscription, `on_subscribed` or `on_message`) is logged and retried after
     the backoff; any other exception ends the loop and propagates.
     """
+    lost = (*_LOST, *also_lost)
     failures = 0
     tried = False
     while stop is None or not stop.is_set():
@@ -110,7 +114,7 @@ async def listen_forever(
                     continue
                 if message is None or message.get("type") == "message":
                     await on_message(message)
-        except _LOST as exc:
+        except lost as exc:
             tried, failures = True, failures + 1
             delay = backoff.delay_s(failures, rng.random())
             log.warning("%s lost Redis (%s); reconnecting in %.2f s", name, outage_kind(exc), delay)

@@ -1,8 +1,8 @@
 """A worker's Redis side of job pickup: claim, fair pick, lease renewal, delivery.
 
 Owns: the Lua scripts and pipelines a doorbell worker
-(`turnout_worker.pickup.PushWorker`) runs against arq's queue and the orgs'
-fair queues, with arq's own keys and expiry, so stock arq workers and this
+(`turnout_worker.pickup.PushWorker`) runs against arq's queue, the orgs'
+fair queues and the doorbell list (`keys.DOORBELL`, one entry per queued job), with arq's own keys and expiry, so stock arq workers and this
 one can share a queue. Every method raises `StateUnavailable` when Redis is
 unreachable. Redis layout: `turnout.state.keys`.
 Must not import: services, FastAPI, httpx.
@@ -31,19 +31,28 @@ return s
 """
 
 
-# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
+# KEYS: fair ring, queue, doorbell
+# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped
 # Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
 # whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
+# the ones the caller popped) are removed, popped ones left unanswered while jobs still wait are put
+# back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
+# did not match.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
 local picked = {}
 local turns = want + redis.call('llen', KEYS[1])
+local drained = false
 while #picked < 2 * want and turns > 0 do
   turns = turns - 1
   local org = redis.call('lpop', KEYS[1])
-  if not org then break end
+  if not org then
+    drained = true
+    break
+  end
   local fair = ARGV[4] .. org
   while true do
     local head = redis.call('zrange', fair, 0, 0)
@@ -60,6 +69,14 @@ while #picked < 2 * want and turns > 0 do
     end
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
+end
+local extra = #picked / 2 - tonumber(ARGV[5])
+if drained then
+  if extra ~= 0 then redis.call('del', KEYS[3]) end
+elseif extra > 0 then
+  redis.call('ltrim', KEYS[3], extra, -1)
+else
+  for _ = 1, -extra do redis.call('lpush', KEYS[3], '1') end
 end
 return picked
 """
@@ -94,17 +111,31 @@ class PickupStore:
         self._pick = redis.register_script(_PICK)
         self._deliver = redis.register_script(_DELIVER)
 
-    async def pick(self, free: int) -> list[tuple[str, Any]]:
-        """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`).
+    async def pick(self, free: int, rung: int = 0) -> list[tuple[str, Any]]:
+        """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), and account
+        for the `rung` doorbell entries the caller popped (the list stays about one entry per waiting job).
 
         Returns:
             (job id, queue score) of each claimed job, in pick order.
         """
         picked = await self._pick(
-            keys=[keys.FAIR_RING, self._queue],
-            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
+            keys=[keys.FAIR_RING, self._queue, keys.DOORBELL],
+            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung],
         )
         return [(j.decode() if isinstance(j, bytes) else j, score) for j, score in zip(picked[::2], picked[1::2])]
+
+    async def pop_doorbell(self, timeout_s: float) -> bool:
+        """Pop one doorbell entry (`BLPOP keys.DOORBELL`), waiting up to `timeout_s` seconds.
+
+        Returns:
+            True when an entry was popped (a job was queued), False on timeout.
+        """
+        rung = await self._redis.blpop([keys.DOORBELL], timeout=timeout_s)  # type: ignore[misc, arg-type]  # seconds, fractions allowed
+        return rung is not None
+
+    async def ring_back(self, entries: int) -> None:
+        """Push back `entries` (>= 1) popped doorbell entries no pick answered (for another worker)."""
+        await self._redis.lpush(keys.DOORBELL, *["1"] * entries)  # type: ignore[misc]
 
     async def claim(self, job_ids: Sequence[str]) -> list[Any]:
         """Claim each of `job_ids` (`_CLAIM`; one job: no pipeline, no SCRIPT EXISTS).

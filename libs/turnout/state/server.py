@@ -1,8 +1,9 @@
-"""Questions about the Redis server itself: does it answer, is it persistent, how deep is the queue.
+"""Questions about the Redis server itself: does it answer, how deep is the queue.
 
 Owns: the readiness ping of a process, the queue depth gauge, and the
-command-line checks of `turnout dev` (a blocking client: it runs before any
-event loop). None raises: an unreachable Redis is an answer here.
+command-line ping of `turnout dev` (a blocking client: it runs before any
+event loop); the persistence check is `turnout.state.persistence`. None
+raises: an unreachable Redis is an answer here.
 Must not import: services, FastAPI, httpx.
 """
 
@@ -42,12 +43,3 @@ def answers_now(url: str, connect_timeout_s: float) -> bool:
     except STATE_ERRORS:
         return False
 
-
-def append_only(url: str) -> bool | None:
-    """Whether Redis at `url` has AOF persistence on (`CONFIG GET appendonly`; blocking), None when unreachable."""
-    try:
-        with redis.Redis.from_url(url, decode_responses=True) as client:
-            info: dict[str, str] = client.config_get("appendonly")
-    except STATE_ERRORS:
-        return None
-    return info.get("appendonly") == "yes"

@@ -34,7 +34,7 @@ from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_o
 from turnout.scrub import Scrubber
 from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
-from turnout.state.listen import Message, listen_forever
+from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.identity import Identity
 from turnout.tenancy.vault import (
@@ -294,43 +294,23 @@ class TenantDirectory:
         self._task = asyncio.create_task(
             self._watch(listen_redis, run_bootstrap if bootstrap else None), name="turnout-tenancy-watch"
         )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), wait_s)
+        ready = await wait_ready(self._ready, wait_s)
         if self._fatal is not None:
             raise self._fatal
-        if not self._ready.is_set():
+        if not ready:
             log.warning("tenancy: Redis not reachable yet; gateway keys are refused until the first load")
 
     async def stop(self) -> None:
         """Stop watching."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_task(self._task)
 
     async def _watch(self, listen_redis: Redis, bootstrap: Callable[[], Awaitable[object]] | None) -> None:
         """Keep the snapshot fresh until cancelled: after each (re)subscription (the file's orgs
         merged first, once) and on every invalidation message or `poll_s` without one."""
-        pending = bootstrap
-
-        async def subscribed(reconnected: bool) -> None:
-            nonlocal pending
-            if pending is not None:
-                await pending()
-                pending = None
-            await self.refresh()
-            assert self._ready is not None
-            self._ready.set()
-
-        async def wake(message: Message | None) -> None:
-            await self.refresh()
-
+        assert self._ready is not None
         try:
-            await listen_forever(
-                listen_redis, [keys.TENANCY_CHANNEL], wake, name="tenancy (keeping the last snapshot)",
-                rng=self._rng, sleep=self._sleep, on_subscribed=subscribed, idle_s=self._poll_s,
-            )
+            await follow(listen_redis, keys.TENANCY_CHANNEL, refresh=self.refresh, ready=self._ready,
+                         poll_s=self._poll_s, what="tenancy", first=bootstrap, rng=self._rng, sleep=self._sleep)
         except ConfigError as exc:
             self._fatal = exc
-            assert self._ready is not None
             self._ready.set()

@@ -6,6 +6,9 @@ ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import cast
+
 import time
 
 from redis.asyncio import Redis
@@ -26,10 +29,10 @@ async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     await queue._push(payload)
 
 
-async def _pick(redis: Redis, free: int) -> list[str]:
+async def _pick(redis: Redis, free: int, rung: int = 0) -> list[str]:
     script = redis.register_script(_PICK)
-    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[free, 10_000, keys.IN_PROGRESS_PREFIX,
-                                                                  keys.FAIR_ORG_PREFIX])
+    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL],
+                       args=[free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung])
     return [j.decode() for j in raw[::2]]
 
 
@@ -46,7 +49,7 @@ async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_cli
     assert await _pick(redis_client, 4) == ["a01", "b1", "a02", "a03"]
     assert await redis_client.exists(keys.IN_PROGRESS_PREFIX + "b1") == 1
     assert await redis_client.zcard(keys.QUEUE) == 53  # claimed jobs stay in arq's queue until delivered
-    assert await redis_client.lrange(keys.FAIR_RING, 0, -1) == [b"org-a"]
+    assert await cast(Awaitable[list[bytes]], redis_client.lrange(keys.FAIR_RING, 0, -1)) == [b"org-a"]
 
 
 async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_client: Redis) -> None:
@@ -59,3 +62,26 @@ async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_c
     assert await redis_client.exists(keys.FAIR_RING, keys.fair_org_key("org-x")) == 0
     await _enqueue(queue, "x3", "org-x")  # an emptied org comes back on the ring
     assert await _pick(redis_client, 5) == ["x3"]
+
+
+async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(5):
+        await _enqueue(queue, f"d{i}", "org-d")
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 5  # one ring per job, for one worker each
+    await cast(Awaitable[bytes], redis_client.lpop(keys.DOORBELL))  # a worker woke on one ring...
+    assert await _pick(redis_client, 2, rung=1) == ["d0", "d1"]  # ...and filled two slots
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the second job's ring is gone too
+    assert await _pick(redis_client, 1) == ["d2"]  # a job end's pick, no ring popped
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 2
+    assert await _pick(redis_client, 9) == ["d3", "d4"]  # nothing waits any more: no ring left
+    assert await redis_client.exists(keys.DOORBELL) == 0
+
+
+async def test_doorbell_entries_popped_beyond_the_free_slots_go_back(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(4):
+        await _enqueue(queue, f"e{i}", "org-e")
+    await cast(Awaitable[list[bytes]], redis_client.lpop(keys.DOORBELL, 3))  # a worker popped three rings but has one free slot
+    assert await _pick(redis_client, 1, rung=3) == ["e0"]
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the two unanswered rings are back: one per waiting job

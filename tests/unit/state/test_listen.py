@@ -100,9 +100,14 @@ class Recorder:
         self.subscribed.append(reconnected)
 
 
+def as_redis(fake: FakeRedis) -> Any:
+    """The fake where a redis-py client is expected (it has the pub/sub surface the loop uses)."""
+    return fake
+
+
 async def run(redis: FakeRedis, rec: Recorder, rng: random.Random, **kwargs: Any) -> None:
     await asyncio.wait_for(listen_forever(
-        redis, ["c"], rec.on_message, name="test listener", rng=rng, sleep=rec.sleep,
+        as_redis(redis), ["c"], rec.on_message, name="test listener", rng=rng, sleep=rec.sleep,
         on_subscribed=rec.on_subscribed, stop=rec.stop, **kwargs,
     ), 5)
 
@@ -186,7 +191,7 @@ async def test_listen_stops_when_the_store_error_comes_from_the_caller_hooks_too
                 raise OSError("store read failed")
 
     await asyncio.wait_for(listen_forever(
-        redis, ["c"], rec.on_message, name="t", rng=FixedDraw(1.0), sleep=rec.sleep, on_subscribed=catch_up,
+        as_redis(redis), ["c"], rec.on_message, name="t", rng=FixedDraw(1.0), sleep=rec.sleep, on_subscribed=catch_up,
         stop=rec.stop,
     ), 5)
     assert rec.delays == [0.05] and rec.got == [msg(b"a")]
@@ -199,14 +204,14 @@ async def test_listen_other_errors_end_the_loop() -> None:
         raise ValueError("a bug, not an outage")
 
     with pytest.raises(ValueError):
-        await asyncio.wait_for(listen_forever(redis, ["c"], broken, name="t", rng=FixedDraw(0.5)), 5)
+        await asyncio.wait_for(listen_forever(as_redis(redis), ["c"], broken, name="t", rng=FixedDraw(0.5)), 5)
     assert redis.closed == 1
 
 
 async def test_listen_cancel_closes_the_subscription() -> None:
     redis = FakeRedis(sessions=[[]])
     rec = Recorder()
-    task = asyncio.create_task(listen_forever(redis, ["c"], rec.on_message, name="t", rng=FixedDraw(0.5)))
+    task = asyncio.create_task(listen_forever(as_redis(redis), ["c"], rec.on_message, name="t", rng=FixedDraw(0.5)))
     while not redis.timeouts:
         await asyncio.sleep(0)
     task.cancel()
@@ -266,3 +271,22 @@ async def test_store_other_errors_pass_through_unchanged() -> None:
         await Store(KeyError("a caller's own error")).read()
     assert await Store(None).read() == 1
     assert Store(None).name() == "plain methods are left alone"
+
+
+async def test_listen_also_lost_errors_are_retried_like_a_lost_redis() -> None:
+    redis = FakeRedis(sessions=[[msg(b"a")], [msg(b"b")]])
+    rec = Recorder(stop_after=1)
+    raised = 0
+
+    async def racy(message: Message | None) -> None:
+        nonlocal raised
+        if raised == 0:
+            raised += 1
+            raise KeyError("a write race the next read resolves")
+        await rec.on_message(message)
+
+    await asyncio.wait_for(listen_forever(
+        as_redis(redis), ["c"], racy, name="t", rng=FixedDraw(1.0), sleep=rec.sleep, stop=rec.stop,
+        also_lost=(KeyError,),
+    ), 5)
+    assert rec.delays == [0.05] and rec.got == [msg(b"b")]
