@@ -12,6 +12,7 @@ import msgspec
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
+from turnout.state.breaker_store import Loaded
 
 
 class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -34,6 +35,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             to `deadline_epoch_s` on its own clock).
         reply_to: pub/sub channel of the waiting ingress process.
         trace: W3C trace context carrier (`traceparent`, `tracestate`).
+        health: the health read the ingress planned with (`HealthView.loaded`);
+            the worker plans with it instead of reading again while it is
+            fresh (`Breakers.shipped_view`); None: the worker reads.
     """
 
     request_id: str
@@ -48,6 +52,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     trace: dict[str, str] = {}
     preferences: Preferences = Preferences()
     budget_ms: int = 0
+    health: Loaded | None = None
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

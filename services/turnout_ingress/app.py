@@ -181,13 +181,15 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             return await state.limiter.answer(held, stream_once(
                 state, request.headers.get("idempotency-key"), raw, identity, request_id,
                 lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
-        return await state.limiter.answer(held, _queued(state, request, raw, identity, request_id, preferences))
+        return await state.limiter.answer(
+            held, _queued(state, request, raw, identity, request_id, preferences, view))
 
     async def _queued(
         state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
-        preferences: Preferences,
+        preferences: Preferences, view: HealthView,
     ) -> Response:
-        """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
+        """Non-streaming: the job on the queue (with the health read it was planned with), its
+        result as the answer (or a replay)."""
         deadline = time.time() + identity.policy.budget.max_total_latency_ms / 1000
         idempotency = request.headers.get("idempotency-key")
         if idempotency is not None:
@@ -220,6 +222,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             preferences=preferences,
             deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
+            health=view.loaded(),
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
         if submit is None:
@@ -254,7 +257,21 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             )
         return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
 
+    _hot_routes_first(app)
     return app
+
+
+HOT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages"})
+"""The paths nearly every request takes: matched first (Starlette tries routes in order)."""
+
+
+def _hot_routes_first(app: FastAPI) -> None:
+    """Move the routes of `HOT_PATHS` to the front of `app`'s routes, keeping every route's
+    relative order otherwise (so the same request matches the same route as before: no other
+    route's pattern matches these exact paths)."""
+    routes = app.router.routes
+    hot = [r for r in routes if getattr(r, "path", None) in HOT_PATHS]
+    routes[:] = hot + [r for r in routes if getattr(r, "path", None) not in HOT_PATHS]
 
 
 def app_from_env() -> FastAPI:

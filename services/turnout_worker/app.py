@@ -27,9 +27,9 @@ from turnout.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import redis_breakers
 from turnout.jsonlog import configure_logging, scrub_logs
-from turnout.router import RequestInfo, Router
+from turnout.router import RequestInfo, Router, Shipped
 from turnout.state import keys
-from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
+from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
 from turnout.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
@@ -110,7 +110,7 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     return result
 
 
-async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
+def _time_left_s(ctx: dict[str, Any], payload: JobPayload, store_now_ms: int) -> float:
     """Seconds the client still waits, measured on Redis's clock (not this host's).
 
     `budget_ms` counts from the job's queue score (Redis `TIME` at enqueue);
@@ -119,7 +119,7 @@ async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
     """
     if payload.budget_ms <= 0 or "score" not in ctx:
         return payload.deadline_epoch_s - time.time()
-    return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
+    return time_left_s(payload, int(ctx["score"]), store_now_ms)
 
 
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
@@ -133,7 +133,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
-    time_left_s = await _time_left_s(ctx, payload)
+    store_now_ms = await ctx["worker"].store_now_ms()  # from the claim: no round trip
+    time_left_s = _time_left_s(ctx, payload, store_now_ms)
     if time_left_s <= 0:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
@@ -144,8 +145,9 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
     rid = payload.request_id
     try:
+        shipped = None if payload.health is None else Shipped(payload.health, store_now_ms / 1000)
         plan, view = await services.router.plan(
-            request["model"], payload.settings, payload.policy, payload.org, payload.preferences
+            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, shipped
         )
     except (UnknownModel, NoMatchingOffer) as exc:
         status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (

@@ -43,10 +43,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import logging
-from typing import Any
+import time
+from typing import Any, cast
 
-from arq.connections import create_pool
+from arq.connections import ArqRedis, create_pool
 from arq.worker import Worker
 from redis.exceptions import RedisError
 
@@ -70,16 +72,19 @@ return s
 """
 
 
-# KEYS: fair ring, queue   ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix
-# Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
-# whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# KEYS: fair ring, queue
+# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, retry prefix, job prefix
+# Returns {Redis TIME ms, job id, queue score, job bytes, try, ...}: the claimed jobs, round robin
+# across orgs, each with what arq's `run_job` opens with (the job's bytes; its try counter, incremented
+# and given arq's expiry), so the job starts without another round trip. A fair-queue entry whose job
+# left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
-local picked = {}
+local picked = {now_ms}
 local turns = want + redis.call('llen', KEYS[1])
-while #picked < 2 * want and turns > 0 do
+while #picked < 1 + 4 * want and turns > 0 do
   turns = turns - 1
   local org = redis.call('lpop', KEYS[1])
   if not org then break end
@@ -93,8 +98,12 @@ while #picked < 2 * want and turns > 0 do
     redis.call('zrem', fair, job)
     if s and redis.call('exists', ARGV[3] .. job) == 0 then
       redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
+      local tries = redis.call('incr', ARGV[5] .. job)
+      redis.call('expire', ARGV[5] .. job, 88400)
       picked[#picked + 1] = job
       picked[#picked + 1] = s
+      picked[#picked + 1] = redis.call('get', ARGV[6] .. job)
+      picked[#picked + 1] = tries
       break
     end
   end
@@ -104,15 +113,85 @@ return picked
 """
 
 
-# KEYS: result key, in-progress key, job key, retry key, queue
+# KEYS: result key, in-progress key, job key, retry key, queue, fair ring
 # ARGV: result bytes, result ttl s, reply channel, job id
+# Returns the number of orgs with jobs waiting in their fair queues (0: no pick is needed at the job's end).
 _DELIVER = """
 redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('publish', ARGV[3], ARGV[1])
 redis.call('del', KEYS[2], KEYS[3], KEYS[4])
 redis.call('zrem', KEYS[5], ARGV[4])
-return 1
+return redis.call('llen', KEYS[6])
 """
+
+
+class Claimed:
+    """What the claim of one job read for it, in the same round trip.
+
+    Attributes:
+        job: the job's bytes (arq's `arq:job:<id>`), None if it expired.
+        job_try: its try counter after this claim (arq's `arq:retry:<id>`).
+        now_ms: Redis `TIME` at the claim (epoch ms).
+        at_s: this process's monotonic clock at the claim (seconds).
+        used: arq's `run_job` has taken `job` and `job_try`.
+    """
+
+    __slots__ = ("job", "job_try", "now_ms", "at_s", "used")
+
+    def __init__(self, job: bytes | None, job_try: int, now_ms: int) -> None:
+        self.job, self.job_try, self.now_ms = job, job_try, now_ms
+        self.at_s = time.monotonic()
+        self.used = False
+
+    def store_now_ms(self) -> int:
+        """Redis `TIME` now (epoch ms), extrapolated from the claim with this process's monotonic clock."""
+        return self.now_ms + int((time.monotonic() - self.at_s) * 1000)
+
+
+_CLAIMED: contextvars.ContextVar[Claimed | None] = contextvars.ContextVar("turnout_claimed", default=None)
+"""The claim of the job whose `run_job` (and function) runs in this context."""
+
+
+class _ClaimedPipeline:
+    """arq's opening transaction of `run_job` (GET job; INCR, EXPIRE retry), answered from the claim."""
+
+    def __init__(self, claimed: Claimed) -> None:
+        self._claimed = claimed
+
+    async def __aenter__(self) -> _ClaimedPipeline:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def get(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    def incr(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    def expire(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    async def execute(self) -> list[Any]:
+        return [self._claimed.job, self._claimed.job_try, True]
+
+
+class _ClaimedPool:
+    """The worker's pool as `run_job` first sees it for a claimed job: its one pipeline is answered locally."""
+
+    def __init__(self, pool: Any, claimed: Claimed) -> None:
+        self._pool = pool
+        self._claimed = claimed
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        if not transaction or self._claimed.used:
+            return self._pool.pipeline(transaction=transaction)
+        self._claimed.used = True
+        return _ClaimedPipeline(self._claimed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
 
 
 class PushWorker(Worker):
@@ -135,6 +214,37 @@ class PushWorker(Worker):
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
+        self._claims: dict[str, Claimed] = {}  # picked with arq's opening reads, not yet in `run_job`
+        self._none_waiting: set[str] = set()  # delivered when no org had a job waiting
+        self._pick_owed = False  # a doorbell came while every slot was taken
+
+    @property
+    def pool(self) -> ArqRedis:
+        """arq's pool; inside the `run_job` of a job picked with its opening reads, the pool that answers them."""
+        claimed = _CLAIMED.get()
+        if claimed is not None and not claimed.used:
+            return cast(ArqRedis, _ClaimedPool(self._pool, claimed))
+        return cast(ArqRedis, self._pool)
+
+    async def run_job(self, job_id: str, score: int) -> None:
+        """arq's `run_job`, with the claim's reads (job bytes, try, Redis clock) in its context."""
+        token = _CLAIMED.set(self._claims.pop(job_id, None))
+        try:
+            await super().run_job(job_id, score)
+        finally:
+            _CLAIMED.reset(token)
+
+    async def store_now_ms(self) -> int:
+        """Redis `TIME` now (epoch ms): extrapolated from the running job's claim, else one round trip.
+
+        Raises:
+            RedisError, OSError: Redis unreachable (the round trip only).
+        """
+        claimed = _CLAIMED.get()
+        if claimed is not None:
+            return claimed.store_now_ms()
+        seconds, micros = await cast(ArqRedis, self._pool).time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -230,36 +340,49 @@ class PushWorker(Worker):
         async with self._claiming:
             free = self.max_jobs - self.job_counter
             if not self.allow_pick_jobs or free <= 0:
+                self._pick_owed = True
                 return
+            self._pick_owed = False
             picked = await self._pick_script(
                 keys=[keys.FAIR_RING, self.queue_name],
-                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX],
+                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, keys.RETRY_PREFIX,
+                      keys.JOB_PREFIX],
             )
-            for job_id, score in zip(picked[::2], picked[1::2]):
-                await self._start(job_id.decode() if isinstance(job_id, bytes) else job_id, score)
+            now_ms = int(picked[0])
+            for i in range(1, len(picked), 4):
+                job_id, score, job, job_try = picked[i:i + 4]
+                job_id = job_id.decode() if isinstance(job_id, bytes) else job_id
+                await self._start(job_id, score, Claimed(job or None, int(job_try), now_ms))
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
         await self.pick_fair()
         await super()._poll_iteration()
 
-    async def _start(self, job_id: str, score: Any) -> None:
+    async def _start(self, job_id: str, score: Any, claimed: Claimed | None = None) -> None:
         self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
         try:
             await self.sem.acquire()
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
+        if claimed is not None:
+            self._claims[job_id] = claimed
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-        task.add_done_callback(lambda _: self._ended())
+        task.add_done_callback(lambda _: self._ended(job_id))
         self.tasks[job_id] = task
 
-    def _ended(self) -> None:
+    def _ended(self, job_id: str = "") -> None:
+        self._claims.pop(job_id, None)  # a task cancelled before `run_job` began
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
             self.job_counter -= 1
         else:
             self._release_sem_dec_counter_on_complete()
+        if job_id in self._none_waiting and not self._pick_owed:
+            self._none_waiting.discard(job_id)  # no org had a job waiting at its delivery: a later one rings
+            return
+        self._none_waiting.discard(job_id)
         self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
 
     async def sleep_off_slot(self, delay_s: float) -> None:
@@ -348,14 +471,16 @@ class PushWorker(Worker):
         bookkeeping) finds the stored result and makes no upstream call;
         arq's own `finish_job` for this job is skipped.
         """
-        await self._deliver_script(
+        waiting_orgs = await self._deliver_script(
             keys=[
                 keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
-                keys.RETRY_PREFIX + job_id, self.queue_name,
+                keys.RETRY_PREFIX + job_id, self.queue_name, keys.FAIR_RING,
             ],
             args=[result, ttl_s, reply_to, job_id],
         )
         self._delivered.add(job_id)
+        if not waiting_orgs:
+            self._none_waiting.add(job_id)
 
     async def finish_job(self, job_id: str, finish: bool, *args: Any, **kwargs: Any) -> None:
         """arq's finishing step, skipped for jobs already finished by `deliver`."""
