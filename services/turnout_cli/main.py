@@ -21,6 +21,7 @@ import sys
 
 from turnout.errors import ConfigError
 from turnout_cli.admin import add_parser as add_admin_parser
+from turnout_cli.lean import defer_unused_imports
 from turnout_cli.logs import add_parser as add_logs_parser
 from turnout_cli.pipes import closed_pipe_safe
 
@@ -37,6 +38,7 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
+    defer_unused_imports()
     import uvicorn
 
     from turnout.config import load_config
@@ -57,6 +59,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
+    defer_unused_imports()
     from turnout_worker.app import run
 
     run(_config_path(args), _redis_url(args))
