@@ -33,12 +33,12 @@ orgs:
 """
 
 QUEUED_MAX = 5
-"""Commands per queued (non-streaming) request with one worker (19 before folding): the ingress's
+"""Commands per queued (non-streaming) request with one worker (18 before folding): the ingress's
 health read and enqueue (2 scripts); the worker's claim with arq's opening reads and Redis's clock,
 the breaker record with the speed sample, deliver-and-finish (3 scripts). The health read travels
 with the job; no pick runs at a job's end when no org has a job waiting."""
 QUEUED_MAX_TWO_WORKERS = QUEUED_MAX + 1
-"""With two workers (20 before): a doorbell still wakes both, and the one that loses runs its claim script."""
+"""With two workers (19 before): a doorbell still wakes both, and the one that loses runs its claim script."""
 STREAM_MAX = 2
 """Commands per stream, served by the ingress (5 before): the health read, the breaker record with the speed sample."""
 
