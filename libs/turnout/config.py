@@ -26,7 +26,7 @@ from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
-from turnout.tenant_text import check_id, check_model, check_secret, check_url
+from turnout.tenancy.text import check_id, check_model, check_secret, check_url
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 
@@ -163,7 +163,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where tenant custom endpoints may point (`turnout.ssrf`; README "Secrets and the SSRF guard").
+    """Where tenant custom endpoints may point (`turnout.tenancy.ssrf`; README "Secrets and the SSRF guard").
 
     Attributes:
         schemes: URL schemes allowed besides `https`.

@@ -36,6 +36,7 @@ from turnout.core.loop import SkipReason
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
+from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import (
     BreakerStore, Loaded, RedisBreakerStore, Speed, SpeedSample, Versioned, cap_subject,
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
     from turnout.catalog import Catalog
     from turnout.config import Config
-    from turnout.metrics import Metrics
+    from turnout.observability.metrics import Metrics
 
 log = logging.getLogger("turnout.breaker")
 
@@ -58,7 +59,7 @@ RAMP_RETRY_S = 1.0
 MAX_PROBE_HOLD_S = 3600.0
 """A probe permit is renewed at most this long (a guard against a lost release)."""
 _CAS_TRIES = 100
-RECORD_TIMEOUT_S = 1.0
+RECORD_TIMEOUT_S = RECORD_BOUND_S
 """Longest a result's recording (or a permit's release) may take: a committed
 stream's end waits for it, so a hung store must not hold the client; past it
 the result is not recorded (the store-outage policy) and a permit expires on

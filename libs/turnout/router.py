@@ -20,7 +20,7 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
-from turnout.byok import CredentialSource, ResolvedCall, resolve_call
+from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig

@@ -93,7 +93,7 @@ async def forget_demo(redis_url: str) -> bool:
     """
     from redis.asyncio import Redis
 
-    from turnout.orgs import hash_token
+    from turnout.tenancy.orgs import hash_token
     from turnout.state.tenant_store import TenantStore
 
     client = Redis.from_url(redis_url)
@@ -284,7 +284,7 @@ def _demo_tenancy_env(home: Path) -> None:
     Variables already set win; the children inherit them."""
     os.environ.setdefault("TURNOUT_SSRF_ALLOW", "127.0.0.1")
     if "TURNOUT_SECRET_KEY" not in os.environ:
-        from turnout.vault import generate_key
+        from turnout.tenancy.vault import generate_key
 
         path = home / "secret.key"
         if not path.exists():

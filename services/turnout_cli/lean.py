@@ -9,7 +9,7 @@ Owns: two import-time savings, applied at the start of `turnout ingress` and
   that imports the real one on the first attribute read (never, in
   Turnout). `importlib.util.LazyLoader` cannot serve here: on Python 3.11 the
   import system reads `__spec__` of the module on `import jwt`, which makes a
-  lazily loaded module execute at once. (`turnout.vault` imports
+  lazily loaded module execute at once. (`turnout.tenancy.vault` imports
   `cryptography` itself only once a key is configured or used.)
 - `httpx._main`, httpx's command line client, is imported by `import httpx`
   whenever click, rich and pygments are installed (a development

@@ -42,7 +42,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     import uvicorn
 
     from turnout.config import load_config
-    from turnout.jsonlog import configure_logging
+    from turnout.observability.jsonlog import configure_logging
     from turnout_ingress.app import create_app
     from turnout_ingress.http_guard import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME

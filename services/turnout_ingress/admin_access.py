@@ -4,7 +4,7 @@ Owns: who an admin caller is (the operator key from `TURNOUT_OPERATOR_KEY`,
 or an org's `admin: true` gateway key), keeping an org admin inside its org
 (another org's objects answer 404, exactly as missing ones), reading an
 org's document from Redis, and applying an edit with compare-and-set: the
-edited document is validated whole (`turnout.orgs.validate_org`) and either
+edited document is validated whole (`turnout.tenancy.orgs.validate_org`) and either
 written atomically or refused naming the offending path. Also the
 registration-time DNS check of custom endpoint hosts.
 """
@@ -24,18 +24,18 @@ from yarl import URL
 
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
-from turnout.orgs import OrgDoc, clamp_settings, validate_org
-from turnout.ssrf import refused_addresses
+from turnout.tenancy.orgs import OrgDoc, clamp_settings, validate_org
+from turnout.tenancy.ssrf import refused_addresses
 from turnout.state.tenant_store import WriteConflict
-from turnout.tenant_admin import AdminError, T, decode, invalid, not_found
-from turnout.tenant_text import MAX_SECRET_CHARS, refusal
-from turnout.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
+from turnout.tenancy.admin import AdminError, T, decode, invalid, not_found
+from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
+from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.validation import UNAUTHORIZED
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp
-    from turnout.directory import TenantDirectory
+    from turnout.tenancy.directory import TenantDirectory
 
 DNS_TIMEOUT_S = 2.0
 _json = msgspec.json.Encoder()
@@ -209,7 +209,7 @@ def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSet
 
 
 def secret_fit(path: str, secret: str) -> None:
-    """Refuse (400 naming `path`) an API key unfit for an `Authorization` header (`turnout.tenant_text`)."""
+    """Refuse (400 naming `path`) an API key unfit for an `Authorization` header (`turnout.tenancy.text`)."""
     reason = refusal(secret, max_chars=MAX_SECRET_CHARS, visible_ascii=True)
     if reason is not None:
         raise rejected(invalid(path, reason))

@@ -1,6 +1,6 @@
 """The tenancy admin API: `/admin/v1/orgs/...` and `/admin/v1/secrets/rotate` (SPEC §6).
 
-Owns: the routes, mapping HTTP onto the edits of `turnout.tenant_admin`;
+Owns: the routes, mapping HTTP onto the edits of `turnout.tenancy.admin`;
 who may call and how a write is applied live in `admin_access`. Callers:
 the operator key (`TURNOUT_OPERATOR_KEY`: every org; creates and deletes
 orgs; rotates secrets) and an org's admin keys (`admin: true`: that org
@@ -36,9 +36,9 @@ from starlette.responses import Response
 
 from turnout.core.spend import PERIODS
 from turnout.errors import ConfigError
-from turnout.orgs import OrgDoc, identity_of, new_gateway_key, validate_org
-from turnout.ssrf import UnsafeURL, check_base_url
-from turnout.tenant_admin import (
+from turnout.tenancy.orgs import OrgDoc, identity_of, new_gateway_key, validate_org
+from turnout.tenancy.ssrf import UnsafeURL, check_base_url
+from turnout.tenancy.admin import (
     AdminError, EndpointPut, KeyCreate, KeyPatch, OrgCreate, ProviderKeyPut, SquadCreate, add_key, add_squad,
     check_name, clamps_view, decode, endpoint_view, invalid, key_view, not_found, org_view, patch_key,
     provider_key_view, put_endpoint, put_provider_key, remove_endpoint, remove_key, remove_provider_key,
@@ -48,8 +48,8 @@ from turnout_ingress.admin_access import (
     AdminAPI, clamped, decode_settings, dns_check, ok, rejected, safe, seal, secret_fit, unavailable,
 )
 from turnout_ingress.admin_routes import parse_time
-from turnout.directory import OPERATOR_KEY_ENV
-from turnout.vault import endpoint_binding, provider_key_binding
+from turnout.tenancy.directory import OPERATOR_KEY_ENV
+from turnout.tenancy.vault import endpoint_binding, provider_key_binding
 from turnout.state.audit_log import AuditLog
 from turnout_ingress import audit
 from turnout_ingress.audit import audit_fields

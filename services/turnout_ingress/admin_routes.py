@@ -19,7 +19,7 @@ from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.records import csv_header, csv_lines, jsonl_lines, read_rows
+from turnout.observability.records import csv_header, csv_lines, jsonl_lines, read_rows
 from turnout_ingress.validation import authenticate
 
 if TYPE_CHECKING:

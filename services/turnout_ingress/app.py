@@ -35,14 +35,14 @@ from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
-from turnout.jsonlog import scrub_logs
-from turnout.metrics import Metrics
+from turnout.observability.jsonlog import scrub_logs
+from turnout.observability.metrics import Metrics
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
 from turnout.adapters.guarded import make_guarded_client
-from turnout.directory import directory_from_env
-from turnout.tenancy import Identity
-from turnout.tracing import Telemetry
+from turnout.tenancy.directory import directory_from_env
+from turnout.tenancy.identity import Identity
+from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
 from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
@@ -156,7 +156,9 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             await redis.aclose()
             await listen_redis.aclose()
 
-    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None)
+    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
+    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
+                  redirect_slashes=False)
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)

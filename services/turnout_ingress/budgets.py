@@ -21,7 +21,7 @@ from redis.exceptions import RedisError
 from turnout.core.budget import Refused, decide, with_strategy
 from turnout.core.spend import KEY_PREFIX, SQUAD_PREFIX
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState

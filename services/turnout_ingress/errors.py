@@ -64,7 +64,9 @@ async def _unavailable(request: Request, exc: Exception) -> Response:
 
 
 _HTTP_TYPES = {404: "not_found_error", 405: "invalid_request_error"}
-_HTTP_CODES = {404: "unknown_route", 405: "method_not_allowed", 307: "redirect"}
+_HTTP_CODES = {404: "unknown_route", 405: "method_not_allowed"}
+MAX_PATH_SHOWN = 200
+"""The longest request path an unknown-route error quotes (characters); a longer one is cut and its length given."""
 
 
 async def _http(request: Request, exc: Exception) -> Response:
@@ -72,12 +74,13 @@ async def _http(request: Request, exc: Exception) -> Response:
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
     headers = {**_request_id(request), **(exc.headers or {})}
     path = request.url.path
+    shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
     if path == "/v1/messages" or path.startswith("/v1/messages/"):  # Anthropic callers get Anthropic's shape
         rid = headers.get("x-request-id") or uuid.uuid4().hex
-        body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {path})", rid)
+        body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {shown})", rid)
         return Response(body, status_code=exc.status_code, media_type=JSON, headers={**headers, "x-request-id": rid})
     return error_response(
-        exc.status_code, f"{message} ({request.method} {request.url.path})",
+        exc.status_code, f"{message} ({request.method} {shown})",
         error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"),
         code=_HTTP_CODES.get(exc.status_code, "http_error"), headers=headers,
     )

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from turnout.errors import RequestRejected
 from turnout.state.queue import IdempotencyConflict
 from turnout.state import keys
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 
 if TYPE_CHECKING:
     from turnout_ingress.app import IngressState

@@ -32,7 +32,7 @@ from turnout.core.limits import (
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",

@@ -31,7 +31,7 @@ from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
 from turnout_ingress import idempotency, messages_routes
 from turnout_ingress.budgets import budgeted

@@ -24,7 +24,7 @@ from starlette.responses import Response
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.plan import UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.tenancy import Identity
+from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_tokens import count_input_tokens
 from turnout_ingress.messages_wire import error_body, parse_messages_request

@@ -32,6 +32,7 @@ from typing import Any, Final
 import msgspec
 
 from turnout.adapters.anthropic_wire import WireError
+from turnout.core.plan import MAX_MODEL_ID_CHARS
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -103,6 +104,11 @@ def _fail(message: str, param: str) -> WireError:
     return WireError(f"{param}: {message}", param)
 
 
+def _wanted(data: dict[str, Any], field: str, shape: str) -> str:
+    """`Field required` when `field` is absent or null, else what it should be."""
+    return f"Field required ({shape})" if data.get(field) is None else f"Input should be {shape}"
+
+
 def parse_messages_request(raw: bytes) -> dict[str, Any]:
     """Decode and check an Anthropic Messages body (the API's required fields).
 
@@ -124,14 +130,17 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
         raise _fail("the request body is nested too deeply", "body") from exc
     if not isinstance(data, dict):
         raise _fail("the request body must be a JSON object", "body")
-    if not isinstance(data.get("model"), str) or not data["model"].strip():
-        raise _fail("Field required (a non-empty string)", "model")
+    model = data.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise _fail(_wanted(data, "model", "a non-empty string"), "model")
+    if len(model) > MAX_MODEL_ID_CHARS:
+        raise _fail(f"must be at most {MAX_MODEL_ID_CHARS} characters (got {len(model)})", "model")
     limit = data.get("max_tokens")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-        raise _fail("Field required (a positive integer)", "max_tokens")
+        raise _fail(_wanted(data, "max_tokens", "a positive integer"), "max_tokens")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise _fail("Field required (a non-empty array)", "messages")
+        raise _fail(_wanted(data, "messages", "a non-empty array"), "messages")
     for i, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise _fail("each message needs a role of `user` or `assistant`", f"messages.{i}.role")

@@ -21,12 +21,12 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.metrics import Metrics
-from turnout.records import RecordsObserver, RecordWriter
-from turnout.observers import Observers, SpendObserver, route_observers
+from turnout.observability.metrics import Metrics
+from turnout.observability.records import RecordsObserver, RecordWriter
+from turnout.observability.observers import Observers, SpendObserver, route_observers
 from turnout.state.spend_store import SpendLedger
-from turnout.telemetry import REQUEST_ID
-from turnout.tracing import Telemetry, setup_tracing
+from turnout.observability.telemetry import REQUEST_ID
+from turnout.observability.tracing import Telemetry, setup_tracing
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis

@@ -21,9 +21,9 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
-from turnout.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
+from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state import keys
-from turnout.directory import OPERATOR_KEY_ENV
+from turnout.tenancy.directory import OPERATOR_KEY_ENV
 from turnout_ingress.admin_access import AdminAPI
 from turnout_ingress.errors import JSON
 

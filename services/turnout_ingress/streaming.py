@@ -19,13 +19,13 @@ from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
-from turnout.continuation import Continuation
+from turnout.streaming.continuation import Continuation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
-from turnout.relay import relay
+from turnout.streaming.relay import relay
 from turnout.router import RequestInfo, RouteResult
-from turnout.telemetry import request_span
-from turnout.tenancy import Identity
+from turnout.observability.telemetry import request_span
+from turnout.tenancy.identity import Identity
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 

@@ -12,9 +12,10 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import RequestRejected
-from turnout.tenancy import Authenticator, Identity
+from turnout.tenancy.identity import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -108,6 +109,8 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
     model = data.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _invalid("`model` is required and must be a non-empty string.", "model")
+    if len(model) > MAX_MODEL_ID_CHARS:
+        raise _invalid(f"`model` must be at most {MAX_MODEL_ID_CHARS} characters (got {len(model)}).", "model")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _invalid("`messages` is required and must be a non-empty array.", "messages")

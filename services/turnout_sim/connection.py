@@ -94,7 +94,3 @@ async def wait_for_disconnect(
     client_left = is_gone(request)
     close(request)
     return client_left
-
-
-class ResponseAbandoned(Exception):
-    """Raised by handlers after a socket fault: no HTTP response follows."""

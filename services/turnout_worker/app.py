@@ -23,14 +23,14 @@ from turnout.answer import answer_of, error_body
 from turnout.catalog import Catalog
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
-from turnout.directory import directory_from_env
+from turnout.tenancy.directory import directory_from_env
 from turnout.errors import GatewayUnavailable
 from turnout.health import redis_breakers
-from turnout.jsonlog import configure_logging, scrub_logs
+from turnout.observability.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router, Shipped
 from turnout.state import keys
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
-from turnout.telemetry import request_span
+from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
@@ -46,7 +46,7 @@ class WorkerServices(msgspec.Struct, kw_only=True):
     router: Router
     http: Any
     obs: Any = None
-    tenancy: Any = None  # turnout.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
+    tenancy: Any = None  # turnout.tenancy.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
     custom_http: Any = None  # the SSRF-guarded client for custom endpoints
 
 

@@ -25,13 +25,13 @@ from redis.asyncio import Redis
 
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.jsonlog import request_context
-from turnout.metrics import Metrics
-from turnout.records import RecordsObserver, RecordWriter
-from turnout.observers import Observers, SpendObserver, route_observers
+from turnout.observability.jsonlog import request_context
+from turnout.observability.metrics import Metrics
+from turnout.observability.records import RecordsObserver, RecordWriter
+from turnout.observability.observers import Observers, SpendObserver, route_observers
 from turnout.state.spend_store import SpendLedger
-from turnout.telemetry import JOB_RESULT, job_span
-from turnout.tracing import Telemetry, setup_tracing
+from turnout.observability.telemetry import JOB_RESULT, job_span
+from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.wire import JobPayload
 
 log = logging.getLogger("turnout.worker")

@@ -62,3 +62,18 @@ def test_metrics_parse_and_count_requests(gateway: Gateway) -> None:
     assert after[("turnout_requests_total", (("route", "/v1/chat/completions"), ("status", "200")))] == before + 1
     assert ("turnout_breaker_state", (("target", "sim-a/ok"),)) in after
     assert ("turnout_queue_depth", ()) in after
+
+
+@pytest.mark.parametrize(("method", "path", "status", "code"), [
+    ("POST", "/v1/chat/completions/", 404, "unknown_route"),  # no 307 to the slashless route
+    ("GET", "/v1/models/", 404, "unknown_route"),
+    ("GET", "/v1/chat/completions", 405, "method_not_allowed"),
+    ("GET", "/v1/" + "x" * 5000, 404, "unknown_route"),
+])
+def test_unknown_routes_and_methods_get_one_json_shape(gateway: Gateway, method: str, path: str, status: int,
+                                                       code: str) -> None:
+    response = httpx.request(method, f"{gateway.base_url}{path}", headers={"authorization": f"Bearer {KEY}"},
+                             follow_redirects=False)
+    assert response.status_code == status and response.json()["error"]["code"] == code
+    message = response.json()["error"]["message"]
+    assert len(message) < 400 and ("characters)" in message) == (len(path) > 200)

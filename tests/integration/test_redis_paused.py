@@ -44,7 +44,7 @@ def paused_gw() -> Iterator[Gateway]:
     require_redis()
     fleet = Fleet()
     try:
-        yield start_gateway(fleet, CONFIG, key=KEY)
+        yield start_gateway(fleet, CONFIG, key=KEY, env={"TURNOUT_REDIS_CALL_TIMEOUT_MS": "400"})  # the default
     finally:
         fleet.stop_all()
 

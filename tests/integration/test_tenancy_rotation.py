@@ -18,7 +18,7 @@ from cryptography.fernet import Fernet
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import ACME_ADMIN, ACME_USER, CANARY, OPERATOR, Admin, chat, fp, sim_entries, start_tenancy, tenancy_env
-from turnout.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
+from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
 
 pytestmark = pytest.mark.integration
 

@@ -31,7 +31,7 @@ from support.tenancy import (
     ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, SHARED_A, Admin, chat, fp,
     sim_entries, start_tenancy, wait_for,
 )
-from turnout.orgs import OrgDoc
+from turnout.tenancy.orgs import OrgDoc
 from turnout.state.tenant_store import TenantStore
 
 pytestmark = pytest.mark.integration

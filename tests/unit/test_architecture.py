@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 from pathlib import Path
 
 import pytest
@@ -42,3 +43,34 @@ def test_arq_stays_in_the_redis_edge(path: Path) -> None:
 
 def test_the_library_has_modules_to_check() -> None:
     assert len(LIB_FILES) > 20
+
+
+PACKAGES = ("tenancy", "observability", "streaming")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_face_resolves_every_name_it_lists(package: str) -> None:
+    face = importlib.import_module(f"turnout.{package}")
+    for name, module in face.FACE.items():
+        home = importlib.import_module(f"turnout.{package}.{module}")
+        assert getattr(face, name) is getattr(home, name)
+    with pytest.raises(AttributeError):
+        getattr(face, "no_such_name")
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_each_package_face_names_exactly_what_it_types(package: str) -> None:
+    tree = ast.parse((LIB / package / "__init__.py").read_text())
+    typed = {
+        alias.asname
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"turnout.{package}.")
+        for alias in node.names
+    }
+    face = importlib.import_module(f"turnout.{package}")
+    assert typed == set(face.FACE)
+
+
+def test_the_library_keeps_few_top_level_modules() -> None:
+    top = sorted(p.stem for p in LIB.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 12, top

@@ -5,14 +5,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnout.bootstrap import merge_org
+from turnout.tenancy.bootstrap import merge_org
 from turnout.config import Config, parse_config
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
-from turnout.orgs import OrgDoc, hash_token
-from turnout.ssrf import AllowList
-from turnout.tenant_admin import remove_key, remove_squad, revoke_key, with_settings
-from turnout.vault import Vault, generate_key, provider_key_binding
+from turnout.tenancy.orgs import OrgDoc, hash_token
+from turnout.tenancy.ssrf import AllowList
+from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
+from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
 ALLOW = AllowList.parse("10.0.0.0/8").widened(schemes=["http"], ports=[8000])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from turnout.byok import resolve_call
+from turnout.tenancy.byok import resolve_call
 from turnout.catalog import Catalog
 from turnout.config import ProviderConfig, parse_config
 from turnout.core.credentials import Credential

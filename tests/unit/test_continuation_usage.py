@@ -1,11 +1,11 @@
-"""The usage a client is told after a stream continuation (`turnout.continuation.whole_answer_usage`)."""
+"""The usage a client is told after a stream continuation (`turnout.streaming.continuation.whole_answer_usage`)."""
 
 from __future__ import annotations
 
 import pytest
 
 from turnout.adapters.base import Usage
-from turnout.continuation import whole_answer_usage
+from turnout.streaming.continuation import whole_answer_usage
 
 
 @pytest.mark.parametrize(

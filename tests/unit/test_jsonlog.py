@@ -9,9 +9,9 @@ import logging
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from turnout.jsonlog import json_handler, redact, request_context, scrub_logs
+from turnout.observability.jsonlog import json_handler, redact, request_context, scrub_logs
 from turnout.scrub import Scrubber
-from turnout.tracing import setup_tracing
+from turnout.observability.tracing import setup_tracing
 
 
 @pytest.fixture

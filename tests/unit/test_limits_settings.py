@@ -9,9 +9,11 @@ from turnout.config import parse_config
 from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
-from turnout.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
-from turnout.tenancy import KeyRing
-from turnout.tenant_admin import AdminError, decode, settings_patch
+from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
+from turnout.tenancy.admin import AdminError, decode, settings_patch
+from turnout.tenancy.bootstrap import merge_org
+from turnout.tenancy.ssrf import AllowList
+from turnout.tenancy.vault import Vault, generate_key
 
 BASE = """
 providers:
@@ -21,7 +23,7 @@ models:
 """
 
 
-def test_limits_in_the_file_apply_from_every_scope_org_first() -> None:
+def test_limits_in_the_file_apply_from_every_scope_org_first_once_merged_into_the_store() -> None:
     config = parse_config(BASE + """
 orgs:
   acme:
@@ -31,16 +33,16 @@ orgs:
       - {name: bot, key: tk-bot-0000001, squad: r, settings: {limits: {rpm: 10, max_tokens: 512}}}
       - {name: free, key: tk-free-000001}
 """, env={})
-    ring = KeyRing(config)
-    bot = ring.authenticate("tk-bot-0000001")
-    assert bot is not None
+    doc, _ = merge_org(None, "acme", config.raw.orgs["acme"], config, Vault([generate_key()]), AllowList.parse(""), 0.0)
+    assert doc is not None
+    bot = identity_of(doc, doc.keys["bot"], config)
     assert bot.limits == (
         ScopeLimits(kind="org", org="acme", limits=Limits(rpm=100)),
         ScopeLimits(kind="squad", org="acme", id="r", limits=Limits(max_streams=2)),
         ScopeLimits(kind="key", org="acme", id="bot", limits=Limits(rpm=10, max_tokens=512)),
     )
-    free = ring.authenticate("tk-free-000001")
-    assert free is not None and [s.label for s in free.limits] == ["org acme"]
+    free = identity_of(doc, doc.keys["free"], config)
+    assert [s.label for s in free.limits] == ["org acme"]
 
 
 @pytest.mark.parametrize(

@@ -11,11 +11,11 @@ from turnout.config import parse_config
 from turnout.core.scopes import ScopeSettings
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.orgs import (
+from turnout.tenancy.orgs import (
     EndpointDoc, KeyDoc, OrgDoc, SquadDoc, clamp_settings, hash_token, identity_of, lookup_prefix, new_gateway_key,
     references, validate_org,
 )
-from turnout.ssrf import AllowList
+from turnout.tenancy.ssrf import AllowList
 
 CONFIG = parse_config("""
 providers:
@@ -119,8 +119,8 @@ def test_validate_org_names_the_offending_path(parts: dict[str, Any], path: str,
 
 def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:
     d, k = doc()
-    from turnout.orgs import ProviderKeyDoc
-    from turnout.vault import Sealed
+    from turnout.tenancy.orgs import ProviderKeyDoc
+    from turnout.tenancy.vault import Sealed
 
     bad = msgspec.structs.replace(d, provider_keys={"zzz": ProviderKeyDoc(secret=Sealed(token="t", tail=""))})
     with pytest.raises(ConfigError, match="^provider_keys.zzz: unknown provider"):

@@ -18,9 +18,9 @@ from turnout.adapters.guarded import REFUSED, make_guarded_client
 from turnout.adapters.transport import transport_error_of
 from turnout.core.types import TransportError
 from turnout.config import parse_config
-from turnout.directory import egress_policy
+from turnout.tenancy.directory import egress_policy
 from turnout.errors import ConfigError
-from turnout.ssrf import AllowList, UnsafeURL, address_refusal, check_base_url, parse_loose_ipv4, refused_addresses
+from turnout.tenancy.ssrf import AllowList, UnsafeURL, address_refusal, check_base_url, parse_loose_ipv4, refused_addresses
 
 HOSTILE_FILE = Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt"
 HOSTILE = [

@@ -30,12 +30,12 @@ from turnout.config import parse_config
 from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
-from turnout.metrics import Metrics
+from turnout.observability.metrics import Metrics
 from turnout.router import RequestInfo, Router
 from turnout.scrub import Scrubber
-from turnout.observers import Observers, PrometheusObserver
-from turnout.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
-from turnout.tracing import Telemetry, setup_tracing
+from turnout.observability.observers import Observers, PrometheusObserver
+from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
+from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout_sim.app import start_in_background
 
 from support.clocks import FakeClock

@@ -7,12 +7,12 @@ import pytest
 from cryptography.fernet import Fernet
 
 from turnout.core.scopes import ScopeSettings
-from turnout.orgs import EndpointDoc, OrgDoc, hash_token
-from turnout.tenant_admin import (
+from turnout.tenancy.orgs import EndpointDoc, OrgDoc, hash_token
+from turnout.tenancy.admin import (
     AdminError, KeyCreate, KeyPatch, SquadCreate, add_key, add_squad, decode, key_view, org_view, patch_key,
     put_endpoint, put_provider_key, remove_endpoint, remove_squad, revoke_key, rotate_secrets, settings_patch,
 )
-from turnout.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
+from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
 
@@ -126,8 +126,8 @@ def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
 
 @pytest.mark.parametrize("ttl_s", [1e300, 1e12, float("inf"), 0.0, -5.0])
 def test_a_key_lifetime_out_of_range_is_refused_naming_ttl_s(ttl_s: float) -> None:
-    from turnout.orgs import OrgDoc
-    from turnout.tenant_admin import AdminError, KeyCreate, add_key
+    from turnout.tenancy.orgs import OrgDoc
+    from turnout.tenancy.admin import AdminError, KeyCreate, add_key
 
     with pytest.raises(AdminError) as info:
         add_key(OrgDoc(id="acme"), KeyCreate(name="k", ttl_s=ttl_s), "tk-secret-000000001", 1_700_000_000.0)
@@ -136,7 +136,7 @@ def test_a_key_lifetime_out_of_range_is_refused_naming_ttl_s(ttl_s: float) -> No
 
 @pytest.mark.parametrize("expires_at", [1e300, 99999999999999, "10000-01-01T00:00:00Z", -1])
 def test_an_expiry_out_of_range_is_refused_naming_expires_at(expires_at: object) -> None:
-    from turnout.tenant_admin import AdminError, parse_when
+    from turnout.tenancy.admin import AdminError, parse_when
 
     with pytest.raises(AdminError) as info:
         parse_when(expires_at, "expires_at")  # type: ignore[arg-type]
@@ -144,7 +144,7 @@ def test_an_expiry_out_of_range_is_refused_naming_expires_at(expires_at: object)
 
 
 def test_a_stored_time_out_of_range_is_still_shown() -> None:
-    from turnout.tenant_admin import iso
+    from turnout.tenancy.admin import iso
 
     assert iso(1e300) == "9999-12-31T23:59:59Z"
     assert iso(-5.0) == "1970-01-01T00:00:00Z"

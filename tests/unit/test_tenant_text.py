@@ -9,9 +9,9 @@ import pytest
 
 from turnout.config import parse_config
 from turnout.errors import ConfigError
-from turnout.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
-from turnout.ssrf import AllowList
-from turnout.tenant_text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url
+from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
+from turnout.tenancy.ssrf import AllowList
+from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url
 from test_orgs import CONFIG, doc, s
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import enum
 import random
-from typing import Mapping, Sequence
+from typing import Final, Mapping, Sequence
 
 import msgspec
 
@@ -111,6 +111,11 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
     key_mode: KeyMode = "own_then_shared"
     custom_targets: Mapping[str, Target] = msgspec.field(default_factory=dict)
     strategy_rule: str | None = None
+
+
+MAX_MODEL_ID_CHARS: Final = 256
+"""The longest `model` a request may name (characters); a longer one is a 400
+naming `model`, so no error ever echoes an unbounded client string."""
 
 
 class UnknownModel(ValueError):

@@ -133,7 +133,7 @@ TENANCY_ORGS = "turnout:tenancy:orgs"
 """Hash org id -> the config version of its last write (processes reload changed orgs only)."""
 
 TENANCY_ORG_PREFIX = "turnout:tenancy:org:"
-"""String per org: the JSON `turnout.orgs.OrgDoc` (secrets sealed, keys hashed)."""
+"""String per org: the JSON `turnout.tenancy.orgs.OrgDoc` (secrets sealed, keys hashed)."""
 
 TENANCY_DELETED = "turnout:tenancy:deleted"
 """Set of org ids deleted through the admin API (the config file never re-creates them)."""

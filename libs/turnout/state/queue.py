@@ -33,7 +33,7 @@ from redis.exceptions import RedisError
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
-from turnout.telemetry import enqueue_span
+from turnout.observability.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
 log = logging.getLogger("turnout.queue")

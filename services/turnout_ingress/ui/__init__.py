@@ -37,9 +37,9 @@ from redis.exceptions import RedisError
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from turnout.directory import OPERATOR_KEY_ENV
+from turnout.tenancy.directory import OPERATOR_KEY_ENV
 from turnout.errors import RequestRejected
-from turnout.records import iso_ts
+from turnout.observability.records import iso_ts
 from turnout_ingress.admin_access import AdminAPI, Caller
 from turnout_ingress.admin_routes import MEDIA_TYPES, export_response, parse_time
 from turnout_ingress.ops_routes import provider_rows
@@ -141,6 +141,7 @@ def install(app: FastAPI, state: "IngressState", env: dict[str, str] | None = No
         return register
 
     @app.get("/ui", include_in_schema=False)
+    @app.get("/ui/", include_in_schema=False)  # typed by hand in a browser; the app does not redirect slashes
     async def ui_root() -> Response:
         return RedirectResponse("/ui/activity", status_code=303)
 

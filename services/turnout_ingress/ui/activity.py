@@ -1,7 +1,7 @@
 """What the dashboard's Activity pages show: attempt rows grouped into requests.
 
 Owns: the pure part of the Activity view — a request's summary built from
-its attempt rows (`turnout.records` rows, SPEC §9), its badges, the delay
+its attempt rows (`turnout.observability.records` rows, SPEC §9), its badges, the delay
 before each attempt and why, and the filters. No I/O, no clock.
 Must not import: FastAPI, Redis.
 """

@@ -1,7 +1,7 @@
 """Figures the Providers and Spend pages compute from attempt rows.
 
 Owns: calls per minute and recent error classes per target, and cost per
-period per org / squad / key — pure functions over `turnout.records` rows —
+period per org / squad / key — pure functions over `turnout.observability.records` rows —
 and the spend ledger's day and month read as table rows.
 Must not import: FastAPI, Redis.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from turnout.core.spend import Budget
-from turnout.orgs import OrgDoc
+from turnout.tenancy.orgs import OrgDoc
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):
     """The fields of an attempt record these figures read (decoding only these is about 3x faster)."""

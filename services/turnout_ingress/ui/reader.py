@@ -1,6 +1,6 @@
 """Paged, newest-first reads of the attempt records for the dashboard.
 
-Owns: turning the records stream (`turnout:records`, `turnout.records`) into
+Owns: turning the records stream (`turnout:records`, `turnout.observability.records`) into
 pages of requests with `XREVRANGE` and a cursor, so a page costs about the
 records it shows, not the stream's length; finding one request's rows; and
 scanning a recent time window (Providers and Spend).

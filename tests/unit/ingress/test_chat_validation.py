@@ -54,3 +54,11 @@ def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -
 )
 def test_valid_fields_pass(extra: dict[str, Any]) -> None:
     assert parse_chat_request(body(**extra))["model"] == "m"
+
+
+def test_an_over_long_model_is_refused_without_echoing_it() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(model="m" * 10_000))
+    assert (info.value.status_code, info.value.param) == (400, "model")
+    assert "m" * 300 not in str(info.value) and "10000" in str(info.value)
+    assert parse_chat_request(body(model="m" * 256))["model"] == "m" * 256

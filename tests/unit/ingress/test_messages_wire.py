@@ -47,6 +47,22 @@ def test_bad_messages_request_is_refused_naming_the_field(raw: bytes, param: str
     assert caught.value.message.startswith(f"{param}: ")
 
 
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [({"model": None}, "model: Field required (a non-empty string)"),
+     ({"model": 5}, "model: Input should be a non-empty string"),
+     ({"max_tokens": None}, "max_tokens: Field required (a positive integer)"),
+     ({"max_tokens": "64"}, "max_tokens: Input should be a positive integer"),
+     ({"messages": {}}, "messages: Input should be a non-empty array"),
+     ({"model": "m" * 10_000}, "model: must be at most 256 characters (got 10000)")],
+)
+def test_a_missing_field_and_a_wrong_one_are_told_apart(fields: dict[str, Any], message: str) -> None:
+    body = {k: v for k, v in _body(**fields).items() if v is not None}
+    with pytest.raises(WireError) as caught:
+        parse_messages_request(json.dumps(body).encode())
+    assert caught.value.message == message
+
+
 # ---------------------------------------------------------- request tables
 
 

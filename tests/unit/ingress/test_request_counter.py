@@ -6,7 +6,7 @@ import httpx
 import pytest
 from starlette.types import Receive, Scope, Send
 
-from turnout.metrics import Metrics
+from turnout.observability.metrics import Metrics
 from turnout_ingress.ops_routes import RequestCounter
 
 

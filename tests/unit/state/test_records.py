@@ -16,7 +16,7 @@ from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
-from turnout.records import (
+from turnout.observability.records import (
     FIELDS, RecordsObserver, RecordWriter, attempt_row, csv_lines, iso_ts, jsonl_lines, read_rows,
 )
 from turnout.router import RequestInfo, Router

@@ -9,15 +9,15 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from turnout.bootstrap import bootstrap
+from turnout.tenancy.bootstrap import bootstrap
 from turnout.config import parse_config
-from turnout.directory import TenantDirectory
-from turnout.orgs import OrgDoc
-from turnout.ssrf import AllowList
+from turnout.tenancy.directory import TenantDirectory
+from turnout.tenancy.orgs import OrgDoc
+from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
-from turnout.tenant_admin import KeyCreate, SquadCreate, add_key, add_squad, revoke_key
-from turnout.vault import Vault, generate_key
+from turnout.tenancy.admin import KeyCreate, SquadCreate, add_key, add_squad, revoke_key
+from turnout.tenancy.vault import Vault, generate_key
 
 from support.waiting import eventually
 

@@ -34,12 +34,12 @@ import msgspec
 
 from turnout.config import Config, OrgConfig
 from turnout.errors import ConfigError
-from turnout.orgs import (
+from turnout.tenancy.orgs import (
     EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, validate_org,
 )
-from turnout.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
-from turnout.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
+from turnout.tenancy.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
 
 log = logging.getLogger("turnout.tenancy")
 

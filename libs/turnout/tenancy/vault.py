@@ -164,11 +164,6 @@ class Vault:
         value = (os.environ if env is None else env).get(SECRET_KEY_ENV, "")
         return cls([k for k in value.split(",") if k.strip()])
 
-    @property
-    def available(self) -> bool:
-        """True when a key is configured."""
-        return bool(self._aeads)
-
     def _require(self) -> list[AESGCM]:
         if not self._aeads:
             raise VaultUnavailable(

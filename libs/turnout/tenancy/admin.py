@@ -19,11 +19,11 @@ from msgspec import UNSET, UnsetType
 
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
-from turnout.orgs import (
+from turnout.tenancy.orgs import (
     NAME_RE, EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, references,
 )
 from turnout.scrub import redact_shapes
-from turnout.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
+from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
 
 T = TypeVar("T")
 

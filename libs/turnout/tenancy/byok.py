@@ -2,7 +2,7 @@
 
 Owns: the ports through which the router reads a tenant's credentials
 (`CredentialSource`, `TenantCredentials`; implemented by
-`turnout.directory.TenantDirectory` over Redis) and `resolve_call`, which
+`turnout.tenancy.directory.TenantDirectory` over Redis) and `resolve_call`, which
 applies `turnout.core.credentials.credential_choices` and fetches the one
 secret the attempt needs. Secrets stay inside the returned `ProviderConfig`
 (the adapter's input); nothing here logs. A provider quoting the key back is

@@ -20,7 +20,7 @@ never quoted, since it may be a secret):
   characters; a `custom:<endpoint>:<model>` entry printable ASCII without
   spaces (it names a model no catalog vouches for);
 - endpoint URLs: at most `MAX_URL_CHARS` characters (their other rules are
-  `turnout.ssrf.check_base_url`).
+  `turnout.tenancy.ssrf.check_base_url`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ buffered beyond one event). The stream is never retried once committed:
 - the usage-only chunk is forwarded only if the client asked for it
   (`stream_options.include_usage`); usage is always recorded, each attempt
   its own; after a continuation the client's usage is the whole answer's
-  (`turnout.continuation.whole_answer_usage`).
+  (`turnout.streaming.continuation.whole_answer_usage`).
 The attempt's final outcome reaches the breaker and the observers through
 `finish`, exactly once, also when the client goes away (CANCELLED).
 Must not import: services, FastAPI, arq.
@@ -35,7 +35,7 @@ import msgspec
 from turnout.adapters.base import Usage, UpstreamStream
 from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
-from turnout.continuation import Continuation, whole_answer_usage
+from turnout.streaming.continuation import Continuation, whole_answer_usage
 from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
 from turnout.scrub import Scrubber

@@ -18,13 +18,13 @@ from opentelemetry.trace import Tracer
 
 from turnout.core.spend import scope_fields
 from turnout.core.types import FailureKind
-from turnout.telemetry import SpanObserver
+from turnout.observability.telemetry import SpanObserver
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
     from turnout.catalog import Catalog
     from turnout.core.loop import AttemptRecord, Dispatch
-    from turnout.metrics import Metrics
+    from turnout.observability.metrics import Metrics
     from turnout.router import RequestInfo, RouteObserver
     from turnout.state.spend_store import SpendLedger
 

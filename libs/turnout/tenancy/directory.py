@@ -2,7 +2,7 @@
 
 Owns: the in-memory view every ingress and worker serves from — gateway keys
 by lookup prefix with their resolved identities (SPEC §6 scopes), each org's
-BYOK keys and custom endpoints for the router (`turnout.byok`) — and keeping
+BYOK keys and custom endpoints for the router (`turnout.tenancy.byok`) — and keeping
 it fresh: a subscription to the invalidation channel re-reads an org as soon
 as it is written, and a re-check of the config version every `poll_s`
 (1 s) catches anything the subscription missed.
@@ -31,13 +31,13 @@ from redis.exceptions import RedisError
 from turnout.config import Config, ProviderConfig
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
 from turnout.scrub import Scrubber
-from turnout.ssrf import AllowList
+from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
-from turnout.tenancy import Identity
-from turnout.vault import (
+from turnout.tenancy.identity import Identity
+from turnout.tenancy.vault import (
     Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, provider_key_binding,
 )
 
@@ -45,8 +45,6 @@ log = logging.getLogger("turnout.tenancy")
 
 POLL_S = 1.0
 """Seconds between re-checks of the config version (the propagation bound's main term)."""
-PROPAGATION_BOUND_S = 2.0
-"""The documented bound: a tenancy write is in force fleet-wide within this many seconds."""
 
 
 class _KeyEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -56,7 +54,7 @@ class _KeyEntry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class OrgCredentials:
-    """One org's BYOK keys and custom endpoints (`turnout.byok.TenantCredentials`).
+    """One org's BYOK keys and custom endpoints (`turnout.tenancy.byok.TenantCredentials`).
 
     Secrets are opened only when an attempt needs one, never cached here.
     """
@@ -205,7 +203,7 @@ class TenantDirectory:
         return None
 
     def credentials(self, org: str) -> OrgCredentials | None:
-        """The org's BYOK keys and custom endpoints (`turnout.byok.CredentialSource`)."""
+        """The org's BYOK keys and custom endpoints (`turnout.tenancy.byok.CredentialSource`)."""
         return self._credentials.get(org)
 
     def custom_targets(self, org: str) -> list[Target]:
@@ -276,14 +274,14 @@ class TenantDirectory:
         Args:
             listen_redis: a client without a socket timeout (pub/sub).
             bootstrap: first merge the configuration file's `orgs:` into
-                Redis (`turnout.bootstrap`; the ingress does, workers do not).
+                Redis (`turnout.tenancy.bootstrap`; the ingress does, workers do not).
             wait_s: how long to wait for Redis before serving with an empty
                 directory (every key refused) while reconnecting.
 
         Raises:
             ConfigError: the file's orgs cannot be merged (path named).
         """
-        from turnout.bootstrap import bootstrap as merge_file
+        from turnout.tenancy.bootstrap import bootstrap as merge_file
 
         async def run_bootstrap() -> None:
             await merge_file(self.store, self.config, self.vault, self.allow, clock=self._clock)

@@ -5,7 +5,7 @@ Owns: every span name, span attribute key and metric name Turnout emits
 `JobPayload.trace`); the span helpers for the enqueue (PRODUCER), job
 (CONSUMER) and request spans; and the trace `RouteObserver` (one CLIENT span
 per attempt with the GenAI semantic-convention attributes, plus the GenAI
-client metrics). `turnout.observers` composes it with the others.
+client metrics). `turnout.observability.observers` composes it with the others.
 Must not import: services, FastAPI, arq.
 
 Never put prompt or completion text, a provider's error message or any key

@@ -10,7 +10,7 @@ Must not import: services, FastAPI, arq, httpx, Redis.
 
 Secrets never sit here in clear: gateway keys are SHA-256 digests (with a
 short prefix for lookup and display), provider and endpoint keys are
-`turnout.vault.Sealed` tokens.
+`turnout.tenancy.vault.Sealed` tokens.
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from turnout.core.policy import Clamp, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.tenancy import Identity
-from turnout.tenant_text import check_id, check_url
-from turnout.vault import Sealed
+from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.tenancy.identity import Identity
+from turnout.tenancy.text import check_id, check_url
+from turnout.tenancy.vault import Sealed
 
 Origin = Literal["config", "api"]
 
