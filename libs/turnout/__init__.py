@@ -1,4 +1,4 @@
-"""Turnout, the library: the pure core (`core`), its shell (`router`, `health`), the adapters, the Redis edge (`state`) and the wings (`tenancy`, `observability`, `streaming`)."""
+"""Turnout, the library: the pure core (`core`), its shell (`router`, `health`), the adapters, the Redis edge (`state`) and the wings (`tenancy`, `observability`, `streaming`, `catalog`)."""
 
 from __future__ import annotations
 

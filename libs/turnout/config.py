@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import types
-import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping
 
@@ -23,12 +21,21 @@ import yaml
 from turnout.config_errors import collect, report
 from turnout.core.breaker import BreakerSettings
 from turnout.core.ordering import OrderName, PriceMix
-from turnout.core.policy import Ceilings, Policy, clamp_policy, merge_policy
+from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
+
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
+"""A count or a size that must be at least 1."""
+SecondsAtLeastOne = Annotated[int, msgspec.Meta(ge=1, description="at least 1 s")]
+Port = Annotated[int, msgspec.Meta(ge=1, le=65535, description="a port is between 1 and 65535")]
+EgressEntry = Annotated[str, msgspec.Meta(
+    pattern=r"^[A-Za-z0-9_.:/\[\]-]+$", description="each entry is a CIDR, an address or a host name",
+)]
+GatewayKey = Annotated[str, msgspec.Meta(min_length=8, description="a gateway key needs at least 8 characters")]
 
 
 class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -72,7 +79,7 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             `latency`, `throughput` or `balanced` (SPEC §10).
     """
 
-    offers: list[OfferConfig]
+    offers: Annotated[list[OfferConfig], msgspec.Meta(min_length=1, description="a model needs at least one offer")]
     context_window: int | None = None
     order: OrderName = "health"
 
@@ -81,7 +88,7 @@ class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
     """A gateway key. `key` is the secret as given; only its hash is kept."""
 
     name: str
-    key: str
+    key: GatewayKey
     squad: str | None = None
     admin: bool = False
     settings: ScopeSettings = ScopeSettings()
@@ -149,12 +156,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         max_connections: connections an ingress keeps open at once (503 beyond).
     """
 
-    max_body_bytes: int = 4 * 1024 * 1024
-    max_queue_depth: int = 10_000
-    result_ttl_s: int = 300
-    worker_max_jobs: int = 500
-    ingress_max_streams: int = 2000
-    job_lease_s: float = 10.0
+    max_body_bytes: AtLeastOne = 4 * 1024 * 1024
+    max_queue_depth: AtLeastOne = 10_000
+    result_ttl_s: AtLeastOne = 300
+    worker_max_jobs: AtLeastOne = 500
+    ingress_max_streams: AtLeastOne = 2000
+    job_lease_s: Annotated[float, msgspec.Meta(ge=1, description="at least 1 s")] = 10.0
     records_max: int = 100_000
     max_header_bytes: Annotated[int, msgspec.Meta(ge=1)] = 64 * 1024
     header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
@@ -173,8 +180,8 @@ class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     """
 
     schemes: list[Literal["http", "https"]] = []
-    ports: list[int] | Literal["any"] = []
-    allow: list[str] = []
+    ports: list[Port] | Literal["any"] = []
+    allow: list[EgressEntry] = []
 
 
 class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -192,8 +199,8 @@ class RoutingConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """
 
     price_mix: PriceMix = PriceMix()
-    speed_alpha: float = 0.2
-    speed_ttl_s: int = 3600
+    speed_alpha: Annotated[float, msgspec.Meta(gt=0, le=1, description="a weight in (0, 1]")] = 0.2
+    speed_ttl_s: SecondsAtLeastOne = 3600
 
 
 class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -201,7 +208,7 @@ class RawConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields
 
     providers: dict[str, ProviderConfig]
     models: dict[str, ModelConfig]
-    policy: dict[str, Any] = {}
+    policy: PolicyOverrides = PolicyOverrides()
     ceilings: Ceilings = Ceilings()
     breaker: BreakerConfig = BreakerConfig()
     gateway: GatewayConfig = GatewayConfig()
@@ -330,10 +337,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
         errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
         raise ConfigError(report(errors), errors) from exc
-    try:
-        policy = merge_policy(Policy(), raw.policy)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"policy.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
+    policy = merge_policy(Policy(), raw.policy)
     _validate(raw, policy)
     return Config(raw=raw, policy=policy, source=source)
 
@@ -354,12 +358,33 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
     return parse_config(text, env=env, source=str(p))
 
 
-def _check_policy(path: str, partial: Mapping[str, Any], base: Policy, ceilings: Ceilings) -> None:
-    try:
-        merged = merge_policy(base, partial)
-    except msgspec.ValidationError as exc:
-        raise ConfigError(f"{path}.{_path_of(exc)}: {str(exc).split(' - at ')[0]}") from exc
-    _, clamps = clamp_policy(merged, ceilings)
+def with_catalog(
+    config: Config, providers: Mapping[str, ProviderConfig], models: Mapping[str, ModelConfig], *,
+    check: bool = True,
+) -> Config:
+    """`config` with its catalog (`providers:` and `models:`) replaced, validated whole as a file is.
+
+    The run-time catalog's entry point (`turnout.catalog.doc`): the same
+    rules apply to an admin edit as to the file, cross-references included
+    (a model a fallback or an org of the file names cannot be removed).
+    `check=False` skips the validation (a catalog already validated where it
+    was written, read by a process whose own file disagrees).
+
+    Raises:
+        ConfigError: the message names the offending path, as `parse_config`.
+    """
+    raw = msgspec.structs.replace(config.raw, providers=dict(providers), models=dict(models))
+    if check:  # the types' own rules first (`msgspec.Meta` ranges), as decoding a file checks them
+        errors = (collect(msgspec.to_builtins(raw.providers), dict[str, ProviderConfig], "providers")
+                  + collect(msgspec.to_builtins(raw.models), dict[str, ModelConfig], "models"))
+        if errors:
+            raise ConfigError(report(errors), errors)
+        _validate(raw, config.policy)
+    return Config(raw=raw, policy=config.policy, source=config.source)
+
+
+def _check_policy(path: str, partial: PolicyOverrides, base: Policy, ceilings: Ceilings) -> None:
+    _, clamps = clamp_policy(merge_policy(base, partial), ceilings)
     if clamps:
         c = clamps[0]
         raise ConfigError(f"{path}.{c.path}: {c.requested} is outside the allowed range (at most/least {c.applied})")
@@ -411,12 +436,12 @@ def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Pol
             _check_models(sub, list(models), raw.models, org)
         if name == "fallbacks":
             _check_cycles(f"{path}.{name}", model_map)
-    if isinstance(settings.policy, dict):
+    if isinstance(settings.policy, PolicyOverrides):
         _check_policy(f"{path}.policy", settings.policy, policy, raw.ceilings)
-        fallback = settings.policy.get("fallback")
-        listed = fallback.get("models") if isinstance(fallback, dict) else None
-        if isinstance(listed, list):  # the same check as `settings.fallbacks`
-            _check_models(f"{path}.policy.fallback.models", [str(m) for m in listed], raw.models, org)
+        fallback = settings.policy.fallback
+        if isinstance(fallback, FallbackOverrides) and isinstance(fallback.models, tuple):
+            # the same check as `settings.fallbacks`
+            _check_models(f"{path}.policy.fallback.models", list(fallback.models), raw.models, org)
     if isinstance(settings.strategy, list):
         names: set[str] = set()
         for i, rule in enumerate(settings.strategy):
@@ -447,19 +472,9 @@ def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org
 def _validate(raw: RawConfig, policy: Policy) -> None:
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
-    g = raw.gateway
-    for field in ("max_body_bytes", "max_queue_depth", "result_ttl_s", "worker_max_jobs", "ingress_max_streams"):
-        if getattr(g, field) < 1:
-            raise ConfigError(f"gateway.{field}: must be at least 1")
-    if g.job_lease_s < 1:
-        raise ConfigError("gateway.job_lease_s: must be at least 1 s")
     r = raw.routing
     if r.price_mix.input < 0 or r.price_mix.output < 0 or r.price_mix.input + r.price_mix.output <= 0:
         raise ConfigError("routing.price_mix: weights must be at least 0 and not both 0")
-    if not 0 < r.speed_alpha <= 1:
-        raise ConfigError("routing.speed_alpha: must be in (0, 1]")
-    if r.speed_ttl_s < 1:
-        raise ConfigError("routing.speed_ttl_s: must be at least 1 s")
     b = raw.breaker
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")
@@ -473,8 +488,6 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
     for model, spec in raw.models.items():
         check_model(f"models.{model!r}", model)  # ids and names travel in headers (`x-turnout-model`)
-        if not spec.offers:
-            raise ConfigError(f"models.{model}.offers: a model needs at least one offer")
         for i, offer in enumerate(spec.offers):
             check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
@@ -483,13 +496,6 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if clamps:
         c = clamps[0]
         raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
-    egress = raw.egress
-    if isinstance(egress.ports, list) and any(not 0 < p < 65536 for p in egress.ports):
-        raise ConfigError("egress.ports: a port is between 1 and 65535")
-    if any(not re.fullmatch(r"[A-Za-z0-9_.:/\[\]-]+", entry) for entry in egress.allow):
-        raise ConfigError("egress.allow: each entry is a CIDR, an address or a host name")
-    if not isinstance(policy.fallback.models, tuple):
-        raise ConfigError("policy.fallback.models: must be a list of models")
     _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)
     seen_keys: set[str] = set()
     for org_name, org in raw.orgs.items():
@@ -516,8 +522,6 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
                 raise ConfigError(f"{kpath}.name: key name {key.name!r} is used twice in this org")
             names.add(key.name)
             check_secret(f"{kpath}.key", key.key)
-            if len(key.key) < 8:
-                raise ConfigError(f"{kpath}.key: a gateway key needs at least 8 characters")
             if key.key in seen_keys:
                 raise ConfigError(f"{kpath}.key: the same gateway key is declared twice")
             seen_keys.add(key.key)

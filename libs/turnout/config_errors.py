@@ -4,7 +4,8 @@ Owns: walking a decoded YAML document against the msgspec types it must
 convert to (`turnout.config.RawConfig`), so `turnout config check` and a
 refused start report all the type errors of a file in one run: unknown
 fields with a "did you mean", missing fields, wrong types, out-of-range
-values and enum values with the allowed ones listed.
+values (with the rule in words when the type's `msgspec.Meta` has a
+`description`) and enum values with the allowed ones listed.
 Must not import: services; it knows nothing of Turnout's fields.
 """
 
@@ -31,6 +32,16 @@ def _strip(tp: Any) -> Any:
     while get_origin(tp) is typing.Annotated:
         tp = get_args(tp)[0]
     return tp
+
+
+def _description(tp: Any) -> str | None:
+    """The `description` of the `msgspec.Meta` constraining `tp` (the rule in words), if any."""
+    if get_origin(tp) is not typing.Annotated:
+        return None
+    for meta in reversed(get_args(tp)[1:]):
+        if isinstance(meta, msgspec.Meta) and meta.description:
+            return meta.description
+    return _description(get_args(tp)[0])
 
 
 def _literals(tp: Any) -> tuple[Any, ...]:
@@ -127,6 +138,9 @@ def collect(value: Any, tp: Any, path: str = "") -> list[str]:
     allowed = _literals(tp)
     if allowed and "enum" in message.lower():
         message += f" (allowed: {', '.join(repr(a) for a in allowed)})"
+    described = _description(tp)
+    if described:
+        message += f" ({described})"
     return [f"{path or '<document>'}: {message}"]
 
 

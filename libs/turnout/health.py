@@ -45,7 +45,7 @@ from turnout.state.breaker_store import (
 if TYPE_CHECKING:
     from redis.asyncio import Redis
 
-    from turnout.catalog import Catalog
+    from turnout.catalog import CatalogSource
     from turnout.config import Config
     from turnout.observability.metrics import Metrics
 
@@ -251,6 +251,10 @@ class Breakers:
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)
         self._outage_logged_at = float("-inf")
+
+    def use_sole_targets(self, sole_targets: frozenset[str]) -> None:
+        """Take the sole offers of a new catalog (`turnout.catalog.live`); breaker state is kept."""
+        self._sole = sole_targets
 
     def _outage(self, exc: BaseException, *, refuse: bool = True) -> None:
         """Log a store outage; under policy `fail`, refuse (unless `refuse` is False:
@@ -567,7 +571,7 @@ class Breakers:
 
 
 def redis_breakers(
-    config: Config, redis: Redis, catalog: Catalog, *, metrics: Metrics | None = None,
+    config: Config, redis: Redis, catalog: CatalogSource, *, metrics: Metrics | None = None,
     rng: random.Random | None = None,
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
@@ -579,5 +583,5 @@ def redis_breakers(
         on_transition=metrics.on_transition if metrics else None,
         on_alarm=metrics.on_alarm if metrics else None,
         on_trip=metrics.on_trip if metrics else None,
-        sole_targets=catalog.sole_targets, rng=rng,
+        sole_targets=catalog.current.sole_targets, rng=rng,
     )

@@ -21,7 +21,7 @@ import msgspec
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
 from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
-from turnout.catalog import Catalog
+from turnout.catalog import Catalog, CatalogSource
 from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig
 from turnout.core.classify import DISPOSITION, classify
@@ -133,7 +133,9 @@ class Router:
     """Runs the attempt loop of SPEC §3 for chat completions.
 
     Args:
-        catalog: models, offers and providers.
+        catalog: models, offers and providers: a fixed `Catalog` or the live one
+            (`turnout.catalog.live`). `plan` and `route` each read it once
+            (or take the caller's snapshot) and keep it for the whole call.
         http: the process's shared upstream client.
         breakers: fleet-wide breakers and health (default: in-memory, for
             one process and tests).
@@ -153,7 +155,7 @@ class Router:
     def __init__(
         self,
         *,
-        catalog: Catalog,
+        catalog: CatalogSource,
         http: httpx.AsyncClient,
         breakers: Breakers | None = None,
         observer: RouteObserver | None = None,
@@ -164,10 +166,10 @@ class Router:
         custom_http: httpx.AsyncClient | None = None,
         scrubber: Scrubber | None = None,
     ) -> None:
-        self._catalog = catalog
+        self._catalogs = catalog
         self._http = http
         self._breakers = breakers or Breakers(
-            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.sole_targets, rng=rng
+            MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.current.sole_targets, rng=rng
         )
         self._observer: RouteObserver = observer or NullObserver()
         self._clock = clock
@@ -175,30 +177,36 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
-        self._order_settings = catalog.order_settings(self._breakers.order_settings)
-        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.providers.values() if p.api_key)
+        self.scrubber = scrubber or Scrubber(
+            p.api_key for p in catalog.current.providers.values() if p.api_key
+        )
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now: a caller's snapshot for `plan` and `route` of one request."""
+        return self._catalogs.current
 
     def _build(
-        self, model: str, settings: RoutingSettings, policy: Policy, health: dict[str, TargetHealth], *,
-        capped: bool = True, preferences: Preferences = Preferences(),
+        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy,
+        health: dict[str, TargetHealth], *, capped: bool = True, preferences: Preferences = Preferences(),
     ) -> Plan:
         return build_plan(
             model,
-            catalog=self._catalog.models,
-            providers=self._catalog.provider_names,
+            catalog=catalog.models,
+            providers=catalog.provider_names,
             settings=settings,
             policy=policy,
             health=health,
             rng=self._rng,
-            orders=self._catalog.orders,
-            order_settings=self._order_settings,
+            orders=catalog.orders,
+            order_settings=catalog.order_settings(self._breakers.order_settings),
             capped=capped,
             preferences=preferences,
         )
 
     async def plan(
         self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
-        preferences: Preferences = Preferences(), shipped: Shipped | None = None,
+        preferences: Preferences = Preferences(), catalog: Catalog | None = None, shipped: Shipped | None = None,
     ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health and the
         fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
@@ -211,6 +219,10 @@ class Router:
         it stands for the read when fresh enough and complete
         (`Breakers.shipped_view`), and a plan with usage caps always reads.
 
+        Args:
+            catalog: the request's catalog snapshot (default: the one in force now).
+            shipped: the ingress's health read for a queued job (see above).
+
         Returns:
             The plan and the health view it was ordered by (reused for
             admissions).
@@ -220,7 +232,8 @@ class Router:
             turnout.core.plan.NoMatchingOffer: the preferences leave no offer.
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
-        every = self._build(model, settings, policy, {}, capped=False, preferences=preferences)
+        catalog = catalog or self.catalog
+        every = self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences)
         targets = plan_targets(every)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
         caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
@@ -231,7 +244,7 @@ class Router:
         if view is None:
             view = await self._breakers.view(subjects, caps)
         health = view.ordering_health(self._breakers.settings)
-        return self._build(model, settings, policy, health, preferences=preferences), view
+        return self._build(catalog, model, settings, policy, health, preferences=preferences), view
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""
@@ -252,6 +265,7 @@ class Router:
         time_left_s: float,
         info: RequestInfo,
         upstream: Upstream = call_json,
+        catalog: Catalog | None = None,
     ) -> RouteResult:
         """Serve one chat completion request through the attempt loop.
 
@@ -264,11 +278,14 @@ class Router:
             info: the request's identity (records, spans, `x-request-id`).
             upstream: the adapter (`call_json`, or the streaming one, which
                 commits at the first content).
+            catalog: the snapshot `plan` used (default: the one in force
+                now); every attempt of the request resolves its provider in it.
 
         Returns:
             A `RouteResult`. Cancellation (client gone) propagates after the
             in-flight upstream call is cancelled.
         """
+        catalog = catalog or self.catalog
         now = self._clock()
         state = begin(plan, policy, deadline_s=now + time_left_s)
         success: tuple[AttemptResult, Gate, object, ResolvedCall] | None = None
@@ -280,17 +297,17 @@ class Router:
                 self._observer.waited(info, step.delay_s, step.reason)
                 await self._sleep(step.delay_s)
                 continue
-            state, outcome = await self._attempt(state, step, request, info, view, upstream)
+            state, outcome = await self._attempt(catalog, state, step, request, info, view, upstream)
             if outcome is not None and state.stop is StopReason.SERVED:
                 success = outcome
         return self._result(state, step.reason, success, info, view)
 
     async def _attempt(
-        self, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
+        self, catalog: Catalog, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
         upstream: Upstream,
     ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
-        call = self._resolve(target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
+        call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         if not await self._credential_admits(call, target, info, view):
@@ -345,12 +362,12 @@ class Router:
         }
 
     def _resolve(
-        self, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
+        self, catalog: Catalog, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
     ) -> ResolvedCall | None:
         """The provider and credential for one attempt (None: skip as NO_CREDENTIAL; SPEC §6)."""
         tenant = self._credentials.credentials(info.org) if self._credentials is not None else None
         call = resolve_call(
-            self._catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
+            catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
         )
         if call is not None and call.custom and self._custom_http is None:
             return None  # a custom endpoint is only ever called through the SSRF-guarded client
@@ -394,7 +411,7 @@ class Router:
             stream or a success; (None, record) on a failure; (None, None)
             when the target was skipped (no credential, breaker OPEN).
         """
-        call = self._resolve(target, info, key_mode, policy, False)
+        call = self._resolve(self.catalog, target, info, key_mode, policy, False)
         if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
         gate = await self._breakers.admit(target.key, view)

@@ -38,6 +38,10 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         health: the health read the ingress planned with (`HealthView.loaded`);
             the worker plans with it instead of reading again while it is
             fresh (`Breakers.shipped_view`); None: the worker reads.
+        catalog_version: the catalog version the ingress accepted the job
+            on (`turnout.catalog.live`); a worker on an older one catches up
+            before planning, so a model the ingress knows is never 404 there.
+            0: not stamped.
     """
 
     request_id: str
@@ -53,6 +57,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     preferences: Preferences = Preferences()
     budget_ms: int = 0
     health: Loaded | None = None
+    catalog_version: int = 0
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

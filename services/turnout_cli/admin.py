@@ -10,6 +10,8 @@
     turnout admin settings get|set|replace ORG [--squad S | --key K] [JSON]
     turnout admin provider-keys list ORG | set ORG PROVIDER | delete ORG PROVIDER
     turnout admin endpoints list ORG | get ORG ID | set ORG ID --base-url URL | delete ORG ID
+    turnout admin catalog get | set-model ID JSON | delete-model ID | set-provider NAME ... | delete-provider NAME
+                                                      models and providers (operator key; `admin_catalog`)
 
 Every command but `gen-secret-key` calls a running ingress (`--url`, default
 `$TURNOUT_URL` or http://127.0.0.1:8080) with `--key` (default
@@ -27,6 +29,8 @@ import json
 import os
 import sys
 from typing import Any
+
+from turnout_cli import admin_catalog
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -67,6 +71,8 @@ def _with_settings(body: dict[str, Any], args: argparse.Namespace) -> dict[str, 
 def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
     """(method, path under /admin/v1, JSON body) of one command."""
     what, action = args.resource, args.action
+    if what == "catalog":
+        return admin_catalog.request(args, _secret)
     org = f"/orgs/{getattr(args, 'org', '')}"
     name = getattr(args, "name", None)
     simple: dict[tuple[str, str], tuple[str, str]] = {
@@ -145,7 +151,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
 
 def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Register `admin` on the top-level subcommands."""
-    p = sub.add_parser("admin", help="tenancy admin: orgs, squads, keys, settings, BYOK, endpoints")
+    p = sub.add_parser("admin", help="admin API: orgs, squads, keys, settings, BYOK, endpoints, catalog")
     p.add_argument("--url", default=os.environ.get("TURNOUT_URL", DEFAULT_URL), help="ingress base URL")
     p.add_argument("--key", help="admin or operator key (default: $TURNOUT_ADMIN_KEY, else $TURNOUT_OPERATOR_KEY)")
     res = p.add_subparsers(dest="resource", required=True)
@@ -198,3 +204,4 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
     endpoints["set"].add_argument("--base-url", required=True)
     endpoints["set"].add_argument("--with-key", action="store_true", help="read the endpoint's key from stdin")
     endpoints["set"].add_argument("--api-key-env", help="read the endpoint's key from this environment variable")
+    admin_catalog.add_parser(res, cmd_admin)

@@ -29,6 +29,8 @@ from starlette.responses import Response
 
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
 from turnout.core.preferences import Preferences
@@ -44,7 +46,7 @@ from turnout.tenancy.directory import directory_from_env
 from turnout.tenancy.identity import Identity
 from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import admin_api, admin_routes, errors, observability, ops_routes, ui
+from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
@@ -63,14 +65,14 @@ class IngressState:
 
     def __init__(self, config: Config, redis: Redis, listen_redis: Redis, telemetry: Telemetry | None = None) -> None:
         self.config = config
-        self.catalog = Catalog(config)
+        self.catalogs = LiveCatalog(config)  # models and providers: Redis, swapped whole on change
         self.keyring = directory_from_env(config, redis)  # gateway keys, BYOK, endpoints: Redis (SPEC §6)
         self.redis = redis
         self.ingress_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.listen_redis = listen_redis
         self.metrics = Metrics()
         self.obs = observability.IngressObservability(
-            config, redis, self.catalog, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
+            config, redis, self.catalogs, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
         )
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
@@ -79,24 +81,33 @@ class IngressState:
         self.draining = False
         self.limiter = Limiter(redis)
         self.rng = random.Random()
-        self.breakers = redis_breakers(config, redis, self.catalog, metrics=self.metrics, rng=self.rng)
+        self.breakers = redis_breakers(config, redis, self.catalogs, metrics=self.metrics, rng=self.rng)
+        self.catalog_watch = attach_catalog(self.catalogs, redis, config, directory=self.keyring, breakers=self.breakers)
         self.http = make_http_client(max_connections=config.raw.gateway.ingress_max_streams + 100)
         self.obs.instrument(self.http)
         self.custom_http = make_guarded_client(max_connections=200, allow=self.keyring.allow)
         self.router = Router(
-            catalog=self.catalog, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
+            catalog=self.catalogs, http=self.http, breakers=self.breakers, observer=self.obs.observer, rng=self.rng,
             credentials=self.keyring, custom_http=self.custom_http, scrubber=self.keyring.scrubber,
         )
 
+    @property
+    def catalog(self) -> Catalog:
+        """The catalog in force now (`turnout.catalog.live`)."""
+        return self.catalogs.current
+
 
 async def _check_plan(
-    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences()
+    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences(),
+    catalog: Catalog | None = None,
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
     an unknown model (404), preferences that leave no offer (400) or a plan
-    whose every target is OPEN (503)."""
+    whose every target is OPEN (503); `catalog`: the request's snapshot (default: the one in force)."""
     try:
-        plan, view = await state.router.plan(model, identity.settings, identity.policy, identity.org, preferences)
+        plan, view = await state.router.plan(
+            model, identity.settings, identity.policy, identity.org, preferences, catalog=catalog
+        )
     except UnknownModel as exc:
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
     except NoMatchingOffer as exc:
@@ -142,6 +153,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         await state.queue.start()
         state.limiter.start()
         state.obs.start()
+        await state.catalog_watch.start(listen_redis)
         await state.keyring.start(listen_redis, bootstrap=True)
         try:
             yield
@@ -152,6 +164,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             await state.obs.stop()
             await state.http.aclose()
             await state.keyring.stop()
+            await state.catalog_watch.stop()
             await state.custom_http.aclose()
             await redis.aclose()
             await listen_redis.aclose()
@@ -162,8 +175,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)
-    admin_routes.install(app, state)
-    admin_api.install(app, state)
+    admin.install(app, state)
     observability.install(app, state)
     anthropic_messages.install(app, state, check_plan=_check_plan)
     ui.install(app, state)
@@ -177,12 +189,14 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         body = parse_chat_request(raw)
         preferences = take_preferences(body)
         identity = await budgeted(state, identity)
-        plan, view = await _check_plan(state, body["model"], identity, preferences)
+        catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
+        plan, view = await _check_plan(state, body["model"], identity, preferences, catalog)
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
             return await state.limiter.answer(held, stream_once(
                 state, request.headers.get("idempotency-key"), raw, identity, request_id,
-                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view)))
+                lambda: serve_stream(state, request, body, identity, request_id, plan=plan, view=view,
+                                     catalog=catalog)))
         return await state.limiter.answer(
             held, _queued(state, request, raw, identity, request_id, preferences, view))
 
@@ -225,6 +239,7 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
             deadline_epoch_s=deadline,
             reply_to=state.queue.reply_channel,
             health=view.loaded(),
+            catalog_version=state.catalogs.version,
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
         if submit is None:

@@ -19,7 +19,7 @@ from fastapi import FastAPI
 from opentelemetry import trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from turnout.catalog import Catalog
+from turnout.catalog import CatalogSource
 from turnout.config import Config
 from turnout.observability.metrics import Metrics
 from turnout.observability.records import RecordsObserver, RecordWriter
@@ -47,7 +47,7 @@ class IngressObservability:
         observer: the observers for the ingress's router.
     """
 
-    def __init__(self, config: Config, redis: "Redis", catalog: Catalog, metrics: Metrics,
+    def __init__(self, config: Config, redis: "Redis", catalog: CatalogSource, metrics: Metrics,
                  telemetry: Telemetry | None = None, scrub: Callable[[str], str] | None = None) -> None:
         self.telemetry = telemetry or setup_tracing(SERVICE_NAME, scrub=scrub)
         self._owns_telemetry = telemetry is None

@@ -24,7 +24,7 @@ from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, 
 from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state import keys
 from turnout.tenancy.directory import OPERATOR_KEY_ENV
-from turnout_ingress.admin_access import AdminAPI
+from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:

@@ -19,6 +19,7 @@ from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
+from turnout.catalog import Catalog
 from turnout.streaming.continuation import Continuation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 
 async def serve_stream(
     state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str,
-    *, plan: Plan | None = None, view: HealthView | None = None,
+    *, plan: Plan | None = None, view: HealthView | None = None, catalog: Catalog | None = None,
 ) -> Response:
     """Answer a `stream: true` chat completion (SPEC §8).
 
@@ -48,8 +49,9 @@ async def serve_stream(
     include_usage = bool(options.get("include_usage"))
     upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
     policy = identity.policy
+    catalog = catalog or state.catalog  # the plan's catalog serves every attempt (turnout.catalog.live)
     if plan is None or view is None:
-        plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org)
+        plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org, catalog=catalog)
     info = RequestInfo(
         request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
         requested_model=str(body["model"]), streaming=True, strategy=identity.settings.strategy_rule,
@@ -61,6 +63,7 @@ async def serve_stream(
             return await state.router.route(
                 upstream_request, plan=plan, view=view, policy=policy,
                 time_left_s=policy.budget.max_total_latency_ms / 1000, info=info, upstream=open_stream,
+                catalog=catalog,
             )
 
     routing = await unless_client_leaves(request, route_in_span())
@@ -72,7 +75,7 @@ async def serve_stream(
         return Response(payload, status_code=status, headers=headers, media_type=JSON)
     continuation = None
     if policy.retry.stream_recovery == "continue":
-        prefill = state.catalog.supports_prefill
+        prefill = catalog.supports_prefill
         continuation = Continuation(
             router=state.router, request=upstream_request, plan=plan, view=view, info=info, policy=policy,
             upstream=open_stream, supports_prefill=lambda t: prefill.get(t.key, True),

@@ -7,6 +7,7 @@ gone or already answered, route it, store and publish the answer.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -16,11 +17,13 @@ from typing import Any
 import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
+from redis.exceptions import RedisError
 
 from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
 from turnout.answer import answer_of, error_body
-from turnout.catalog import Catalog
+from turnout.catalog.live import LiveCatalog
+from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.tenancy.directory import directory_from_env
@@ -48,19 +51,22 @@ class WorkerServices(msgspec.Struct, kw_only=True):
     obs: Any = None
     tenancy: Any = None  # turnout.tenancy.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
     custom_http: Any = None  # the SSRF-guarded client for custom endpoints
+    catalog_watch: Any = None  # turnout.catalog.watch.CatalogWatch: models and providers from Redis
 
 
 async def startup(ctx: dict[str, Any]) -> None:
     """arq startup hook: build the router over a shared httpx client."""
     config: Config = ctx["config"]
     http = make_http_client(max_connections=config.raw.gateway.worker_max_jobs + 100)
-    catalog = Catalog(config)
+    catalog = LiveCatalog(config)  # models and providers: Redis, swapped whole on change
     tenancy = directory_from_env(config, ctx["redis"])
     scrub_logs(tenancy.scrubber.credentials)
     obs = observe.build(config, ctx["redis"], catalog, scrub=tenancy.scrubber.credentials)
     rng = random.Random()
     breakers = redis_breakers(config, ctx["redis"], catalog, metrics=obs.metrics, rng=rng)
     obs.instrument(http)
+    catalog_watch = attach_catalog(catalog, ctx["redis"], config, directory=tenancy, breakers=breakers)
+    await catalog_watch.start(ctx["redis"])
     await tenancy.start(ctx["redis"])
     custom_http = make_guarded_client(max_connections=config.raw.gateway.worker_max_jobs + 100, allow=tenancy.allow)
     router = Router(
@@ -69,7 +75,8 @@ async def startup(ctx: dict[str, Any]) -> None:
         sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
     )
     ctx["turnout"] = WorkerServices(
-        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http
+        config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http,
+        catalog_watch=catalog_watch,
     )
     obs.start()
 
@@ -81,6 +88,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
         await services.obs.stop()
         await services.http.aclose()
         await services.tenancy.stop()
+        await services.catalog_watch.stop()
         await services.custom_http.aclose()
 
 
@@ -122,6 +130,15 @@ def _time_left_s(ctx: dict[str, Any], payload: JobPayload, store_now_ms: int) ->
     return time_left_s(payload, int(ctx["score"]), store_now_ms)
 
 
+async def _catch_up(services: WorkerServices, version: int) -> None:
+    """Read the catalog now when the job was accepted on a newer one than this worker's (else the
+    watch brings it within 2 s); an unreachable Redis leaves the catalog in force."""
+    watch = services.catalog_watch
+    if watch is not None and version > watch.live.version:
+        with contextlib.suppress(RedisError, OSError):
+            await watch.refresh()
+
+
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
@@ -144,10 +161,13 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
     rid = payload.request_id
+    await _catch_up(services, payload.catalog_version)
+    catalog = services.router.catalog  # this job's catalog to its end, whatever changes meanwhile
     try:
         shipped = None if payload.health is None else Shipped(payload.health, store_now_ms / 1000)
         plan, view = await services.router.plan(
-            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, shipped
+            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, catalog=catalog,
+            shipped=shipped,
         )
     except (UnknownModel, NoMatchingOffer) as exc:
         status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (
@@ -171,7 +191,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     )
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(
-            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info
+            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info,
+            catalog=catalog,
         )
     status, headers, body = answer_of(routed, payload.request_id)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))

@@ -23,7 +23,7 @@ from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import start_http_server
 from redis.asyncio import Redis
 
-from turnout.catalog import Catalog
+from turnout.catalog import CatalogSource
 from turnout.config import Config
 from turnout.observability.jsonlog import request_context
 from turnout.observability.metrics import Metrics
@@ -134,7 +134,7 @@ def set_job_result(span: Span, result: str) -> None:
         span.set_status(Status(StatusCode.ERROR, result))
 
 
-def build(config: Config, redis: Redis, catalog: Catalog, env: Mapping[str, str] | None = None,
+def build(config: Config, redis: Redis, catalog: CatalogSource, env: Mapping[str, str] | None = None,
           scrub: Callable[[str], str] | None = None) -> WorkerObservability:
     """The worker's observability for `config` (exporters from `env`, default `os.environ`; spans
     through the process's credential scrubber `scrub`)."""

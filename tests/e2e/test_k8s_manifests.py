@@ -166,7 +166,7 @@ def test_container_commands_are_real_turnout_subcommands(docs: list[Doc]) -> Non
 def test_probes_point_at_routes_the_ingress_really_serves(docs: list[Doc], config_text: str) -> None:
     config = parse_config(config_text, env=_config_env(config_text))
     app = create_app(config, redis_url="redis://127.0.0.1:1/0")  # builds routes; connects nothing
-    routes = {getattr(r, "path", None): getattr(r, "methods", set()) for r in app.routes}
+    routes: dict[str | None, set[str]] = {getattr(r, "path", None): getattr(r, "methods", set()) for r in app.routes}
     deployment = _one(docs, "Deployment", "turnout-ingress")
     (container,) = _containers(deployment)
     port_names = {p["name"]: p["containerPort"] for p in container["ports"]}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from typing import cast
 
 import httpx
 import pytest
@@ -72,7 +73,7 @@ def test_client_leaving_while_queued_withdraws_the_job(abandon_gw: Gateway) -> N
     calls = len(abandon_gw.sim_log(UPSTREAM))
     leftovers = {
         "queue": store.zcard(keys.QUEUE), "fair": store.zcard(keys.fair_org_key("acme")),
-        "ring": store.llen(keys.FAIR_RING), "jobs": len(store.keys(keys.JOB_PREFIX + "*")),
+        "ring": store.llen(keys.FAIR_RING), "jobs": len(cast(list[bytes], store.keys(keys.JOB_PREFIX + "*"))),
     }
     print(f"\n{left} clients left while queued: {calls - 1} upstream calls for them after a worker started; "
           f"left in Redis {leftovers}")

@@ -13,6 +13,7 @@ import anthropic
 import httpx
 import openai
 import pytest
+from openai.types.chat import ChatCompletionFunctionToolParam, ChatCompletionMessageFunctionToolCall
 
 from support.gateway import Gateway, start_gateway
 from support.procs import Fleet, require_redis
@@ -58,7 +59,7 @@ orgs:
       - {{name: main, key: {key}}}
 """
 
-USER = [{"role": "user", "content": "hello"}]
+USER: Any = [{"role": "user", "content": "hello"}]
 
 
 def _text(n: int) -> str:
@@ -94,7 +95,7 @@ def claude(gw: Gateway) -> Iterator[anthropic.Anthropic]:
 
 
 def test_openai_sdk_non_streaming_served_by_anthropic_upstream(gw: Gateway, oai: openai.OpenAI) -> None:
-    raw = oai.chat.completions.with_raw_response.create(model="claude-ok", messages=USER, max_tokens=6)  # type: ignore[arg-type]
+    raw = oai.chat.completions.with_raw_response.create(model="claude-ok", messages=USER, max_tokens=6)
     completion = raw.parse()
     assert completion.choices[0].message.content == _text(6)
     assert completion.choices[0].finish_reason == "stop"
@@ -107,7 +108,7 @@ def test_openai_sdk_non_streaming_served_by_anthropic_upstream(gw: Gateway, oai:
 
 def test_openai_sdk_streaming_served_by_anthropic_upstream(oai: openai.OpenAI) -> None:
     with oai.chat.completions.with_streaming_response.create(
-        model="claude-ok-s", messages=USER, max_tokens=5, stream=True, stream_options={"include_usage": True},  # type: ignore[arg-type]
+        model="claude-ok-s", messages=USER, max_tokens=5, stream=True, stream_options={"include_usage": True},
     ) as response:
         headers = dict(response.headers)
         chunks = list(response.parse())
@@ -118,19 +119,23 @@ def test_openai_sdk_streaming_served_by_anthropic_upstream(oai: openai.OpenAI) -
 
 
 def test_openai_sdk_tool_call_from_anthropic_upstream(oai: openai.OpenAI) -> None:
-    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    tools: list[ChatCompletionFunctionToolParam] = [
+        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
+    ]
     completion = oai.chat.completions.create(
-        model="claude-tools", messages=USER, max_tokens=3, tools=tools, tool_choice="required",  # type: ignore[arg-type]
+        model="claude-tools", messages=USER, max_tokens=3, tools=tools, tool_choice="required",
     )
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
-    [call] = choice.message.tool_calls  # type: ignore[misc]
-    assert call.function.name == "lookup"  # type: ignore[union-attr]
-    assert json.loads(call.function.arguments) == {"answer": _text(3)}  # type: ignore[union-attr]
+    assert choice.message.tool_calls is not None
+    [call] = choice.message.tool_calls
+    assert isinstance(call, ChatCompletionMessageFunctionToolCall)
+    assert call.function.name == "lookup"
+    assert json.loads(call.function.arguments) == {"answer": _text(3)}
 
 
 def test_claude_529_twice_then_gpt_fallback_gives_one_answer(gw: Gateway, oai: openai.OpenAI) -> None:
-    raw = oai.chat.completions.with_raw_response.create(model="claude-529", messages=USER, max_tokens=4)  # type: ignore[arg-type]
+    raw = oai.chat.completions.with_raw_response.create(model="claude-529", messages=USER, max_tokens=4)
     assert raw.parse().choices[0].message.content == _text(4)
     assert raw.headers["x-turnout-provider"] == "gpt" and raw.headers["x-turnout-model"] == "gpt-backup"
     assert raw.headers["x-turnout-fallback"] == "1" and raw.headers["x-turnout-attempts"] == "3"
@@ -157,7 +162,7 @@ def test_overloaded_error_as_first_stream_event_falls_back_unseen(gw: Gateway) -
 
 def test_terminal_anthropic_400_is_passed_on(oai: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        oai.chat.completions.create(model="claude-400", messages=USER, max_tokens=4)  # type: ignore[arg-type]
+        oai.chat.completions.create(model="claude-400", messages=USER, max_tokens=4)
     assert "malformed" in caught.value.message
 
 
@@ -180,7 +185,7 @@ def test_stream_cut_after_content_ends_with_an_error_event(gw: Gateway) -> None:
 
 @pytest.mark.parametrize(("model", "provider"), [("claude-msg", "claude"), ("gpt-msg", "gpt")])
 def test_anthropic_sdk_non_streaming(claude: anthropic.Anthropic, model: str, provider: str) -> None:
-    raw = claude.messages.with_raw_response.create(model=model, max_tokens=5, messages=USER)  # type: ignore[arg-type]
+    raw = claude.messages.with_raw_response.create(model=model, max_tokens=5, messages=USER)
     message = raw.parse()
     assert message.type == "message" and message.role == "assistant" and message.id.startswith("msg_")
     assert [b.type for b in message.content] == ["text"]
@@ -193,11 +198,11 @@ def test_anthropic_sdk_non_streaming(claude: anthropic.Anthropic, model: str, pr
 @pytest.mark.parametrize(("model", "provider"), [("claude-msg-s", "claude"), ("gpt-msg-s", "gpt")])
 def test_anthropic_sdk_streaming(claude: anthropic.Anthropic, model: str, provider: str) -> None:
     with claude.messages.with_streaming_response.create(
-        model=model, max_tokens=4, messages=USER, stream=True,  # type: ignore[arg-type]
+        model=model, max_tokens=4, messages=USER, stream=True,
     ) as response:
         assert response.headers["x-turnout-provider"] == provider
         assert response.headers["content-type"].startswith("text/event-stream")
-    with claude.messages.stream(model=model, max_tokens=4, messages=USER) as stream:  # type: ignore[arg-type]
+    with claude.messages.stream(model=model, max_tokens=4, messages=USER) as stream:
         text = "".join(stream.text_stream)
         final = stream.get_final_message()
     assert text == _text(4)
@@ -206,7 +211,7 @@ def test_anthropic_sdk_streaming(claude: anthropic.Anthropic, model: str, provid
 
 
 def test_anthropic_sdk_529_twice_then_gpt_fallback(gw: Gateway, claude: anthropic.Anthropic) -> None:
-    raw = claude.messages.with_raw_response.create(model="claude-529-m", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+    raw = claude.messages.with_raw_response.create(model="claude-529-m", max_tokens=3, messages=USER)
     assert raw.parse().content[0].text == _text(3)  # type: ignore[union-attr]
     assert raw.headers["x-turnout-provider"] == "gpt" and raw.headers["x-turnout-fallback"] == "1"
     assert raw.headers["x-turnout-attempts"] == "3"
@@ -214,7 +219,7 @@ def test_anthropic_sdk_529_twice_then_gpt_fallback(gw: Gateway, claude: anthropi
 
 
 def test_anthropic_sdk_stream_overloaded_first_event_sees_only_the_fallback(claude: anthropic.Anthropic) -> None:
-    with claude.messages.stream(model="claude-over-m", max_tokens=3, messages=USER) as stream:  # type: ignore[arg-type]
+    with claude.messages.stream(model="claude-over-m", max_tokens=3, messages=USER) as stream:
         events = [e.type for e in stream]
         final = stream.get_final_message()
     assert "error" not in events and events[0] == "message_start" and events[-1] == "message_stop"
@@ -225,22 +230,23 @@ def test_anthropic_sdk_stream_overloaded_first_event_sees_only_the_fallback(clau
 def test_anthropic_sdk_tool_use_through_the_gateway(claude: anthropic.Anthropic) -> None:
     tools: Any = [{"name": "lookup", "description": "find", "input_schema": {"type": "object"}}]
     message = claude.messages.create(
-        model="claude-tools", max_tokens=2, messages=USER, tools=tools, tool_choice={"type": "tool", "name": "lookup"},  # type: ignore[arg-type]
+        model="claude-tools", max_tokens=2, messages=USER, tools=tools, tool_choice={"type": "tool", "name": "lookup"},
     )
     assert message.stop_reason == "tool_use"
     [block] = message.content
-    assert block.type == "tool_use" and block.name == "lookup" and block.input == {"answer": _text(2)}  # type: ignore[union-attr]
+    assert isinstance(block, anthropic.types.ToolUseBlock)
+    assert block.name == "lookup" and block.input == {"answer": _text(2)}
 
 
 def test_anthropic_sdk_errors_are_in_anthropic_shape(gw: Gateway, claude: anthropic.Anthropic) -> None:
     with pytest.raises(anthropic.NotFoundError) as missing:
-        claude.messages.create(model="no-such-model", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+        claude.messages.create(model="no-such-model", max_tokens=3, messages=USER)
     assert missing.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
     with pytest.raises(anthropic.BadRequestError) as terminal:
-        claude.messages.create(model="claude-400", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+        claude.messages.create(model="claude-400", max_tokens=3, messages=USER)
     assert terminal.value.body["error"]["type"] == "invalid_request_error"  # type: ignore[index]
     with pytest.raises(anthropic.APIStatusError) as failed:
-        claude.messages.create(model="gpt-down", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+        claude.messages.create(model="gpt-down", max_tokens=3, messages=USER)
     assert failed.value.status_code == 502
     assert failed.value.response.headers["x-should-retry"] == "false"
     body = failed.value.response.json()
@@ -248,7 +254,7 @@ def test_anthropic_sdk_errors_are_in_anthropic_shape(gw: Gateway, claude: anthro
     assert body["error"]["code"] == "provider_failed" and len(body["error"]["attempts"]) == 2
     bad_key = anthropic.Anthropic(base_url=gw.base_url, api_key="tk-wrong-key-000", max_retries=0)
     with pytest.raises(anthropic.AuthenticationError):
-        bad_key.messages.create(model="claude-msg", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+        bad_key.messages.create(model="claude-msg", max_tokens=3, messages=USER)
     bad_key.close()
 
 
@@ -288,7 +294,7 @@ def test_count_tokens_without_an_anthropic_offer_is_an_estimate(claude: anthropi
 
 def test_count_tokens_errors_are_in_anthropic_shape(gw: Gateway, claude: anthropic.Anthropic) -> None:
     with pytest.raises(anthropic.NotFoundError) as missing:
-        claude.messages.count_tokens(model="no-such-model", messages=USER)  # type: ignore[arg-type]
+        claude.messages.count_tokens(model="no-such-model", messages=USER)
     assert missing.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
     response = httpx.post(f"{gw.base_url}/v1/messages/count_tokens", json={"model": "claude-ok"},
                           headers={"x-api-key": KEY}, timeout=10)
@@ -320,7 +326,7 @@ def test_every_messages_path_answers_in_anthropic_shape(
 def test_a_wrong_key_on_messages_is_told_to_use_x_api_key(gw: Gateway) -> None:
     bad_key = anthropic.Anthropic(base_url=gw.base_url, api_key="tk-wrong-key-000", max_retries=0)
     with pytest.raises(anthropic.AuthenticationError) as info:
-        bad_key.messages.create(model="claude-msg", max_tokens=3, messages=USER)  # type: ignore[arg-type]
+        bad_key.messages.create(model="claude-msg", max_tokens=3, messages=USER)
     bad_key.close()
     assert "x-api-key" in info.value.body["error"]["message"]  # type: ignore[index]
 

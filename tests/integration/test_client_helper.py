@@ -24,7 +24,7 @@ from turnout_client import GatewayRouting, gateway_http_client, http_package, ro
 pytestmark = pytest.mark.integration
 
 KEY = "tk-test-client-helper-001"
-MESSAGES = [{"role": "user", "content": "hello there"}]
+MESSAGES: Any = [{"role": "user", "content": "hello there"}]
 
 CONFIG = """\
 providers:
@@ -69,7 +69,7 @@ def _openai(gw: Gateway, events: list[GatewayRouting], **options: Any) -> openai
 def test_openai_sdk_answer_carries_the_routing_event(gateway: Gateway) -> None:
     events: list[GatewayRouting] = []
     with _openai(gateway, events) as client:
-        raw = client.chat.completions.with_raw_response.create(model="down-primary", messages=MESSAGES)  # type: ignore[arg-type]
+        raw = client.chat.completions.with_raw_response.create(model="down-primary", messages=MESSAGES)
     assert raw.parse().choices[0].message.content
     [event] = events
     assert (event.provider, event.model, event.fallback, event.status) == ("sim-b", "ch-dp-b", True, 200)
@@ -82,7 +82,7 @@ def test_openai_sdk_stream_gets_the_event_before_the_first_chunk(gateway: Gatewa
     events: list[GatewayRouting] = []
     with _openai(gateway, events) as client:
         stream = client.chat.completions.create(
-            model="down-primary", messages=MESSAGES, stream=True, max_tokens=5)  # type: ignore[arg-type]
+            model="down-primary", messages=MESSAGES, stream=True, max_tokens=5)
         assert [(e.provider, e.fallback) for e in events] == [("sim-b", True)]  # nothing read yet
         text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.startswith("tok0")
@@ -96,7 +96,7 @@ def test_client_model_chain_serves_after_the_gateway_chain_is_exhausted(gateway:
 
     before = upstream_calls()
     with _openai(gateway, events, model_chain={"all-fail": ["ok"]}) as client:
-        completion = client.chat.completions.create(model="all-fail", messages=MESSAGES)  # type: ignore[arg-type]
+        completion = client.chat.completions.create(model="all-fail", messages=MESSAGES)
     assert completion.choices[0].message.content
     first, served = events
     assert first.status == 502 and first.should_retry is False and first.chain_exhausted
@@ -130,7 +130,7 @@ def test_sdk_retry_after_a_lost_answer_is_replayed_not_paid_twice(gateway: Gatew
     events: list[GatewayRouting] = []
     before = len(gateway.sim_log("ch-ok"))
     with _openai(gateway, events, transport=DropsTheFirstAnswer()) as client:
-        raw = client.chat.completions.with_raw_response.create(model="ok", messages=MESSAGES)  # type: ignore[arg-type]
+        raw = client.chat.completions.with_raw_response.create(model="ok", messages=MESSAGES)
     assert raw.parse().choices[0].message.content
     assert raw.headers["x-turnout-idempotent-replay"] == "1"
     assert [e.idempotent_replay for e in events] == [True]  # the lost answer never reached the helper
@@ -141,7 +141,7 @@ def test_anthropic_sdk_gets_the_routing_event(gateway: Gateway) -> None:
     events: list[GatewayRouting] = []
     with anthropic.Anthropic(base_url=gateway.base_url, api_key=KEY,
                              http_client=gateway_http_client(on_routing=events.append)) as client:
-        message = client.messages.create(model="down-primary", max_tokens=20, messages=MESSAGES)  # type: ignore[arg-type]
+        message = client.messages.create(model="down-primary", max_tokens=20, messages=MESSAGES)
     assert message.content
     [event] = events
     assert (event.provider, event.fallback) == ("sim-b", True)
@@ -154,7 +154,7 @@ def test_span_hook_puts_the_event_on_the_callers_span(gateway: Gateway) -> None:
     client = openai.OpenAI(base_url=f"{gateway.base_url}/v1", api_key=KEY,
                            http_client=gateway_http_client(on_routing=span_hook))
     with client, provider.get_tracer("caller").start_as_current_span("answer-question"):
-        client.chat.completions.create(model="down-primary", messages=MESSAGES)  # type: ignore[arg-type]
+        client.chat.completions.create(model="down-primary", messages=MESSAGES)
     [span] = exporter.get_finished_spans()
     assert span.attributes is not None and span.attributes["turnout.provider"] == "sim-b"
     assert [e.name for e in span.events] == ["turnout.routing"]

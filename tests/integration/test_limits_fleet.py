@@ -6,12 +6,15 @@ Its own fleet (Redis, simulator, one worker, one ingress); the official
 
 from __future__ import annotations
 
+from typing import Any
+
 import concurrent.futures
 import time
 from collections.abc import Iterator
 
 import anthropic
 import httpx
+import httpx2
 import openai
 import pytest
 
@@ -60,7 +63,7 @@ orgs:
       - {{name: b, key: {shared_b}}}
 """
 
-HELLO = [{"role": "user", "content": "hi"}]
+HELLO: Any = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture(scope="module")
@@ -68,17 +71,18 @@ def limits_gw() -> Iterator[Gateway]:
     require_redis()
     fleet = Fleet()
     try:
-        gw = start_gateway(fleet, CONFIG, **{k.replace("-", "_"): v for k, v in KEYS.items()})
+        fields: dict[str, Any] = {k.replace("-", "_"): v for k, v in KEYS.items()}  # the template's key fields
+        gw = start_gateway(fleet, CONFIG, **fields)
         yield gw
         gw.close()
     finally:
         fleet.stop_all()
 
 
-def _ask(gw: Gateway, key: str, model: str = "ok", **extra: object) -> httpx.Response:
+def _ask(gw: Gateway, key: str, model: str = "ok", **extra: Any) -> httpx2.Response:
     raw = gw.client(KEYS[key]).chat.completions.with_raw_response
     try:
-        return raw.create(model=model, messages=HELLO, **extra).http_response  # type: ignore[arg-type]
+        return raw.create(model=model, messages=HELLO, **extra).http_response
     except openai.APIStatusError as exc:
         return exc.response
 
@@ -122,11 +126,11 @@ def test_limits_max_concurrent_refuses_the_third_in_flight_then_frees_slots(limi
 
 def test_limits_max_streams_holds_the_slot_until_the_stream_ends(limits_gw: Gateway) -> None:
     client = limits_gw.client(KEYS["stream"])
-    stream = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)  # type: ignore[arg-type]
+    stream = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)
     first = next(iter(stream))
     assert first is not None
     with pytest.raises(openai.RateLimitError) as refused:
-        client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)  # type: ignore[arg-type]
+        client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)
     assert "max_streams" in refused.value.message
     assert _ask(limits_gw, "stream").status_code == 200  # a non-streaming request is not a stream
     for _ in stream:
@@ -137,7 +141,7 @@ def test_limits_max_streams_holds_the_slot_until_the_stream_ends(limits_gw: Gate
     deadline = time.monotonic() + 10
     while True:
         try:
-            again = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)  # type: ignore[arg-type]
+            again = client.chat.completions.create(model="slow-stream", messages=HELLO, stream=True)
             break
         except openai.RateLimitError:
             assert time.monotonic() < deadline, "the stream's slot was never given back"
@@ -169,10 +173,10 @@ def test_limits_tpm_counts_estimated_tokens_and_refuses_a_request_that_never_fit
 def test_limits_apply_to_the_anthropic_route_in_its_error_shape(limits_gw: Gateway) -> None:
     client = anthropic.Anthropic(base_url=limits_gw.base_url, api_key=KEYS["anth"], max_retries=0)
     try:
-        ok = client.messages.with_raw_response.create(model="ok", max_tokens=20, messages=HELLO)  # type: ignore[arg-type]
+        ok = client.messages.with_raw_response.create(model="ok", max_tokens=20, messages=HELLO)
         assert ok.http_response.headers["x-ratelimit-remaining-requests"] == "0"
         with pytest.raises(anthropic.RateLimitError) as refused:
-            client.messages.create(model="ok", max_tokens=20, messages=HELLO)  # type: ignore[arg-type]
+            client.messages.create(model="ok", max_tokens=20, messages=HELLO)
         assert refused.value.body["error"]["type"] == "rate_limit_error"  # type: ignore[index]
         assert int(refused.value.response.headers["retry-after"]) >= 50
     finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -20,7 +22,7 @@ def _samples(gw: Gateway) -> dict[tuple[str, tuple[tuple[str, str], ...]], float
     }
 
 
-def _health(gateway: Gateway, key: str) -> dict[str, dict[str, object]]:
+def _health(gateway: Gateway, key: str) -> dict[str, dict[str, Any]]:
     response = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {key}"})
     assert response.status_code == 200
     return {row["target"]: row for row in response.json()["data"]}

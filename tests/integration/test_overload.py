@@ -14,6 +14,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
+from typing import cast
 
 import httpx
 import psutil
@@ -80,7 +81,7 @@ class Sampler:
         while not self._stop.is_set():
             for name, proc in self.procs.items():
                 self.peak_rss[name] = max(self.peak_rss[name], proc.memory_info().rss)
-            self.max_depth = max(self.max_depth, int(self._redis.zcard(keys.QUEUE)))
+            self.max_depth = max(self.max_depth, cast(int, self._redis.zcard(keys.QUEUE)))
             self._stop.wait(0.02)
 
     def __enter__(self) -> "Sampler":

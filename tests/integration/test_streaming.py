@@ -19,16 +19,16 @@ from support.gateway import KEY, KEY_RECOVER, KEY_STREAM, Gateway
 
 pytestmark = pytest.mark.integration
 
-MESSAGES = [{"role": "user", "content": "hello"}]
+MESSAGES: Any = [{"role": "user", "content": "hello"}]
 
 
 def _full(n: int) -> str:
     return " ".join(f"tok{i}" for i in range(n))
 
 
-def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **extra: object) -> tuple[dict[str, str], str]:
+def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **extra: Any) -> tuple[dict[str, str], str]:
     with gw.client(key).chat.completions.with_streaming_response.create(
-        model=model, messages=MESSAGES, stream=True, max_tokens=max_tokens, **extra  # type: ignore[arg-type]
+        model=model, messages=MESSAGES, stream=True, max_tokens=max_tokens, **extra
     ) as response:
         headers = dict(response.headers)
         text = "".join(c.choices[0].delta.content or "" for c in response.parse() if c.choices)
@@ -126,7 +126,7 @@ def test_stream_usage_chunk_only_when_asked(gateway: Gateway) -> None:
     assert not any('"usage":{' in f for f in frames)
     assert not any('"usage"' in f for f in frames)
     with gateway.client().chat.completions.with_streaming_response.create(
-        model="s-ok", messages=MESSAGES, stream=True, max_tokens=5,  # type: ignore[arg-type]
+        model="s-ok", messages=MESSAGES, stream=True, max_tokens=5,
         stream_options={"include_usage": True},
     ) as response:
         chunks = list(response.parse())
@@ -155,7 +155,7 @@ def test_stream_continuation_on_the_same_target_gives_the_full_answer_once(gatew
 
 
 def test_stream_continuation_reports_the_whole_answers_usage(gateway: Gateway) -> None:
-    asked = {"stream_options": {"include_usage": True}}
+    asked: dict[str, Any] = {"stream_options": {"include_usage": True}}
     whole = json.loads(_raw_frames(gateway, "s-ok", max_tokens=40, **asked)[-2])["usage"]
     frames = _raw_frames(gateway, "s-cont", KEY_RECOVER, max_tokens=40, **asked)
     usage = json.loads(frames[-2])["usage"]

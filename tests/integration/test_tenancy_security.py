@@ -152,7 +152,7 @@ def test_non_admin_and_missing_keys_cannot_use_admin_routes(gw: Gateway) -> None
 
 
 def test_log_export_holds_only_the_callers_org(gw: Gateway) -> None:
-    rids = {"acme": set(), "beta": set()}
+    rids: dict[str, set[str]] = {"acme": set(), "beta": set()}
     for _ in range(3):
         rids["acme"].add(chat(gw.base_url, ACME_USER, "t-ok").headers["x-request-id"])
         rids["beta"].add(chat(gw.base_url, BETA_USER, "t-ok").headers["x-request-id"])

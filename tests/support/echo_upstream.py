@@ -30,7 +30,7 @@ INTERNAL = "10.20.30.40:8443"
 def _key(scope: dict[str, Any]) -> str:
     for name, value in scope.get("headers", ()):
         if name == b"authorization":
-            return value.decode("latin-1").removeprefix("Bearer ").strip()
+            return str(value.decode("latin-1")).removeprefix("Bearer ").strip()
     return ""
 
 
@@ -42,6 +42,7 @@ def _chunk(content: str) -> bytes:
 
 def _answer(model: str, key: str, stream: bool) -> tuple[int, str, list[bytes]]:
     quoted = f"Incorrect API key provided: {key}. Upstream {INTERNAL} refused."
+    body: dict[str, Any]
     if model == "leak-401":
         body = {"error": {"message": quoted, "type": f"invalid_request_error:{key}", "param": key,
                           "code": f"invalid_api_key:{key}"}}

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,7 +39,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_until(check: "callable[[], bool]", timeout_s: float, what: str) -> None:  # type: ignore[valid-type]
+def wait_until(check: Callable[[], bool], timeout_s: float, what: str) -> None:
     """Poll `check` every 50 ms until true; raise TimeoutError naming `what`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:

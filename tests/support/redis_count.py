@@ -48,7 +48,7 @@ class _Seen:
 def _monitor(url: str, seen: _Seen, ready: threading.Event, stop: threading.Event) -> None:
     client = redis.Redis.from_url(url)
     try:
-        with client.monitor() as mon:
+        with client.monitor() as mon:  # type: ignore[no-untyped-call]
             ready.set()
             for event in mon.listen():
                 line = str(event.get("command", ""))

@@ -45,7 +45,7 @@ def test_the_library_has_modules_to_check() -> None:
     assert len(LIB_FILES) > 20
 
 
-PACKAGES = ("tenancy", "observability", "streaming")
+PACKAGES = ("tenancy", "observability", "streaming", "catalog")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

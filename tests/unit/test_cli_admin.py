@@ -36,6 +36,17 @@ from turnout_cli.main import build_parser
     (["endpoints", "set", "acme", "vllm", "--base-url", "https://v.example/v1"],
      ("PUT", "/orgs/acme/custom-endpoints/vllm", {"base_url": "https://v.example/v1"})),
     (["rotate-secrets"], ("POST", "/secrets/rotate", None)),
+    (["catalog", "get"], ("GET", "/catalog", None)),
+    (["catalog", "set-model", "m", '{"offers": [{"provider": "a", "model": "x"}]}'],
+     ("PUT", "/catalog/models/m", {"offers": [{"provider": "a", "model": "x"}]})),
+    (["catalog", "delete-model", "m"], ("DELETE", "/catalog/models/m", None)),
+    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1", "--key-env", "A_KEY"],
+     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1", "api_key_env": "A_KEY"})),
+    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1"],
+     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1"})),
+    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1", "--no-key"],
+     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1", "api_key": None})),
+    (["catalog", "delete-provider", "a"], ("DELETE", "/catalog/providers/a", None)),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
 def test_admin_command_maps_to_one_api_call(argv: list[str], expected: tuple[str, str, Any]) -> None:
     args = build_parser().parse_args(["admin", "--key", "k", *argv])
@@ -48,3 +59,17 @@ def test_provider_key_secret_comes_from_the_environment_not_argv(monkeypatch: py
     assert _request(args) == ("PUT", "/orgs/acme/provider-keys/openai", {"api_key": "sk-from-env-0001"})
     with pytest.raises(SystemExit):
         build_parser().parse_args(["admin", "provider-keys", "set", "acme", "openai", "--api-key", "sk-x"])
+
+
+def test_a_catalog_provider_key_comes_from_stdin_never_argv(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("sk-from-stdin-0001\n"))
+    args = build_parser().parse_args(
+        ["admin", "catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1",
+         "--with-key"])
+    assert _request(args) == ("PUT", "/catalog/providers/a", {
+        "kind": "openai", "base_url": "https://a.example/v1", "api_key": "sk-from-stdin-0001"})
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["admin", "catalog", "set-provider", "a", "--kind", "openai", "--base-url",
+                                   "https://a.example/v1", "--api-key", "sk-x"])

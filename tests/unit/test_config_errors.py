@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 import msgspec
 import pytest
 
-from turnout.config import ConfigError, parse_config
+from turnout.config import parse_config
+from turnout.errors import ConfigError
 from turnout.config_errors import MAX_ERRORS, collect, report
 
 TWO_MISPLACED = """
@@ -83,3 +84,29 @@ models:
         "providers.a.api_key: environment variable A_KEY is not set (write ${A_KEY:-} to allow empty)",
         "providers.b.api_key: environment variable B_KEY is not set (write ${B_KEY:-} to allow empty)",
     ]
+
+
+def test_a_range_error_says_the_rule_in_words_when_the_type_describes_it() -> None:
+    described = Annotated[int, msgspec.Meta(ge=1, le=9, description="a digit from 1 to 9")]
+    assert collect(0, described, "x") == ["x: Expected `int` >= 1 (a digit from 1 to 9)"]
+    assert collect([5, 10], list[described], "xs") == ["xs[1]: Expected `int` <= 9 (a digit from 1 to 9)"]
+    assert collect(0, Annotated[int, msgspec.Meta(ge=1)], "y") == ["y: Expected `int` >= 1"]
+
+
+def test_every_range_of_the_gateway_routing_and_egress_sections_is_reported_in_one_run() -> None:
+    text = """
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m}]}
+gateway: {max_body_bytes: 0, job_lease_s: 0.5}
+routing: {speed_alpha: 1.5, speed_ttl_s: 0}
+egress: {ports: [0, 443, 70000], allow: ["a b"]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert [line.split(":")[0] for line in str(info.value).splitlines()] == [
+        "gateway.max_body_bytes", "gateway.job_lease_s", "routing.speed_alpha", "routing.speed_ttl_s",
+        "egress.ports[0]", "egress.ports[2]", "egress.allow[0]",
+    ]
+    assert "routing.speed_alpha: Expected `float` <= 1.0 (a weight in (0, 1])" in str(info.value)

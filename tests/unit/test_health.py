@@ -1094,6 +1094,17 @@ class DownStore:
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         raise self._down("load")
 
+    async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
+        raise self._down("load_caps")
+
+    async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
+        raise self._down("set_plan_cap")
+
+    async def record_speed(
+        self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
+    ) -> None:
+        raise self._down("record_speed")
+
     async def compare_and_set(
         self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
     ) -> Loaded | None:

@@ -15,6 +15,7 @@ from turnout.tenancy.orgs import (
     EndpointDoc, KeyDoc, OrgDoc, SquadDoc, clamp_settings, hash_token, identity_of, lookup_prefix, new_gateway_key,
     references, validate_org,
 )
+from turnout.tenancy.admin import AdminError, decode
 from turnout.tenancy.ssrf import AllowList
 
 CONFIG = parse_config("""
@@ -100,7 +101,6 @@ INVALID = [
     (dict(squad=s(fallbacks={"m1": ["m2"], "m2": ["m1"]})), "squads.sq.settings.fallbacks", "fallback cycle"),
     (dict(key=s(reroutes=["custom:vllm"])), "keys.k.settings.reroutes[0]", "malformed entry"),
     (dict(key=s(reroutes=["custom:other:llama"])), "keys.k.settings.reroutes[0]", "names no custom endpoint"),
-    (dict(org=s(policy={"retry": {"bogus": 1}})), "settings.policy.retry.bogus", "unknown field"),
     (dict(endpoints={"vllm": "https://169.254.169.254/"}), "custom_endpoints.vllm.base_url", "metadata"),
     (dict(endpoints={"bad:id": "https://x.example/v1"}), "custom_endpoints.bad:id", "cannot contain"),
 ]
@@ -108,13 +108,21 @@ INVALID = [
 
 @pytest.mark.parametrize(("parts", "path", "what"), INVALID,
                          ids=["unknown-model", "cycle", "malformed-custom", "other-org-endpoint",
-                              "policy-unknown-field", "endpoint-ssrf", "endpoint-id-colon"])
+                              "endpoint-ssrf", "endpoint-id-colon"])
 def test_validate_org_names_the_offending_path(parts: dict[str, Any], path: str, what: str) -> None:
     d, _ = doc(**{"endpoints": {"vllm": "https://vllm.example/v1"}, **parts})
     with pytest.raises(ConfigError) as info:
         validate_org(d, CONFIG, AllowList())
     assert str(info.value).startswith(f"{path}: ") or str(info.value).startswith(f"{path}:")
     assert what in str(info.value)
+
+
+def test_an_unknown_policy_field_is_refused_when_settings_are_decoded_naming_its_path() -> None:
+    with pytest.raises(msgspec.ValidationError, match=r"unknown field `bogus` - at `\$\.policy\.retry`"):
+        s(policy={"retry": {"bogus": 1}})
+    with pytest.raises(AdminError) as info:
+        decode(b'{"policy": {"retry": {"bogus": 1}}}', ScopeSettings, "settings")
+    assert info.value.param == "settings.policy.retry.bogus" and "unknown field" in info.value.message
 
 
 def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:
@@ -139,7 +147,7 @@ def test_clamp_settings_reports_each_clamped_field_with_its_path() -> None:
     clamped, clamps = clamp_settings(
         s(policy={"retry": {"max_retries": 9}, "budget": {"max_attempts": 50}}), CONFIG, "squads.sq.settings"
     )
-    assert clamped.policy == {"retry": {"max_retries": 3}, "budget": {"max_attempts": 5}}
+    assert msgspec.to_builtins(clamped.policy) == {"retry": {"max_retries": 3}, "budget": {"max_attempts": 5}}
     assert [(c.path, c.requested, c.applied) for c in clamps] == [
         ("squads.sq.settings.policy.retry.max_retries", 9, 3),
         ("squads.sq.settings.policy.budget.max_attempts", 50, 5),

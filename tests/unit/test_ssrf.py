@@ -244,7 +244,7 @@ models:
 def test_the_egress_section_widens_the_default_policy() -> None:
     base = EGRESS_BASE
     default = egress_policy(parse_config(base, env={}), {})
-    assert default.schemes == {"https"} and default.ports == {443, 8443} and not default.networks
+    assert default.schemes == {"https"} and default.ports == frozenset({443, 8443}) and not default.networks
     wide = egress_policy(parse_config(base + "egress: {schemes: [http], ports: any, allow: [10.0.0.0/8]}\n",
                                       env={}), {"TURNOUT_SSRF_ALLOW": "vllm.corp"})
     assert wide.schemes == {"http", "https"} and wide.ports is None

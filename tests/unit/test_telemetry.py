@@ -18,7 +18,7 @@ import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
@@ -39,6 +39,11 @@ from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout_sim.app import start_in_background
 
 from support.clocks import FakeClock
+
+
+def attributes(item: ReadableSpan | HistogramDataPoint) -> dict[str, Any]:
+    """A span's or a data point's attributes as a plain dict (none: empty)."""
+    return dict(item.attributes or {})
 
 KEY_A, KEY_B = "secret-provider-key-aaaa", "secret-provider-key-bbbb"
 PROMPT = "TOPSECRET-PROMPT-TEXT"
@@ -142,7 +147,7 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
         assert span.kind is SpanKind.CLIENT
         assert span.parent is not None and span.parent.span_id == req.context.span_id
         assert span.context.trace_id == req.context.trace_id
-    first, retry, fallback = (dict(s.attributes or {}) for s in attempts)
+    first, retry, fallback = (attributes(s) for s in attempts)
     assert "http.request.resend_count" not in first
     assert retry["http.request.resend_count"] == 1
     assert "http.request.resend_count" not in fallback
@@ -203,8 +208,7 @@ async def test_httpx_instrumentation_works_with_the_aiohttp_transport() -> None:
         parents = {s.parent.span_id for s in http_spans if s.parent}
         assert parents == {a.context.span_id for a in attempts}
         codes = sorted(
-            s.attributes.get("http.response.status_code", s.attributes.get("http.status_code"))  # type: ignore[union-attr]
-            for s in http_spans
+            int(attributes(s).get("http.response.status_code") or attributes(s)["http.status_code"]) for s in http_spans
         )
         assert codes == [200, 503, 503]
     finally:
@@ -219,11 +223,14 @@ async def test_genai_client_metrics_record_duration_and_tokens(mock_harness: Har
     metrics = {m.name: m for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
     duration = metrics["gen_ai.client.operation.duration"]
     assert duration.unit == "s"
-    points = list(duration.data.data_points)
+    points = [p for p in duration.data.data_points if isinstance(p, HistogramDataPoint)]
     errors = [p for p in points if p.attributes and p.attributes.get("error.type") == "server_error"]
     ok = [p for p in points if p.attributes and "error.type" not in p.attributes]
     assert sum(p.count for p in errors) == 2 and sum(p.count for p in ok) == 1
-    tokens = {p.attributes["gen_ai.token.type"]: p.sum for p in metrics["gen_ai.client.token.usage"].data.data_points}
+    tokens = {
+        attributes(p)["gen_ai.token.type"]: p.sum
+        for p in metrics["gen_ai.client.token.usage"].data.data_points if isinstance(p, HistogramDataPoint)
+    }
     assert tokens == {"input": 7, "output": 5}
 
 

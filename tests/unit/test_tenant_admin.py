@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 import pytest
 from cryptography.fernet import Fernet
@@ -58,8 +60,11 @@ def test_key_expiry_and_revocation_show_in_the_view() -> None:
 
 
 def test_missing_objects_are_one_404() -> None:
-    for edit in (lambda d: revoke_key(d, "ghost", 1.0), lambda d: remove_squad(d, "ghost"),
-                 lambda d: remove_endpoint(d, "ghost"), lambda d: patch_key(d, "ghost", KeyPatch(), 1.0)):
+    edits: list[Callable[[OrgDoc], object]] = [
+        lambda d: revoke_key(d, "ghost", 1.0), lambda d: remove_squad(d, "ghost"),
+        lambda d: remove_endpoint(d, "ghost"), lambda d: patch_key(d, "ghost", KeyPatch(), 1.0),
+    ]
+    for edit in edits:
         with pytest.raises(AdminError) as info:
             edit(org())
         assert (info.value.status_code, info.value.message) == (404, "No such object.")

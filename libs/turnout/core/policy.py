@@ -1,8 +1,10 @@
 """Policy: the retry / fallback / budget settings that govern the attempt loop.
 
 Owns: the policy data shape and defaults of SPEC §4, the operator ceilings,
-clamping (which reports what it clamped) and merging of partial policies
-(layered settings: omitted fields keep the lower layer's value).
+clamping (which reports what it clamped), the typed partial policy
+(`PolicyOverrides`: every field UNSET unless a layer sets it) and merging
+it over a lower layer (layered settings: omitted fields keep the lower
+layer's value).
 Must not import: anything outside the standard library, msgspec and
 `turnout.core`.
 
@@ -15,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Literal, Mapping, Union
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 StatusEntry = Union[int, str]
 """One entry of a status list: an HTTP status (429) or a class ("5xx")."""
@@ -202,47 +205,102 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
     return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan), tuple(clamps)
 
 
-_SECTIONS = {"retry": RetryPolicy, "fallback": FallbackPolicy, "budget": BudgetPolicy, "plan": PlanPolicy}
+class _Overrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A section of a partial policy: the fields a layer sets (UNSET: keep the lower layer's)."""
+
+    def set_fields(self) -> dict[str, Any]:
+        """The fields this layer sets, by name."""
+        return {name: value for name in self.__struct_fields__ if (value := getattr(self, name)) is not UNSET}
 
 
-def merge_policy(base: Policy, override: Mapping[str, Any]) -> Policy:
+class RetryOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The `retry` fields a layer sets (see `RetryPolicy`)."""
+
+    max_retries: int | UnsetType = UNSET
+    retry_on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
+    base_ms: int | UnsetType = UNSET
+    max_ms: int | UnsetType = UNSET
+    respect_retry_after: bool | UnsetType = UNSET
+    per_attempt_timeout_ms: int | UnsetType = UNSET
+    fallback_target_retries: int | UnsetType = UNSET
+    ttft_timeout_ms: int | UnsetType = UNSET
+    stall_timeout_ms: int | UnsetType = UNSET
+    stream_recovery: Literal["none", "continue"] | UnsetType = UNSET
+
+
+class FallbackOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The `fallback` fields a layer sets (see `FallbackPolicy`)."""
+
+    enabled: bool | UnsetType = UNSET
+    cross_provider_same_model: bool | UnsetType = UNSET
+    models: tuple[str, ...] | UnsetType = UNSET
+    backoff_ms: int | UnsetType = UNSET
+    on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
+    max_cycles: int | UnsetType = UNSET
+    credential_fallback: bool | UnsetType = UNSET
+
+
+class BudgetOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The `budget` fields a layer sets (see `BudgetPolicy`)."""
+
+    max_attempts: int | UnsetType = UNSET
+    max_total_latency_ms: int | UnsetType = UNSET
+
+
+class PlanOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The `plan` fields a layer sets (see `PlanPolicy`)."""
+
+    max_offers: int | UnsetType = UNSET
+
+
+class PolicyOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A partial policy, as written in the configuration or sent to the admin API (SPEC §4, §6).
+
+    Every section and field is optional: UNSET (or a `null` section) keeps
+    the lower layer's value. Decoding it checks every name and type, so a
+    partial policy that is not refused at decode always merges.
+    """
+
+    retry: RetryOverrides | None | UnsetType = UNSET
+    fallback: FallbackOverrides | None | UnsetType = UNSET
+    budget: BudgetOverrides | None | UnsetType = UNSET
+    plan: PlanOverrides | None | UnsetType = UNSET
+
+
+SECTION_OVERRIDES: dict[str, type[_Overrides]] = {
+    "retry": RetryOverrides, "fallback": FallbackOverrides, "budget": BudgetOverrides, "plan": PlanOverrides,
+}
+"""Each policy section's partial form (`Policy` field name -> its overrides Struct)."""
+
+
+def merge_policy(base: Policy, override: PolicyOverrides | Mapping[str, Any]) -> Policy:
     """Lay a partial policy (as written in config or sent to the admin API) over `base`.
 
     Args:
         base: the policy of the lower layer (SPEC defaults, or gateway-wide).
-        override: a mapping `{"retry": {...}, "fallback": {...}, "budget": {...},
-            "plan": {...}}`
-            where every section and field is optional; omitted fields keep
-            `base`'s value.
+        override: the partial policy; a mapping of the same shape
+            (`{"retry": {...}, "budget": {...}}`) is decoded into
+            `PolicyOverrides` first. Omitted fields keep `base`'s value.
 
     Returns:
         The merged policy, not yet clamped.
 
     Raises:
-        msgspec.ValidationError: an unknown section or field, or a value of the
-            wrong type; the message names the offending path
-            (`$.retry.max_retries`).
+        msgspec.ValidationError: (a mapping only) an unknown section or
+            field, or a value of the wrong type; msgspec's message names the
+            offending path (`$.retry.max_retries`).
     """
-    unknown = sorted(set(override) - set(_SECTIONS))
-    if unknown:
-        raise msgspec.ValidationError(f"Object contains unknown field `{unknown[0]}`")
+    if not isinstance(override, PolicyOverrides):
+        override = msgspec.convert(override, PolicyOverrides)
     sections: dict[str, Any] = {}
-    for name, cls in _SECTIONS.items():
-        current = msgspec.to_builtins(getattr(base, name))
-        patch = override.get(name)
-        if patch is None:
-            sections[name] = getattr(base, name)
-            continue
-        if not isinstance(patch, Mapping):
-            raise msgspec.ValidationError(f"Expected `object`, got `{type(patch).__name__}` - at `$.{name}`")
-        try:
-            sections[name] = msgspec.convert({**current, **patch}, cls)
-        except msgspec.ValidationError as exc:
-            raise msgspec.ValidationError(_prefix_path(str(exc), name)) from exc
+    for name in SECTION_OVERRIDES:
+        section, patch = getattr(base, name), getattr(override, name)
+        sections[name] = msgspec.structs.replace(section, **patch.set_fields()) if patch else section
     return Policy(**sections)
 
 
-def _prefix_path(message: str, section: str) -> str:
-    if "- at `$" in message:
-        return message.replace("- at `$", f"- at `$.{section}", 1)
-    return f"{message} - at `$.{section}`"
+def with_override(overrides: PolicyOverrides, path: str, value: Any) -> PolicyOverrides:
+    """`overrides` with one field (`retry.max_retries`, as in `Clamp.path`) set to `value`."""
+    name, field = path.split(".", 1)
+    section = getattr(overrides, name) or SECTION_OVERRIDES[name]()
+    return msgspec.structs.replace(overrides, **{name: msgspec.structs.replace(section, **{field: value})})

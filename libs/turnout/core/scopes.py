@@ -14,6 +14,7 @@ from typing import Any, Literal, Mapping
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from turnout.core.policy import PolicyOverrides
 from turnout.core.spend import Budget, StrategyRule
 from turnout.core.limits import Limits, ScopeLimits
 
@@ -26,7 +27,7 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     Attributes:
         reroutes: models substituted for the requested one.
         fallbacks: `{model or "*": [models]}`, or a plain list meaning `*`.
-        policy: a partial policy object (SPEC §4 shape).
+        policy: a partial policy (SPEC §4 shape; `turnout.core.policy.PolicyOverrides`).
         key_mode: BYOK credential choice.
         context_window_fallbacks: map used after a context-length failure.
         content_policy_fallbacks: map used after a content-policy failure.
@@ -43,7 +44,7 @@ class ScopeSettings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
     reroutes: list[str] | UnsetType = UNSET
     fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
-    policy: dict[str, Any] | UnsetType = UNSET
+    policy: PolicyOverrides | UnsetType = UNSET
     key_mode: KeyMode | UnsetType = UNSET
     context_window_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET
     content_policy_fallbacks: dict[str, list[str]] | list[str] | UnsetType = UNSET

@@ -22,7 +22,7 @@ from turnout.observability.telemetry import SpanObserver
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
-    from turnout.catalog import Catalog
+    from turnout.catalog import CatalogSource
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.observability.metrics import Metrics
     from turnout.router import RequestInfo, RouteObserver
@@ -59,7 +59,7 @@ class SpendObserver:
     """Adds each successful attempt's cost (catalog prices, the attempt records'
     `cost_usd`) to the spend ledger of its org, squad and key (SPEC §10)."""
 
-    def __init__(self, ledger: "SpendLedger", catalog: "Catalog") -> None:
+    def __init__(self, ledger: "SpendLedger", catalog: "CatalogSource") -> None:
         self._ledger = ledger
         self._catalog = catalog
 
@@ -69,7 +69,7 @@ class SpendObserver:
 
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """See `RouteObserver`: failed attempts cost nothing."""
-        price = self._catalog.prices.get(record.target.key)
+        price = self._catalog.current.prices.get(record.target.key)
         if record.kind is not FailureKind.SUCCESS or price is None or not info.org:
             return
         cost = price.cost_usd(usage.input_tokens, usage.output_tokens)
@@ -118,7 +118,7 @@ class Observers:
 
 
 def route_observers(
-    tracer: Tracer, catalog: "Catalog", *, meter: Meter | None = None, metrics: "Metrics | None" = None,
+    tracer: Tracer, catalog: "CatalogSource", *, meter: Meter | None = None, metrics: "Metrics | None" = None,
     records: "RouteObserver | None" = None, spend: "RouteObserver | None" = None,
 ) -> Observers:
     """The observers of one process's router: traces, then Prometheus, then records, then spend."""

@@ -33,7 +33,7 @@ from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
-    from turnout.catalog import Catalog
+    from turnout.catalog import Catalog, CatalogSource
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.router import RequestInfo
 
@@ -179,7 +179,7 @@ class RecordWriter:
 class RecordsObserver:
     """A `RouteObserver` that writes one row per attempt through a `RecordWriter`."""
 
-    def __init__(self, writer: RecordWriter, catalog: "Catalog", clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, writer: RecordWriter, catalog: "CatalogSource", clock: Callable[[], float] = time.time) -> None:
         self._writer = writer
         self._catalog = catalog
         self._clock = clock
@@ -191,7 +191,7 @@ class RecordsObserver:
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """Queue the attempt's row. See `RouteObserver`."""
         ts = handle if isinstance(handle, float) else self._clock() - record.duration_ms / 1000.0
-        self._writer.add(attempt_row(info, record, usage, self._catalog, ts))
+        self._writer.add(attempt_row(info, record, usage, self._catalog.current, ts))
 
     def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
         """Nothing: waits are not attempts."""

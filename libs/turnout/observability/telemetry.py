@@ -29,7 +29,7 @@ from turnout.core.types import FailureKind
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
-    from turnout.catalog import Catalog
+    from turnout.catalog import CatalogSource
     from turnout.core.loop import AttemptRecord, Dispatch
     from turnout.router import RequestInfo
 
@@ -174,13 +174,15 @@ class SpanObserver:
 
     Args:
         tracer: where spans go.
-        catalog: provider base URLs (for `server.address` / `server.port`).
+        catalog: provider base URLs (for `server.address` / `server.port`),
+            read from the catalog in force when each attempt starts.
         meter: where the GenAI client metrics go (None: none).
     """
 
-    def __init__(self, tracer: Tracer, catalog: "Catalog", meter: Meter | None = None) -> None:
+    def __init__(self, tracer: Tracer, catalog: "CatalogSource", meter: Meter | None = None) -> None:
         self._tracer = tracer
-        self._servers = {name: _server(p.base_url) for name, p in catalog.providers.items()}
+        self._catalog = catalog
+        self._servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (host, port)
         self._duration: Histogram | None = None
         self._tokens: Histogram | None = None
         if meter is not None:
@@ -193,10 +195,19 @@ class SpanObserver:
                 explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
             )
 
+    def _server_of(self, provider: str) -> tuple[str | None, int | None]:
+        """(host, port) of `provider`'s base URL in the catalog in force; (None, None) when unknown."""
+        config = self._catalog.current.providers.get(provider)
+        if config is None:
+            return None, None
+        if config.base_url not in self._servers:
+            self._servers[config.base_url] = _server(config.base_url)
+        return self._servers[config.base_url]
+
     def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
         """Start the attempt's span and make it current. See `RouteObserver`."""
         target = dispatch.entry.target
-        host, port = self._servers.get(target.provider, (None, None))
+        host, port = self._server_of(target.provider)
         attributes = _attrs({
             GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
             SERVER_ADDRESS: host, SERVER_PORT: port, ATTEMPT_NUMBER: dispatch.number,
@@ -233,7 +244,7 @@ class SpanObserver:
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
         span.end()
         if self._duration is not None and self._tokens is not None:
-            host, port = self._servers.get(target.provider, (None, None))
+            host, port = self._server_of(target.provider)
             common = _attrs({
                 GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
                 SERVER_ADDRESS: host, SERVER_PORT: port,

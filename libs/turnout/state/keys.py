@@ -147,6 +147,19 @@ def tenancy_org_key(org: str) -> str:
     return TENANCY_ORG_PREFIX + org
 
 
+CATALOG_DOC = "turnout:catalog:doc"
+"""String: the JSON `turnout.catalog.doc.CatalogDoc` (models and providers; keys only as references)."""
+
+CATALOG_VERSION = "turnout:catalog:version"
+"""String counter: INCR on every catalog write (the catalog version; 0 = never written)."""
+
+CATALOG_FILES = "turnout:catalog:files"
+"""Set of the digests of every configuration file whose catalog was applied (a stale file is known)."""
+
+CATALOG_CHANNEL = "turnout:catalog:changed"
+"""Pub/sub channel: message = the new catalog version; every process re-reads the catalog."""
+
+
 LIMIT_PREFIX = "turnout:limit:"
 """Per scope and counter (SPEC §10 limits): `rpm` / `tpm` hashes {l, t} (GCRA level
 and time), `conc` / `streams` sorted sets of leases (member = lease id, score = expiry ms)."""

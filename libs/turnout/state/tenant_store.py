@@ -71,8 +71,7 @@ class TenantStore:
 
     async def version(self) -> int:
         """The fleet-wide config version (0 before any write)."""
-        raw = await self._redis.get(keys.TENANCY_VERSION)
-        return int(raw) if raw else 0
+        return await read_counter(self._redis, keys.TENANCY_VERSION)
 
     async def org_versions(self) -> dict[str, int]:
         """Every org id with the version of its last write."""
@@ -158,6 +157,12 @@ class TenantStore:
             if written is not None:
                 return (None if delete else new), result, written
         raise WriteConflict(f"org {org!r} kept changing during the write; retry")
+
+
+async def read_counter(redis: Redis, key: str) -> int:
+    """A version counter's value (0 when never written)."""
+    raw = await redis.get(key)
+    return int(raw) if raw else 0
 
 
 def _text(value: Any) -> str:

@@ -26,7 +26,6 @@ from collections.abc import Awaitable, Callable, Mapping
 
 import msgspec
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
 
 from turnout.config import Config, ProviderConfig
 from turnout.core.types import Target
@@ -35,6 +34,7 @@ from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_o
 from turnout.scrub import Scrubber
 from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
+from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.identity import Identity
 from turnout.tenancy.vault import (
@@ -290,47 +290,21 @@ class TenantDirectory:
         self._task = asyncio.create_task(
             self._watch(listen_redis, run_bootstrap if bootstrap else None), name="turnout-tenancy-watch"
         )
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._ready.wait(), wait_s)
+        ready = await wait_ready(self._ready, wait_s)
         if self._fatal is not None:
             raise self._fatal
-        if not self._ready.is_set():
+        if not ready:
             log.warning("tenancy: Redis not reachable yet; gateway keys are refused until the first load")
 
     async def stop(self) -> None:
         """Stop watching."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await stop_task(self._task)
 
     async def _watch(self, listen_redis: Redis, bootstrap: Callable[[], Awaitable[object]] | None) -> None:
-        backoff_s = 0.05
-        while True:
-            pubsub = listen_redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                if bootstrap is not None:
-                    await bootstrap()
-                    bootstrap = None
-                await pubsub.subscribe(keys.TENANCY_CHANNEL)
-                await self.refresh()
-                assert self._ready is not None
-                self._ready.set()
-                backoff_s = 0.05
-                while True:
-                    await pubsub.get_message(timeout=self._poll_s)
-                    await self.refresh()
-            except asyncio.CancelledError:
-                raise
-            except ConfigError as exc:
-                self._fatal = exc
-                assert self._ready is not None
-                self._ready.set()
-                return
-            except (RedisError, OSError) as exc:
-                log.warning("tenancy: lost Redis (%s); keeping the last snapshot, reconnecting", type(exc).__name__)
-                await asyncio.sleep(backoff_s)
-                backoff_s = min(backoff_s * 2, 1.0)
-            finally:
-                with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+        assert self._ready is not None
+        try:
+            await follow(listen_redis, keys.TENANCY_CHANNEL, refresh=self.refresh, ready=self._ready,
+                         poll_s=self._poll_s, log=log, what="tenancy", first=bootstrap)
+        except ConfigError as exc:
+            self._fatal = exc
+            self._ready.set()

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from msgspec import UNSET
@@ -27,7 +27,7 @@ from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_
 from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
-from turnout.core.policy import Clamp, clamp_policy, merge_policy
+from turnout.core.policy import Clamp, PolicyOverrides, clamp_policy, merge_policy, with_override
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
 from turnout.errors import ConfigError
@@ -169,24 +169,15 @@ def clamp_settings(settings: ScopeSettings, config: Config, path: str) -> tuple[
         The settings with clamped values written into the partial policy,
         and the clamps (`path` e.g. `settings.policy.budget.max_attempts`).
 
-    Raises:
-        ConfigError: the partial policy has an unknown field or a wrong type.
+    Names and types were checked when the settings were decoded
+    (`PolicyOverrides`); this never raises.
     """
-    if not isinstance(settings.policy, dict):
+    if not isinstance(settings.policy, PolicyOverrides):
         return settings, []
-    try:
-        merged = merge_policy(config.policy, settings.policy)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        where = re.search(r" - at `\$(.*)`", text)
-        unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
-        sub = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")
-        raise ConfigError(f"{path}.policy{sub}: {text.split(' - at ')[0]}") from None
-    _, clamps = clamp_policy(merged, config.raw.ceilings)
-    partial: dict[str, Any] = {k: dict(v) if isinstance(v, dict) else v for k, v in settings.policy.items()}
+    _, clamps = clamp_policy(merge_policy(config.policy, settings.policy), config.raw.ceilings)
+    partial = settings.policy
     for clamp in clamps:
-        section, field = clamp.path.split(".", 1)
-        partial.setdefault(section, {})[field] = clamp.applied
+        partial = with_override(partial, clamp.path, clamp.applied)
     out = [Clamp(path=f"{path}.policy.{c.path}", requested=c.requested, applied=c.applied) for c in clamps]
     return msgspec.structs.replace(settings, policy=partial), out
 
@@ -269,11 +260,8 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     squad = doc.squads[key.squad].settings if key.squad is not None and key.squad in doc.squads else None
     scope = resolve_settings(doc.settings, squad, key.settings)
     policy = config.policy
-    if isinstance(scope.policy, dict):
-        try:
-            policy = merge_policy(policy, scope.policy)
-        except msgspec.ValidationError:
-            pass  # validated on save; a stale shape falls back to the gateway policy
+    if isinstance(scope.policy, PolicyOverrides):
+        policy = merge_policy(policy, scope.policy)
     policy, _ = clamp_policy(policy, config.raw.ceilings)
     maps = {
         name: as_model_map(getattr(scope, name))

@@ -3,7 +3,7 @@
 Owns: the login cookie (`turnout_ui`: the admin key itself, `HttpOnly`,
 `SameSite=Strict`, `Path=/ui`, `Secure` behind https), identifying its
 holder on every page with the admin API's rules
-(`turnout_ingress.admin_access`: operator key or an org's admin key), and
+(`turnout_ingress.admin.access`: operator key or an org's admin key), and
 refusing a cross-site POST. The key is re-checked on every request, so a
 revoked admin key is logged out at once; it never appears in a URL or a
 page.
@@ -22,7 +22,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from turnout.errors import RequestRejected
-from turnout_ingress.admin_access import AdminAPI, Caller
+from turnout_ingress.admin.access import AdminAPI, Caller
 
 COOKIE = "turnout_ui"
 MAX_AGE_S = 8 * 3600

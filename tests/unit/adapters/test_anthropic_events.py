@@ -14,13 +14,16 @@ from turnout.adapters.exchange import open_stream
 from turnout.core.classify import classify
 from turnout.core.types import FailureKind, Target, TransportError
 
-START = ("message_start", {"type": "message_start", "message": {
+Event = tuple[str, dict[str, Any]]
+"""One stream event: its name and its data."""
+
+START: Event = ("message_start", {"type": "message_start", "message": {
     "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
     "stop_reason": None, "stop_sequence": None,
     "usage": {"input_tokens": 5, "cache_read_input_tokens": 20, "cache_creation_input_tokens": 0, "output_tokens": 1}}})
-TEXT_START = ("content_block_start", {"type": "content_block_start", "index": 0,
+TEXT_START: Event = ("content_block_start", {"type": "content_block_start", "index": 0,
                                       "content_block": {"type": "text", "text": ""}})
-PING = ("ping", {"type": "ping"})
+PING: Event = ("ping", {"type": "ping"})
 
 
 async def open_messages_stream(
@@ -48,9 +51,9 @@ def finish(reason: str, output_tokens: int) -> tuple[str, dict[str, Any]]:
                               "usage": {"output_tokens": output_tokens}})
 
 
-END = ("message_stop", {"type": "message_stop"})
-TEXT_STREAM = [START, TEXT_START, PING, text("Hel"), text("lo"), stop(0), finish("end_turn", 2), END]
-TOOL_STREAM = [
+END: Event = ("message_stop", {"type": "message_stop"})
+TEXT_STREAM: list[Event] = [START, TEXT_START, PING, text("Hel"), text("lo"), stop(0), finish("end_turn", 2), END]
+TOOL_STREAM: list[Event] = [
     START, TEXT_START, text("Checking."), stop(0),
     ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
         "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
@@ -75,7 +78,8 @@ def _deltas(events: list[tuple[str, dict[str, Any]]]) -> tuple[list[Any], str | 
     out: list[Any] = []
     for name, data in events:
         result = translator.feed(name, data)
-        if result == DONE:
+        if isinstance(result, str):
+            assert result == DONE
             return out, DONE
         for chunk in result:
             assert chunk["object"] == "chat.completion.chunk" and chunk["id"] == "msg_1"
@@ -126,8 +130,11 @@ def test_error_event_raises_with_its_type(etype: str, message: str) -> None:
 
 def test_unknown_and_keepalive_events_produce_nothing() -> None:
     translator = ChunkTranslator(created_s=0)
-    for name, data in [PING, ("content_block_stop", {"index": 0}), ("brand_new_event", {"type": "brand_new_event"}),
-                       ("content_block_delta", {"index": 0, "delta": {"type": "thinking_delta", "thinking": "x"}})]:
+    events: list[Event] = [
+        PING, ("content_block_stop", {"index": 0}), ("brand_new_event", {"type": "brand_new_event"}),
+        ("content_block_delta", {"index": 0, "delta": {"type": "thinking_delta", "thinking": "x"}}),
+    ]
+    for name, data in events:
         assert translator.feed(name, data) == []
 
 
@@ -232,7 +239,12 @@ async def test_json_message_answering_a_stream_request_is_malformed() -> None:
 
 async def test_untranslatable_request_is_a_400_without_a_call() -> None:
     calls: list[httpx.Request] = []
-    async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: calls.append(r) or httpx.Response(200))) as c:
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return httpx.Response(200)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as c:
         body = json.dumps({"model": "x", "n": 3, "messages": [{"role": "user", "content": "hi"}]}).encode()
         result = await open_messages_stream(c, base_url="https://a.test", api_key="k", body=body, timeout_s=1,
                                             ttft_timeout_s=None, request_id="r")

@@ -296,7 +296,12 @@ async def test_a_transport_error_is_described_without_its_text(kind: ProviderKin
 async def test_an_unparseable_base_url_is_a_connect_failure(base_url: str, stream: bool) -> None:
     sent: list[httpx.Request] = []
     spec = msgspec.structs.replace(_spec("openai", stream=stream), base_url=base_url)
-    async with httpx.AsyncClient(transport=httpx.MockTransport(lambda r: sent.append(r) or httpx.Response(200))) as c:
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(200)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as c:
         result = await (open_stream if stream else call_json)(c, spec)
     assert result.outcome.transport is TransportError.CONNECT and result.outcome.status is None
     assert result.outcome.message.startswith("the provider's URL cannot be used (")

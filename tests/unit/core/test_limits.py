@@ -32,7 +32,7 @@ def run(scopes: list[ScopeLimits], times_ms: list[int], demand: Demand = REQ) ->
 
 def test_limits_rpm_10_admits_10_at_once_then_refuses_with_the_wait_to_the_next_slot() -> None:
     scopes = [key_scope(rpm=10)]
-    counters = (Counters(),)
+    counters: tuple[Counters, ...] = (Counters(),)
     for _ in range(10):
         decision = decide(scopes, counters, REQ, T0)
         assert decision.verdict.admitted
@@ -63,7 +63,7 @@ def test_limits_quota_after_admission_counts_the_request() -> None:
 def test_limits_org_counter_is_shared_and_a_refusal_counts_against_no_scope() -> None:
     org = ScopeLimits(kind="org", org="acme", limits=Limits(rpm=3))
     key = key_scope(rpm=2)
-    counters = (Counters(), Counters())
+    counters: tuple[Counters, ...] = (Counters(), Counters())
     for _ in range(2):
         decision = decide([org, key], counters, REQ, T0)
         assert decision.verdict.admitted
@@ -165,7 +165,7 @@ gaps = st.lists(st.tuples(st.integers(0, 20_000), st.integers(1, 50)), min_size=
 def test_limits_property_no_span_admits_more_than_burst_plus_rate(limit: int, events: list[tuple[int, int]]) -> None:
     """Over any span of d ms, admitted units ≤ limit + limit·d/60 000 (GCRA with a one-window burst)."""
     scopes = [key_scope(tpm=limit)]
-    counters = (Counters(),)
+    counters: tuple[Counters, ...] = (Counters(),)
     now = T0
     admitted: list[tuple[int, int]] = []
     for gap_ms, tokens in events:
@@ -186,7 +186,7 @@ def test_limits_property_no_span_admits_more_than_burst_plus_rate(limit: int, ev
 def test_limits_property_retry_after_is_exact(limit: int, events: list[tuple[int, int]], tokens: int) -> None:
     """A refused request that can fit is admitted exactly `retry_after_ms` later, not 1 ms sooner."""
     scopes = [key_scope(tpm=limit)]
-    counters = (Counters(),)
+    counters: tuple[Counters, ...] = (Counters(),)
     now = T0
     for gap_ms, cost in events:
         now += gap_ms

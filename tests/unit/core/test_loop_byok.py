@@ -24,7 +24,8 @@ def run(
     """Drive the loop like the router: an attempt carries the tenant key on `own_on` providers
     (and may fall back to the shared key) unless the dispatch is already the credential fallback."""
     state = begin(plan, policy, deadline_s=100.0)
-    now, rng, dispatched = 0.0, random.Random(0), []
+    now, rng = 0.0, random.Random(0)
+    dispatched: list[Dispatch] = []
     script = list(outcomes)
     while True:
         step = next_step(state, now)

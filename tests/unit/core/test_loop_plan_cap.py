@@ -10,7 +10,7 @@ from driver import drive, entry, err, ok, plan_of, quota
 from turnout.core.loop import SkipReason, StopReason, begin, next_step, on_plan_capped
 from turnout.core.plan import Role
 from turnout.core.policy import FallbackPolicy, Policy
-from turnout.core.types import FailureKind
+from turnout.core.types import FailureKind, Outcome
 from turnout.core.verdict import served_facts
 
 A = entry("openai", "gpt-5")
@@ -34,7 +34,7 @@ def test_usage_limit_wording_on_a_429_engages_the_plan_fallbacks_too() -> None:
 
 
 @pytest.mark.parametrize("outcome", [err(503), err(429)], ids=["server-error", "rate-limit"])
-def test_other_failures_never_reach_the_plan_fallbacks(outcome: object) -> None:
+def test_other_failures_never_reach_the_plan_fallbacks(outcome: Outcome) -> None:
     run = drive(plan_of(A, B, plan_cap=[PC]), Policy(), {KA: [outcome, outcome], KB: [outcome]})
     assert KPC not in run.keys and run.give_up.reason is StopReason.EXHAUSTED
 

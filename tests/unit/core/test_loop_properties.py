@@ -92,8 +92,8 @@ def scenarios(draw: st.DrawFn) -> Scenario:
         catalog[m] = tuple(Target(provider=p, model=f"{m}@{p}", catalog_model=m) for p in providers)
     others = models[1:]
     some_models = st.lists(st.sampled_from(models), max_size=3)
-    reroutes = draw(st.lists(st.sampled_from(others), min_size=1, max_size=3)) if others and draw(
-        st.booleans()) else []
+    use_reroutes = bool(others) and draw(st.booleans())
+    reroutes = draw(st.lists(st.sampled_from(others), min_size=1, max_size=3)) if use_reroutes else []
     settings_ = RoutingSettings(
         reroutes=tuple(reroutes),
         fallbacks={"*": draw(some_models.map(tuple)),

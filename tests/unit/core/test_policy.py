@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import typing
 from typing import Any
 
 import msgspec
 import pytest
+from msgspec import UnsetType
 
 from turnout.core.policy import (
     BASE_MS_RANGE,
@@ -14,10 +16,13 @@ from turnout.core.policy import (
     Ceilings,
     Clamp,
     FallbackPolicy,
+    SECTION_OVERRIDES,
     Policy,
+    PolicyOverrides,
     RetryPolicy,
     clamp_policy,
     merge_policy,
+    with_override,
 )
 
 SPEC_POLICY_JSON = """
@@ -128,7 +133,7 @@ def test_merge_policy_does_not_change_its_base() -> None:
         ({"retry": {"bogus": 1}}, "$.retry", "unknown field `bogus`"),
         ({"fallback": {"max_cycle": 2}}, "$.fallback", "unknown field `max_cycle`"),
         ({"budget": {"max_attempts": "six"}}, "$.budget.max_attempts", "Expected `int`, got `str`"),
-        ({"retry": 3}, "$.retry", "Expected `object`, got `int`"),
+        ({"retry": 3}, "$.retry", "Expected `object | null`, got `int`"),
         ({"retry": {"retry_on_status": [1.5]}}, "$.retry.retry_on_status[0]", "Expected `int | str`"),
         ({"fallback": {"enabled": "yes"}}, "$.fallback.enabled", "Expected `bool`"),
     ],
@@ -288,3 +293,20 @@ def test_policy_plan_section_merges_like_the_others() -> None:
     assert merged.plan.max_offers == 5 and merged.budget.max_attempts == 4
     with pytest.raises(msgspec.ValidationError, match=r"\$\.plan"):
         merge_policy(Policy(), {"plan": {"max_offer": 5}})
+
+
+def test_each_overrides_section_has_exactly_its_policy_sections_fields_and_types() -> None:
+    assert PolicyOverrides.__struct_fields__ == Policy.__struct_fields__ == tuple(SECTION_OVERRIDES)
+    for name, overrides in SECTION_OVERRIDES.items():
+        section = type(getattr(Policy(), name))
+        assert overrides.__struct_fields__ == section.__struct_fields__
+        full, partial = typing.get_type_hints(section), typing.get_type_hints(overrides)
+        for field in section.__struct_fields__:
+            assert partial[field] == full[field] | UnsetType, (name, field)
+
+
+def test_with_override_sets_one_field_of_a_partial_policy_and_keeps_the_others() -> None:
+    partial = msgspec.convert({"retry": {"base_ms": 500}, "budget": None}, PolicyOverrides)
+    changed = with_override(with_override(partial, "retry.max_retries", 2), "budget.max_attempts", 3)
+    assert msgspec.to_builtins(changed) == {"retry": {"base_ms": 500, "max_retries": 2}, "budget": {"max_attempts": 3}}
+    assert merge_policy(Policy(), changed) == merge_policy(Policy(), msgspec.to_builtins(changed))

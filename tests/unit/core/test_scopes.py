@@ -9,6 +9,7 @@ import pytest
 from msgspec import UNSET
 
 from turnout.core.limits import Limits
+from turnout.core.policy import PolicyOverrides, RetryOverrides
 from turnout.core.scopes import RESOLVED_NAMES, SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
 from turnout.core.spend import Budget, StrategyRule
 
@@ -69,11 +70,10 @@ def test_resolve_settings_highest_scope_that_sets_a_setting_wins(
 def test_resolve_settings_resolves_each_setting_independently() -> None:
     org = ScopeSettings(key_mode="shared_only")
     squad = ScopeSettings(reroutes=["claude"], key_mode="own_only")
-    key = ScopeSettings(fallbacks=["gemini"], reroutes=["llama"], policy={"retry": {"max_retries": 3}})
+    policy = PolicyOverrides(retry=RetryOverrides(max_retries=3))
+    key = ScopeSettings(fallbacks=["gemini"], reroutes=["llama"], policy=policy)
     resolved = resolve_settings(org, squad, key)
-    assert resolved == ScopeSettings(
-        key_mode="shared_only", reroutes=["claude"], fallbacks=["gemini"], policy={"retry": {"max_retries": 3}},
-    )
+    assert resolved == ScopeSettings(key_mode="shared_only", reroutes=["claude"], fallbacks=["gemini"], policy=policy)
 
 
 @pytest.mark.parametrize(

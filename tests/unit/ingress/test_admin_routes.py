@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from turnout.errors import RequestRejected
-from turnout_ingress.admin_routes import parse_time
+from turnout_ingress.admin.records import parse_time
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,7 @@ import random
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import cast
 from dataclasses import dataclass
 
 import msgspec
@@ -385,7 +386,7 @@ async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
 
 
 async def test_redis_store_unreadable_snapshot_reads_closed_at_its_version(redis_client: Redis) -> None:
-    await redis_client.hset(keys.breaker_key(T), mapping={"v": "4", "s": b"\xc1 not msgpack"})
+    await cast(Awaitable[int], redis_client.hset(keys.breaker_key(T), mapping={"v": "4", "s": b"\xc1 not msgpack"}))
     store = RedisBreakerStore(redis_client)
     assert (await store.load([T])).entries[T] == Versioned(4, CLOSED)
     # ...and can be overwritten with the version it reads at.
@@ -479,7 +480,7 @@ async def test_redis_store_speeds_expire_after_their_ttl_and_load_in_one_round_t
     await store.record_speed(T, ttft_ms=10.0, tokens_per_s=1.0, alpha=0.2, ttl_s=30)
     assert 0 < await redis_client.ttl(keys.speed_key(T)) <= 30
     await redis_client.set(keys.speed_key(U) + "-unrelated", "x")
-    await redis_client.hset(keys.speed_key(U), mapping={"ttft_ms": "not a number"})
+    await cast(Awaitable[int], redis_client.hset(keys.speed_key(U), mapping={"ttft_ms": "not a number"}))
     loaded = await store.load([T, U])
     assert loaded.speeds[U].ttft_ms is None and loaded.speeds[T].ttft_ms == pytest.approx(10.0)
 

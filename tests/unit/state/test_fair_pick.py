@@ -6,6 +6,9 @@ ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import Any, cast
+
 import time
 
 from redis.asyncio import Redis
@@ -26,16 +29,16 @@ async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     await queue._push(payload)
 
 
-async def _pick_raw(redis: Redis, free: int) -> list[object]:
+async def _pick_raw(redis: Redis, free: int) -> list[Any]:
     script = redis.register_script(_PICK)
-    raw: list[object] = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[
+    raw: list[Any] = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[
         free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, keys.RETRY_PREFIX, keys.JOB_PREFIX])
     return raw
 
 
 async def _pick(redis: Redis, free: int) -> list[str]:
     raw = await _pick_raw(redis, free)
-    return [j.decode() for j in raw[1::4]]  # type: ignore[attr-defined]
+    return [j.decode() for j in raw[1::4]]
 
 
 async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_client: Redis) -> None:
@@ -51,7 +54,7 @@ async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_cli
     assert await _pick(redis_client, 4) == ["a01", "b1", "a02", "a03"]
     assert await redis_client.exists(keys.IN_PROGRESS_PREFIX + "b1") == 1
     assert await redis_client.zcard(keys.QUEUE) == 53  # claimed jobs stay in arq's queue until delivered
-    assert await redis_client.lrange(keys.FAIR_RING, 0, -1) == [b"org-a"]
+    assert await cast(Awaitable[list[bytes]], redis_client.lrange(keys.FAIR_RING, 0, -1)) == [b"org-a"]
 
 
 async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_client: Redis) -> None:
@@ -75,7 +78,7 @@ async def test_fair_pick_returns_what_arqs_run_job_opens_with(redis_client: Redi
     now_ms, job_id, score, job, job_try = await _pick_raw(redis_client, 1)
     seconds, _ = await redis_client.time()
     assert (job_id, job, job_try) == (b"j0", stored, 1)
-    assert abs(int(now_ms) - seconds * 1000) < 2000  # type: ignore[call-overload]
-    assert float(score) <= int(now_ms)  # type: ignore[arg-type]
+    assert abs(int(now_ms) - seconds * 1000) < 2000
+    assert float(score) <= int(now_ms)
     assert await redis_client.get(keys.RETRY_PREFIX + "j0") == b"1"
     assert 0 < await redis_client.ttl(keys.RETRY_PREFIX + "j0") <= 88400

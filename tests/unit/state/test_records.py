@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 import csv
 import io
 import json
 import random
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
@@ -136,7 +138,7 @@ async def test_background_flush_writes_without_being_asked(redis_client: Redis) 
         writer.add(_row(1))
 
         async def written() -> bool:
-            return await redis_client.xlen(keys.RECORDS_STREAM) == 1
+            return await cast(Awaitable[int], redis_client.xlen(keys.RECORDS_STREAM)) == 1
 
         await eventually(written)  # nobody called flush()
     finally:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import cast
 
 import msgspec
 import pytest
@@ -133,7 +134,7 @@ async def test_a_missed_invalidation_is_caught_by_the_periodic_check(redis_clien
         revoked = revoke_key(doc, "main", NOW_S)
         # a write that publishes nothing (as if the message were lost)
         await redis_client.set(keys.tenancy_org_key("acme"), msgspec.json.encode(revoked))
-        await redis_client.hset(keys.TENANCY_ORGS, "acme", version + 1)
+        await cast(Awaitable[int], redis_client.hset(keys.TENANCY_ORGS, "acme", str(version + 1)))
         await redis_client.incr(keys.TENANCY_VERSION)
         await eventually(lambda: d.authenticate("tk-main-key-00000001") is None)  # no message came: the re-check
     finally:

@@ -1,12 +1,11 @@
-"""The audit of admin writes at the ingress: recording and the operator's export.
+"""The audit of admin writes at the ingress: recording each write once answered.
 
 Owns: `AuditMiddleware`, a plain ASGI middleware that records one
 `turnout.state.audit_log.AuditEntry` per write request (POST, PUT, PATCH,
 DELETE) under `/admin/v1/` once its answer has been sent — refusals
 included — with the caller the admin API identified (`request.state`
-`audit_who`) and the body's field names (`audit_fields`), never a value;
-and `GET /admin/v1/audit/export?since=…&until=…` (operator key only; JSON
-lines, oldest first; `since` / `until` as for the records export).
+`audit_who`) and the body's field names (`audit_fields`), never a value. The operator's
+export is `turnout_ingress.admin.audit_export`.
 A Redis failure while recording is logged and does not change the answer.
 Must not import: `turnout_ingress.app`.
 """
@@ -14,27 +13,18 @@ Must not import: `turnout_ingress.app`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
-from fastapi import FastAPI, Request
 from redis.exceptions import RedisError
-from starlette.responses import Response, StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from turnout.errors import GatewayUnavailable
 from turnout.state.audit_log import AuditEntry, AuditLog
-from turnout_ingress.admin_routes import parse_time
-
-if TYPE_CHECKING:
-    from turnout_ingress.admin_access import AdminAPI
 
 log = logging.getLogger("turnout.audit")
 
 ADMIN_PREFIX = "/admin/v1/"
 WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-_encode = msgspec.json.Encoder()
 
 
 def audit_fields(body: bytes) -> tuple[str, ...]:
@@ -85,33 +75,3 @@ class AuditMiddleware:
             except (RedisError, OSError) as exc:
                 log.warning("audit entry not recorded (%s): %s %s by %s -> %d",
                             type(exc).__name__, entry.method, entry.path, entry.who, entry.status)
-
-
-def install(app: FastAPI, audit: AuditLog, api: "AdminAPI") -> None:
-    """Add the middleware and `GET /admin/v1/audit/export` (operator key) to `app`."""
-    app.add_middleware(AuditMiddleware, audit=audit)
-
-    @app.get("/admin/v1/audit/export")
-    async def export_audit(request: Request) -> Response:
-        api.operator(request)
-        since_s = parse_time(request.query_params.get("since"), "since")
-        until_s = parse_time(request.query_params.get("until"), "until")
-        entries = audit.read(since_s=since_s, until_s=until_s)
-        try:
-            first = await anext(entries, None)
-        except (RedisError, OSError) as exc:
-            raise GatewayUnavailable(
-                "The audit log is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable",
-            ) from exc
-
-        async def body() -> AsyncIterator[bytes]:
-            if first is None:
-                return
-            yield _encode.encode(first) + b"\n"
-            async for entry in entries:
-                yield _encode.encode(entry) + b"\n"
-
-        return StreamingResponse(
-            body(), media_type="application/x-ndjson",
-            headers={"content-disposition": 'attachment; filename="turnout-audit.jsonl"'},
-        )

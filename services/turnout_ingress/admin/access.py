@@ -1,4 +1,4 @@
-"""Access and write machinery of the tenancy admin API (`turnout_ingress.admin_api`).
+"""Access and write machinery of the tenancy admin API (`turnout_ingress.admin`).
 
 Owns: who an admin caller is (the operator key from `TURNOUT_OPERATOR_KEY`,
 or an org's `admin: true` gateway key), keeping an org admin inside its org

@@ -1,4 +1,4 @@
-"""Admin routes of the ingress: the attempt-record export (SPEC §9).
+"""Admin route of attempt records: the export (SPEC §9).
 
 Owns: `GET /admin/v1/logs/export?format=jsonl|csv&since=…&until=…`. Only an
 admin key may call it, and it returns only the rows of that key's org,
@@ -11,23 +11,23 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Depends, Request
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records import csv_header, csv_lines, jsonl_lines, read_rows
+from turnout_ingress.admin.deps import Admin
 from turnout_ingress.validation import authenticate
-
-if TYPE_CHECKING:
-    from turnout_ingress.app import IngressState
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 PAGE_SIZE = 500
 """Stream entries read per XRANGE call."""
+
+router = APIRouter()
 
 
 def parse_time(value: str | None, param: str) -> float | None:
@@ -94,19 +94,23 @@ async def export_response(
     )
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
-    """Register the admin routes."""
+def ingress_redis(request: Request) -> Redis:
+    """The ingress's Redis client."""
+    redis: Redis = request.app.state.turnout.redis
+    return redis
 
-    @app.get("/admin/v1/logs/export")
-    async def export_logs(request: Request) -> Response:
-        identity = authenticate(request, state.keyring)
-        if not identity.admin:
-            raise RequestRejected(
-                403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
-            )
-        fmt = request.query_params.get("format", "jsonl")
-        if fmt not in MEDIA_TYPES:
-            raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format")
-        since_s = parse_time(request.query_params.get("since"), "since")
-        until_s = parse_time(request.query_params.get("until"), "until")
-        return await export_response(state.redis, identity.org, fmt, since_s, until_s)
+
+@router.get("/admin/v1/logs/export")
+async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depends(ingress_redis)]) -> Response:
+    """The caller's org's attempt records as a JSONL or CSV download (an admin key only)."""
+    identity = authenticate(request, api.directory)
+    if not identity.admin:
+        raise RequestRejected(
+            403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
+        )
+    fmt = request.query_params.get("format", "jsonl")
+    if fmt not in MEDIA_TYPES:
+        raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format")
+    since_s = parse_time(request.query_params.get("since"), "since")
+    until_s = parse_time(request.query_params.get("until"), "until")
+    return await export_response(redis, identity.org, fmt, since_s, until_s)

@@ -1,13 +1,14 @@
 """Catalog: the routable view of a validated configuration.
 
 Owns: model id -> targets, provider name -> how to reach it, prices. Built
-once per process from a `Config` and passed down; read-only afterwards.
+from a `Config` (the file's, or the one in Redis: `turnout.catalog.live`);
+read-only afterwards: a change builds a new `Catalog` and swaps it whole.
 Must not import: services, FastAPI, arq, httpx.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Protocol
 
 import msgspec
 
@@ -70,6 +71,11 @@ class Catalog:
         self.price_mix = raw.routing.price_mix
         self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
 
+    @property
+    def current(self) -> "Catalog":
+        """This catalog (a fixed catalog is its own `CatalogSource`)."""
+        return self
+
     def order_settings(self, base: OrderSettings) -> OrderSettings:
         """`base` (the breaker's tolerance and exploration) with this catalog's prices and mix."""
         return msgspec.structs.replace(base, prices=self.offer_prices, price_mix=self.price_mix)
@@ -77,3 +83,17 @@ class Catalog:
     def model_list(self) -> list[dict[str, object]]:
         """The `GET /v1/models` data: one OpenAI model object per catalog id."""
         return [{"id": m, "object": "model", "created": 0, "owned_by": "turnout"} for m in sorted(self.models)]
+
+
+class CatalogSource(Protocol):
+    """Where a process reads the catalog in force: a fixed `Catalog`, or the live one
+    kept in step with Redis (`turnout.catalog.live.LiveCatalog`).
+
+    Read `current` once per request and keep that snapshot for the whole
+    request: a swap never mixes two catalogs inside one plan.
+    """
+
+    @property
+    def current(self) -> Catalog:
+        """The catalog in force now (an immutable snapshot)."""
+        ...

@@ -1,0 +1,179 @@
+"""The catalog document: models and providers as stored in Redis (SPEC §11 `providers:` / `models:`).
+
+Owns: the stored shape of the catalog (each model with its offers, each
+provider with its base URL and a *reference* to its key, never the key in
+clear), building it from a configuration file, the file's digest (to tell a
+file already applied from a new one), and turning a document back into a
+validated `Config` — with the very checks a file gets (`turnout.config`), so
+an admin edit and a file obey the same rules.
+
+Provider key references (`KeyRef.source`):
+    `sealed`  the key sealed by the vault (`TURNOUT_SECRET_KEY`), bound to
+              the provider (`platform_key_binding`); every process opens it.
+    `env`     the environment variable `name` of each process.
+    `file`    the key the provider has in each process's own configuration
+              file (a file applied while no `TURNOUT_SECRET_KEY` is set).
+Must not import: services, FastAPI, arq, httpx.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+
+from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
+from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
+
+log = logging.getLogger("turnout.catalog")
+
+PLATFORM_ORG = ""
+"""The `Binding.org` of the operator's own provider keys (no org id is empty)."""
+
+
+def platform_key_binding(provider: str) -> Binding:
+    """The place of the operator's (shared) key of `provider`: a sealed key opens only for it."""
+    return Binding(org=PLATFORM_ORG, kind="provider_key", name=provider)
+
+
+class KeyRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Where a provider's shared key comes from (module doc); never the key in clear."""
+
+    source: Literal["sealed", "env", "file"]
+    name: str = ""
+    sealed: Sealed | None = None
+
+    def view(self) -> dict[str, str]:
+        """What an admin read shows: the source, the variable name, or the sealed key's last characters."""
+        if self.source == "env":
+            return {"source": "env", "name": self.name}
+        if self.source == "sealed" and self.sealed is not None:
+            return {"source": "sealed", "tail": f"…{self.sealed.tail}"}
+        return {"source": self.source}
+
+
+class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference)."""
+
+    kind: ProviderKind
+    base_url: str
+    key: KeyRef | None = None
+
+
+class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The stored catalog.
+
+    Attributes:
+        providers: provider name -> its entry.
+        models: catalog model id -> its offers and ordering (as in the file).
+        origin: `file` (last written by a file apply) or `api` (by an admin edit).
+        file_digest: digest of the file whose content was last applied.
+    """
+
+    providers: dict[str, ProviderEntry]
+    models: dict[str, ModelConfig]
+    origin: Literal["file", "api"] = "file"
+    file_digest: str = ""
+
+    def content(self) -> tuple[dict[str, ProviderEntry], dict[str, ModelConfig]]:
+        """The catalog itself (what a comparison with a file looks at)."""
+        return self.providers, self.models
+
+
+doc_encoder = msgspec.json.Encoder(order="sorted")
+doc_decoder = msgspec.json.Decoder(CatalogDoc)
+
+
+def file_digest(config: Config) -> str:
+    """A digest of the file's `providers:` and `models:` (keys included, so a new key is a new file).
+
+    Raises nothing; equal for equal catalogs whatever the key order.
+    """
+    body = doc_encoder.encode([config.raw.providers, config.raw.models])
+    return hashlib.sha256(b"turnout-catalog-file\0" + body).hexdigest()[:32]
+
+
+def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
+    """The file's catalog as a document: each key sealed when the vault has a key, else a `file` reference."""
+    providers: dict[str, ProviderEntry] = {}
+    for name, p in config.raw.providers.items():
+        key: KeyRef | None = None
+        if p.api_key:
+            try:
+                key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
+            except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
+                key = KeyRef(source="file")
+        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key)
+    return CatalogDoc(providers=providers, models=dict(config.raw.models), origin="file",
+                      file_digest=file_digest(config))
+
+
+def same_catalog(doc: CatalogDoc, config: Config) -> bool:
+    """True when `doc` holds the file's models and providers (kinds, URLs, which keys are set)."""
+    if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
+        return False
+    file_providers = {n: (p.kind, p.base_url, bool(p.api_key)) for n, p in config.raw.providers.items()}
+    return file_providers == {n: (p.kind, p.base_url, p.key is not None) for n, p in doc.providers.items()}
+
+
+def resolve_key(name: str, ref: KeyRef | None, file: Config, env: Mapping[str, str], vault: Vault) -> str | None:
+    """The clear key of provider `name` for this process, or None (its offers are skipped as NO_CREDENTIAL).
+
+    A key that does not open is logged (its name, never the key) and treated as none.
+    """
+    if ref is None:
+        return None
+    if ref.source == "env":
+        return env.get(ref.name) or None
+    if ref.source == "file":
+        own = file.raw.providers.get(name)
+        return own.api_key if own is not None and own.api_key else None
+    if ref.sealed is None:
+        return None
+    try:
+        return vault.open(ref.sealed, platform_key_binding(name))
+    except (VaultUnavailable, SecretUnreadable) as exc:
+        log.error("catalog: provider %s: its key cannot be opened (offers skipped as no credential): %s", name, exc)
+        return None
+
+
+def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vault, *, check: bool = True) -> Config:
+    """The process's configuration with `doc` as its catalog, validated as a file is.
+
+    Args:
+        doc: the stored catalog.
+        file: this process's configuration file (everything but the catalog,
+            and the keys of `file` references).
+        env: the environment (`env` references).
+        vault: opens `sealed` references.
+        check: validate (False: trust a document validated where it was written).
+
+    Raises:
+        ConfigError: the catalog breaks a rule of the file (the path named,
+            e.g. `models.gpt.offers[0].provider: unknown provider 'x'`).
+    """
+    providers = {
+        name: ProviderConfig(kind=p.kind, base_url=p.base_url, api_key=resolve_key(name, p.key, file, env, vault))
+        for name, p in doc.providers.items()
+    }
+    return with_catalog(file, providers, doc.models, check=check)
+
+
+def rotate_keys(doc: CatalogDoc, vault: Vault) -> tuple[CatalogDoc, int]:
+    """`doc` with every sealed provider key re-sealed under the vault's newest key, and how many
+    (README "Secrets and the SSRF guard": `turnout admin rotate-secrets`).
+
+    Raises:
+        VaultUnavailable / SecretUnreadable: a sealed key no configured key opens.
+    """
+    providers = {
+        name: msgspec.structs.replace(p, key=KeyRef(source="sealed", sealed=vault.rotate(
+            p.key.sealed, platform_key_binding(name))))
+        if p.key is not None and p.key.sealed is not None else p
+        for name, p in doc.providers.items()
+    }
+    count = sum(p.key is not None and p.key.sealed is not None for p in doc.providers.values())
+    return (msgspec.structs.replace(doc, providers=providers), count) if count else (doc, 0)

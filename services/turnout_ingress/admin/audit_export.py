@@ -1,0 +1,58 @@
+"""Admin route of the audit log: `GET /admin/v1/audit/export?since=…&until=…` (operator key only).
+
+JSON lines, oldest first; `since` / `until` as for the records export
+(`turnout_ingress.admin.records.parse_time`). What is recorded, and when,
+is `turnout_ingress.admin.audit`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+import msgspec
+from fastapi import APIRouter, Depends, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response, StreamingResponse
+
+from turnout.errors import GatewayUnavailable
+from turnout.state.audit_log import AuditLog
+from turnout_ingress.admin.deps import Operator
+from turnout_ingress.admin.records import parse_time
+
+router = APIRouter()
+_encode = msgspec.json.Encoder()
+
+
+def audit_log(request: Request) -> AuditLog:
+    """The app's audit log (set by `turnout_ingress.admin.install`)."""
+    audit: AuditLog = request.app.state.audit_log
+    return audit
+
+
+@router.get("/admin/v1/audit/export")
+async def export_audit(
+    request: Request, _: Operator, audit: Annotated[AuditLog, Depends(audit_log)],
+) -> Response:
+    """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable)."""
+    since_s = parse_time(request.query_params.get("since"), "since")
+    until_s = parse_time(request.query_params.get("until"), "until")
+    entries = audit.read(since_s=since_s, until_s=until_s)
+    try:
+        first = await anext(entries, None)
+    except (RedisError, OSError) as exc:
+        raise GatewayUnavailable(
+            "The audit log is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable",
+        ) from exc
+
+    async def body() -> AsyncIterator[bytes]:
+        if first is None:
+            return
+        yield _encode.encode(first) + b"\n"
+        async for entry in entries:
+            yield _encode.encode(entry) + b"\n"
+
+    return StreamingResponse(
+        body(), media_type="application/x-ndjson",
+        headers={"content-disposition": 'attachment; filename="turnout-audit.jsonl"'},
+    )

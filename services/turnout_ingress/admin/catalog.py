@@ -1,0 +1,196 @@
+"""The catalog admin API: models and providers edited at run time (operator key only).
+
+Owns: the routes below, mapping HTTP onto one versioned write of the catalog
+document (`turnout.state.catalog_store`). Each edit builds the whole new
+catalog and validates it with the file's rules (`turnout.config.with_catalog`)
+before the write, so a refused edit changes nothing (400 naming the field,
+e.g. `models.m.offers[0].provider: unknown provider 'x'`), and an accepted
+one is in force on every ingress and worker within 2 s
+(`turnout.catalog.watch`). Provider keys are stored sealed or as a
+reference, never shown (a read shows the source and the last characters).
+
+    GET    /admin/v1/catalog                          the catalog in Redis and its version
+    PUT    /admin/v1/catalog/models/{model}           add or replace a model (body: as in the file)
+    DELETE /admin/v1/catalog/models/{model}           remove a model
+    PUT    /admin/v1/catalog/providers/{provider}     add or replace a provider
+    DELETE /admin/v1/catalog/providers/{provider}     remove a provider no model offers
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import msgspec
+from fastapi import APIRouter, Depends, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response
+
+from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.watch import CatalogWatch
+from turnout.config import ModelConfig, ProviderKind
+from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
+from turnout.state.catalog_store import CatalogConflict
+from turnout.tenancy.admin import AdminError, decode, invalid, not_found
+from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
+from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
+from turnout_ingress.admin.deps import Admin, Operator, body
+
+P = "/admin/v1/catalog"
+
+router = APIRouter()
+
+
+def catalog_watch(request: Request) -> CatalogWatch:
+    """The ingress's catalog watch (the catalog in Redis, its store and this process's live copy)."""
+    watch: CatalogWatch = request.app.state.turnout.catalog_watch
+    return watch
+
+
+Watch = Annotated[CatalogWatch, Depends(catalog_watch)]
+
+
+class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`PUT /admin/v1/catalog/providers/{provider}`.
+
+    `api_key` (the key itself: sealed with `TURNOUT_SECRET_KEY`, 409 without
+    it) or `api_key_env` (the name of an environment variable every process
+    reads); neither keeps the provider's current key; `api_key: null` removes it.
+    """
+
+    kind: ProviderKind
+    base_url: str
+    api_key: str | None | msgspec.UnsetType = msgspec.UNSET
+    api_key_env: str | msgspec.UnsetType = msgspec.UNSET
+
+
+def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
+    """An admin read of the catalog: providers with their key's source only, never the key."""
+    return {
+        "version": version,
+        "origin": doc.origin,
+        "providers": {
+            name: {"kind": p.kind, "base_url": p.base_url, "api_key": p.key.view() if p.key is not None else None}
+            for name, p in sorted(doc.providers.items())
+        },
+        "models": {name: msgspec.to_builtins(m) for name, m in sorted(doc.models.items())},
+    }
+
+
+def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry | None) -> KeyRef | None:
+    if not isinstance(spec.api_key_env, msgspec.UnsetType):
+        if not isinstance(spec.api_key, msgspec.UnsetType):
+            raise rejected(invalid("api_key_env", "give `api_key` or `api_key_env`, not both"))
+        if not spec.api_key_env.isidentifier():
+            raise rejected(invalid("api_key_env", "must be an environment variable name"))
+        return KeyRef(source="env", name=spec.api_key_env)
+    if isinstance(spec.api_key, msgspec.UnsetType):
+        return current.key if current is not None else None
+    if spec.api_key is None or spec.api_key == "":
+        return None
+    secret_fit("api_key", spec.api_key)
+    return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
+
+
+async def write(watch: CatalogWatch, edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
+    """One versioned write of the whole catalog, validated first (the caller checked the operator key)."""
+
+    def mutate(current: CatalogDoc | None) -> tuple[CatalogDoc | None, None]:
+        new = edit(current if current is not None else doc_from_config(watch.file, watch.vault))
+        try:
+            watch.config_of(new)
+        except ConfigError as exc:
+            raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
+        return msgspec.structs.replace(new, origin="api"), None
+
+    try:
+        doc, _, version = await watch.store.update(mutate)
+    except AdminError as exc:
+        raise rejected(exc) from None
+    except (RedisError, OSError, CatalogConflict) as exc:
+        raise _unavailable() from exc
+    try:
+        await watch.refresh()  # read-your-writes on this ingress; the others follow within the bound
+    except (RedisError, OSError):
+        pass
+    assert doc is not None
+    return ok(catalog_view(doc, version or watch.live.version))
+
+
+@router.get(P)
+async def get_catalog(watch: Watch, _: Operator) -> Response:
+    """The catalog in Redis and its version (404 before it is seeded)."""
+    try:
+        doc, version = await watch.store.load()
+    except (RedisError, OSError) as exc:
+        raise _unavailable() from exc
+    if doc is None:
+        raise rejected(not_found())
+    return ok(catalog_view(doc, version))
+
+
+@router.put(P + "/models/{model}")
+async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> Response:
+    """Add or replace a model (the body as in the file)."""
+    spec = decode(await body(request), ModelConfig, f"models.{model}")
+    return await write(watch, lambda doc: msgspec.structs.replace(doc, models={**doc.models, model: spec}))
+
+
+@router.delete(P + "/models/{model}")
+async def delete_model(model: str, watch: Watch, _: Operator) -> Response:
+    """Remove a model (refused while the file's fallbacks or orgs name it)."""
+    return await write(watch, lambda doc: _without(doc, "models", "model", model))
+
+
+@router.put(P + "/providers/{provider}")
+async def put_provider(request: Request, provider: str, api: Admin, watch: Watch, _: Operator) -> Response:
+    """Add or replace a provider, its key sealed or a reference (`ProviderPut`)."""
+    spec = decode(await body(request), ProviderPut, f"providers.{provider}")
+
+    def edit(doc: CatalogDoc) -> CatalogDoc:
+        entry = ProviderEntry(kind=spec.kind, base_url=spec.base_url,
+                              key=_key_ref(api, provider, spec, doc.providers.get(provider)))
+        return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
+
+    return await write(watch, edit)
+
+
+@router.delete(P + "/providers/{provider}")
+async def delete_provider(provider: str, watch: Watch, _: Operator) -> Response:
+    """Remove a provider no model offers."""
+    return await write(watch, lambda doc: _without(doc, "providers", "provider", provider))
+
+
+def _without(doc: CatalogDoc, field: str, what: str, name: str) -> CatalogDoc:
+    """`doc` without `name` in its `models` or `providers` (404 naming `what` when absent)."""
+    entries: dict[str, Any] = getattr(doc, field)
+    if name not in entries:
+        raise AdminError(404, f"no {what} {name!r} in the catalog", code="not_found", param=what)
+    return msgspec.structs.replace(doc, **{field: {k: v for k, v in entries.items() if k != name}})
+
+
+async def rotated(watch: CatalogWatch) -> int:
+    """Re-seal every sealed provider key of the catalog under the newest `TURNOUT_SECRET_KEY`; how many.
+
+    Raises:
+        RequestRejected: 409 when a key does not open (nothing written).
+        GatewayUnavailable: 503 when the write failed (nothing written).
+    """
+    try:
+        _, count, version = await watch.store.update(
+            lambda doc: rotate_keys(doc, watch.vault) if doc is not None else (None, 0)
+        )
+    except (VaultUnavailable, SecretUnreadable) as exc:
+        raise RequestRejected(409, f"catalog: {exc}", error_type="conflict_error",
+                              code="secret_key_unavailable") from None
+    except (RedisError, OSError, CatalogConflict) as exc:
+        raise _unavailable() from exc
+    if version is not None:
+        await watch.refresh()
+    return count
+
+
+def _unavailable() -> GatewayUnavailable:
+    return GatewayUnavailable("The catalog store is unreachable right now; retry shortly.", retry_after_s=1,
+                              code="redis_unavailable")
+

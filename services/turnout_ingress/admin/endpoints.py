@@ -1,0 +1,57 @@
+"""Admin routes of an org's custom endpoints: list, read, set (SSRF-checked), delete (SPEC §6 "Custom endpoints")."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from turnout.tenancy.admin import EndpointPut, decode, endpoint_view, invalid, not_found, put_endpoint, remove_endpoint
+from turnout.tenancy.ssrf import UnsafeURL, check_base_url
+from turnout.tenancy.vault import endpoint_binding
+from turnout_ingress.admin.access import dns_check, ok, rejected, seal, secret_fit
+from turnout.tenancy.orgs import OrgDoc
+from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
+
+router = APIRouter()
+
+
+@router.get(ORG + "/custom-endpoints")
+async def list_endpoints(doc: Doc) -> Response:
+    """The org's custom endpoints (keys masked)."""
+    return ok({"custom_endpoints": [endpoint_view(n, e) for n, e in doc.custom_endpoints.items()]})
+
+
+def endpoint_answer(doc: OrgDoc, name: str) -> Response:
+    """One custom endpoint's view (404 when missing)."""
+    if name not in doc.custom_endpoints:
+        raise rejected(not_found())
+    return ok({"custom_endpoint": endpoint_view(name, doc.custom_endpoints[name])})
+
+
+@router.get(ORG + "/custom-endpoints/{name}")
+async def get_endpoint(name: str, doc: Doc) -> Response:
+    """One custom endpoint's view."""
+    return endpoint_answer(doc, name)
+
+
+@router.put(ORG + "/custom-endpoints/{name}")
+async def set_endpoint(request: Request, org: str, name: str, api: Admin, _: OrgAdmin) -> Response:
+    """Register or replace a custom endpoint: its base URL passes the SSRF guard, its key is sealed."""
+    spec = decode(await body(request), EndpointPut)
+    try:
+        base_url = check_base_url(spec.base_url, api.directory.allow)
+    except UnsafeURL as exc:
+        raise rejected(invalid("base_url", f"refused: {exc}")) from None
+    await dns_check(base_url, api)
+    if spec.api_key is not None:
+        secret_fit("api_key", spec.api_key)
+    sealed = seal(api, spec.api_key, endpoint_binding(org, name)) if spec.api_key else None
+    await api.write(request, org, lambda doc: (put_endpoint(doc, name, base_url, sealed, now()), None))
+    return endpoint_answer(await api.read(request, org), name)
+
+
+@router.delete(ORG + "/custom-endpoints/{name}")
+async def delete_endpoint(request: Request, org: str, name: str, api: Admin) -> Response:
+    """Delete a custom endpoint."""
+    await api.write(request, org, lambda doc: (remove_endpoint(doc, name), None))
+    return ok({"deleted": name})

@@ -1,0 +1,84 @@
+"""Admin routes of gateway keys: list, create (the secret shown once), read, effective settings,
+update, revoke, delete (SPEC §6)."""
+
+from __future__ import annotations
+
+import msgspec
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from turnout.tenancy.admin import (
+    KeyCreate, KeyPatch, add_key, clamps_view, decode, key_view, not_found, patch_key, remove_key, revoke_key,
+)
+from turnout.tenancy.orgs import identity_of, new_gateway_key
+from turnout_ingress.admin.access import clamped, ok, rejected
+from turnout.tenancy.orgs import OrgDoc
+from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
+
+router = APIRouter()
+
+
+@router.get(ORG + "/keys")
+async def list_keys(doc: Doc) -> Response:
+    """The org's gateway keys (never their secrets or digests)."""
+    return ok({"keys": [key_view(k, now()) for k in doc.keys.values()]})
+
+
+@router.post(ORG + "/keys")
+async def create_key(request: Request, org: str, api: Admin, _: OrgAdmin) -> Response:
+    """A new gateway key (201) with its secret, shown in this answer only."""
+    spec = decode(await body(request), KeyCreate)
+    settings, clamps = clamped(spec.settings, api, "settings")
+    spec = msgspec.structs.replace(spec, settings=settings)
+    token = new_gateway_key()
+    key = await api.write(request, org, lambda doc: add_key(doc, spec, token, now()))
+    return ok({"key": key_view(key, now()), "secret": token, "clamped": clamps_view(clamps),
+               "note": "The secret is shown once; only its hash is stored."}, 201)
+
+
+def key_answer(doc: OrgDoc, name: str) -> Response:
+    """One gateway key's view (404 when missing)."""
+    if name not in doc.keys:
+        raise rejected(not_found())
+    return ok({"key": key_view(doc.keys[name], now())})
+
+
+@router.get(ORG + "/keys/{name}")
+async def get_key(name: str, doc: Doc) -> Response:
+    """One gateway key's view."""
+    return key_answer(doc, name)
+
+
+@router.get(ORG + "/keys/{name}/effective")
+async def effective(name: str, api: Admin, doc: Doc) -> Response:
+    """The settings, policy and limits in force for a key's requests (every scope resolved)."""
+    if name not in doc.keys:
+        raise rejected(not_found())
+    identity = identity_of(doc, doc.keys[name], api.directory.config)
+    limits = [{"scope": s.label, **msgspec.to_builtins(s.limits)} for s in identity.limits]
+    return ok({
+        "settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy),
+        "limits": limits,
+    })
+
+
+@router.patch(ORG + "/keys/{name}")
+async def update_key(request: Request, org: str, name: str, api: Admin, _: OrgAdmin) -> Response:
+    """Change a key's squad, admin flag or expiry; the key's new view."""
+    spec = decode(await body(request), KeyPatch)
+    await api.write(request, org, lambda doc: (patch_key(doc, name, spec, now()), None))
+    return key_answer(await api.read(request, org), name)
+
+
+@router.post(ORG + "/keys/{name}/revoke")
+async def revoke(request: Request, org: str, name: str, api: Admin) -> Response:
+    """Revoke a key (kept, refused from now on); the key's new view."""
+    await api.write(request, org, lambda doc: (revoke_key(doc, name, now()), None))
+    return key_answer(await api.read(request, org), name)
+
+
+@router.delete(ORG + "/keys/{name}")
+async def delete_key(request: Request, org: str, name: str, api: Admin) -> Response:
+    """Delete a key."""
+    await api.write(request, org, lambda doc: (remove_key(doc, name), None))
+    return ok({"deleted": name})

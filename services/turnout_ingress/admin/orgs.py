@@ -1,0 +1,67 @@
+"""Admin routes of orgs: list, create (operator), read, delete (operator) (SPEC §6)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from redis.exceptions import RedisError
+from starlette.responses import Response
+
+from turnout.errors import ConfigError
+from turnout.tenancy.admin import AdminError, OrgCreate, check_name, clamps_view, decode, not_found, org_view
+from turnout.tenancy.orgs import OrgDoc, validate_org
+from turnout_ingress.admin.access import clamped, ok, unavailable
+from turnout_ingress.admin.deps import ORG, Admin, Doc, Operator, body, now
+
+router = APIRouter()
+
+
+@router.get("/admin/v1/orgs")
+async def list_orgs(request: Request, api: Admin) -> Response:
+    """Every org for the operator; the caller's own org for an org admin."""
+    caller = api.caller(request)
+    try:
+        ids = sorted(await api.store.org_versions()) if caller.operator else [caller.org or ""]
+        docs = await api.store.load_many(ids)
+    except (RedisError, OSError) as exc:
+        raise unavailable() from exc
+    return ok({"orgs": [org_view(doc, now()) for doc, _ in docs.values()]})
+
+
+@router.post("/admin/v1/orgs")
+async def create_org(request: Request, api: Admin, _: Operator) -> Response:
+    """A new org (201; 409 when it exists), its settings clamped to the ceilings."""
+    spec = decode(await body(request), OrgCreate)
+    check_name("id", spec.id)
+    settings, clamps = clamped(spec.settings, api, "settings")
+    doc = OrgDoc(id=spec.id, settings=settings, created_s=now())
+
+    def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, None]:
+        if current is not None:
+            raise AdminError(409, f"org {spec.id!r} already exists", code="conflict", param="id")
+        try:
+            validate_org(doc, api.directory.config, api.directory.allow)
+        except ConfigError as exc:
+            raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
+        return doc, None
+
+    await api._update(spec.id, mutate)
+    return ok({"org": org_view(doc, now()), "clamped": clamps_view(clamps)}, 201)
+
+
+@router.get(ORG)
+async def get_org(doc: Doc) -> Response:
+    """One org's view."""
+    return ok({"org": org_view(doc, now())})
+
+
+@router.delete(ORG)
+async def delete_org(org: str, api: Admin, _: Operator) -> Response:
+    """Delete an org and everything in it (404 when missing)."""
+
+    def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, None]:
+        if current is None:
+            raise not_found()
+        return None, None
+
+    await api._update(org, mutate, delete=True)
+    return ok({"deleted": org})

@@ -1,0 +1,37 @@
+"""Admin routes of an org's own provider keys (BYOK): list (masked), set, delete (SPEC §6)."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from turnout.tenancy.admin import ProviderKeyPut, decode, provider_key_view, put_provider_key, remove_provider_key
+from turnout.tenancy.vault import provider_key_binding
+from turnout_ingress.admin.access import ok, seal, secret_fit
+from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
+
+router = APIRouter()
+
+
+@router.get(ORG + "/provider-keys")
+async def list_provider_keys(doc: Doc) -> Response:
+    """The org's provider keys, masked to a tail."""
+    return ok({"provider_keys": [provider_key_view(p, k) for p, k in doc.provider_keys.items()]})
+
+
+@router.put(ORG + "/provider-keys/{provider}")
+async def set_provider_key(request: Request, org: str, provider: str, api: Admin, _: OrgAdmin) -> Response:
+    """Set the org's key for `provider`, sealed at rest (409 when no secret key is configured)."""
+    spec = decode(await body(request), ProviderKeyPut)
+    secret_fit("api_key", spec.api_key)
+    sealed = seal(api, spec.api_key, provider_key_binding(org, provider))
+    await api.write(request, org, lambda doc: (put_provider_key(doc, provider, sealed, now()), None))
+    doc = await api.read(request, org)
+    return ok({"provider_key": provider_key_view(provider, doc.provider_keys[provider])})
+
+
+@router.delete(ORG + "/provider-keys/{provider}")
+async def delete_provider_key(request: Request, org: str, provider: str, api: Admin) -> Response:
+    """Delete the org's key for `provider`."""
+    await api.write(request, org, lambda doc: (remove_provider_key(doc, provider), None))
+    return ok({"deleted": provider})

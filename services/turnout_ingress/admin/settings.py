@@ -1,0 +1,69 @@
+"""Admin routes of scope settings: `GET|PUT|PATCH` the settings of an org, a squad or a key (SPEC §6).
+
+PUT replaces a scope's settings whole (`{}` sets every setting to inherit),
+PATCH changes the fields it names; either way the policy is clamped to the
+ceilings and the clamps are returned.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+
+from turnout.tenancy.admin import AdminError, clamps_view, scope_settings, settings_patch, settings_view, with_settings
+from turnout.tenancy.orgs import OrgDoc
+from turnout_ingress.admin.access import clamped, decode_settings, ok, safe
+from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
+
+router = APIRouter()
+
+Scope = tuple[str, str | None]
+"""(`org` | `squad` | `key`, the squad's or key's name; None for the org)."""
+
+
+async def settings_scope(request: Request) -> Scope:
+    """The scope a settings path names: `.../squads/{squad}/...`, `.../keys/{key}/...`, else the org."""
+    params = request.path_params
+    if "squad" in params:
+        return ("squad", params["squad"])
+    if "key" in params:
+        return ("key", params["key"])
+    return ("org", None)
+
+
+async def save(request: Request, api: Admin, org: str, scope: Scope, patch: bool) -> Response:
+    """Replace (`patch` False) or patch a scope's settings; the new settings and the clamps."""
+    raw = await body(request)
+    if not raw.strip():  # an empty PUT must not wipe every setting by mistake
+        raise AdminError(400, "The request body is empty; send a JSON object (`{}` to set every setting "
+                         "to inherit).", code="invalid_value", param="body")
+
+    def edit(doc: OrgDoc) -> tuple[OrgDoc, list[Any]]:
+        current = scope_settings(doc, scope)
+        new = settings_patch(current, raw, "settings") if patch else decode_settings(raw)
+        new, clamps = clamped(new, api, "settings")
+        return with_settings(doc, scope, new, now()), clamps
+
+    clamps = await api.write(request, org, edit)
+    doc = await api.read(request, org)
+    return ok({**settings_view(scope_settings(doc, scope)), "clamped": clamps_view(clamps)})
+
+
+@router.get(ORG + "/settings")
+@router.get(ORG + "/squads/{squad}/settings")
+@router.get(ORG + "/keys/{key}/settings")
+async def get_settings(doc: Doc, scope: Annotated[Scope, Depends(settings_scope)]) -> Response:
+    """A scope's own settings (404 for a missing squad or key)."""
+    return ok(settings_view(safe(lambda: scope_settings(doc, scope))))
+
+
+@router.api_route(ORG + "/settings", methods=["PUT", "PATCH"])
+@router.api_route(ORG + "/squads/{squad}/settings", methods=["PUT", "PATCH"])
+@router.api_route(ORG + "/keys/{key}/settings", methods=["PUT", "PATCH"])
+async def set_settings(
+    request: Request, org: str, api: Admin, _: OrgAdmin, scope: Annotated[Scope, Depends(settings_scope)],
+) -> Response:
+    """PUT replaces a scope's settings whole; PATCH changes the fields the body names."""
+    return await save(request, api, org, scope, patch=request.method == "PATCH")
