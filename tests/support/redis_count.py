@@ -9,9 +9,11 @@ delivering runs then). Two figures per request: commands the clients sent
 (each a network command Redis parses and dispatches; an `EVALSHA` counts
 once) and, apart, the commands the Lua scripts ran inside.
 
-A background loop (a worker's periodic scan, a lease renewal, a refresh) may
-land inside one request's window: the median over many sequential requests
-is the figure, robust to a few such windows. The attempt records are written
+A background loop (a worker's periodic scan, a lease renewal, the catalog's
+and the tenancy's version polls) may land inside one request's window; it
+only ever adds commands, and a request's own commands are the same every
+time, so the figure is the fewest over many sequential requests (the
+typical request's commands are those of that window). The attempt records are written
 by a background flusher in batches (every 0.25 s, one `XADD` per record in
 one pipeline: `turnout.records`), so they are counted apart (`batched`), not
 as the request's: under load one flush carries many requests' records.
@@ -70,21 +72,24 @@ class RequestCommands:
     inside_scripts: list[int]
     """Commands Lua scripts ran, per request."""
     breakdown: Counter[str]
-    """The client commands of the request whose count is the median (name -> calls)."""
+    """The client commands of the request with the fewest (name -> calls)."""
     commands: list[str] = field(default_factory=list)
     """That request's commands in order (scripts' inner commands prefixed `lua:`), truncated."""
     batched: int = 0
     """Batched background writes (`BATCHED`) seen over all the windows."""
 
-    @property
-    def median(self) -> float:
-        """Median client commands per request."""
-        return float(statistics.median(self.per_request))
+    fewest_inside_scripts: int = 0
+    """Commands Lua scripts ran in that request's window."""
 
     @property
-    def median_inside_scripts(self) -> float:
-        """Median commands run inside Lua scripts per request."""
-        return float(statistics.median(self.inside_scripts))
+    def fewest(self) -> int:
+        """Client commands of one request: the fewest over the windows (module doc)."""
+        return min(self.per_request)
+
+    @property
+    def median(self) -> float:
+        """Median client commands per window (background loops included: for information)."""
+        return float(statistics.median(self.per_request))
 
 
 def _window(seen: _Seen, start: str, end: str) -> list[tuple[str, str, str]]:
@@ -149,10 +154,10 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
             windows.append(window)
             sent.append(sum(1 for kind, _, _ in window if kind != "lua"))
             inner.append(sum(1 for kind, _, _ in window if kind == "lua"))
-        median_sent = sorted(sent)[len(sent) // 2]
-        typical = windows[sent.index(median_sent)]
+        least = sent.index(min(sent))
+        typical = windows[least]
         return RequestCommands(
-            per_request=sent, inside_scripts=inner,
+            per_request=sent, inside_scripts=inner, fewest_inside_scripts=inner[least],
             breakdown=Counter(name for kind, name, _ in typical if kind != "lua"),
             commands=[("lua:" if kind == "lua" else "") + line[:120] for kind, _, line in typical], batched=batched,
         )
