@@ -73,16 +73,25 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     requested_model: str = ""
     streaming: bool = False
     strategy: str | None = None
+    run: int = 1
+    """The job's run, from 1: above 1 a re-run after the worker running it died (arq's job try)."""
+    deadline_s: float | None = None
+    """The client's deadline, epoch seconds of this host's clock (None: unknown)."""
 
 
 class RouteObserver(Protocol):
     """Telemetry hooks of the loop (traces, attempt records, metrics).
 
-    `attempt_started` returns a handle passed back to `attempt_ended`; for a
-    committed stream, `attempt_ended` comes when the stream ends.
+    `attempt_started` returns a handle passed back to `attempt_dispatched`
+    (awaited just before the upstream call, unless the request's health view
+    is degraded: a durable "attempt started" record reaches its store,
+    bounded) and `attempt_ended`; for a committed stream, `attempt_ended`
+    comes when the stream ends.
     """
 
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object: ...
+
+    async def attempt_dispatched(self, handle: object) -> None: ...
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None: ...
 
@@ -95,6 +104,9 @@ class NullObserver:
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """See `RouteObserver`."""
         return None
+
+    async def attempt_dispatched(self, handle: object) -> None:
+        """See `RouteObserver`."""
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`."""
@@ -325,6 +337,8 @@ class Router:
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
@@ -425,9 +439,16 @@ class Router:
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
         try:
+            if not view.degraded:  # Redis answered this request's health read: store the started record first
+                await self._observer.attempt_dispatched(handle)
             spec = _spec(target, call.provider, request, info, policy, timeout_s)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
+            cancelled = attempt_record(
+                dispatch, Outcome(message="client went away"), FailureKind.CANCELLED, cycle=1, started_s=started,
+                now_s=self._clock(),
+            )
+            self._observer.attempt_ended(handle, info, cancelled, Usage())
             await asyncio.shield(self._breakers.record(
                 target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
             ))

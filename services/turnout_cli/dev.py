@@ -245,7 +245,7 @@ def run_dev(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"turnout dev: {problem}.", file=sys.stderr)
             return 1
-        _warn_persistence(redis_url)
+        allow_no_aof = _persistence_args(redis_url)
         if not demo and asyncio.run(forget_demo(redis_url)):
             print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
@@ -255,7 +255,7 @@ def run_dev(args: argparse.Namespace) -> int:
             procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(args.sim_port)]))
             print(f"simulator : http://127.0.0.1:{args.sim_port} (demo catalog in {config_path})")
             _demo_tenancy_env(home)
-        common = ["--config", str(config_path), "--redis-url", redis_url]
+        common = ["--config", str(config_path), "--redis-url", redis_url, *allow_no_aof]
         procs.append(subprocess.Popen(
             [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
         ))
@@ -293,14 +293,16 @@ def _demo_tenancy_env(home: Path) -> None:
         os.environ["TURNOUT_SECRET_KEY"] = path.read_text().strip()
 
 
-def _warn_persistence(redis_url: str) -> None:
+def _persistence_args(redis_url: str) -> list[str]:
+    """A development fleet runs on the Redis it is given: when that one has AOF
+    off, say so and start the processes with `--allow-no-aof` (else they refuse)."""
     import redis
 
-    try:
-        with redis.Redis.from_url(redis_url, decode_responses=True) as client:
-            info: dict[str, str] = client.config_get("appendonly")
-    except redis.RedisError:
-        return
-    if info.get("appendonly") != "yes":
-        print("warning   : Redis AOF persistence is off; queued jobs and breaker state are lost on a restart.",
-              file=sys.stderr)
+    from turnout.state.persistence import CONSEQUENCE, Persistence, read_persistence
+
+    with redis.Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=3) as client:
+        if read_persistence(client) is not Persistence.OFF:
+            return []
+    print(f"warning   : Redis AOF persistence is off: {CONSEQUENCE}. "
+          "The dev fleet starts its processes with --allow-no-aof.", file=sys.stderr)
+    return ["--allow-no-aof"]

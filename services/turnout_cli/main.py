@@ -10,7 +10,7 @@
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 
-Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT.
+Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT, TURNOUT_ALLOW_NO_AOF.
 """
 
 from __future__ import annotations
@@ -48,6 +48,8 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
+    if (refused := _persistence_refused(args, "turnout ingress")) is not None:
+        return refused
     config = load_config(_config_path(args))
     app = create_app(config, redis_url=_redis_url(args))
     uvicorn.run(
@@ -60,10 +62,31 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
     defer_unused_imports()
+    from turnout.observability.jsonlog import configure_logging
     from turnout_worker.app import run
+    from turnout_worker.observe import SERVICE_NAME
 
+    configure_logging(SERVICE_NAME)
+    if (refused := _persistence_refused(args, "turnout worker")) is not None:
+        return refused
     run(_config_path(args), _redis_url(args))
     return 0
+
+
+EXIT_NO_PERSISTENCE = 3
+"""Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF."""
+
+
+def _persistence_refused(args: argparse.Namespace, service: str) -> int | None:
+    """The start-up AOF check (`turnout.state.persistence`): None to start, else the exit code."""
+    from turnout.state.persistence import PersistenceOff, require_persistence
+
+    try:
+        require_persistence(_redis_url(args), service=service, allow=bool(getattr(args, "allow_no_aof", False)))
+    except PersistenceOff as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_NO_PERSISTENCE
+    return None
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -111,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
         p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
+        p.add_argument("--allow-no-aof", action="store_true",
+                       help="start even when Redis runs without AOF persistence (same as $TURNOUT_ALLOW_NO_AOF=1): "
+                            "queued jobs and breaker state are then lost when Redis restarts")
 
     host = os.environ.get("TURNOUT_HOST", "127.0.0.1")
     port = int(os.environ.get("TURNOUT_PORT", "8080"))

@@ -39,6 +39,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView, redis_breakers
 from turnout.observability.jsonlog import scrub_logs
 from turnout.observability.metrics import Metrics
+from turnout.state.clock_check import ClockSkewCheck
+from turnout.state.fleet import FleetWatch
 from turnout.state.queue import IdempotencyConflict, JobQueue
 from turnout.router import Router
 from turnout.adapters.guarded import make_guarded_client
@@ -74,11 +76,13 @@ class IngressState:
         self.obs = observability.IngressObservability(
             config, redis, self.catalogs, self.metrics, telemetry, scrub=self.keyring.scrubber.credentials
         )
+        self.fleet = FleetWatch(redis)  # the workers' slots and service time: the door's wait estimate
         self.queue = JobQueue(
             redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            tracer=self.obs.telemetry.tracer,
+            tracer=self.obs.telemetry.tracer, fleet=self.fleet,
         )
         self.draining = False
+        self.clock_check = ClockSkewCheck(redis, self.metrics.clock_skew, service=observability.SERVICE_NAME)
         self.limiter = Limiter(redis)
         self.rng = random.Random()
         self.breakers = redis_breakers(config, redis, self.catalogs, metrics=self.metrics, rng=self.rng)
@@ -151,6 +155,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await state.queue.start()
+        state.clock_check.start()
+        state.fleet.start()
         state.limiter.start()
         state.obs.start()
         await state.catalog_watch.start(listen_redis)
@@ -160,6 +166,8 @@ def create_app(config: Config, *, redis_url: str, telemetry: Telemetry | None = 
         finally:
             state.draining = True
             await state.queue.stop()
+            await state.clock_check.stop()
+            await state.fleet.stop()
             await state.limiter.stop()
             await state.obs.stop()
             await state.http.aclose()
@@ -292,8 +300,16 @@ def _hot_routes_first(app: FastAPI) -> None:
 
 
 def app_from_env() -> FastAPI:
-    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`."""
-    from turnout.config import load_config
+    """uvicorn factory: config from `TURNOUT_CONFIG`, Redis from `TURNOUT_REDIS_URL`.
 
+    Raises:
+        turnout.state.persistence.PersistenceOff: Redis runs without AOF and
+            `TURNOUT_ALLOW_NO_AOF` is not set (the start-up check).
+    """
+    from turnout.config import load_config
+    from turnout.state.persistence import require_persistence
+
+    redis_url = os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0")
+    require_persistence(redis_url, service="turnout ingress")
     config = load_config(os.environ.get("TURNOUT_CONFIG", "turnout.yaml"))
-    return create_app(config, redis_url=os.environ.get("TURNOUT_REDIS_URL", "redis://127.0.0.1:6379/0"))
+    return create_app(config, redis_url=redis_url)

@@ -7,6 +7,7 @@ gone or already answered, route it, store and publish the answer.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -32,6 +33,7 @@ from turnout.health import redis_breakers
 from turnout.observability.jsonlog import configure_logging, scrub_logs
 from turnout.router import RequestInfo, Router, Shipped
 from turnout.state import keys
+from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
 from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
@@ -39,6 +41,9 @@ from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
 
 log = logging.getLogger("turnout.worker")
+
+MARK_LOST_TIMEOUT_S = 2.0
+"""Longest a re-run waits to record its dead run's attempts as lost (seconds)."""
 _json = msgspec.json.Decoder()
 
 
@@ -52,6 +57,7 @@ class WorkerServices(msgspec.Struct, kw_only=True):
     tenancy: Any = None  # turnout.tenancy.directory.TenantDirectory: BYOK keys and custom endpoints from Redis
     custom_http: Any = None  # the SSRF-guarded client for custom endpoints
     catalog_watch: Any = None  # turnout.catalog.watch.CatalogWatch: models and providers from Redis
+    clock_check: Any = None  # turnout.state.clock_check.ClockSkewCheck
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -74,17 +80,20 @@ async def startup(ctx: dict[str, Any]) -> None:
         credentials=tenancy, custom_http=custom_http, scrubber=tenancy.scrubber,
         sleep=ctx["worker"].sleep_off_slot,  # a long wait frees the job's slot
     )
+    clock_check = ClockSkewCheck(ctx["redis"], obs.metrics.clock_skew, service=observe.SERVICE_NAME)
     ctx["turnout"] = WorkerServices(
         config=config, http=http, router=router, obs=obs, tenancy=tenancy, custom_http=custom_http,
-        catalog_watch=catalog_watch,
+        catalog_watch=catalog_watch, clock_check=clock_check,
     )
     obs.start()
+    clock_check.start()
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
     """arq shutdown hook: close the upstream client."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
+        await services.clock_check.stop()
         await services.obs.stop()
         await services.http.aclose()
         await services.tenancy.stop()
@@ -130,6 +139,25 @@ def _time_left_s(ctx: dict[str, Any], payload: JobPayload, store_now_ms: int) ->
     return time_left_s(payload, int(ctx["score"]), store_now_ms)
 
 
+async def _mark_lost(services: WorkerServices, request_id: str, run: int) -> None:
+    """A re-run's first act: the dead run's attempts that never ended become `lost` records.
+
+    Bounded (`MARK_LOST_TIMEOUT_S`); on a Redis failure they stay open, and
+    readers call them lost after their deadline (`turnout.core.attempt_phases`).
+    """
+    writer = services.obs.records if services.obs is not None else None
+    if writer is None:
+        return
+    try:
+        async with asyncio.timeout(MARK_LOST_TIMEOUT_S):
+            lost = await writer.mark_lost(request_id, run)
+    except (RedisError, OSError) as exc:
+        log.warning("job %s re-run: earlier attempts not marked lost (%s)", request_id, type(exc).__name__)
+        return
+    if lost:
+        log.warning("job %s re-run %d: %d attempt(s) of the dead run recorded as lost", request_id, run, lost)
+
+
 async def _catch_up(services: WorkerServices, version: int) -> None:
     """Read the catalog now when the job was accepted on a newer one than this worker's (else the
     watch brings it within 2 s); an unreachable Redis leaves the catalog in force."""
@@ -142,21 +170,25 @@ async def _catch_up(services: WorkerServices, version: int) -> None:
 async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     """Serve one non-streaming chat job.
 
-    A re-run (after a worker died) first checks that the client still waits:
-    past the deadline, or with a result already stored, it makes zero
-    upstream calls.
+    A re-run (after a worker died) first records the dead run's unended
+    attempts as lost, then checks that the client still waits: past the
+    deadline, or with a result already stored, it makes zero upstream calls.
+    Its attempt records carry `is_rerun`.
 
     Returns:
         A short status word for arq's log ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
+    run = int(ctx.get("job_try", 1))
+    if run > 1:
+        await _mark_lost(services, payload.request_id, run)
     store_now_ms = await ctx["worker"].store_now_ms()  # from the claim: no round trip
     time_left_s = _time_left_s(ctx, payload, store_now_ms)
     if time_left_s <= 0:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
-    if ctx.get("job_try", 1) > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
+    if run > 1 and await ctx["redis"].exists(keys.result_key(payload.request_id)):
         return "skipped: already answered"
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
@@ -187,14 +219,17 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "error 503"
     info = RequestInfo(
         request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
-        strategy=payload.settings.strategy_rule,
+        strategy=payload.settings.strategy_rule, run=run, deadline_s=time.time() + time_left_s,
     )
+    started = time.monotonic()
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(
             request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info,
             catalog=catalog,
         )
     status, headers, body = answer_of(routed, payload.request_id)
+    if status != 504:  # a job cut by its deadline says nothing of how long serving takes
+        ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
     await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))
     return "served" if status == 200 else f"error {status}"
 

@@ -11,12 +11,24 @@ trips, re-checking every in-flight job on every scan. Here:
   moves that org to the tail, slot after slot. One org's backlog therefore
   delays another org's job by at most one job per org ahead of it on the
   ring (a slot freeing), never by the backlog's length;
-- a doorbell, and every job's end, fill the free slots at once that way;
+- a doorbell ring wakes one worker, not all: the ingress pushes one entry
+  per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
+  pops one (`BLPOP`) and picks; a worker with no free slot does not pop, so
+  the entry waits for one that has. The pick removes the entries of the
+  extra jobs it claimed, and all of them once no job waits, so the list
+  stays about one entry per waiting job;
+- a job's end pops the doorbell again: with jobs waiting their entries are
+  there, so the freed slot is filled at once, and with none it costs no pick;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
   arq's queue that are in no fair queue (one re-queued after its worker
   died), oldest first, each with the `_CLAIM` script (in-progress check,
   queue score check against Redis `TIME`, in-progress key with its expiry);
   arq's own keys and semantics throughout;
+- a heartbeat every 2 s publishes the worker's slots and the mean time its
+  recent served jobs took (`service_times`, fed by the job function; a job
+  skipped or cut by its deadline does not count) (`turnout.state.fleet`),
+  from which the ingress estimates a new job's wait and sheds it at the door
+  when it cannot be served within the job's budget;
 - a cancel message for a running job cancels its task (the client went away;
   a job claimed here whose function has not started yet skips at start; the
   ingress has already withdrawn a job still queued);
@@ -45,16 +57,24 @@ import collections
 import contextlib
 import contextvars
 import logging
+import os
+import socket
 import time
+import uuid
 from typing import Any, cast
 
 from arq.connections import ArqRedis, create_pool
 from arq.worker import Worker
 from redis.exceptions import RedisError
 
+from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
+from turnout.state.fleet import FleetBeat
 
 log = logging.getLogger("turnout.worker")
+
+DOORBELL_BLOCK_S = 1
+"""Longest one `BLPOP` on the doorbell blocks (seconds) before it is issued again."""
 
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
@@ -72,22 +92,31 @@ return s
 """
 
 
-# KEYS: fair ring, queue
-# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, retry prefix, job prefix
+# KEYS: fair ring, queue, doorbell
+# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped,
+#       retry prefix, job prefix
 # Returns {Redis TIME ms, job id, queue score, job bytes, try, ...}: the claimed jobs, round robin
 # across orgs, each with what arq's `run_job` opens with (the job's bytes; its try counter, incremented
 # and given arq's expiry), so the job starts without another round trip. A fair-queue entry whose job
 # left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
+# the ones the caller popped) are removed, popped ones left unanswered while jobs still wait are put
+# back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
+# did not match.
 _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
 local picked = {now_ms}
 local turns = want + redis.call('llen', KEYS[1])
+local drained = false
 while #picked < 1 + 4 * want and turns > 0 do
   turns = turns - 1
   local org = redis.call('lpop', KEYS[1])
-  if not org then break end
+  if not org then
+    drained = true
+    break
+  end
   local fair = ARGV[4] .. org
   while true do
     local head = redis.call('zrange', fair, 0, 0)
@@ -98,30 +127,37 @@ while #picked < 1 + 4 * want and turns > 0 do
     redis.call('zrem', fair, job)
     if s and redis.call('exists', ARGV[3] .. job) == 0 then
       redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
-      local tries = redis.call('incr', ARGV[5] .. job)
-      redis.call('expire', ARGV[5] .. job, 88400)
+      local tries = redis.call('incr', ARGV[6] .. job)
+      redis.call('expire', ARGV[6] .. job, 88400)
       picked[#picked + 1] = job
       picked[#picked + 1] = s
-      picked[#picked + 1] = redis.call('get', ARGV[6] .. job)
+      picked[#picked + 1] = redis.call('get', ARGV[7] .. job)
       picked[#picked + 1] = tries
       break
     end
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
 end
+local extra = (#picked - 1) / 4 - tonumber(ARGV[5])
+if drained then
+  if extra ~= 0 then redis.call('del', KEYS[3]) end
+elseif extra > 0 then
+  redis.call('ltrim', KEYS[3], extra, -1)
+else
+  for _ = 1, -extra do redis.call('lpush', KEYS[3], '1') end
+end
 return picked
 """
 
 
-# KEYS: result key, in-progress key, job key, retry key, queue, fair ring
+# KEYS: result key, in-progress key, job key, retry key, queue
 # ARGV: result bytes, result ttl s, reply channel, job id
-# Returns the number of orgs with jobs waiting in their fair queues (0: no pick is needed at the job's end).
 _DELIVER = """
 redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('publish', ARGV[3], ARGV[1])
 redis.call('del', KEYS[2], KEYS[3], KEYS[4])
 redis.call('zrem', KEYS[5], ARGV[4])
-return redis.call('llen', KEYS[6])
+return 1
 """
 
 
@@ -202,7 +238,6 @@ class PushWorker(Worker):
         self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
-        self._wake = asyncio.Event()
         self._listener: asyncio.Task[None] | None = None
         self._claim_script: Any = None
         self._pick_script: Any = None
@@ -215,8 +250,12 @@ class PushWorker(Worker):
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
         self._claims: dict[str, Claimed] = {}  # picked with arq's opening reads, not yet in `run_job`
-        self._none_waiting: set[str] = set()  # delivered when no org had a job waiting
-        self._pick_owed = False  # a doorbell came while every slot was taken
+        self._rung = 0  # doorbell entries popped and not yet answered by a pick
+        self._pop_again = asyncio.Event()  # a slot freed or popped entries were answered: the doorbell may pop
+        self._doorbell: asyncio.Task[None] | None = None
+        self.service_times = RecentServiceTimes()  # fed by the job function: jobs that were served
+        self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._beat: FleetBeat | None = None
 
     @property
     def pool(self) -> ArqRedis:
@@ -263,22 +302,24 @@ class PushWorker(Worker):
         self.ctx["worker"] = self
         if self.on_startup:
             await self.on_startup(self.ctx)
-        self._listener = asyncio.create_task(self._listen(), name="turnout-doorbell")
+        self._listener = asyncio.create_task(self._listen(), name="turnout-cancel-listener")
+        self._doorbell = asyncio.create_task(self._answer_doorbell(), name="turnout-doorbell")
         self._renewer = asyncio.create_task(self._renew_leases(), name="turnout-lease-renewal")
         self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
+        self._beat = FleetBeat(self.pool, self.fleet_id, self.max_jobs, self.service_times.mean_ms)
+        self._beat.start()
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_delay_s)
-                self._wake.clear()
+                await asyncio.sleep(self.poll_delay_s)
                 try:
                     await self._poll_iteration()
                 except (RedisError, OSError) as exc:
                     log.warning("queue scan failed (%s); retrying", type(exc).__name__)
                     await asyncio.sleep(0.2)
         finally:
-            for task in (self._listener, self._renewer, self._picker):
+            await self._beat.stop()
+            for task in (self._listener, self._doorbell, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
@@ -288,17 +329,11 @@ class PushWorker(Worker):
         while True:
             pubsub = self.pool.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(keys.DOORBELL_CHANNEL, keys.CANCEL_CHANNEL)
+                await pubsub.subscribe(keys.CANCEL_CHANNEL)
                 backoff_s = 0.05
-                self._wake.set()  # catch up on anything enqueued while unsubscribed
                 async for message in pubsub.listen():
-                    if message.get("type") != "message":
-                        continue
-                    channel, job_id = message["channel"], message["data"]
-                    if channel == keys.DOORBELL_CHANNEL.encode():
-                        self._want_pick.set()
-                    else:
-                        self._cancel(job_id.decode())
+                    if message.get("type") == "message":
+                        self._cancel(message["data"].decode())
             except asyncio.CancelledError:
                 raise
             except (RedisError, OSError) as exc:
@@ -308,6 +343,37 @@ class PushWorker(Worker):
             finally:
                 with contextlib.suppress(Exception):
                     await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    def _free_slots(self) -> int:
+        return self.max_jobs - self.job_counter if self.allow_pick_jobs else 0
+
+    async def _answer_doorbell(self) -> None:
+        """Pop one doorbell entry at a time while a slot is free, and pick for it.
+
+        One enqueue pushes one entry, so one ring wakes one worker. A worker
+        without a free slot waits for one to free (or `poll_delay`) before it
+        pops again; the job that rang is then picked by whoever pops it, by
+        this worker's next job end, or by a scan.
+        """
+        backoff_s = 0.05
+        self._want_pick.set()  # catch up on anything enqueued before this worker started
+        while True:
+            if self._free_slots() - self._rung <= 0:  # every free slot already has a popped entry
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._pop_again.wait(), self.poll_delay_s)
+                self._pop_again.clear()
+                continue
+            try:
+                rung = await self.pool.blpop([keys.DOORBELL], timeout=DOORBELL_BLOCK_S)  # type: ignore[misc]
+            except (RedisError, OSError) as exc:
+                log.warning("doorbell lost Redis (%s); retrying", type(exc).__name__)
+                await asyncio.sleep(backoff_s)
+                backoff_s = min(backoff_s * 2, 1.0)
+                continue
+            backoff_s = 0.05
+            if rung is not None:
+                self._rung += 1
+                self._want_pick.set()
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
@@ -336,23 +402,39 @@ class PushWorker(Worker):
                 log.warning("fair pick failed (%s); the scan will retry", type(exc).__name__)
 
     async def pick_fair(self) -> None:
-        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call."""
+        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call.
+
+        The doorbell entries this worker popped are accounted in the same
+        call; popped with no slot left to fill (a scan took it meanwhile),
+        they are pushed back for another worker.
+        """
         async with self._claiming:
-            free = self.max_jobs - self.job_counter
-            if not self.allow_pick_jobs or free <= 0:
-                self._pick_owed = True
-                return
-            self._pick_owed = False
+            try:
+                await self._pick_fair()
+            finally:
+                self._pop_again.set()
+
+    async def _pick_fair(self) -> None:
+        free = self._free_slots()
+        rung, self._rung = self._rung, 0
+        if free <= 0:
+            if rung:
+                await self.pool.lpush(keys.DOORBELL, *["1"] * rung)  # type: ignore[misc]
+            return
+        try:
             picked = await self._pick_script(
-                keys=[keys.FAIR_RING, self.queue_name],
-                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, keys.RETRY_PREFIX,
-                      keys.JOB_PREFIX],
+                keys=[keys.FAIR_RING, self.queue_name, keys.DOORBELL],
+                args=[free, int(self.lease_s * 1000), keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung,
+                      keys.RETRY_PREFIX, keys.JOB_PREFIX],
             )
-            now_ms = int(picked[0])
-            for i in range(1, len(picked), 4):
-                job_id, score, job, job_try = picked[i:i + 4]
-                job_id = job_id.decode() if isinstance(job_id, bytes) else job_id
-                await self._start(job_id, score, Claimed(job or None, int(job_try), now_ms))
+        except BaseException:
+            self._rung += rung  # not answered: the next pick accounts for them
+            raise
+        now_ms = int(picked[0])
+        for i in range(1, len(picked), 4):
+            job_id, score, job, job_try = picked[i:i + 4]
+            job_id = job_id.decode() if isinstance(job_id, bytes) else job_id
+            await self._start(job_id, score, Claimed(job or None, int(job_try), now_ms))
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
@@ -379,11 +461,7 @@ class PushWorker(Worker):
             self.job_counter -= 1
         else:
             self._release_sem_dec_counter_on_complete()
-        if job_id in self._none_waiting and not self._pick_owed:
-            self._none_waiting.discard(job_id)  # no org had a job waiting at its delivery: a later one rings
-            return
-        self._none_waiting.discard(job_id)
-        self._want_pick.set()  # a slot is free: the next org's job starts now, not at the next scan
+        self._pop_again.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
 
     async def sleep_off_slot(self, delay_s: float) -> None:
         """A job's wait (backoff, `Retry-After`) that frees its slot when long.
@@ -405,6 +483,7 @@ class PushWorker(Worker):
         self.job_counter -= 1
         self.sem.release()
         self._want_pick.set()
+        self._pop_again.set()
         try:
             await asyncio.sleep(delay_s)
         except BaseException:
@@ -471,16 +550,14 @@ class PushWorker(Worker):
         bookkeeping) finds the stored result and makes no upstream call;
         arq's own `finish_job` for this job is skipped.
         """
-        waiting_orgs = await self._deliver_script(
+        await self._deliver_script(
             keys=[
                 keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
-                keys.RETRY_PREFIX + job_id, self.queue_name, keys.FAIR_RING,
+                keys.RETRY_PREFIX + job_id, self.queue_name,
             ],
             args=[result, ttl_s, reply_to, job_id],
         )
         self._delivered.add(job_id)
-        if not waiting_orgs:
-            self._none_waiting.add(job_id)
 
     async def finish_job(self, job_id: str, finish: bool, *args: Any, **kwargs: Any) -> None:
         """arq's finishing step, skipped for jobs already finished by `deliver`."""

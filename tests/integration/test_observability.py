@@ -170,7 +170,8 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
 
     def request_records() -> list[dict[str, Any]]:
         rows = [r for r in _jsonl(obs.export(KEY_ACME_ADMIN)) if r["request_id"] == rid]
-        return rows if len(rows) >= 3 else []  # rows are flushed in batches: wait for all three
+        # ended rows are flushed in batches: until then an attempt reads `in_flight`; wait for all three ended
+        return rows if len(rows) >= 3 and not any(r["kind"] == "in_flight" for r in rows) else []
 
     records = _eventually(request_records)
     assert [r["attempt"] for r in records] == [1, 2, 3]

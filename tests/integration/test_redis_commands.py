@@ -32,13 +32,13 @@ orgs:
       - {{name: main, key: {key}}}
 """
 
-QUEUED_MAX = 5
-"""Commands per queued (non-streaming) request with one worker (18 before folding): the ingress's
-health read and enqueue (2 scripts); the worker's claim with arq's opening reads and Redis's clock,
-the breaker record with the speed sample, deliver-and-finish (3 scripts). The health read travels
-with the job; no pick runs at a job's end when no org has a job waiting."""
-QUEUED_MAX_TWO_WORKERS = QUEUED_MAX + 1
-"""With two workers (19 before): a doorbell still wakes both, and the one that loses runs its claim script."""
+QUEUED_MAX = 6
+"""Commands per queued (non-streaming) request (18 before folding): the ingress's health read and
+enqueue (2 scripts); the worker's doorbell pop (`BLPOP`), its claim with arq's opening reads and
+Redis's clock, the breaker record with the speed sample, deliver-and-finish (3 scripts). The health
+read travels with the job. The attempt records' writes are counted apart (`support.redis_count`)."""
+QUEUED_MAX_TWO_WORKERS = QUEUED_MAX
+"""With two workers (19 before): one doorbell ring wakes one worker."""
 STREAM_MAX = 2
 """Commands per stream, served by the ingress (5 before): the health read, the breaker record with the speed sample."""
 
@@ -56,8 +56,8 @@ def _sender(gw: Gateway, client: httpx.Client, *, stream: bool) -> Callable[[], 
 
 def _show(what: str, counted: RequestCommands) -> None:
     print(f"{what}: {counted.fewest} client commands (+{counted.fewest_inside_scripts} inside scripts); "
-          f"per request {counted.per_request}; batched record writes over the {len(counted.per_request)} "
-          f"requests: {counted.batched}")
+          f"per request {counted.per_request}; attempt-record writes over the {len(counted.per_request)} "
+          f"requests: {counted.records}")
     print("\n".join(f"  {line}" for line in counted.commands))
 
 

@@ -224,12 +224,13 @@ def test_request_preferences_are_validated_naming_the_field(gw: Gateway, provide
 
 
 def _records(gw: Gateway, request_id: str, count: int) -> list[dict[str, Any]]:
-    """The attempt records of one request, once all `count` are flushed (10 s at most)."""
+    """The ended attempt records of one request, once all `count` are flushed (10 s at most)."""
     deadline = time.monotonic() + 10
     with redis.Redis.from_url(gw.redis_url) as client:
         while True:
             rows = [json.loads(f[b"r"]) for _, f in client.xrange("turnout:records")]
-            mine = sorted((r for r in rows if r["request_id"] == request_id), key=lambda r: r["attempt"])
+            mine = sorted((r for r in rows if r["request_id"] == request_id and r.get("phase") != "started"),
+                          key=lambda r: r["attempt"])
             if len(mine) >= count or time.monotonic() > deadline:
                 return mine
             time.sleep(0.1)

@@ -114,7 +114,8 @@ def test_rejected_own_key_falls_back_once_to_the_shared_key_flagged(gw: Gateway,
         text = admin.call("GET", "/logs/export", params={"format": "jsonl"}).text
         return [row for row in map(json.loads, text.splitlines()) if row["request_id"] == rid]
 
-    wait_for(lambda: len(rows()) == 2, 5, "attempt records of the credential fallback")
+    wait_for(lambda: len(found := rows()) == 2 and all(r["kind"] != "in_flight" for r in found), 5,
+             "attempt records of the credential fallback")
     assert [(r["status"], r["is_byok_fallback"], r["is_retry"]) for r in rows()] == [(401, False, False),
                                                                                      (200, True, False)]
 

@@ -8,6 +8,7 @@ its scenario and stops it. Prints the figures.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -17,7 +18,7 @@ import httpx
 import pytest
 
 from support.gateway import BREAKER_OFF, Gateway, start_gateway
-from support.procs import Fleet, Proc, require_redis
+from support.procs import Fleet, Proc, free_port, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -54,10 +55,21 @@ def clock_gw() -> Iterator[Gateway]:
         fleet.stop_all()
 
 
-def _skewed_worker(gw: Gateway, skew_s: float) -> Proc:
+def _skewed_worker(gw: Gateway, skew_s: float, env: dict[str, str] | None = None) -> Proc:
     path = os.pathsep.join(p for p in (SKEW_DIR, os.environ.get("PYTHONPATH", "")) if p)
     return gw.fleet.worker(gw.fleet.workdir / "turnout.yaml", gw.redis_url, name=f"worker-skew{skew_s:+.0f}",
-                           env={"PYTHONPATH": path, "TURNOUT_TEST_SKEW_S": str(skew_s)})
+                           env={"PYTHONPATH": path, "TURNOUT_TEST_SKEW_S": str(skew_s), **(env or {})})
+
+
+def _skew_gauge(metrics_url: str) -> float | None:
+    try:
+        text = httpx.get(metrics_url, timeout=2).text
+    except httpx.HTTPError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("turnout_clock_skew_seconds "):
+            return float(line.split()[1])
+    return None
 
 
 async def _many(gw: Gateway, model: str, count: int) -> list[httpx.Response]:
@@ -93,3 +105,23 @@ def test_worker_clock_30s_behind_calls_no_provider_after_the_deadline(clock_gw: 
           f"{len(calls)} upstream calls, {len(late)} started after the client's deadline")
     assert all(r.status_code in (502, 503, 504) for r in responses)
     assert late == []
+
+
+def test_a_worker_30s_ahead_reports_its_skew_in_a_metric_and_a_warning(clock_gw: Gateway) -> None:
+    port = free_port()
+    worker = _skewed_worker(clock_gw, +30.0, env={"TURNOUT_METRICS_PORT": str(port)})
+    try:
+        metrics_url = f"http://127.0.0.1:{port}/metrics"
+        wait_until(lambda: _skew_gauge(metrics_url) not in (None, 0.0), 15, "the worker's skew gauge")
+        worker_skew = _skew_gauge(metrics_url)
+        wait_until(lambda: "clock_skew_s" in worker.log(), 15, "the worker's skew warning")
+        warning = next(line for line in worker.log().splitlines() if "clock_skew_s" in line)
+    finally:
+        worker.stop()
+    ingress_skew = _skew_gauge(f"{clock_gw.base_url}/metrics")
+    print(f"\nworker clock +30 s: turnout_clock_skew_seconds {worker_skew:.3f} (ingress {ingress_skew}); log: {warning}")
+    assert worker_skew == pytest.approx(30.0, abs=0.5)
+    logged = json.loads(warning)
+    assert logged["clock_skew_s"] == pytest.approx(30.0, abs=0.5)
+    assert (logged["level"], logged["service_kind"]) == ("WARNING", "turnout-worker")
+    assert ingress_skew is not None and abs(ingress_skew) < 1.0  # the ingress's clock is right: gauge, no warning

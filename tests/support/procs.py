@@ -117,8 +117,9 @@ class Fleet:
         self.procs.append(proc)
         return proc
 
-    def redis(self) -> tuple[Proc, str]:
-        """Start a private `redis-server` (AOF on); returns it and its URL."""
+    def redis(self, aof: bool = True) -> tuple[Proc, str]:
+        """Start a private `redis-server` (AOF on, as Turnout's processes require;
+        `aof=False` for the tests of their refusal); returns it and its URL."""
         server = shutil.which("redis-server")
         if server is None:
             raise FileNotFoundError("redis-server is not on PATH (apt-get install -y redis-server)")
@@ -127,7 +128,7 @@ class Fleet:
         data.mkdir()
         proc = self.spawn(f"redis-{port}", [
             server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-            "--appendonly", "yes", "--save", "", "--loglevel", "warning",
+            "--appendonly", "yes" if aof else "no", "--save", "", "--loglevel", "warning",
         ])
         url = f"redis://127.0.0.1:{port}/0"
         import redis

@@ -13,10 +13,12 @@ A background loop (a worker's periodic scan, a lease renewal, the catalog's
 and the tenancy's version polls) may land inside one request's window; it
 only ever adds commands, and a request's own commands are the same every
 time, so the figure is the fewest over many sequential requests (the
-typical request's commands are those of that window). The attempt records are written
-by a background flusher in batches (every 0.25 s, one `XADD` per record in
-one pipeline: `turnout.records`), so they are counted apart (`batched`), not
-as the request's: under load one flush carries many requests' records.
+typical request's commands are those of that window). The attempt records
+are written by the records writer's flusher (`turnout.observability.records`:
+per attempt a started row — `XADD`, `HSET` + `EXPIRE` of the open-attempts
+hash — flushed at once, and an ended row — `XADD`, `HDEL` — batched, every
+0.25 s), so they are counted apart (`records`): under load one flush carries
+many attempts' rows.
 """
 
 from __future__ import annotations
@@ -34,8 +36,9 @@ import redis
 SETTLE_S = 0.05
 """A request's window closes once no command arrived for this long after its answer (seconds)."""
 
-BATCHED = ("XADD turnout:records ",)
-"""Commands written by batching background flushers (counted apart, `RequestCommands.batched`)."""
+RECORDS = ("XADD turnout:records ", "HSET turnout:attempts:open:", "EXPIRE turnout:attempts:open:",
+           "HDEL turnout:attempts:open:")
+"""Commands of the attempt records' writer (counted apart, `RequestCommands.records`)."""
 
 
 @dataclass
@@ -75,8 +78,8 @@ class RequestCommands:
     """The client commands of the request with the fewest (name -> calls)."""
     commands: list[str] = field(default_factory=list)
     """That request's commands in order (scripts' inner commands prefixed `lua:`), truncated."""
-    batched: int = 0
-    """Batched background writes (`BATCHED`) seen over all the windows."""
+    records: int = 0
+    """Attempt-record writes (`RECORDS`) seen over all the windows."""
 
     fewest_inside_scripts: int = 0
     """Commands Lua scripts ran in that request's window."""
@@ -142,15 +145,15 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
         sent: list[int] = []
         inner: list[int] = []
         windows: list[list[tuple[str, str, str]]] = []
-        batched = 0
+        records = 0
         for i in range(n):
             _mark(client, seen, f"turnout-count-{tag}-{i}-start")
             send()
             _settle(seen)
             _mark(client, seen, f"turnout-count-{tag}-{i}-end")
             window = _window(seen, f"turnout-count-{tag}-{i}-start", f"turnout-count-{tag}-{i}-end")
-            batched += sum(1 for _, _, line in window if line.startswith(BATCHED))
-            window = [c for c in window if not c[2].startswith(BATCHED)]
+            records += sum(1 for _, _, line in window if line.startswith(RECORDS))
+            window = [c for c in window if not c[2].startswith(RECORDS)]
             windows.append(window)
             sent.append(sum(1 for kind, _, _ in window if kind != "lua"))
             inner.append(sum(1 for kind, _, _ in window if kind == "lua"))
@@ -159,7 +162,7 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
         return RequestCommands(
             per_request=sent, inside_scripts=inner, fewest_inside_scripts=inner[least],
             breakdown=Counter(name for kind, name, _ in typical if kind != "lua"),
-            commands=[("lua:" if kind == "lua" else "") + line[:120] for kind, _, line in typical], batched=batched,
+            commands=[("lua:" if kind == "lua" else "") + line[:120] for kind, _, line in typical], records=records,
         )
     finally:
         stop.set()

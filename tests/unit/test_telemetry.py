@@ -320,6 +320,9 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
         def attempt_started(self, info: RequestInfo, dispatch: Any) -> object:
             raise RuntimeError("boom")
 
+        async def attempt_dispatched(self, handle: object) -> None:
+            raise RuntimeError("boom")
+
         def attempt_ended(self, handle: object, info: RequestInfo, record: Any, usage: Usage) -> None:
             raise RuntimeError("boom")
 
@@ -331,6 +334,9 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
             calls.append("start")
             return "h"
 
+        async def attempt_dispatched(self, handle: object) -> None:
+            calls.append(f"dispatched:{handle}")
+
         def attempt_ended(self, handle: object, info: RequestInfo, record: Any, usage: Usage) -> None:
             calls.append(f"end:{handle}")
 
@@ -340,7 +346,8 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
     mock_harness.router = mock_harness.router_with(Observers(Broken(), Counting()))
     result = await mock_harness.route()
     assert result.verdict is None
-    assert calls == ["start", "end:h", "wait", "start", "end:h", "start", "end:h"]
+    assert calls == ["start", "dispatched:h", "end:h", "wait", "start", "dispatched:h", "end:h", "start",
+                     "dispatched:h", "end:h"]
 
 
 async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:

@@ -7,8 +7,9 @@ Owns the telemetry wing, one job per module:
 - `metrics`: the Prometheus metrics of one process;
 - `jsonlog`: structured JSON logs with trace and request ids, credentials
   redacted;
-- `records`: one attempt row per attempt in a bounded Redis Stream, and its
-  export;
+- `records`: each attempt's rows (started, then ended or lost) in a bounded
+  Redis Stream, written in the background;
+- `records_export`: reading them back, one row per attempt, as JSONL or CSV;
 - `observers`: the standard set of observers every router gets.
 
 The names below are re-exported; each module is imported on first use
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from turnout.observability.observers import route_observers as route_observers
     from turnout.observability.records import RecordsObserver as RecordsObserver
     from turnout.observability.records import RecordWriter as RecordWriter
-    from turnout.observability.records import read_rows as read_rows
+    from turnout.observability.records_export import read_rows as read_rows
     from turnout.observability.telemetry import SpanObserver as SpanObserver
     from turnout.observability.tracing import Telemetry as Telemetry
     from turnout.observability.tracing import setup_tracing as setup_tracing
@@ -41,7 +42,7 @@ FACE = {
     "route_observers": "observers",
     "RecordsObserver": "records",
     "RecordWriter": "records",
-    "read_rows": "records",
+    "read_rows": "records_export",
     "SpanObserver": "telemetry",
     "Telemetry": "tracing",
     "setup_tracing": "tracing",

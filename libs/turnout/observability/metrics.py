@@ -39,6 +39,8 @@ class Metrics:
         in_flight_jobs: jobs this worker is running now.
         queue_wait: seconds from enqueue to a worker starting the job.
         records_dropped: attempt records dropped (buffer full, Redis down).
+        clock_skew: this process's wall clock minus Redis `TIME`, in seconds
+            (`turnout.state.clock_check`; positive: ahead).
     """
 
     def __init__(self) -> None:
@@ -73,6 +75,9 @@ class Metrics:
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30), registry=r,
         )
         self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
+        self.clock_skew = Gauge(
+            "turnout_clock_skew_seconds", "This process's wall clock minus Redis TIME (positive: ahead)", registry=r
+        )
 
     def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
         """Breakers hook: count a transition."""

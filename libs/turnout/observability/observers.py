@@ -41,6 +41,9 @@ class PrometheusObserver:
         """See `RouteObserver`."""
         return None
 
+    async def attempt_dispatched(self, handle: object) -> None:
+        """See `RouteObserver`."""
+
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """See `RouteObserver`."""
         target = record.target
@@ -66,6 +69,9 @@ class SpendObserver:
     def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
         """See `RouteObserver`."""
         return None
+
+    async def attempt_dispatched(self, handle: object) -> None:
+        """See `RouteObserver`."""
 
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """See `RouteObserver`: failed attempts cost nothing."""
@@ -98,6 +104,15 @@ class Observers:
                 log.exception("observer %s failed in attempt_started", type(observer).__name__)
                 handles.append(None)
         return tuple(handles)
+
+    async def attempt_dispatched(self, handle: object) -> None:
+        """See `RouteObserver`; `handle` is what `attempt_started` returned."""
+        handles = handle if isinstance(handle, tuple) else (None,) * len(self._observers)
+        for observer, own in zip(self._observers, handles):
+            try:
+                await observer.attempt_dispatched(own)
+            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+                log.exception("observer %s failed in attempt_dispatched", type(observer).__name__)
 
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """See `RouteObserver`; `handle` is what `attempt_started` returned."""

@@ -1,11 +1,20 @@
 """Attempt records (SPEC §9): one row per attempt, in a bounded Redis Stream.
 
-Owns: the row's fields, built from the loop's `AttemptRecord`; the observer
-that produces one row per attempt, failed or not; the writer that buffers
-rows in memory and appends them in the background in pipelined batches
-(`XADD MAXLEN ~ N`), so the request path never waits on Redis; and reading
-one org's rows back, in pages, for export (JSONL or CSV).
+Owns: the row's fields, built from the loop's `Dispatch` (the `started`
+row, at dispatch) and `AttemptRecord` (the `ended` row, same `attempt_id`);
+the observer that produces them for every attempt, failed or not; the
+writer that buffers rows in memory and appends them in the background in
+pipelined batches (`XADD MAXLEN ~ N`), keeping each request's attempts
+started and not ended in a hash (`keys.open_attempts_key`) so a job's
+re-run can write the dead run's attempts as lost. Reading them back for
+export is `turnout.observability.records_export`.
 Must not import: services, FastAPI, arq.
+
+Durability: a started row is flushed at once and the attempt waits for it
+(at most `REQUEST_REDIS_TIMEOUT_S`, and not at all while Redis is failing
+or hangs, nor when the request's health read found Redis unreachable)
+before its upstream call, so a process killed mid-call leaves its trace.
+Ended rows are batched (at most `flush_interval_s` late).
 
 Bounds: the buffer holds at most `buffer_max` rows; a row that finds it full
 is dropped and counted (`dropped`, and the `on_drop` hook). The stream keeps
@@ -14,21 +23,23 @@ about `max_len` entries (Redis trims whole nodes, so a little more).
 
 from __future__ import annotations
 
-import csv
-import io
+import asyncio
 import logging
 import time
+import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from turnout.core.attempt_phases import IN_FLIGHT_KIND, Phase, as_lost
+from turnout.core.plan import Role
 from turnout.core.types import FailureKind
 from turnout.state import keys
+from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.flusher import Flusher
 
 if TYPE_CHECKING:
@@ -43,29 +54,42 @@ FIELDS = (
     "ts", "request_id", "org", "squad", "key", "requested_model", "served_model", "provider", "attempt",
     "status", "class", "kind", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
     "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "strategy",
+    "is_rerun", "lost", "attempt_id",
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
-upstream HTTP status or null; `class` the SPEC §3 disposition. A stored row
-also carries, outside the export, `role` (the target's role in the plan),
-`delay_before_s` (seconds waited before the attempt) and `delay_reason`
-(`backoff`, `retry_after`, `fallback_backoff` or null), which the dashboard
-shows."""
+upstream HTTP status or null; `class` the SPEC §3 disposition. `is_rerun`:
+made by a re-run of the job after the worker running it died; `lost`: the
+attempt's process died before it ended (`kind` and `class` `lost`; status,
+latency, tokens and cost null: unknown, it may have been billed). An
+attempt still running reads as `kind` `in_flight`. A stored row also
+carries, outside the export, `phase` (`started`, `ended`, `lost`), `run`
+(the job's run, from 1), `deadline_ts` (started rows), `role` (the
+target's role in the plan), `delay_before_s` (seconds waited before the
+attempt) and `delay_reason` (`backoff`, `retry_after`, `fallback_backoff`
+or null), which the dashboard shows."""
 
-CLOCK_SLACK_S = 60.0
-"""Stream ids are Redis's clock at the flush, `ts` the writer's clock at the
-attempt: a `since` bound starts reading this many seconds earlier and
-filters on `ts`. An `until` bound reads on to the end of the (bounded)
-stream, since a flush delayed by a Redis outage gives late ids."""
+OPEN_ATTEMPTS_TTL_S = 86_400
+"""Seconds a request's open-attempts hash lives after its last started row."""
 
 _encode = msgspec.json.Encoder()
 _decode = msgspec.json.Decoder(dict[str, Any])
 
 
+def _identity(info: "RequestInfo", ts: float, attempt_id: str) -> dict[str, Any]:
+    """The fields every row of an attempt shares."""
+    return {
+        "ts": round(ts, 3), "request_id": info.request_id, "org": info.org, "squad": info.squad,
+        "key": info.key, "requested_model": info.requested_model, "attempt_id": attempt_id,
+        "run": info.run, "is_rerun": info.run > 1, "lost": False,
+    }
+
+
 def attempt_row(
-    info: "RequestInfo", record: "AttemptRecord", usage: "Usage", catalog: "Catalog", ts: float
+    info: "RequestInfo", record: "AttemptRecord", usage: "Usage", catalog: "Catalog", ts: float,
+    attempt_id: str = "",
 ) -> dict[str, Any]:
-    """The SPEC §9 row of one attempt; cost from catalog prices, 0 unless it succeeded.
+    """The SPEC §9 row of one ended attempt; cost from catalog prices, 0 unless it succeeded.
 
     Args:
         info: the request's identity.
@@ -73,14 +97,14 @@ def attempt_row(
         usage: its token counts (zero on failure).
         catalog: for the target's price (USD per million tokens).
         ts: the attempt's start, epoch seconds.
+        attempt_id: the id its `started_row` carried ("" when none was written).
     """
     ok = record.kind is FailureKind.SUCCESS
     target = record.target
     price = catalog.prices.get(target.key)
     tokens_in, tokens_out = (usage.input_tokens, usage.output_tokens) if ok else (0, 0)
-    return {
-        "ts": round(ts, 3), "request_id": info.request_id, "org": info.org, "squad": info.squad,
-        "key": info.key, "requested_model": info.requested_model, "served_model": target.model,
+    return _identity(info, ts, attempt_id) | {
+        "phase": str(Phase.ENDED), "served_model": target.model,
         "provider": target.provider, "attempt": record.number, "status": record.status,
         "class": str(record.disposition), "kind": str(record.kind), "latency_ms": round(record.duration_ms, 3),
         "input_tokens": tokens_in, "output_tokens": tokens_out,
@@ -93,8 +117,40 @@ def attempt_row(
     }
 
 
+def started_row(info: "RequestInfo", dispatch: "Dispatch", *, attempt_id: str, ts: float) -> dict[str, Any]:
+    """The `started` row of an attempt about to call its upstream: what is known
+    before the outcome (outcome fields null, `kind` `in_flight`).
+
+    Args:
+        info: the request's identity (`deadline_s` becomes `deadline_ts`).
+        dispatch: the loop's decision to attempt.
+        attempt_id: the id its ended row will carry.
+        ts: the attempt's start, epoch seconds.
+    """
+    entry = dispatch.entry
+    target = entry.target
+    return _identity(info, ts, attempt_id) | {
+        "phase": str(Phase.STARTED), "served_model": target.model, "provider": target.provider,
+        "attempt": dispatch.number, "status": None, "class": None, "kind": IN_FLIGHT_KIND, "latency_ms": None,
+        "input_tokens": None, "output_tokens": None, "cost_usd": None,
+        "is_retry": dispatch.is_retry, "is_fallback": entry.is_fallback, "is_reroute": entry.is_reroute,
+        "is_byok_fallback": dispatch.is_byok_fallback, "is_strategy": entry.is_strategy,
+        "is_plan_fallback": entry.role is Role.PLAN_FALLBACK,
+        "strategy": info.strategy if entry.is_strategy else None,
+        "role": str(entry.role), "delay_before_s": round(dispatch.delay_before_s, 3),
+        "delay_reason": dispatch.delay_reason,
+        "deadline_ts": round(info.deadline_s, 3) if info.deadline_s is not None else None,
+    }
+
+
+_Item = tuple[dict[str, Any], "asyncio.Future[None] | None"]
+
+
 class RecordWriter:
     """Buffers rows and appends them to the records stream in the background.
+
+    A `started` row also goes into its request's open-attempts hash, an
+    `ended` or `lost` row takes it out (`keys.open_attempts_key`).
 
     Args:
         redis: the process's client.
@@ -111,23 +167,61 @@ class RecordWriter:
     ) -> None:
         self._redis = redis
         self._max_len = max_len
-        self._buffer: deque[dict[str, Any]] = deque()
+        self._buffer: deque[_Item] = deque()
         self._buffer_max = buffer_max
         self._batch_max = batch_max
         self._on_drop = on_drop
         self._flusher = Flusher(self.flush, interval_s=flush_interval_s, name="turnout-records-flush")
         self.dropped = 0
         self.written = 0
+        self.failing = False
+        """True since a flush Redis refused or a started row outwaited `settle`, until a flush
+        succeeds (started rows are then not waited for)."""
 
     def __len__(self) -> int:
         return len(self._buffer)
 
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows buffered now, oldest first (a copy)."""
+        return [row for row, _ in self._buffer]
+
     def add(self, row: dict[str, Any]) -> bool:
         """Queue `row` for writing (never blocks). False when dropped: buffer full."""
+        return self._push(row, None)
+
+    def add_started(self, row: dict[str, Any]) -> "asyncio.Future[None] | None":
+        """Queue a `started` row and start a flush now (never blocks).
+
+        Returns:
+            A future done once the row is in Redis (pass it to `settle`), or
+            None when the row was dropped (buffer full).
+        """
+        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not self._push(row, written):
+            return None
+        self._flusher.wake()
+        return written
+
+    async def settle(self, written: "asyncio.Future[None] | None", timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
+        """Wait until `written` (from `add_started`) is done, at most `timeout_s`
+        seconds, and not at all while Redis is failing or the flusher is not
+        running. True when written."""
+        if written is None:
+            return False
+        if not written.done() and (self.failing or not self._flusher.running):
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(written), timeout_s)
+        except TimeoutError:
+            self.failing = True  # Redis hangs: the next attempts do not wait, until a flush succeeds
+            return False
+        return True
+
+    def _push(self, row: dict[str, Any], written: "asyncio.Future[None] | None") -> bool:
         if len(self._buffer) >= self._buffer_max:
             self._drop(1)
             return False
-        self._buffer.append(row)
+        self._buffer.append((row, written))
         if len(self._buffer) >= self._batch_max:
             self._flusher.wake()
         return True
@@ -136,6 +230,22 @@ class RecordWriter:
         self.dropped += n
         if self._on_drop is not None:
             self._on_drop(n)
+
+    def _queue(self, pipe: Any, row: dict[str, Any]) -> None:
+        """Add `row`'s commands to `pipe`: its XADD and its open-attempts bookkeeping."""
+        pipe.xadd(
+            keys.RECORDS_STREAM, {"org": row["org"], "r": _encode.encode(row)}, maxlen=self._max_len,
+            approximate=True,
+        )
+        attempt_id = row.get("attempt_id")
+        if not attempt_id:
+            return
+        open_key = keys.open_attempts_key(str(row["request_id"]))
+        if row.get("phase") == Phase.STARTED:
+            pipe.hset(open_key, attempt_id, _encode.encode(row))
+            pipe.expire(open_key, OPEN_ATTEMPTS_TTL_S)
+        else:
+            pipe.hdel(open_key, attempt_id)
 
     async def flush(self) -> int:
         """Write everything buffered now, in batches. Returns rows written.
@@ -148,22 +258,47 @@ class RecordWriter:
             batch = [self._buffer.popleft() for _ in range(min(self._batch_max, len(self._buffer)))]
             try:
                 async with self._redis.pipeline(transaction=False) as pipe:
-                    for row in batch:
-                        pipe.xadd(
-                            keys.RECORDS_STREAM, {"org": row["org"], "r": _encode.encode(row)},
-                            maxlen=self._max_len, approximate=True,
-                        )
+                    for row, _ in batch:
+                        self._queue(pipe, row)
                     await pipe.execute()
             except (RedisError, OSError) as exc:
+                self.failing = True
                 room = max(0, self._buffer_max - len(self._buffer))
                 self._buffer.extendleft(reversed(batch[:room]))
                 if len(batch) > room:
                     self._drop(len(batch) - room)
                 log.warning("attempt records not written (%s); %d buffered", type(exc).__name__, len(self._buffer))
                 break
+            self.failing = False
+            for _, written in batch:
+                if written is not None and not written.done():
+                    written.set_result(None)
             total += len(batch)
             self.written += len(batch)
         return total
+
+    async def mark_lost(self, request_id: str, run: int) -> int:
+        """Write a `lost` row for each attempt of `request_id` started by a run
+        before `run` and never ended (its worker died), and forget them.
+
+        Called by a job's re-run when it starts (`run` = arq's job try).
+        Returns the rows written.
+
+        Raises:
+            RedisError, OSError: Redis unreachable (the caller bounds the wait).
+        """
+        open_key = keys.open_attempts_key(request_id)
+        held: dict[bytes, bytes] = await self._redis.hgetall(open_key)  # type: ignore[misc]
+        orphans = [(field, row) for field, raw in held.items()
+                   if int((row := _decode.decode(raw)).get("run") or 1) < run]
+        if not orphans:
+            return 0
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for _, row in orphans:
+                self._queue(pipe, as_lost(row))
+            await pipe.execute()
+        self.written += len(orphans)
+        return len(orphans)
 
     def start(self) -> None:
         """Start the background flusher on the running loop."""
@@ -176,8 +311,16 @@ class RecordWriter:
             log.warning("%d attempt records lost at shutdown", len(self._buffer))
 
 
+class _Started(msgspec.Struct, frozen=True):
+    """`RecordsObserver`'s handle: the attempt's id, start (epoch s) and its started row's write."""
+
+    attempt_id: str
+    ts: float
+    written: Any  # asyncio.Future[None] | None
+
+
 class RecordsObserver:
-    """A `RouteObserver` that writes one row per attempt through a `RecordWriter`."""
+    """A `RouteObserver` that writes a started and an ended row per attempt through a `RecordWriter`."""
 
     def __init__(self, writer: RecordWriter, catalog: "CatalogSource", clock: Callable[[], float] = time.time) -> None:
         self._writer = writer
@@ -185,77 +328,24 @@ class RecordsObserver:
         self._clock = clock
 
     def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
-        """The handle is the attempt's start time (epoch seconds)."""
-        return self._clock()
+        """Queue the attempt's started row, flushed at once. See `RouteObserver`."""
+        ts = self._clock()
+        attempt_id = uuid.uuid4().hex
+        written = self._writer.add_started(started_row(info, dispatch, attempt_id=attempt_id, ts=ts))
+        return _Started(attempt_id, ts, written)
+
+    async def attempt_dispatched(self, handle: object) -> None:
+        """Wait (bounded, `RecordWriter.settle`) until the started row is in Redis."""
+        if isinstance(handle, _Started):
+            await self._writer.settle(handle.written)
 
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
-        """Queue the attempt's row. See `RouteObserver`."""
-        ts = handle if isinstance(handle, float) else self._clock() - record.duration_ms / 1000.0
-        self._writer.add(attempt_row(info, record, usage, self._catalog.current, ts))
+        """Queue the attempt's ended row (same `attempt_id`). See `RouteObserver`."""
+        if isinstance(handle, _Started):
+            ts, attempt_id = handle.ts, handle.attempt_id
+        else:
+            ts, attempt_id = self._clock() - record.duration_ms / 1000.0, ""
+        self._writer.add(attempt_row(info, record, usage, self._catalog.current, ts, attempt_id))
 
     def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
         """Nothing: waits are not attempts."""
-
-
-async def read_rows(
-    redis: Redis, *, org: str, since_s: float | None = None, until_s: float | None = None, page_size: int = 500,
-) -> AsyncIterator[dict[str, Any]]:
-    """One org's rows with `since_s <= ts <= until_s` (epoch s; None: unbounded), oldest first.
-
-    Reads the stream with XRANGE in pages of `page_size`; rows of other orgs
-    are skipped without decoding.
-
-    Raises:
-        RedisError, OSError: Redis unreachable.
-    """
-    low = f"{max(0, int((since_s - CLOCK_SLACK_S) * 1000))}-0" if since_s is not None else "-"
-    wanted = org.encode()
-    while True:
-        entries = await redis.xrange(keys.RECORDS_STREAM, min=low, max="+", count=page_size)
-        for entry_id, fields in entries:
-            if fields.get(b"org") != wanted:
-                continue
-            row = _decode.decode(fields[b"r"])
-            ts = float(row.get("ts", 0.0))
-            if (since_s is not None and ts < since_s) or (until_s is not None and ts > until_s):
-                continue
-            yield row
-        if len(entries) < page_size:
-            return
-        ms, _, seq = entries[-1][0].decode().partition("-")
-        low = f"{ms}-{int(seq) + 1}"
-
-
-def iso_ts(epoch_s: float) -> str:
-    """Epoch seconds as ISO-8601 UTC with milliseconds (`2025-01-02T03:04:05.678Z`)."""
-    return datetime.fromtimestamp(epoch_s, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _export_row(row: dict[str, Any]) -> dict[str, Any]:
-    out = {name: row.get(name) for name in FIELDS}
-    out["ts"] = iso_ts(float(row.get("ts", 0.0)))
-    return out
-
-
-def jsonl_lines(rows: Iterable[dict[str, Any]]) -> bytes:
-    """Rows as JSON Lines (one object per line, `FIELDS` in order)."""
-    return b"".join(_encode.encode(_export_row(r)) + b"\n" for r in rows)
-
-
-def csv_header() -> bytes:
-    """The CSV header line."""
-    return csv_lines([], header=True)
-
-
-def csv_lines(rows: Iterable[dict[str, Any]], *, header: bool = False) -> bytes:
-    """Rows as CSV (RFC 4180; booleans `true`/`false`, null as empty)."""
-    buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator="\r\n")
-    if header:
-        writer.writerow(FIELDS)
-    for row in rows:
-        out = _export_row(row)
-        writer.writerow(
-            "" if v is None else ("true" if v is True else "false" if v is False else v) for v in out.values()
-        )
-    return buf.getvalue().encode()

@@ -221,6 +221,9 @@ class SpanObserver:
         otel_context.attach(trace.set_span_in_context(span, parent))
         return _AttemptHandle(span, parent)
 
+    async def attempt_dispatched(self, handle: object) -> None:
+        """Nothing: the span started with the attempt. See `RouteObserver`."""
+
     def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
         """Finish the attempt's span and record the GenAI metrics. See `RouteObserver`."""
         if not isinstance(handle, _AttemptHandle):

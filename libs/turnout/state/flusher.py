@@ -29,6 +29,11 @@ class Flusher:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def running(self) -> bool:
+        """True between `start` and `stop`."""
+        return self._task is not None
+
     def wake(self) -> None:
         """Flush now rather than at the next interval."""
         self._wake.set()

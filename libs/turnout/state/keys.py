@@ -38,8 +38,13 @@ def fair_org_key(org: str) -> str:
     return FAIR_ORG_PREFIX + org
 
 
-DOORBELL_CHANNEL = "turnout:doorbell"
-"""Pub/sub channel: message = a job id just enqueued; wakes idle workers."""
+DOORBELL = "turnout:doorbell:rings"
+"""List: one entry per job enqueued and not yet claimed; a worker with a free slot
+pops one (`BLPOP`) and picks, so one ring wakes one worker (`turnout_worker.pickup`)."""
+
+FLEET_WORKERS = "turnout:fleet:workers"
+"""Hash worker id -> `<slots>:<service ms>:<expires ms, Redis time>`: the workers' heartbeats
+(`turnout.state.fleet`), read by the ingress to estimate the queue's wait."""
 
 RESULT_PREFIX = "turnout:result:"
 """String key per job id: the encoded `JobResult`, kept `result_ttl_s`."""
@@ -124,6 +129,15 @@ def spend_key(org: str, period: str, period_id: str) -> str:
 
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
+
+OPEN_ATTEMPTS_PREFIX = "turnout:attempts:open:"
+"""Hash per request id: attempt id -> its `started` record row (JSON), removed when the
+attempt ends; what is left when a job re-runs is the dead run's lost attempts."""
+
+
+def open_attempts_key(request_id: str) -> str:
+    """Key of a request's attempts started and not yet ended."""
+    return OPEN_ATTEMPTS_PREFIX + request_id
 
 
 TENANCY_VERSION = "turnout:tenancy:version"

@@ -1,9 +1,11 @@
 """The push path over arq's queue: enqueue with a doorbell, wait without polling.
 
 Owns: the ingress side of a non-streaming job — one Lua round trip that
-checks depth, stores the job in arq's own format, adds it to arq's queue and
-to its org's fair queue (`turnout_worker.pickup` claims round robin across
-orgs) and rings the doorbell; one shared pub/sub listener per ingress process that
+checks depth and the expected wait (plus service) against the job's budget (shedding at the
+door, `turnout.core.queue_wait`), stores the job in arq's own format, adds it
+to arq's queue and to its org's fair queue (`turnout_worker.pickup` claims
+round robin across orgs) and rings the doorbell (one entry on a list, which
+wakes one worker); one shared pub/sub listener per ingress process that
 resolves per-request futures (registered before enqueue); a slow read of the
 stored result so a dropped pub/sub message cannot hang a request; the
 "nobody picked it up in time" answer; and the withdrawal of a job whose
@@ -30,9 +32,11 @@ from opentelemetry.trace import NoOpTracer, Tracer
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
+from turnout.core.queue_wait import max_jobs_ahead, shed_retry_after_s
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
+from turnout.state.fleet import FleetWatch
 from turnout.observability.telemetry import enqueue_span
 from turnout.wire import JobPayload, JobResult, payload_encoder, result_decoder
 
@@ -41,22 +45,37 @@ log = logging.getLogger("turnout.queue")
 ABANDON_WAIT_S = 1.0
 """Longest a request whose client left waits for its job's withdrawal (seconds)."""
 
+RING_SCAN = 128
+"""Orgs of the fair ring the door counts when estimating a new job's wait (bounds the script's work)."""
+
 JOB_FUNCTION = "chat_completion"
 """Name of the arq function that serves a non-streaming chat job."""
 
-# KEYS: job key, arq result key, queue, turnout result key, the org's fair queue, fair ring
-# ARGV: job bytes, expiry ms, job id, max depth, doorbell channel, org
+# KEYS: job key, arq result key, queue, turnout result key, the org's fair queue, fair ring, doorbell
+# ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any)
+# Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
+# Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
+# ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
 _ENQUEUE = """
-if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return 0 end
-if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return -1 end
+if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return {0, 0} end
+if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return {-1, 0} end
+local limit = tonumber(ARGV[7])
+if limit >= 0 then
+  local own = redis.call('zcard', KEYS[5])
+  local ahead = own
+  for _, org in ipairs(redis.call('lrange', KEYS[6], 0, """ + str(RING_SCAN - 1) + """)) do
+    if org ~= ARGV[6] then ahead = ahead + math.min(redis.call('zcard', ARGV[5] .. org), own + 1) end
+  end
+  if ahead > limit then return {-2, ahead} end
+end
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
 redis.call('zadd', KEYS[3], now_ms, ARGV[3])
 redis.call('zadd', KEYS[5], now_ms, ARGV[3])
 if redis.call('zcard', KEYS[5]) == 1 then redis.call('rpush', KEYS[6], ARGV[6]) end
-redis.call('publish', ARGV[5], ARGV[3])
-return 1
+redis.call('rpush', KEYS[7], '1')
+return {1, 0}
 """
 
 # KEYS: queue, in-progress key, job key, the org's fair queue, fair ring   ARGV: job id, org, force (0/1)
@@ -140,13 +159,18 @@ class JobQueue:
         grace_s: extra seconds past the deadline to wait for a worker's answer.
         tracer: where the enqueue (PRODUCER) span goes; its W3C context is
             put in `JobPayload.trace` (default: no span, no context).
+        fleet: the fleet's capacity (workers' heartbeats); with it, a job whose
+            expected wait plus one service time exceeds its budget is shed at
+            the door (`queue_full`).
+            None: shed on `max_depth` only.
     """
 
     def __init__(
         self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0,
-        tracer: Tracer | None = None,
+        tracer: Tracer | None = None, fleet: FleetWatch | None = None,
     ) -> None:
         self._tracer = tracer or NoOpTracer()
+        self._fleet = fleet
         self._redis = redis
         self._listen_redis = listen_redis
         self._channel = keys.reply_channel(ingress_id)
@@ -354,19 +378,27 @@ class JobQueue:
             JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(time.time() * 1000),
             serializer=job_serializer,
         )
+        capacity = self._fleet.capacity if self._fleet is not None else None
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
-                added = await self._enqueue(
+                added, ahead = await self._enqueue(
                     keys=[
                         keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
-                        keys.fair_org_key(payload.org), keys.FAIR_RING,
+                        keys.fair_org_key(payload.org), keys.FAIR_RING, keys.DOORBELL,
                     ],
-                    args=[job, expires_ms, job_id, self._max_depth, keys.DOORBELL_CHANNEL, payload.org],
+                    args=[job, expires_ms, job_id, self._max_depth, keys.FAIR_ORG_PREFIX, payload.org,
+                          max_jobs_ahead(expires_ms, capacity)],
                 )
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
                 "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
             ) from exc
+        if added == -2 and capacity is not None:
+            raise GatewayUnavailable(
+                f"The gateway is at capacity: about {ahead} jobs are ahead of this one, more than its time budget "
+                "allows; retry later.",
+                retry_after_s=shed_retry_after_s(int(ahead), expires_ms, capacity), code="queue_full",
+            )
         if added == -1:
             raise GatewayUnavailable(
                 "The gateway is at capacity (queue full); retry shortly.", retry_after_s=1, code="queue_full"

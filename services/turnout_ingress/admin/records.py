@@ -9,6 +9,7 @@ or epoch seconds, both inclusive.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -19,7 +20,7 @@ from redis.exceptions import RedisError
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.observability.records import csv_header, csv_lines, jsonl_lines, read_rows
+from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
 from turnout_ingress.admin.deps import Admin
 from turnout_ingress.validation import authenticate
 
@@ -54,9 +55,11 @@ def parse_time(value: str | None, param: str) -> float | None:
 
 
 async def export_response(
-    redis: Redis, org: str, fmt: str, since_s: float | None, until_s: float | None
+    redis: Redis, org: str, fmt: str, since_s: float | None, until_s: float | None, now_s: float | None = None,
 ) -> StreamingResponse:
-    """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download.
+    """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download,
+    one row per attempt (`turnout.observability.records_export.attempts`: an attempt without an end is `in_flight`, or `lost`
+    once past its deadline at `now_s`, epoch s, default now).
 
     Args:
         fmt: `jsonl` or `csv` (a key of `MEDIA_TYPES`).
@@ -64,7 +67,8 @@ async def export_response(
     Raises:
         GatewayUnavailable: 503 when Redis is unreachable at the start.
     """
-    rows = read_rows(redis, org=org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE)
+    now_s = time.time() if now_s is None else now_s
+    rows = attempts(read_rows(redis, org=org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE), now_s)
     try:
         first = await anext(rows, None)
     except (RedisError, OSError) as exc:

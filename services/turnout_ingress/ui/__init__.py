@@ -39,7 +39,7 @@ from starlette.staticfiles import StaticFiles
 
 from turnout.tenancy.directory import OPERATOR_KEY_ENV
 from turnout.errors import RequestRejected
-from turnout.observability.records import iso_ts
+from turnout.observability.records_export import iso_ts
 from turnout_ingress.admin.access import AdminAPI, Caller
 from turnout_ingress.admin.records import MEDIA_TYPES, export_response, parse_time
 from turnout_ingress.ops_routes import provider_rows

@@ -13,6 +13,8 @@ from typing import Any
 
 import msgspec
 
+from turnout.core.attempt_phases import IN_FLIGHT_KIND
+
 MODEL_FALLBACK_ROLES = frozenset({"model_fallback", "context_window_fallback", "content_policy_fallback"})
 OUTCOMES = ("ok", "failed")
 _CURSOR = re.compile(r"^\(?\d{1,20}-\d{1,20}$")
@@ -37,7 +39,7 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
         delay_before_ms: milliseconds waited before it (>= 0).
         delay_why: why it waited ("" when it did not).
         duration_ms: how long it took.
-        flags: the record's set flags (`retry`, `fallback`, ...).
+        flags: the record's set flags (`retry`, `fallback`, ..., `rerun`, `lost`).
     """
 
     number: int
@@ -62,7 +64,8 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
         requested_model: the model asked for; served_model: the last attempt's upstream model.
         provider: the last attempt's provider; providers: every provider attempted.
         status: the last attempt's upstream status (None: transport failure).
-        outcome: "ok" when the last attempt succeeded, else "failed".
+        outcome: "ok" when the last attempt succeeded, "in_flight" while it
+            runs, else "failed" (a lost attempt too).
         latency_ms: first attempt's start to the last attempt's end.
         cost_usd: sum over its attempts.
         badges: labels in a fixed order (`Retried ×2`, `Provider fallback`, ...).
@@ -119,16 +122,26 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
             return False
         if self.provider and not any(r.get("provider") == self.provider for r in rows):
             return False
-        if self.outcome:
-            last = max(rows, key=lambda r: int(r.get("attempt", 0)))
-            if ("ok" if last.get("kind") == "success" else "failed") != self.outcome:
-                return False
+        if self.outcome and outcome_of(in_order(rows)[-1]) != self.outcome:
+            return False
         if self.since_s is not None or self.until_s is not None:
             start_s = min(float(r.get("ts", 0.0)) for r in rows)
             if (self.since_s is not None and start_s < self.since_s) or (
                     self.until_s is not None and start_s > self.until_s):
                 return False
         return True
+
+
+def in_order(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A request's rows in the order its attempts were made: by run (a re-run after
+    a worker died comes after the run it replaces), then attempt number."""
+    return sorted(rows, key=lambda r: (int(r.get("run") or 1), int(r.get("attempt", 0))))
+
+
+def outcome_of(last: dict[str, Any]) -> str:
+    """A request's outcome from its last attempt's row: "ok", "in_flight" (still running) or "failed"."""
+    kind = last.get("kind")
+    return "ok" if kind == "success" else "in_flight" if kind == IN_FLIGHT_KIND else "failed"
 
 
 def valid_cursor(value: str | None) -> str | None:
@@ -143,9 +156,11 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     *Model fallback* when its plan role changes the model, else a *Provider
     fallback* (rows written before roles were recorded: provider fallback
     when the provider differs from the first attempt's). Reroute, BYOK
-    fallback, Strategy and Plan fallback follow their record flags.
+    fallback, Strategy and Plan fallback follow their record flags; `Re-run`
+    marks a job run again after its worker died, `Lost ×N` the attempts that
+    died with it (outcome unknown, maybe billed).
     """
-    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    ordered = in_order(rows)
     out: list[str] = []
     retries = sum(1 for r in ordered if r.get("is_retry"))
     if retries:
@@ -170,6 +185,11 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
                         ("is_strategy", "Strategy"), ("is_plan_fallback", "Plan fallback")):
         if any(r.get(flag) for r in ordered):
             out.append(label)
+    if any(r.get("is_rerun") for r in ordered):
+        out.append("Re-run")
+    lost = sum(1 for r in ordered if r.get("lost"))
+    if lost:
+        out.append(f"Lost ×{lost}")
     return tuple(out)
 
 
@@ -193,24 +213,25 @@ def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
     The delay is the record's `delay_before_s` when present; for older rows,
     the gap between the previous attempt's end and this one's start (>= 0).
     """
-    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    ordered = in_order(rows)
     out: list[Attempt] = []
     previous: dict[str, Any] | None = None
     for r in ordered:
         if r.get("delay_before_s") is not None:
             delay_ms = float(r["delay_before_s"]) * 1000.0
         elif previous is not None:
-            prev_end_s = float(previous.get("ts", 0.0)) + float(previous.get("latency_ms", 0.0)) / 1000.0
+            prev_end_s = float(previous.get("ts", 0.0)) + float(previous.get("latency_ms") or 0.0) / 1000.0
             delay_ms = max(0.0, (float(r.get("ts", 0.0)) - prev_end_s) * 1000.0)
         else:
             delay_ms = 0.0
-        flags = tuple(name[3:] for name in ("is_retry", "is_fallback", "is_reroute", "is_byok_fallback",
-                                            "is_strategy", "is_plan_fallback") if r.get(name))
+        flags = tuple(name.removeprefix("is_") for name in (
+            "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "is_rerun",
+            "lost") if r.get(name))
         out.append(Attempt(
             number=int(r.get("attempt", 0)), target=f"{r.get('provider')}/{r.get('served_model')}",
-            role=str(r.get("role") or ""), klass=str(r.get("class", "")), kind=str(r.get("kind", "")),
+            role=str(r.get("role") or ""), klass=str(r.get("class") or r.get("kind") or ""), kind=str(r.get("kind", "")),
             status=r.get("status"), delay_before_ms=round(delay_ms, 1), delay_why=_why(r, previous, delay_ms),
-            duration_ms=round(float(r.get("latency_ms", 0.0)), 1), flags=flags,
+            duration_ms=round(float(r.get("latency_ms") or 0.0), 1), flags=flags,
         ))
         previous = r
     return tuple(out)
@@ -223,17 +244,17 @@ def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
         entry_id: stream id of the request's newest row (the Activity cursor).
         rows: the request's attempt rows.
     """
-    ordered = sorted(rows, key=lambda r: int(r.get("attempt", 0)))
+    ordered = in_order(rows)
     first, last = ordered[0], ordered[-1]
     start_s = float(first.get("ts", 0.0))
-    end_s = max(float(r.get("ts", 0.0)) + float(r.get("latency_ms", 0.0)) / 1000.0 for r in ordered)
+    end_s = max(float(r.get("ts", 0.0)) + float(r.get("latency_ms") or 0.0) / 1000.0 for r in ordered)
     providers = tuple(dict.fromkeys(str(r.get("provider")) for r in ordered))
     return RequestSummary(
         request_id=str(first.get("request_id")), entry_id=entry_id, ts=start_s, org=str(first.get("org", "")),
         squad=first.get("squad"), key=str(first.get("key", "")),
         requested_model=str(first.get("requested_model", "")), served_model=str(last.get("served_model", "")),
         provider=str(last.get("provider", "")), providers=providers, status=last.get("status"),
-        outcome="ok" if last.get("kind") == "success" else "failed",
+        outcome=outcome_of(last),
         latency_ms=round(max(0.0, end_s - start_s) * 1000.0, 1),
         cost_usd=sum(float(r.get("cost_usd") or 0.0) for r in ordered),
         badges=badges(ordered), attempts=attempts(ordered),

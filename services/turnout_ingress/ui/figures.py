@@ -27,9 +27,10 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     provider: str = ""
     served_model: str = ""
     kind: str = ""
-    klass: str = msgspec.field(default="", name="class")
+    klass: str | None = msgspec.field(default="", name="class")
     status: int | None = None
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    phase: str = "ended"
 
 
 PERIODS = (("Last hour", 3600.0), ("Last 24 h", 86_400.0), ("Last 7 days", 604_800.0))
@@ -59,7 +60,7 @@ def traffic(rows: Iterable[Row], window_s: float) -> dict[str, TargetTraffic]:
         target = f"{r.provider}/{r.served_model}"
         calls[target] += 1
         if r.kind != "success":
-            label = r.klass + (f" {r.status}" if r.status else "")
+            label = (r.klass or r.kind) + (f" {r.status}" if r.status else "")
             errors.setdefault(target, Counter())[label] += 1
     minutes = window_s / 60.0
     return {
@@ -91,7 +92,7 @@ def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]
     served: Counter[tuple[str, str]] = Counter()
     for r in rows:
         age_s = now_s - r.ts
-        org, squad, key, cost, ok = r.org, r.squad or "-", r.key, r.cost_usd, r.kind == "success"
+        org, squad, key, cost, ok = r.org, r.squad or "-", r.key, r.cost_usd or 0.0, r.kind == "success"
         for level, scope in (("org", org), ("squad", f"{org} / {squad}"), ("key", f"{org} / {squad} / {key}")):
             sums = usd.setdefault((level, scope), [0.0] * len(periods))
             for i, (_, length_s) in enumerate(periods):

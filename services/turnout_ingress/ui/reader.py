@@ -18,12 +18,14 @@ requests that still have rows past it (`skip`). One page reads at most
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
 
+from turnout.core.attempt_phases import Phase, resolve
 from turnout.state import keys
 from turnout_ingress.ui.activity import Filters, RequestSummary, summarize
 from turnout_ingress.ui.figures import Row
@@ -95,14 +97,20 @@ class _Group:
         self.newest_ts = float(row.get("ts", 0.0))
         self.rows = [row]
         self.oldest_id = entry_id
-        self.decided = int(row.get("attempt", 0)) <= 1
+        self.decided = _first(row)
+
+
+def _first(row: dict[str, Any]) -> bool:
+    """True for a row of a request's first attempt (not of a re-run): nothing of the request is older."""
+    return int(row.get("attempt", 0)) <= 1 and not row.get("is_rerun")
 
 
 async def read_page(
     redis: Redis, *, scope_org: str | None, filters: Filters, cursor: str | None = None,
-    skip: frozenset[str] = frozenset(), size: int = 50, scan_max: int = SCAN_MAX,
+    skip: frozenset[str] = frozenset(), size: int = 50, scan_max: int = SCAN_MAX, now_s: float | None = None,
 ) -> Page:
-    """One page of requests, newest first (see the module docstring).
+    """One page of requests, newest first (see the module docstring), one row per
+    attempt (`turnout.core.attempt_phases.resolve` as of `now_s`, epoch s, default now).
 
     Args:
         scope_org: the only org readable (an org admin), or None (the operator).
@@ -115,6 +123,7 @@ async def read_page(
     Raises:
         RedisError, OSError: Redis unreachable.
     """
+    now_s = time.time() if now_s is None else now_s
     if scope_org is not None:
         filters = msgspec.structs.replace(filters, org=scope_org)
     org = filters.org or None
@@ -135,8 +144,9 @@ async def read_page(
             group = groups[order[done]]
             if not (group.decided or final):
                 return
-            if filters.matches(group.rows):
-                shown.append(summarize(group.entry_id, group.rows))
+            rows = resolve(group.rows, now_s)
+            if filters.matches(rows):
+                shown.append(summarize(group.entry_id, rows))
             done += 1
 
     ended = True
@@ -146,7 +156,7 @@ async def read_page(
         if wanted is None or entry_org == wanted:
             row = _decode.decode(raw)
             rid = str(row.get("request_id"))
-            first = int(row.get("attempt", 0)) <= 1
+            first = _first(row)
             if rid in skip:
                 if first:
                     skipped_first[rid] = entry_id
@@ -195,8 +205,10 @@ def _id_key(entry_id: str) -> tuple[int, int]:
 
 async def find_request(
     redis: Redis, request_id: str, *, scope_org: str | None, at: str | None = None, scan_max: int = SCAN_MAX,
+    now_s: float | None = None,
 ) -> RequestSummary | None:
-    """One request's summary, or None when it is not found (or another org's, for an org admin).
+    """One request's summary, or None when it is not found (or another org's, for an org admin);
+    one row per attempt as of `now_s` (epoch s, default now).
 
     Args:
         at: the request's newest stream id when known (links from the Activity
@@ -227,9 +239,10 @@ async def find_request(
             continue
         newest = newest or entry_id
         rows.append(row)
-        if int(row.get("attempt", 0)) <= 1:
+        if _first(row):
             break
-    return summarize(newest, rows) if rows and newest else None
+    now_s = time.time() if now_s is None else now_s
+    return summarize(newest, resolve(rows, now_s)) if rows and newest else None
 
 
 async def window_rows(
@@ -254,6 +267,6 @@ async def window_rows(
         if wanted is not None and entry_org != wanted:
             continue
         row = _decode_lite.decode(raw)
-        if row.ts >= since_s:
+        if row.ts >= since_s and row.phase != Phase.STARTED:  # an attempt counts once, when it ends or is lost
             out.append(row)
     return out, False

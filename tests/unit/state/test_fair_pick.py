@@ -29,15 +29,15 @@ async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     await queue._push(payload)
 
 
-async def _pick_raw(redis: Redis, free: int) -> list[Any]:
+async def _pick_raw(redis: Redis, free: int, rung: int = 0) -> list[Any]:
     script = redis.register_script(_PICK)
-    raw: list[Any] = await script(keys=[keys.FAIR_RING, keys.QUEUE], args=[
-        free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, keys.RETRY_PREFIX, keys.JOB_PREFIX])
+    raw: list[Any] = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL], args=[
+        free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung, keys.RETRY_PREFIX, keys.JOB_PREFIX])
     return raw
 
 
-async def _pick(redis: Redis, free: int) -> list[str]:
-    raw = await _pick_raw(redis, free)
+async def _pick(redis: Redis, free: int, rung: int = 0) -> list[str]:
+    raw = await _pick_raw(redis, free, rung)
     return [j.decode() for j in raw[1::4]]
 
 
@@ -82,3 +82,26 @@ async def test_fair_pick_returns_what_arqs_run_job_opens_with(redis_client: Redi
     assert float(score) <= int(now_ms)
     assert await redis_client.get(keys.RETRY_PREFIX + "j0") == b"1"
     assert 0 < await redis_client.ttl(keys.RETRY_PREFIX + "j0") <= 88400
+
+
+async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(5):
+        await _enqueue(queue, f"d{i}", "org-d")
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 5  # one ring per job, for one worker each
+    await cast(Awaitable[bytes], redis_client.lpop(keys.DOORBELL))  # a worker woke on one ring...
+    assert await _pick(redis_client, 2, rung=1) == ["d0", "d1"]  # ...and filled two slots
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the second job's ring is gone too
+    assert await _pick(redis_client, 1) == ["d2"]  # a job end's pick, no ring popped
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 2
+    assert await _pick(redis_client, 9) == ["d3", "d4"]  # nothing waits any more: no ring left
+    assert await redis_client.exists(keys.DOORBELL) == 0
+
+
+async def test_doorbell_entries_popped_beyond_the_free_slots_go_back(redis_client: Redis) -> None:
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    for i in range(4):
+        await _enqueue(queue, f"e{i}", "org-e")
+    await cast(Awaitable[list[bytes]], redis_client.lpop(keys.DOORBELL, 3))  # a worker popped three rings but has one free slot
+    assert await _pick(redis_client, 1, rung=3) == ["e0"]
+    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the two unanswered rings are back: one per waiting job

@@ -18,9 +18,8 @@ from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
-from turnout.observability.records import (
-    FIELDS, RecordsObserver, RecordWriter, attempt_row, csv_lines, iso_ts, jsonl_lines, read_rows,
-)
+from turnout.observability.records import FIELDS, RecordsObserver, RecordWriter, attempt_row
+from turnout.observability.records_export import attempts, csv_lines, iso_ts, jsonl_lines, read_rows
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
 
@@ -54,8 +53,9 @@ def _row(i: int, org: str = "acme", ts: float = 1_700_000_000.0) -> dict[str, An
     return {name: None for name in FIELDS} | {"org": org, "request_id": f"r{i}", "ts": ts + i, "attempt": 1}
 
 
-async def _routed_rows(catalog: Catalog, config_policy: Any) -> list[dict[str, Any]]:
-    """Route one request (503, 503, fallback success) with a records observer; return the rows."""
+async def _routed_rows(catalog: Catalog, config_policy: Any, run: int = 1) -> list[dict[str, Any]]:
+    """Route one request (503, 503, fallback success) with a records observer; return the rows
+    (a started and an ended row per attempt)."""
     writer = RecordWriter(Redis(), max_len=10)  # never flushed here
     clock = iter(range(100, 200))
     observer = RecordsObserver(writer, catalog, clock=lambda: float(next(clock)))
@@ -65,17 +65,27 @@ async def _routed_rows(catalog: Catalog, config_policy: Any) -> list[dict[str, A
         sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
     )
     plan, view = await router.plan("chain", RoutingSettings(), config_policy)
-    info = RequestInfo(request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain")
+    info = RequestInfo(request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain", run=run,
+                       deadline_s=130.0)
     await router.route({"model": "chain", "messages": []}, plan=plan, view=view, policy=config_policy,
                        time_left_s=30, info=info)
-    return [writer._buffer.popleft() for _ in range(len(writer))]
+    return writer.rows()
+
+
+def _ended_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ended rows, after checking each follows its own started row."""
+    assert [r["phase"] for r in rows] == ["started", "ended"] * (len(rows) // 2)
+    assert [r["attempt_id"] for r in rows[::2]] == [r["attempt_id"] for r in rows[1::2]]
+    assert len({r["attempt_id"] for r in rows}) == len(rows) // 2
+    return rows[1::2]
 
 
 async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     config = parse_config(CONFIG, env={})
-    rows = await _routed_rows(Catalog(config), config.policy)
+    rows = _ended_rows(await _routed_rows(Catalog(config), config.policy))
     assert [r["attempt"] for r in rows] == [1, 2, 3]
-    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason"} for r in rows)
+    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason", "phase", "run"} for r in rows)
+    assert not any(r["is_rerun"] or r["lost"] for r in rows)
     assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)
     first, retry, fallback = rows
     assert (first["provider"], first["served_model"], first["status"], first["kind"]) == ("pa", "m-a", 503, "server_error")
@@ -90,6 +100,25 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     assert [r["ts"] for r in rows] == [100.0, 101.0, 102.0]
     assert not any(r["is_byok_fallback"] or r["is_strategy"] for r in rows)
     assert "key-a" not in json.dumps(rows) and "overloaded" not in json.dumps(rows)
+
+
+async def test_a_started_row_is_written_at_dispatch_with_the_outcome_unknown() -> None:
+    config = parse_config(CONFIG, env={})
+    rows = await _routed_rows(Catalog(config), config.policy)
+    started = rows[0::2]
+    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason", "phase", "run", "deadline_ts"}
+               for r in started)
+    first = started[0]
+    assert (first["kind"], first["class"], first["status"], first["cost_usd"]) == ("in_flight", None, None, None)
+    assert (first["provider"], first["served_model"], first["attempt"], first["deadline_ts"]) == ("pa", "m-a", 1, 130.0)
+    assert [r["ts"] for r in started] == [r["ts"] for r in rows[1::2]]  # the ended row keeps the start time
+    assert (started[1]["is_retry"], started[2]["is_fallback"]) == (True, True)
+
+
+async def test_a_rerun_marks_its_rows_is_rerun() -> None:
+    config = parse_config(CONFIG, env={})
+    rows = await _routed_rows(Catalog(config), config.policy, run=2)
+    assert all(r["is_rerun"] is True and r["run"] == 2 and r["lost"] is False for r in rows)
 
 
 def test_failed_attempt_row_costs_nothing_even_with_usage() -> None:
@@ -185,3 +214,125 @@ def test_exports_render_fields_in_order_with_iso_times() -> None:
     assert parsed[0]["is_retry"] == "true" and parsed[0]["is_fallback"] == "false" and parsed[0]["status"] == ""
     assert list(parsed[0]) == list(FIELDS)
     assert iso_ts(0.5) == "1970-01-01T00:00:00.500Z"
+
+
+def _phase_row(i: int, phase: str, run: int = 1, request_id: str = "job-1") -> dict[str, Any]:
+    return _row(i) | {"request_id": request_id, "attempt_id": f"a{i}", "phase": phase, "run": run,
+                      "is_rerun": run > 1, "lost": False, "deadline_ts": 1_700_000_030.0}
+
+
+async def test_started_rows_stay_open_until_their_end_is_written(redis_client: Redis) -> None:
+    await redis_client.delete(keys.RECORDS_STREAM, keys.open_attempts_key("job-1"))
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.start()
+    try:
+        written = writer.add_started(_phase_row(1, "started"))
+        assert await writer.settle(written, timeout_s=10) is True
+        assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
+        assert await redis_client.xlen(keys.RECORDS_STREAM) == 1
+        writer.add(_phase_row(1, "ended"))
+        await writer.flush()
+        assert await redis_client.exists(keys.open_attempts_key("job-1")) == 0
+        assert await redis_client.xlen(keys.RECORDS_STREAM) == 2
+    finally:
+        await writer.stop()
+
+
+async def test_settle_does_not_wait_without_a_flusher_or_while_redis_fails() -> None:
+    writer = RecordWriter(Redis(port=1, socket_connect_timeout=0.2), max_len=10)
+    written = writer.add_started(_phase_row(1, "started"))
+    assert await writer.settle(written, timeout_s=3600) is False  # no flusher running: nothing to wait for
+    assert await writer.flush() == 0 and writer.failing is True
+    writer.start()
+    try:
+        assert await writer.settle(writer.add_started(_phase_row(2, "started")), timeout_s=3600) is False
+    finally:
+        await writer.stop(timeout_s=0.5)
+
+
+async def test_a_rerun_writes_the_dead_runs_open_attempts_as_lost(redis_client: Redis) -> None:
+    await redis_client.delete(keys.RECORDS_STREAM, keys.open_attempts_key("job-1"))
+    writer = RecordWriter(redis_client, max_len=100)
+    for i in (1, 2):
+        writer.add_started(_phase_row(i, "started"))
+    writer.add(_phase_row(2, "ended"))
+    await writer.flush()
+    assert await writer.mark_lost("job-1", run=2) == 1
+    assert await writer.mark_lost("job-1", run=2) == 0  # once
+    assert await redis_client.exists(keys.open_attempts_key("job-1")) == 0
+    rows = [r async for r in read_rows(redis_client, org="acme")]
+    assert [(r["attempt_id"], r["phase"]) for r in rows] == [("a1", "started"), ("a2", "started"), ("a2", "ended"),
+                                                              ("a1", "lost")]
+    lost = rows[-1]
+    assert (lost["kind"], lost["lost"], lost["cost_usd"], lost["is_rerun"]) == ("lost", True, None, False)
+    one_each = [r async for r in attempts(read_rows(redis_client, org="acme"), now_s=0.0)]
+    assert [(r["attempt_id"], r["kind"] if r["lost"] else r["phase"]) for r in one_each] == [
+        ("a2", "ended"), ("a1", "lost")]
+
+
+async def test_a_rerun_leaves_its_own_runs_attempts_open(redis_client: Redis) -> None:
+    await redis_client.delete(keys.RECORDS_STREAM, keys.open_attempts_key("job-1"))
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.add_started(_phase_row(1, "started", run=2))
+    await writer.flush()
+    assert await writer.mark_lost("job-1", run=2) == 0
+    assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
+
+
+async def test_the_export_shows_an_orphan_in_flight_then_lost_by_the_clock(redis_client: Redis) -> None:
+    await redis_client.delete(keys.RECORDS_STREAM)
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.add_started(_phase_row(1, "started"))
+    await writer.flush()
+    [early] = [r async for r in attempts(read_rows(redis_client, org="acme"), now_s=1_700_000_031.0)]
+    [late] = [r async for r in attempts(read_rows(redis_client, org="acme"), now_s=1_700_000_061.0)]
+    assert (early["kind"], early["lost"]) == ("in_flight", False)
+    assert (late["kind"], late["lost"], late["cost_usd"]) == ("lost", True, None)
+    line = json.loads(jsonl_lines([late]))
+    assert (line["lost"], line["is_rerun"], line["attempt_id"]) == (True, False, "a1")
+
+
+async def test_a_started_row_that_outwaits_its_bound_stops_the_waits_until_a_flush_succeeds(
+    redis_client: Redis,
+) -> None:
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.start()
+    try:
+        pending = writer.add_started(_phase_row(1, "started"))
+        assert await writer.settle(pending, timeout_s=0) is False  # not flushed yet: the bound is over at once
+        assert writer.failing is True
+        assert await writer.settle(writer.add_started(_phase_row(2, "started")), timeout_s=3600) is False
+        await writer.flush()
+        assert writer.failing is False
+        assert await writer.settle(pending, timeout_s=0) is True
+    finally:
+        await writer.stop()
+
+
+async def test_the_started_record_is_awaited_before_each_call_unless_the_health_view_is_degraded() -> None:
+    from turnout.health import HealthView
+    from turnout.router import NullObserver
+    from turnout.state.breaker_store import Loaded
+
+    config = parse_config(CONFIG, env={})
+    catalog = Catalog(config)
+    awaited: list[object] = []
+
+    class Spy(NullObserver):
+        async def attempt_dispatched(self, handle: object) -> None:
+            awaited.append(handle)
+
+    fake = FakeClock(0.0)
+    router = Router(
+        catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=Spy(),
+        sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
+    )
+    plan, view = await router.plan("chain", RoutingSettings(), config.policy)
+    info = RequestInfo(request_id="rid", org="acme", requested_model="chain")
+    body = {"model": "chain", "messages": []}
+    await router.route(body, plan=plan, view=view, policy=config.policy, time_left_s=30, info=info)
+    assert len(awaited) == 3  # one per attempt
+    awaited.clear()
+    degraded = HealthView(Loaded(now_s=0.0, entries={}), clock=fake, degraded=True)
+    await router.route(body, plan=plan, view=degraded, policy=config.policy, time_left_s=30, info=info)
+    assert awaited == []  # Redis is known unreachable: the calls do not wait for it

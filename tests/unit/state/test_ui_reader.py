@@ -86,3 +86,28 @@ async def test_score_samples_are_kept_once_per_interval_newest_last(redis_client
     await redis_client.delete(keys.ui_score_tick_key("p/m"))
     await samples.sample(redis_client, [("p/m", 0.5)], now_s=111.0)
     assert (await samples.read(redis_client, ["p/m", "q/m"])) == {"p/m": [(100.0, 1.0), (111.0, 0.5)], "q/m": []}
+
+
+async def test_a_rerun_request_shows_one_row_per_attempt_with_the_dead_runs_attempt_lost(redis_client: Redis) -> None:
+    await redis_client.delete(keys.RECORDS_STREAM)
+    t0 = 1_700_000_000.0
+    dead: dict[str, Any] = {"attempt_id": "a1", "run": 1, "is_rerun": False, "lost": False, "deadline_ts": t0 + 20}
+    again: dict[str, Any] = {"attempt_id": "b1", "run": 2, "is_rerun": True, "lost": False, "deadline_ts": t0 + 40}
+    started: dict[str, Any] = {"phase": "started", "kind": "in_flight", "class": None, "status": None, "latency_ms": None,
+               "cost_usd": None}
+    await _write(redis_client, [
+        _row("job1", 1, **dead, **started),  # the killed run's attempt: never ended, not yet marked
+        _row("job1", 1, **again, **started, ts=t0 + 15),
+        _row("job1", 1, **again, phase="ended", ts=t0 + 15),
+    ])
+    early = await reader.find_request(redis_client, "job1", scope_org=None, now_s=t0 + 16)
+    assert early is not None and [(a.number, a.kind) for a in early.attempts] == [(1, "in_flight"), (1, "success")]
+    assert early.attempts[0].klass == "in_flight" and early.attempts[0].status is None
+    found = await reader.find_request(redis_client, "job1", scope_org=None, now_s=t0 + 60)
+    assert found is not None and found.outcome == "ok"
+    assert [(a.kind, a.flags) for a in found.attempts] == [("lost", ("lost",)), ("success", ("rerun",))]
+    assert "Re-run" in found.badges and "Lost ×1" in found.badges
+    page = await reader.read_page(redis_client, scope_org=None, filters=Filters(), size=5, now_s=t0 + 60)
+    assert [(r.request_id, len(r.attempts)) for r in page.requests] == [("job1", 2)]
+    rows, _ = await reader.window_rows(redis_client, scope_org=None, since_s=t0 - 1, scan_max=100)
+    assert len(rows) == 1  # only ended (and lost) rows count in the figures

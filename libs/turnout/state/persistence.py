@@ -1,0 +1,147 @@
+"""The start-up persistence check of every process that writes jobs (ingress, worker).
+
+Owns: reading Redis's `CONFIG GET appendonly` once at start, deciding what
+follows (`decide`, pure), and logging it as one structured line. Without AOF
+a Redis restart loses every queued job (their clients get `503 job_lost`),
+pending results and the circuit breakers' state, so a process refuses to
+start unless the operator allows it: `TURNOUT_ALLOW_NO_AOF=1` (or the
+`--allow-no-aof` flag of `turnout ingress` / `turnout worker`). Where
+`CONFIG` is disabled or renamed (managed Redis) persistence cannot be seen:
+the process warns and starts. An unreachable Redis is not judged here (the
+process's own readiness reports it).
+Must not import: services, FastAPI, arq.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import msgspec
+import redis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+log = logging.getLogger("turnout.persistence")
+
+ALLOW_ENV = "TURNOUT_ALLOW_NO_AOF"
+"""Environment variable: `1` (or `true`, `yes`) lets a process start on a Redis without AOF."""
+
+CONSEQUENCE = "queued jobs, pending results and circuit-breaker state are lost when Redis restarts"
+
+CHECK_TIMEOUT_S = 3.0
+"""Longest the check waits for Redis (seconds)."""
+
+
+class Persistence(enum.StrEnum):
+    """What `CONFIG GET appendonly` told."""
+
+    AOF = "aof"  # appendonly yes
+    OFF = "off"  # appendonly no
+    UNKNOWN = "unknown"  # CONFIG refused (disabled, renamed, no permission)
+    UNREACHABLE = "unreachable"  # no answer at all
+
+
+class Decision(msgspec.Struct, frozen=True, kw_only=True):
+    """What a starting process does about persistence.
+
+    Attributes:
+        start: False: refuse to start (exit non-zero).
+        level: the log level of `message` (`logging.INFO`, `WARNING`, `ERROR`), or None: say nothing.
+        message: one line naming the consequence and the way out.
+    """
+
+    start: bool
+    level: int | None
+    message: str
+
+
+class PersistenceOff(Exception):
+    """Raised by `require_persistence` when Redis runs without AOF and that is not allowed."""
+
+
+def decide(persistence: Persistence, *, allowed: bool, service: str) -> Decision:
+    """The decision for `persistence` (pure).
+
+    Args:
+        persistence: what the check found.
+        allowed: the operator allows a Redis without AOF (`TURNOUT_ALLOW_NO_AOF`).
+        service: the process's name for the message (`turnout ingress`).
+    """
+    if persistence is Persistence.AOF:
+        return Decision(start=True, level=None, message="")
+    if persistence is Persistence.OFF:
+        if allowed:
+            return Decision(start=True, level=logging.WARNING, message=(
+                f"{service}: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
+                f"Starting anyway: {ALLOW_ENV} is set."))
+        return Decision(start=False, level=logging.ERROR, message=(
+            f"{service}: refusing to start: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
+            f"Turn AOF on (redis-server --appendonly yes, or CONFIG SET appendonly yes), or allow it "
+            f"explicitly with {ALLOW_ENV}=1 (or --allow-no-aof)."))
+    if persistence is Persistence.UNKNOWN:
+        return Decision(start=True, level=logging.WARNING, message=(
+            f"{service}: Redis persistence could not be checked (CONFIG GET appendonly refused: disabled or "
+            f"renamed, as on managed Redis); make sure it persists (AOF), else {CONSEQUENCE}."))
+    return Decision(start=True, level=logging.WARNING, message=(
+        f"{service}: Redis unreachable at start; its persistence (AOF) was not checked."))
+
+
+def read_persistence(client: redis.Redis) -> Persistence:
+    """`CONFIG GET appendonly` through `client` (synchronous, its own timeouts)."""
+    try:
+        answer: Any = client.config_get("appendonly")
+    except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError):
+        return Persistence.UNREACHABLE
+    except ResponseError:
+        return Persistence.UNKNOWN  # unknown command (renamed / disabled) or NOPERM
+    except RedisError:
+        return Persistence.UNKNOWN
+    values = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in dict(answer).items()}
+    value = values.get("appendonly")
+    if value is None:
+        return Persistence.UNKNOWN
+    text = value.decode() if isinstance(value, bytes) else str(value)
+    return Persistence.AOF if text.strip().lower() == "yes" else Persistence.OFF
+
+
+def allowed_by(env: Mapping[str, str]) -> bool:
+    """True when `env` sets `TURNOUT_ALLOW_NO_AOF` to 1, true or yes."""
+    return env.get(ALLOW_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def require_persistence(
+    redis_url: str, *, service: str, allow: bool = False, env: Mapping[str, str] | None = None,
+) -> Decision:
+    """Check `redis_url` once at start; log the decision as one structured line.
+
+    Args:
+        redis_url: the process's Redis.
+        service: its name in the message (`turnout ingress`, `turnout worker`).
+        allow: the `--allow-no-aof` flag; `TURNOUT_ALLOW_NO_AOF` in `env`
+            (default `os.environ`) allows too.
+
+    Returns:
+        The decision (to start).
+
+    Raises:
+        PersistenceOff: AOF is off and not allowed (the message says why and how to allow).
+    """
+    allowed = allow or allowed_by(os.environ if env is None else env)
+    with redis.Redis.from_url(
+        redis_url, socket_connect_timeout=CHECK_TIMEOUT_S, socket_timeout=CHECK_TIMEOUT_S,
+    ) as client:
+        persistence = read_persistence(client)
+    decision = decide(persistence, allowed=allowed, service=service)
+    if decision.level is not None:
+        log.log(decision.level, decision.message, extra={
+            "event": "redis_persistence", "persistence": str(persistence), "allowed": allowed,
+            "refused": not decision.start,
+        })
+    if not decision.start:
+        raise PersistenceOff(decision.message)
+    return decision
