@@ -47,9 +47,10 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from run_gateway_bench import CONFIG, KEY  # noqa: E402
-from support.procs import Fleet, free_port, http_ok, wait_until  # noqa: E402
-from support.redis_count import commands_per_request  # noqa: E402
+from run_gateway_bench import CONFIG, KEY
+
+from support.procs import Fleet, free_port, http_ok, wait_until
+from support.redis_count import commands_per_request
 
 LITELLM_KEY = "sk-bench-0123456789abcdef0123456789abcdef"
 LITELLM_MOCK_PORT = 9100

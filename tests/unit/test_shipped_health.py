@@ -12,11 +12,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnout.core.breaker import CLOSED, BreakerSettings
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Policy
 from turnout.health import STALE_AFTER_S, Breakers, HealthView
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, Versioned
 from turnout.wire import JobPayload, payload_decoder, payload_encoder
-from turnout.core.plan import RoutingSettings
-from turnout.core.policy import Policy
 
 T = "sim-a/model"
 READ_AT = 1_700_000_000.0
