@@ -126,6 +126,21 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(args)
 
 
+def port_number(text: str) -> int:
+    """A TCP port from the command line or `$TURNOUT_PORT`: a whole number from 1 to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, quoting the value (argparse names the option).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, got {text[:40]!r}")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
     parser = argparse.ArgumentParser(prog="turnout", description="Turnout LLM gateway")
@@ -139,22 +154,24 @@ def build_parser() -> argparse.ArgumentParser:
                             "queued jobs and breaker state are then lost when Redis restarts")
 
     host = os.environ.get("TURNOUT_HOST", "127.0.0.1")
-    port = int(os.environ.get("TURNOUT_PORT", "8080"))
+    port = os.environ.get("TURNOUT_PORT", "8080")  # a string default: argparse checks it with `port_number`
 
     p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
     p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
     p.add_argument("--redis-url", help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started "
                                        "on a free port, printed at start)")
     p.add_argument("--host", default=host)
-    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--sim-port", type=int, default=9100)
+    p.add_argument("--sim-port", type=port_number, default=None,
+                   help="the provider simulator's port (default 9100); with --config, giving it starts the "
+                        "simulator too, for a file whose providers point at it")
     p.set_defaults(func=cmd_dev)
 
     p = sub.add_parser("ingress", help="run one ingress process")
     common(p)
     p.add_argument("--host", default=host)
-    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=cmd_ingress)
 
@@ -164,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sim", help="run the provider simulator")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9100)
+    p.add_argument("--port", type=port_number, default=9100)
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("config", help="configuration tools")
