@@ -25,6 +25,7 @@ Headers:
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 
@@ -41,18 +42,28 @@ def error_body(
     return _json.encode({"error": {"message": message, "type": error_type, "param": param, "code": code, **extra}})
 
 
+def header_text(value: str) -> str:
+    """`value` fit for an HTTP header: as is when printable ASCII (RFC 9110 §5.5 field-value
+    characters), else percent-encoded as UTF-8. Names are checked when written
+    (`turnout.tenancy.text`); this is the last guard, so a name stored before that check
+    can never turn an answer the provider already gave (and billed) into a 500."""
+    if value.isascii() and value.isprintable():
+        return value
+    return quote(value, safe="".join(chr(c) for c in range(0x21, 0x7F) if chr(c) != "%"))
+
+
 def served_headers(served: Served, request_id: str) -> dict[str, str]:
     """The `x-turnout-*` and `x-request-id` headers for `served`."""
     headers = {"x-request-id": request_id, "x-turnout-attempts": str(served.attempts)}
     if served.provider is not None and served.model is not None:
-        headers["x-turnout-provider"] = served.provider
-        headers["x-turnout-model"] = served.model
+        headers["x-turnout-provider"] = header_text(served.provider)
+        headers["x-turnout-model"] = header_text(served.model)
         headers["x-turnout-fallback"] = "1" if served.fallback else "0"
         headers["x-turnout-reroute"] = "1" if served.reroute else "0"
         headers["x-turnout-byok-fallback"] = "1" if served.byok_fallback else "0"
         headers["x-turnout-plan-fallback"] = "1" if served.plan_fallback else "0"
         if served.strategy is not None:
-            headers["x-turnout-strategy"] = served.strategy
+            headers["x-turnout-strategy"] = header_text(served.strategy)
     return headers
 
 

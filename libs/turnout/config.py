@@ -24,7 +24,7 @@ from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
-from turnout.tenancy.text import check_id, check_model, check_secret, check_url
+from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 
@@ -35,6 +35,10 @@ Port = Annotated[int, msgspec.Meta(ge=1, le=65535, description="a port is betwee
 EgressEntry = Annotated[str, msgspec.Meta(
     pattern=r"^[A-Za-z0-9_.:/\[\]-]+$", description="each entry is a CIDR, an address or a host name",
 )]
+UsdPerMtok = Annotated[float, msgspec.Meta(
+    ge=0, le=1_000_000, description="a price in USD per million tokens, 0 to 1000000",
+)]
+ContextWindow = Annotated[int, msgspec.Meta(ge=1, le=1_000_000_000, description="a token count, 1 to 1000000000")]
 GatewayKey = Annotated[str, msgspec.Meta(min_length=8, description="a gateway key needs at least 8 characters")]
 
 
@@ -62,8 +66,8 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     provider: str
     model: str
-    input_usd_per_mtok: float = 0.0
-    output_usd_per_mtok: float = 0.0
+    input_usd_per_mtok: UsdPerMtok = 0.0
+    output_usd_per_mtok: UsdPerMtok = 0.0
     supports_prefill: bool = True
 
 
@@ -80,7 +84,7 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """
 
     offers: Annotated[list[OfferConfig], msgspec.Meta(min_length=1, description="a model needs at least one offer")]
-    context_window: int | None = None
+    context_window: ContextWindow | None = None
     order: OrderName = "health"
 
 
@@ -479,7 +483,7 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     if b.max_cooldown_s < b.cooldown_s:
         raise ConfigError(f"breaker.max_cooldown_s: must be at least cooldown_s ({b.cooldown_s:g} s)")
     for name, provider in raw.providers.items():
-        check_model(f"providers.{name!r}", name)  # provider names travel in headers (`x-turnout-provider`)
+        check_model(f"providers.{short_name(name)}", name)  # provider names travel in headers (`x-turnout-provider`)
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         if "/" in name:
@@ -487,7 +491,7 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
     for model, spec in raw.models.items():
-        check_model(f"models.{model!r}", model)  # ids and names travel in headers (`x-turnout-model`)
+        check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
         for i, offer in enumerate(spec.offers):
             check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:

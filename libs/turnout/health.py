@@ -37,7 +37,9 @@ from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
 from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
-from turnout.state.breaker_store import BreakerStore, Loaded, RedisBreakerStore, Versioned, cap_subject
+from turnout.state.breaker_store import (
+    BreakerStore, Loaded, RedisBreakerStore, Speed, SpeedSample, Versioned, cap_subject,
+)
 from turnout.state.errors import StateUnavailable, outage_kind
 
 if TYPE_CHECKING:
@@ -95,14 +97,22 @@ class HealthView:
         degraded: the store was unreachable; everything reads CLOSED.
     """
 
-    def __init__(self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False) -> None:
+    def __init__(
+        self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False, age_s: float = 0.0
+    ) -> None:
         self.now_s = loaded.now_s
         self.entries = dict(loaded.entries)
         self.speeds = dict(loaded.speeds)
         self.caps = dict(loaded.caps)
         self._clock = clock
-        self.read_at = clock()
+        self.read_at = clock() - age_s  # a view read elsewhere `age_s` seconds ago (one shipped with a job)
         self.degraded = degraded
+
+    def loaded(self) -> Loaded | None:
+        """What was read, to ship with a job (`JobPayload.health`); None for a degraded view."""
+        if self.degraded:
+            return None
+        return Loaded(now_s=self.now_s, entries=self.entries, speeds=self.speeds, caps=self.caps)
 
     def refresh(self, loaded: Loaded) -> None:
         """Take newer snapshots (and the clock read with them)."""
@@ -279,6 +289,21 @@ class Breakers:
             self._outage(exc)
             return HealthView(Loaded(now_s=self._wall(), entries={}), clock=self._clock, degraded=True)
 
+    def shipped_view(self, subjects: Iterable[str], loaded: Loaded, store_now_s: float) -> HealthView | None:
+        """The view `loaded` (read by the ingress, shipped with the job) as of now, or None when it
+        cannot stand for a read now: older than `STALE_AFTER_S` by the store's clock (the job
+        waited in the queue), or without one of `subjects`.
+
+        Args:
+            subjects: the targets and credentials the plan needs.
+            loaded: the shipped read (`HealthView.loaded`).
+            store_now_s: the store's clock now (epoch seconds).
+        """
+        age_s = max(0.0, store_now_s - loaded.now_s)
+        if age_s > STALE_AFTER_S or any(s not in loaded.entries for s in subjects):
+            return None
+        return HealthView(loaded, clock=self._clock, age_s=age_s)
+
     async def _fresh(self, subject: str, view: HealthView) -> bool:
         """Re-read `subject` into `view` when the view is stale; False on a store outage."""
         if view.age_s() <= STALE_AFTER_S and subject in view.entries:
@@ -396,8 +421,9 @@ class Breakers:
         credential: Credential = Credential.SHARED,
         credential_key: str | None = None,
         retry_after_s: float | None = None,
+        measures: Speed | None = None,
     ) -> None:
-        """Count one attempt's result and give back the probe permit it held.
+        """Count one attempt's result, fold its measures in and give back the probe permit it held.
 
         Args:
             target: the target key.
@@ -409,10 +435,17 @@ class Breakers:
             credential_key: the credential's health subject
                 (`credential_subject`) for a tenant-owned credential.
             retry_after_s: the response's Retry-After hint, seconds.
+            measures: the attempt's measures (`record_speed`), folded in by
+                the target's first compare-and-set write (one round trip for
+                both), or on their own when no write is needed.
 
         What counts where is `turnout.core.counting.count`; writes are
         compare-and-set, retried on conflict with jittered backoff.
         """
+        sample = None
+        if measures is not None and (measures.ttft_ms is not None or measures.tokens_per_s is not None):
+            sample = SpeedSample(ttft_ms=measures.ttft_ms, tokens_per_s=measures.tokens_per_s,
+                                 alpha=self._speed_alpha, ttl_s=self._speed_ttl_s)
         counting = count(kind, credential=credential, retry_after_s=retry_after_s)
         if counting.alarm:
             log.error("platform key of %s rejected (%s): operator action needed; not counted against the target",
@@ -423,9 +456,10 @@ class Breakers:
             if not view.degraded:
                 async with asyncio.timeout(RECORD_TIMEOUT_S):  # a hung store must not hold the answer
                     if counting.target is not Counted.NEUTRAL or counting.rest_s is not None:
-                        await self._update(target, view, lambda snap, now: self._apply(
-                            snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
-                            sole=target in self._sole, error=error[:200]))
+                        if await self._update(target, view, lambda snap, now: self._apply(
+                                snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
+                                sole=target in self._sole, error=error[:200]), speed=sample):
+                            sample = None  # folded in by the write
                     if credential_key is not None and counting.credential is not Counted.NEUTRAL:
                         await self._update(credential_key, view, lambda snap, now: self._apply(
                             snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
@@ -435,6 +469,8 @@ class Breakers:
         finally:
             if probe_token is not None:
                 await self._release(target, probe_token)
+        if sample is not None:
+            await self.record_speed(target, ttft_ms=sample.ttft_ms, tokens_per_s=sample.tokens_per_s)
 
     async def cap_plan(self, scope: str, target: str, reset_in_s: float, view: HealthView) -> None:
         """Note that `scope`'s usage cap on `target` resets in `reset_in_s`
@@ -489,9 +525,13 @@ class Breakers:
         return new
 
     async def _update(
-        self, subject: str, view: HealthView, change: Callable[[BreakerSnapshot, float], BreakerSnapshot]
-    ) -> None:
+        self, subject: str, view: HealthView, change: Callable[[BreakerSnapshot, float], BreakerSnapshot],
+        speed: SpeedSample | None = None,
+    ) -> bool:
+        """Compare-and-set `change` of `subject`'s snapshot, retried on conflict; `speed`
+        rides with the first write. Returns True when a write carried `speed`."""
         lock = self._locks.setdefault(subject, asyncio.Lock())
+        carried = False
         async with lock:  # one writer per subject per process: fewer conflicts
             entry = view.entries.get(subject, Versioned(0, CLOSED))
             now = view.store_now()
@@ -500,14 +540,19 @@ class Breakers:
                     await asyncio.sleep(self._rng.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
                 new = change(entry.snapshot, now)
                 if new == entry.snapshot:
-                    return
-                current = await self._store.compare_and_set(subject, entry.version, new)
+                    return carried
+                if speed is not None and not carried:
+                    current = await self._store.compare_and_set(subject, entry.version, new, speed)
+                    carried = True
+                else:
+                    current = await self._store.compare_and_set(subject, entry.version, new)
                 if current is None:
                     view.entries[subject] = Versioned(entry.version + 1, new)
                     self._transitioned(subject, entry.snapshot, new, now)
-                    return
+                    return carried
                 entry, now = current.entries[subject], current.now_s
             log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
+        return carried
 
     def _transitioned(self, subject: str, old: BreakerSnapshot, new: BreakerSnapshot, now: float) -> None:
         before, after = state_at(old, now), state_at(new, now)

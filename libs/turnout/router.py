@@ -39,7 +39,7 @@ from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
 from turnout.scrub import Scrubber
-from turnout.state.breaker_store import MemoryBreakerStore, cap_subject
+from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, cap_subject
 
 
 class Clock(Protocol):
@@ -49,6 +49,18 @@ class Clock(Protocol):
 
 
 Sleep = Callable[[float], Awaitable[None]]
+
+
+class Shipped(msgspec.Struct, frozen=True):
+    """A health read made elsewhere (the ingress, for a queued job) and the store's clock now.
+
+    Attributes:
+        loaded: the read (`HealthView.loaded`), with the store's clock at it.
+        store_now_s: the store's clock now (epoch seconds), to age the read by.
+    """
+
+    loaded: Loaded
+    store_now_s: float
 
 
 class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
@@ -206,7 +218,7 @@ class Router:
 
     async def plan(
         self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
-        preferences: Preferences = Preferences(), catalog: Catalog | None = None,
+        preferences: Preferences = Preferences(), catalog: Catalog | None = None, shipped: Shipped | None = None,
     ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health and the
         fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
@@ -215,8 +227,13 @@ class Router:
         `org`'s own keys for the plan's providers and, when the plan has
         `plan_fallbacks`, the usage caps known for its targets.
 
+        A worker passes the read the ingress made for the job (`shipped`):
+        it stands for the read when fresh enough and complete
+        (`Breakers.shipped_view`), and a plan with usage caps always reads.
+
         Args:
             catalog: the request's catalog snapshot (default: the one in force now).
+            shipped: the ingress's health read for a queued job (see above).
 
         Returns:
             The plan and the health view it was ordered by (reused for
@@ -232,7 +249,12 @@ class Router:
         targets = plan_targets(every)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
         caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
-        view = await self._breakers.view([*targets, *self._credential_subjects(org, targets)], caps)
+        subjects = [*targets, *self._credential_subjects(org, targets)]
+        view = None
+        if shipped is not None and not caps:
+            view = self._breakers.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
+        if view is None:
+            view = await self._breakers.view(subjects, caps)
         health = view.ordering_health(self._breakers.settings)
         return self._build(catalog, model, settings, policy, health, preferences=preferences), view
 
@@ -378,18 +400,17 @@ class Router:
         view: HealthView, call: ResolvedCall,
     ) -> None:
         self._observer.attempt_ended(handle, info, record, result.usage)
+        measures = None
+        if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
+            measures = Speed(ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms))
         await self._breakers.record(
             record.target.key, record.kind, probe_token=gate.probe_token,
             error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
-            **self._record_args(call, record.target, info),
+            measures=measures, **self._record_args(call, record.target, info),
         )
         if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
             await self._breakers.cap_plan(
                 plan_cap_scope(call.credential, info.org), record.target.key, record.retry_after_s, view
-            )
-        if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
-            await self._breakers.record_speed(
-                record.target.key, ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms)
             )
 
     async def attempt_once(
@@ -461,14 +482,14 @@ class Router:
                 message=error if kind is not FailureKind.SUCCESS else "",
             )
             self._observer.attempt_ended(handle, info, final, usage)
-            await self._breakers.record(
-                record.target.key, kind, probe_token=gate.probe_token, error=error, view=view,
-                **self._record_args(call, record.target, info),
-            )
             # the time to first token is the attempt's duration at its commit point (`record`)
-            await self._breakers.record_speed(
-                record.target.key, ttft_ms=record.duration_ms,
+            measures = Speed(
+                ttft_ms=record.duration_ms,
                 tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
+            )
+            await self._breakers.record(
+                record.target.key, kind, probe_token=gate.probe_token, error=error, view=view, measures=measures,
+                **self._record_args(call, record.target, info),
             )
 
         return finish

@@ -12,6 +12,7 @@ import msgspec
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
+from turnout.state.breaker_store import Loaded
 
 
 class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -34,6 +35,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             to `deadline_epoch_s` on its own clock).
         reply_to: pub/sub channel of the waiting ingress process.
         trace: W3C trace context carrier (`traceparent`, `tracestate`).
+        health: the health read the ingress planned with (`HealthView.loaded`);
+            the worker plans with it instead of reading again while it is
+            fresh (`Breakers.shipped_view`); None: the worker reads.
         catalog_version: the catalog version the ingress accepted the job
             on (`turnout.catalog.live`); a worker on an older one catches up
             before planning, so a model the ingress knows is never 404 there.
@@ -52,6 +56,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     trace: dict[str, str] = {}
     preferences: Preferences = Preferences()
     budget_ms: int = 0
+    health: Loaded | None = None
     catalog_version: int = 0
 
 

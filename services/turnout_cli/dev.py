@@ -37,6 +37,9 @@ DEMO_ORG = "demo"
 LEGACY_DATA = "redis"
 """The one data directory of earlier versions, shared by every configuration."""
 
+DEFAULT_SIM_PORT = 9100
+"""The provider simulator's port when `--sim-port` is not given."""
+
 DEMO_CONFIG = """\
 # Demo catalog written by `turnout dev`: two simulated providers for one model.
 # sim-east always answers 503 (overloaded), so every request shows a retry and
@@ -246,12 +249,15 @@ def run_dev(args: argparse.Namespace) -> int:
         if not demo and asyncio.run(forget_demo(redis_url)):
             print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
+        sim_port = DEFAULT_SIM_PORT if args.sim_port is None else args.sim_port
         if demo:
             config_path = str(home / "demo.yaml")
-            Path(config_path).write_text(DEMO_CONFIG.format(sim_port=args.sim_port, key=DEMO_KEY))
-            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(args.sim_port)]))
-            print(f"simulator : http://127.0.0.1:{args.sim_port} (demo catalog in {config_path})")
+            Path(config_path).write_text(DEMO_CONFIG.format(sim_port=sim_port, key=DEMO_KEY))
             _demo_tenancy_env(home)
+        if demo or args.sim_port is not None:  # with --config, only when asked for
+            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(sim_port)]))
+            catalog = f"demo catalog in {config_path}" if demo else "for your catalog's providers"
+            print(f"simulator : http://127.0.0.1:{sim_port} ({catalog})")
         common = ["--config", str(config_path), "--redis-url", redis_url, *allow_no_aof]
         procs.append(subprocess.Popen(
             [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]

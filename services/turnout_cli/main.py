@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings
 from turnout_cli.admin import add_parser as add_admin_parser
+from turnout_cli.lean import defer_unused_imports
 from turnout_cli.logs import add_parser as add_logs_parser
 from turnout_cli.pipes import closed_pipe_safe
 
@@ -47,6 +48,7 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
+    defer_unused_imports()
     import uvicorn
 
     from turnout.config import load_config
@@ -70,6 +72,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
+    defer_unused_imports()
     from turnout.observability.jsonlog import configure_logging
     from turnout_worker.app import run
     from turnout_worker.observe import SERVICE_NAME
@@ -136,10 +139,30 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(args)
 
 
+def port_number(text: str) -> int:
+    """A TCP port from the command line or `$TURNOUT_PORT`: a whole number from 1 to 65535.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, quoting the value (argparse names the option).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, got {text[:40]!r}")
+    return value
+
+
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
-    """The argument parser of every subcommand (defaults from `settings`, else the process environment)."""
-    settings = settings if settings is not None else Settings.from_env(os.environ)
+    """The argument parser of every subcommand (defaults from `settings`, else the process environment;
+    a malformed variable there exits 2 naming it, as argparse does for a flag)."""
     parser = argparse.ArgumentParser(prog="turnout", description="Turnout LLM gateway")
+    if settings is None:
+        try:
+            settings = Settings.from_env(os.environ)
+        except ConfigError as exc:
+            parser.error(str(exc))
     sub = parser.add_subparsers(dest="command", required=True)
 
     def common(p: argparse.ArgumentParser) -> None:
@@ -156,15 +179,17 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     p.add_argument("--redis-url", help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started "
                                        "on a free port, printed at start)")
     p.add_argument("--host", default=host)
-    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--sim-port", type=int, default=9100)
+    p.add_argument("--sim-port", type=port_number, default=None,
+                   help="the provider simulator's port (default 9100); with --config, giving it starts the "
+                        "simulator too, for a file whose providers point at it")
     p.set_defaults(func=cmd_dev)
 
     p = sub.add_parser("ingress", help="run one ingress process")
     common(p)
     p.add_argument("--host", default=host)
-    p.add_argument("--port", type=int, default=port)
+    p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--log-level", default="warning")
     p.set_defaults(func=cmd_ingress)
 
@@ -174,7 +199,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("sim", help="run the provider simulator")
     p.add_argument("--host", default="127.0.0.1")
-    p.add_argument("--port", type=int, default=9100)
+    p.add_argument("--port", type=port_number, default=9100)
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("config", help="configuration tools")

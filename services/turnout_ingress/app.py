@@ -154,13 +154,14 @@ def create_app(
                 lambda: serve_stream(state, request, body, identity, request_id, deadline=deadline, plan=plan,
                                      view=view, catalog=catalog)))
         return await state.limiter.answer(
-            held, _queued(state, request, raw, identity, request_id, preferences, deadline, key))
+            held, _queued(state, request, raw, identity, request_id, preferences, deadline, key, view))
 
     async def _queued(
         state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
-        preferences: Preferences, deadline: Deadline, key: str | None,
+        preferences: Preferences, deadline: Deadline, key: str | None, view: HealthView,
     ) -> Response:
-        """Non-streaming: the job on the queue, its result as the answer (or a replay)."""
+        """Non-streaming: the job on the queue (with the health read it was planned with), its
+        result as the answer (or a replay)."""
         owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)
         if owner is not None:
             return await _replay(state, owner, deadline.at_s, request_id)
@@ -175,6 +176,7 @@ def create_app(
             preferences=preferences,
             deadline_epoch_s=deadline.at_s,
             reply_to=state.queue.reply_channel,
+            health=view.loaded(),
             catalog_version=state.catalogs.version,
         )
         submit = await unless_client_leaves(request, state.queue.submit(payload))
@@ -208,7 +210,21 @@ def create_app(
             )
         return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
 
+    _hot_routes_first(app)
     return app
+
+
+HOT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages"})
+"""The paths nearly every request takes: matched first (Starlette tries routes in order)."""
+
+
+def _hot_routes_first(app: FastAPI) -> None:
+    """Move the routes of `HOT_PATHS` to the front of `app`'s routes, keeping every route's
+    relative order otherwise (so the same request matches the same route as before: no other
+    route's pattern matches these exact paths)."""
+    routes = app.router.routes
+    hot = [r for r in routes if getattr(r, "path", None) in HOT_PATHS]
+    routes[:] = hot + [r for r in routes if getattr(r, "path", None) not in HOT_PATHS]
 
 
 def app_from_env() -> FastAPI:

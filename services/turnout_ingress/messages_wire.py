@@ -151,6 +151,14 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
         raise _fail("must be a string or an array of text blocks", "system")
     if data.get("stream") is not None and not isinstance(data["stream"], bool):
         raise _fail("must be a boolean", "stream")
+    for name in ("temperature", "top_p"):  # both 0 to 1 in the Messages API reference
+        number = data.get(name)
+        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
+                                   or not 0 <= number <= 1):
+            raise _fail("Input should be a number from 0 to 1", name)
+    top_k = data.get("top_k")
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
+        raise _fail("Input should be a non-negative integer", "top_k")
     return data
 
 

@@ -122,9 +122,7 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
             raise _invalid(
                 f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role"
             )
-        content = message.get("content")
-        if content is not None and not isinstance(content, (str, list)):
-            raise _invalid(f"`messages[{i}].content` must be a string or an array of parts.", f"messages[{i}].content")
+        _check_content(message, role, f"messages[{i}]")
     if "stream" in data and not isinstance(data["stream"], bool) and data["stream"] is not None:
         raise _invalid("`stream` must be a boolean.", "stream")
     for name, high in _INTEGERS.items():
@@ -141,7 +139,47 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         shaped = data.get(name)
         if shaped is not None and not isinstance(shaped, kind):
             raise _invalid(f"`{name}` must be {what}.", name)
+    _check_tools(data.get("tools"))
+    response_format = data.get("response_format")
+    if response_format is not None and response_format.get("type") not in _RESPONSE_FORMATS:
+        raise _invalid(f"`response_format.type` must be one of {', '.join(sorted(_RESPONSE_FORMATS))}.",
+                       "response_format.type")
     return data
+
+
+def _check_content(message: dict[str, Any], role: str, path: str) -> None:
+    """A message's `content`: required for every role but `assistant` (which may carry tool calls instead),
+    a string or an array of parts, each an object with a string `type`."""
+    content = message.get("content")
+    if content is None:
+        if role not in _CONTENT_OPTIONAL:
+            raise _invalid(f"`{path}.content` is required for a `{role}` message.", f"{path}.content")
+        return
+    if not isinstance(content, (str, list)):
+        raise _invalid(f"`{path}.content` must be a string or an array of parts.", f"{path}.content")
+    if isinstance(content, list):
+        for j, part in enumerate(content):
+            if not isinstance(part, dict) or not isinstance(part.get("type"), str):
+                raise _invalid(f"`{path}.content[{j}]` must be an object with a string `type`.",
+                               f"{path}.content[{j}]")
+
+
+def _check_tools(tools: Any) -> None:
+    """Each tool an object with a `type`; a `function` tool names its function (OpenAI Chat Completions)."""
+    for i, tool in enumerate(tools or ()):
+        if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
+            raise _invalid(f"`tools[{i}]` must be an object with a string `type`.", f"tools[{i}]")
+        if tool["type"] == "function":
+            function = tool.get("function")
+            if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
+                raise _invalid(f"`tools[{i}].function.name` is required for a function tool.",
+                               f"tools[{i}].function.name")
+
+
+_CONTENT_OPTIONAL = frozenset({"assistant", "function"})
+"""Roles whose `content` may be absent or null (an assistant turn with tool calls; a legacy function call)."""
+_RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
+"""`response_format.type` values of the OpenAI Chat Completions reference."""
 
 
 _INTEGERS = {"max_tokens": 2**31 - 1, "max_completion_tokens": 2**31 - 1, "n": 128}
@@ -151,6 +189,6 @@ _NUMBERS = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": 
 """Number fields and their ranges (OpenAI Chat Completions reference)."""
 _SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "tools": (list, "an array"), "stream_options": (dict, "an object"), "stop": ((str, list), "a string or an array"),
-    "response_format": (dict, "an object"), "metadata": (dict, "an object"),
+    "response_format": (dict, "an object"), "metadata": (dict, "an object"), "logit_bias": (dict, "an object"),
 }
 """Fields that must have a JSON shape when given (their content is the provider's to check)."""

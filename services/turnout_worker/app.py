@@ -24,11 +24,11 @@ from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.observability.jsonlog import configure_logging
-from turnout.router import RequestInfo, Router
+from turnout.router import RequestInfo, Router, Shipped
 from turnout.runtime import Runtime, build_runtime
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
-from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, redis_now_ms, time_left_s
+from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
 from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
@@ -106,7 +106,7 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     return result
 
 
-async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
+def _time_left_s(ctx: dict[str, Any], payload: JobPayload, store_now_ms: int) -> float:
     """Seconds the client still waits, measured on Redis's clock (not this host's).
 
     `budget_ms` counts from the job's queue score (Redis `TIME` at enqueue);
@@ -115,7 +115,7 @@ async def _time_left_s(ctx: dict[str, Any], payload: JobPayload) -> float:
     """
     if payload.budget_ms <= 0 or "score" not in ctx:
         return payload.deadline_epoch_s - time.time()
-    return time_left_s(payload, int(ctx["score"]), await redis_now_ms(ctx["redis"]))
+    return time_left_s(payload, int(ctx["score"]), store_now_ms)
 
 
 async def _mark_lost(services: WorkerServices, request_id: str, run: int) -> None:
@@ -160,7 +160,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     run = int(ctx.get("job_try", 1))
     if run > 1:
         await _mark_lost(services, payload.request_id, run)
-    time_left_s = await _time_left_s(ctx, payload)
+    store_now_ms = await ctx["worker"].store_now_ms()  # from the claim: no round trip
+    time_left_s = _time_left_s(ctx, payload, store_now_ms)
     if time_left_s <= 0:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
@@ -173,8 +174,10 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     await _catch_up(services.runtime.catalog_watch, payload.catalog_version)
     catalog = services.router.catalog  # this job's catalog to its end, whatever changes meanwhile
     try:
+        shipped = None if payload.health is None else Shipped(payload.health, store_now_ms / 1000)
         plan, view = await services.router.plan(
-            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, catalog=catalog
+            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, catalog=catalog,
+            shipped=shipped,
         )
     except (UnknownModel, NoMatchingOffer) as exc:
         status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (

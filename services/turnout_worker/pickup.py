@@ -55,14 +55,16 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import contextvars
 import logging
 import os
 import random
 import socket
+import time
 import uuid
-from typing import Any
+from typing import Any, cast
 
-from arq.connections import create_pool
+from arq.connections import ArqRedis, create_pool
 from arq.worker import Worker
 
 from turnout.core.queue_wait import RecentServiceTimes
@@ -83,6 +85,75 @@ DOORBELL_BACKOFF = Backoff()
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
+class Claimed:
+    """What the claim of one job read for it, in the same round trip.
+
+    Attributes:
+        job: the job's bytes (arq's `arq:job:<id>`), None if it expired.
+        job_try: its try counter after this claim (arq's `arq:retry:<id>`).
+        now_ms: Redis `TIME` at the claim (epoch ms).
+        at_s: this process's monotonic clock at the claim (seconds).
+        used: arq's `run_job` has taken `job` and `job_try`.
+    """
+
+    __slots__ = ("job", "job_try", "now_ms", "at_s", "used")
+
+    def __init__(self, job: bytes | None, job_try: int, now_ms: int) -> None:
+        self.job, self.job_try, self.now_ms = job, job_try, now_ms
+        self.at_s = time.monotonic()
+        self.used = False
+
+    def store_now_ms(self) -> int:
+        """Redis `TIME` now (epoch ms), extrapolated from the claim with this process's monotonic clock."""
+        return self.now_ms + int((time.monotonic() - self.at_s) * 1000)
+
+
+_CLAIMED: contextvars.ContextVar[Claimed | None] = contextvars.ContextVar("turnout_claimed", default=None)
+"""The claim of the job whose `run_job` (and function) runs in this context."""
+
+
+class _ClaimedPipeline:
+    """arq's opening transaction of `run_job` (GET job; INCR, EXPIRE retry), answered from the claim."""
+
+    def __init__(self, claimed: Claimed) -> None:
+        self._claimed = claimed
+
+    async def __aenter__(self) -> _ClaimedPipeline:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+    def get(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    def incr(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    def expire(self, *_: object) -> _ClaimedPipeline:
+        return self
+
+    async def execute(self) -> list[Any]:
+        return [self._claimed.job, self._claimed.job_try, True]
+
+
+class _ClaimedPool:
+    """The worker's pool as `run_job` first sees it for a claimed job: its one pipeline is answered locally."""
+
+    def __init__(self, pool: Any, claimed: Claimed) -> None:
+        self._pool = pool
+        self._claimed = claimed
+
+    def pipeline(self, transaction: bool = True) -> Any:
+        if not transaction or self._claimed.used:
+            return self._pool.pipeline(transaction=transaction)
+        self._claimed.used = True
+        return _ClaimedPipeline(self._claimed)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pool, name)
+
+
 class PushWorker(Worker):
     """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
 
@@ -101,6 +172,7 @@ class PushWorker(Worker):
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
+        self._claims: dict[str, Claimed] = {}  # picked with arq's opening reads, not yet in `run_job`
         self._rung = 0  # doorbell entries popped and not yet answered by a pick
         self._pop_again = asyncio.Event()  # a slot freed or popped entries were answered: the doorbell may pop
         self._doorbell: asyncio.Task[None] | None = None
@@ -113,6 +185,33 @@ class PushWorker(Worker):
         """The pickup scripts over this worker's pool (set when `main` starts)."""
         assert self._store is not None, "the worker has not started"
         return self._store
+
+    @property
+    def pool(self) -> ArqRedis:
+        """arq's pool; inside the `run_job` of a job picked with its opening reads, the pool that answers them."""
+        claimed = _CLAIMED.get()
+        if claimed is not None and not claimed.used:
+            return cast(ArqRedis, _ClaimedPool(self._pool, claimed))
+        return cast(ArqRedis, self._pool)
+
+    async def run_job(self, job_id: str, score: int) -> None:
+        """arq's `run_job`, with the claim's reads (job bytes, try, Redis clock) in its context."""
+        token = _CLAIMED.set(self._claims.pop(job_id, None))
+        try:
+            await super().run_job(job_id, score)
+        finally:
+            _CLAIMED.reset(token)
+
+    async def store_now_ms(self) -> int:
+        """Redis `TIME` now (epoch ms): extrapolated from the running job's claim, else one round trip.
+
+        Raises:
+            StateUnavailable: Redis unreachable (the round trip only).
+        """
+        claimed = _CLAIMED.get()
+        if claimed is not None:
+            return claimed.store_now_ms()
+        return await self.store.now_ms()
 
     async def main(self) -> None:
         """Run until stopped: startup hook, doorbell listener, scan loop."""
@@ -237,30 +336,33 @@ class PushWorker(Worker):
                 await self.store.ring_back(rung)
             return
         try:
-            picked = await self.store.pick(free, rung)
+            now_ms, picked = await self.store.pick(free, rung)
         except BaseException:
             self._rung += rung  # not answered: the next pick accounts for them
             raise
-        for job_id, score in picked:
-            await self._start(job_id, score)
+        for job in picked:
+            await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
         await self.pick_fair()
         await super()._poll_iteration()
 
-    async def _start(self, job_id: str, score: Any) -> None:
+    async def _start(self, job_id: str, score: Any, claimed: Claimed | None = None) -> None:
         self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
         try:
             await self.sem.acquire()
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
+        if claimed is not None:
+            self._claims[job_id] = claimed
         task = self.loop.create_task(self.run_job(job_id, int(float(score))))
-        task.add_done_callback(lambda _: self._ended())
+        task.add_done_callback(lambda _: self._ended(job_id))
         self.tasks[job_id] = task
 
-    def _ended(self) -> None:
+    def _ended(self, job_id: str = "") -> None:
+        self._claims.pop(job_id, None)  # a task cancelled before `run_job` began
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
             self.job_counter -= 1

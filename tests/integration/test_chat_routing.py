@@ -215,7 +215,7 @@ BAD_INPUTS = [
     pytest.param(b'{"model": "ok"}', KEY, 400, "messages", id="missing-messages"),
     pytest.param(b'{"model": "ok", "messages": []}', KEY, 400, "messages", id="empty-messages"),
     pytest.param(b'{"model": "ok", "messages": [{"role": "wizard"}]}', KEY, 400, "messages[0].role", id="bad-role"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": "user"}], "max_tokens": -1}', KEY, 400, "max_tokens",
+    pytest.param(b'{"model": "ok", "messages": [{"role": "user", "content": "x"}], "max_tokens": -1}', KEY, 400, "max_tokens",
                  id="negative-max-tokens"),
     pytest.param(b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}', KEY, 404, "model",
                  id="unknown-model"),

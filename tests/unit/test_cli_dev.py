@@ -1,4 +1,4 @@
-"""`turnout dev`: the demo catalogs agree, and a redis-server that dies at start is named at once."""
+"""`turnout dev`: the demo catalogs agree, a redis-server that dies at start is named at once, ports are checked."""
 
 from __future__ import annotations
 
@@ -7,8 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from turnout.config import parse_config
 from turnout_cli.dev import DEMO_CONFIG, DEMO_KEY, _wait_redis
+from turnout_cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,3 +36,21 @@ def test_a_redis_server_that_exits_at_start_is_named_without_waiting() -> None:
         server.wait(timeout=30)
         problem = _wait_redis(f"redis://127.0.0.1:{port}/0", 600, server)
     assert problem is not None and "exited at start (exit code 3)" in problem
+
+
+@pytest.mark.parametrize("value", ["99999", "0", "-1", "abc", ""])
+def test_a_port_out_of_range_is_refused_not_wrapped(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args(["ingress", "--port", value])
+    assert caught.value.code == 2
+    assert f"argument --port: a port is a whole number from 1 to 65535, got {value!r}" in capsys.readouterr().err
+
+
+def test_a_bad_turnout_port_is_refused_naming_the_option(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("TURNOUT_PORT", "99999")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["ingress"])
+    assert "got '99999'" in capsys.readouterr().err
+    monkeypatch.setenv("TURNOUT_PORT", "8090")
+    assert build_parser().parse_args(["ingress"]).port == 8090

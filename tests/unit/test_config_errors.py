@@ -28,7 +28,7 @@ def test_every_type_error_is_reported_in_one_run_with_its_path() -> None:
         "gatway: unknown field `gatway` (did you mean `gateway`?)",
         "providers.a.kind: Invalid enum value 'openaai' (allowed: 'openai', 'openai_compatible', 'anthropic')",
         "models.m.oder: unknown field `oder` (did you mean `order`?)",
-        "models.m.offers[0].input_usd_per_mtok: Expected `float`, got `str`",
+        "models.m.offers[0].input_usd_per_mtok: Expected `float`, got `str` (a price in USD per million tokens, 0 to 1000000)",
         "breaker.windw: unknown field `windw` (did you mean `window`?)",
         "breaker.cooldown_s: Expected `float` > 0.0",
     ]
@@ -110,3 +110,20 @@ egress: {ports: [0, 443, 70000], allow: ["a b"]}
         "egress.ports[0]", "egress.ports[2]", "egress.allow[0]",
     ]
     assert "routing.speed_alpha: Expected `float` <= 1.0 (a weight in (0, 1])" in str(info.value)
+
+
+def test_negative_prices_and_impossible_context_windows_are_refused_in_one_run() -> None:
+    text = """
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: k}
+models:
+  m:
+    context_window: -5
+    offers: [{provider: a, model: m, input_usd_per_mtok: -1, output_usd_per_mtok: 2000000}]
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert [line.split(":")[0] for line in str(info.value).splitlines()] == [
+        "models.m.offers[0].input_usd_per_mtok", "models.m.offers[0].output_usd_per_mtok", "models.m.context_window",
+    ]
+    assert "(a price in USD per million tokens, 0 to 1000000)" in str(info.value)

@@ -37,7 +37,7 @@ from turnout.errors import GatewayUnavailable
 from turnout.health import (
     MAX_PROBE_HOLD_S, RAMP_RETRY_S, STALE_AFTER_S, Breakers, Gate, HealthView, StoreErrorPolicy, credential_subject,
 )
-from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Versioned
+from turnout.state.breaker_store import Loaded, MemoryBreakerStore, SpeedSample, Versioned
 from turnout.state.errors import StateUnavailable, state_errors
 
 T = "acme/model-a"
@@ -183,9 +183,11 @@ class FlakyStore(CountingStore):
         self._check()
         return await super().load(targets, caps)
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
         self._check()
-        return await super().compare_and_set(target, version, snapshot)
+        return await super().compare_and_set(target, version, snapshot, speed)
 
     async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
         self._check()
@@ -1114,7 +1116,9 @@ class DownStore:
     ) -> None:
         raise self._down("record_speed")
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
         raise self._down("compare_and_set")
 
     async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
@@ -1246,7 +1250,9 @@ class AlwaysConflicting(CountingStore):
 
     writes = 0
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
         self.writes += 1
         return Loaded(now_s=self._clock(), entries={target: Versioned(version + 1, CLOSED)})
 

@@ -11,7 +11,7 @@ from turnout.config import parse_config
 from turnout.errors import ConfigError
 from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
 from turnout.tenancy.ssrf import AllowList
-from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url
+from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
 from test_orgs import CONFIG, doc, s
 
 
@@ -22,6 +22,8 @@ from test_orgs import CONFIG, doc, s
         (check_model, "custom:ep:llama 3", "printable ASCII"),
         (check_model, "m" * (MAX_MODEL_CHARS + 1), "too long"),
         (check_model, "", "empty"),
+        (check_model, "a catalog model", "printable ASCII"),  # a name travels in `x-turnout-model`
+        (check_model, "w\u2603", "printable ASCII"),  # a header cannot carry it: refused when written
         (check_secret, "sk-abc\nX-Evil: 1", "control character"),
         (check_secret, "sk abc", "printable ASCII"),
         (check_secret, "sk-é", "printable ASCII"),
@@ -30,7 +32,7 @@ from test_orgs import CONFIG, doc, s
         (check_url, "https://a.example/v1\x00", "control character"),
         (check_url, "https://a.example/" + "p" * 2048, "too long"),
     ],
-    ids=["model-crlf", "custom-model-space", "model-long", "model-empty", "key-lf", "key-space", "key-non-ascii",
+    ids=["model-crlf", "custom-model-space", "model-long", "model-empty", "model-space", "model-non-ascii", "key-lf", "key-space", "key-non-ascii",
          "id-line-separator", "id-long", "url-nul", "url-long"],
 )
 def test_unfit_strings_are_refused_with_the_path_and_without_the_value(check: object, value: str, why: str) -> None:
@@ -42,7 +44,7 @@ def test_unfit_strings_are_refused_with_the_path_and_without_the_value(check: ob
 
 def test_fit_strings_pass() -> None:
     check_model("p", "custom:ep:llama3:8b-instruct")
-    check_model("p", "a catalog model")  # catalog names are the operator's; only control characters matter
+    check_model("p", "gpt-4o-mini-2024-07-18")
     check_secret("p", "sk-proj-AbC_123-xyz")
     check_secret("p", "operator key with spaces", platform=True)
     check_id("p", "ci-bot.v2")
@@ -110,3 +112,8 @@ def test_the_configuration_file_is_checked_the_same_way(body: str, path: str) ->
     assert str(caught.value).startswith(f"{path}: "), str(caught.value)
     assert "abc" not in str(caught.value)
 
+
+
+def test_a_long_name_in_an_error_path_is_cut() -> None:
+    assert short_name("gpt") == "'gpt'"
+    assert short_name("m" * 300) == f"{'m' * 40!r}… (300 characters)"

@@ -42,7 +42,9 @@ from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION, MESSAGES_PATH, WireError, is_message, openai_usage, to_anthropic_request,
     to_openai_completion,
 )
-from turnout.adapters.base import AttemptResult, CallSpec, Usage, envelope_outcome, error_status_outcome
+from turnout.adapters.base import (
+    AttemptResult, CallSpec, Usage, endpoint_url, envelope_outcome, error_status_outcome,
+)
 from turnout.adapters.commit import DONE
 from turnout.core.types import Outcome, TransportError
 
@@ -70,7 +72,7 @@ def messages_request(
     if stream:
         headers["accept"] = "text/event-stream"
     return client.build_request(
-        "POST", base_url.rstrip("/") + MESSAGES_PATH, content=_encode.encode(translated), headers=headers
+        "POST", endpoint_url(base_url, MESSAGES_PATH), content=_encode.encode(translated), headers=headers
     )
 
 

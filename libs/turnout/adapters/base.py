@@ -15,6 +15,7 @@ answers in `read_outcome` and `stream_events`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
 
@@ -249,3 +250,17 @@ def describe_error(exc: BaseException, kind: TransportError) -> str:
     """
     cause = exc.__cause__ or exc
     return f"{_TRANSPORT_WORDS[kind]} ({type(cause).__name__})"
+
+
+@functools.lru_cache(maxsize=4096)
+def endpoint_url(base_url: str, path: str) -> httpx.URL:
+    """`base_url` (trailing `/` dropped) + `path`, parsed once per (base URL, path).
+
+    httpx parses a string URL on every `build_request`; a provider's
+    endpoint is the same for every attempt, so the parsed URL is kept (at
+    most 4,096 endpoints: the catalog's and tenants' custom ones).
+
+    Raises:
+        httpx.InvalidURL, ValueError: the URL cannot be parsed (not cached).
+    """
+    return httpx.URL(base_url.rstrip("/") + path)

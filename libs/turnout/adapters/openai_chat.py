@@ -22,7 +22,9 @@ import httpx
 import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
-from turnout.adapters.base import AttemptResult, CallSpec, Usage, envelope_outcome, error_status_outcome
+from turnout.adapters.base import (
+    AttemptResult, CallSpec, Usage, endpoint_url, envelope_outcome, error_status_outcome,
+)
 from turnout.adapters.commit import DONE
 from turnout.core.types import Outcome, TransportError
 
@@ -77,7 +79,7 @@ class OpenAIChat:
             headers["accept"] = "text/event-stream"
         headers["x-request-id"] = spec.request_id
         return client.build_request(
-            "POST", spec.base_url.rstrip("/") + "/chat/completions", content=spec.body, headers=headers
+            "POST", endpoint_url(spec.base_url, "/chat/completions"), content=spec.body, headers=headers
         )
 
     def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:

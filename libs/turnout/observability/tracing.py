@@ -34,11 +34,9 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from opentelemetry import metrics, trace
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -49,6 +47,9 @@ from opentelemetry.trace import Status
 from opentelemetry.util.types import Attributes
 
 from turnout.scrub import REDACTED, redact_shapes
+
+if TYPE_CHECKING:  # the metrics SDK is imported only when a reader is configured (~4 MiB per process)
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 log = logging.getLogger("turnout.tracing")
 
@@ -185,8 +186,9 @@ class Telemetry:
     def shutdown(self) -> None:
         """Flush and stop every exporter (blocks up to the SDK's timeouts)."""
         self.tracer_provider.shutdown()
-        if isinstance(self.meter_provider, MeterProvider):
-            self.meter_provider.shutdown()
+        shutdown = getattr(self.meter_provider, "shutdown", None)  # the SDK's; the API's no-op has none
+        if shutdown is not None:
+            shutdown()
 
 
 def _names(value: str | None) -> list[str]:
@@ -218,6 +220,8 @@ def _span_exporter(name: str, env: Mapping[str, str]) -> SpanExporter | None:
 
 
 def _metric_reader(name: str, env: Mapping[str, str]) -> MetricReader | None:
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+
     if name == "console":
         return PeriodicExportingMetricReader(ConsoleMetricExporter())
     if name == "otlp":
@@ -276,7 +280,9 @@ def setup_tracing(
         provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
     readers = [r for r in (_metric_reader(n, env) for n in _names(env.get("OTEL_METRICS_EXPORTER"))) if r is not None]
     readers.extend(metric_readers)
-    meter_provider: metrics.MeterProvider = (
-        MeterProvider(resource=resource, metric_readers=readers) if readers else metrics.NoOpMeterProvider()
-    )
+    meter_provider: metrics.MeterProvider = metrics.NoOpMeterProvider()
+    if readers:
+        from opentelemetry.sdk.metrics import MeterProvider
+
+        meter_provider = MeterProvider(resource=resource, metric_readers=readers)
     return Telemetry(provider, meter_provider, exporting)

@@ -64,6 +64,21 @@ class Speed(msgspec.Struct, frozen=True, kw_only=True):
     tokens_per_s: float | None = None
 
 
+class SpeedSample(msgspec.Struct, frozen=True, kw_only=True):
+    """One attempt's measures to fold into a target's rolling averages (`BreakerStore.record_speed`).
+
+    Attributes:
+        ttft_ms / tokens_per_s: as in `Speed`; None leaves that average as it is.
+        alpha: the averages' weight of this sample (0..1).
+        ttl_s: the measures expire this many seconds after the last update.
+    """
+
+    ttft_ms: float | None
+    tokens_per_s: float | None
+    alpha: float
+    ttl_s: int
+
+
 class Loaded(msgspec.Struct, frozen=True):
     """Snapshots read together, with the store's clock at the read (epoch seconds),
     and the measures of those subjects that have any."""
@@ -111,8 +126,12 @@ class BreakerStore(Protocol):
         A None measure leaves that average as it is."""
         ...
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
-        """Store `snapshot` as version+1 if the stored version is `version`.
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
+        """Store `snapshot` as version+1 if the stored version is `version`; fold
+        `speed` (when given) into the target's measures as `record_speed` does,
+        in the same round trip and whatever the write's outcome.
 
         Returns:
             None when stored; else the current entry (and clock) to recompute from.
@@ -185,8 +204,13 @@ class MemoryBreakerStore:
             tokens_per_s=old.tokens_per_s if tokens_per_s is None else ewma(old.tokens_per_s, tokens_per_s, alpha),
         ), now + ttl_s)
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
         """See `BreakerStore.compare_and_set`."""
+        if speed is not None:
+            await self.record_speed(target, ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s, alpha=speed.alpha,
+                                    ttl_s=speed.ttl_s)
         current = self._entries.get(target, Versioned(0, CLOSED))
         if current.version != version:
             return Loaded(now_s=self._clock(), entries={target: current})
@@ -219,8 +243,25 @@ class MemoryBreakerStore:
         return True
 
 
-# KEYS[1] snapshot hash   ARGV: expected version, new snapshot, key ttl s
-_CAS = """
+# Folds (field, sample) pairs of ARGV from index `first` into the speed hash `key`: each field's EWMA
+# with weight `a`; the hash expires `ttl` seconds later.
+_FOLD_SPEED = """
+local function fold_speed(key, a, ttl, first)
+  for i = first, #ARGV, 2 do
+    local x = tonumber(ARGV[i + 1])
+    local old = tonumber(redis.call('hget', key, ARGV[i]))
+    if old then x = old + a * (x - old) end
+    redis.call('hset', key, ARGV[i], string.format('%.17g', x))
+  end
+  redis.call('expire', key, ttl)
+end
+"""
+
+# KEYS[1] snapshot hash, KEYS[2] (optional) speed hash
+# ARGV: expected version, new snapshot, key ttl s, then with KEYS[2]: alpha, speed ttl s, (field, sample) pairs
+# The measures are folded whatever the write's outcome (the caller passes them with its first write only).
+_CAS = _FOLD_SPEED + """
+if KEYS[2] then fold_speed(KEYS[2], tonumber(ARGV[4]), ARGV[5], 6) end
 local v = redis.call('hget', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then
   local t = redis.call('time')
@@ -244,16 +285,28 @@ return 0
 """
 
 # KEYS[1] speed hash   ARGV: alpha, ttl s, then (field, sample) pairs: each field's EWMA
-_SPEED = """
-local a = tonumber(ARGV[1])
-for i = 3, #ARGV, 2 do
-  local x = tonumber(ARGV[i + 1])
-  local old = tonumber(redis.call('hget', KEYS[1], ARGV[i]))
-  if old then x = old + a * (x - old) end
-  redis.call('hset', KEYS[1], ARGV[i], string.format('%.17g', x))
-end
-redis.call('expire', KEYS[1], ARGV[2])
+_SPEED = _FOLD_SPEED + """
+fold_speed(KEYS[1], tonumber(ARGV[1]), ARGV[2], 3)
 return 1
+"""
+
+# KEYS: per target its snapshot hash and its measures hash, then one key per usage cap
+# ARGV[1]: the number of targets
+# Returns {TIME seconds, TIME micros, then per target v, s, ttft_ms, tps, then per cap its value}.
+_LOAD = """
+local t = redis.call('time')
+local out = {t[1], t[2]}
+local n = tonumber(ARGV[1])
+for i = 1, n do
+  local snap = redis.call('hmget', KEYS[2 * i - 1], 'v', 's')
+  local speed = redis.call('hmget', KEYS[2 * i], 'ttft_ms', 'tps')
+  out[#out + 1] = snap[1]
+  out[#out + 1] = snap[2]
+  out[#out + 1] = speed[1]
+  out[#out + 1] = speed[2]
+end
+for i = 2 * n + 1, #KEYS do out[#out + 1] = redis.call('get', KEYS[i]) end
+return out
 """
 
 _KEY_TTL_S = 7 * 24 * 3600
@@ -282,6 +335,14 @@ def _caps(subjects: Sequence[str], replies: Sequence[bytes | str | None]) -> dic
     return {s: v for s, v in values.items() if v is not None}
 
 
+def _speed_pairs(ttft_ms: float | None, tokens_per_s: float | None) -> list[str | float]:
+    pairs: list[str | float] = []
+    for field, sample in (("ttft_ms", ttft_ms), ("tps", tokens_per_s)):
+        if sample is not None:
+            pairs += [field, repr(float(sample))]
+    return pairs
+
+
 def _clock(seconds: bytes | str | int, micros: bytes | str | int) -> float:
     return int(seconds) + int(micros) / 1_000_000
 
@@ -296,30 +357,26 @@ class RedisBreakerStore:
         self._release = redis.register_script(_RELEASE)
         self._renew = redis.register_script(_RENEW)
         self._speed = redis.register_script(_SPEED)
+        self._load = redis.register_script(_LOAD)
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
-        """See `BreakerStore.load`: one round trip (`TIME`, two `HMGET` per
-        target: the snapshot and the measures, one `GET` per usage cap)."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            pipe.time()
-            for target in targets:
-                pipe.hmget(keys.breaker_key(target), ["v", "s"])
-                pipe.hmget(keys.speed_key(target), ["ttft_ms", "tps"])
-            for subject in caps:
-                pipe.get(keys.plan_cap_key(subject))
-            replies = await pipe.execute()
-        seconds, micros = replies[0]
-        per_target, cap_replies = replies[1:1 + 2 * len(targets)], replies[1 + 2 * len(targets):]
-        snapshots, measures = per_target[0::2], per_target[1::2]
-        speeds = {
-            t: Speed(ttft_ms=_number(ttft), tokens_per_s=_number(tps))
-            for t, (ttft, tps) in zip(targets, measures) if ttft is not None or tps is not None
-        }
+        """See `BreakerStore.load`: one command (a Lua script: `TIME`, two `HMGET`
+        per target: the snapshot and the measures, one `GET` per usage cap)."""
+        names: list[str] = []
+        for target in targets:
+            names += [keys.breaker_key(target), keys.speed_key(target)]
+        names += [keys.plan_cap_key(subject) for subject in caps]
+        replies = await self._load(keys=names, args=[len(targets)])
+        per_target, cap_replies = replies[2:2 + 4 * len(targets)], replies[2 + 4 * len(targets):]
+        entries: dict[str, Versioned] = {}
+        speeds: dict[str, Speed] = {}
+        for i, target in enumerate(targets):
+            version, data, ttft, tps = per_target[4 * i:4 * i + 4]
+            entries[target] = _entry(version, data)
+            if ttft is not None or tps is not None:
+                speeds[target] = Speed(ttft_ms=_number(ttft), tokens_per_s=_number(tps))
         return Loaded(
-            now_s=seconds + micros / 1_000_000,
-            entries={t: _entry(v, s) for t, (v, s) in zip(targets, snapshots)},
-            speeds=speeds,
-            caps=_caps(caps, cap_replies),
+            now_s=_clock(replies[0], replies[1]), entries=entries, speeds=speeds, caps=_caps(caps, cap_replies),
         )
 
     async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:
@@ -336,16 +393,21 @@ class RedisBreakerStore:
         self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
     ) -> None:
         """See `BreakerStore.record_speed`: one Lua round trip."""
-        pairs: list[str | float] = []
-        for field, sample in (("ttft_ms", ttft_ms), ("tps", tokens_per_s)):
-            if sample is not None:
-                pairs += [field, repr(float(sample))]
+        pairs = _speed_pairs(ttft_ms, tokens_per_s)
         if pairs:
             await self._speed(keys=[keys.speed_key(target)], args=[repr(float(alpha)), int(ttl_s), *pairs])
 
-    async def compare_and_set(self, target: str, version: int, snapshot: BreakerSnapshot) -> Loaded | None:
-        """See `BreakerStore.compare_and_set`: one Lua round trip."""
-        reply = await self._cas(keys=[keys.breaker_key(target)], args=[version, _encode.encode(snapshot), _KEY_TTL_S])
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+    ) -> Loaded | None:
+        """See `BreakerStore.compare_and_set`: one Lua round trip, `speed` folded in by the same script."""
+        names = [keys.breaker_key(target)]
+        args: list[bytes | str | int | float] = [version, _encode.encode(snapshot), _KEY_TTL_S]
+        pairs = _speed_pairs(speed.ttft_ms, speed.tokens_per_s) if speed is not None else []
+        if speed is not None and pairs:
+            names.append(keys.speed_key(target))
+            args += [repr(float(speed.alpha)), int(speed.ttl_s), *pairs]
+        reply = await self._cas(keys=names, args=args)
         if reply == 1:
             return None
         v, s, sec, usec = reply

@@ -11,7 +11,7 @@ Must not import: services, FastAPI, httpx.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
 
@@ -32,9 +32,12 @@ return s
 
 
 # KEYS: fair ring, queue, doorbell
-# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped
-# Returns {job id, queue score, ...}: the claimed jobs, round robin across orgs. A fair-queue entry
-# whose job left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped,
+#       retry prefix, job prefix
+# Returns {Redis TIME ms, job id, queue score, job bytes, try, ...}: the claimed jobs, round robin
+# across orgs, each with what arq's `run_job` opens with (the job's bytes; its try counter, incremented
+# and given arq's expiry), so the job starts without another round trip. A fair-queue entry whose job
+# left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 # The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
 # the ones the caller popped) are removed, popped ones left unanswered while jobs still wait are put
 # back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
@@ -43,10 +46,10 @@ _PICK = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
-local picked = {}
+local picked = {now_ms}
 local turns = want + redis.call('llen', KEYS[1])
 local drained = false
-while #picked < 2 * want and turns > 0 do
+while #picked < 1 + 4 * want and turns > 0 do
   turns = turns - 1
   local org = redis.call('lpop', KEYS[1])
   if not org then
@@ -63,14 +66,18 @@ while #picked < 2 * want and turns > 0 do
     redis.call('zrem', fair, job)
     if s and redis.call('exists', ARGV[3] .. job) == 0 then
       redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
+      local tries = redis.call('incr', ARGV[6] .. job)
+      redis.call('expire', ARGV[6] .. job, 88400)
       picked[#picked + 1] = job
       picked[#picked + 1] = s
+      picked[#picked + 1] = redis.call('get', ARGV[7] .. job)
+      picked[#picked + 1] = tries
       break
     end
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
 end
-local extra = #picked / 2 - tonumber(ARGV[5])
+local extra = (#picked - 1) / 4 - tonumber(ARGV[5])
 if drained then
   if extra ~= 0 then redis.call('del', KEYS[3]) end
 elseif extra > 0 then
@@ -93,6 +100,22 @@ return 1
 """
 
 
+class Picked(NamedTuple):
+    """One job `_PICK` claimed, with arq's opening reads of it.
+
+    Attributes:
+        job_id: the job's id.
+        score: its queue score (run time, epoch ms).
+        job: its bytes (`arq:job:<id>`), None if it expired.
+        job_try: its try counter after this claim (`arq:retry:<id>`).
+    """
+
+    job_id: str
+    score: Any
+    job: bytes | None
+    job_try: int
+
+
 @maps_state_errors
 class PickupStore:
     """The pickup scripts of one worker over `redis` (arq's pool).
@@ -111,18 +134,30 @@ class PickupStore:
         self._pick = redis.register_script(_PICK)
         self._deliver = redis.register_script(_DELIVER)
 
-    async def pick(self, free: int, rung: int = 0) -> list[tuple[str, Any]]:
-        """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), and account
-        for the `rung` doorbell entries the caller popped (the list stays about one entry per waiting job).
+    async def pick(self, free: int, rung: int = 0) -> tuple[int, list[Picked]]:
+        """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), reading for each
+        what arq's `run_job` opens with (its bytes; its try counter, incremented), and account for
+        the `rung` doorbell entries the caller popped (the list stays about one entry per waiting job).
 
         Returns:
-            (job id, queue score) of each claimed job, in pick order.
+            Redis `TIME` at the pick (epoch ms), and each claimed job in pick order.
         """
         picked = await self._pick(
             keys=[keys.FAIR_RING, self._queue, keys.DOORBELL],
-            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung],
+            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung,
+                  keys.RETRY_PREFIX, keys.JOB_PREFIX],
         )
-        return [(j.decode() if isinstance(j, bytes) else j, score) for j, score in zip(picked[::2], picked[1::2])]
+        jobs = []
+        for i in range(1, len(picked), 4):
+            job_id, score, job, job_try = picked[i:i + 4]
+            jobs.append(Picked(job_id=job_id.decode() if isinstance(job_id, bytes) else job_id, score=score,
+                               job=job or None, job_try=int(job_try)))
+        return int(picked[0]), jobs
+
+    async def now_ms(self) -> int:
+        """Redis `TIME` (epoch ms), one round trip."""
+        seconds, micros = await self._redis.time()
+        return int(seconds) * 1000 + int(micros) // 1000
 
     async def pop_doorbell(self, timeout_s: float) -> bool:
         """Pop one doorbell entry (`BLPOP keys.DOORBELL`), waiting up to `timeout_s` seconds.

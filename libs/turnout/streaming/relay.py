@@ -1,7 +1,7 @@
 """Relay: forward a committed upstream stream to the client (SPEC §8).
 
-Owns: everything after the commit point. The held frames go first, then the
-live events, one at a time (the client's pace is the upstream's: nothing is
+Owns: everything after the commit point. The held frames go first (in one write),
+then the live events, one at a time (the client's pace is the upstream's: nothing is
 buffered beyond one event). The stream is never retried once committed:
 - `[DONE]` ends it normally;
 - an upstream error, a reset or a cut ends it with a final
@@ -197,22 +197,26 @@ async def relay(
     try:
         while True:
             try:
+                opening: list[bytes] = []  # the held frames go out in one write (one socket send, not one each)
                 for data in stream.held:
                     held = _decode.decode(data)
                     if continuing and not is_content(held):
                         continue  # the continuation's role-only opening chunk
                     out = client_frame(data, held)
                     if out is not None:
-                        yield out
+                        opening.append(out)
                 if stream.done:
-                    yield DONE_FRAME
+                    yield b"".join([*opening, DONE_FRAME])
                     return
+                if opening:
+                    yield b"".join(opening)
                 while True:
                     sse = await _next_event(stream, stall_timeout_s, tally)
-                    if sse is None or sse.data.strip() == DONE:
+                    data = sse.data.strip() if sse is not None else DONE
+                    if data == DONE:
                         yield DONE_FRAME
                         return
-                    if not sse.data.strip():
+                    if not data:
                         continue
                     try:
                         chunk = _decode.decode(sse.data)

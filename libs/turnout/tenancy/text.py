@@ -16,9 +16,9 @@ never quoted, since it may be a secret):
 - API keys (BYOK, custom endpoint, gateway keys from the file):
   1–`MAX_SECRET_CHARS` printable ASCII characters, no spaces; the
   operator's platform keys: no control characters;
-- model names in settings: at most `MAX_MODEL_CHARS` characters, no control
-  characters; a `custom:<endpoint>:<model>` entry printable ASCII without
-  spaces (it names a model no catalog vouches for);
+- model and provider names (catalog ids, offers' upstream models, models in
+  settings, `custom:<endpoint>:<model>` entries): 1–`MAX_MODEL_CHARS`
+  printable ASCII characters without spaces, since they travel in headers;
 - endpoint URLs: at most `MAX_URL_CHARS` characters (their other rules are
   `turnout.tenancy.ssrf.check_base_url`).
 """
@@ -58,6 +58,14 @@ def refusal(value: str, *, max_chars: int, visible_ascii: bool) -> str | None:
     return None
 
 
+def short_name(value: str, limit: int = 40) -> str:
+    """`value` quoted for an error path, cut to `limit` characters (with its length) so a
+    refusal never echoes an over-long or unprintable name in full."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}… ({len(value)} characters)"
+
+
 def _check(path: str, value: str, *, max_chars: int, visible_ascii: bool) -> None:
     reason = refusal(value, max_chars=max_chars, visible_ascii=visible_ascii)
     if reason is not None:
@@ -80,8 +88,9 @@ def check_secret(path: str, value: str, *, platform: bool = False) -> None:
 
 
 def check_model(path: str, value: str) -> None:
-    """Refuse a model name of a setting unfit for a header (`ConfigError` naming `path`)."""
-    _check(path, value, max_chars=MAX_MODEL_CHARS, visible_ascii=value.startswith("custom:"))
+    """Refuse a model or provider name unfit for a header (`ConfigError` naming `path`):
+    printable ASCII without spaces, as `x-turnout-model` / `x-turnout-provider` carry it."""
+    _check(path, value, max_chars=MAX_MODEL_CHARS, visible_ascii=True)
 
 
 def check_url(path: str, value: str) -> None:

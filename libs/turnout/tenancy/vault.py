@@ -35,14 +35,13 @@ import base64
 import binascii
 import os
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
-from cryptography.exceptions import InvalidTag
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+if TYPE_CHECKING:  # `cryptography` is imported once a key is configured or used (~9 MiB a process)
+    from cryptography.fernet import Fernet
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 SECRET_KEY_ENV = "TURNOUT_SECRET_KEY"
 TAIL_CHARS = 4
@@ -114,11 +113,17 @@ def mask(tail: str) -> str:
 
 def generate_key() -> str:
     """A new key (32 random bytes, URL-safe base64; the Fernet key format) for `TURNOUT_SECRET_KEY`."""
+    from cryptography.fernet import Fernet
+
     return Fernet.generate_key().decode("ascii")
 
 
 def _derive(raw: bytes) -> AESGCM:
     """The AES-256-GCM key derived from one configured key (HKDF-SHA256, RFC 5869)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     return AESGCM(HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_HKDF_INFO).derive(raw))
 
 
@@ -138,6 +143,8 @@ class Vault:
     def __init__(self, keys: list[str]) -> None:
         fernets: list[Fernet] = []
         aeads: list[AESGCM] = []
+        if keys:
+            from cryptography.fernet import Fernet, MultiFernet
         for i, key in enumerate(keys):
             try:
                 encoded = key.strip().encode("ascii")
@@ -192,6 +199,9 @@ class Vault:
                 (moved, altered, or its key rotated out).
         """
         aeads = self._require()
+        from cryptography.exceptions import InvalidTag
+        from cryptography.fernet import InvalidToken, MultiFernet
+
         if not sealed.token.startswith(TOKEN_PREFIX):
             if not legacy:
                 raise SecretUnbound("a stored secret was sealed before binding; run `turnout admin rotate-secrets`")

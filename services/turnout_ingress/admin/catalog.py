@@ -86,8 +86,10 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
         return KeyRef(source="env", name=spec.api_key_env)
     if isinstance(spec.api_key, msgspec.UnsetType):
         return current.key if current is not None else None
-    if spec.api_key is None or spec.api_key == "":
+    if spec.api_key is None:
         return None
+    if not spec.api_key.strip():  # an empty read of stdin must not pass as "stored" while removing the key
+        raise rejected(invalid("api_key", "must not be empty (send `null` to remove the provider's key)"))
     secret_fit("api_key", spec.api_key)
     return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
 

@@ -29,6 +29,9 @@ PAGE_SIZE = 500
 """Stream entries read per XRANGE call."""
 
 router = APIRouter()
+MAX_EPOCH_S = 253_370_764_799
+"""9998-12-31T23:59:59Z in epoch seconds: the last moment a query may name (its month
+still ends in a year `datetime` holds)."""
 
 
 def parse_time(value: str | None, param: str) -> float | None:
@@ -40,18 +43,26 @@ def parse_time(value: str | None, param: str) -> float | None:
     if value is None or value == "":
         return None
     try:
-        return float(value)
+        epoch_s = float(value)
     except ValueError:
-        pass
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError as exc:
+        epoch_s = None
+    if epoch_s is None:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise RequestRejected(
+                400, f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.", param=param,
+                code="invalid_request",
+            ) from exc
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        epoch_s = parsed.timestamp()
+    if not 0 <= epoch_s <= MAX_EPOCH_S:  # also refuses nan; inf and 1e400 are out of range
         raise RequestRejected(
-            400, f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.", param=param
-        ) from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.timestamp()
+            400, f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
+            param=param, code="invalid_request",
+        )
+    return epoch_s
 
 
 async def export_response(
@@ -114,7 +125,7 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
         )
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
-        raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format")
+        raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code="invalid_request")
     since_s = parse_time(request.query_params.get("since"), "since")
     until_s = parse_time(request.query_params.get("until"), "until")
     return await export_response(redis, identity.org, fmt, since_s, until_s)

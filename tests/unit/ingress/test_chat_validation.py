@@ -35,6 +35,14 @@ def body(**extra: Any) -> bytes:
         ({"stream_options": "yes"}, "stream_options"),
         ({"stop": 5}, "stop"),
         ({"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
+        ({"messages": [{"role": "user"}]}, "messages[0].content"),
+        ({"messages": [{"role": "tool", "content": None, "tool_call_id": "c"}]}, "messages[0].content"),
+        ({"messages": [{"role": "user", "content": [{"text": "no type"}]}]}, "messages[0].content[0]"),
+        ({"messages": [{"role": "user", "content": ["hi"]}]}, "messages[0].content[0]"),
+        ({"logit_bias": "x"}, "logit_bias"),
+        ({"response_format": {"type": "nope"}}, "response_format.type"),
+        ({"tools": [{"type": "function"}]}, "tools[0].function.name"),
+        ({"tools": ["f"]}, "tools[0]"),
     ],
 )
 def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -> None:
@@ -50,6 +58,10 @@ def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -
         {"tools": []}, {"stream_options": {"include_usage": True}}, {"stop": ["\n"]}, {"stop": "END"},
         {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
         {"messages": [{"role": "assistant", "content": None, "tool_calls": []}]},
+        {"messages": [{"role": "assistant", "tool_calls": []}]}, {"logit_bias": {"50256": -100}},
+        {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
+        {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
+        {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]},
     ],
 )
 def test_valid_fields_pass(extra: dict[str, Any]) -> None:

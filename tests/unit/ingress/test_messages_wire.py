@@ -54,7 +54,10 @@ def test_bad_messages_request_is_refused_naming_the_field(raw: bytes, param: str
      ({"max_tokens": None}, "max_tokens: Field required (a positive integer)"),
      ({"max_tokens": "64"}, "max_tokens: Input should be a positive integer"),
      ({"messages": {}}, "messages: Input should be a non-empty array"),
-     ({"model": "m" * 10_000}, "model: must be at most 256 characters (got 10000)")],
+     ({"model": "m" * 10_000}, "model: must be at most 256 characters (got 10000)"),
+     ({"temperature": 7}, "temperature: Input should be a number from 0 to 1"),
+     ({"top_p": True}, "top_p: Input should be a number from 0 to 1"),
+     ({"top_k": -1}, "top_k: Input should be a non-negative integer")],
 )
 def test_a_missing_field_and_a_wrong_one_are_told_apart(fields: dict[str, Any], message: str) -> None:
     body = {k: v for k, v in _body(**fields).items() if v is not None}

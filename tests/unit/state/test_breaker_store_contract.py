@@ -26,7 +26,9 @@ from turnout.core.breaker import CLOSED, BreakerSettings, BreakerSnapshot, Break
 from turnout.core.types import FailureKind
 from turnout.health import Breakers
 from turnout.state import keys
-from turnout.state.breaker_store import BreakerStore, Loaded, MemoryBreakerStore, RedisBreakerStore, Versioned
+from turnout.state.breaker_store import (
+    BreakerStore, Loaded, MemoryBreakerStore, RedisBreakerStore, SpeedSample, Versioned,
+)
 
 T = "acme/model-a"
 U = "other/model-b"
@@ -452,6 +454,19 @@ async def test_store_speeds_are_loaded_with_the_snapshots_and_follow_an_ewma(har
     assert loaded.speeds[T].ttft_ms == pytest.approx(400.0 + 0.25 * (800.0 - 400.0))
     assert loaded.speeds[T].tokens_per_s == pytest.approx(50.0)  # a None sample leaves it alone
     assert loaded.entries[T] == Versioned(0, CLOSED)  # measures never touch the snapshot
+
+
+async def test_store_cas_folds_the_speed_sample_in_whatever_the_write_s_outcome(harness: Harness) -> None:
+    """The measures ride with a compare-and-set (one round trip) and are folded once, stored or not."""
+    await harness.store.record_speed(T, ttft_ms=400.0, tokens_per_s=50.0, alpha=0.25, ttl_s=60)
+    sample = SpeedSample(ttft_ms=800.0, tokens_per_s=None, alpha=0.25, ttl_s=60)
+    assert await harness.store.compare_and_set(T, 0, TRIPPED, sample) is None
+    assert await harness.store.compare_and_set(T, 0, HEALTHY, sample) is not None  # lost: version moved on
+    loaded = await harness.store.load([T])
+    assert loaded.entries[T] == Versioned(1, TRIPPED)
+    first = 400.0 + 0.25 * (800.0 - 400.0)
+    assert loaded.speeds[T].ttft_ms == pytest.approx(first + 0.25 * (800.0 - first))
+    assert loaded.speeds[T].tokens_per_s == pytest.approx(50.0)
 
 
 async def test_store_speed_with_only_a_rate_leaves_latency_unmeasured(harness: Harness) -> None:

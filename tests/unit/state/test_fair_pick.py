@@ -7,7 +7,7 @@ ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import cast
+from typing import Any, cast
 
 import time
 
@@ -29,11 +29,16 @@ async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     await queue._push(payload)
 
 
-async def _pick(redis: Redis, free: int, rung: int = 0) -> list[str]:
+async def _pick_raw(redis: Redis, free: int, rung: int = 0) -> list[Any]:
     script = redis.register_script(_PICK)
-    raw = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL],
-                       args=[free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung])
-    return [j.decode() for j in raw[::2]]
+    raw: list[Any] = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL], args=[
+        free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung, keys.RETRY_PREFIX, keys.JOB_PREFIX])
+    return raw
+
+
+async def _pick(redis: Redis, free: int, rung: int = 0) -> list[str]:
+    raw = await _pick_raw(redis, free, rung)
+    return [j.decode() for j in raw[1::4]]
 
 
 async def test_fair_pick_takes_orgs_round_robin_whatever_their_backlog(redis_client: Redis) -> None:
@@ -62,6 +67,21 @@ async def test_fair_pick_drops_entries_of_jobs_gone_or_running_elsewhere(redis_c
     assert await redis_client.exists(keys.FAIR_RING, keys.fair_org_key("org-x")) == 0
     await _enqueue(queue, "x3", "org-x")  # an emptied org comes back on the ring
     assert await _pick(redis_client, 5) == ["x3"]
+
+
+async def test_fair_pick_returns_what_arqs_run_job_opens_with(redis_client: Redis) -> None:
+    """The claim reads the job's bytes and counts its try (arq's retry key, arq's expiry) in the same
+    round trip, and returns Redis's clock, so the job starts with no further read."""
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
+    await _enqueue(queue, "j0", "org-j")
+    stored = await redis_client.get(keys.JOB_PREFIX + "j0")
+    now_ms, job_id, score, job, job_try = await _pick_raw(redis_client, 1)
+    seconds, _ = await redis_client.time()
+    assert (job_id, job, job_try) == (b"j0", stored, 1)
+    assert abs(int(now_ms) - seconds * 1000) < 2000
+    assert float(score) <= int(now_ms)
+    assert await redis_client.get(keys.RETRY_PREFIX + "j0") == b"1"
+    assert 0 < await redis_client.ttl(keys.RETRY_PREFIX + "j0") <= 88400
 
 
 async def test_the_doorbell_holds_one_entry_per_waiting_job(redis_client: Redis) -> None:

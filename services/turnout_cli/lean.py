@@ -1,0 +1,50 @@
+"""Imports a server process never uses, deferred or left out (issue: Performance, memory).
+
+Owns: two import-time savings, applied at the start of `turnout ingress` and
+`turnout worker`, before anything imports httpx or redis:
+
+- `jwt` (PyJWT) is imported by redis-py at module load for a token
+  authentication Turnout does not use, and it imports `cryptography`'s
+  OpenSSL bindings (~8 MiB a process). It is replaced by a deferred module
+  that imports the real one on the first attribute read (never, in
+  Turnout). `importlib.util.LazyLoader` cannot serve here: on Python 3.11 the
+  import system reads `__spec__` of the module on `import jwt`, which makes a
+  lazily loaded module execute at once. (`turnout.tenancy.vault` imports
+  `cryptography` itself only once a key is configured or used.)
+- `httpx._main`, httpx's command line client, is imported by `import httpx`
+  whenever click, rich and pygments are installed (a development
+  environment: ~4 MiB a process); a server never runs it, so it is marked
+  absent and httpx keeps its own fallback `main`.
+
+Measured RSS at rest: bench/README.md ("Memory").
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import Any
+
+DEFERRED = ("jwt",)
+"""Modules imported at first use instead of at `import` (module doc)."""
+
+
+class Deferred(types.ModuleType):
+    """A stand-in for a module in `sys.modules` that imports the real module on the first
+    attribute read, then forwards every read to it."""
+
+    def __getattr__(self, attr: str) -> Any:  # only attributes the stand-in lacks
+        real = sys.modules.get(self.__name__)
+        if real is self or real is None:
+            sys.modules.pop(self.__name__, None)
+            real = importlib.import_module(self.__name__)
+        return getattr(real, attr)
+
+
+def defer_unused_imports() -> None:
+    """Defer `DEFERRED` and leave out httpx's command line client (module doc); idempotent,
+    and a module already imported is left as it is."""
+    for name in DEFERRED:
+        sys.modules.setdefault(name, Deferred(name))
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]

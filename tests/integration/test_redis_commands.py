@@ -1,0 +1,82 @@
+"""The Redis commands one request costs stay at or below the figures reached (issue: Performance).
+
+A real fleet (Redis, simulator, one ingress, one worker; then two workers);
+`support.redis_count` counts, with `MONITOR`, the commands each of 20
+sequential requests makes after a warm-up. A request's own commands are the
+same every time; background loops landing in a window only add to it, so
+the fewest over the 20 is compared. Prints the figures and that request's commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+
+from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, start_gateway
+from support.procs import Fleet, require_redis
+from support.redis_count import RequestCommands, commands_per_request
+
+pytestmark = pytest.mark.integration
+
+KEY = "tk-test-rediscount-000001"
+
+CONFIG = SIM_PROVIDERS + """\
+models:
+  ok: {{offers: [{{provider: sim-a, model: count-ok}}]}}
+""" + BREAKER_OFF + """
+orgs:
+  acme:
+    keys:
+      - {{name: main, key: {key}}}
+"""
+
+QUEUED_MAX = 6
+"""Commands per queued (non-streaming) request (18 before folding): the ingress's health read and
+enqueue (2 scripts); the worker's doorbell pop (`BLPOP`), its claim with arq's opening reads and
+Redis's clock, the breaker record with the speed sample, deliver-and-finish (3 scripts). The health
+read travels with the job. The attempt records' writes are counted apart (`support.redis_count`)."""
+QUEUED_MAX_TWO_WORKERS = QUEUED_MAX
+"""With two workers (19 before): one doorbell ring wakes one worker."""
+STREAM_MAX = 2
+"""Commands per stream, served by the ingress (5 before): the health read, the breaker record with the speed sample."""
+
+
+def _sender(gw: Gateway, client: httpx.Client, *, stream: bool) -> Callable[[], None]:
+    body = {"model": "ok", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stream": stream}
+
+    def send() -> None:
+        response = client.post(f"{gw.base_url}/v1/chat/completions", json=body)
+        assert response.status_code == 200, response.text
+        assert not stream or b"[DONE]" in response.content
+
+    return send
+
+
+def _show(what: str, counted: RequestCommands) -> None:
+    print(f"{what}: {counted.fewest} client commands (+{counted.fewest_inside_scripts} inside scripts); "
+          f"per request {counted.per_request}; attempt-record writes over the {len(counted.per_request)} "
+          f"requests: {counted.records}")
+    print("\n".join(f"  {line}" for line in counted.commands))
+
+
+@pytest.fixture(params=[1, 2], ids=["1-worker", "2-workers"])
+def fleet_gw(request: pytest.FixtureRequest) -> Iterator[tuple[int, Gateway]]:
+    require_redis()
+    fleet = Fleet()
+    try:
+        yield request.param, start_gateway(fleet, CONFIG, workers=request.param, key=KEY)
+    finally:
+        fleet.stop_all()
+
+
+def test_commands_per_queued_request_and_stream(fleet_gw: tuple[int, Gateway]) -> None:
+    workers, gw = fleet_gw
+    with httpx.Client(timeout=30, headers={"authorization": f"Bearer {KEY}"}) as client:
+        queued = commands_per_request(gw.redis_url, _sender(gw, client, stream=False), n=20)
+        _show(f"queued request, {workers} worker(s)", queued)
+        streamed = commands_per_request(gw.redis_url, _sender(gw, client, stream=True), n=20)
+        _show("stream", streamed)
+    assert queued.fewest <= (QUEUED_MAX if workers == 1 else QUEUED_MAX_TWO_WORKERS)
+    assert streamed.fewest <= STREAM_MAX
