@@ -127,3 +127,17 @@ models:
         "models.m.offers[0].input_usd_per_mtok", "models.m.offers[0].output_usd_per_mtok", "models.m.context_window",
     ]
     assert "(a price in USD per million tokens, 0 to 1000000)" in str(info.value)
+
+
+def test_a_key_written_twice_in_one_mapping_is_refused_with_both_lines() -> None:
+    text = """
+providers:
+  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m}]}
+  m: {offers: [{provider: a, model: m2}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert "not valid YAML" in str(info.value) and "found the key 'm' a second time (first on line 5)" in str(info.value)
+    assert "line 6" in str(info.value)
