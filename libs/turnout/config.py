@@ -24,6 +24,7 @@ from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
+from turnout.config_yaml import load_yaml
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
@@ -330,7 +331,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     """
     shielded, token, refs = _shield_env(text)
     try:
-        data = _unshield(yaml.safe_load(shielded), token, refs)
+        data = _unshield(load_yaml(shielded), token, refs)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):

@@ -93,11 +93,14 @@ def test_a_range_error_says_the_rule_in_words_when_the_type_describes_it() -> No
     assert collect(0, Annotated[int, msgspec.Meta(ge=1)], "y") == ["y: Expected `int` >= 1"]
 
 
-def test_every_range_of_the_gateway_routing_and_egress_sections_is_reported_in_one_run() -> None:
-    text = """
+PROVIDER_A = """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: k}
-models:
+"""
+
+
+def test_every_range_of_the_gateway_routing_and_egress_sections_is_reported_in_one_run() -> None:
+    text = PROVIDER_A + """models:
   m: {offers: [{provider: a, model: m}]}
 gateway: {max_body_bytes: 0, job_lease_s: 0.5}
 routing: {speed_alpha: 1.5, speed_ttl_s: 0}
@@ -113,10 +116,7 @@ egress: {ports: [0, 443, 70000], allow: ["a b"]}
 
 
 def test_negative_prices_and_impossible_context_windows_are_refused_in_one_run() -> None:
-    text = """
-providers:
-  a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: k}
-models:
+    text = PROVIDER_A + """models:
   m:
     context_window: -5
     offers: [{provider: a, model: m, input_usd_per_mtok: -1, output_usd_per_mtok: 2000000}]
@@ -127,3 +127,14 @@ models:
         "models.m.offers[0].input_usd_per_mtok", "models.m.offers[0].output_usd_per_mtok", "models.m.context_window",
     ]
     assert "(a price in USD per million tokens, 0 to 1000000)" in str(info.value)
+
+
+def test_a_key_written_twice_in_one_mapping_is_refused_with_both_lines() -> None:
+    text = PROVIDER_A + """models:
+  m: {offers: [{provider: a, model: m}]}
+  m: {offers: [{provider: a, model: m2}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert "not valid YAML" in str(info.value) and "found the key 'm' a second time (first on line 5)" in str(info.value)
+    assert "line 6" in str(info.value)
