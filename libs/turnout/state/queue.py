@@ -259,7 +259,9 @@ class JobQueue:
                 queue is full (`queue_full`), or no worker picked the job before
                 its deadline (`no_worker`); all answered 503 + Retry-After.
             TimeoutError: a worker took the job but no answer came before the
-                deadline (+ grace); the caller answers 504.
+                deadline (+ grace); the caller answers 504. The job is
+                withdrawn and its run cancelled first, as for a client that
+                left: nobody waits for its answer any more.
         """
         job_id = payload.request_id
         fut = self._register(job_id)
@@ -269,6 +271,10 @@ class JobQueue:
             return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
         except asyncio.CancelledError:
             await self._abandon(job_id, payload.org)  # the client left: a queued job must never run
+            raise
+        except TimeoutError:  # the ingress's own 504: the same as a client that left
+            await self._abandon(job_id, payload.org)
+            await self.cancel(job_id)
             raise
         finally:
             self._unregister(job_id, fut)

@@ -1,0 +1,43 @@
+"""The ingress's own 504 (SPEC §7, issue #14 item 1): a job a worker holds past its deadline is
+withdrawn and its run cancelled, as for a client that left. Real `redis-server`, injected clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from redis.asyncio import Redis
+
+from turnout.core.plan import RoutingSettings
+from turnout.core.policy import Policy
+from turnout.state import keys
+from turnout.state.queue import JobQueue
+from turnout.wire import JobPayload
+
+
+async def test_a_held_job_past_its_deadline_is_withdrawn_and_cancelled(redis_client: Redis) -> None:
+    now = [1_000.0]
+    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=100, result_poll_s=0.01,
+                     grace_s=0.0, clock=lambda: now[0])
+    payload = JobPayload(request_id="held-1", body=b"{}", org="acme", squad=None, key="k", policy=Policy(),
+                         settings=RoutingSettings(), deadline_epoch_s=now[0] + 5, reply_to="r")
+    cancels = redis_client.pubsub()
+    await cancels.subscribe(keys.CANCEL_CHANNEL)
+    waiting = asyncio.create_task(queue.submit(payload))
+    deadline = time.monotonic() + 10
+    while not await redis_client.exists(keys.JOB_PREFIX + "held-1"):
+        assert time.monotonic() < deadline, "the job was never enqueued"
+        await asyncio.sleep(0.01)
+    await redis_client.set(keys.IN_PROGRESS_PREFIX + "held-1", b"1")  # a worker holds it
+    now[0] += 6  # past the deadline: the ingress gives up
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(waiting, 10)
+    assert not await redis_client.exists(keys.JOB_PREFIX + "held-1")  # never re-run if that worker dies
+    assert await redis_client.zscore(keys.QUEUE, "held-1") is None
+    message = None
+    while message is None or message["type"] != "message":
+        message = await cancels.get_message(timeout=5)
+        assert message is not None, "no cancel was published"
+    assert message["data"] == b"held-1"
+    await cancels.aclose()  # type: ignore[no-untyped-call]
