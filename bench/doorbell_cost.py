@@ -32,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from run_gateway_bench import KEY, start  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from run_gateway_bench import KEY, start
+
+from support.procs import Fleet
 
 BODY = {"model": "mock-d0", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
 
@@ -72,14 +73,18 @@ def _measure(workers: int, args: argparse.Namespace) -> dict[str, float]:
         client = redis.Redis(host="127.0.0.1", port=int(port))
         asyncio.run(_load(base, args.warmup, args.concurrency))
         before = _commandstats(client)
-        cpu_before = {k: _cpu_s(v) for k, v in
-                      {"workers": worker_pids, "ingress": [ingress_pid], "redis": [redis_proc.popen.pid]}.items()}
+        cpu_before = {
+            k: _cpu_s(v)
+            for k, v in {"workers": worker_pids, "ingress": [ingress_pid], "redis": [redis_proc.popen.pid]}.items()
+        }
         started = time.perf_counter()
         ok = asyncio.run(_load(base, args.requests, args.concurrency))
         elapsed = time.perf_counter() - started
         after = _commandstats(client)
-        cpu_after = {k: _cpu_s(v) for k, v in
-                     {"workers": worker_pids, "ingress": [ingress_pid], "redis": [redis_proc.popen.pid]}.items()}
+        cpu_after = {
+            k: _cpu_s(v)
+            for k, v in {"workers": worker_pids, "ingress": [ingress_pid], "redis": [redis_proc.popen.pid]}.items()
+        }
         idle_before = _cpu_s(worker_pids)
         time.sleep(args.idle_s)  # the workers' own chores (scan, heartbeat, lease renewal) without requests
         idle_ms_per_s = (_cpu_s(worker_pids) - idle_before) * 1000 / args.idle_s
@@ -90,17 +95,24 @@ def _measure(workers: int, args: argparse.Namespace) -> dict[str, float]:
     delta = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     delta["info"] = delta.get("info", 0) - 1  # this script's own INFO
     row = {
-        "workers": workers, "ok": ok, "req_s": n / elapsed,
+        "workers": workers,
+        "ok": ok,
+        "req_s": n / elapsed,
         "cmds": sum(delta.values()) / n,
-        "evalsha": delta.get("evalsha", 0) / n, "blpop": delta.get("blpop", 0) / n,
+        "evalsha": delta.get("evalsha", 0) / n,
+        "blpop": delta.get("blpop", 0) / n,
         "publish": delta.get("publish", 0) / n,
     }
     row.update({f"cpu_{k}_ms": (cpu_after[k] - cpu_before[k]) * 1000 / n for k in cpu_before})
     row["cpu_workers_net_ms"] = row["cpu_workers_ms"] - idle_ms_per_s * elapsed / n
     row["idle_ms_s"] = idle_ms_per_s
     if args.detail:
-        print(f"workers={workers}: " + ", ".join(
-            f"{name} {calls / n:.2f}" for name, calls in sorted(delta.items(), key=lambda kv: -kv[1]) if calls))
+        print(
+            f"workers={workers}: "
+            + ", ".join(
+                f"{name} {calls / n:.2f}" for name, calls in sorted(delta.items(), key=lambda kv: -kv[1]) if calls
+            )
+        )
     return row
 
 
@@ -117,12 +129,16 @@ def main() -> int:
     parser.add_argument("--yardstick", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = parser.parse_args()
     rows = [_measure(int(w), args) for w in args.workers.split(",")]
-    print(f"{'workers':>7} {'ok':>6} {'req/s':>7} {'cmds/req':>9} {'evalsha':>8} {'blpop':>6} {'publish':>8} "
-          f"{'worker CPU ms':>14} {'(net of idle)':>14} {'ingress CPU ms':>15} {'redis CPU ms':>13} {'idle ms/s':>10}")
+    print(
+        f"{'workers':>7} {'ok':>6} {'req/s':>7} {'cmds/req':>9} {'evalsha':>8} {'blpop':>6} {'publish':>8} "
+        f"{'worker CPU ms':>14} {'(net of idle)':>14} {'ingress CPU ms':>15} {'redis CPU ms':>13} {'idle ms/s':>10}"
+    )
     for r in rows:
-        print(f"{r['workers']:>7} {r['ok']:>6} {r['req_s']:>7.0f} {r['cmds']:>9.2f} {r['evalsha']:>8.2f} "
-              f"{r['blpop']:>6.2f} {r['publish']:>8.2f} {r['cpu_workers_ms']:>14.3f} {r['cpu_workers_net_ms']:>14.3f} "
-              f"{r['cpu_ingress_ms']:>15.3f} {r['cpu_redis_ms']:>13.3f} {r['idle_ms_s']:>10.1f}")
+        print(
+            f"{r['workers']:>7} {r['ok']:>6} {r['req_s']:>7.0f} {r['cmds']:>9.2f} {r['evalsha']:>8.2f} "
+            f"{r['blpop']:>6.2f} {r['publish']:>8.2f} {r['cpu_workers_ms']:>14.3f} {r['cpu_workers_net_ms']:>14.3f} "
+            f"{r['cpu_ingress_ms']:>15.3f} {r['cpu_redis_ms']:>13.3f} {r['idle_ms_s']:>10.1f}"
+        )
     return 0
 
 

@@ -20,9 +20,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.fairness import CONFIG, KEY_A, KEY_B, drive  # noqa: E402
-from support.gateway import start_gateway  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from support.fairness import CONFIG, KEY_A, KEY_B, drive
+from support.gateway import start_gateway
+from support.procs import Fleet
 
 
 def main() -> int:
@@ -36,11 +36,14 @@ def main() -> int:
     args = parser.parse_args()
     fleet = Fleet()
     try:
-        gw = start_gateway(fleet, CONFIG, key_a=KEY_A, key_b=KEY_B, slots=str(args.slots),
-                           upstream_ms=str(args.upstream_ms))
+        gw = start_gateway(
+            fleet, CONFIG, key_a=KEY_A, key_b=KEY_B, slots=str(args.slots), upstream_ms=str(args.upstream_ms)
+        )
         figures = asyncio.run(drive(gw.base_url, flood=args.flood, concurrency=args.concurrency, samples=args.samples))
-        print(f"{args.flood} requests from org A, {args.concurrency} at a time; {args.slots} worker slots; "
-              f"upstream {args.upstream_ms} ms")
+        print(
+            f"{args.flood} requests from org A, {args.concurrency} at a time; {args.slots} worker slots; "
+            f"upstream {args.upstream_ms} ms"
+        )
         print(figures.text())
     finally:
         fleet.stop_all()

@@ -64,8 +64,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent / "tests")]
 
-from dynamics.fleet import fleet_for, log  # noqa: E402
-from dynamics.scenarios import DURATIONS, SCENARIOS, Durations  # noqa: E402
+from dynamics.fleet import fleet_for, log
+from dynamics.scenarios import DURATIONS, SCENARIOS, Durations
 
 
 def run_scenario(sid: str, args: argparse.Namespace, d: Durations) -> dict[str, Any]:
@@ -77,9 +77,16 @@ def run_scenario(sid: str, args: argparse.Namespace, d: Durations) -> dict[str, 
     log(f"{sid} {scenario.name}: starting (breaker {json.dumps(breaker)})")
     with fleet_for(scenario.models(d), breaker, args.workers, args.seed, args.keep_logs) as gw:
         figures = asyncio.run(scenario.run(gw, d))
-    return {"scenario": sid, "name": scenario.name, "breaker": breaker, "seed": args.seed,
-            "workers": args.workers, "quick": args.quick, **figures,
-            "wall_s": round(time.monotonic() - started, 1)}
+    return {
+        "scenario": sid,
+        "name": scenario.name,
+        "breaker": breaker,
+        "seed": args.seed,
+        "workers": args.workers,
+        "quick": args.quick,
+        **figures,
+        "wall_s": round(time.monotonic() - started, 1),
+    }
 
 
 def _stop_on_signal(signum: int, frame: object) -> None:

@@ -41,7 +41,7 @@ import psutil
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.procs import Fleet, free_port, http_ok, wait_until  # noqa: E402
+from support.procs import Fleet, free_port, http_ok, wait_until
 
 KEY = "tk-bench-hardening-000001"
 CONFIG = """\
@@ -67,8 +67,12 @@ def serve(variant: str, port: int) -> None:
         from granian.server import Server
 
         Server(
-            "turnout_ingress.app:app_from_env", address="127.0.0.1", port=port, interface=Interfaces.ASGI,
-            factory=True, http1_settings=HTTP1Settings(header_read_timeout=10_000, max_buffer_size=64 * 1024),
+            "turnout_ingress.app:app_from_env",
+            address="127.0.0.1",
+            port=port,
+            interface=Interfaces.ASGI,
+            factory=True,
+            http1_settings=HTTP1Settings(header_read_timeout=10_000, max_buffer_size=64 * 1024),
         ).serve()
         return
     from turnout_ingress.app import app_from_env
@@ -88,8 +92,12 @@ def serve(variant: str, port: int) -> None:
 
     options: dict[str, object] = {"loop": "uvloop", "http": "httptools"}
     if variant == "uvicorn-h11":
-        options = {"loop": "uvloop", "http": "h11", "h11_max_incomplete_event_size": 64 * 1024,
-                   "limit_concurrency": 10_000}
+        options = {
+            "loop": "uvloop",
+            "http": "h11",
+            "h11_max_incomplete_event_size": 64 * 1024,
+            "limit_concurrency": 10_000,
+        }
     elif variant == "guarded":
         from turnout.config import load_config
         from turnout_ingress.http_guard import GuardLimits, guarded_protocol
@@ -179,9 +187,11 @@ async def flood(port: int, pid: int) -> str:
     answers = sorted({c.answer or "no answer" for c in conns})
     for c in conns:
         c.close()
-    return (f"header flood {FLOOD} x {HEADER_MB} MB: RSS {rest / MIB:.0f} -> peak {peak / MIB:.0f} MiB "
-            f"(+{(peak - rest) / MIB:.0f}); server took {statistics.mean(sent) / MIB:.1f} MB per connection "
-            f"on average before refusing; answers {answers}; {elapsed:.1f} s")
+    return (
+        f"header flood {FLOOD} x {HEADER_MB} MB: RSS {rest / MIB:.0f} -> peak {peak / MIB:.0f} MiB "
+        f"(+{(peak - rest) / MIB:.0f}); server took {statistics.mean(sent) / MIB:.1f} MB per connection "
+        f"on average before refusing; answers {answers}; {elapsed:.1f} s"
+    )
 
 
 async def slow_clients(port: int, pid: int, base: str, hold_s: float) -> str:
@@ -200,8 +210,10 @@ async def slow_clients(port: int, pid: int, base: str, hold_s: float) -> str:
     start = time.monotonic()
     for c in loris:
         await c.send(b"GET /health/liveness HTTP/1.1\r\nhost: x\r\n")
-    body_head = (f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {KEY}\r\n"
-                 "content-type: application/json\r\ncontent-length: 100000\r\n\r\n").encode()
+    body_head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {KEY}\r\n"
+        "content-type: application/json\r\ncontent-length: 100000\r\n\r\n"
+    ).encode()
     for c in bodies:
         await c.send(body_head)
     held: dict[str, tuple[int, int, int]] = {}
@@ -237,11 +249,14 @@ async def slow_clients(port: int, pid: int, base: str, hold_s: float) -> str:
     for c in [*loris, *bodies, *idle]:
         c.close()
     latencies.sort()
-    held_text = ", ".join(f"at {k}: {v[0]}/{LORIS} loris, {v[1]}/{SLOW_BODY} slow bodies, {v[2]}/{IDLE} idle"
-                          for k, v in held.items())
-    return (f"slow clients ({opened} opened): still held {held_text}; answers {answers}; "
-            f"liveness during: p50 {statistics.median(latencies) * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms, "
-            f"{failures} failed; RSS {rest / MIB:.0f} -> {peak / MIB:.0f} MiB")
+    held_text = ", ".join(
+        f"at {k}: {v[0]}/{LORIS} loris, {v[1]}/{SLOW_BODY} slow bodies, {v[2]}/{IDLE} idle" for k, v in held.items()
+    )
+    return (
+        f"slow clients ({opened} opened): still held {held_text}; answers {answers}; "
+        f"liveness during: p50 {statistics.median(latencies) * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms, "
+        f"{failures} failed; RSS {rest / MIB:.0f} -> {peak / MIB:.0f} MiB"
+    )
 
 
 def available(variant: str) -> bool:
@@ -272,8 +287,9 @@ def main() -> int:
                 print(f"== {variant}: not installed, skipped")
                 continue
             port = free_port()
-            proc = fleet.spawn(f"{variant}-{port}", [sys.executable, __file__, "--serve", variant, "--port", str(port)],
-                               env)
+            proc = fleet.spawn(
+                f"{variant}-{port}", [sys.executable, __file__, "--serve", variant, "--port", str(port)], env
+            )
             base = f"http://127.0.0.1:{port}"
             wait_until(lambda: http_ok(f"{base}/health/liveness"), 30, variant)
             time.sleep(1.0)

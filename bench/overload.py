@@ -32,12 +32,13 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.gateway import BREAKER_OFF, start_gateway  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from support.gateway import BREAKER_OFF, start_gateway
+from support.procs import Fleet
 
 KEY = "tk-bench-overload-0000001"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
@@ -45,11 +46,14 @@ models:
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: {depth}}}
 policy:
   budget: {{max_total_latency_ms: {budget_ms}}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys: [{{name: main, key: {key}}}]
 """
+)
 
 BODY = {"model": "slow", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
 
@@ -75,7 +79,9 @@ async def _idle_service_s(client: httpx.AsyncClient, base: str, count: int) -> f
 
 async def _drive(base: str, rate: float, duration_s: float, timeout_s: float) -> list[tuple[int, str, float]]:
     limits = httpx.Limits(max_connections=int(rate * timeout_s) + 50)
-    async with httpx.AsyncClient(headers={"authorization": f"Bearer {KEY}"}, timeout=timeout_s, limits=limits) as client:
+    async with httpx.AsyncClient(
+        headers={"authorization": f"Bearer {KEY}"}, timeout=timeout_s, limits=limits
+    ) as client:
         total = int(rate * duration_s)
         started = time.monotonic()
         tasks = []
@@ -99,8 +105,15 @@ def main() -> int:
     args = parser.parse_args()
     fleet = Fleet()
     try:
-        gw = start_gateway(fleet, CONFIG, key=KEY, slots=str(args.slots), upstream_ms=str(args.upstream_ms),
-                           budget_ms=str(args.budget_ms), depth=str(args.depth))
+        gw = start_gateway(
+            fleet,
+            CONFIG,
+            key=KEY,
+            slots=str(args.slots),
+            upstream_ms=str(args.upstream_ms),
+            budget_ms=str(args.budget_ms),
+            depth=str(args.depth),
+        )
 
         async def idle() -> float:
             async with httpx.AsyncClient(headers={"authorization": f"Bearer {KEY}"}, timeout=30) as client:
@@ -110,8 +123,10 @@ def main() -> int:
         time.sleep(2.5)  # a heartbeat with the service time, and the ingress's read of it
         capacity = args.slots / service_s
         rate = args.factor * capacity
-        print(f"service time {service_s * 1000:.0f} ms, {args.slots} slots: capacity {capacity:.1f} req/s; "
-              f"offering {rate:.1f} req/s for {args.duration:.0f} s")
+        print(
+            f"service time {service_s * 1000:.0f} ms, {args.slots} slots: capacity {capacity:.1f} req/s; "
+            f"offering {rate:.1f} req/s for {args.duration:.0f} s"
+        )
         results = asyncio.run(_drive(gw.base_url, rate, args.duration, args.budget_ms / 1000 + 10))
     finally:
         fleet.stop_all()
@@ -120,15 +135,25 @@ def main() -> int:
     shed = [s for status, code, s in results if status == 503 and code == "queue_full"]
     bound_s = min(args.budget_ms / 1000, args.depth * service_s / args.slots) + service_s
     print(f"answers: {dict(statuses)}")
-    print(f"shed (503 queue_full): {len(shed)}, refused in p50 {_p(shed, 0.5) * 1000:.0f} ms / "
-          f"p99 {_p(shed, 0.99) * 1000:.0f} ms" if shed else "shed: none")
-    print(f"admitted (200): {len(admitted)} = {len(admitted) / args.duration:.1f} req/s; latency p50 "
-          f"{_p(admitted, 0.5):.2f} s, p99 {_p(admitted, 0.99):.2f} s, max {max(admitted):.2f} s")
+    print(
+        f"shed (503 queue_full): {len(shed)}, refused in p50 {_p(shed, 0.5) * 1000:.0f} ms / "
+        f"p99 {_p(shed, 0.99) * 1000:.0f} ms"
+        if shed
+        else "shed: none"
+    )
+    print(
+        f"admitted (200): {len(admitted)} = {len(admitted) / args.duration:.1f} req/s; latency p50 "
+        f"{_p(admitted, 0.5):.2f} s, p99 {_p(admitted, 0.99):.2f} s, max {max(admitted):.2f} s"
+    )
     queued = [s for status, code, s in results if not (status == 503 and code == "queue_full")]
-    print(f"every request past the door (200, 504, no_worker): {len(queued)}, p99 {_p(queued, 0.99):.2f} s, "
-          f"max {max(queued):.2f} s")
-    print(f"queue-depth bound {bound_s:.2f} s; admitted p99 = {_p(admitted, 0.99) / bound_s:.2f} x bound, "
-          f"past-the-door p99 = {_p(queued, 0.99) / bound_s:.2f} x bound (target <= 2)")
+    print(
+        f"every request past the door (200, 504, no_worker): {len(queued)}, p99 {_p(queued, 0.99):.2f} s, "
+        f"max {max(queued):.2f} s"
+    )
+    print(
+        f"queue-depth bound {bound_s:.2f} s; admitted p99 = {_p(admitted, 0.99) / bound_s:.2f} x bound, "
+        f"past-the-door p99 = {_p(queued, 0.99) / bound_s:.2f} x bound (target <= 2)"
+    )
     return 0
 
 

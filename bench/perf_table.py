@@ -112,18 +112,54 @@ def chat_sender(base: str, key: str, model: str, *, stream: bool = False) -> Any
     return send
 
 
-def load(py: str, yardstick: Path, gateway: str, key: str, mock: str, pids: list[int], label: str,
-         cells: list[tuple[str, str, str]], args: argparse.Namespace, workdir: Path) -> dict[tuple[str, int, int], Any]:
+def load(
+    py: str,
+    yardstick: Path,
+    gateway: str,
+    key: str,
+    mock: str,
+    pids: list[int],
+    label: str,
+    cells: list[tuple[str, str, str]],
+    args: argparse.Namespace,
+    workdir: Path,
+) -> dict[tuple[str, int, int], Any]:
     """Run the load generator over `cells` (modes, delays, concurrencies); {(mode, delay, c): summary row}."""
     rows: dict[tuple[str, int, int], Any] = {}
     for i, (modes, delays, concurrency) in enumerate(cells):
         out = workdir / f"{label}-{i}.json"
-        subprocess.run([
-            py, str(yardstick / "bench_gateway.py"), "--gateway", gateway, "--gateway-key", key, "--mock", mock,
-            "--concurrency", concurrency, "--delays", delays, "--modes", modes, "--duration", str(args.duration),
-            "--warmup", str(args.warmup), "--reps", str(args.reps), "--gateway-pids", ",".join(map(str, pids)),
-            "--label", label, "--json", str(out),
-        ], check=True, stdout=subprocess.DEVNULL if args.quiet else None)
+        subprocess.run(
+            [
+                py,
+                str(yardstick / "bench_gateway.py"),
+                "--gateway",
+                gateway,
+                "--gateway-key",
+                key,
+                "--mock",
+                mock,
+                "--concurrency",
+                concurrency,
+                "--delays",
+                delays,
+                "--modes",
+                modes,
+                "--duration",
+                str(args.duration),
+                "--warmup",
+                str(args.warmup),
+                "--reps",
+                str(args.reps),
+                "--gateway-pids",
+                ",".join(map(str, pids)),
+                "--label",
+                label,
+                "--json",
+                str(out),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL if args.quiet else None,
+        )
         for row in json.loads(out.read_text())["summary"]:
             rows[(row["mode"], row["delay_ms"], row["conc"])] = row
     return rows
@@ -135,15 +171,23 @@ CELLS = [("nonstream", "0,50", "50"), ("nonstream", "0", "1"), ("stream", "0", "
 
 def figures_of(rows: dict[tuple[str, int, int], Any]) -> dict[str, float | None]:
     """The table's load figures from the load generator's summary rows (gateway and direct)."""
-    ns0, ns50, c1, st = (rows[("nonstream", 0, 50)], rows[("nonstream", 50, 50)], rows[("nonstream", 0, 1)],
-                         rows[("stream", 0, 50)])
+    ns0, ns50, c1, st = (
+        rows[("nonstream", 0, 50)],
+        rows[("nonstream", 50, 50)],
+        rows[("nonstream", 0, 1)],
+        rows[("stream", 0, 50)],
+    )
     return {
-        "rps_0ms_c50": ns0["gateway"]["rps"], "direct_rps_0ms_c50": ns0["direct"]["rps"],
-        "rps_50ms_c50": ns50["gateway"]["rps"], "direct_rps_50ms_c50": ns50["direct"]["rps"],
-        "added_p50_c1": c1["added"]["p50"], "added_p99_c1": c1["added"]["p99"],
+        "rps_0ms_c50": ns0["gateway"]["rps"],
+        "direct_rps_0ms_c50": ns0["direct"]["rps"],
+        "rps_50ms_c50": ns50["gateway"]["rps"],
+        "direct_rps_50ms_c50": ns50["direct"]["rps"],
+        "added_p50_c1": c1["added"]["p50"],
+        "added_p99_c1": c1["added"]["p99"],
         "direct_p50_c1": c1["direct"]["p50"],
         "cpu_ms_per_req": ns0["gateway"]["gw_cpu_ms_per_req"],
-        "stream_rps_c50": st["gateway"]["rps"], "direct_stream_rps_c50": st["direct"]["rps"],
+        "stream_rps_c50": st["gateway"]["rps"],
+        "direct_stream_rps_c50": st["direct"]["rps"],
         "cpu_ms_per_stream": st["gateway"]["gw_cpu_ms_per_req"],
         "errors": sum((r["gateway"]["errors"] or 0) + (r["direct"]["errors"] or 0) for r in (ns0, ns50, c1, st)),
     }
@@ -192,7 +236,9 @@ def measure_turnout(args: argparse.Namespace, py: str, mock_port: int, workdir: 
                 streamed = commands_per_request(redis_url, chat_sender(base, KEY, "mock-d0", stream=True), n=args.count)
                 out["redis_cmds_per_stream"] = streamed.fewest
                 out["redis_cmds_breakdown_stream"] = dict(streamed.breakdown)
-                out.update(figures_of(load(py, args.yardstick, base, KEY, mock, pids, "turnout-1w", CELLS, args, workdir)))
+                out.update(
+                    figures_of(load(py, args.yardstick, base, KEY, mock, pids, "turnout-1w", CELLS, args, workdir))
+                )
             else:
                 rows = load(py, args.yardstick, base, KEY, mock, pids, "turnout-2w", [CELLS[0]], args, workdir)
                 out["cpu_ms_per_req_2w"] = rows[("nonstream", 0, 50)]["gateway"]["gw_cpu_ms_per_req"]
@@ -223,13 +269,17 @@ def measure_litellm(args: argparse.Namespace, py: str, scripts: Path, workdir: P
     mock = f"http://127.0.0.1:{LITELLM_MOCK_PORT}"
     try:
         wait_until(lambda: http_ok(f"{mock}/health"), 10, "mock upstream")
-        subprocess.run([str(scripts / "run_litellm.sh"), "prod", "1"], check=True, env={**os.environ, "PORT": str(port)})
+        subprocess.run(
+            [str(scripts / "run_litellm.sh"), "prod", "1"], check=True, env={**os.environ, "PORT": str(port)}
+        )
         work = Path(os.environ.get("LITELLM_WORKDIR") or (Path(os.environ.get("TMPDIR") or "/tmp") / "turnout-litellm"))
         pid = int((work / "litellm.pid").read_text())
         base = f"http://127.0.0.1:{port}"
         send = chat_sender(base, LITELLM_KEY, "mock-d0")
         out["rss_at_rest_mib"] = at_rest_rss(send, [pid])
-        out.update(figures_of(load(py, args.yardstick, base, LITELLM_KEY, mock, [pid], "litellm-1w", CELLS, args, workdir)))
+        out.update(
+            figures_of(load(py, args.yardstick, base, LITELLM_KEY, mock, [pid], "litellm-1w", CELLS, args, workdir))
+        )
     finally:
         subprocess.run([str(scripts / "stop_litellm.sh")], check=False)
         fleet.stop_all()
@@ -267,17 +317,23 @@ def print_table(t: dict[str, Any], lite: dict[str, Any] | None) -> None:
     print("|---|---|---|---|")
     row("non-streaming req/s, 0 ms upstream, c=50", "rps_0ms_c50", 0, "direct_rps_0ms_c50")
     row("non-streaming req/s, 50 ms upstream, c=50", "rps_50ms_c50", 0, "direct_rps_50ms_c50")
-    print(f"| added p50 / p99, c=1, 0 ms (ms) | {fmt(l_.get('added_p50_c1'), 2)} / {fmt(l_.get('added_p99_c1'), 2)} | "
-          f"{fmt(t.get('added_p50_c1'), 2)} / {fmt(t.get('added_p99_c1'), 2)} | p50 {fmt(t.get('direct_p50_c1'), 2)} |")
+    print(
+        f"| added p50 / p99, c=1, 0 ms (ms) | {fmt(l_.get('added_p50_c1'), 2)} / {fmt(l_.get('added_p99_c1'), 2)} | "
+        f"{fmt(t.get('added_p50_c1'), 2)} / {fmt(t.get('added_p99_c1'), 2)} | p50 {fmt(t.get('direct_p50_c1'), 2)} |"
+    )
     row("CPU per queued request, ingress + worker (ms)", "cpu_ms_per_req", 2, invert=True)
     row("streaming req/s, 20 chunks, 0 ms, c=50", "stream_rps_c50", 0, "direct_stream_rps_c50")
     row("CPU per 20-chunk stream (ms)", "cpu_ms_per_stream", 2, invert=True)
-    print(f"| Redis commands per queued request, 1 / 2 workers | — | {fmt(t.get('redis_cmds_per_req_1w'))} / "
-          f"{fmt(t.get('redis_cmds_per_req_2w'))} | |")
+    print(
+        f"| Redis commands per queued request, 1 / 2 workers | — | {fmt(t.get('redis_cmds_per_req_1w'))} / "
+        f"{fmt(t.get('redis_cmds_per_req_2w'))} | |"
+    )
     print(f"| Redis commands per stream | — | {fmt(t.get('redis_cmds_per_stream'))} | |")
-    print(f"| RSS at rest, ingress + 1 worker (MiB) | {fmt(l_.get('rss_at_rest_mib'), 0)} | "
-          f"{fmt(t.get('rss_at_rest_mib'), 0)} (ingress {fmt(t.get('rss_ingress_mib'), 0)}, "
-          f"worker {fmt(t.get('rss_worker_mib'), 0)}) | |")
+    print(
+        f"| RSS at rest, ingress + 1 worker (MiB) | {fmt(l_.get('rss_at_rest_mib'), 0)} | "
+        f"{fmt(t.get('rss_at_rest_mib'), 0)} (ingress {fmt(t.get('rss_ingress_mib'), 0)}, "
+        f"worker {fmt(t.get('rss_worker_mib'), 0)}) | |"
+    )
     one, two = t.get("cpu_ms_per_req"), t.get("cpu_ms_per_req_2w")
     more = "—" if not one or two is None else f"{100 * (two - one) / one:+.0f} % ({fmt(two, 2)} ms)"
     print(f"| 2 workers vs 1, CPU per queued request | — | {more} | |")

@@ -25,8 +25,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from run_gateway_bench import KEY, start  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from run_gateway_bench import KEY, start
+
+from support.procs import Fleet
 
 BODY = {"model": "mock-d0", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 16}
 
@@ -56,9 +57,10 @@ def _describe(name: str, values: list[float]) -> str:
 
 async def run(base: str, inflight: int, count: int) -> None:
     headers = {"authorization": f"Bearer {KEY}"}
-    async with httpx.AsyncClient(headers=headers, timeout=60) as short, httpx.AsyncClient(
-        headers=headers, timeout=60, limits=httpx.Limits(max_connections=inflight + 10)
-    ) as long:
+    async with (
+        httpx.AsyncClient(headers=headers, timeout=60) as short,
+        httpx.AsyncClient(headers=headers, timeout=60, limits=httpx.Limits(max_connections=inflight + 10)) as long,
+    ):
         await _sequential(short, base, 50)  # warm-up
         idle = await _sequential(short, base, count)
         body = {**BODY, "model": "mock-d20000"}

@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.procs import Fleet, free_port, http_ok, wait_until  # noqa: E402
+from support.procs import Fleet, free_port, http_ok, wait_until
 
 KEY = "tk-bench-000000000000000001"
 
@@ -81,10 +81,30 @@ def main() -> int:
         base, mock, pids = start(fleet, args.yardstick, args.workers, args.max_jobs)
         print(f"gateway {base} (pids {pids}), mock {mock}, logs in {fleet.workdir}", flush=True)
         cmd = [
-            sys.executable, str(args.yardstick / "bench_gateway.py"), "--gateway", base, "--gateway-key", KEY,
-            "--mock", mock, "--concurrency", args.concurrency, "--delays", args.delays, "--modes", args.modes,
-            "--duration", args.duration, "--warmup", args.warmup, "--reps", args.reps,
-            "--gateway-pids", ",".join(map(str, pids)), "--label", f"turnout-{args.workers}w",
+            sys.executable,
+            str(args.yardstick / "bench_gateway.py"),
+            "--gateway",
+            base,
+            "--gateway-key",
+            KEY,
+            "--mock",
+            mock,
+            "--concurrency",
+            args.concurrency,
+            "--delays",
+            args.delays,
+            "--modes",
+            args.modes,
+            "--duration",
+            args.duration,
+            "--warmup",
+            args.warmup,
+            "--reps",
+            args.reps,
+            "--gateway-pids",
+            ",".join(map(str, pids)),
+            "--label",
+            f"turnout-{args.workers}w",
         ]
         if args.json:
             cmd += ["--json", args.json]

@@ -24,13 +24,18 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
-from run_gateway_bench import KEY, start  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from run_gateway_bench import KEY, start
+
+from support.procs import Fleet
 
 
 async def _stream(client: httpx.AsyncClient, base: str, chunks: int, opened: list[int]) -> int:
-    body = {"model": "mock-slowstream", "messages": [{"role": "user", "content": "hi"}], "stream": True,
-            "max_tokens": chunks}
+    body = {
+        "model": "mock-slowstream",
+        "messages": [{"role": "user", "content": "hi"}],
+        "stream": True,
+        "max_tokens": chunks,
+    }
     frames = 0
     async with client.stream("POST", f"{base}/v1/chat/completions", json=body) as response:
         opened.append(response.status_code)
@@ -55,10 +60,14 @@ async def run(base: str, ingress_pid: int, streams: int, chunks: int) -> None:
         results = await asyncio.gather(*tasks, return_exceptions=True)
     ok = sum(1 for r in results if isinstance(r, int) and r >= chunks)
     mib = 1024 * 1024
-    print(f"{streams} concurrent streams x {chunks} chunks: {ok} complete, "
-          f"{sum(1 for s in opened if s == 200)} opened with 200")
-    print(f"ingress RSS at rest {rest / mib:.1f} MiB, peak with all streams open {peak / mib:.1f} MiB "
-          f"(+{(peak - rest) / mib:.1f} MiB, {(peak - rest) / streams / 1024:.0f} KiB per stream)")
+    print(
+        f"{streams} concurrent streams x {chunks} chunks: {ok} complete, "
+        f"{sum(1 for s in opened if s == 200)} opened with 200"
+    )
+    print(
+        f"ingress RSS at rest {rest / mib:.1f} MiB, peak with all streams open {peak / mib:.1f} MiB "
+        f"(+{(peak - rest) / mib:.1f} MiB, {(peak - rest) / streams / 1024:.0f} KiB per stream)"
+    )
 
 
 def main() -> int:

@@ -34,7 +34,7 @@ import httpx
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.procs import Fleet, free_port, http_ok, wait_until  # noqa: E402
+from support.procs import Fleet, free_port, http_ok, wait_until
 
 KEY = "tk-bench-tracing-000000001"
 CONFIG = """\
@@ -90,8 +90,10 @@ async def drive(base: str, concurrency: int, duration_s: float, max_requests: in
     stop_at = time.monotonic() + duration_s
     body = {"model": "bench", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(base_url=base, headers={"authorization": f"Bearer {KEY}"}, limits=limits,
-                                 timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=base, headers={"authorization": f"Bearer {KEY}"}, limits=limits, timeout=30
+    ) as client:
+
         async def one_client() -> None:
             nonlocal failed, sent
             while time.monotonic() < stop_at and sent < max_requests:

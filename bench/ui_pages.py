@@ -30,11 +30,10 @@ import redis
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.dashboard import ACME_ADMIN, OPERATOR, make_traffic, start_dashboard  # noqa: E402
-from support.echo_upstream import EchoUpstream  # noqa: E402
-from support.procs import Fleet  # noqa: E402
-
-from turnout.state import keys  # noqa: E402
+from support.dashboard import ACME_ADMIN, OPERATOR, make_traffic, start_dashboard
+from support.echo_upstream import EchoUpstream
+from support.procs import Fleet
+from turnout.state import keys
 
 _encode = msgspec.json.Encoder()
 
@@ -57,15 +56,29 @@ def seed(redis_url: str, records: int, rng: random.Random) -> None:
         for a in range(1, attempts + 1):
             last = a == attempts
             row: dict[str, Any] = {
-                "ts": round(ts + a * 0.3, 3), "request_id": rid, "org": org, "squad": "research" if org == "acme" else None,
-                "key": "ci-bot" if org == "acme" else "app", "requested_model": model,
+                "ts": round(ts + a * 0.3, 3),
+                "request_id": rid,
+                "org": org,
+                "squad": "research" if org == "acme" else None,
+                "key": "ci-bot" if org == "acme" else "app",
+                "requested_model": model,
                 "served_model": "chat-b" if a == attempts else "chat-a~503",
-                "provider": "sim-b" if last else "sim-a", "attempt": a, "status": 200 if last else 503,
-                "class": "success" if last else "retry_then_fallback", "kind": "success" if last else "server_error",
-                "latency_ms": 120.0, "input_tokens": 100 if last else 0, "output_tokens": 50 if last else 0,
-                "cost_usd": 0.00105 if last else 0.0, "is_retry": a == 2 and attempts == 3,
-                "is_fallback": last and a > 1, "is_reroute": False, "is_byok_fallback": False, "is_strategy": False,
-                "role": "provider_fallback" if last and a > 1 else "primary", "delay_before_s": 0.25 if a == 2 else 0.0,
+                "provider": "sim-b" if last else "sim-a",
+                "attempt": a,
+                "status": 200 if last else 503,
+                "class": "success" if last else "retry_then_fallback",
+                "kind": "success" if last else "server_error",
+                "latency_ms": 120.0,
+                "input_tokens": 100 if last else 0,
+                "output_tokens": 50 if last else 0,
+                "cost_usd": 0.00105 if last else 0.0,
+                "is_retry": a == 2 and attempts == 3,
+                "is_fallback": last and a > 1,
+                "is_reroute": False,
+                "is_byok_fallback": False,
+                "is_strategy": False,
+                "role": "provider_fallback" if last and a > 1 else "primary",
+                "delay_before_s": 0.25 if a == 2 else 0.0,
                 "delay_reason": "backoff" if a == 2 and attempts == 3 else None,
             }
             pipe.xadd(keys.RECORDS_STREAM, {"org": org, "r": _encode.encode(row)}, id=f"{int(row['ts'] * 1000)}-*")
@@ -77,8 +90,9 @@ def seed(redis_url: str, records: int, rng: random.Random) -> None:
 
 
 def login(base: str, key: str) -> httpx.Cookies:
-    r = httpx.post(f"{base}/ui/login", content=f"key={key}",
-                   headers={"content-type": "application/x-www-form-urlencoded"})
+    r = httpx.post(
+        f"{base}/ui/login", content=f"key={key}", headers={"content-type": "application/x-www-form-urlencoded"}
+    )
     return r.cookies
 
 
@@ -109,19 +123,22 @@ def main() -> None:
         deep = "/ui/activity"
         for _ in range(10):  # the 11th page, following "Older"
             start = page.index('id="older"') if 'id="older"' in page else -1
-            href = page[page.rindex('href="', 0, start) + 6:page.index('"', page.rindex('href="', 0, start) + 6)]
+            href = page[page.rindex('href="', 0, start) + 6 : page.index('"', page.rindex('href="', 0, start) + 6)]
             deep = href.replace("&amp;", "&")
             page = operator.get(deep).text
         link = page.index("/ui/requests/")
-        detail = page[link:page.index('"', link)].replace("&amp;", "&")
+        detail = page[link : page.index('"', link)].replace("&amp;", "&")
         pages = [
             ("activity, operator, newest", operator, "/ui/activity"),
             ("activity, org admin, newest", acme, "/ui/activity"),
             ("activity, live fragment", operator, "/ui/activity?fragment=1"),
             ("activity, 11th page (cursor)", operator, deep),
             ("activity, filter model=rare (~1% of requests)", operator, "/ui/activity?model=rare"),
-            ("activity, filter matching nothing (stops at the 20,000-record read limit)", operator,
-             "/ui/activity?model=none"),
+            (
+                "activity, filter matching nothing (stops at the 20,000-record read limit)",
+                operator,
+                "/ui/activity?model=none",
+            ),
             ("request detail, linked from the 11th page (at=)", operator, detail),
             ("providers", operator, "/ui/providers"),
             ("spend, operator (reads the 7-day window)", operator, "/ui/spend"),

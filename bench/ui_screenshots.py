@@ -20,11 +20,19 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from support.dashboard import (  # noqa: E402
-    ACME_USER, BETA_ADMIN, BETA_USER, OPERATOR, browser, chat, log_in, make_traffic, start_dashboard,
+from support.dashboard import (
+    ACME_USER,
+    BETA_ADMIN,
+    BETA_USER,
+    OPERATOR,
+    browser,
+    chat,
+    log_in,
+    make_traffic,
+    start_dashboard,
 )
-from support.echo_upstream import EchoUpstream  # noqa: E402
-from support.procs import Fleet  # noqa: E402
+from support.echo_upstream import EchoUpstream
+from support.procs import Fleet
 
 SAMPLING_S = 40.0
 

@@ -23,6 +23,7 @@ import openai
 MAX_IN_FLIGHT = 400
 """Open-loop requests outstanding at once; a send beyond it is counted as status None."""
 
+
 @dataclass(frozen=True, slots=True)
 class Call:
     """One request through the gateway.
@@ -79,7 +80,9 @@ async def chat(client: openai.AsyncOpenAI, model: str) -> Call:
         return Call(sent_s, time.time(), None)
 
 
-async def open_loop(send: Callable[[], Coroutine[Any, Any, Call]], rate_per_s: float, run_s: float, grace_s: float) -> list[Call]:
+async def open_loop(
+    send: Callable[[], Coroutine[Any, Any, Call]], rate_per_s: float, run_s: float, grace_s: float
+) -> list[Call]:
     """Send at a fixed rate for `run_s` (not waiting for answers), then wait `grace_s` at most.
 
     Returns:

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import openai
 from cryptography.fernet import Fernet
+
 from support.procs import Fleet
 from turnout.config import load_config
 
@@ -52,10 +53,10 @@ orgs:
 """
 
 
-
 def log(message: str) -> None:
     """Progress on stderr (stdout carries only the JSON results)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
 
 @dataclass
 class Gateway:
@@ -91,8 +92,10 @@ class Gateway:
         body = {"model": model, "messages": [{"role": "user", "content": "drain"}], "max_tokens": 1}
         headers = {"authorization": f"Bearer {DRAIN_KEY}"}
         async with httpx.AsyncClient(timeout=10) as http:
-            return [(await http.post(f"{self.sim_url}/v1/chat/completions", json=body, headers=headers)).status_code
-                    for _ in range(count)]
+            return [
+                (await http.post(f"{self.sim_url}/v1/chat/completions", json=body, headers=headers)).status_code
+                for _ in range(count)
+            ]
 
 
 @contextlib.contextmanager
@@ -110,10 +113,19 @@ def fleet_for(models: str, breaker: dict[str, Any], workers: int, seed: int, kee
         os.environ["TURNOUT_SIM_SEED"] = str(seed)  # Fleet.sim passes our environment on
         _, sim_url = fleet.sim()
         path = fleet.workdir / "turnout.yaml"
-        path.write_text(CONFIG.format(
-            sim=sim_url, models=models, breaker=json.dumps(breaker), key=KEY, key_a=KEY_TENANT_A,
-            key_b=KEY_TENANT_B, platform_a=PLATFORM_KEY_A, platform_b=PLATFORM_KEY_B, revoked=REVOKED_KEY,
-        ))
+        path.write_text(
+            CONFIG.format(
+                sim=sim_url,
+                models=models,
+                breaker=json.dumps(breaker),
+                key=KEY,
+                key_a=KEY_TENANT_A,
+                key_b=KEY_TENANT_B,
+                platform_a=PLATFORM_KEY_A,
+                platform_b=PLATFORM_KEY_B,
+                revoked=REVOKED_KEY,
+            )
+        )
         config = load_config(path)
         env = {"TURNOUT_METRICS_PORT": "0", "TURNOUT_SECRET_KEY": Fernet.generate_key().decode()}  # seals BYOK keys
         for i in range(workers):

@@ -14,11 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import openai
+
 from dynamics.calls import (
-    Call, chat, fingerprint, max_in_flight, open_loop, peak_per_window, per_second, share, statuses,
+    Call,
+    chat,
+    fingerprint,
+    max_in_flight,
+    open_loop,
+    peak_per_window,
+    per_second,
+    share,
+    statuses,
 )
-from turnout.core.breaker import BreakerSettings, BreakerSnapshot, ramp_share
 from dynamics.fleet import KEY_TENANT_A, KEY_TENANT_B, PLATFORM_KEY_A, REVOKED_KEY, Gateway, log
+from turnout.core.breaker import BreakerSettings, BreakerSnapshot, ramp_share
 
 NO_HINT_PAUSE_S = 0.1
 """S6: a client's pause after an error that carries no retry hint, in seconds."""
@@ -51,8 +60,17 @@ class Durations:
 DURATIONS = {
     "full": Durations(),
     "quick": Durations(
-        s1_down_s=6, s1_after_s=20, s1_window_s=10, s2_requests=40, s3_down_s=10, s3_after_s=15,
-        s3_interval_s=1.0, s4_run_s=10, s6_clients=50, s6_run_s=20, s7_run_s=25,
+        s1_down_s=6,
+        s1_after_s=20,
+        s1_window_s=10,
+        s2_requests=40,
+        s3_down_s=10,
+        s3_after_s=15,
+        s3_interval_s=1.0,
+        s4_run_s=10,
+        s6_clients=50,
+        s6_run_s=20,
+        s7_run_s=25,
         breaker={"cooldown_s": 3, "max_cooldown_s": 10},
     ),
 }
@@ -84,10 +102,14 @@ async def s1_heal_share(gw: Gateway, d: Durations) -> dict[str, Any]:
         served = [c for c in after if healed_s is not None and start <= c.sent_s - healed_s < start + 10]
         bins.append(share(sum(c.provider == "sim-a" for c in served), len(served)))
     return {
-        "requests": len(calls), "statuses": statuses(calls), "rate_per_s": d.s1_rate_per_s,
-        "down_s": d.s1_down_s, "after_s": d.s1_after_s,
+        "requests": len(calls),
+        "statuses": statuses(calls),
+        "rate_per_s": d.s1_rate_per_s,
+        "down_s": d.s1_down_s,
+        "after_s": d.s1_after_s,
         "healed_at_s_after_start": None if healed_s is None else round(healed_s - t0, 2),
-        "window_s": d.s1_window_s, "window_served": len(window),
+        "window_s": d.s1_window_s,
+        "window_served": len(window),
         "a_share_in_window": share(sum(c.provider == "sim-a" for c in window), len(window)),
         "a_share_per_10s_after_heal": bins,
         "a_upstream_calls_after_heal": sum(1 for e in a_log if healed_s is not None and e["t_s"] >= healed_s),
@@ -102,14 +124,19 @@ async def s2_random_errors(gw: Gateway, d: Durations) -> dict[str, Any]:
             calls = [await chat(client, model) for _ in range(d.s2_requests)]
         upstream = await gw.sim_log(f"rnd{percent}~fail{percent}")
         p = percent / 100
-        runs.append({
-            "fail_percent": percent, "requests": len(calls), "statuses": statuses(calls),
-            "success_share": share(sum(c.ok for c in calls), len(calls)),
-            "best_share_for_policy": round(1 - p ** (1 + gw.max_retries), 4),
-            "attempts_allowed": 1 + gw.max_retries, "upstream_calls": len(upstream),
-            "requests_without_upstream_call": len(calls) - len({e["request_id"] for e in upstream}),
-            "run_s": round(calls[-1].done_s - calls[0].sent_s, 2),
-        })
+        runs.append(
+            {
+                "fail_percent": percent,
+                "requests": len(calls),
+                "statuses": statuses(calls),
+                "success_share": share(sum(c.ok for c in calls), len(calls)),
+                "best_share_for_policy": round(1 - p ** (1 + gw.max_retries), 4),
+                "attempts_allowed": 1 + gw.max_retries,
+                "upstream_calls": len(upstream),
+                "requests_without_upstream_call": len(calls) - len({e["request_id"] for e in upstream}),
+                "run_s": round(calls[-1].done_s - calls[0].sent_s, 2),
+            }
+        )
     return {"runs": runs}
 
 
@@ -123,12 +150,17 @@ async def s3_down_then_heal(gw: Gateway, d: Durations) -> dict[str, Any]:
     served = [e for e in p_log if e["status"] == 200]
     first_client = next((c for c in calls if c.provider == "sim-a"), None)
     return {
-        "requests": len(calls), "statuses": statuses(calls), "request_interval_s": d.s3_interval_s,
-        "down_s": d.s3_down_s, "after_s": d.s3_after_s,
+        "requests": len(calls),
+        "statuses": statuses(calls),
+        "request_interval_s": d.s3_interval_s,
+        "down_s": d.s3_down_s,
+        "after_s": d.s3_after_s,
         "heal_to_first_primary_s": (
-            round(float(served[0]["t_s"]) - healed_s, 2) if served and healed_s is not None else None),
+            round(float(served[0]["t_s"]) - healed_s, 2) if served and healed_s is not None else None
+        ),
         "heal_to_first_primary_response_s": (
-            round(first_client.done_s - healed_s, 2) if first_client and healed_s is not None else None),
+            round(first_client.done_s - healed_s, 2) if first_client and healed_s is not None else None
+        ),
         "observed_after_heal_s": None if healed_s is None else round(calls[-1].sent_s - healed_s, 2),
         "primary_upstream_calls": len(p_log),
         "primary_upstream_calls_while_down": sum(1 for e in p_log if e["status"] == 503),
@@ -143,13 +175,17 @@ async def s4_retry_after_3600(gw: Gateway, d: Durations) -> dict[str, Any]:
     first_429 = next((float(e["t_s"]) for e in a_log if e["status"] == 429), None)
     return {
         "first_request": {"status": first.status, "provider": first.provider},
-        "requests": len(calls), "statuses": statuses(calls),
+        "requests": len(calls),
+        "statuses": statuses(calls),
         "success_share": share(sum(c.ok for c in calls), len(calls)),
         "providers": {p: sum(c.provider == p for c in calls) for p in ("sim-a", "sim-b")},
         "a_calls_after_first_429": (
-            None if first_429 is None else sum(1 for e in a_log if float(e["t_s"]) > first_429)),
+            None if first_429 is None else sum(1 for e in a_log if float(e["t_s"]) > first_429)
+        ),
         "a_call_offsets_after_first_429_s": [
-            round(float(e["t_s"]) - first_429, 2) for e in a_log if first_429 is not None and float(e["t_s"]) > first_429
+            round(float(e["t_s"]) - first_429, 2)
+            for e in a_log
+            if first_429 is not None and float(e["t_s"]) > first_429
         ][:20],
         "a_calls_total": len(a_log),
     }
@@ -162,8 +198,7 @@ async def s5_tenant_key(gw: Gateway, d: Durations) -> dict[str, Any]:
     entries = await gw.sim_log("tk-a")
     return {
         "tenant_a": {"requests": len(calls_a), "statuses": statuses(calls_a)},
-        "tenant_b": {"requests": len(calls_b), "statuses": statuses(calls_b),
-                     "successes": sum(c.ok for c in calls_b)},
+        "tenant_b": {"requests": len(calls_b), "statuses": statuses(calls_b), "successes": sum(c.ok for c in calls_b)},
         "upstream_with_revoked_key": sum(1 for e in entries if e["auth_fingerprint"] == fingerprint(REVOKED_KEY)),
         "upstream_with_platform_key": sum(1 for e in entries if e["auth_fingerprint"] == fingerprint(PLATFORM_KEY_A)),
     }
@@ -214,8 +249,10 @@ async def trip_and_drain(gw: Gateway, client: openai.AsyncOpenAI, model: str, up
     drained = await gw.sim_consume(upstream, max(0, OPEN_FAILURES - used)) if opened else []
     last = entries[-1] if entries else None
     at_s = None if last is None else float(last["ended_s"] or last["t_s"])
-    log(f"{model}: warm-up {requests} request(s), breaker open: {opened}, {used} failure(s) used, "
-        f"{len(drained)} drained")
+    log(
+        f"{model}: warm-up {requests} request(s), breaker open: {opened}, {used} failure(s) used, "
+        f"{len(drained)} drained"
+    )
     return Trip(requests=requests, opened=opened, failures_used=used, drained=len(drained), at_s=at_s)
 
 
@@ -256,18 +293,24 @@ async def s6_recovery_herd(gw: Gateway, d: Durations) -> dict[str, Any]:
     ramp = [round(ramp_share(closed, (first_ok or 0.0) + i + 0.5, settings) * n, 1) for i, n in enumerate(offered)]
     timeline = [] if first_ok is None else per_second(arrivals, first_ok, 10)
     return {
-        "clients": d.s6_clients, "run_s": d.s6_run_s, "warmup_requests": trip.requests,
-        "breaker_opened": trip.opened, "failures_before_open": trip.failures_used,
-        "requests": len(calls), "statuses": statuses(calls),
+        "clients": d.s6_clients,
+        "run_s": d.s6_run_s,
+        "warmup_requests": trip.requests,
+        "breaker_opened": trip.opened,
+        "failures_before_open": trip.failures_used,
+        "requests": len(calls),
+        "statuses": statuses(calls),
         "first_upstream_success_after_herd_start_s": None if first_ok is None else round(first_ok - herd_start_s, 2),
         "upstream_calls_per_s_after_first_success": timeline,
         "requests_offered_per_s_after_first_success": offered,
         "configured_ramp_calls_per_s": ramp,
         "calls_over_ramp_first_5_s": [round(c / r, 2) if r else None for c, r in zip(timeline[:5], ramp[:5])],
-        "upstream_200_per_s_after_first_success": [] if first_ok is None else per_second(
-            [float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10),
+        "upstream_200_per_s_after_first_success": []
+        if first_ok is None
+        else per_second([float(e["t_s"]) for e in entries if e["status"] == 200], first_ok, 10),
         "peak_upstream_calls_in_1s_after_first_success": (
-            None if first_ok is None else peak_per_window(arrivals, first_ok, first_ok + 10)),
+            None if first_ok is None else peak_per_window(arrivals, first_ok, first_ok + 10)
+        ),
         "peak_upstream_calls_in_1s_whole_run": peak_per_window(arrivals, herd_start_s, float("inf")),
         "upstream_calls_during_herd": sum(1 for t in arrivals if t >= herd_start_s),
     }
@@ -281,38 +324,84 @@ async def s7_hung_probe(gw: Gateway, d: Durations) -> dict[str, Any]:
     trip_s = trip.at_s if trip.opened else None
     after = [e for e in gateway_calls(await gw.sim_log(HUNG_MODEL)) if trip_s is not None and e["t_s"] > trip_s]
     return {
-        "requests": len(calls), "statuses": statuses(calls), "run_s": d.s7_run_s,
-        "warmup_requests": trip.requests, "breaker_opened": trip.opened, "failures_before_open": trip.failures_used,
+        "requests": len(calls),
+        "statuses": statuses(calls),
+        "run_s": d.s7_run_s,
+        "warmup_requests": trip.requests,
+        "breaker_opened": trip.opened,
+        "failures_before_open": trip.failures_used,
         "max_upstream_in_flight_after_trip": (
-            None if trip_s is None else max_in_flight(after, trip_s, min(now_s, trip_s + d.s7_run_s))),
+            None if trip_s is None else max_in_flight(after, trip_s, min(now_s, trip_s + d.s7_run_s))
+        ),
         "upstream_calls_after_trip": len(after),
-        "upstream_call_starts_after_trip_s": [] if trip_s is None else [
-            round(float(e["t_s"]) - trip_s, 2) for e in after][:20],
+        "upstream_call_starts_after_trip_s": []
+        if trip_s is None
+        else [round(float(e["t_s"]) - trip_s, 2) for e in after][:20],
     }
 
 
 SCENARIOS = {
-    "S1": Scenario("heal_share", lambda d: f"""\
+    "S1": Scenario(
+        "heal_share",
+        lambda d: (
+            f"""\
   heal:
-    offers: [{{provider: sim-a, model: "heal-a~down{d.s1_down_s}s"}}, {{provider: sim-b, model: heal-b}}]""",
-                   s1_heal_share),
-    "S2": Scenario("random_errors", lambda d: """\
+    offers: [{{provider: sim-a, model: "heal-a~down{d.s1_down_s}s"}}, {{provider: sim-b, model: heal-b}}]"""
+        ),
+        s1_heal_share,
+    ),
+    "S2": Scenario(
+        "random_errors",
+        lambda d: (
+            """\
   rnd10: {offers: [{provider: sim-a, model: "rnd10~fail10"}]}
-  rnd50: {offers: [{provider: sim-a, model: "rnd50~fail50"}]}""", s2_random_errors),
-    "S3": Scenario("down_then_heal", lambda d: f"""\
+  rnd50: {offers: [{provider: sim-a, model: "rnd50~fail50"}]}"""
+        ),
+        s2_random_errors,
+    ),
+    "S3": Scenario(
+        "down_then_heal",
+        lambda d: (
+            f"""\
   dh:
     order: priority
-    offers: [{{provider: sim-a, model: "dh-p~down{d.s3_down_s}s"}}, {{provider: sim-b, model: dh-s}}]""",
-                   s3_down_then_heal),
-    "S4": Scenario("retry_after_3600", lambda d: """\
+    offers: [{{provider: sim-a, model: "dh-p~down{d.s3_down_s}s"}}, {{provider: sim-b, model: dh-s}}]"""
+        ),
+        s3_down_then_heal,
+    ),
+    "S4": Scenario(
+        "retry_after_3600",
+        lambda d: (
+            """\
   ra:
     order: priority
-    offers: [{provider: sim-a, model: "ra-a~429ra3600"}, {provider: sim-b, model: ra-b}]""", s4_retry_after_3600),
-    "S5": Scenario("tenant_key", lambda d: """\
-  tk: {offers: [{provider: sim-a, model: tk-a}]}""", s5_tenant_key),
-    "S6": Scenario("recovery_herd", lambda d: f"""\
-  herd: {{offers: [{{provider: sim-a, model: "{HERD_MODEL}"}}]}}""", s6_recovery_herd),
-    "S7": Scenario("hung_probe", lambda d: f"""\
-  hung: {{offers: [{{provider: sim-a, model: "{HUNG_MODEL}"}}]}}""", s7_hung_probe,
-                   breaker=lambda d: {"cooldown_s": 2 if d.s7_run_s < 60 else 5}),
+    offers: [{provider: sim-a, model: "ra-a~429ra3600"}, {provider: sim-b, model: ra-b}]"""
+        ),
+        s4_retry_after_3600,
+    ),
+    "S5": Scenario(
+        "tenant_key",
+        lambda d: (
+            """\
+  tk: {offers: [{provider: sim-a, model: tk-a}]}"""
+        ),
+        s5_tenant_key,
+    ),
+    "S6": Scenario(
+        "recovery_herd",
+        lambda d: (
+            f"""\
+  herd: {{offers: [{{provider: sim-a, model: "{HERD_MODEL}"}}]}}"""
+        ),
+        s6_recovery_herd,
+    ),
+    "S7": Scenario(
+        "hung_probe",
+        lambda d: (
+            f"""\
+  hung: {{offers: [{{provider: sim-a, model: "{HUNG_MODEL}"}}]}}"""
+        ),
+        s7_hung_probe,
+        breaker=lambda d: {"cooldown_s": 2 if d.s7_run_s < 60 else 5},
+    ),
 }

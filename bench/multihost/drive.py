@@ -96,12 +96,15 @@ async def one(client: openai.AsyncOpenAI, model: str, index: int) -> Outcome:
     started = time.monotonic()
     try:
         raw = await client.chat.completions.with_raw_response.create(
-            model=model, messages=[{"role": "user", "content": f"multihost request {index}"}], max_tokens=8,
+            model=model,
+            messages=[{"role": "user", "content": f"multihost request {index}"}],
+            max_tokens=8,
         )
         completion = raw.parse()
         content = completion.choices[0].message.content
-        return Outcome(index, bool(content), raw.status_code, time.monotonic() - started,
-                       raw.headers.get("x-turnout-attempts"))
+        return Outcome(
+            index, bool(content), raw.status_code, time.monotonic() - started, raw.headers.get("x-turnout-attempts")
+        )
     except openai.APIStatusError as exc:
         return Outcome(index, False, exc.status_code, time.monotonic() - started, None, str(exc)[:200])
     except openai.APIError as exc:
@@ -112,17 +115,22 @@ def describe(outcomes: list[Outcome]) -> str:
     lat = sorted(o.latency_s for o in outcomes)
     ok = sum(o.ok for o in outcomes)
     p95 = lat[min(len(lat) - 1, int(0.95 * len(lat)))]
-    return (f"{ok}/{len(outcomes)} ok, latency p50 {statistics.median(lat):.2f} s, "
-            f"p95 {p95:.2f} s, max {lat[-1]:.2f} s")
+    return f"{ok}/{len(outcomes)} ok, latency p50 {statistics.median(lat):.2f} s, p95 {p95:.2f} s, max {lat[-1]:.2f} s"
 
 
 async def load(args: argparse.Namespace) -> int:
     workers = dict(w.split("=", 1) for w in args.worker)
     half = args.requests // 2
     checks: list[tuple[str, bool]] = []
-    async with httpx.AsyncClient() as http, openai.AsyncOpenAI(
-        base_url=f"{args.base}/v1", api_key=args.key, max_retries=0, timeout=60,
-    ) as client:
+    async with (
+        httpx.AsyncClient() as http,
+        openai.AsyncOpenAI(
+            base_url=f"{args.base}/v1",
+            api_key=args.key,
+            max_retries=0,
+            timeout=60,
+        ) as client,
+    ):
         await http.delete(f"{args.sim}/sim/log", timeout=2)
         started = time.monotonic()
 
@@ -136,8 +144,9 @@ async def load(args: argparse.Namespace) -> int:
         phase_a = await asyncio.wait_for(asyncio.gather(*[gated(i) for i in range(half)]), 120)
         jobs_a = {name: jobs_of(await metrics(http, url)) for name, url in workers.items()}
         print(f"phase A: {half} requests, 10 at a time: {describe(phase_a)}")
-        print("phase A: jobs started per worker (its own /metrics): "
-              + ", ".join(f"{n}={j}" for n, j in jobs_a.items()))
+        print(
+            "phase A: jobs started per worker (its own /metrics): " + ", ".join(f"{n}={j}" for n, j in jobs_a.items())
+        )
         checks.append(("phase A: every request answered 200 with content", all(o.ok for o in phase_a)))
         checks.append(("phase A: every worker served jobs", all(j > 0 for j in jobs_a.values())))
 
@@ -157,10 +166,14 @@ async def load(args: argparse.Namespace) -> int:
         phase_b = await asyncio.wait_for(asyncio.gather(*tasks), 120)
         survivors = {n: u for n, u in workers.items() if n != args.kill}
         jobs_end = {name: jobs_of(await metrics(http, url)) for name, url in survivors.items()}
-        print(f"phase B: {len(tasks)} requests at once, {args.kill} SIGKILLed (pid {args.kill_pid}) "
-              f"with {in_flight} job(s) in flight: {describe(phase_b)}")
-        print("phase B: jobs started per surviving worker (cumulative): "
-              + ", ".join(f"{n}={j}" for n, j in jobs_end.items()))
+        print(
+            f"phase B: {len(tasks)} requests at once, {args.kill} SIGKILLed (pid {args.kill_pid}) "
+            f"with {in_flight} job(s) in flight: {describe(phase_b)}"
+        )
+        print(
+            "phase B: jobs started per surviving worker (cumulative): "
+            + ", ".join(f"{n}={j}" for n, j in jobs_end.items())
+        )
         checks.append(("phase B: every request answered 200 with content", all(o.ok for o in phase_b)))
         if args.kill:
             checks.append((f"phase B: {args.kill} had jobs in flight when killed", in_flight > 0))
@@ -168,16 +181,21 @@ async def load(args: argparse.Namespace) -> int:
         log = (await http.get(f"{args.sim}/sim/log", params={"model": args.upstream_model}, timeout=5)).json()
         calls = len(log)
         everything = phase_a + phase_b
-        print(f"upstream calls seen by the simulator: {calls} for {len(everything)} requests "
-              f"({calls - len(everything)} duplicate(s) from the killed worker's in-flight jobs)")
+        print(
+            f"upstream calls seen by the simulator: {calls} for {len(everything)} requests "
+            f"({calls - len(everything)} duplicate(s) from the killed worker's in-flight jobs)"
+        )
         checks.append(("every request reached the upstream", calls >= len(everything)))
-        checks.append(("duplicates bounded by the killed worker's in-flight jobs",
-                       calls - len(everything) <= max(in_flight, 0)))
+        checks.append(
+            ("duplicates bounded by the killed worker's in-flight jobs", calls - len(everything) <= max(in_flight, 0))
+        )
         failed = [o for o in everything if not o.ok]
         for o in failed[:10]:
             print(f"  request {o.index}: status {o.status} {o.error}")
-        print(f"total: {describe(everything)} in {time.monotonic() - started:.1f} s"
-              + (f" (kill at {killed_after:.1f} s)" if killed_after is not None else ""))
+        print(
+            f"total: {describe(everything)} in {time.monotonic() - started:.1f} s"
+            + (f" (kill at {killed_after:.1f} s)" if killed_after is not None else "")
+        )
     print("checks:")
     for text, ok in checks:
         print(f"  [{'ok' if ok else 'FAIL'}] {text}")

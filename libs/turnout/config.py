@@ -12,19 +12,20 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping
+from typing import Annotated, Any, Literal
 
 import msgspec
 import yaml
 
 from turnout.config_errors import collect, report
+from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
 from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
-from turnout.config_yaml import load_yaml
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
@@ -33,12 +34,21 @@ AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
 """A count or a size that must be at least 1."""
 SecondsAtLeastOne = Annotated[int, msgspec.Meta(ge=1, description="at least 1 s")]
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535, description="a port is between 1 and 65535")]
-EgressEntry = Annotated[str, msgspec.Meta(
-    pattern=r"^[A-Za-z0-9_.:/\[\]-]+$", description="each entry is a CIDR, an address or a host name",
-)]
-UsdPerMtok = Annotated[float, msgspec.Meta(
-    ge=0, le=1_000_000, description="a price in USD per million tokens, 0 to 1000000",
-)]
+EgressEntry = Annotated[
+    str,
+    msgspec.Meta(
+        pattern=r"^[A-Za-z0-9_.:/\[\]-]+$",
+        description="each entry is a CIDR, an address or a host name",
+    ),
+]
+UsdPerMtok = Annotated[
+    float,
+    msgspec.Meta(
+        ge=0,
+        le=1_000_000,
+        description="a price in USD per million tokens, 0 to 1000000",
+    ),
+]
 ContextWindow = Annotated[int, msgspec.Meta(ge=1, le=1_000_000_000, description="a token count, 1 to 1000000000")]
 GatewayKey = Annotated[str, msgspec.Meta(min_length=8, description="a gateway key needs at least 8 characters")]
 
@@ -282,6 +292,7 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
     elif isinstance(node, list):
         out = [_interpolate(v, env, f"{path}[{i}]", missing) for i, v in enumerate(node)]
     elif isinstance(node, str) and "${" in node:
+
         def sub(m: re.Match[str]) -> str:
             name, default = m.group(1), m.group(2)
             if name in env:
@@ -364,7 +375,10 @@ def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None =
 
 
 def with_catalog(
-    config: Config, providers: Mapping[str, ProviderConfig], models: Mapping[str, ModelConfig], *,
+    config: Config,
+    providers: Mapping[str, ProviderConfig],
+    models: Mapping[str, ModelConfig],
+    *,
     check: bool = True,
 ) -> Config:
     """`config` with its catalog (`providers:` and `models:`) replaced, validated whole as a file is.
@@ -380,8 +394,9 @@ def with_catalog(
     """
     raw = msgspec.structs.replace(config.raw, providers=dict(providers), models=dict(models))
     if check:  # the types' own rules first (`msgspec.Meta` ranges), as decoding a file checks them
-        errors = (collect(msgspec.to_builtins(raw.providers), dict[str, ProviderConfig], "providers")
-                  + collect(msgspec.to_builtins(raw.models), dict[str, ModelConfig], "models"))
+        errors = collect(msgspec.to_builtins(raw.providers), dict[str, ProviderConfig], "providers") + collect(
+            msgspec.to_builtins(raw.models), dict[str, ModelConfig], "models"
+        )
         if errors:
             raise ConfigError(report(errors), errors)
         _validate(raw, config.policy)
@@ -401,7 +416,9 @@ def _check_models(path: str, models: list[str], catalog: Mapping[str, ModelConfi
         if model.startswith("custom:"):
             parts = model.split(":", 2)  # the model name may hold colons (`llama3:8b`)
             if len(parts) != 3 or not parts[1] or not parts[2]:
-                raise ConfigError(f"{path}[{i}]: malformed entry {model!r}; expected custom:<provider_key_id>:<model_name>")
+                raise ConfigError(
+                    f"{path}[{i}]: malformed entry {model!r}; expected custom:<provider_key_id>:<model_name>"
+                )
             if org is None or parts[1] not in org.custom_endpoints:
                 raise ConfigError(f"{path}[{i}]: {model!r} names no custom endpoint of this org")
             continue
@@ -417,7 +434,7 @@ def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
         state[node] = 1
         for nxt in graph.get(node, ()):
             if nxt == node or state.get(nxt) == 1:
-                cycle = trail[trail.index(nxt):] + [nxt] if nxt in trail else [node, nxt]
+                cycle = trail[trail.index(nxt) :] + [nxt] if nxt in trail else [node, nxt]
                 raise ConfigError(f"{path}: fallback cycle {' -> '.join(cycle)}")
             if nxt not in state:
                 visit(nxt, trail + [nxt])

@@ -109,7 +109,7 @@ def collect(value: Any, tp: Any, path: str = "") -> list[str]:
         return []
     except msgspec.ValidationError as exc:
         first = exc
-    except Exception as exc:  # a type msgspec cannot take: report, never raise
+    except Exception as exc:  # noqa: BLE001 - a type msgspec cannot take: report, never raise
         return [f"{path or '<document>'}: {exc}"]
     bare = _strip(tp)
     if get_origin(bare) in (typing.Union, types.UnionType) and isinstance(value, (dict, list)):

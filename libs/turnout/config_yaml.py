@@ -29,7 +29,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 continue  # an unhashable key: the base loader reports it
             if first is not key_node:
                 raise ConstructorError(
-                    "while reading a mapping", node.start_mark,
+                    "while reading a mapping",
+                    node.start_mark,
                     f"found the key {key!r} a second time (first on line {first.start_mark.line + 1})",
                     key_node.start_mark,
                 )
@@ -43,4 +44,4 @@ def load_yaml(text: str) -> Any:
         yaml.YAMLError: not valid YAML, or a key repeated within one mapping
             (the message names the key and both lines).
     """
-    return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_UniqueKeyLoader)

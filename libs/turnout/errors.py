@@ -44,8 +44,14 @@ class RequestRejected(TurnoutError):
     """
 
     def __init__(
-        self, status_code: int, message: str, *, error_type: str = "invalid_request_error",
-        code: str | None = None, param: str | None = None, headers: dict[str, str] | None = None,
+        self,
+        status_code: int,
+        message: str,
+        *,
+        error_type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status_code = status_code

@@ -26,8 +26,21 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from turnout.core.breaker import (
-    CLOSED, Admission, BreakerSettings, BreakerSnapshot, BreakerState, Counted, admit, pace, ramp_share, record,
-    reopen_in_s, rest, score, state_at, unavailable_for_s,
+    CLOSED,
+    Admission,
+    BreakerSettings,
+    BreakerSnapshot,
+    BreakerState,
+    Counted,
+    admit,
+    pace,
+    ramp_share,
+    record,
+    reopen_in_s,
+    rest,
+    score,
+    state_at,
+    unavailable_for_s,
 )
 from turnout.core.counting import count
 from turnout.core.credentials import Credential
@@ -38,7 +51,13 @@ from turnout.errors import GatewayUnavailable
 from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import (
-    BreakerStore, Loaded, RedisBreakerStore, Speed, SpeedSample, Versioned, cap_subject,
+    BreakerStore,
+    Loaded,
+    RedisBreakerStore,
+    Speed,
+    SpeedSample,
+    Versioned,
+    cap_subject,
 )
 from turnout.state.errors import StateUnavailable, outage_kind
 
@@ -154,8 +173,11 @@ class HealthView:
             else:
                 standing = Standing.UP
             out[subject] = TargetHealth(
-                score=score(snap, now, settings), standing=standing, back_in_s=away,
-                ttft_ms=speed.ttft_ms if speed else None, tokens_per_s=speed.tokens_per_s if speed else None,
+                score=score(snap, now, settings),
+                standing=standing,
+                back_in_s=away,
+                ttft_ms=speed.ttft_ms if speed else None,
+                tokens_per_s=speed.tokens_per_s if speed else None,
             )
         return out
 
@@ -271,7 +293,8 @@ class Breakers:
         if refuse and self._on_store_error == "fail":
             raise GatewayUnavailable(
                 "The gateway's shared state is unreachable right now; retry shortly.",
-                retry_after_s=1, code="redis_unavailable",
+                retry_after_s=1,
+                code="redis_unavailable",
             ) from exc
 
     async def view(self, subjects: Iterable[str], caps: Iterable[str] = ()) -> HealthView:
@@ -444,26 +467,52 @@ class Breakers:
         """
         sample = None
         if measures is not None and (measures.ttft_ms is not None or measures.tokens_per_s is not None):
-            sample = SpeedSample(ttft_ms=measures.ttft_ms, tokens_per_s=measures.tokens_per_s,
-                                 alpha=self._speed_alpha, ttl_s=self._speed_ttl_s)
+            sample = SpeedSample(
+                ttft_ms=measures.ttft_ms,
+                tokens_per_s=measures.tokens_per_s,
+                alpha=self._speed_alpha,
+                ttl_s=self._speed_ttl_s,
+            )
         counting = count(kind, credential=credential, retry_after_s=retry_after_s)
         if counting.alarm:
-            log.error("platform key of %s rejected (%s): operator action needed; not counted against the target",
-                      target, kind)
+            log.error(
+                "platform key of %s rejected (%s): operator action needed; not counted against the target", target, kind
+            )
             if self._on_alarm is not None:
                 self._on_alarm(target)
         try:
             if not view.degraded:
                 async with asyncio.timeout(RECORD_TIMEOUT_S):  # a hung store must not hold the answer
                     if counting.target is not Counted.NEUTRAL or counting.rest_s is not None:
-                        if await self._update(target, view, lambda snap, now: self._apply(
-                                snap, now, counting.target, counting.rest_s, probe=probe_token is not None,
-                                sole=target in self._sole, error=error[:200]), speed=sample):
+                        if await self._update(
+                            target,
+                            view,
+                            lambda snap, now: self._apply(
+                                snap,
+                                now,
+                                counting.target,
+                                counting.rest_s,
+                                probe=probe_token is not None,
+                                sole=target in self._sole,
+                                error=error[:200],
+                            ),
+                            speed=sample,
+                        ):
                             sample = None  # folded in by the write
                     if credential_key is not None and counting.credential is not Counted.NEUTRAL:
-                        await self._update(credential_key, view, lambda snap, now: self._apply(
-                            snap, now, counting.credential, None, probe=state_at(snap, now) is BreakerState.HALF_OPEN,
-                            sole=False, error=error[:200]))
+                        await self._update(
+                            credential_key,
+                            view,
+                            lambda snap, now: self._apply(
+                                snap,
+                                now,
+                                counting.credential,
+                                None,
+                                probe=state_at(snap, now) is BreakerState.HALF_OPEN,
+                                sole=False,
+                                error=error[:200],
+                            ),
+                        )
         except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc, refuse=False)
         finally:
@@ -483,8 +532,9 @@ class Breakers:
         subject = cap_subject(scope, target)
         until = view.store_now() + reset_in_s
         view.caps[subject] = until
-        log.warning("usage cap of %s on %s: later requests with plan fallbacks skip it for %.0f s",
-                    scope, target, reset_in_s)
+        log.warning(
+            "usage cap of %s on %s: later requests with plan fallbacks skip it for %.0f s", scope, target, reset_in_s
+        )
         try:
             await self._store.set_plan_cap(subject, until_s=until, ttl_s=reset_in_s)
         except (StateUnavailable, TimeoutError) as exc:
@@ -507,14 +557,24 @@ class Breakers:
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
                 await self._store.record_speed(
-                    target, ttft_ms=ttft_ms, tokens_per_s=tokens_per_s, alpha=self._speed_alpha,
+                    target,
+                    ttft_ms=ttft_ms,
+                    tokens_per_s=tokens_per_s,
+                    alpha=self._speed_alpha,
                     ttl_s=self._speed_ttl_s,
                 )
         except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc, refuse=False)
 
     def _apply(
-        self, snap: BreakerSnapshot, now: float, counted: Counted, rest_s: float | None, *, probe: bool, sole: bool,
+        self,
+        snap: BreakerSnapshot,
+        now: float,
+        counted: Counted,
+        rest_s: float | None,
+        *,
+        probe: bool,
+        sole: bool,
         error: str,
     ) -> BreakerSnapshot:
         new = record(snap, counted, probe=probe, now_s=now, settings=self.settings, sole=sole, error=error)
@@ -525,7 +585,10 @@ class Breakers:
         return new
 
     async def _update(
-        self, subject: str, view: HealthView, change: Callable[[BreakerSnapshot, float], BreakerSnapshot],
+        self,
+        subject: str,
+        view: HealthView,
+        change: Callable[[BreakerSnapshot, float], BreakerSnapshot],
         speed: SpeedSample | None = None,
     ) -> bool:
         """Compare-and-set `change` of `subject`'s snapshot, retried on conflict; `speed`
@@ -564,8 +627,13 @@ class Breakers:
             if self._on_trip is not None and new.trips > old.trips:
                 self._on_trip(subject, new.trip_rule or "-", sole)
             log.warning(
-                "breaker %s%s OPEN for %.0f s (trip %d, rule %s): %s", subject, alone, new.cooldown_s, new.trips,
-                new.trip_rule or "-", new.last_error or "-",
+                "breaker %s%s OPEN for %.0f s (trip %d, rule %s): %s",
+                subject,
+                alone,
+                new.cooldown_s,
+                new.trips,
+                new.trip_rule or "-",
+                new.last_error or "-",
             )
         else:
             log.info("breaker %s CLOSED: probe succeeded; slow start for %.0f s", subject, self.settings.slow_start_s)
@@ -574,17 +642,25 @@ class Breakers:
 
 
 def redis_breakers(
-    config: Config, redis: Redis, catalog: CatalogSource, *, metrics: Metrics | None = None,
+    config: Config,
+    redis: Redis,
+    catalog: CatalogSource,
+    *,
+    metrics: Metrics | None = None,
     rng: random.Random | None = None,
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
     place, so the ingress and the workers never drift apart)."""
     b, r = config.raw.breaker, config.raw.routing
     return Breakers(
-        RedisBreakerStore(redis), b.settings(), on_store_error=b.on_store_error,
-        speed_alpha=r.speed_alpha, speed_ttl_s=r.speed_ttl_s,
+        RedisBreakerStore(redis),
+        b.settings(),
+        on_store_error=b.on_store_error,
+        speed_alpha=r.speed_alpha,
+        speed_ttl_s=r.speed_ttl_s,
         on_transition=metrics.on_transition if metrics else None,
         on_alarm=metrics.on_alarm if metrics else None,
         on_trip=metrics.on_trip if metrics else None,
-        sole_targets=catalog.current.sole_targets, rng=rng,
+        sole_targets=catalog.current.sole_targets,
+        rng=rng,
     )

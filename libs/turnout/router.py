@@ -20,15 +20,26 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
-from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
 from turnout.catalog import Catalog, CatalogSource
-from turnout.core.breaker import BreakerSettings
 from turnout.config import ProviderConfig
+from turnout.core.breaker import BreakerSettings
 from turnout.core.classify import DISPOSITION, classify
 from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
 from turnout.core.loop import (
-    AttemptRecord, Dispatch, GiveUp, LoopState, SkipReason, StopReason, Wait, attempt_record, begin, next_step,
-    on_credential_open, on_outcome, on_plan_capped, on_skip,
+    AttemptRecord,
+    Dispatch,
+    GiveUp,
+    LoopState,
+    SkipReason,
+    StopReason,
+    Wait,
+    attempt_record,
+    begin,
+    next_step,
+    on_credential_open,
+    on_outcome,
+    on_plan_capped,
+    on_skip,
 )
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
@@ -40,6 +51,7 @@ from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
 from turnout.scrub import Scrubber
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, cap_subject
+from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
 
 
 class Clock(Protocol):
@@ -189,9 +201,7 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
-        self.scrubber = scrubber or Scrubber(
-            p.api_key for p in catalog.current.providers.values() if p.api_key
-        )
+        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.current.providers.values() if p.api_key)
 
     @property
     def catalog(self) -> Catalog:
@@ -199,8 +209,15 @@ class Router:
         return self._catalogs.current
 
     def _build(
-        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy,
-        health: dict[str, TargetHealth], *, capped: bool = True, preferences: Preferences = Preferences(),
+        self,
+        catalog: Catalog,
+        model: str,
+        settings: RoutingSettings,
+        policy: Policy,
+        health: dict[str, TargetHealth],
+        *,
+        capped: bool = True,
+        preferences: Preferences = Preferences(),
     ) -> Plan:
         return build_plan(
             model,
@@ -217,8 +234,14 @@ class Router:
         )
 
     async def plan(
-        self, model: str, settings: RoutingSettings, policy: Policy, org: str = "",
-        preferences: Preferences = Preferences(), catalog: Catalog | None = None, shipped: Shipped | None = None,
+        self,
+        model: str,
+        settings: RoutingSettings,
+        policy: Policy,
+        org: str = "",
+        preferences: Preferences = Preferences(),
+        catalog: Catalog | None = None,
+        shipped: Shipped | None = None,
     ) -> tuple[Plan, HealthView]:
         """The plan for `model`, its offers ordered by shared health and the
         fleet's measures (SPEC §5, §10), narrowed by the request's `preferences`.
@@ -264,8 +287,9 @@ class Router:
         if tenant is None:
             return []
         providers = {t.split("/", 1)[0] for t in targets}
-        return [credential_subject(org, p) for p in sorted(providers) if p in tenant.own_providers
-                or is_custom_provider(p)]
+        return [
+            credential_subject(org, p) for p in sorted(providers) if p in tenant.own_providers or is_custom_provider(p)
+        ]
 
     async def route(
         self,
@@ -315,7 +339,13 @@ class Router:
         return self._result(state, step.reason, success, info, view)
 
     async def _attempt(
-        self, catalog: Catalog, state: LoopState, step: Dispatch, request: dict[str, Any], info: RequestInfo, view: HealthView,
+        self,
+        catalog: Catalog,
+        state: LoopState,
+        step: Dispatch,
+        request: dict[str, Any],
+        info: RequestInfo,
+        view: HealthView,
         upstream: Upstream,
     ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
@@ -324,13 +354,18 @@ class Router:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         if not await self._credential_admits(call, target, info, view):
             return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
-        capped_s = view.capped_for(plan_cap_scope(call.credential, info.org), target.key) if state.plan.plan_cap else None
+        capped_s = (
+            view.capped_for(plan_cap_scope(call.credential, info.org), target.key) if state.plan.plan_cap else None
+        )
         if capped_s is not None and not state.special:
             return on_plan_capped(state, step, reopen_in_s=capped_s, now_s=self._clock()), None
         gate = await self._breakers.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
-                state, step, reason=gate.reason or SkipReason.CIRCUIT_OPEN, reopen_in_s=gate.reopen_in_s,
+                state,
+                step,
+                reason=gate.reason or SkipReason.CIRCUIT_OPEN,
+                reopen_in_s=gate.reopen_in_s,
                 now_s=self._clock(),
             ), None
         spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s)
@@ -342,17 +377,29 @@ class Router:
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
-                state, step, Outcome(message="client went away"), started_s=started, now_s=self._clock(),
-                rng=self._rng, kind=FailureKind.CANCELLED,
+                state,
+                step,
+                Outcome(message="client went away"),
+                started_s=started,
+                now_s=self._clock(),
+                rng=self._rng,
+                kind=FailureKind.CANCELLED,
             )
             self._observer.attempt_ended(handle, info, state.records[-1], Usage())
-            await asyncio.shield(self._breakers.record(
-                target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
-            ))
+            await asyncio.shield(
+                self._breakers.record(
+                    target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
+                )
+            )
             raise
         result = self._scrubbed(result, call)
         state = on_outcome(
-            state, step, result.outcome, started_s=started, now_s=self._clock(), rng=self._rng,
+            state,
+            step,
+            result.outcome,
+            started_s=started,
+            now_s=self._clock(),
+            rng=self._rng,
             credential_fallback=call.may_fall_back,
         )
         record = state.records[-1]
@@ -376,13 +423,17 @@ class Router:
         }
 
     def _resolve(
-        self, catalog: Catalog, target: Target, info: RequestInfo, key_mode: KeyMode, policy: Policy, byok_fallback: bool
+        self,
+        catalog: Catalog,
+        target: Target,
+        info: RequestInfo,
+        key_mode: KeyMode,
+        policy: Policy,
+        byok_fallback: bool,
     ) -> ResolvedCall | None:
         """The provider and credential for one attempt (None: skip as NO_CREDENTIAL; SPEC §6)."""
         tenant = self._credentials.credentials(info.org) if self._credentials is not None else None
-        call = resolve_call(
-            catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback
-        )
+        call = resolve_call(catalog, tenant, target, key_mode=key_mode, policy=policy, byok_fallback=byok_fallback)
         if call is not None and call.custom and self._custom_http is None:
             return None  # a custom endpoint is only ever called through the SSRF-guarded client
         return call
@@ -396,17 +447,28 @@ class Router:
         return self._custom_http if call.custom and self._custom_http is not None else self._http
 
     async def _ended(
-        self, handle: object, info: RequestInfo, record: AttemptRecord, result: AttemptResult, gate: Gate,
-        view: HealthView, call: ResolvedCall,
+        self,
+        handle: object,
+        info: RequestInfo,
+        record: AttemptRecord,
+        result: AttemptResult,
+        gate: Gate,
+        view: HealthView,
+        call: ResolvedCall,
     ) -> None:
         self._observer.attempt_ended(handle, info, record, result.usage)
         measures = None
         if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
             measures = Speed(ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms))
         await self._breakers.record(
-            record.target.key, record.kind, probe_token=gate.probe_token,
-            error=_error_text(record.status, record.message), view=view, retry_after_s=record.retry_after_s,
-            measures=measures, **self._record_args(call, record.target, info),
+            record.target.key,
+            record.kind,
+            probe_token=gate.probe_token,
+            error=_error_text(record.status, record.message),
+            view=view,
+            retry_after_s=record.retry_after_s,
+            measures=measures,
+            **self._record_args(call, record.target, info),
         )
         if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
             await self._breakers.cap_plan(
@@ -414,8 +476,17 @@ class Router:
             )
 
     async def attempt_once(
-        self, request: dict[str, Any], *, target: Target, number: int, info: RequestInfo, view: HealthView,
-        policy: Policy, upstream: Upstream, reason: str, key_mode: KeyMode = DEFAULT_KEY_MODE,
+        self,
+        request: dict[str, Any],
+        *,
+        target: Target,
+        number: int,
+        info: RequestInfo,
+        view: HealthView,
+        policy: Policy,
+        upstream: Upstream,
+        reason: str,
+        key_mode: KeyMode = DEFAULT_KEY_MODE,
     ) -> tuple[RouteResult | None, AttemptRecord | None]:
         """One attempt outside the loop (a stream continuation), admitted,
         recorded and counted like any other.
@@ -433,8 +504,13 @@ class Router:
             return None, None
         timeout_s = policy.retry.per_attempt_timeout_s
         dispatch = Dispatch(
-            entry=PlanEntry(target=target, role=Role.PROVIDER_FALLBACK), number=number, timeout_s=timeout_s,
-            is_retry=False, resend_count=0, delay_before_s=0.0, delay_reason=reason,
+            entry=PlanEntry(target=target, role=Role.PROVIDER_FALLBACK),
+            number=number,
+            timeout_s=timeout_s,
+            is_retry=False,
+            resend_count=0,
+            delay_before_s=0.0,
+            delay_reason=reason,
         )
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
@@ -445,39 +521,55 @@ class Router:
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             cancelled = attempt_record(
-                dispatch, Outcome(message="client went away"), FailureKind.CANCELLED, cycle=1, started_s=started,
+                dispatch,
+                Outcome(message="client went away"),
+                FailureKind.CANCELLED,
+                cycle=1,
+                started_s=started,
                 now_s=self._clock(),
             )
             self._observer.attempt_ended(handle, info, cancelled, Usage())
-            await asyncio.shield(self._breakers.record(
-                target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
-            ))
+            await asyncio.shield(
+                self._breakers.record(
+                    target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
+                )
+            )
             raise
         result = self._scrubbed(result, call)
         record = attempt_record(
             dispatch, result.outcome, classify(result.outcome), cycle=1, started_s=started, now_s=self._clock()
         )
         if record.kind is FailureKind.SUCCESS:
-            served = Served(provider=target.provider, model=target.model, attempts=number, fallback=True,
-                            reroute=False)
+            served = Served(provider=target.provider, model=target.model, attempts=number, fallback=True, reroute=False)
             finish = self._finisher(record, gate, handle, info, view, call)
             if result.stream is None:
                 await finish(FailureKind.SUCCESS, result.usage, "")
             return RouteResult(
-                body=result.body, verdict=None, served=served, records=(record,), stream=result.stream,
+                body=result.body,
+                verdict=None,
+                served=served,
+                records=(record,),
+                stream=result.stream,
                 finish=finish if result.stream is not None else None,
             ), record
         await self._ended(handle, info, record, result, gate, view, call)
         return None, record
 
     def _finisher(
-        self, record: AttemptRecord, gate: Gate, handle: object, info: RequestInfo, view: HealthView,
+        self,
+        record: AttemptRecord,
+        gate: Gate,
+        handle: object,
+        info: RequestInfo,
+        view: HealthView,
         call: ResolvedCall,
     ) -> Finish:
         async def finish(kind: FailureKind, usage: Usage, error: str) -> None:
             error = self.scrubber.text(error)
             final = msgspec.structs.replace(
-                record, kind=kind, disposition=DISPOSITION[kind],
+                record,
+                kind=kind,
+                disposition=DISPOSITION[kind],
                 duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),
                 message=error if kind is not FailureKind.SUCCESS else "",
             )
@@ -488,15 +580,24 @@ class Router:
                 tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
             )
             await self._breakers.record(
-                record.target.key, kind, probe_token=gate.probe_token, error=error, view=view, measures=measures,
+                record.target.key,
+                kind,
+                probe_token=gate.probe_token,
+                error=error,
+                view=view,
+                measures=measures,
                 **self._record_args(call, record.target, info),
             )
 
         return finish
 
     def _result(
-        self, state: LoopState, reason: StopReason, success: tuple[AttemptResult, Gate, object, ResolvedCall] | None,
-        info: RequestInfo, view: HealthView,
+        self,
+        state: LoopState,
+        reason: StopReason,
+        success: tuple[AttemptResult, Gate, object, ResolvedCall] | None,
+        info: RequestInfo,
+        view: HealthView,
     ) -> RouteResult:
         if reason is StopReason.SERVED and success is not None:
             result, gate, handle, call = success
@@ -512,13 +613,21 @@ class Router:
 
 
 def _spec(
-    target: Target, provider: ProviderConfig, request: dict[str, Any], info: RequestInfo, policy: Policy,
+    target: Target,
+    provider: ProviderConfig,
+    request: dict[str, Any],
+    info: RequestInfo,
+    policy: Policy,
     timeout_s: float,
 ) -> CallSpec:
     retry = policy.retry
     return CallSpec(
-        target=target, base_url=provider.base_url, api_key=provider.api_key or "",
-        body=upstream_body(request, target), timeout_s=timeout_s, request_id=info.request_id,
+        target=target,
+        base_url=provider.base_url,
+        api_key=provider.api_key or "",
+        body=upstream_body(request, target),
+        timeout_s=timeout_s,
+        request_id=info.request_id,
         ttft_timeout_s=retry.ttft_timeout_s,
         stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,

@@ -33,19 +33,19 @@ from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
 from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
-from turnout.tenancy.directory import TenantDirectory, directory_from_env
 from turnout.health import Breakers, redis_breakers
 from turnout.observability.jsonlog import scrub_logs
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, SpendObserver, route_observers
 from turnout.observability.records import RecordsObserver, RecordWriter
+from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import Router
 from turnout.settings import Settings
 from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.persistence import Decision
 from turnout.state.persistence import require_persistence as check_persistence
 from turnout.state.spend_store import SpendLedger
-from turnout.observability.tracing import Telemetry, setup_tracing
+from turnout.tenancy.directory import TenantDirectory, directory_from_env
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -95,19 +95,32 @@ class Observation:
         scrub: the process's credential scrubber, applied to span text.
     """
 
-    def __init__(self, config: Config, redis: Redis, catalog: CatalogSource, *, service: str, env: dict[str, str],
-                 telemetry: Telemetry | None = None, scrub: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        redis: Redis,
+        catalog: CatalogSource,
+        *,
+        service: str,
+        env: dict[str, str],
+        telemetry: Telemetry | None = None,
+        scrub: Callable[[str], str] | None = None,
+    ) -> None:
         self.telemetry = telemetry or setup_tracing(service, env, scrub=scrub)
         self._owns_telemetry = telemetry is None
         self.metrics = Metrics()
         records_max = config.raw.gateway.records_max
         self.records = (
             RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc)
-            if records_max > 0 else None
+            if records_max > 0
+            else None
         )
         self.spend = SpendLedger(redis)
         self.observer: Observers = route_observers(
-            self.telemetry.tracer, catalog, meter=self.telemetry.meter, metrics=self.metrics,
+            self.telemetry.tracer,
+            catalog,
+            meter=self.telemetry.meter,
+            metrics=self.metrics,
             records=RecordsObserver(self.records, catalog) if self.records is not None else None,
             spend=SpendObserver(self.spend, catalog),
         )
@@ -158,9 +171,22 @@ class Runtime:
         router: the attempt loop's shell.
     """
 
-    def __init__(self, *, config: Config, settings: Settings, catalogs: LiveCatalog, catalog_watch: CatalogWatch,
-                 directory: TenantDirectory, obs: Observation, clock_check: ClockSkewCheck, rng: random.Random,
-                 breakers: Breakers, http: httpx.AsyncClient, custom_http: httpx.AsyncClient, router: Router) -> None:
+    def __init__(
+        self,
+        *,
+        config: Config,
+        settings: Settings,
+        catalogs: LiveCatalog,
+        catalog_watch: CatalogWatch,
+        directory: TenantDirectory,
+        obs: Observation,
+        clock_check: ClockSkewCheck,
+        rng: random.Random,
+        breakers: Breakers,
+        http: httpx.AsyncClient,
+        custom_http: httpx.AsyncClient,
+        router: Router,
+    ) -> None:
         self.config = config
         self.settings = settings
         self.catalogs = catalogs
@@ -206,8 +232,14 @@ class Runtime:
 
 
 def build_runtime(
-    config: Config, redis: Redis, settings: Settings, *, role: Role, telemetry: Telemetry | None = None,
-    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep, rng: random.Random | None = None,
+    config: Config,
+    redis: Redis,
+    settings: Settings,
+    *,
+    role: Role,
+    telemetry: Telemetry | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    rng: random.Random | None = None,
 ) -> Runtime:
     """Build what a process of `role` serves with, the same way for every role.
 
@@ -228,8 +260,15 @@ def build_runtime(
     catalog = LiveCatalog(config)  # models and providers: Redis, swapped whole on change
     directory = directory_from_env(config, redis, settings.env)
     scrub_logs(directory.scrubber.credentials)
-    obs = Observation(config, redis, catalog, service=shape.service, env=settings.env, telemetry=telemetry,
-                      scrub=directory.scrubber.credentials)
+    obs = Observation(
+        config,
+        redis,
+        catalog,
+        service=shape.service,
+        env=settings.env,
+        telemetry=telemetry,
+        scrub=directory.scrubber.credentials,
+    )
     rng = rng or random.Random()
     breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng)
     catalog_watch = attach_catalog(catalog, redis, config, directory=directory, breakers=breakers, env=settings.env)
@@ -238,12 +277,30 @@ def build_runtime(
     obs.instrument(http)
     custom_http = make_guarded_client(max_connections=shape.custom_connections(config), allow=directory.allow)
     router = Router(
-        catalog=catalog, http=http, breakers=breakers, observer=obs.observer, rng=rng, credentials=directory,
-        custom_http=custom_http, scrubber=directory.scrubber, sleep=sleep,
+        catalog=catalog,
+        http=http,
+        breakers=breakers,
+        observer=obs.observer,
+        rng=rng,
+        credentials=directory,
+        custom_http=custom_http,
+        scrubber=directory.scrubber,
+        sleep=sleep,
     )
-    return Runtime(config=config, settings=settings, catalogs=catalog, catalog_watch=catalog_watch,
-                   directory=directory, obs=obs, clock_check=clock_check, rng=rng, breakers=breakers, http=http,
-                   custom_http=custom_http, router=router)
+    return Runtime(
+        config=config,
+        settings=settings,
+        catalogs=catalog,
+        catalog_watch=catalog_watch,
+        directory=directory,
+        obs=obs,
+        clock_check=clock_check,
+        rng=rng,
+        breakers=breakers,
+        http=http,
+        custom_http=custom_http,
+        router=router,
+    )
 
 
 def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow: bool = False) -> Decision:
@@ -257,5 +314,6 @@ def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow
     Raises:
         turnout.state.persistence.PersistenceOff: AOF is off and not allowed.
     """
-    return check_persistence(redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof,
-                             env=settings.env)
+    return check_persistence(
+        redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof, env=settings.env
+    )

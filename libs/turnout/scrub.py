@@ -89,7 +89,7 @@ _HOST_PORT = re.compile(r"(?i)\b((?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?\.)+[a-
 def _grams(secret: str) -> Iterable[int]:
     """Salted hashes of every `FRAGMENT_CHARS`-character window of `secret`."""
     n = FRAGMENT_CHARS
-    return (hash(secret[i:i + n]) for i in range(len(secret) - n + 1))
+    return (hash(secret[i : i + n]) for i in range(len(secret) - n + 1))
 
 
 def _mask_known(text: str, grams: frozenset[int], extra: frozenset[int] = frozenset()) -> str:
@@ -99,7 +99,7 @@ def _mask_known(text: str, grams: frozenset[int], extra: frozenset[int] = frozen
         return text
     runs: list[tuple[int, int]] = []
     for i in range(len(text) - n + 1):
-        h = hash(text[i:i + n])
+        h = hash(text[i : i + n])
         if h in grams or h in extra:
             if runs and i <= runs[-1][1]:
                 runs[-1] = (runs[-1][0], i + n)
@@ -186,9 +186,7 @@ class Scrubber:
         for group in forgotten:
             self._groups.pop(group, None)
         for group, secrets in known.items():
-            self._groups[group] = frozenset(
-                g for s in secrets if s and len(s) >= FRAGMENT_CHARS for g in _grams(s)
-            )
+            self._groups[group] = frozenset(g for s in secrets if s and len(s) >= FRAGMENT_CHARS for g in _grams(s))
         self._grams = frozenset().union(*self._groups.values())
 
     def credentials(self, text: str, extra: Sequence[str] = ()) -> str:
@@ -223,7 +221,7 @@ class Scrubber:
         text = _CONTROL.sub(" ", text)
         text = strip_internals(self.credentials(text, extra))
         text = _BLANKS.sub(" ", text).strip()
-        return text if len(text) <= MAX_TEXT_CHARS else text[:MAX_TEXT_CHARS - 1] + "…"
+        return text if len(text) <= MAX_TEXT_CHARS else text[: MAX_TEXT_CHARS - 1] + "…"
 
     def code(self, value: str | None, extra: Sequence[str] = ()) -> str | None:
         """A provider's error `code` or `type` as its leading identifier; None when nothing is left."""

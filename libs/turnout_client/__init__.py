@@ -22,7 +22,16 @@ from turnout_client.routing import GatewayRouting, parse_routing, routing_of
 from turnout_client.transport import AsyncGatewayTransport, GatewayTransport, RoutingCallback
 
 __all__ = [
-    "AsyncGatewayTransport", "GatewayRouting", "GatewayTransport", "IdempotencyKeys", "ModelChain",
-    "RoutingCallback", "async_gateway_http_client", "gateway_http_client", "http_package", "parse_routing",
-    "routing_of", "span_hook",
+    "AsyncGatewayTransport",
+    "GatewayRouting",
+    "GatewayTransport",
+    "IdempotencyKeys",
+    "ModelChain",
+    "RoutingCallback",
+    "async_gateway_http_client",
+    "gateway_http_client",
+    "http_package",
+    "parse_routing",
+    "routing_of",
+    "span_hook",
 ]

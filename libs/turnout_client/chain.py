@@ -98,7 +98,7 @@ class IdempotencyKeys:
 class Step:
     """A request to send: its body (None: unchanged), the model it asks for, its chain position, its key."""
 
-    __slots__ = ("content", "model", "index", "key")
+    __slots__ = ("content", "index", "key", "model")
 
     def __init__(self, content: bytes | None, model: str | None, index: int, key: str | None) -> None:
         self.content, self.model, self.index, self.key = content, model, index, key
@@ -122,6 +122,7 @@ def plan_steps(content: bytes, key: str | None, chain: ModelChain | None) -> lis
         return [Step(None, None, 0, key)]
     steps = [Step(None, model, 0, key)]
     for index, name in enumerate(chain_models(chain, model), start=1):
-        steps.append(Step(json.dumps({**body, "model": name}).encode(), name, index,
-                          None if key is None else f"{key}.{index}"))
+        steps.append(
+            Step(json.dumps({**body, "model": name}).encode(), name, index, None if key is None else f"{key}.{index}")
+        )
     return steps

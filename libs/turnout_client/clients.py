@@ -37,8 +37,12 @@ def _keys(idempotency: bool | IdempotencyKeys) -> IdempotencyKeys | None:
 
 
 def gateway_http_client(
-    *, on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None, model_chain: ModelChain | None = None,
-    idempotency: bool | IdempotencyKeys = True, http: ModuleType | None = None, transport: Any = None,
+    *,
+    on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
+    model_chain: ModelChain | None = None,
+    idempotency: bool | IdempotencyKeys = True,
+    http: ModuleType | None = None,
+    transport: Any = None,
     **client_args: Any,
 ) -> Any:
     """A sync `Client` for `openai.OpenAI(http_client=...)` / `anthropic.Anthropic(http_client=...)`.
@@ -55,21 +59,29 @@ def gateway_http_client(
     """
     pkg = http or http_package()
     wrapped = GatewayTransport(
-        transport if transport is not None else pkg.HTTPTransport(), on_routing=on_routing,
-        model_chain=model_chain, idempotency=_keys(idempotency),
+        transport if transport is not None else pkg.HTTPTransport(),
+        on_routing=on_routing,
+        model_chain=model_chain,
+        idempotency=_keys(idempotency),
     )
     return pkg.Client(transport=wrapped, **client_args)
 
 
 def async_gateway_http_client(
-    *, on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None, model_chain: ModelChain | None = None,
-    idempotency: bool | IdempotencyKeys = True, http: ModuleType | None = None, transport: Any = None,
+    *,
+    on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
+    model_chain: ModelChain | None = None,
+    idempotency: bool | IdempotencyKeys = True,
+    http: ModuleType | None = None,
+    transport: Any = None,
     **client_args: Any,
 ) -> Any:
     """An `AsyncClient` for `openai.AsyncOpenAI` / `anthropic.AsyncAnthropic` (arguments of `gateway_http_client`)."""
     pkg = http or http_package()
     wrapped = AsyncGatewayTransport(
-        transport if transport is not None else pkg.AsyncHTTPTransport(), on_routing=on_routing,
-        model_chain=model_chain, idempotency=_keys(idempotency),
+        transport if transport is not None else pkg.AsyncHTTPTransport(),
+        on_routing=on_routing,
+        model_chain=model_chain,
+        idempotency=_keys(idempotency),
     )
     return pkg.AsyncClient(transport=wrapped, **client_args)

@@ -88,13 +88,20 @@ class GatewayRouting:
     def as_attributes(self) -> dict[str, str | int | float | bool]:
         """Flat `turnout.*` attributes (None fields left out), e.g. for a span."""
         fields = {
-            "turnout.request_id": self.request_id, "turnout.provider": self.provider,
-            "turnout.model": self.model, "turnout.attempts": self.attempts,
-            "turnout.fallback": self.fallback, "turnout.reroute": self.reroute,
-            "turnout.byok_fallback": self.byok_fallback, "turnout.strategy": self.strategy,
-            "turnout.idempotent_replay": self.idempotent_replay, "turnout.should_retry": self.should_retry,
-            "turnout.retry_after_s": self.retry_after_s, "turnout.requested_model": self.requested_model,
-            "turnout.chain_index": self.chain_index, "turnout.error_code": self.error_code,
+            "turnout.request_id": self.request_id,
+            "turnout.provider": self.provider,
+            "turnout.model": self.model,
+            "turnout.attempts": self.attempts,
+            "turnout.fallback": self.fallback,
+            "turnout.reroute": self.reroute,
+            "turnout.byok_fallback": self.byok_fallback,
+            "turnout.strategy": self.strategy,
+            "turnout.idempotent_replay": self.idempotent_replay,
+            "turnout.should_retry": self.should_retry,
+            "turnout.retry_after_s": self.retry_after_s,
+            "turnout.requested_model": self.requested_model,
+            "turnout.chain_index": self.chain_index,
+            "turnout.error_code": self.error_code,
             "http.response.status_code": self.status,
         }
         return {k: v for k, v in fields.items() if v is not None}
@@ -123,8 +130,14 @@ def _seconds(value: str | None) -> float | None:
     return seconds if seconds >= 0 else None
 
 
-def parse_routing(status: int, headers: Mapping[str, str], *, requested_model: str | None = None,
-                  chain_index: int = 0, error_code: str | None = None) -> GatewayRouting:
+def parse_routing(
+    status: int,
+    headers: Mapping[str, str],
+    *,
+    requested_model: str | None = None,
+    chain_index: int = 0,
+    error_code: str | None = None,
+) -> GatewayRouting:
     """The `GatewayRouting` of one answer.
 
     Args:

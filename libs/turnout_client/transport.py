@@ -35,8 +35,12 @@ def _callbacks(on_routing: RoutingCallback | Sequence[RoutingCallback] | None) -
 class _Calls:
     """What the sync and async transports share: steps, requests, events."""
 
-    def __init__(self, on_routing: RoutingCallback | Sequence[RoutingCallback] | None,
-                 model_chain: ModelChain | None, idempotency: IdempotencyKeys | None) -> None:
+    def __init__(
+        self,
+        on_routing: RoutingCallback | Sequence[RoutingCallback] | None,
+        model_chain: ModelChain | None,
+        idempotency: IdempotencyKeys | None,
+    ) -> None:
         self.callbacks = _callbacks(on_routing)
         self.chain = model_chain
         self.keys = idempotency
@@ -58,15 +62,19 @@ class _Calls:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in ("content-length", IDEMPOTENCY_HEADER)}
         if step.key is not None:
             headers[IDEMPOTENCY_HEADER] = step.key
-        return type(request)(request.method, request.url, headers=headers, content=step.content,
-                             extensions=request.extensions)
+        return type(request)(
+            request.method, request.url, headers=headers, content=step.content, extensions=request.extensions
+        )
 
     @staticmethod
     def needs_body(response: Any, step: Step, steps: list[Step]) -> bool:
         """Whether the error body must be read to know if the chain may move on
         (an exhausted-looking status without `x-turnout-attempts`, and a next model)."""
-        return (step is not steps[-1] and response.status_code in EXHAUSTED_STATUSES
-                and "x-turnout-attempts" not in response.headers)
+        return (
+            step is not steps[-1]
+            and response.status_code in EXHAUSTED_STATUSES
+            and "x-turnout-attempts" not in response.headers
+        )
 
     def observe(self, response: Any, step: Step, *, read: bool = False) -> GatewayRouting:
         """Parse, store on the response and hand out the event; a failing callback is logged, never raised.
@@ -74,13 +82,18 @@ class _Calls:
         Args:
             read: the body was read (its `error.code` goes into the event).
         """
-        event = parse_routing(response.status_code, response.headers, requested_model=step.model,
-                              chain_index=step.index, error_code=error_code_of(response.content) if read else None)
+        event = parse_routing(
+            response.status_code,
+            response.headers,
+            requested_model=step.model,
+            chain_index=step.index,
+            error_code=error_code_of(response.content) if read else None,
+        )
         response.extensions[EXTENSION] = event
         for callback in self.callbacks:
             try:
                 callback(event)
-            except Exception:  # noqa: BLE001 - an observer never fails the caller's request
+            except Exception:
                 log.exception("turnout routing callback %r failed", callback)
         return event
 
@@ -96,8 +109,14 @@ class GatewayTransport:
         idempotency: adds Idempotency-Key to POSTs (None: never).
     """
 
-    def __init__(self, inner: Any, *, on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
-                 model_chain: ModelChain | None = None, idempotency: IdempotencyKeys | None = None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
+        model_chain: ModelChain | None = None,
+        idempotency: IdempotencyKeys | None = None,
+    ) -> None:
         self._inner = inner
         self._calls = _Calls(on_routing, model_chain, idempotency)
 
@@ -139,8 +158,14 @@ class GatewayTransport:
 class AsyncGatewayTransport:
     """The async twin of `GatewayTransport`, for `AsyncOpenAI` / `AsyncAnthropic` (same arguments)."""
 
-    def __init__(self, inner: Any, *, on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
-                 model_chain: ModelChain | None = None, idempotency: IdempotencyKeys | None = None) -> None:
+    def __init__(
+        self,
+        inner: Any,
+        *,
+        on_routing: RoutingCallback | Sequence[RoutingCallback] | None = None,
+        model_chain: ModelChain | None = None,
+        idempotency: IdempotencyKeys | None = None,
+    ) -> None:
         self._inner = inner
         self._calls = _Calls(on_routing, model_chain, idempotency)
 

@@ -76,12 +76,17 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
     org = f"/orgs/{getattr(args, 'org', '')}"
     name = getattr(args, "name", None)
     simple: dict[tuple[str, str], tuple[str, str]] = {
-        ("orgs", "list"): ("GET", "/orgs"), ("orgs", "get"): ("GET", org), ("orgs", "delete"): ("DELETE", org),
-        ("squads", "list"): ("GET", f"{org}/squads"), ("squads", "get"): ("GET", f"{org}/squads/{name}"),
+        ("orgs", "list"): ("GET", "/orgs"),
+        ("orgs", "get"): ("GET", org),
+        ("orgs", "delete"): ("DELETE", org),
+        ("squads", "list"): ("GET", f"{org}/squads"),
+        ("squads", "get"): ("GET", f"{org}/squads/{name}"),
         ("squads", "delete"): ("DELETE", f"{org}/squads/{name}"),
-        ("keys", "list"): ("GET", f"{org}/keys"), ("keys", "get"): ("GET", f"{org}/keys/{name}"),
+        ("keys", "list"): ("GET", f"{org}/keys"),
+        ("keys", "get"): ("GET", f"{org}/keys/{name}"),
         ("keys", "effective"): ("GET", f"{org}/keys/{name}/effective"),
-        ("keys", "revoke"): ("POST", f"{org}/keys/{name}/revoke"), ("keys", "delete"): ("DELETE", f"{org}/keys/{name}"),
+        ("keys", "revoke"): ("POST", f"{org}/keys/{name}/revoke"),
+        ("keys", "delete"): ("DELETE", f"{org}/keys/{name}"),
         ("provider-keys", "list"): ("GET", f"{org}/provider-keys"),
         ("provider-keys", "delete"): ("DELETE", f"{org}/provider-keys/{getattr(args, 'provider', '')}"),
         ("endpoints", "list"): ("GET", f"{org}/custom-endpoints"),
@@ -116,7 +121,9 @@ def _request(args: argparse.Namespace) -> tuple[str, str, Any]:
             patch["expires_at"] = None if args.no_expiry else args.expires_at
         return "PATCH", f"{org}/keys/{name}", patch
     if what == "settings":
-        scope = f"{org}/squads/{args.squad}" if args.squad else (f"{org}/keys/{args.key_name}" if args.key_name else org)
+        scope = (
+            f"{org}/squads/{args.squad}" if args.squad else (f"{org}/keys/{args.key_name}" if args.key_name else org)
+        )
         method = {"get": "GET", "set": "PATCH", "replace": "PUT"}[action]
         return method, f"{scope}/settings", None if action == "get" else _settings_arg(args.json)
     if what == "provider-keys":
@@ -149,7 +156,7 @@ def cmd_admin(args: argparse.Namespace) -> int:
     return 0 if response.is_success else 1
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `admin` on the top-level subcommands."""
     p = sub.add_parser("admin", help="admin API: orgs, squads, keys, settings, BYOK, endpoints, catalog")
     p.add_argument("--url", default=os.environ.get("TURNOUT_URL", DEFAULT_URL), help="ingress base URL")
@@ -174,11 +181,17 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
 
     orgs = actions("orgs", {"list": [], "get": ["org"], "create": ["org"], "delete": ["org"]})
     orgs["create"].add_argument("--settings", help="org settings as JSON")
-    squads = actions("squads", {"list": ["org"], "get": ["org", "name"], "create": ["org", "name"],
-                                "delete": ["org", "name"]})
+    squads = actions(
+        "squads", {"list": ["org"], "get": ["org", "name"], "create": ["org", "name"], "delete": ["org", "name"]}
+    )
     squads["create"].add_argument("--settings", help="squad settings as JSON")
-    keys = actions("keys", {a: ["org"] if a == "list" else ["org", "name"]
-                            for a in ("list", "get", "effective", "create", "update", "revoke", "delete")})
+    keys = actions(
+        "keys",
+        {
+            a: ["org"] if a == "list" else ["org", "name"]
+            for a in ("list", "get", "effective", "create", "update", "revoke", "delete")
+        },
+    )
     keys["create"].add_argument("--squad")
     keys["create"].add_argument("--admin", action="store_true")
     keys["create"].add_argument("--ttl-s", type=float, help="expire this many seconds from now")
@@ -199,8 +212,9 @@ def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> No
         s.add_argument("--key", dest="key_name")
     provider = actions("provider-keys", {"list": ["org"], "set": ["org", "provider"], "delete": ["org", "provider"]})
     provider["set"].add_argument("--api-key-env", help="read the key from this environment variable (else stdin)")
-    endpoints = actions("endpoints", {"list": ["org"], "get": ["org", "name"], "set": ["org", "name"],
-                                      "delete": ["org", "name"]})
+    endpoints = actions(
+        "endpoints", {"list": ["org"], "get": ["org", "name"], "set": ["org", "name"], "delete": ["org", "name"]}
+    )
     endpoints["set"].add_argument("--base-url", required=True)
     endpoints["set"].add_argument("--with-key", action="store_true", help="read the endpoint's key from stdin")
     endpoints["set"].add_argument("--api-key-env", help="read the endpoint's key from this environment variable")

@@ -46,12 +46,19 @@ def request(args: argparse.Namespace, secret: Callable[[argparse.Namespace], str
     return "PUT", f"{P}/providers/{args.name}", body
 
 
-def add_parser(res: "argparse._SubParsersAction[argparse.ArgumentParser]", func: Callable[[argparse.Namespace], int]) -> None:
+def add_parser(
+    res: argparse._SubParsersAction[argparse.ArgumentParser], func: Callable[[argparse.Namespace], int]
+) -> None:
     """Register `catalog` under `turnout admin`, each action calling `func`."""
     parser = res.add_parser("catalog", help="models and providers (operator key)")
     acts = parser.add_subparsers(dest="action", required=True)
-    spec = {"get": [], "set-model": ["id", "json"], "delete-model": ["id"], "set-provider": ["name"],
-            "delete-provider": ["name"]}
+    spec = {
+        "get": [],
+        "set-model": ["id", "json"],
+        "delete-model": ["id"],
+        "set-provider": ["name"],
+        "delete-provider": ["name"],
+    }
     out = {}
     for action, positionals in spec.items():
         a = acts.add_parser(action, allow_abbrev=False)

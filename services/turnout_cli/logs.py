@@ -24,11 +24,16 @@ if TYPE_CHECKING:
 
 
 def _export_parser(
-    sub: "argparse._SubParsersAction[argparse.ArgumentParser]", help_text: str, key_env: str,
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    help_text: str,
+    key_env: str,
 ) -> argparse.ArgumentParser:
     e = sub.add_parser("export", help=help_text)
-    e.add_argument("--url", default=os.environ.get("TURNOUT_URL", "http://127.0.0.1:8080"),
-                   help="ingress base URL (default: $TURNOUT_URL or http://127.0.0.1:8080)")
+    e.add_argument(
+        "--url",
+        default=os.environ.get("TURNOUT_URL", "http://127.0.0.1:8080"),
+        help="ingress base URL (default: $TURNOUT_URL or http://127.0.0.1:8080)",
+    )
     e.add_argument("--key", default=os.environ.get(key_env), help=f"the key (default: ${key_env})")
     e.add_argument("--since", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--until", help="ISO-8601 or epoch seconds (inclusive)")
@@ -37,23 +42,28 @@ def _export_parser(
     return e
 
 
-def add_parser(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `logs export` and `audit export` on the top-level subcommands."""
     p = sub.add_parser("logs", help="attempt records")
-    e = _export_parser(p.add_subparsers(dest="logs_command", required=True),
-                       "export your org's attempt records (admin key)", "TURNOUT_ADMIN_KEY")
+    e = _export_parser(
+        p.add_subparsers(dest="logs_command", required=True),
+        "export your org's attempt records (admin key)",
+        "TURNOUT_ADMIN_KEY",
+    )
     e.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     e.set_defaults(func=cmd_logs_export)
     p = sub.add_parser("audit", help="the audit log of admin writes")
-    e = _export_parser(p.add_subparsers(dest="audit_command", required=True),
-                       "export the audit log as JSON lines (operator key)", "TURNOUT_OPERATOR_KEY")
+    e = _export_parser(
+        p.add_subparsers(dest="audit_command", required=True),
+        "export the audit log as JSON lines (operator key)",
+        "TURNOUT_OPERATOR_KEY",
+    )
     e.set_defaults(func=cmd_audit_export)
 
 
 def cmd_logs_export(args: argparse.Namespace) -> int:
     """Stream the records export to `--output` or stdout. Returns 0, or 1 on an error answer."""
-    return _export(args, "logs", "/admin/v1/logs/export", {"format": args.format}, "an admin key",
-                   "TURNOUT_ADMIN_KEY")
+    return _export(args, "logs", "/admin/v1/logs/export", {"format": args.format}, "an admin key", "TURNOUT_ADMIN_KEY")
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:
@@ -91,7 +101,7 @@ def _export(args: argparse.Namespace, what: str, path: str, params: dict[str, st
     return 0
 
 
-def _message(response: "httpx.Response") -> str:
+def _message(response: httpx.Response) -> str:
     try:
         return str(response.json()["error"]["message"])
     except (ValueError, KeyError, TypeError):

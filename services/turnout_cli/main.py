@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from turnout.runtime import Role
 
 
-
 def _settings(args: argparse.Namespace) -> Settings:
     settings = getattr(args, "process_settings", None)
     return settings if isinstance(settings, Settings) else Settings.from_env(os.environ)
@@ -64,8 +63,15 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     config = load_config(_config_path(args), env=settings.env)
     app = create_app(config, redis_url=_redis_url(args), settings=settings)
     uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level, access_log=False, log_config=None,
-        loop="uvloop", http=guarded_protocol(GuardLimits.of(config.raw.gateway)), timeout_graceful_shutdown=25,
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        access_log=False,
+        log_config=None,
+        loop="uvloop",
+        http=guarded_protocol(GuardLimits.of(config.raw.gateway)),
+        timeout_graceful_shutdown=25,
     )
     return 0
 
@@ -88,14 +94,15 @@ EXIT_NO_PERSISTENCE = 3
 """Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF."""
 
 
-def _persistence_refused(args: argparse.Namespace, role: "Role") -> int | None:
+def _persistence_refused(args: argparse.Namespace, role: Role) -> int | None:
     """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code."""
     from turnout.runtime import require_persistence
     from turnout.state.persistence import PersistenceOff
 
     try:
-        require_persistence(_redis_url(args), _settings(args), role=role,
-                            allow=bool(getattr(args, "allow_no_aof", False)))
+        require_persistence(
+            _redis_url(args), _settings(args), role=role, allow=bool(getattr(args, "allow_no_aof", False))
+        )
     except PersistenceOff as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_NO_PERSISTENCE
@@ -168,22 +175,31 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
         p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
-        p.add_argument("--allow-no-aof", action="store_true",
-                       help="start even when Redis runs without AOF persistence (same as $TURNOUT_ALLOW_NO_AOF=1): "
-                            "queued jobs and breaker state are then lost when Redis restarts")
+        p.add_argument(
+            "--allow-no-aof",
+            action="store_true",
+            help="start even when Redis runs without AOF persistence (same as $TURNOUT_ALLOW_NO_AOF=1): "
+            "queued jobs and breaker state are then lost when Redis restarts",
+        )
 
     host, port = settings.host, settings.port
 
     p = sub.add_parser("dev", help="run Redis, simulator, ingress and worker(s) together")
     p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
-    p.add_argument("--redis-url", help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started "
-                                       "on a free port, printed at start)")
+    p.add_argument(
+        "--redis-url",
+        help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started on a free port, printed at start)",
+    )
     p.add_argument("--host", default=host)
     p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
-    p.add_argument("--sim-port", type=port_number, default=None,
-                   help="the provider simulator's port (default 9100); with --config, giving it starts the "
-                        "simulator too, for a file whose providers point at it")
+    p.add_argument(
+        "--sim-port",
+        type=port_number,
+        default=None,
+        help="the provider simulator's port (default 9100); with --config, giving it starts the "
+        "simulator too, for a file whose providers point at it",
+    )
     p.set_defaults(func=cmd_dev)
 
     p = sub.add_parser("ingress", help="run one ingress process")

@@ -28,16 +28,15 @@ from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView
+from turnout.observability.tracing import Telemetry
 from turnout.settings import Settings
 from turnout.state.server import answers
 from turnout.tenancy.identity import Identity
-from turnout.observability.tracing import Telemetry
 from turnout.wire import JobPayload
-from turnout_ingress import admin, errors, observability, ops_routes, ui
+from turnout_ingress import admin, errors, idempotency, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
-from turnout_ingress import idempotency
 from turnout_ingress.messages_routes import anthropic_models
 from turnout_ingress.state import IngressState
 from turnout_ingress.streaming import serve_stream
@@ -48,7 +47,10 @@ _json = msgspec.json.Encoder()
 
 
 async def _check_plan(
-    state: IngressState, model: str, identity: Identity, preferences: Preferences = Preferences(),
+    state: IngressState,
+    model: str,
+    identity: Identity,
+    preferences: Preferences = Preferences(),
     catalog: Catalog | None = None,
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
@@ -67,15 +69,18 @@ async def _check_plan(
         retry_after = client_retry_after_s(wait_s, state.rng.random())
         raise GatewayUnavailable(
             f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
-            retry_after_s=retry_after, code="circuit_open",
+            retry_after_s=retry_after,
+            code="circuit_open",
         )
     return plan, view
 
 
 def _budget_exhausted(request_id: str) -> Response:
     return errors.error_response(
-        504, "The request's time budget ran out before a worker answered.",
-        error_type="timeout_error", code="budget_exhausted",
+        504,
+        "The request's time budget ran out before a worker answered.",
+        error_type="timeout_error",
+        code="budget_exhausted",
         headers={"x-request-id": request_id, "x-should-retry": "false"},
     )
 
@@ -92,7 +97,11 @@ async def _replay(state: IngressState, owner: str, deadline: float, request_id: 
 
 
 def create_app(
-    config: Config, *, redis_url: str, telemetry: Telemetry | None = None, settings: Settings | None = None,
+    config: Config,
+    *,
+    redis_url: str,
+    telemetry: Telemetry | None = None,
+    settings: Settings | None = None,
 ) -> FastAPI:
     """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by
     default; settings: read from the process environment by default).
@@ -123,8 +132,9 @@ def create_app(
             await listen_redis.aclose()
 
     # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
-    app = FastAPI(title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None,
-                  redirect_slashes=False)
+    app = FastAPI(
+        title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
+    )
     app.state.turnout = state
     errors.install(app)
     ops_routes.install(app, state)
@@ -149,16 +159,42 @@ def create_app(
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
         key = request.headers.get(idempotency.HEADER)
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
-            return await state.limiter.answer(held, idempotency.stream_once(
-                state, key, raw, identity, request_id, deadline,
-                lambda: serve_stream(state, request, body, identity, request_id, deadline=deadline, plan=plan,
-                                     view=view, catalog=catalog)))
+            return await state.limiter.answer(
+                held,
+                idempotency.stream_once(
+                    state,
+                    key,
+                    raw,
+                    identity,
+                    request_id,
+                    deadline,
+                    lambda: serve_stream(
+                        state,
+                        request,
+                        body,
+                        identity,
+                        request_id,
+                        deadline=deadline,
+                        plan=plan,
+                        view=view,
+                        catalog=catalog,
+                    ),
+                ),
+            )
         return await state.limiter.answer(
-            held, _queued(state, request, raw, identity, request_id, preferences, deadline, key, view))
+            held, _queued(state, request, raw, identity, request_id, preferences, deadline, key, view)
+        )
 
     async def _queued(
-        state: IngressState, request: Request, raw: bytes, identity: Identity, request_id: str,
-        preferences: Preferences, deadline: Deadline, key: str | None, view: HealthView,
+        state: IngressState,
+        request: Request,
+        raw: bytes,
+        identity: Identity,
+        request_id: str,
+        preferences: Preferences,
+        deadline: Deadline,
+        key: str | None,
+        view: HealthView,
     ) -> Response:
         """Non-streaming: the job on the queue (with the health read it was planned with), its
         result as the answer (or a replay)."""

@@ -20,8 +20,8 @@ import msgspec
 from turnout.core.budget import Refused, decide, with_strategy
 from turnout.core.spend import KEY_PREFIX, SQUAD_PREFIX
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.tenancy.identity import Identity
 from turnout.state.errors import StateUnavailable
+from turnout.tenancy.identity import Identity
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -29,13 +29,13 @@ if TYPE_CHECKING:
 
 def _whose(field: str) -> str:
     if field.startswith(SQUAD_PREFIX):
-        return f"squad `{field[len(SQUAD_PREFIX):]}`"
+        return f"squad `{field[len(SQUAD_PREFIX) :]}`"
     if field.startswith(KEY_PREFIX):
-        return f"key `{field[len(KEY_PREFIX):]}`"
+        return f"key `{field[len(KEY_PREFIX) :]}`"
     return "organization"
 
 
-async def budgeted(state: "IngressState", identity: Identity, now_s: float | None = None) -> Identity:
+async def budgeted(state: IngressState, identity: Identity, now_s: float | None = None) -> Identity:
     """`identity` as its budget and strategy allow this request (SPEC §10).
 
     Returns:
@@ -58,7 +58,8 @@ async def budgeted(state: "IngressState", identity: Identity, now_s: float | Non
             spent = await state.obs.spend.spent(identity.org, scope.field, scope.budget.period, now)
         except StateUnavailable as exc:
             raise GatewayUnavailable(
-                "The gateway's shared state is unreachable right now; retry shortly.", retry_after_s=1,
+                "The gateway's shared state is unreachable right now; retry shortly.",
+                retry_after_s=1,
                 code="redis_unavailable",
             ) from exc
     decision = decide(scope, spent, now)
@@ -69,7 +70,8 @@ async def budgeted(state: "IngressState", identity: Identity, now_s: float | Non
             f"The {_whose(scope.field)} budget of {decision.budget_usd:g} USD per "
             f"{scope.budget.period if scope.budget else 'period'} is spent ({decision.spent_usd:.6g} USD); "
             f"it resets at {resets}.",
-            error_type="insufficient_quota", code="budget_exceeded",
+            error_type="insufficient_quota",
+            code="budget_exceeded",
             # nothing changes before the period resets: SDKs should not retry it
             headers={"retry-after": str(decision.retry_after_s), "x-should-retry": "false"},
         )

@@ -15,20 +15,27 @@ from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from turnout.answer import error_body
-from turnout_ingress.messages_wire import error_body as anthropic_error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout_ingress.messages_wire import error_body as anthropic_error_body
 
 JSON = "application/json"
 
 
 def error_response(
-    status: int, message: str, *, error_type: str, code: str | None = None, param: str | None = None,
+    status: int,
+    message: str,
+    *,
+    error_type: str,
+    code: str | None = None,
+    param: str | None = None,
     headers: Mapping[str, str] | None = None,
 ) -> Response:
     """An OpenAI-format error response."""
     return Response(
         error_body(message, error_type=error_type, code=code, param=param),
-        status_code=status, media_type=JSON, headers=dict(headers or {}),
+        status_code=status,
+        media_type=JSON,
+        headers=dict(headers or {}),
     )
 
 
@@ -52,8 +59,12 @@ async def _rejected(request: Request, exc: Exception) -> Response:
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
     return error_response(
-        exc.status_code, naming_the_object(exc.message, exc.code, request), error_type=exc.error_type, code=exc.code,
-        param=exc.param, headers=headers,
+        exc.status_code,
+        naming_the_object(exc.message, exc.code, request),
+        error_type=exc.error_type,
+        code=exc.code,
+        param=exc.param,
+        headers=headers,
     )
 
 
@@ -80,9 +91,11 @@ async def _http(request: Request, exc: Exception) -> Response:
         body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {shown})", rid)
         return Response(body, status_code=exc.status_code, media_type=JSON, headers={**headers, "x-request-id": rid})
     return error_response(
-        exc.status_code, f"{message} ({request.method} {shown})",
+        exc.status_code,
+        f"{message} ({request.method} {shown})",
         error_type=_HTTP_TYPES.get(exc.status_code, "invalid_request_error"),
-        code=_HTTP_CODES.get(exc.status_code, "http_error"), headers=headers,
+        code=_HTTP_CODES.get(exc.status_code, "http_error"),
+        headers=headers,
     )
 
 
@@ -91,15 +104,22 @@ async def _validation(request: Request, exc: Exception) -> Response:
     first = exc.errors()[0] if exc.errors() else {}
     param = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
     return error_response(
-        400, f"Invalid request: {first.get('msg', 'validation failed')}", error_type="invalid_request_error",
-        param=param, headers=_request_id(request),
+        400,
+        f"Invalid request: {first.get('msg', 'validation failed')}",
+        error_type="invalid_request_error",
+        param=param,
+        headers=_request_id(request),
     )
 
 
 async def _too_deep(request: Request, exc: Exception) -> Response:
     return error_response(
-        400, "The request body is nested too deeply.", error_type="invalid_request_error",
-        code="invalid_request", param="body", headers=_request_id(request),
+        400,
+        "The request body is nested too deeply.",
+        error_type="invalid_request_error",
+        code="invalid_request",
+        param="body",
+        headers=_request_id(request),
     )
 
 
@@ -109,8 +129,11 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
 
 async def _unexpected(request: Request, exc: Exception) -> Response:
     return error_response(
-        500, "The gateway hit an internal error; the request was not completed.",
-        error_type="server_error", code="internal_error", headers=_request_id(request),
+        500,
+        "The gateway hit an internal error; the request was not completed.",
+        error_type="server_error",
+        code="internal_error",
+        headers=_request_id(request),
     )
 
 

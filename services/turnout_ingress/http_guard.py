@@ -62,23 +62,34 @@ class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
     def of(cls, gateway: GatewayConfig) -> GuardLimits:
         """The limits set in `gateway:`."""
         return cls(
-            max_header_bytes=gateway.max_header_bytes, header_timeout_s=gateway.header_timeout_s,
-            body_timeout_s=gateway.body_timeout_s, max_connections=gateway.max_connections,
+            max_header_bytes=gateway.max_header_bytes,
+            header_timeout_s=gateway.header_timeout_s,
+            body_timeout_s=gateway.body_timeout_s,
+            max_connections=gateway.max_connections,
         )
 
 
 def refusal(status: int, message: str) -> bytes:
     """A complete HTTP/1.1 answer with `connection: close` and a JSON error body (OpenAI format)."""
-    body = msgspec.json.encode({"error": {
-        "message": message, "type": "invalid_request_error", "param": None, "code": _CODES[status],
-    }})
-    return b"".join([
-        b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
-        b"content-type: application/json\r\n",
-        b"content-length: %d\r\n" % len(body),
-        b"connection: close\r\n\r\n",
-        body,
-    ])
+    body = msgspec.json.encode(
+        {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": None,
+                "code": _CODES[status],
+            }
+        }
+    )
+    return b"".join(
+        [
+            b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
+            b"content-type: application/json\r\n",
+            b"content-length: %d\r\n" % len(body),
+            b"connection: close\r\n\r\n",
+            body,
+        ]
+    )
 
 
 def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:

@@ -32,8 +32,9 @@ HEADER = "idempotency-key"
 MAX_KEY_CHARS = 255
 
 
-async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Identity, request_id: str,
-                deadline: Deadline) -> str | None:
+async def claim(
+    state: IngressState, key: str | None, raw: bytes, identity: Identity, request_id: str, deadline: Deadline
+) -> str | None:
     """Bind `key` to `request_id`, or name the request already bound to it.
 
     Args:
@@ -56,22 +57,41 @@ async def claim(state: "IngressState", key: str | None, raw: bytes, identity: Id
     if key is None:
         return None
     if not 0 < len(key) <= MAX_KEY_CHARS:
-        raise RequestRejected(400, f"`Idempotency-Key` must be 1 to {MAX_KEY_CHARS} characters.",
-                              param="Idempotency-Key", code="invalid_request")
+        raise RequestRejected(
+            400,
+            f"`Idempotency-Key` must be 1 to {MAX_KEY_CHARS} characters.",
+            param="Idempotency-Key",
+            code="invalid_request",
+        )
     budget_s = int(deadline.budget_s)
     try:
         return await state.queue.claim_idempotency(
-            identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(), request_id,
+            identity.org,
+            identity.key,
+            key,
+            hashlib.sha256(raw).hexdigest(),
+            request_id,
             budget_s + state.config.raw.gateway.result_ttl_s,
         )
     except IdempotencyConflict as exc:
-        raise RequestRejected(409, "This Idempotency-Key was already used with a different request body.",
-                              error_type="invalid_request_error", code="idempotency_key_reused",
-                              param="Idempotency-Key") from exc
+        raise RequestRejected(
+            409,
+            "This Idempotency-Key was already used with a different request body.",
+            error_type="invalid_request_error",
+            code="idempotency_key_reused",
+            param="Idempotency-Key",
+        ) from exc
 
 
-async def stream_once(state: "IngressState", key: str | None, raw: bytes, identity: Identity, request_id: str,
-                      deadline: Deadline, serve: Callable[[], Awaitable[Response]]) -> Response:
+async def stream_once(
+    state: IngressState,
+    key: str | None,
+    raw: bytes,
+    identity: Identity,
+    request_id: str,
+    deadline: Deadline,
+    serve: Callable[[], Awaitable[Response]],
+) -> Response:
     """Serve a stream under `key` (module doc): refused when a stream with it
     started; the key released again when this one is answered with an error.
 
@@ -82,15 +102,19 @@ async def stream_once(state: "IngressState", key: str | None, raw: bytes, identi
         raise stream_already_started()
     response = await serve()
     if key is not None and response.status_code != 200:
-        await state.queue.release_idempotency(identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(),
-                                              request_id)
+        await state.queue.release_idempotency(
+            identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(), request_id
+        )
     return response
 
 
 def stream_already_started() -> RequestRejected:
     """The 409 for a stream whose key is already bound (streams are not replayed)."""
     return RequestRejected(
-        409, "A stream with this Idempotency-Key was already started; streams are not replayed. "
+        409,
+        "A stream with this Idempotency-Key was already started; streams are not replayed. "
         "Send a new key, or the request without `stream` to get a replayable answer.",
-        error_type="invalid_request_error", code="idempotency_stream_started", param="Idempotency-Key",
+        error_type="invalid_request_error",
+        code="idempotency_stream_started",
+        param="Idempotency-Key",
     )

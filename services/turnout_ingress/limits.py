@@ -26,13 +26,21 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from turnout.core.limits import (
-    Demand, LimitName, Quota, Verdict, check_ceilings, estimate_tokens, header_duration, is_limited, lowest,
+    Demand,
+    LimitName,
+    Quota,
+    Verdict,
+    check_ceilings,
+    estimate_tokens,
+    header_duration,
+    is_limited,
+    lowest,
 )
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
+from turnout.state.errors import StateUnavailable
 from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
 from turnout.tenancy.identity import Identity
-from turnout.state.errors import StateUnavailable
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",
@@ -84,7 +92,13 @@ class Limiter:
         await self.keeper.stop()
 
     async def admit(
-        self, identity: Identity, body: Mapping[str, Any], body_bytes: int, request_id: str, *, stream: bool,
+        self,
+        identity: Identity,
+        body: Mapping[str, Any],
+        body_bytes: int,
+        request_id: str,
+        *,
+        stream: bool,
     ) -> Held:
         """Check the ceilings, then admit the request against every limit of its key.
 
@@ -112,8 +126,10 @@ class Limiter:
         if over is not None:
             ceiling = "max_n" if over.field == "n" else "max_tokens"
             raise RequestRejected(
-                400, f"`{over.field}` is {over.value}, above the limit of {over.ceiling} ({ceiling}) "
-                f"set on {over.scope}.", param=over.field, code="invalid_request",
+                400,
+                f"`{over.field}` is {over.value}, above the limit of {over.ceiling} ({ceiling}) set on {over.scope}.",
+                param=over.field,
+                code="invalid_request",
             )
         if not is_limited(scopes):
             return NOT_LIMITED
@@ -121,7 +137,8 @@ class Limiter:
         if completion is None and (bound := lowest(scopes, "max_tokens")) is not None:
             completion = bound[0]
         demand = Demand(
-            tokens=estimate_tokens(body_bytes, completion, requested.get("n", 1)), stream=stream,
+            tokens=estimate_tokens(body_bytes, completion, requested.get("n", 1)),
+            stream=stream,
             lease_ms=self.store.lease_ms,
         )
         try:
@@ -130,7 +147,8 @@ class Limiter:
         except (StateUnavailable, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",
-                retry_after_s=1, code="redis_unavailable",
+                retry_after_s=1,
+                code="redis_unavailable",
             ) from exc
         verdict = admission.verdict
         headers = quota_headers(verdict)
@@ -142,18 +160,23 @@ class Limiter:
         limit = getattr(scope.limits, refusal.limit)
         if refusal.retry_after_ms is None:
             raise RequestRejected(
-                429, f"This request needs about {demand.tokens} tokens, more than the {_WHAT[refusal.limit]} "
+                429,
+                f"This request needs about {demand.tokens} tokens, more than the {_WHAT[refusal.limit]} "
                 f"limit of {limit} set on {scope.label}; it can never be admitted. Lower `max_tokens` or the prompt.",
-                error_type="requests", code="rate_limit_exceeded",
+                error_type="requests",
+                code="rate_limit_exceeded",
                 headers={**headers, "x-should-retry": "false"},
             )
         wait_ms = refusal.retry_after_ms
         headers["retry-after"] = str(max(1, math.ceil(wait_ms / 1000)))
         headers["retry-after-ms"] = str(wait_ms)
         raise RequestRejected(
-            429, f"Rate limit reached: {_WHAT[refusal.limit]} limit of {limit} set on {scope.label}. "
+            429,
+            f"Rate limit reached: {_WHAT[refusal.limit]} limit of {limit} set on {scope.label}. "
             f"Retry after {header_duration(wait_ms)}.",
-            error_type="requests", code="rate_limit_exceeded", headers=headers,
+            error_type="requests",
+            code="rate_limit_exceeded",
+            headers=headers,
         )
 
     async def release(self, held: Held) -> None:
@@ -185,7 +208,9 @@ class Limiter:
 class _Releasing(Response):
     """An ASGI response that sends `inner`, then calls `release` (in a `finally`)."""
 
-    def __init__(self, inner: Response, release: Callable[[], Awaitable[None]]) -> None:  # the inner response is sent as is
+    def __init__(
+        self, inner: Response, release: Callable[[], Awaitable[None]]
+    ) -> None:  # the inner response is sent as is
         self.inner = inner
         self.status_code = inner.status_code
         self.background = None

@@ -39,7 +39,11 @@ from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_events import anthropic_stream
 from turnout_ingress.messages_wire import (
-    error_body, from_openai_error, parse_messages_request, to_anthropic_message, to_openai_request,
+    error_body,
+    from_openai_error,
+    parse_messages_request,
+    to_anthropic_message,
+    to_openai_request,
 )
 from turnout_ingress.streaming import serve_stream
 
@@ -56,7 +60,9 @@ _DROPPED_HEADERS = frozenset({"content-length", "content-type"})
 
 def _error(status: int, message: str, request_id: str, headers: Mapping[str, str] | None = None) -> Response:
     return Response(
-        error_body(status, message, request_id), status_code=status, media_type=JSON,
+        error_body(status, message, request_id),
+        status_code=status,
+        media_type=JSON,
         headers={"x-request-id": request_id, **(headers or {})},
     )
 
@@ -69,8 +75,9 @@ def _translated(status: int, body: bytes, headers: Mapping[str, str], request_id
             completion = _decode.decode(body)
         except msgspec.DecodeError:
             return _error(502, "The provider's answer could not be read.", request_id, kept)
-        return Response(_encode.encode(to_anthropic_message(completion)), status_code=200, headers=kept,
-                        media_type=JSON)
+        return Response(
+            _encode.encode(to_anthropic_message(completion)), status_code=200, headers=kept, media_type=JSON
+        )
     return Response(from_openai_error(status, body, request_id), status_code=status, headers=kept, media_type=JSON)
 
 
@@ -78,7 +85,12 @@ _BUDGET_RAN_OUT = "The request's time budget ran out before a worker answered."
 
 
 async def _queued(
-    state: "IngressState", request: Request, body: bytes, identity: Identity, request_id: str, owner: str | None,
+    state: IngressState,
+    request: Request,
+    body: bytes,
+    identity: Identity,
+    request_id: str,
+    owner: str | None,
     deadline: Deadline,
 ) -> Response:
     """Non-streaming: the same job as `/v1/chat/completions`, answered in Anthropic's format.
@@ -92,11 +104,18 @@ async def _queued(
             result = await state.queue.join(owner, deadline_s)
         except TimeoutError:
             return _error(504, _BUDGET_RAN_OUT, request_id, {"x-should-retry": "false"})
-        return _translated(result.status_code, result.body, {**result.headers, "x-turnout-idempotent-replay": "1"},
-                           request_id)
+        return _translated(
+            result.status_code, result.body, {**result.headers, "x-turnout-idempotent-replay": "1"}, request_id
+        )
     payload = JobPayload(
-        request_id=request_id, body=body, org=identity.org, squad=identity.squad, key=identity.key,
-        policy=identity.policy, settings=identity.settings, deadline_epoch_s=deadline_s,
+        request_id=request_id,
+        body=body,
+        org=identity.org,
+        squad=identity.squad,
+        key=identity.key,
+        policy=identity.policy,
+        settings=identity.settings,
+        deadline_epoch_s=deadline_s,
         reply_to=state.queue.reply_channel,
     )
     submit = await unless_client_leaves(request, state.queue.submit(payload))
@@ -111,7 +130,11 @@ async def _queued(
 
 
 async def _streamed(
-    state: "IngressState", request: Request, body: dict[str, object], identity: Identity, request_id: str,
+    state: IngressState,
+    request: Request,
+    body: dict[str, object],
+    identity: Identity,
+    request_id: str,
     deadline: Deadline,
 ) -> Response:
     """Streaming: the direct path, its OpenAI frames translated into Anthropic events."""
@@ -124,7 +147,7 @@ async def _streamed(
     return _translated(response.status_code, bytes(response.body), response.headers, request_id)
 
 
-def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> None:
+def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None:
     """Register `POST /v1/messages` and the rest of the Anthropic surface (`messages_routes`) on `app`.
 
     Args:
@@ -150,9 +173,18 @@ def install(app: FastAPI, state: "IngressState", *, check_plan: CheckPlan) -> No
             key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
                 body["stream_options"] = {"include_usage": True}
-                return await state.limiter.answer(held, idempotency.stream_once(
-                    state, key, raw, identity, request_id, deadline,
-                    lambda: _streamed(state, request, body, identity, request_id, deadline)))
+                return await state.limiter.answer(
+                    held,
+                    idempotency.stream_once(
+                        state,
+                        key,
+                        raw,
+                        identity,
+                        request_id,
+                        deadline,
+                        lambda: _streamed(state, request, body, identity, request_id, deadline),
+                    ),
+                )
 
             async def queued() -> Response:
                 owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)

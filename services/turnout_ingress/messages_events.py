@@ -58,9 +58,14 @@ class EventTranslator:
             return []
         self._started = True
         message: dict[str, Any] = {
-            "id": message_id(str(chunk.get("id") or "")), "type": "message", "role": "assistant",
-            "model": str(chunk.get("model") or self._model), "content": [], "stop_reason": None,
-            "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0},
+            "id": message_id(str(chunk.get("id") or "")),
+            "type": "message",
+            "role": "assistant",
+            "model": str(chunk.get("model") or self._model),
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {"input_tokens": 0, "output_tokens": 0},
         }
         return [("message_start", {"type": "message_start", "message": message})]
 
@@ -74,8 +79,9 @@ class EventTranslator:
         events = self._close()
         self._open, self._open_kind = self._next, kind
         self._next += 1
-        return events + [("content_block_start", {"type": "content_block_start", "index": self._open,
-                                                  "content_block": block})]
+        return events + [
+            ("content_block_start", {"type": "content_block_start", "index": self._open, "content_block": block})
+        ]
 
     def feed(self, chunk: dict[str, Any]) -> list[Event]:
         """The events for one OpenAI chunk (`message_start` comes with the first)."""
@@ -88,8 +94,16 @@ class EventTranslator:
             if delta.get("content"):
                 if self._open is None or self._open_kind != "text":
                     events += self._begin("text", {"type": "text", "text": ""})
-                events.append(("content_block_delta", {"type": "content_block_delta", "index": self._open,
-                                                       "delta": {"type": "text_delta", "text": delta["content"]}}))
+                events.append(
+                    (
+                        "content_block_delta",
+                        {
+                            "type": "content_block_delta",
+                            "index": self._open,
+                            "delta": {"type": "text_delta", "text": delta["content"]},
+                        },
+                    )
+                )
             for call in delta.get("tool_calls") or []:
                 fn = call.get("function") or {}
                 number = int(call.get("index") or 0)
@@ -98,10 +112,16 @@ class EventTranslator:
                     events += self._begin("tool_use", block)
                     self._tools[number] = self._next - 1
                 if fn.get("arguments"):
-                    events.append(("content_block_delta", {
-                        "type": "content_block_delta", "index": self._tools[number],
-                        "delta": {"type": "input_json_delta", "partial_json": fn["arguments"]},
-                    }))
+                    events.append(
+                        (
+                            "content_block_delta",
+                            {
+                                "type": "content_block_delta",
+                                "index": self._tools[number],
+                                "delta": {"type": "input_json_delta", "partial_json": fn["arguments"]},
+                            },
+                        )
+                    )
             if choice.get("finish_reason"):
                 self._stop = STOP_REASON.get(str(choice["finish_reason"]), "end_turn")
         return events
@@ -109,8 +129,11 @@ class EventTranslator:
     def done(self) -> list[Event]:
         """The closing events after `[DONE]`: open block stop, `message_delta`, `message_stop`."""
         events = self._start({}) + self._close()
-        delta = {"type": "message_delta", "delta": {"stop_reason": self._stop, "stop_sequence": None},
-                 "usage": anthropic_usage(self._usage)}
+        delta = {
+            "type": "message_delta",
+            "delta": {"stop_reason": self._stop, "stop_sequence": None},
+            "usage": anthropic_usage(self._usage),
+        }
         return events + [("message_delta", delta), ("message_stop", {"type": "message_stop"})]
 
     def error(self, message: str, code: str | None) -> list[Event]:

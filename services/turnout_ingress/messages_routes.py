@@ -33,7 +33,9 @@ from turnout_ingress.validation import authenticate, read_body
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
 
-ANTHROPIC_UNAUTHORIZED = "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
+ANTHROPIC_UNAUTHORIZED = (
+    "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
+)
 """The 401 message on Anthropic routes (the Anthropic SDKs send `x-api-key`)."""
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 _decode = msgspec.json.Decoder()
@@ -42,8 +44,12 @@ _encode = msgspec.json.Encoder()
 
 def anthropic_error(status: int, message: str, request_id: str, headers: dict[str, str] | None = None) -> Response:
     """An Anthropic-format error answer (`{"type": "error", "error": {...}}`) with `x-request-id`."""
-    return Response(error_body(status, message, request_id), status_code=status, media_type=JSON,
-                    headers={"x-request-id": request_id, **(headers or {})})
+    return Response(
+        error_body(status, message, request_id),
+        status_code=status,
+        media_type=JSON,
+        headers={"x-request-id": request_id, **(headers or {})},
+    )
 
 
 def rejected(exc: RequestRejected, request_id: str) -> Response:
@@ -52,7 +58,7 @@ def rejected(exc: RequestRejected, request_id: str) -> Response:
     return anthropic_error(exc.status_code, message, request_id, dict(exc.headers or {}))
 
 
-def anthropic_models(state: "IngressState") -> Response:
+def anthropic_models(state: IngressState) -> Response:
     """The catalog as Anthropic's `GET /v1/models` page (one page: `has_more` false)."""
     ids = sorted(state.catalog.models)
     data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in ids]
@@ -67,7 +73,7 @@ def new_request_id(request: Request) -> str:
     return request_id
 
 
-async def caller_and_body(request: Request, state: "IngressState") -> tuple[Identity, bytes]:
+async def caller_and_body(request: Request, state: IngressState) -> tuple[Identity, bytes]:
     """The authenticated caller and the body (at most `gateway.max_body_bytes`).
 
     Raises:
@@ -77,7 +83,7 @@ async def caller_and_body(request: Request, state: "IngressState") -> tuple[Iden
     return identity, await read_body(request, state.config.raw.gateway.max_body_bytes)
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
+def install(app: FastAPI, state: IngressState) -> None:
     """Register count_tokens and the Anthropic-format catch-alls (after `POST /v1/messages`)."""
 
     @app.post("/v1/messages/count_tokens")
@@ -87,16 +93,18 @@ def install(app: FastAPI, state: "IngressState") -> None:
             identity, raw = await caller_and_body(request, state)
             try:
                 data = _decode.decode(raw) if raw.strip() else None
-                body = parse_messages_request(_encode.encode({"max_tokens": 1, **data}) if isinstance(data, dict)
-                                              else raw)
+                body = parse_messages_request(
+                    _encode.encode({"max_tokens": 1, **data}) if isinstance(data, dict) else raw
+                )
             except (WireError, msgspec.DecodeError) as exc:
                 message, param = (exc.message, exc.param) if isinstance(exc, WireError) else (str(exc), "body")
                 raise RequestRejected(400, message, param=param) from exc
             try:
                 plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
             except UnknownModel as exc:
-                raise RequestRejected(404, f"The model `{body['model']}` does not exist.", code="model_not_found",
-                                      param="model") from exc
+                raise RequestRejected(
+                    404, f"The model `{body['model']}` does not exist.", code="model_not_found", param="model"
+                ) from exc
             tokens, provider = await count_input_tokens(state, plan, body)
         except RequestRejected as exc:
             return rejected(exc, request_id)
@@ -109,10 +117,15 @@ def install(app: FastAPI, state: "IngressState") -> None:
 
     @app.api_route("/v1/messages", methods=OTHER_METHODS)
     async def messages_other_method(request: Request) -> Response:
-        return anthropic_error(405, f"Method {request.method} is not allowed on /v1/messages; use POST.",
-                               uuid.uuid4().hex, {"allow": "POST"})
+        return anthropic_error(
+            405,
+            f"Method {request.method} is not allowed on /v1/messages; use POST.",
+            uuid.uuid4().hex,
+            {"allow": "POST"},
+        )
 
     @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS])
     async def messages_unknown(request: Request, rest: str) -> Response:
-        return anthropic_error(404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.",
-                               uuid.uuid4().hex)
+        return anthropic_error(
+            404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.", uuid.uuid4().hex
+        )

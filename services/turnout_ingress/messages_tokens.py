@@ -52,14 +52,15 @@ def _texts(value: Any) -> list[str]:
 
 def estimate_input_tokens(body: dict[str, Any]) -> int:
     """The estimate of the module doc for an Anthropic Messages body, in tokens (>= 1)."""
-    parts = _texts(body.get("system")) + [t for m in body.get("messages", []) if isinstance(m, dict)
-                                          for t in _texts(m.get("content"))]
+    parts = _texts(body.get("system")) + [
+        t for m in body.get("messages", []) if isinstance(m, dict) for t in _texts(m.get("content"))
+    ]
     if body.get("tools"):
         parts.append(json.dumps(body["tools"]))
     return max(1, math.ceil(sum(len(p) for p in parts) / CHARS_PER_TOKEN))
 
 
-async def count_input_tokens(state: "IngressState", plan: "Plan", body: dict[str, Any]) -> tuple[int, str | None]:
+async def count_input_tokens(state: IngressState, plan: Plan, body: dict[str, Any]) -> tuple[int, str | None]:
     """The input tokens of `body`, and the provider that counted them (None: estimated).
 
     Args:
@@ -83,8 +84,10 @@ async def _ask(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[
     """One provider's count, or None (any failure: the caller estimates)."""
     try:
         response = await http.post(
-            base_url.rstrip("/") + COUNT_PATH, json={k: v for k, v in body.items() if k not in ("stream", "max_tokens")},
-            headers={"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION}, timeout=UPSTREAM_TIMEOUT_S,
+            base_url.rstrip("/") + COUNT_PATH,
+            json={k: v for k, v in body.items() if k not in ("stream", "max_tokens")},
+            headers={"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION},
+            timeout=UPSTREAM_TIMEOUT_S,
         )
         count = response.json().get("input_tokens") if response.status_code == 200 else None
     except Exception:  # noqa: BLE001 - any failure (httpx's, the aiohttp transport's, a bad body): estimate

@@ -153,8 +153,9 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
         raise _fail("must be a boolean", "stream")
     for name in ("temperature", "top_p"):  # both 0 to 1 in the Messages API reference
         number = data.get(name)
-        if number is not None and (isinstance(number, bool) or not isinstance(number, (int, float))
-                                   or not 0 <= number <= 1):
+        if number is not None and (
+            isinstance(number, bool) or not isinstance(number, (int, float)) or not 0 <= number <= 1
+        ):
             raise _fail("Input should be a number from 0 to 1", name)
     top_k = data.get("top_k")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
@@ -216,8 +217,13 @@ def _assistant_turn(content: list[Any], param: str) -> dict[str, Any]:
             texts.append(str(block.get("text", "")))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, separators=(",", ":"))
-            calls.append({"id": str(block.get("id", "")), "type": "function",
-                          "function": {"name": str(block.get("name", "")), "arguments": arguments}})
+            calls.append(
+                {
+                    "id": str(block.get("id", "")),
+                    "type": "function",
+                    "function": {"name": str(block.get("name", "")), "arguments": arguments},
+                }
+            )
         elif kind not in ("thinking", "redacted_thinking"):
             raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
@@ -320,8 +326,10 @@ def to_anthropic_message(completion: dict[str, Any]) -> dict[str, Any]:
     choice = _dict(choices[0])
     reply = _dict(choice.get("message"))
     content = reply.get("content")
-    text = content if isinstance(content, str) else "".join(
-        p.get("text", "") for p in content or [] if isinstance(p, dict)
+    text = (
+        content
+        if isinstance(content, str)
+        else "".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
     )
     blocks: list[dict[str, Any]] = []
     if text or reply.get("refusal"):
@@ -332,8 +340,14 @@ def to_anthropic_message(completion: dict[str, Any]) -> dict[str, Any]:
             tool_input = json.loads(fn.get("arguments") or "{}")
         except ValueError:
             tool_input = {}
-        blocks.append({"type": "tool_use", "id": call.get("id", ""), "name": fn.get("name", ""),
-                       "input": tool_input if isinstance(tool_input, dict) else {}})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.get("id", ""),
+                "name": fn.get("name", ""),
+                "input": tool_input if isinstance(tool_input, dict) else {},
+            }
+        )
     return {
         "id": message_id(str(completion.get("id", ""))),
         "type": "message",

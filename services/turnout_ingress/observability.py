@@ -16,8 +16,8 @@ from fastapi import FastAPI
 from opentelemetry import trace
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from turnout.runtime import ROLES
 from turnout.observability.telemetry import REQUEST_ID
+from turnout.runtime import ROLES
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -52,7 +52,7 @@ class RequestIdOnSpan:
         await self._app(scope, receive, tagging_send)
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
+def install(app: FastAPI, state: IngressState) -> None:
     """Instrument `app`: SERVER spans through `state.obs.telemetry`, the request id on them."""
     telemetry = state.obs.telemetry
     if not telemetry.exporting:
@@ -61,6 +61,9 @@ def install(app: FastAPI, state: "IngressState") -> None:
 
     app.add_middleware(RequestIdOnSpan)
     FastAPIInstrumentor.instrument_app(
-        app, tracer_provider=telemetry.tracer_provider, meter_provider=telemetry.meter_provider,
-        excluded_urls=EXCLUDED_URLS, exclude_spans=["receive", "send"],
+        app,
+        tracer_provider=telemetry.tracer_provider,
+        meter_provider=telemetry.meter_provider,
+        excluded_urls=EXCLUDED_URLS,
+        exclude_spans=["receive", "send"],
     )

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 _json = msgspec.json.Encoder()
 
 
-def _targets(state: "IngressState") -> list[tuple[str, str, str]]:
+def _targets(state: IngressState) -> list[tuple[str, str, str]]:
     """(target key, provider, catalog model) for every offer in the catalog."""
     seen: dict[str, tuple[str, str, str]] = {}
     for model, targets in state.catalog.models.items():
@@ -39,7 +39,7 @@ def _targets(state: "IngressState") -> list[tuple[str, str, str]]:
     return list(seen.values())
 
 
-def _org_targets(state: "IngressState", org: str) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
+def _org_targets(state: IngressState, org: str) -> tuple[list[tuple[str, str, str]], frozenset[str]]:
     """The pairs `org` can use and, of those, its own (custom endpoint) pairs."""
     tenant = state.keyring.credentials(org)
     own = tenant.own_providers if tenant is not None else frozenset()
@@ -49,7 +49,7 @@ def _org_targets(state: "IngressState", org: str) -> tuple[list[tuple[str, str, 
     return usable + custom, frozenset(t[0] for t in custom)
 
 
-async def provider_rows(state: "IngressState", org: str | None) -> tuple[list[dict[str, Any]], bool, float]:
+async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict[str, Any]], bool, float]:
     """The health rows its caller may see, whether the breaker store was degraded, and its clock.
 
     Args:
@@ -76,24 +76,27 @@ async def provider_rows(state: "IngressState", org: str | None) -> tuple[list[di
     settings = state.breakers.settings
     for key, provider, model in targets:
         snap = view.snapshot(key)
-        rows.append({
-            "target": key,
-            "provider": provider,
-            "model": key.split("/", 1)[1],
-            "catalog_model": model,
-            "state": str(state_at(snap, now)),
-            "score": round(score(snap, now, settings), 4),
-            "calls": round(calls(snap, now, settings), 2),
-            "consecutive_failures": snap.run,
-            "trips": snap.trips,
-            "trip_rule": snap.trip_rule or None,
-            "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
-            "resting_s": round(resting_for_s(snap, now), 3),
-            "slow_start_share": round(ramp_share(snap, now, settings), 3),
-            "sole": key in state.catalog.sole_targets,
-            "last_error": (state.router.scrubber.text(snap.last_error) or None)
-            if errors_of is None or key in errors_of else None,
-        })
+        rows.append(
+            {
+                "target": key,
+                "provider": provider,
+                "model": key.split("/", 1)[1],
+                "catalog_model": model,
+                "state": str(state_at(snap, now)),
+                "score": round(score(snap, now, settings), 4),
+                "calls": round(calls(snap, now, settings), 2),
+                "consecutive_failures": snap.run,
+                "trips": snap.trips,
+                "trip_rule": snap.trip_rule or None,
+                "cooldown_remaining_s": round(reopen_in_s(snap, now), 3),
+                "resting_s": round(resting_for_s(snap, now), 3),
+                "slow_start_share": round(ramp_share(snap, now, settings), 3),
+                "sole": key in state.catalog.sole_targets,
+                "last_error": (state.router.scrubber.text(snap.last_error) or None)
+                if errors_of is None or key in errors_of
+                else None,
+            }
+        )
     return rows, view.degraded, now
 
 
@@ -119,12 +122,22 @@ class RequestCounter:
         await self._app(scope, receive, counting_send)
 
 
-_ROUTES = frozenset({"/v1/chat/completions", "/v1/messages", "/v1/messages/count_tokens", "/v1/models",
-                     "/v1/health/providers", "/metrics", "/health/liveness", "/health/readiness"})
+_ROUTES = frozenset(
+    {
+        "/v1/chat/completions",
+        "/v1/messages",
+        "/v1/messages/count_tokens",
+        "/v1/models",
+        "/v1/health/providers",
+        "/metrics",
+        "/health/liveness",
+        "/health/readiness",
+    }
+)
 """The `route` label values besides "other" (a closed set: the label's cardinality stays bounded)."""
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
+def install(app: FastAPI, state: IngressState) -> None:
     """Register the operator routes and the request counter."""
     app.add_middleware(RequestCounter, metrics=state.metrics)
     access = AdminAPI(state.keyring, state.settings.operator_key)

@@ -21,12 +21,12 @@ from redis.asyncio import Redis
 
 from turnout.catalog import Catalog
 from turnout.config import Config
+from turnout.observability.telemetry import enqueue_span
+from turnout.observability.tracing import Telemetry
 from turnout.runtime import build_runtime
 from turnout.settings import Settings
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
-from turnout.observability.telemetry import enqueue_span
-from turnout.observability.tracing import Telemetry
 from turnout_ingress.limits import Limiter
 
 
@@ -42,8 +42,15 @@ class IngressState:
         clock: epoch seconds (a request's arrival, the time left of its deadline).
     """
 
-    def __init__(self, config: Config, redis: Redis, listen_redis: Redis, settings: Settings,
-                 telemetry: Telemetry | None = None, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        config: Config,
+        redis: Redis,
+        listen_redis: Redis,
+        settings: Settings,
+        telemetry: Telemetry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.clock = clock
         self.runtime = build_runtime(config, redis, settings, role="ingress", telemetry=telemetry)
         self.config = config
@@ -60,9 +67,14 @@ class IngressState:
         self.rng = self.runtime.rng
         self.fleet = FleetWatch(redis)  # the workers' slots and service time: the door's wait estimate
         self.queue = JobQueue(
-            redis, listen_redis=listen_redis, ingress_id=self.ingress_id, max_depth=config.raw.gateway.max_queue_depth,
-            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer), fleet=self.fleet,
-            rng=self.rng, clock=clock,
+            redis,
+            listen_redis=listen_redis,
+            ingress_id=self.ingress_id,
+            max_depth=config.raw.gateway.max_queue_depth,
+            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer),
+            fleet=self.fleet,
+            rng=self.rng,
+            clock=clock,
         )
         self.draining = False
         self.limiter = Limiter(redis)

@@ -20,13 +20,13 @@ from starlette.responses import Response, StreamingResponse
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.catalog import Catalog
-from turnout.streaming.continuation import Continuation
 from turnout.core.deadline import Deadline
 from turnout.core.plan import Plan
 from turnout.health import HealthView
-from turnout.streaming.relay import relay
-from turnout.router import RequestInfo, RouteResult
 from turnout.observability.telemetry import request_span
+from turnout.router import RequestInfo, RouteResult
+from turnout.streaming.continuation import Continuation
+from turnout.streaming.relay import relay
 from turnout.tenancy.identity import Identity
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
@@ -36,8 +36,16 @@ if TYPE_CHECKING:
 
 
 async def serve_stream(
-    state: "IngressState", request: Request, body: dict[str, Any], identity: Identity, request_id: str,
-    *, deadline: Deadline, plan: Plan | None = None, view: HealthView | None = None, catalog: Catalog | None = None,
+    state: IngressState,
+    request: Request,
+    body: dict[str, Any],
+    identity: Identity,
+    request_id: str,
+    *,
+    deadline: Deadline,
+    plan: Plan | None = None,
+    view: HealthView | None = None,
+    catalog: Catalog | None = None,
 ) -> Response:
     """Answer a `stream: true` chat completion (SPEC §8) within `deadline` (the request's, from its arrival).
 
@@ -54,16 +62,27 @@ async def serve_stream(
     if plan is None or view is None:
         plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org, catalog=catalog)
     info = RequestInfo(
-        request_id=request_id, org=identity.org, squad=identity.squad, key=identity.key,
-        requested_model=str(body["model"]), streaming=True, strategy=identity.settings.strategy_rule,
+        request_id=request_id,
+        org=identity.org,
+        squad=identity.squad,
+        key=identity.key,
+        requested_model=str(body["model"]),
+        streaming=True,
+        strategy=identity.settings.strategy_rule,
     )
+
     async def route_in_span() -> RouteResult:
         # the request span covers the loop up to the commit point; the committed
         # attempt's own span ends with the stream (its `finish`)
         with request_span(state.obs.telemetry.tracer, info):
             return await state.router.route(
-                upstream_request, plan=plan, view=view, policy=policy,
-                time_left_s=deadline.left_s(state.clock()), info=info, upstream=open_stream,
+                upstream_request,
+                plan=plan,
+                view=view,
+                policy=policy,
+                time_left_s=deadline.left_s(state.clock()),
+                info=info,
+                upstream=open_stream,
                 catalog=catalog,
             )
 
@@ -78,16 +97,27 @@ async def serve_stream(
     if policy.retry.stream_recovery == "continue":
         prefill = catalog.supports_prefill
         continuation = Continuation(
-            router=state.router, request=upstream_request, plan=plan, view=view, info=info, policy=policy,
-            upstream=open_stream, supports_prefill=lambda t: prefill.get(t.key, True),
+            router=state.router,
+            request=upstream_request,
+            plan=plan,
+            view=view,
+            info=info,
+            policy=policy,
+            upstream=open_stream,
+            supports_prefill=lambda t: prefill.get(t.key, True),
             first_number=len(result.records) + 1,
         )
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
     return StreamingResponse(
         relay(
-            result.stream, finish=result.finish, include_usage=include_usage,
-            stall_timeout_s=policy.retry.stall_timeout_s, request_id=request_id,
-            continuation=continuation, target=result.records[-1].target, scrub=state.router.scrubber.text,
+            result.stream,
+            finish=result.finish,
+            include_usage=include_usage,
+            stall_timeout_s=policy.retry.stall_timeout_s,
+            request_id=request_id,
+            continuation=continuation,
+            target=result.records[-1].target,
+            scrub=state.router.scrubber.text,
         ),
         headers=headers,
         media_type="text/event-stream",

@@ -61,7 +61,8 @@ async def read_body(request: Request, limit_bytes: int) -> bytes:
 
 def _too_large(limit_bytes: int) -> RequestRejected:
     return RequestRejected(
-        413, f"Request body is larger than the gateway's limit of {limit_bytes} bytes.",
+        413,
+        f"Request body is larger than the gateway's limit of {limit_bytes} bytes.",
         code="request_too_large",
     )
 
@@ -119,9 +120,7 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
             raise _invalid(f"`messages[{i}]` must be an object.", f"messages[{i}]")
         role = message.get("role")
         if not isinstance(role, str) or role not in _ROLES:
-            raise _invalid(
-                f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role"
-            )
+            raise _invalid(f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role")
         _check_content(message, role, f"messages[{i}]")
     if "stream" in data and not isinstance(data["stream"], bool) and data["stream"] is not None:
         raise _invalid("`stream` must be a boolean.", "stream")
@@ -142,8 +141,9 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
     _check_tools(data.get("tools"))
     response_format = data.get("response_format")
     if response_format is not None and response_format.get("type") not in _RESPONSE_FORMATS:
-        raise _invalid(f"`response_format.type` must be one of {', '.join(sorted(_RESPONSE_FORMATS))}.",
-                       "response_format.type")
+        raise _invalid(
+            f"`response_format.type` must be one of {', '.join(sorted(_RESPONSE_FORMATS))}.", "response_format.type"
+        )
     return data
 
 
@@ -160,8 +160,7 @@ def _check_content(message: dict[str, Any], role: str, path: str) -> None:
     if isinstance(content, list):
         for j, part in enumerate(content):
             if not isinstance(part, dict) or not isinstance(part.get("type"), str):
-                raise _invalid(f"`{path}.content[{j}]` must be an object with a string `type`.",
-                               f"{path}.content[{j}]")
+                raise _invalid(f"`{path}.content[{j}]` must be an object with a string `type`.", f"{path}.content[{j}]")
 
 
 def _check_tools(tools: Any) -> None:
@@ -172,8 +171,9 @@ def _check_tools(tools: Any) -> None:
         if tool["type"] == "function":
             function = tool.get("function")
             if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
-                raise _invalid(f"`tools[{i}].function.name` is required for a function tool.",
-                               f"tools[{i}].function.name")
+                raise _invalid(
+                    f"`tools[{i}].function.name` is required for a function tool.", f"tools[{i}].function.name"
+                )
 
 
 _CONTENT_OPTIONAL = frozenset({"assistant", "function"})
@@ -184,11 +184,19 @@ _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 
 _INTEGERS = {"max_tokens": 2**31 - 1, "max_completion_tokens": 2**31 - 1, "n": 128}
 """Integer fields and their largest value (OpenAI's documented `n` ceiling is 128; token counts are int32)."""
-_NUMBERS = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0), "presence_penalty": (-2.0, 2.0),
-            "frequency_penalty": (-2.0, 2.0)}
+_NUMBERS = {
+    "temperature": (0.0, 2.0),
+    "top_p": (0.0, 1.0),
+    "presence_penalty": (-2.0, 2.0),
+    "frequency_penalty": (-2.0, 2.0),
+}
 """Number fields and their ranges (OpenAI Chat Completions reference)."""
 _SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
-    "tools": (list, "an array"), "stream_options": (dict, "an object"), "stop": ((str, list), "a string or an array"),
-    "response_format": (dict, "an object"), "metadata": (dict, "an object"), "logit_bias": (dict, "an object"),
+    "tools": (list, "an array"),
+    "stream_options": (dict, "an object"),
+    "stop": ((str, list), "a string or an array"),
+    "response_format": (dict, "an object"),
+    "metadata": (dict, "an object"),
+    "logit_bias": (dict, "an object"),
 }
 """Fields that must have a JSON shape when given (their content is the provider's to check)."""

@@ -9,9 +9,7 @@ from turnout_sim.app import DEFAULT_HOST, DEFAULT_PORT, run
 
 def main(argv: list[str] | None = None) -> None:
     """Parse arguments and serve until interrupted."""
-    parser = argparse.ArgumentParser(
-        prog="turnout_sim", description="Fake upstream LLM provider."
-    )
+    parser = argparse.ArgumentParser(prog="turnout_sim", description="Fake upstream LLM provider.")
     parser.add_argument("--host", default=DEFAULT_HOST)
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument(

@@ -68,8 +68,9 @@ def _reset_headers(env: Env, seconds: float) -> dict[str, str]:
 def _json(env: Env, status: int, body: object, headers: dict[str, str] | None = None) -> web.Response:
     processing_ms = int((time.monotonic() - env.received_mono_s) * 1000)
     base = {"request-id": f"req_{uuid.uuid4().hex}", "x-sim-processing-ms": str(processing_ms)}
-    return web.Response(status=status, body=json.dumps(body).encode(), content_type="application/json",
-                        headers=base | (headers or {}))
+    return web.Response(
+        status=status, body=json.dumps(body).encode(), content_type="application/json", headers=base | (headers or {})
+    )
 
 
 def _error_for(
@@ -106,8 +107,14 @@ def _error_for(
     if kind is StepKind.POLICY:
         return 400, wire.error("invalid_request_error", "Output blocked by content filtering policy"), {}
     if kind is StepKind.NO_PREFILL and req.chat.prefill is not None:
-        return 400, wire.error("invalid_request_error", "This model does not support assistant message prefill. "
-                               "The conversation must end with a user message."), {}
+        return (
+            400,
+            wire.error(
+                "invalid_request_error",
+                "This model does not support assistant message prefill. The conversation must end with a user message.",
+            ),
+            {},
+        )
     return None
 
 
@@ -148,8 +155,9 @@ async def _answer_json(
         connection.close(request)
         attempt.finish(End.FAULT, env.clock())
     else:
-        attempt.finish(End.CLIENT_GONE if await connection.wait_for_disconnect(request, env.stopping) else End.FAULT,
-                       env.clock())
+        attempt.finish(
+            End.CLIENT_GONE if await connection.wait_for_disconnect(request, env.stopping) else End.FAULT, env.clock()
+        )
     return resp
 
 
@@ -177,8 +185,11 @@ async def _answer_stream(
     for index, piece in enumerate(pieces[:stop_after]):
         if index and step.interval_ms and not await _pause(request, attempt, env, step.interval_ms / 1000):
             return resp
-        await resp.write(wire.MALFORMED_EVENT if kind is StepKind.BAD_CHUNK and index + 1 == step.count
-                         else wire.delta_event(req, piece))
+        await resp.write(
+            wire.MALFORMED_EVENT
+            if kind is StepKind.BAD_CHUNK and index + 1 == step.count
+            else wire.delta_event(req, piece)
+        )
     if kind is StepKind.CUT:
         connection.close(request)
         attempt.finish(End.FAULT, env.clock())
@@ -249,8 +260,11 @@ def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.S
         model = fields.get("model")
         api_key = request.headers.get("x-api-key") or _bearer(request.headers.get("authorization"))
         attempt = state.log.record(
-            t_s=state.clock(), model=model if isinstance(model, str) else None, stream=fields.get("stream") is True,
-            authorization=api_key, request_id=request.headers.get("x-request-id"),
+            t_s=state.clock(),
+            model=model if isinstance(model, str) else None,
+            stream=fields.get("stream") is True,
+            authorization=api_key,
+            request_id=request.headers.get("x-request-id"),
         )
         try:
             resp = await _admit(request, state, env, attempt, body, api_key)
@@ -270,8 +284,9 @@ async def count_tokens(request: web.Request) -> web.Response:
     if not api_key or not api_key.strip():
         return web.json_response(wire.error("authentication_error", "x-api-key header is required"), status=401)
     if not request.headers.get("anthropic-version"):
-        return web.json_response(wire.error("invalid_request_error", "anthropic-version: header is required"),
-                                 status=400)
+        return web.json_response(
+            wire.error("invalid_request_error", "anthropic-version: header is required"), status=400
+        )
     try:
         body = json.loads(await request.read())
         req = wire.parse_request({**body, "max_tokens": 1} if isinstance(body, dict) else body)

@@ -85,8 +85,11 @@ def status_error(status: int, model: str) -> ErrorBody:
 
 def quota_error() -> ErrorBody:
     """Anthropic's out-of-credit answer (sent with 400)."""
-    return error("invalid_request_error", "Your credit balance is too low to access the Anthropic API. "
-                 "Please go to Plans & Billing to upgrade or purchase credits.")
+    return error(
+        "invalid_request_error",
+        "Your credit balance is too low to access the Anthropic API. "
+        "Please go to Plans & Billing to upgrade or purchase credits.",
+    )
 
 
 def context_error(prompt_tokens: int) -> ErrorBody:
@@ -152,8 +155,12 @@ def parse_request(body: object) -> MessagesRequest:
     prefill = _text(last.get("content")) if last.get("role") == "assistant" else None
     count = min(limit, openai_wire.MAX_TOKENS_CAP)
     chat = openai_wire.ChatRequest(
-        model=model, stream=body.get("stream") is True, include_usage=False, completion_tokens=count,
-        prompt_tokens=sum(len(t.split()) for t in texts), prefill=prefill,
+        model=model,
+        stream=body.get("stream") is True,
+        include_usage=False,
+        completion_tokens=count,
+        prompt_tokens=sum(len(t.split()) for t in texts),
+        prefill=prefill,
         prefill_words=None if prefill is None else openai_wire.prefill_match(prefill, count),
     )
     return MessagesRequest(model=model, stream=chat.stream, chat=chat, tool=_forced_tool(body))
@@ -170,7 +177,9 @@ def pieces(req: MessagesRequest) -> list[str]:
 def usage(req: MessagesRequest, *, final: bool = True) -> dict[str, int]:
     """The `usage` object (output tokens: 1 in `message_start`, as Anthropic sends)."""
     return {
-        "input_tokens": req.chat.prompt_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+        "input_tokens": req.chat.prompt_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
         "output_tokens": openai_wire.produced_tokens(req.chat) if final else 1,
     }
 
@@ -185,9 +194,14 @@ def _block(req: MessagesRequest, seq: int, full: bool) -> dict[str, Any]:
 def message(req: MessagesRequest, *, message_id: str, seq: int) -> dict[str, Any]:
     """The complete non-streaming `message` object."""
     return {
-        "id": message_id, "type": "message", "role": "assistant", "model": req.model,
-        "content": [_block(req, seq, True)], "stop_reason": "tool_use" if req.tool else "end_turn",
-        "stop_sequence": None, "usage": usage(req),
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": req.model,
+        "content": [_block(req, seq, True)],
+        "stop_reason": "tool_use" if req.tool else "end_turn",
+        "stop_sequence": None,
+        "usage": usage(req),
     }
 
 
@@ -198,20 +212,28 @@ def event(name: str, data: dict[str, Any]) -> bytes:
 
 def opening_events(req: MessagesRequest, *, message_id: str, seq: int) -> list[bytes]:
     """`message_start`, `content_block_start` (index 0) and a `ping`."""
-    start = {**message(req, message_id=message_id, seq=seq), "content": [], "stop_reason": None,
-             "usage": usage(req, final=False)}
+    start = {
+        **message(req, message_id=message_id, seq=seq),
+        "content": [],
+        "stop_reason": None,
+        "usage": usage(req, final=False),
+    }
     return [
         event("message_start", {"type": "message_start", "message": start}),
-        event("content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": _block(req, seq, False)}),
+        event(
+            "content_block_start", {"type": "content_block_start", "index": 0, "content_block": _block(req, seq, False)}
+        ),
         event("ping", {"type": "ping"}),
     ]
 
 
 def delta_event(req: MessagesRequest, piece: str) -> bytes:
     """One `content_block_delta` (`text_delta`, or `input_json_delta` for a tool)."""
-    delta = ({"type": "text_delta", "text": piece} if req.tool is None
-             else {"type": "input_json_delta", "partial_json": piece})
+    delta = (
+        {"type": "text_delta", "text": piece}
+        if req.tool is None
+        else {"type": "input_json_delta", "partial_json": piece}
+    )
     return event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
 
 
@@ -219,9 +241,14 @@ def closing_events(req: MessagesRequest, *, with_stop: bool = True) -> list[byte
     """`content_block_stop`, `message_delta` and (unless `nodone`) `message_stop`."""
     events = [
         event("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        event("message_delta", {"type": "message_delta",
-                                "delta": {"stop_reason": "tool_use" if req.tool else "end_turn", "stop_sequence": None},
-                                "usage": {"output_tokens": openai_wire.produced_tokens(req.chat)}}),
+        event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "tool_use" if req.tool else "end_turn", "stop_sequence": None},
+                "usage": {"output_tokens": openai_wire.produced_tokens(req.chat)},
+            },
+        ),
     ]
     if with_stop:
         events.append(event("message_stop", {"type": "message_stop"}))

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from turnout_sim import anthropic_handler, credentials
+from turnout_sim import anthropic_handler, credentials, openai_handler
 from turnout_sim import openai_errors as errors
-from turnout_sim import openai_handler
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import Attempt, AttemptLog, End, ScenarioCursors
 from turnout_sim.clock import Clock
@@ -72,9 +71,7 @@ def _revoked(header: str | None) -> bool:
 
 
 def _env(state: SimState) -> openai_handler.Env:
-    return openai_handler.Env(
-        clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic()
-    )
+    return openai_handler.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
 
 
 async def chat_completions(request: web.Request) -> web.StreamResponse:
@@ -142,9 +139,7 @@ async def _answer_chat(
         return reject(400, errors.invalid_scenario_error(str(exc)))
     turn = state.cursors.turn((req.model, header), steps, attempt.t_s, seed=state.seed)
     attempt.step = turn.step.token
-    return await openai_handler.answer(
-        request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env
-    )
+    return await openai_handler.answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -185,9 +180,7 @@ async def health(request: web.Request) -> web.Response:
 async def not_found(request: web.Request) -> web.Response:
     """Any other URL: OpenAI's 404 `Invalid URL (METHOD /path)`."""
     env = _env(request.app[STATE])
-    return openai_handler.json_response(
-        env, 404, errors.invalid_url_error(request.method, request.path)
-    )
+    return openai_handler.json_response(env, 404, errors.invalid_url_error(request.method, request.path))
 
 
 async def _on_shutdown(app: web.Application) -> None:

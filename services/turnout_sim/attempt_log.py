@@ -203,9 +203,7 @@ class ScenarioCursors:
 
     _cursors: dict[ScenarioKey, _Cursor] = field(default_factory=dict)
 
-    def advance(
-        self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float
-    ) -> tuple[Step, float]:
+    def advance(self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float) -> tuple[Step, float]:
         """Consume the next step of a scenario.
 
         Args:
@@ -224,9 +222,7 @@ class ScenarioCursors:
         cursor.consumed += 1
         return step, now_s - cursor.first_seen_s
 
-    def turn(
-        self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float, *, seed: int
-    ) -> Turn:
+    def turn(self, key: ScenarioKey, steps: tuple[Step, ...], now_s: float, *, seed: int) -> Turn:
         """Consume the next step of a scenario and decide its verdict.
 
         `down<N>s` is unavailable while `elapsed_s < N`; `fail<P>` is
@@ -247,13 +243,14 @@ class ScenarioCursors:
         cursor = self._cursors[key]
         ordinal = cursor.consumed - 1
         verdict = Verdict.SERVE
-        if step.kind is StepKind.DOWN and elapsed_s < (step.seconds or 0):
-            verdict = Verdict.UNAVAILABLE
-        elif step.kind is StepKind.FAIL and faults.fails(step.percent or 0, seed, key, ordinal):
-            verdict = Verdict.UNAVAILABLE
-        elif step.kind is StepKind.CAP and not faults.admit(
-            cursor.admitted_s, now_s, step.capacity_per_s or 1
+        if (
+            step.kind is StepKind.DOWN
+            and elapsed_s < (step.seconds or 0)
+            or step.kind is StepKind.FAIL
+            and faults.fails(step.percent or 0, seed, key, ordinal)
         ):
+            verdict = Verdict.UNAVAILABLE
+        elif step.kind is StepKind.CAP and not faults.admit(cursor.admitted_s, now_s, step.capacity_per_s or 1):
             verdict = Verdict.OVERLOADED
         return Turn(step=step, elapsed_s=elapsed_s, ordinal=ordinal, verdict=verdict)
 

@@ -34,9 +34,7 @@ def reset(request: web.BaseRequest) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None:
         try:
-            sock.setsockopt(
-                socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
-            )
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         except OSError:
             pass  # already dead: aborting is all that is left
     transport.abort()
@@ -72,9 +70,7 @@ async def pause(request: web.BaseRequest, seconds: float) -> bool:
     return False
 
 
-async def wait_for_disconnect(
-    request: web.BaseRequest, stopping: asyncio.Event
-) -> bool:
+async def wait_for_disconnect(request: web.BaseRequest, stopping: asyncio.Event) -> bool:
     """Wait until the client leaves or the server stops; then close.
 
     Args:

@@ -68,9 +68,7 @@ def fails(percent: int, seed: int, key: tuple[str, str | None], ordinal: int) ->
     return fail_roll(seed, key, ordinal) < percent
 
 
-def admit(
-    admitted_s: deque[float], now_s: float, capacity: int, window_s: float = CAP_WINDOW_S
-) -> bool:
+def admit(admitted_s: deque[float], now_s: float, capacity: int, window_s: float = CAP_WINDOW_S) -> bool:
     """Sliding-window admission for `cap<N>`; records the request if admitted.
 
     Only admitted requests count toward capacity: a request is served when

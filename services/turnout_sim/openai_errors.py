@@ -17,9 +17,7 @@ ErrorBody = dict[str, dict[str, Any]]
 """An OpenAI error envelope as a JSON-ready dict."""
 
 
-def envelope(
-    message: str, type_: str | None, code: str | int | None, param: str | None = None
-) -> ErrorBody:
+def envelope(message: str, type_: str | None, code: str | int | None, param: str | None = None) -> ErrorBody:
     """The OpenAI error envelope `{"error": {message, type, param, code}}`."""
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 

@@ -50,9 +50,7 @@ def _ended(attempt: Attempt, env: Env, end: End) -> None:
     attempt.finish(end, env.clock())
 
 
-async def _pause(
-    request: web.Request, attempt: Attempt, env: Env, seconds: float
-) -> bool:
+async def _pause(request: web.Request, attempt: Attempt, env: Env, seconds: float) -> bool:
     """Sleep `seconds` unless the client leaves; False (and logged) if it did."""
     if await connection.pause(request, seconds):
         return True
@@ -71,9 +69,7 @@ def _fault_close(request: web.Request, attempt: Attempt, env: Env) -> None:
     _ended(attempt, env, End.FAULT)
 
 
-async def deliver(
-    request: web.Request, resp: web.StreamResponse, attempt: Attempt, env: Env
-) -> web.StreamResponse:
+async def deliver(request: web.Request, resp: web.StreamResponse, attempt: Attempt, env: Env) -> web.StreamResponse:
     """Finish writing a handler's response and record how the request ended.
 
     If the end is already recorded (fault, client gone) `resp` is returned
@@ -111,9 +107,7 @@ def _base_headers(env: Env) -> dict[str, str]:
     }
 
 
-def json_response(
-    env: Env, status: int, body: object, headers: dict[str, str] | None = None
-) -> web.Response:
+def json_response(env: Env, status: int, body: object, headers: dict[str, str] | None = None) -> web.Response:
     """A complete JSON answer with OpenAI's usual headers.
 
     Args:
@@ -219,9 +213,7 @@ async def answer(
     Returns:
         The response aiohttp should finish (a dead one after socket faults).
     """
-    if step.latency_ms and not await _pause(
-        request, attempt, env, step.latency_ms / 1000
-    ):
+    if step.latency_ms and not await _pause(request, attempt, env, step.latency_ms / 1000):
         return web.Response()  # nobody left to answer
     if step.kind in _SOCKET_FAULTS:
         if step.kind is StepKind.RESET:
@@ -242,9 +234,7 @@ async def answer(
     created_s = int(env.clock())
     try:
         if req.stream:
-            return await _stream(
-                request, req, step, attempt, env, completion_id, created_s
-            )
+            return await _stream(request, req, step, attempt, env, completion_id, created_s)
         return await _json(request, req, step, attempt, env, completion_id, created_s)
     except ConnectionError:  # the client left mid-answer (write to a closed transport)
         _ended(attempt, env, End.CLIENT_GONE)
@@ -262,19 +252,11 @@ async def _json(
 ) -> web.StreamResponse:
     kind = step.kind
     if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
-        return json_response(
-            env, 200, errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)
-        )
+        return json_response(env, 200, errors.body_error(kind is StepKind.BODY_ERROR_429, req.model))
     if kind is StepKind.BAD_CHUNK:
-        body = (
-            b'{"id": "'
-            + completion_id.encode()
-            + b'", "object": "chat.completion", "choices": ['
-        )
+        body = b'{"id": "' + completion_id.encode() + b'", "object": "chat.completion", "choices": ['
     else:
-        body = wire.json_bytes(
-            wire.completion(req, completion_id=completion_id, created_s=created_s)
-        )
+        body = wire.json_bytes(wire.completion(req, completion_id=completion_id, created_s=created_s))
     if kind not in (StepKind.SLOW, StepKind.CUT, StepKind.STALL):
         return web.Response(
             status=200,
@@ -309,9 +291,7 @@ async def _stream(
     created_s: int,
 ) -> web.StreamResponse:
     kind = step.kind
-    resp = web.StreamResponse(
-        status=200, headers=_base_headers(env) | {"cache-control": "no-cache"}
-    )
+    resp = web.StreamResponse(status=200, headers=_base_headers(env) | {"cache-control": "no-cache"})
     resp.content_type = "text/event-stream"
     resp.charset = "utf-8"
     resp.enable_chunked_encoding()
@@ -335,24 +315,14 @@ async def _stream(
         return wire.sse_event(obj)
 
     if kind in (StepKind.BODY_ERROR, StepKind.BODY_ERROR_429):
-        await resp.write(
-            wire.sse_event(
-                errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)
-            )
-        )
+        await resp.write(wire.sse_event(errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)))
         await resp.write_eof()
         return resp
     await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}))
-    if kind is StepKind.SLOW and not await _pause(
-        request, attempt, env, (step.delay_ms or 0) / 1000
-    ):
+    if kind is StepKind.SLOW and not await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
         return resp
     pieces = wire.answer_pieces(req)  # after a matching prefill: the rest only
-    stop_after = (
-        min(step.count or 0, len(pieces))
-        if kind in (StepKind.CUT, StepKind.STALL)
-        else len(pieces)
-    )
+    stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
     for index, piece in enumerate(pieces[:stop_after]):
         # Between chunks, notice a departed client within one interval (a
         # write to its closed transport raises ConnectionError in any case).

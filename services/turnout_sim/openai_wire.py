@@ -83,8 +83,7 @@ def _int_param(body: dict[str, Any], name: str) -> int | None:
     if value < 1:
         raise RequestError(
             envelope(
-                f"Invalid '{name}': integer below minimum value. Expected a value >= 1, "
-                f"but got {value} instead.",
+                f"Invalid '{name}': integer below minimum value. Expected a value >= 1, but got {value} instead.",
                 "invalid_request_error",
                 "integer_below_min_value",
                 name,
@@ -130,7 +129,7 @@ def prefill_match(prefill: str, count: int) -> int | None:
         (words joined by single spaces; "" for K = 0), optionally followed
         by one space; None for any other text.
     """
-    text = prefill[:-1] if prefill.endswith(" ") else prefill
+    text = prefill.removesuffix(" ")
     if not text:
         return 0
     words = text.split(" ")
@@ -149,11 +148,7 @@ def parse_request(body: object) -> ChatRequest:
         raise RequestError(invalid_json_error())
     model = body.get("model")
     if not isinstance(model, str) or not model:
-        raise RequestError(
-            envelope(
-                "you must provide a model parameter", "invalid_request_error", None
-            )
-        )
+        raise RequestError(envelope("you must provide a model parameter", "invalid_request_error", None))
     messages = body.get("messages")
     if not isinstance(messages, list):
         raise RequestError(
@@ -171,14 +166,11 @@ def parse_request(body: object) -> ChatRequest:
     return ChatRequest(
         model=model,
         stream=body.get("stream") is True,
-        include_usage=isinstance(options, dict)
-        and options.get("include_usage") is True,
+        include_usage=isinstance(options, dict) and options.get("include_usage") is True,
         completion_tokens=completion_tokens,
         prompt_tokens=_count_words(messages),
         prefill=prefill,
-        prefill_words=None
-        if prefill is None
-        else prefill_match(prefill, completion_tokens),
+        prefill_words=None if prefill is None else prefill_match(prefill, completion_tokens),
     )
 
 
@@ -226,9 +218,7 @@ def usage(req: ChatRequest) -> dict[str, int]:
     }
 
 
-def completion(
-    req: ChatRequest, *, completion_id: str, created_s: int
-) -> dict[str, Any]:
+def completion(req: ChatRequest, *, completion_id: str, created_s: int) -> dict[str, Any]:
     """A full non-streaming `chat.completion` object (continues a prefill).
 
     Args:
@@ -321,8 +311,5 @@ def models_list(created_s: int) -> dict[str, Any]:
     """The `GET /v1/models` body."""
     return {
         "object": "list",
-        "data": [
-            {"id": m, "object": "model", "created": created_s, "owned_by": "system"}
-            for m in MODELS
-        ],
+        "data": [{"id": m, "object": "model", "created": created_s, "owned_by": "system"} for m in MODELS],
     }

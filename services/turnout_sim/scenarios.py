@@ -70,9 +70,7 @@ from dataclasses import dataclass, replace
 SEPARATOR = "~"
 """Separates the free-text label from the steps in a model name."""
 
-ERROR_STATUSES: frozenset[int] = frozenset(
-    {400, 401, 403, 404, 408, 413, 422, 429, 500, 501, 502, 503, 504, 505, 529}
-)
+ERROR_STATUSES: frozenset[int] = frozenset({400, 401, 403, 404, 408, 413, 422, 429, 500, 501, 502, 503, 504, 505, 529})
 """Bare HTTP statuses a step may name (besides 200)."""
 
 MAX_MS = 600_000
@@ -165,9 +163,7 @@ _KEYWORDS = {
     "noprefill": StepKind.NO_PREFILL,
 }
 
-_STEP_RE = re.compile(
-    r"^(?P<base>[a-z0-9.]+?)(?:i(?P<interval>\d+))?(?:\+(?P<latency>\d+)ms)?$"
-)
+_STEP_RE = re.compile(r"^(?P<base>[a-z0-9.]+?)(?:i(?P<interval>\d+))?(?:\+(?P<latency>\d+)ms)?$")
 _DURATION_RE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
 # (regex, kind, field holding the number, minimum, maximum)
 _NUMBERED = (
@@ -266,9 +262,7 @@ def _parse_base(base: str, token: str) -> Step:
         if base.startswith(prefix):
             duration = base[len(prefix) :]
             if not _DURATION_RE.match(duration):
-                raise ValueError(
-                    f"{prefix} needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}"
-                )
+                raise ValueError(f"{prefix} needs an OpenAI duration such as 6m0s, 20ms or 1s, got {duration!r}")
             return Step(kind=reset_kind, token=token, status=429, duration=duration)
     for regex, kind, field, low, high in _NUMBERED:
         match = regex.match(base)
@@ -310,12 +304,8 @@ def parse_step(text: str) -> Step:
         interval, latency = match.group("interval"), match.group("latency")
         if interval is not None:
             if step.kind not in _STREAMING_KINDS:
-                raise ValueError(
-                    "a chunk interval i<N> only applies to steps that stream content"
-                )
-            step = replace(
-                step, interval_ms=_bounded(interval, "interval_ms", 0, MAX_MS)
-            )
+                raise ValueError("a chunk interval i<N> only applies to steps that stream content")
+            step = replace(step, interval_ms=_bounded(interval, "interval_ms", 0, MAX_MS))
         if latency is not None:
             step = replace(step, latency_ms=_bounded(latency, "latency_ms", 0, MAX_MS))
     except ValueError as exc:
@@ -344,9 +334,7 @@ def parse_scenario(text: str) -> tuple[Step, ...]:
         try:
             steps.append(parse_step(part))
         except ValueError as exc:
-            raise ValueError(
-                f"invalid scenario {text!r}, step {position}: {exc}"
-            ) from None
+            raise ValueError(f"invalid scenario {text!r}, step {position}: {exc}") from None
     return tuple(steps)
 
 

@@ -24,12 +24,12 @@ from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.observability.jsonlog import configure_logging
+from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
 from turnout.runtime import Runtime, build_runtime
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
-from turnout.observability.telemetry import request_span
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
@@ -96,11 +96,20 @@ async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
         except Exception:
             # every accepted job is answered: a bug here must not leave the client hanging
             log.exception("job %s failed inside the gateway", payload.request_id)
-            await _deliver(ctx, payload, JobResult(
-                request_id=payload.request_id, status_code=500, headers={"x-request-id": payload.request_id},
-                body=error_body("The gateway hit an internal error; the request was not completed.",
-                                error_type="server_error", code="internal_error"),
-            ))
+            await _deliver(
+                ctx,
+                payload,
+                JobResult(
+                    request_id=payload.request_id,
+                    status_code=500,
+                    headers={"x-request-id": payload.request_id},
+                    body=error_body(
+                        "The gateway hit an internal error; the request was not completed.",
+                        error_type="server_error",
+                        code="internal_error",
+                    ),
+                ),
+            )
             result = "error 500"
         observe.set_job_result(span, result)
     return result
@@ -176,43 +185,70 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     try:
         shipped = None if payload.health is None else Shipped(payload.health, store_now_ms / 1000)
         plan, view = await services.router.plan(
-            request["model"], payload.settings, payload.policy, payload.org, payload.preferences, catalog=catalog,
+            request["model"],
+            payload.settings,
+            payload.policy,
+            payload.org,
+            payload.preferences,
+            catalog=catalog,
             shipped=shipped,
         )
     except (UnknownModel, NoMatchingOffer) as exc:
-        status, code, param = (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (
-            400, "no_matching_offer", "provider")
+        status, code, param = (
+            (404, "model_not_found", "model")
+            if isinstance(exc, UnknownModel)
+            else (400, "no_matching_offer", "provider")
+        )
         result = JobResult(
-            request_id=rid, status_code=status, headers={"x-request-id": rid},
+            request_id=rid,
+            status_code=status,
+            headers={"x-request-id": rid},
             body=error_body(str(exc), error_type="invalid_request_error", code=code, param=param),
         )
         await _deliver(ctx, payload, result)
         return f"error {status}"
     except GatewayUnavailable as exc:
         result = JobResult(
-            request_id=rid, status_code=503, headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
+            request_id=rid,
+            status_code=503,
+            headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
             body=error_body(exc.message, error_type="service_unavailable", code=exc.code),
         )
         await _deliver(ctx, payload, result)
         return "error 503"
     info = RequestInfo(
-        request_id=rid, org=payload.org, squad=payload.squad, key=payload.key, requested_model=str(request["model"]),
-        strategy=payload.settings.strategy_rule, run=run, deadline_s=time.time() + time_left_s,
+        request_id=rid,
+        org=payload.org,
+        squad=payload.squad,
+        key=payload.key,
+        requested_model=str(request["model"]),
+        strategy=payload.settings.strategy_rule,
+        run=run,
+        deadline_s=time.time() + time_left_s,
     )
     started = time.monotonic()
     with request_span(services.obs.telemetry.tracer, info):
         routed = await services.router.route(
-            request, plan=plan, view=view, policy=payload.policy, time_left_s=time_left_s, info=info,
+            request,
+            plan=plan,
+            view=view,
+            policy=payload.policy,
+            time_left_s=time_left_s,
+            info=info,
             catalog=catalog,
         )
     status, headers, body = answer_of(routed, payload.request_id)
     if status != 504:  # a job cut by its deadline says nothing of how long serving takes
         ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
-    await _deliver(ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body))
+    await _deliver(
+        ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body)
+    )
     return "served" if status == 200 else f"error {status}"
 
 
-def build_worker(config: Config, redis_url: str, *, burst: bool = False, settings: Settings | None = None) -> PushWorker:
+def build_worker(
+    config: Config, redis_url: str, *, burst: bool = False, settings: Settings | None = None
+) -> PushWorker:
     """The worker for `config`, connected to `redis_url` (settings: read from the process
     environment by default; `TURNOUT_DRAIN_S` is how long a stopping worker waits for its jobs).
 

@@ -22,9 +22,9 @@ from opentelemetry.trace import Span, Status, StatusCode
 from prometheus_client import start_http_server
 
 from turnout.observability.jsonlog import request_context
+from turnout.observability.telemetry import JOB_RESULT, job_span
 from turnout.runtime import ROLES, Observation
 from turnout.settings import Settings
-from turnout.observability.telemetry import JOB_RESULT, job_span
 from turnout.wire import JobPayload
 
 log = logging.getLogger("turnout.worker")
@@ -81,9 +81,10 @@ class WorkerObservability:
             self.metrics.queue_wait.observe(wait_s)
         self.metrics.in_flight_jobs.inc()
         try:
-            with request_context(payload.request_id), job_span(
-                self.telemetry.tracer, payload.trace, payload.request_id, wait_s
-            ) as span:
+            with (
+                request_context(payload.request_id),
+                job_span(self.telemetry.tracer, payload.trace, payload.request_id, wait_s) as span,
+            ):
                 yield span
         finally:
             self.metrics.in_flight_jobs.dec()

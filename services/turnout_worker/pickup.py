@@ -85,6 +85,7 @@ DOORBELL_BACKOFF = Backoff()
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
+
 class Claimed:
     """What the claim of one job read for it, in the same round trip.
 
@@ -96,7 +97,7 @@ class Claimed:
         used: arq's `run_job` has taken `job` and `job_try`.
     """
 
-    __slots__ = ("job", "job_try", "now_ms", "at_s", "used")
+    __slots__ = ("at_s", "job", "job_try", "now_ms", "used")
 
     def __init__(self, job: bytes | None, job_try: int, now_ms: int) -> None:
         self.job, self.job_try, self.now_ms = job, job_try, now_ms
@@ -253,7 +254,11 @@ class PushWorker(Worker):
 
     async def _listen(self) -> None:
         await listen_forever(
-            self.pool, [keys.CANCEL_CHANNEL], self._cancelled, name="cancel listener", rng=self._rng,
+            self.pool,
+            [keys.CANCEL_CHANNEL],
+            self._cancelled,
+            name="cancel listener",
+            rng=self._rng,
         )
 
     async def _cancelled(self, message: Message | None) -> None:

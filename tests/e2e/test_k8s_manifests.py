@@ -25,16 +25,18 @@ from turnout_ingress.app import create_app
 
 K8S = Path(__file__).resolve().parents[2] / "infra" / "k8s"
 NAMESPACE = "turnout"
-EXPECTED_KINDS = Counter({
-    "Namespace": 1,
-    "ConfigMap": 2,  # turnout.yaml, collector config
-    "Service": 3,  # ingress, redis (headless), collector
-    "Deployment": 3,  # ingress, worker, collector
-    "StatefulSet": 1,  # redis
-    "HorizontalPodAutoscaler": 1,  # ingress (the workers' HPA is KEDA's)
-    "PodDisruptionBudget": 2,
-    "ScaledObject": 1,
-})
+EXPECTED_KINDS = Counter(
+    {
+        "Namespace": 1,
+        "ConfigMap": 2,  # turnout.yaml, collector config
+        "Service": 3,  # ingress, redis (headless), collector
+        "Deployment": 3,  # ingress, worker, collector
+        "StatefulSet": 1,  # redis
+        "HorizontalPodAutoscaler": 1,  # ingress (the workers' HPA is KEDA's)
+        "PodDisruptionBudget": 2,
+        "ScaledObject": 1,
+    }
+)
 
 
 Doc = dict[str, Any]
@@ -75,8 +77,11 @@ def _env(container: Doc) -> dict[str, str]:
 
 def _turnout_containers(docs: list[Doc]) -> list[tuple[Doc, Doc]]:
     return [
-        (d, c) for d in docs if d["kind"] in ("Deployment", "StatefulSet")
-        for c in _containers(d) if c["image"].split(":")[0] == "turnout"
+        (d, c)
+        for d in docs
+        if d["kind"] in ("Deployment", "StatefulSet")
+        for c in _containers(d)
+        if c["image"].split(":")[0] == "turnout"
     ]
 
 
@@ -243,16 +248,16 @@ def test_services_select_pods_and_target_declared_ports(docs: list[Doc]) -> None
     workloads = [d for d in docs if d["kind"] in ("Deployment", "StatefulSet")]
     for service in (d for d in docs if d["kind"] == "Service"):
         selector = service["spec"]["selector"]
-        matches = [
-            w for w in workloads
-            if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()
-        ]
+        matches = [w for w in workloads if selector.items() <= w["spec"]["template"]["metadata"]["labels"].items()]
         assert len(matches) == 1, f"Service {service['metadata']['name']} selects {len(matches)} workloads"
         ports = {p["name"] for c in _containers(matches[0]) for p in c.get("ports", [])}
         for port in service["spec"]["ports"]:
             assert port["targetPort"] in ports, f"{service['metadata']['name']}: no container port {port['targetPort']}"
     for workload in workloads:
-        assert workload["spec"]["selector"]["matchLabels"].items() <= workload["spec"]["template"]["metadata"]["labels"].items()
+        assert (
+            workload["spec"]["selector"]["matchLabels"].items()
+            <= workload["spec"]["template"]["metadata"]["labels"].items()
+        )
     for pdb in (d for d in docs if d["kind"] == "PodDisruptionBudget"):
         assert any(
             pdb["spec"]["selector"]["matchLabels"].items() <= w["spec"]["template"]["metadata"]["labels"].items()

@@ -36,8 +36,11 @@ def test_fleet_across_network_namespaces_survives_a_killed_worker() -> None:
     if reason is not None:
         pytest.skip(reason)
     proc = subprocess.Popen(
-        ["bash", str(SCRIPT)], env={**os.environ, "PYTHON": sys.executable, "REQUESTS": "50"},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        ["bash", str(SCRIPT)],
+        env={**os.environ, "PYTHON": sys.executable, "REQUESTS": "50"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         stdout, stderr = proc.communicate(timeout=240)

@@ -9,9 +9,21 @@ from collections.abc import Iterator
 
 import pytest
 
-from support.gateway import CONFIG, KEY, KEY_ADMIN, OPERATOR, KEY_CYCLES, KEY_DEADLINE, KEY_RECOVER, KEY_STREAM, KEY_REROUTE, KEY_WORKED, Gateway, start_gateway
+from support.gateway import (
+    CONFIG,
+    KEY,
+    KEY_ADMIN,
+    KEY_CYCLES,
+    KEY_DEADLINE,
+    KEY_RECOVER,
+    KEY_REROUTE,
+    KEY_STREAM,
+    KEY_WORKED,
+    OPERATOR,
+    Gateway,
+    start_gateway,
+)
 from support.procs import Fleet, require_redis
-
 
 
 @pytest.fixture(scope="session")
@@ -21,7 +33,12 @@ def gateway() -> Iterator[Gateway]:
     fleet = Fleet()
     try:
         gw = start_gateway(
-            fleet, CONFIG, key=KEY, key_worked=KEY_WORKED, key_deadline=KEY_DEADLINE, key_reroute=KEY_REROUTE,
+            fleet,
+            CONFIG,
+            key=KEY,
+            key_worked=KEY_WORKED,
+            key_deadline=KEY_DEADLINE,
+            key_reroute=KEY_REROUTE,
             key_admin=KEY_ADMIN,
             key_stream=KEY_STREAM,
             key_cycles=KEY_CYCLES,

@@ -51,11 +51,17 @@ def abandon_gw() -> Iterator[Gateway]:
 async def _leave_early(gw: Gateway, count: int) -> int:
     """Send `count` requests, each client leaving after 0.5 s; returns how many timed out."""
     async with httpx.AsyncClient(timeout=0.5) as client:
-        outcomes = await asyncio.gather(*[
-            client.post(f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                        json={"model": "queued", "messages": [{"role": "user", "content": "hi"}]})
-            for _ in range(count)
-        ], return_exceptions=True)
+        outcomes = await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    headers={"authorization": f"Bearer {KEY}"},
+                    json={"model": "queued", "messages": [{"role": "user", "content": "hi"}]},
+                )
+                for _ in range(count)
+            ],
+            return_exceptions=True,
+        )
     return sum(isinstance(o, httpx.TimeoutException) for o in outcomes)
 
 
@@ -65,18 +71,26 @@ def test_client_leaving_while_queued_withdraws_the_job(abandon_gw: Gateway) -> N
     wait_until(lambda: store.zcard(keys.QUEUE) == 0, 5, "queued jobs withdrawn")
     worker = abandon_gw.fleet.worker(abandon_gw.fleet.workdir / "turnout.yaml", abandon_gw.redis_url)
     try:
-        ok = httpx.post(f"{abandon_gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                        json={"model": "queued", "messages": [{"role": "user", "content": "still there"}]}, timeout=10)
+        ok = httpx.post(
+            f"{abandon_gw.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {KEY}"},
+            json={"model": "queued", "messages": [{"role": "user", "content": "still there"}]},
+            timeout=10,
+        )
         time.sleep(1.5)  # past the worker's scan (1 s): a job left anywhere would have run by now
     finally:
         worker.stop()
     calls = len(abandon_gw.sim_log(UPSTREAM))
     leftovers = {
-        "queue": store.zcard(keys.QUEUE), "fair": store.zcard(keys.fair_org_key("acme")),
-        "ring": store.llen(keys.FAIR_RING), "jobs": len(cast(list[bytes], store.keys(keys.JOB_PREFIX + "*"))),
+        "queue": store.zcard(keys.QUEUE),
+        "fair": store.zcard(keys.fair_org_key("acme")),
+        "ring": store.llen(keys.FAIR_RING),
+        "jobs": len(cast(list[bytes], store.keys(keys.JOB_PREFIX + "*"))),
     }
-    print(f"\n{left} clients left while queued: {calls - 1} upstream calls for them after a worker started; "
-          f"left in Redis {leftovers}")
+    print(
+        f"\n{left} clients left while queued: {calls - 1} upstream calls for them after a worker started; "
+        f"left in Redis {leftovers}"
+    )
     assert left == LEFT
     assert ok.status_code == 200
     assert calls == 1  # only the client that stayed

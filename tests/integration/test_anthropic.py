@@ -108,7 +108,11 @@ def test_openai_sdk_non_streaming_served_by_anthropic_upstream(gw: Gateway, oai:
 
 def test_openai_sdk_streaming_served_by_anthropic_upstream(oai: openai.OpenAI) -> None:
     with oai.chat.completions.with_streaming_response.create(
-        model="claude-ok-s", messages=USER, max_tokens=5, stream=True, stream_options={"include_usage": True},
+        model="claude-ok-s",
+        messages=USER,
+        max_tokens=5,
+        stream=True,
+        stream_options={"include_usage": True},
     ) as response:
         headers = dict(response.headers)
         chunks = list(response.parse())
@@ -123,7 +127,11 @@ def test_openai_sdk_tool_call_from_anthropic_upstream(oai: openai.OpenAI) -> Non
         {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}},
     ]
     completion = oai.chat.completions.create(
-        model="claude-tools", messages=USER, max_tokens=3, tools=tools, tool_choice="required",
+        model="claude-tools",
+        messages=USER,
+        max_tokens=3,
+        tools=tools,
+        tool_choice="required",
     )
     choice = completion.choices[0]
     assert choice.finish_reason == "tool_calls" and choice.message.content is None
@@ -145,8 +153,11 @@ def test_claude_529_twice_then_gpt_fallback_gives_one_answer(gw: Gateway, oai: o
 def test_overloaded_error_as_first_stream_event_falls_back_unseen(gw: Gateway) -> None:
     frames: list[str] = []
     with httpx.stream(
-        "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-        json={"model": "claude-overload", "messages": USER, "stream": True, "max_tokens": 4}, timeout=30,
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
+        json={"model": "claude-overload", "messages": USER, "stream": True, "max_tokens": 4},
+        timeout=30,
     ) as response:
         assert response.status_code == 200
         headers = response.headers
@@ -168,8 +179,11 @@ def test_terminal_anthropic_400_is_passed_on(oai: openai.OpenAI) -> None:
 
 def test_stream_cut_after_content_ends_with_an_error_event(gw: Gateway) -> None:
     with httpx.stream(
-        "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-        json={"model": "claude-cut", "messages": USER, "stream": True, "max_tokens": 10}, timeout=30,
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
+        json={"model": "claude-cut", "messages": USER, "stream": True, "max_tokens": 10},
+        timeout=30,
     ) as response:
         frames = [line[6:] for line in response.iter_lines() if line.startswith("data: ")]
     assert "[DONE]" not in frames
@@ -198,7 +212,10 @@ def test_anthropic_sdk_non_streaming(claude: anthropic.Anthropic, model: str, pr
 @pytest.mark.parametrize(("model", "provider"), [("claude-msg-s", "claude"), ("gpt-msg-s", "gpt")])
 def test_anthropic_sdk_streaming(claude: anthropic.Anthropic, model: str, provider: str) -> None:
     with claude.messages.with_streaming_response.create(
-        model=model, max_tokens=4, messages=USER, stream=True,
+        model=model,
+        max_tokens=4,
+        messages=USER,
+        stream=True,
     ) as response:
         assert response.headers["x-turnout-provider"] == provider
         assert response.headers["content-type"].startswith("text/event-stream")
@@ -230,7 +247,11 @@ def test_anthropic_sdk_stream_overloaded_first_event_sees_only_the_fallback(clau
 def test_anthropic_sdk_tool_use_through_the_gateway(claude: anthropic.Anthropic) -> None:
     tools: Any = [{"name": "lookup", "description": "find", "input_schema": {"type": "object"}}]
     message = claude.messages.create(
-        model="claude-tools", max_tokens=2, messages=USER, tools=tools, tool_choice={"type": "tool", "name": "lookup"},
+        model="claude-tools",
+        max_tokens=2,
+        messages=USER,
+        tools=tools,
+        tool_choice={"type": "tool", "name": "lookup"},
     )
     assert message.stop_reason == "tool_use"
     [block] = message.content
@@ -260,11 +281,25 @@ def test_anthropic_sdk_errors_are_in_anthropic_shape(gw: Gateway, claude: anthro
 
 @pytest.mark.parametrize(
     ("body", "headers", "status", "etype"),
-    [({"model": "claude-msg", "messages": USER}, {"x-api-key": KEY}, 400, "invalid_request_error"),
-     ({"model": "claude-msg", "max_tokens": 3, "messages": USER}, {"x-api-key": "nope-nope-nope"}, 401,
-      "authentication_error"),
-     ({"model": "claude-msg", "max_tokens": 3, "messages": [{"role": "user", "content": [
-         {"type": "document", "source": {}}]}]}, {"x-api-key": KEY}, 400, "invalid_request_error")],
+    [
+        ({"model": "claude-msg", "messages": USER}, {"x-api-key": KEY}, 400, "invalid_request_error"),
+        (
+            {"model": "claude-msg", "max_tokens": 3, "messages": USER},
+            {"x-api-key": "nope-nope-nope"},
+            401,
+            "authentication_error",
+        ),
+        (
+            {
+                "model": "claude-msg",
+                "max_tokens": 3,
+                "messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}],
+            },
+            {"x-api-key": KEY},
+            400,
+            "invalid_request_error",
+        ),
+    ],
     ids=["no_max_tokens", "wrong_x_api_key", "unsupported_block"],
 )
 def test_messages_route_rejects_in_anthropic_shape(
@@ -280,14 +315,16 @@ def test_messages_route_rejects_in_anthropic_shape(
 
 def test_count_tokens_asks_the_anthropic_upstream(claude: anthropic.Anthropic) -> None:
     raw = claude.messages.with_raw_response.count_tokens(
-        model="claude-ok", system="be brief", messages=[{"role": "user", "content": "three words here"}])
+        model="claude-ok", system="be brief", messages=[{"role": "user", "content": "three words here"}]
+    )
     assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
     assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "claude"
 
 
 def test_count_tokens_without_an_anthropic_offer_is_an_estimate(claude: anthropic.Anthropic) -> None:
     raw = claude.messages.with_raw_response.count_tokens(
-        model="gpt-msg", messages=[{"role": "user", "content": "x" * 40}])
+        model="gpt-msg", messages=[{"role": "user", "content": "x" * 40}]
+    )
     assert raw.parse().input_tokens == 10  # 40 characters / 4
     assert raw.headers["x-turnout-count-source"] == "estimate" and "x-turnout-provider" not in raw.headers
 
@@ -296,8 +333,9 @@ def test_count_tokens_errors_are_in_anthropic_shape(gw: Gateway, claude: anthrop
     with pytest.raises(anthropic.NotFoundError) as missing:
         claude.messages.count_tokens(model="no-such-model", messages=USER)
     assert missing.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
-    response = httpx.post(f"{gw.base_url}/v1/messages/count_tokens", json={"model": "claude-ok"},
-                          headers={"x-api-key": KEY}, timeout=10)
+    response = httpx.post(
+        f"{gw.base_url}/v1/messages/count_tokens", json={"model": "claude-ok"}, headers={"x-api-key": KEY}, timeout=10
+    )
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
 
 
@@ -310,8 +348,11 @@ def test_models_list_is_anthropic_shaped_for_anthropic_callers(gw: Gateway, clau
 
 @pytest.mark.parametrize(
     ("method", "path", "status", "etype"),
-    [("POST", "/v1/messages/batches", 404, "not_found_error"), ("GET", "/v1/messages/abc/def", 404, "not_found_error"),
-     ("GET", "/v1/messages", 405, "invalid_request_error")],
+    [
+        ("POST", "/v1/messages/batches", 404, "not_found_error"),
+        ("GET", "/v1/messages/abc/def", 404, "not_found_error"),
+        ("GET", "/v1/messages", 405, "invalid_request_error"),
+    ],
     ids=["unknown-subroute", "unknown-nested-get", "wrong-method"],
 )
 def test_every_messages_path_answers_in_anthropic_shape(
@@ -332,8 +373,12 @@ def test_a_wrong_key_on_messages_is_told_to_use_x_api_key(gw: Gateway) -> None:
 
 
 def _post_messages(gw: Gateway, key: str, body: dict[str, Any]) -> httpx.Response:
-    return httpx.post(f"{gw.base_url}/v1/messages", json=body, timeout=30,
-                      headers={"x-api-key": KEY, "anthropic-version": "2023-06-01", "idempotency-key": key})
+    return httpx.post(
+        f"{gw.base_url}/v1/messages",
+        json=body,
+        timeout=30,
+        headers={"x-api-key": KEY, "anthropic-version": "2023-06-01", "idempotency-key": key},
+    )
 
 
 def test_idempotency_key_on_messages_replays_the_first_answer(gw: Gateway) -> None:

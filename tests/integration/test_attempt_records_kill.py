@@ -24,19 +24,23 @@ KEY_ADMIN = "tk-test-records-admin-001"
 IN_FLIGHT = 100
 UPSTREAM = "rk~200+4000ms"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
   slow: {{offers: [{{provider: sim-a, model: "{upstream}"}}]}}
 gateway: {{job_lease_s: 2, max_queue_depth: 1000, worker_max_jobs: 100, records_max: 10000}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
       - {{name: admin, key: {key_admin}, admin: true}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +57,18 @@ def gw() -> Iterator[Gateway]:
 async def _burst(gw: Gateway, count: int) -> list[httpx.Response]:
     body = {"model": "slow", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=count), timeout=60) as client:
-        return await asyncio.gather(*[
-            client.post(f"{gw.base_url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {KEY}"})
-            for _ in range(count)
-        ])
+        return await asyncio.gather(
+            *[
+                client.post(f"{gw.base_url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {KEY}"})
+                for _ in range(count)
+            ]
+        )
 
 
 def _export(gw: Gateway) -> list[dict[str, Any]]:
-    response = httpx.get(f"{gw.base_url}/admin/v1/logs/export", headers={"authorization": f"Bearer {KEY_ADMIN}"},
-                         timeout=30)
+    response = httpx.get(
+        f"{gw.base_url}/admin/v1/logs/export", headers={"authorization": f"Bearer {KEY_ADMIN}"}, timeout=30
+    )
     assert response.status_code == 200, response.text
     return [json.loads(line) for line in response.text.splitlines() if line]
 
@@ -97,13 +104,16 @@ def test_sigkill_with_attempts_in_flight_leaves_one_record_per_upstream_call(gw:
     assert rows is not None
     lost = [r for r in rows if r["lost"]]
     reruns = [r for r in rows if r["is_rerun"]]
-    print(f"\nSIGKILL with {IN_FLIGHT} in flight: {calls} upstream calls, {len(rows)} records, "
-          f"{len(lost)} lost, {len(reruns)} is_rerun")
+    print(
+        f"\nSIGKILL with {IN_FLIGHT} in flight: {calls} upstream calls, {len(rows)} records, "
+        f"{len(lost)} lost, {len(reruns)} is_rerun"
+    )
     assert calls == 2 * IN_FLIGHT
     assert len({r["attempt_id"] for r in rows}) == len(rows)
     assert Counter(r["request_id"] for r in rows) == {rid: 2 for rid in request_ids}
     assert len(lost) == IN_FLIGHT and all(
         (r["kind"], r["class"], r["cost_usd"], r["status"], r["is_rerun"]) == ("lost", "lost", None, None, False)
-        for r in lost)
+        for r in lost
+    )
     assert len(reruns) == IN_FLIGHT and all(r["kind"] == "success" and not r["lost"] for r in reruns)
     assert {r["request_id"] for r in lost} == {r["request_id"] for r in reruns} == request_ids

@@ -66,8 +66,7 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
         ("operator", "POST", "/admin/v1/orgs", 201, ["id"]),
     ]
     assert [e["org"] for e in entries] == ["acme", "acme", "acme", "acme", None, None]
-    assert all(e["at"].endswith("Z") and e["at"] >= time.strftime("%Y-%m-%dT", time.gmtime(started))
-               for e in entries)
+    assert all(e["at"].endswith("Z") and e["at"] >= time.strftime("%Y-%m-%dT", time.gmtime(started)) for e in entries)
     dump = json.dumps(entries)
     assert PROVIDER_SECRET not in dump and secret not in dump and PROVIDER_SECRET[-8:] not in dump
 
@@ -76,9 +75,20 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
     assert refused.status_code == 403
 
     cli = subprocess.run(
-        [sys.executable, "-m", "turnout_cli.main", "audit", "export", "--url", gw.base_url, "--since",
-         str(started - 1)],
-        capture_output=True, timeout=60, env={"TURNOUT_OPERATOR_KEY": OPERATOR, "PATH": "/usr/bin:/bin"},
+        [
+            sys.executable,
+            "-m",
+            "turnout_cli.main",
+            "audit",
+            "export",
+            "--url",
+            gw.base_url,
+            "--since",
+            str(started - 1),
+        ],
+        capture_output=True,
+        timeout=60,
+        env={"TURNOUT_OPERATOR_KEY": OPERATOR, "PATH": "/usr/bin:/bin"},
     )
     assert cli.returncode == 0, cli.stderr
     assert [json.loads(line) for line in cli.stdout.decode().splitlines()][: len(entries)] == entries

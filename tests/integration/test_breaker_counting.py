@@ -45,13 +45,16 @@ def fleet4() -> Iterator[Gateway]:
 
 async def _burst(gw: Gateway, count: int) -> list[int]:
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=count), timeout=30) as client:
-        responses = await asyncio.gather(*[
-            client.post(
-                f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                json={"model": "counted", "messages": [{"role": "user", "content": "x"}]},
-            )
-            for _ in range(count)
-        ])
+        responses = await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    headers={"authorization": f"Bearer {KEY}"},
+                    json={"model": "counted", "messages": [{"role": "user", "content": "x"}]},
+                )
+                for _ in range(count)
+            ]
+        )
     return [r.status_code for r in responses]
 
 

@@ -78,21 +78,26 @@ def _reset(gw: Gateway) -> None:
 
 def _post(gw: Gateway, model: str) -> httpx.Response:
     return httpx.post(
-        f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-        json={"model": model, "messages": MESSAGES}, timeout=30,
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
+        json={"model": model, "messages": MESSAGES},
+        timeout=30,
     )
 
 
 async def _burst(gw: Gateway, model: str, count: int) -> list[httpx.Response]:
     limits = httpx.Limits(max_connections=count)
     async with httpx.AsyncClient(limits=limits, timeout=30) as client:
-        return await asyncio.gather(*[
-            client.post(
-                f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                json={"model": model, "messages": MESSAGES},
-            )
-            for _ in range(count)
-        ])
+        return await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    headers={"authorization": f"Bearer {KEY}"},
+                    json={"model": model, "messages": MESSAGES},
+                )
+                for _ in range(count)
+            ]
+        )
 
 
 def _snapshot(gw: Gateway, target: str) -> BreakerSnapshot:
@@ -173,8 +178,10 @@ def test_breaker_probe_permit_of_a_killed_worker_expires_then_one_new_probe(flee
     def probe_request() -> None:
         try:
             httpx.post(
-                f"{fleet4.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                json={"model": "stuck", "messages": MESSAGES}, timeout=1.0,
+                f"{fleet4.base_url}/v1/chat/completions",
+                headers={"authorization": f"Bearer {KEY}"},
+                json={"model": "stuck", "messages": MESSAGES},
+                timeout=1.0,
             )
         except httpx.TimeoutException:
             pass

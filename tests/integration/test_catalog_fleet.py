@@ -24,7 +24,9 @@ pytestmark = pytest.mark.integration
 
 KEY = "tk-test-catalog-000000001"
 BOUND_S = 2.0
-CONFIG = SIM_PROVIDERS + """\
+CONFIG = (
+    SIM_PROVIDERS
+    + """\
 models:
   base: {{offers: [{{provider: sim-a, model: base}}]}}
 orgs:
@@ -32,6 +34,7 @@ orgs:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -103,8 +106,11 @@ def test_a_model_added_then_removed_through_the_admin_api_reaches_every_process_
     put = operator.call("PUT", "/catalog/models/added", {"offers": [{"provider": "sim-b", "model": "added-b"}]})
     assert put.status_code == 200, put.text
     version = put.json()["version"]
-    added_s = wait_for(lambda: _workers_at(gw, version) and _everywhere(gw, "added", 200), BOUND_S,
-                       "the added model served by the ingress and both workers")
+    added_s = wait_for(
+        lambda: _workers_at(gw, version) and _everywhere(gw, "added", 200),
+        BOUND_S,
+        "the added model served by the ingress and both workers",
+    )
     served = [e for e in gw.sim_log("added-b")]
     assert len(served) >= 9  # one stream and eight queued jobs reached the upstream
     print(f"catalog add: every path served `added` {added_s:.3f} s after the admin write")
@@ -112,8 +118,11 @@ def test_a_model_added_then_removed_through_the_admin_api_reaches_every_process_
     gone = operator.call("DELETE", "/catalog/models/added")
     assert gone.status_code == 200, gone.text
     removed_version = gone.json()["version"]
-    removed_s = wait_for(lambda: _workers_at(gw, removed_version) and _everywhere(gw, "added", 404), BOUND_S,
-                         "the removed model answering 404 everywhere")
+    removed_s = wait_for(
+        lambda: _workers_at(gw, removed_version) and _everywhere(gw, "added", 404),
+        BOUND_S,
+        "the removed model answering 404 everywhere",
+    )
     print(f"catalog remove: 404 everywhere {removed_s:.3f} s after the admin write")
 
 
@@ -138,21 +147,37 @@ def test_a_restarted_ingress_with_a_stale_file_serves_the_catalog_in_redis(
 def test_a_bad_edit_is_refused_naming_the_field_and_changes_nothing(gw: Gateway, operator: Admin) -> None:
     before = operator.call("GET", "/catalog").json()
     cases = [
-        ("PUT", "/catalog/models/bad", {"offers": [{"provider": "nope", "model": "x"}]},
-         "models.bad.offers[0].provider"),
+        (
+            "PUT",
+            "/catalog/models/bad",
+            {"offers": [{"provider": "nope", "model": "x"}]},
+            "models.bad.offers[0].provider",
+        ),
         ("PUT", "/catalog/models/bad", {"offers": [{"provider": "sim-a"}]}, "models.bad.offers[0]"),
         ("PUT", "/catalog/models/bad", {"offers": []}, "models.bad.offers"),
         ("PUT", "/catalog/providers/p", {"kind": "openai", "base_url": "ftp://x"}, "providers.p.base_url"),
         ("PUT", "/catalog/providers/p", {"kind": "nope", "base_url": "https://x"}, "providers.p.kind"),
-        ("PUT", "/catalog/providers/p", {"kind": "openai", "base_url": "https://x", "api_key": "sk-x-0001",
-                                          "api_key_env": "X"}, "api_key_env"),
+        (
+            "PUT",
+            "/catalog/providers/p",
+            {"kind": "openai", "base_url": "https://x", "api_key": "sk-x-0001", "api_key_env": "X"},
+            "api_key_env",
+        ),
         ("PUT", "/catalog/providers/p", {"kind": "openai", "base_url": "https://x", "api_key": "sk\nx"}, "api_key"),
         ("PUT", "/catalog/providers/p", {"kind": "openai", "base_url": "https://x", "api_key": ""}, "api_key"),
         ("PUT", "/catalog/models/w\u2603", {"offers": [{"provider": "sim-a", "model": "w"}]}, "models.'w\u2603'"),
-        ("PUT", "/catalog/models/bad", {"offers": [{"provider": "sim-a", "model": "w\u2603"}]},
-         "models.bad.offers[0].model"),
-        ("PUT", "/catalog/models/bad", {"offers": [{"provider": "sim-a", "model": "x", "input_usd_per_mtok": -1}]},
-         "models.bad.offers[0].input_usd_per_mtok"),
+        (
+            "PUT",
+            "/catalog/models/bad",
+            {"offers": [{"provider": "sim-a", "model": "w\u2603"}]},
+            "models.bad.offers[0].model",
+        ),
+        (
+            "PUT",
+            "/catalog/models/bad",
+            {"offers": [{"provider": "sim-a", "model": "x", "input_usd_per_mtok": -1}]},
+            "models.bad.offers[0].input_usd_per_mtok",
+        ),
         ("DELETE", "/catalog/providers/sim-a", None, "models.base.offers[0].provider"),
         ("DELETE", "/catalog/models/never", None, "model"),
     ]
@@ -166,12 +191,13 @@ def test_a_bad_edit_is_refused_naming_the_field_and_changes_nothing(gw: Gateway,
     assert user.status_code in (401, 403)
 
 
-def test_a_provider_added_with_a_sealed_key_serves_and_its_key_is_never_shown(
-    gw: Gateway, operator: Admin
-) -> None:
+def test_a_provider_added_with_a_sealed_key_serves_and_its_key_is_never_shown(gw: Gateway, operator: Admin) -> None:
     secret = "sk-catalog-added-provider-4f1e9a7c"
-    made = operator.call("PUT", "/catalog/providers/sim-c", {
-        "kind": "openai_compatible", "base_url": f"{gw.sim_url}/v1", "api_key": secret})
+    made = operator.call(
+        "PUT",
+        "/catalog/providers/sim-c",
+        {"kind": "openai_compatible", "base_url": f"{gw.sim_url}/v1", "api_key": secret},
+    )
     assert made.status_code == 200, made.text
     assert made.json()["providers"]["sim-c"]["api_key"] == {"source": "sealed", "tail": "…9a7c"}
     put = operator.call("PUT", "/catalog/models/on-c", {"offers": [{"provider": "sim-c", "model": "on-c"}]})

@@ -207,23 +207,45 @@ BAD_INPUTS = [
     pytest.param(b"{not json", KEY, 400, "body", id="bad-json"),
     pytest.param(b"", KEY, 400, "body", id="empty-body"),
     pytest.param(b"[1, 2]", KEY, 400, "body", id="not-an-object"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": "user"}], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
-                 KEY, 400, "body", id="nested-too-deeply"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": ["user"]}]}', KEY, 400, "messages[0].role",
-                 id="role-is-an-array"),
+    pytest.param(
+        b'{"model": "ok", "messages": [{"role": "user"}], "x": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+        KEY,
+        400,
+        "body",
+        id="nested-too-deeply",
+    ),
+    pytest.param(
+        b'{"model": "ok", "messages": [{"role": ["user"]}]}', KEY, 400, "messages[0].role", id="role-is-an-array"
+    ),
     pytest.param(b'{"messages": [{"role": "user", "content": "x"}]}', KEY, 400, "model", id="missing-model"),
     pytest.param(b'{"model": "ok"}', KEY, 400, "messages", id="missing-messages"),
     pytest.param(b'{"model": "ok", "messages": []}', KEY, 400, "messages", id="empty-messages"),
     pytest.param(b'{"model": "ok", "messages": [{"role": "wizard"}]}', KEY, 400, "messages[0].role", id="bad-role"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": "user", "content": "x"}], "max_tokens": -1}', KEY, 400, "max_tokens",
-                 id="negative-max-tokens"),
-    pytest.param(b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}', KEY, 404, "model",
-                 id="unknown-model"),
+    pytest.param(
+        b'{"model": "ok", "messages": [{"role": "user", "content": "x"}], "max_tokens": -1}',
+        KEY,
+        400,
+        "max_tokens",
+        id="negative-max-tokens",
+    ),
+    pytest.param(
+        b'{"model": "nope", "messages": [{"role": "user", "content": "x"}]}', KEY, 404, "model", id="unknown-model"
+    ),
     pytest.param(b'{"model": "ok", "messages": [{"role": "user", "content": "x"}]}', None, 401, None, id="no-key"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": "user", "content": "x"}]}', "tk-wrong-key-123", 401, None,
-                 id="wrong-key"),
-    pytest.param(b'{"model": "ok", "messages": [{"role": "user", "content": "' + b"x" * 70000 + b'"}]}', KEY, 413,
-                 None, id="oversized"),
+    pytest.param(
+        b'{"model": "ok", "messages": [{"role": "user", "content": "x"}]}',
+        "tk-wrong-key-123",
+        401,
+        None,
+        id="wrong-key",
+    ),
+    pytest.param(
+        b'{"model": "ok", "messages": [{"role": "user", "content": "' + b"x" * 70000 + b'"}]}',
+        KEY,
+        413,
+        None,
+        id="oversized",
+    ),
 ]
 
 

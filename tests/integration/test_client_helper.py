@@ -81,8 +81,7 @@ def test_openai_sdk_answer_carries_the_routing_event(gateway: Gateway) -> None:
 def test_openai_sdk_stream_gets_the_event_before_the_first_chunk(gateway: Gateway) -> None:
     events: list[GatewayRouting] = []
     with _openai(gateway, events) as client:
-        stream = client.chat.completions.create(
-            model="down-primary", messages=MESSAGES, stream=True, max_tokens=5)
+        stream = client.chat.completions.create(model="down-primary", messages=MESSAGES, stream=True, max_tokens=5)
         assert [(e.provider, e.fallback) for e in events] == [("sim-b", True)]  # nothing read yet
         text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
     assert text.startswith("tok0")
@@ -139,8 +138,9 @@ def test_sdk_retry_after_a_lost_answer_is_replayed_not_paid_twice(gateway: Gatew
 
 def test_anthropic_sdk_gets_the_routing_event(gateway: Gateway) -> None:
     events: list[GatewayRouting] = []
-    with anthropic.Anthropic(base_url=gateway.base_url, api_key=KEY,
-                             http_client=gateway_http_client(on_routing=events.append)) as client:
+    with anthropic.Anthropic(
+        base_url=gateway.base_url, api_key=KEY, http_client=gateway_http_client(on_routing=events.append)
+    ) as client:
         message = client.messages.create(model="down-primary", max_tokens=20, messages=MESSAGES)
     assert message.content
     [event] = events
@@ -151,8 +151,9 @@ def test_span_hook_puts_the_event_on_the_callers_span(gateway: Gateway) -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    client = openai.OpenAI(base_url=f"{gateway.base_url}/v1", api_key=KEY,
-                           http_client=gateway_http_client(on_routing=span_hook))
+    client = openai.OpenAI(
+        base_url=f"{gateway.base_url}/v1", api_key=KEY, http_client=gateway_http_client(on_routing=span_hook)
+    )
     with client, provider.get_tracer("caller").start_as_current_span("answer-question"):
         client.chat.completions.create(model="down-primary", messages=MESSAGES)
     [span] = exporter.get_finished_spans()

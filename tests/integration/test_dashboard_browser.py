@@ -18,8 +18,19 @@ import httpx
 import pytest
 
 from support.dashboard import (
-    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_USER, CANARIES, OPERATOR, browser, browser_available, chat, health,
-    log_in, make_traffic, start_dashboard,
+    ACME_ADMIN,
+    ACME_USER,
+    BETA_ADMIN,
+    BETA_USER,
+    CANARIES,
+    OPERATOR,
+    browser,
+    browser_available,
+    chat,
+    health,
+    log_in,
+    make_traffic,
+    start_dashboard,
 )
 from support.echo_upstream import EchoUpstream
 from support.gateway import Gateway
@@ -30,12 +41,13 @@ pytestmark = pytest.mark.integration
 
 if not browser_available():
     if os.environ.get("CI") == "true":
-        pytest.fail("chromium and chromium-driver are required in CI (scripts/bootstrap installs them as root)",
-                    pytrace=False)
+        pytest.fail(
+            "chromium and chromium-driver are required in CI (scripts/bootstrap installs them as root)", pytrace=False
+        )
     pytest.skip("no /usr/bin/chromium and /usr/bin/chromedriver", allow_module_level=True)
 
-from selenium.webdriver.common.by import By  # noqa: E402
-from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+from selenium.webdriver.common.by import By
+from selenium.webdriver.support.ui import WebDriverWait
 
 WAIT_S = 15.0
 
@@ -79,12 +91,17 @@ def until(driver: Any, check: Any, what: str) -> Any:
 
 
 def request_row(driver: Any, request_id: str) -> Any:
-    return until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-request="{request_id}"]'),
-                 f"request {request_id} listed")[0]
+    return until(
+        driver,
+        lambda d: d.find_elements(By.CSS_SELECTOR, f'tr[data-request="{request_id}"]'),
+        f"request {request_id} listed",
+    )[0]
 
 
 def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
-    gw: Gateway, ids: dict[str, str], driver: Any,
+    gw: Gateway,
+    ids: dict[str, str],
+    driver: Any,
 ) -> None:
     log_in(driver, gw.base_url, ACME_ADMIN)
     until(driver, lambda d: d.current_url.endswith("/ui/activity"), "on Activity after login")
@@ -104,7 +121,10 @@ def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
     ]
     assert cells[1][6].startswith("backoff (full jitter) after retry_then_fallback 503")
     assert cells[2][6] == "fallback after retry_then_fallback 503"
-    assert [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#badges .badge")] == ["Retried ×1", "Provider fallback"]
+    assert [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#badges .badge")] == [
+        "Retried ×1",
+        "Provider fallback",
+    ]
     trace = driver.find_element(By.ID, "trace").get_attribute("href")
     assert trace == f"http://traces.example/search?request_id={ids['fallback']}"
 
@@ -112,8 +132,9 @@ def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
 def test_providers_page_shows_the_open_breaker_with_its_cooldown(gw: Gateway, driver: Any) -> None:
     log_in(driver, gw.base_url, OPERATOR)
     driver.get(f"{gw.base_url}/ui/providers")
-    row = until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-target="sim-a/chat-a~503"]'),
-                "sim-a's row")[0]
+    row = until(
+        driver, lambda d: d.find_elements(By.CSS_SELECTOR, 'tr[data-target="sim-a/chat-a~503"]'), "sim-a's row"
+    )[0]
     cells = [c.text for c in row.find_elements(By.TAG_NAME, "td")]
     assert cells[2].startswith("OPEN")
     assert cells[5].endswith(" s") and float(cells[5].split()[0]) > 0  # cooldown left
@@ -127,7 +148,9 @@ def test_spend_shows_each_scopes_budget_beside_the_ledger(gw: Gateway, ids: dict
     log_in(driver, gw.base_url, ACME_ADMIN)
     until(driver, lambda d: d.current_url.endswith("/ui/activity"), "on Activity after login")
     driver.get(f"{gw.base_url}/ui/spend")
-    rows = {r.find_element(By.TAG_NAME, "td").text: r for r in driver.find_elements(By.CSS_SELECTOR, "#ledger tbody tr")}
+    rows = {
+        r.find_element(By.TAG_NAME, "td").text: r for r in driver.find_elements(By.CSS_SELECTOR, "#ledger tbody tr")
+    }
     research = rows["acme / squad research"]
     assert research.find_element(By.CSS_SELECTOR, "td.budget").text == "$250 / month"
     assert research.find_element(By.CSS_SELECTOR, "td.used").text.endswith("%")
@@ -155,8 +178,16 @@ def test_an_org_admin_sees_only_its_orgs_rows(gw: Gateway, ids: dict[str, str], 
 
 
 def test_no_page_ever_shows_a_secret(gw: Gateway, ids: dict[str, str], driver: Any) -> None:
-    pages = ["/ui/activity", f"/ui/requests/{ids['fallback']}", f"/ui/requests/{ids['beta']}", "/ui/providers",
-             "/ui/spend", "/ui/activity?fragment=1", "/ui/providers?fragment=1", "/ui/login"]
+    pages = [
+        "/ui/activity",
+        f"/ui/requests/{ids['fallback']}",
+        f"/ui/requests/{ids['beta']}",
+        "/ui/providers",
+        "/ui/spend",
+        "/ui/activity?fragment=1",
+        "/ui/providers?fragment=1",
+        "/ui/login",
+    ]
     seen: list[str] = []
     for key in (OPERATOR, ACME_ADMIN, BETA_ADMIN):
         driver.delete_all_cookies()
@@ -171,7 +202,7 @@ def test_no_page_ever_shows_a_secret(gw: Gateway, ids: dict[str, str], driver: A
     assert "leak/leak-html" in text  # the provider that quotes its key is on the pages
     for canary in CANARIES:
         for i in range(len(canary) - 11):
-            assert canary[i:i + 12] not in text, f"a fragment of a canary key appears: {canary[:6]}…"
+            assert canary[i : i + 12] not in text, f"a fragment of a canary key appears: {canary[:6]}…"
 
 
 def test_activity_updates_live_without_a_reload(gw: Gateway, driver: Any) -> None:
@@ -196,8 +227,9 @@ def test_logout_ends_the_session_and_a_user_key_cannot_log_in(gw: Gateway, drive
 
 def test_cross_site_login_is_refused_and_pages_need_a_login(gw: Gateway) -> None:
     form = {"content-type": "application/x-www-form-urlencoded"}
-    r = httpx.post(f"{gw.base_url}/ui/login", content=f"key={ACME_ADMIN}",
-                   headers={**form, "origin": "https://evil.example"})
+    r = httpx.post(
+        f"{gw.base_url}/ui/login", content=f"key={ACME_ADMIN}", headers={**form, "origin": "https://evil.example"}
+    )
     assert r.status_code == 403 and "set-cookie" not in r.headers
     r = httpx.get(f"{gw.base_url}/ui/activity")
     assert (r.status_code, r.headers["location"]) == (303, "/ui/login")
@@ -210,8 +242,11 @@ def test_cross_site_login_is_refused_and_pages_need_a_login(gw: Gateway) -> None
 
 
 def test_export_buttons_download_the_orgs_records(gw: Gateway, driver: Any) -> None:
-    r = httpx.post(f"{gw.base_url}/ui/login", content=f"key={BETA_ADMIN}",
-                   headers={"content-type": "application/x-www-form-urlencoded"})
+    r = httpx.post(
+        f"{gw.base_url}/ui/login",
+        content=f"key={BETA_ADMIN}",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
     log_in(driver, gw.base_url, BETA_ADMIN)
     href = until(driver, lambda d: d.find_elements(By.ID, "export-csv"), "export button")[0].get_attribute("href")
     got = httpx.get(href, cookies=r.cookies)

@@ -43,7 +43,10 @@ def _dev(cwd: Path, *args: str) -> Iterator[str]:
     log = open(cwd / f"dev-{port}.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(free_port()), *args],
-        cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=cwd,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
     try:

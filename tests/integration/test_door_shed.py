@@ -30,19 +30,23 @@ KEY_LONG = "tk-test-door-long-0000001"
 KEY_SHORT = "tk-test-door-short-000001"
 FLOOD = 14
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
   slow: {{offers: [{{provider: sim-a, model: "door~200+1000ms"}}]}}
 gateway: {{worker_max_jobs: 2}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: long, key: {key_long}}}
       - {{name: short, key: {key_short}, settings: {{policy: {{budget: {{max_total_latency_ms: 2000}}}}}}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +62,8 @@ def door_gw() -> Iterator[Gateway]:
 async def _ask(client: httpx.AsyncClient, gw: Gateway, key: str) -> tuple[httpx.Response, float]:
     started = time.monotonic()
     response = await client.post(
-        f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {key}"},
         json={"model": "slow", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
     )
     return response, time.monotonic() - started
@@ -97,8 +102,10 @@ def test_a_short_budget_is_shed_at_once_while_the_queue_is_long_and_the_rest_is_
     wait_until(lambda: _served_once(gw), 10, "a heartbeat with a service time")  # the ingress reads it within 1 s
     flood, short = asyncio.run(_scenario(gw))
     shed = [(r, s) for r, s in short if r.status_code == 503 and r.json()["error"]["code"] == "queue_full"]
-    print(f"\nflood: {sorted({r.status_code for r, _ in flood})} x{len(flood)}; short-budget while queued: "
-          f"{[(r.status_code, r.headers.get('retry-after'), round(s, 3)) for r, s in short]}")
+    print(
+        f"\nflood: {sorted({r.status_code for r, _ in flood})} x{len(flood)}; short-budget while queued: "
+        f"{[(r.status_code, r.headers.get('retry-after'), round(s, 3)) for r, s in short]}"
+    )
     assert shed, "no short-budget request was shed while ~10 jobs waited"
     for response, elapsed in shed:
         assert response.json()["error"]["code"] == "queue_full"
@@ -112,7 +119,9 @@ def test_a_short_budget_is_shed_at_once_while_the_queue_is_long_and_the_rest_is_
 
 async def _warm_up(gw: Gateway) -> None:
     async with httpx.AsyncClient(timeout=30) as client:
-        assert all(r.status_code == 200 for r, _ in await asyncio.gather(*[_ask(client, gw, KEY_LONG) for _ in range(2)]))
+        assert all(
+            r.status_code == 200 for r, _ in await asyncio.gather(*[_ask(client, gw, KEY_LONG) for _ in range(2)])
+        )
 
 
 async def _one_short(gw: Gateway) -> list[tuple[httpx.Response, float]]:
@@ -135,17 +144,24 @@ def test_under_a_backlog_jobs_reach_the_upstream_oldest_first(door_gw: Gateway) 
     seen_before = {a["request_id"] for a in gw.sim_log("door~200+1000ms")}
     responses = asyncio.run(_staggered(gw, 10, 0.05))
     sent = [r.headers["x-request-id"] for r in responses]
-    calls = sorted((a for a in gw.sim_log("door~200+1000ms") if a["request_id"] not in seen_before),
-                   key=lambda a: int(a["seq"]))  # type: ignore[call-overload]
+    calls = sorted(
+        (a for a in gw.sim_log("door~200+1000ms") if a["request_id"] not in seen_before),
+        key=lambda a: int(a["seq"]),  # type: ignore[call-overload]
+    )
     upstream = [str(a["request_id"]) for a in calls]
-    overtakes = [sum(1 for later in sent[i + 1:] if upstream.index(later) < upstream.index(job))
-                 for i, job in enumerate(sent)]
+    overtakes = [
+        sum(1 for later in sent[i + 1 :] if upstream.index(later) < upstream.index(job)) for i, job in enumerate(sent)
+    ]
     # a freed slot is filled from the doorbell at once: the next call starts right after an earlier one ends
     ends = sorted(float(a["ended_s"]) for a in calls)  # type: ignore[arg-type]
-    gaps = [float(a["t_s"]) - max(e for e in ends if e <= float(a["t_s"]))  # type: ignore[arg-type]
-            for a in calls[2:]]
-    print(f"\n10 requests on 2 slots: upstream order {[sent.index(j) for j in upstream]}; slot refilled in "
-          f"median {statistics.median(gaps) * 1000:.0f} ms, max {max(gaps) * 1000:.0f} ms")
+    gaps = [
+        float(a["t_s"]) - max(e for e in ends if e <= float(a["t_s"]))  # type: ignore[arg-type]
+        for a in calls[2:]
+    ]
+    print(
+        f"\n10 requests on 2 slots: upstream order {[sent.index(j) for j in upstream]}; slot refilled in "
+        f"median {statistics.median(gaps) * 1000:.0f} ms, max {max(gaps) * 1000:.0f} ms"
+    )
     assert sorted(upstream) == sorted(sent)
     assert max(overtakes) <= 1  # two slots fill together: at most its slot-mate goes first, never a later backlog
     assert statistics.median(gaps) < 0.5  # not left to the 1 s scan (a lost wakeup)

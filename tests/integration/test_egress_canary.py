@@ -20,12 +20,12 @@ from typing import Any
 import httpx
 import pytest
 from cryptography.fernet import Fernet
+from test_tenancy_security import _redis_contents
 
 from support.echo_upstream import INTERNAL, EchoUpstream
 from support.gateway import Gateway, start_gateway
 from support.procs import Fleet, free_port, require_redis
 from support.tenancy import Admin, wait_for
-from test_tenancy_security import _redis_contents
 
 pytestmark = pytest.mark.integration
 
@@ -40,8 +40,19 @@ BETA_USER = "tk-canary-beta-user-Mq7Wn9Eb2R"
 BETA_STREAM = "tk-canary-beta-strm-Tg5Yh7Uj9K"
 BETA_5XX = "tk-canary-beta-5xx-Vb3Nm5Qw7E"
 IN_QUERY = "query-secret-Rf4Tg6Yh8Uj0Ik2"
-CANARIES = [PLATFORM, BYOK, ENDPOINT, OPERATOR, ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_USER, BETA_STREAM, BETA_5XX,
-            IN_QUERY]
+CANARIES = [
+    PLATFORM,
+    BYOK,
+    ENDPOINT,
+    OPERATOR,
+    ACME_ADMIN,
+    ACME_USER,
+    BETA_ADMIN,
+    BETA_USER,
+    BETA_STREAM,
+    BETA_5XX,
+    IN_QUERY,
+]
 
 CONFIG = """\
 providers:
@@ -85,12 +96,21 @@ def gw() -> Iterator[tuple[Gateway, EchoUpstream]]:
     echo = EchoUpstream()
     fleet = Fleet()
     env = {
-        "TURNOUT_OPERATOR_KEY": OPERATOR, "TURNOUT_SECRET_KEY": Fernet.generate_key().decode(),
-        "TURNOUT_SSRF_ALLOW": "127.0.0.1", "TURNOUT_METRICS_PORT": "0",
-        "PLATFORM_CANARY": PLATFORM, "BYOK_CANARY": BYOK, "ENDPOINT_CANARY": ENDPOINT,
-        "ACME_ADMIN": ACME_ADMIN, "ACME_USER": ACME_USER, "BETA_ADMIN": BETA_ADMIN, "BETA_USER": BETA_USER,
-        "BETA_STREAM": BETA_STREAM, "BETA_5XX": BETA_5XX,
-        "TURNOUT_TRACE_FILE": str(fleet.workdir / "spans-{service}.jsonl"), "OTEL_BSP_SCHEDULE_DELAY": "50",
+        "TURNOUT_OPERATOR_KEY": OPERATOR,
+        "TURNOUT_SECRET_KEY": Fernet.generate_key().decode(),
+        "TURNOUT_SSRF_ALLOW": "127.0.0.1",
+        "TURNOUT_METRICS_PORT": "0",
+        "PLATFORM_CANARY": PLATFORM,
+        "BYOK_CANARY": BYOK,
+        "ENDPOINT_CANARY": ENDPOINT,
+        "ACME_ADMIN": ACME_ADMIN,
+        "ACME_USER": ACME_USER,
+        "BETA_ADMIN": BETA_ADMIN,
+        "BETA_USER": BETA_USER,
+        "BETA_STREAM": BETA_STREAM,
+        "BETA_5XX": BETA_5XX,
+        "TURNOUT_TRACE_FILE": str(fleet.workdir / "spans-{service}.jsonl"),
+        "OTEL_BSP_SCHEDULE_DELAY": "50",
     }
     try:
         yield start_gateway(fleet, CONFIG, env=env, echo=echo.url, closed=str(free_port())), echo
@@ -101,14 +121,19 @@ def gw() -> Iterator[tuple[Gateway, EchoUpstream]]:
 
 def _chat(gw: Gateway, key: str, model: str, *, stream: bool = False, params: dict[str, str] | None = None) -> str:
     body: dict[str, Any] = {"model": model, "messages": [{"role": "user", "content": "hi"}], "stream": stream}
-    response = httpx.post(f"{gw.base_url}/v1/chat/completions", json=body, params=params, timeout=30,
-                          headers={"authorization": f"Bearer {key}"})
+    response = httpx.post(
+        f"{gw.base_url}/v1/chat/completions",
+        json=body,
+        params=params,
+        timeout=30,
+        headers={"authorization": f"Bearer {key}"},
+    )
     return f"{response.status_code} {dict(response.headers)} {response.text}"
 
 
 def _leaks(text: str) -> list[str]:
     """Every canary of which a 12-character window occurs in `text`."""
-    return [c for c in CANARIES if any(c[i:i + 12] in text for i in range(len(c) - 11))]
+    return [c for c in CANARIES if any(c[i : i + 12] in text for i in range(len(c) - 11))]
 
 
 def test_no_canary_reaches_any_sink(gw: tuple[Gateway, EchoUpstream]) -> None:
@@ -118,16 +143,24 @@ def test_no_canary_reaches_any_sink(gw: tuple[Gateway, EchoUpstream]) -> None:
         for model in ("p-401", "p-prefix", "p-prefix", "p-html", "p-envelope", "b-401", "down")
         for stream in (False, True)
     ]
-    client_texts += [_chat(gateway, ACME_USER, "p-mid", stream=True), _chat(gateway, ACME_USER, "b-mid", stream=True),
-                     _chat(gateway, BETA_USER, "ok"), _chat(gateway, BETA_USER, "ok", stream=True),
-                     _chat(gateway, BETA_STREAM, "ok", stream=True), _chat(gateway, BETA_5XX, "ok"),
-                     _chat(gateway, ACME_USER, "ok", params={"api_key": IN_QUERY})]
+    client_texts += [
+        _chat(gateway, ACME_USER, "p-mid", stream=True),
+        _chat(gateway, ACME_USER, "b-mid", stream=True),
+        _chat(gateway, BETA_USER, "ok"),
+        _chat(gateway, BETA_USER, "ok", stream=True),
+        _chat(gateway, BETA_STREAM, "ok", stream=True),
+        _chat(gateway, BETA_5XX, "ok"),
+        _chat(gateway, ACME_USER, "ok", params={"api_key": IN_QUERY}),
+    ]
     midstream = client_texts[-7]
     assert "data: {" in midstream and "Hello" in midstream and "mid-stream" in midstream  # the error event came
     assert "[DONE]" not in midstream
-    health = {key: httpx.get(f"{gateway.base_url}/v1/health/providers", timeout=10,
-                             headers={"authorization": f"Bearer {key}"}).text
-              for key in (OPERATOR, ACME_ADMIN, BETA_ADMIN)}
+    health = {
+        key: httpx.get(
+            f"{gateway.base_url}/v1/health/providers", timeout=10, headers={"authorization": f"Bearer {key}"}
+        ).text
+        for key in (OPERATOR, ACME_ADMIN, BETA_ADMIN)
+    }
     client_texts += list(health.values())
     for text in client_texts:
         assert not _leaks(text), text
@@ -159,8 +192,9 @@ def test_an_org_admin_sees_no_other_orgs_endpoint_or_shared_errors(gw: tuple[Gat
     _chat(gateway, ACME_USER, "p-prefix")
 
     def rows(key: str) -> dict[str, dict[str, Any]]:
-        data = httpx.get(f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {key}"},
-                         timeout=10).json()["data"]
+        data = httpx.get(
+            f"{gateway.base_url}/v1/health/providers", headers={"authorization": f"Bearer {key}"}, timeout=10
+        ).json()["data"]
         return {row["target"]: row for row in data}
 
     beta, acme = rows(BETA_ADMIN), rows(ACME_ADMIN)
@@ -169,5 +203,9 @@ def test_an_org_admin_sees_no_other_orgs_endpoint_or_shared_errors(gw: tuple[Gat
     assert all(row["last_error"] is None for t, row in beta.items() if not t.startswith("custom:"))
     assert all(row["last_error"] is None for row in acme.values())
     assert rows(OPERATOR)["leak-p/leak-prefix"]["last_error"]
-    assert httpx.get(f"{gateway.base_url}/v1/health/providers", timeout=10,
-                     headers={"authorization": f"Bearer {ACME_USER}"}).status_code == 403
+    assert (
+        httpx.get(
+            f"{gateway.base_url}/v1/health/providers", timeout=10, headers={"authorization": f"Bearer {ACME_USER}"}
+        ).status_code
+        == 403
+    )

@@ -69,8 +69,7 @@ def gw() -> Iterator[Gateway]:
     try:
         from cryptography.fernet import Fernet
 
-        env = {"TURNOUT_SECRET_KEY": Fernet.generate_key().decode(), "ORGA_BYOK": REVOKED,
-               "TURNOUT_METRICS_PORT": "0"}
+        env = {"TURNOUT_SECRET_KEY": Fernet.generate_key().decode(), "ORGA_BYOK": REVOKED, "TURNOUT_METRICS_PORT": "0"}
         yield start_gateway(fleet, CONFIG, workers=2, env=env, key_a=KEY_A, key_b=KEY_B)
     finally:
         fleet.stop_all()
@@ -184,6 +183,7 @@ def test_one_tenants_bad_key_never_closes_the_model_for_others(gw: Gateway) -> N
 
 async def _concurrent(gw: Gateway, model: str, count: int, spread_s: float) -> list[int]:
     async with openai.AsyncOpenAI(base_url=f"{gw.base_url}/v1", api_key=KEY_B, max_retries=0, timeout=30) as c:
+
         async def one(i: int) -> int:
             await asyncio.sleep(spread_s * i / count)
             try:
@@ -191,6 +191,7 @@ async def _concurrent(gw: Gateway, model: str, count: int, spread_s: float) -> l
                 return 200
             except openai.APIStatusError as exc:
                 return exc.status_code
+
         return list(await asyncio.gather(*(one(i) for i in range(count))))
 
 

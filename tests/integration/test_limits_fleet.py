@@ -6,11 +6,10 @@ Its own fleet (Redis, simulator, one worker, one ingress); the official
 
 from __future__ import annotations
 
-from typing import Any
-
 import concurrent.futures
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -106,8 +105,7 @@ def test_limits_rpm_10_key_admits_10_then_429_with_retry_after_and_sibling_unaff
 
 
 def test_limits_org_rpm_is_shared_by_its_keys(limits_gw: Gateway) -> None:
-    statuses = [_ask(limits_gw, k).status_code for k in ("a", "b", "a", "b", "a", "b")
-                for k in [f"shared-{k}"]]
+    statuses = [_ask(limits_gw, k).status_code for k in ("a", "b", "a", "b", "a", "b") for k in [f"shared-{k}"]]
     assert statuses == [200] * 4 + [429] * 2
     assert "org beta" in _ask(limits_gw, "shared-b").json()["error"]["message"]
 

@@ -73,21 +73,28 @@ class ObsGateway:
 
     def chat(self, key: str, model: str) -> httpx.Response:
         return httpx.post(
-            f"{self.gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-            json={"model": model, "messages": [{"role": "user", "content": "hello there"}]}, timeout=30,
+            f"{self.gw.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {key}"},
+            json={"model": model, "messages": [{"role": "user", "content": "hello there"}]},
+            timeout=30,
         )
 
     def export(self, key: str, **params: str) -> httpx.Response:
         return httpx.get(
-            f"{self.gw.base_url}/admin/v1/logs/export", headers={"authorization": f"Bearer {key}"},
-            params=params, timeout=30,
+            f"{self.gw.base_url}/admin/v1/logs/export",
+            headers={"authorization": f"Bearer {key}"},
+            params=params,
+            timeout=30,
         )
 
     def attempts_total(self) -> float:
         text = httpx.get(self.metrics_url, timeout=5).text
         return sum(
-            s.value for fam in text_string_to_metric_families(text) if fam.name == "turnout_attempts"
-            for s in fam.samples if s.name == "turnout_attempts_total"
+            s.value
+            for fam in text_string_to_metric_families(text)
+            if fam.name == "turnout_attempts"
+            for s in fam.samples
+            if s.name == "turnout_attempts_total"
         )
 
 
@@ -102,7 +109,11 @@ def obs() -> Iterator[ObsGateway]:
             env.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
             env.setenv("TURNOUT_METRICS_PORT", str(metrics_port))
             gw = start_gateway(
-                fleet, CONFIG, acme=KEY_ACME, acme_admin=KEY_ACME_ADMIN, globex=KEY_GLOBEX,
+                fleet,
+                CONFIG,
+                acme=KEY_ACME,
+                acme_admin=KEY_ACME_ADMIN,
+                globex=KEY_GLOBEX,
                 globex_admin=KEY_GLOBEX_ADMIN,
             )
         yield ObsGateway(gw, fleet.workdir, metrics_port)
@@ -163,7 +174,9 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
     assert [a["attributes"]["turnout.attempt.is_fallback"] for a in attempts] == [False, False, True]
     assert [a["attributes"].get("error.type") for a in attempts] == ["server_error", "server_error", None]
     assert all(a["kind"] == "CLIENT" for a in attempts)
-    http_children = [s for s in spans if s["kind"] == "CLIENT" and s["parent_span_id"] in {a["span_id"] for a in attempts}]
+    http_children = [
+        s for s in spans if s["kind"] == "CLIENT" and s["parent_span_id"] in {a["span_id"] for a in attempts}
+    ]
     assert len(http_children) == 3  # httpx client spans beneath each attempt
     assert any(e["name"] == "waited" for e in request["events"])
     assert all(s["parent_span_id"] is None or s["parent_span_id"] in by_id for s in spans)
@@ -191,9 +204,13 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
 def test_export_returns_only_the_callers_org(obs: ObsGateway) -> None:
     acme_rid = obs.chat(KEY_ACME, "obs-ok").headers["x-request-id"]
     globex_rid = obs.chat(KEY_GLOBEX, "obs-ok").headers["x-request-id"]
-    acme = _eventually(lambda: (rows := _jsonl(obs.export(KEY_ACME_ADMIN))) and acme_rid in {r["request_id"] for r in rows} and rows)
+    acme = _eventually(
+        lambda: (rows := _jsonl(obs.export(KEY_ACME_ADMIN))) and acme_rid in {r["request_id"] for r in rows} and rows
+    )
     globex = _eventually(
-        lambda: (rows := _jsonl(obs.export(KEY_GLOBEX_ADMIN))) and globex_rid in {r["request_id"] for r in rows} and rows
+        lambda: (
+            (rows := _jsonl(obs.export(KEY_GLOBEX_ADMIN))) and globex_rid in {r["request_id"] for r in rows} and rows
+        )
     )
     assert {r["org"] for r in acme} == {"acme"} and globex_rid not in {r["request_id"] for r in acme}
     assert {r["org"] for r in globex} == {"globex"} and acme_rid not in {r["request_id"] for r in globex}
@@ -216,16 +233,35 @@ def test_cli_export_writes_the_same_rows(obs: ObsGateway, tmp_path: Path) -> Non
     _eventually(lambda: rid in {r["request_id"] for r in _jsonl(obs.export(KEY_GLOBEX_ADMIN))})
     out = tmp_path / "records.jsonl"
     done = subprocess.run(
-        [sys.executable, "-m", "turnout_cli.main", "logs", "export", "--url", obs.gw.base_url,
-         "--key", KEY_GLOBEX_ADMIN, "--format", "jsonl", "--since", "2000-01-01T00:00:00Z", "--output", str(out)],
-        capture_output=True, text=True, timeout=60,
+        [
+            sys.executable,
+            "-m",
+            "turnout_cli.main",
+            "logs",
+            "export",
+            "--url",
+            obs.gw.base_url,
+            "--key",
+            KEY_GLOBEX_ADMIN,
+            "--format",
+            "jsonl",
+            "--since",
+            "2000-01-01T00:00:00Z",
+            "--output",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rid in {r["request_id"] for r in rows} and {r["org"] for r in rows} == {"globex"}
     refused = subprocess.run(
         [sys.executable, "-m", "turnout_cli.main", "logs", "export", "--url", obs.gw.base_url, "--key", KEY_GLOBEX],
-        capture_output=True, text=True, timeout=60,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert refused.returncode == 1 and "403" in refused.stderr and KEY_GLOBEX not in refused.stderr
 
@@ -236,8 +272,13 @@ def test_worker_metrics_endpoint_parses_and_the_attempt_counter_moves(obs: ObsGa
     assert obs.attempts_total() == before + 1
     text = httpx.get(obs.metrics_url, timeout=5).text
     names = {fam.name for fam in text_string_to_metric_families(text)}
-    assert {"turnout_attempts", "turnout_upstream_latency_seconds", "turnout_in_flight_jobs",
-            "turnout_queue_wait_seconds", "turnout_fallbacks"} <= names
+    assert {
+        "turnout_attempts",
+        "turnout_upstream_latency_seconds",
+        "turnout_in_flight_jobs",
+        "turnout_queue_wait_seconds",
+        "turnout_fallbacks",
+    } <= names
 
 
 def test_worker_logs_are_json_lines(obs: ObsGateway) -> None:

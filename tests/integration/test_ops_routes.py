@@ -36,8 +36,19 @@ def test_health_providers_lists_every_pair_with_its_last_error_for_the_operator(
     assert failing["calls"] > 1.5 and failing["score"] < 1
     assert "503" in failing["last_error"]
     assert rows["sim-b/ops-b"]["score"] == 1.0
-    assert set(failing) >= {"provider", "model", "state", "score", "calls", "consecutive_failures",
-                            "cooldown_remaining_s", "resting_s", "slow_start_share", "sole", "trip_rule"}
+    assert set(failing) >= {
+        "provider",
+        "model",
+        "state",
+        "score",
+        "calls",
+        "consecutive_failures",
+        "cooldown_remaining_s",
+        "resting_s",
+        "slow_start_share",
+        "sole",
+        "trip_rule",
+    }
 
 
 def test_health_providers_shows_an_org_admin_its_usable_pairs_without_shared_errors(gateway: Gateway) -> None:
@@ -66,16 +77,21 @@ def test_metrics_parse_and_count_requests(gateway: Gateway) -> None:
     assert ("turnout_queue_depth", ()) in after
 
 
-@pytest.mark.parametrize(("method", "path", "status", "code"), [
-    ("POST", "/v1/chat/completions/", 404, "unknown_route"),  # no 307 to the slashless route
-    ("GET", "/v1/models/", 404, "unknown_route"),
-    ("GET", "/v1/chat/completions", 405, "method_not_allowed"),
-    ("GET", "/v1/" + "x" * 5000, 404, "unknown_route"),
-])
-def test_unknown_routes_and_methods_get_one_json_shape(gateway: Gateway, method: str, path: str, status: int,
-                                                       code: str) -> None:
-    response = httpx.request(method, f"{gateway.base_url}{path}", headers={"authorization": f"Bearer {KEY}"},
-                             follow_redirects=False)
+@pytest.mark.parametrize(
+    ("method", "path", "status", "code"),
+    [
+        ("POST", "/v1/chat/completions/", 404, "unknown_route"),  # no 307 to the slashless route
+        ("GET", "/v1/models/", 404, "unknown_route"),
+        ("GET", "/v1/chat/completions", 405, "method_not_allowed"),
+        ("GET", "/v1/" + "x" * 5000, 404, "unknown_route"),
+    ],
+)
+def test_unknown_routes_and_methods_get_one_json_shape(
+    gateway: Gateway, method: str, path: str, status: int, code: str
+) -> None:
+    response = httpx.request(
+        method, f"{gateway.base_url}{path}", headers={"authorization": f"Bearer {KEY}"}, follow_redirects=False
+    )
     assert response.status_code == status and response.json()["error"]["code"] == code
     message = response.json()["error"]["message"]
     assert len(message) < 400 and ("characters)" in message) == (len(path) > 200)

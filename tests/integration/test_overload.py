@@ -33,19 +33,23 @@ BURST = 3 * DEPTH
 RSS_LIMIT_MIB = 300
 UPSTREAM = "ovl~200+1500ms"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
   slow: {{offers: [{{provider: sim-a, model: "{upstream}"}}]}}
   quick: {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{max_queue_depth: {depth}}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +88,7 @@ class Sampler:
             self.max_depth = max(self.max_depth, cast(int, self._redis.zcard(keys.QUEUE)))
             self._stop.wait(0.02)
 
-    def __enter__(self) -> "Sampler":
+    def __enter__(self) -> Sampler:
         self._thread.start()
         return self
 
@@ -152,7 +156,8 @@ def test_three_times_capacity_sheds_with_503_queue_full_and_memory_stays_bounded
     response = httpx.post(
         f"{gw.base_url}/v1/chat/completions",
         json={"model": "quick", "messages": [{"role": "user", "content": "hi"}]},
-        headers={"authorization": f"Bearer {KEY}"}, timeout=30,
+        headers={"authorization": f"Bearer {KEY}"},
+        timeout=30,
     )
     assert response.status_code == 200
 
@@ -190,9 +195,11 @@ def test_sustained_three_times_capacity_keeps_shedding_with_bounded_memory(overl
     pids = {"ingress": _pid(gw, "ingress"), "worker": _pid(gw, "worker")}
     with Sampler(pids, gw.redis_url) as sampler:
         statuses = asyncio.run(_sustained(gw, duration_s))
-    print(f"\nsustained {BURST} clients for {duration_s:.0f} s against depth {DEPTH}: {dict(statuses)}; "
-          f"max queue {sampler.max_depth}; peak RSS "
-          + ", ".join(f"{n} {_mib(v):.1f} MiB" for n, v in sampler.peak_rss.items()))
+    print(
+        f"\nsustained {BURST} clients for {duration_s:.0f} s against depth {DEPTH}: {dict(statuses)}; "
+        f"max queue {sampler.max_depth}; peak RSS "
+        + ", ".join(f"{n} {_mib(v):.1f} MiB" for n, v in sampler.peak_rss.items())
+    )
     assert set(statuses) <= {200, 503}
     assert statuses[200] > 0 and statuses[503] > 0
     assert sampler.max_depth <= DEPTH

@@ -35,8 +35,17 @@ def no_aof() -> Iterator[tuple[Fleet, str]]:
 
 
 def _argv(command: str, fleet: Fleet, url: str, *extra: str) -> list[str]:
-    argv = [sys.executable, "-m", "turnout_cli.main", command, "--config", str(fleet.workdir / "turnout.yaml"),
-            "--redis-url", url, *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "turnout_cli.main",
+        command,
+        "--config",
+        str(fleet.workdir / "turnout.yaml"),
+        "--redis-url",
+        url,
+        *extra,
+    ]
     return argv + (["--port", str(free_port())] if command == "ingress" else [])
 
 
@@ -59,8 +68,11 @@ def test_allowed_by_flag_or_environment_both_start_and_warn(no_aof: tuple[Fleet,
     argv = _argv("ingress", fleet, url)
     ingress = fleet.spawn("ingress-allowed", argv, env={"TURNOUT_ALLOW_NO_AOF": "1"})
     base = f"http://127.0.0.1:{argv[-1]}"
-    wait_until(lambda: http_ok(f"{base}/health/liveness") or http_ok(f"{base}/health/readiness"), 30,
-               "ingress allowed by TURNOUT_ALLOW_NO_AOF")
+    wait_until(
+        lambda: http_ok(f"{base}/health/liveness") or http_ok(f"{base}/health/readiness"),
+        30,
+        "ingress allowed by TURNOUT_ALLOW_NO_AOF",
+    )
     for proc in (worker, ingress):
         assert proc.alive()
         assert "Starting anyway: TURNOUT_ALLOW_NO_AOF is set" in proc.log() and '"level": "WARNING"' in proc.log()

@@ -58,8 +58,14 @@ def blocks() -> list[Block]:
         if lines[i].startswith("```"):
             end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
             marker = MARKER.match(lines[i - 1]) if i else None
-            out.append(Block(i + 1, lines[i][3:].strip(), marker.group(1) if marker else "missing",
-                             "\n".join(lines[i + 1:end]) + "\n"))
+            out.append(
+                Block(
+                    i + 1,
+                    lines[i][3:].strip(),
+                    marker.group(1) if marker else "missing",
+                    "\n".join(lines[i + 1 : end]) + "\n",
+                )
+            )
             i = end
         i += 1
     return out
@@ -92,14 +98,23 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
     workdir = tmp_path_factory.mktemp("readme")
     port, sim_port = free_port(), free_port()
     bin_dir = str(Path(sys.executable).parent)
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-           "TURNOUT_OPERATOR_KEY": OPERATOR_KEY, "TURNOUT_METRICS_PORT": "0"}
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "TURNOUT_OPERATOR_KEY": OPERATOR_KEY,
+        "TURNOUT_METRICS_PORT": "0",
+    }
     for name in ("TURNOUT_CONFIG", "TURNOUT_REDIS_URL", "TURNOUT_URL", "TURNOUT_ADMIN_KEY", "TURNOUT_SECRET_KEY"):
         env.pop(name, None)
     log = (workdir / "dev.log").open("wb")
-    proc = subprocess.Popen([sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port),
-                             "--sim-port", str(sim_port)], cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(sim_port)],
+        cwd=workdir,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -111,9 +126,19 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 pass
             assert time.monotonic() < deadline, (workdir / "dev.log").read_text()
             time.sleep(0.2)
-        yield DevStack(port, sim_port, {**env, "TURNOUT_URL": f"http://127.0.0.1:{port}", "ADMIN_KEY": DEMO_KEY,
-                                        "OPENAI_API_KEY": "sk-x", "GROQ_API_KEY": "gsk-x",
-                                        "TURNOUT_KEY_CI_BOT": "tk-readme-ci-bot-0001"}, workdir)
+        yield DevStack(
+            port,
+            sim_port,
+            {
+                **env,
+                "TURNOUT_URL": f"http://127.0.0.1:{port}",
+                "ADMIN_KEY": DEMO_KEY,
+                "OPENAI_API_KEY": "sk-x",
+                "GROQ_API_KEY": "gsk-x",
+                "TURNOUT_KEY_CI_BOT": "tk-readme-ci-bot-0001",
+            },
+            workdir,
+        )
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -125,8 +150,9 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
 
 
 def _run(dev: DevStack, argv: list[str], stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, input=stdin, capture_output=True, text=True, cwd=dev.workdir, env=dev.env,
-                          timeout=120, check=False)
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, cwd=dev.workdir, env=dev.env, timeout=120, check=False
+    )
 
 
 RUNNABLE = [b for b in BLOCKS if b.kind in ("run", "config", "config-fragment")]
@@ -153,4 +179,4 @@ def test_readme_block_works_as_written(dev: DevStack, block: Block) -> None:
     assert done.returncode == 0, report
     assert '"error"' not in done.stdout and "Traceback" not in done.stderr, report
     if "curl -i" in text:
-        assert re.search(r"^HTTP/\S+ 200", done.stdout, re.M), report
+        assert re.search(r"^HTTP/\S+ 200", done.stdout, re.MULTILINE), report

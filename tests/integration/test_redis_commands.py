@@ -22,15 +22,20 @@ pytestmark = pytest.mark.integration
 
 KEY = "tk-test-rediscount-000001"
 
-CONFIG = SIM_PROVIDERS + """\
+CONFIG = (
+    SIM_PROVIDERS
+    + """\
 models:
   ok: {{offers: [{{provider: sim-a, model: count-ok}}]}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 QUEUED_MAX = 6
 """Commands per queued (non-streaming) request (18 before folding): the ingress's health read and
@@ -55,9 +60,11 @@ def _sender(gw: Gateway, client: httpx.Client, *, stream: bool) -> Callable[[], 
 
 
 def _show(what: str, counted: RequestCommands) -> None:
-    print(f"{what}: {counted.fewest} client commands (+{counted.fewest_inside_scripts} inside scripts); "
-          f"per request {counted.per_request}; attempt-record writes over the {len(counted.per_request)} "
-          f"requests: {counted.records}")
+    print(
+        f"{what}: {counted.fewest} client commands (+{counted.fewest_inside_scripts} inside scripts); "
+        f"per request {counted.per_request}; attempt-record writes over the {len(counted.per_request)} "
+        f"requests: {counted.records}"
+    )
     print("\n".join(f"  {line}" for line in counted.commands))
 
 

@@ -61,8 +61,12 @@ def _redis_paused(gw: Gateway) -> Iterator[None]:
 
 
 def _post(gw: Gateway) -> httpx.Response:
-    return httpx.post(f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                      json={"model": "quick", "messages": [{"role": "user", "content": "hi"}]}, timeout=60)
+    return httpx.post(
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
+        json={"model": "quick", "messages": [{"role": "user", "content": "hi"}]},
+        timeout=60,
+    )
 
 
 async def _during_pause(gw: Gateway, count: int) -> list[tuple[int, str | None, float]]:
@@ -70,7 +74,8 @@ async def _during_pause(gw: Gateway, count: int) -> list[tuple[int, str | None, 
         await asyncio.sleep(delay_s)
         started = time.monotonic()
         response = await client.post(
-            f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+            f"{gw.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {KEY}"},
             json={"model": "quick", "messages": [{"role": "user", "content": "hi"}]},
         )
         return response.status_code, response.headers.get("retry-after"), time.monotonic() - started
@@ -84,8 +89,10 @@ def test_paused_redis_answers_every_request_within_the_bound(paused_gw: Gateway)
     with _redis_paused(paused_gw):
         outcomes = asyncio.run(_during_pause(paused_gw, 20))
     slowest = max(s for _, _, s in outcomes)
-    print(f"\nRedis paused {PAUSE_S:.0f} s: {len(outcomes)} requests, statuses {dict(Counter(c for c, _, _ in outcomes))}, "
-          f"slowest {slowest:.2f} s")
+    print(
+        f"\nRedis paused {PAUSE_S:.0f} s: {len(outcomes)} requests, statuses {dict(Counter(c for c, _, _ in outcomes))}, "
+        f"slowest {slowest:.2f} s"
+    )
     wait_until(lambda: _post(paused_gw).status_code == 200, 20, "service after Redis resumed")
     assert all(code == 503 and retry for code, retry, _ in outcomes)
     assert slowest < BOUND_S
@@ -95,7 +102,9 @@ async def _streams_during_pause(gw: Gateway, count: int) -> list[tuple[int, floa
     async def one(client: httpx.AsyncClient) -> tuple[int, float]:
         started = time.monotonic()
         async with client.stream(
-            "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+            "POST",
+            f"{gw.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {KEY}"},
             json={"model": "quick", "messages": [{"role": "user", "content": "hi"}], "stream": True},
         ) as response:
             await response.aread()

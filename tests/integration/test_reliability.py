@@ -20,7 +20,8 @@ KEY = "tk-test-reliable-00000001"
 KEY_SHORT = "tk-test-short-budget-0001"
 LEASE_S = 2.0
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
@@ -30,13 +31,16 @@ models:
   idem:     {{offers: [{{provider: sim-a, model: "idem~200+500ms"}}]}}
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
       - {{name: short, key: {key_short}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +60,16 @@ def _body(model: str) -> dict[str, object]:
 
 async def _many(gw: Gateway, model: str, count: int, key: str = KEY, **headers: str) -> list[httpx.Response]:
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=count), timeout=60) as client:
-        return await asyncio.gather(*[
-            client.post(f"{gw.base_url}/v1/chat/completions", json=_body(model),
-                        headers={"authorization": f"Bearer {key}", **headers})
-            for _ in range(count)
-        ])
+        return await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    json=_body(model),
+                    headers={"authorization": f"Bearer {key}", **headers},
+                )
+                for _ in range(count)
+            ]
+        )
 
 
 def _workers(gw: Gateway) -> list:  # type: ignore[type-arg]
@@ -84,8 +93,10 @@ def test_sigkill_worker_with_200_jobs_in_flight_loses_none(fleet2: Gateway) -> N
     responses = asyncio.run(scenario())
     statuses = [r.status_code for r in responses]
     attempts = len(fleet2.sim_log("slow~200+2000ms"))
-    print(f"\nSIGKILL with 200 in flight: {statuses.count(200)}/200 answered 200, "
-          f"{attempts - 200} duplicate upstream calls, {time.monotonic() - started:.1f} s")
+    print(
+        f"\nSIGKILL with 200 in flight: {statuses.count(200)}/200 answered 200, "
+        f"{attempts - 200} duplicate upstream calls, {time.monotonic() - started:.1f} s"
+    )
     assert statuses == [200] * 200
     assert 200 <= attempts <= 400  # at most one duplicate per job of the dead worker
     _replace_worker(fleet2, "worker-killed")
@@ -107,8 +118,10 @@ def test_rerun_after_client_deadline_makes_no_upstream_call(fleet2: Gateway) -> 
     time.sleep(LEASE_S + 2.0)  # leases expire, the new workers' scans find the orphaned jobs
     log = fleet2.sim_log("sdl~200+1200ms")
     late = [e for e in log if float(e["t_s"]) > sent + 1.5 + 0.05]  # type: ignore[arg-type]
-    print(f"\nclients past their deadline: {len(responses)} answered "
-          f"{sorted({r.status_code for r in responses})}, upstream calls after the deadline: {len(late)}")
+    print(
+        f"\nclients past their deadline: {len(responses)} answered "
+        f"{sorted({r.status_code for r in responses})}, upstream calls after the deadline: {len(late)}"
+    )
     assert all(r.status_code in (503, 504) for r in responses)
     assert late == []
 
@@ -123,8 +136,10 @@ def test_sigterm_drains_in_flight_jobs_in_place(fleet2: Gateway) -> None:
 
     responses = asyncio.run(scenario())
     attempts = len(fleet2.sim_log("drain~200+2000ms"))
-    print(f"\nSIGTERM with 30 in flight: {sum(r.status_code == 200 for r in responses)}/30 finished in place, "
-          f"{attempts} upstream calls")
+    print(
+        f"\nSIGTERM with 30 in flight: {sum(r.status_code == 200 for r in responses)}/30 finished in place, "
+        f"{attempts} upstream calls"
+    )
     assert [r.status_code for r in responses] == [200] * 30
     assert attempts == 30  # finished in place: none re-queued and re-run
     for worker in list(_workers(fleet2)):
@@ -140,8 +155,10 @@ def test_idempotency_key_twenty_concurrent_retries_make_one_upstream_call(fleet2
     assert len(fleet2.sim_log("idem~200+500ms")) == 1
     assert sum(r.headers.get("x-turnout-idempotent-replay") == "1" for r in responses) == 19
     other = httpx.post(
-        f"{fleet2.base_url}/v1/chat/completions", json={**_body("idem"), "max_tokens": 9},
-        headers={"authorization": f"Bearer {KEY}", "idempotency-key": "order-42"}, timeout=30,
+        f"{fleet2.base_url}/v1/chat/completions",
+        json={**_body("idem"), "max_tokens": 9},
+        headers={"authorization": f"Bearer {KEY}", "idempotency-key": "order-42"},
+        timeout=30,
     )
     assert other.status_code == 409
     assert other.json()["error"]["code"] == "idempotency_key_reused"
@@ -149,8 +166,12 @@ def test_idempotency_key_twenty_concurrent_retries_make_one_upstream_call(fleet2
 
 def test_idempotency_key_is_scoped_to_the_gateway_key(fleet2: Gateway) -> None:
     def post(key: str, **extra: object) -> httpx.Response:
-        return httpx.post(f"{fleet2.base_url}/v1/chat/completions", json={**_body("quick"), **extra}, timeout=30,
-                          headers={"authorization": f"Bearer {key}", "idempotency-key": "order-43"})
+        return httpx.post(
+            f"{fleet2.base_url}/v1/chat/completions",
+            json={**_body("quick"), **extra},
+            timeout=30,
+            headers={"authorization": f"Bearer {key}", "idempotency-key": "order-43"},
+        )
 
     first = post(KEY)
     same_body_other_key = post(KEY_SHORT)
@@ -170,8 +191,10 @@ def test_redis_down_answers_503_fast_and_service_resumes(fleet2: Gateway) -> Non
     while time.monotonic() < outage_until:
         started = time.monotonic()
         response = httpx.post(
-            f"{fleet2.base_url}/v1/chat/completions", json=_body("quick"),
-            headers={"authorization": f"Bearer {KEY}"}, timeout=10,
+            f"{fleet2.base_url}/v1/chat/completions",
+            json=_body("quick"),
+            headers={"authorization": f"Bearer {KEY}"},
+            timeout=10,
         )
         slowest = max(slowest, time.monotonic() - started)
         statuses.append(response.status_code)
@@ -179,10 +202,19 @@ def test_redis_down_answers_503_fast_and_service_resumes(fleet2: Gateway) -> Non
             assert response.headers["retry-after"]
         time.sleep(0.1)
     fleet2.fleet.restart(redis_proc)
-    wait_until(lambda: httpx.post(
-        f"{fleet2.base_url}/v1/chat/completions", json=_body("quick"),
-        headers={"authorization": f"Bearer {KEY}"}, timeout=10,
-    ).status_code == 200, 20, "service after Redis restart")
+    wait_until(
+        lambda: (
+            httpx.post(
+                f"{fleet2.base_url}/v1/chat/completions",
+                json=_body("quick"),
+                headers={"authorization": f"Bearer {KEY}"},
+                timeout=10,
+            ).status_code
+            == 200
+        ),
+        20,
+        "service after Redis restart",
+    )
     print(f"\nRedis down 3 s: {len(statuses)} requests, statuses {sorted(set(statuses))}, slowest {slowest:.2f} s")
     assert set(statuses) == {503}
     assert slowest < 1.0

@@ -35,7 +35,9 @@ KEY_TIERED = "tk-test-strategies-tiered1"
 KEY_HARD = "tk-test-strategies-hard001"
 MESSAGES: list[Any] = [{"role": "user", "content": "hi"}]
 
-CONFIG = SIM_PROVIDERS + """\
+CONFIG = (
+    SIM_PROVIDERS
+    + """\
 models:
   cheap-healthy:
     order: price
@@ -93,14 +95,24 @@ orgs:
         key: {key_five}
         settings: {{policy: {{retry: {{max_retries: 0}}, plan: {{max_offers: 5}}}}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
-    with running_gateway(CONFIG, env={"TURNOUT_METRICS_PORT": "0"}, key=KEY, key_no_retry=KEY_NO_RETRY,
-                         key_five=KEY_FIVE, key_rerouted=KEY_REROUTED, key_plan_cap=KEY_PLAN_CAP,
-                         key_spender=KEY_SPENDER, key_admin=KEY_ADMIN, key_tiered=KEY_TIERED,
-                         key_hard=KEY_HARD) as gateway:
+    with running_gateway(
+        CONFIG,
+        env={"TURNOUT_METRICS_PORT": "0"},
+        key=KEY,
+        key_no_retry=KEY_NO_RETRY,
+        key_five=KEY_FIVE,
+        key_rerouted=KEY_REROUTED,
+        key_plan_cap=KEY_PLAN_CAP,
+        key_spender=KEY_SPENDER,
+        key_admin=KEY_ADMIN,
+        key_tiered=KEY_TIERED,
+        key_hard=KEY_HARD,
+    ) as gateway:
         yield gateway
 
 
@@ -115,8 +127,11 @@ def _served(client: openai.OpenAI, model: str, **extra: Any) -> tuple[int, str |
         raw = client.chat.completions.with_raw_response.create(model=model, messages=MESSAGES, **extra)
         return raw.http_response.status_code, raw.headers.get("x-turnout-model"), int(raw.headers["x-turnout-attempts"])
     except openai.APIStatusError as exc:
-        return exc.status_code, exc.response.headers.get("x-turnout-model"), int(
-            exc.response.headers.get("x-turnout-attempts", "0"))
+        return (
+            exc.status_code,
+            exc.response.headers.get("x-turnout-model"),
+            int(exc.response.headers.get("x-turnout-attempts", "0")),
+        )
 
 
 def test_price_serves_the_cheap_offer_while_it_is_healthy(gw: Gateway) -> None:
@@ -159,15 +174,22 @@ def test_plan_max_offers_3_with_five_failing_offers_makes_three_attempts(gw: Gat
     assert [len(gw.sim_log(f"mo{i}~503")) for i in range(1, 6)] == [2, 2, 2, 1, 1]
 
 
-def _prefs(gw: Gateway, model: str, provider: dict[str, Any], key: str = KEY, **extra: Any) -> tuple[int, str | None, int]:
+def _prefs(
+    gw: Gateway, model: str, provider: dict[str, Any], key: str = KEY, **extra: Any
+) -> tuple[int, str | None, int]:
     return _served(_client(gw, key), model, extra_body={"provider": provider}, **extra)
 
 
 @pytest.mark.parametrize(
     ("provider", "served"),
-    [({}, "pr-dear"), ({"only": ["sim-a"]}, "pr-cheap"), ({"ignore": ["sim-b"]}, "pr-cheap"),
-     ({"max_price": {"prompt": 2}}, "pr-cheap"), ({"order": ["sim-a", "sim-b"]}, "pr-cheap"),
-     ({"sort": "price"}, "pr-cheap")],
+    [
+        ({}, "pr-dear"),
+        ({"only": ["sim-a"]}, "pr-cheap"),
+        ({"ignore": ["sim-b"]}, "pr-cheap"),
+        ({"max_price": {"prompt": 2}}, "pr-cheap"),
+        ({"order": ["sim-a", "sim-b"]}, "pr-cheap"),
+        ({"sort": "price"}, "pr-cheap"),
+    ],
     ids=["none", "only", "ignore", "max-price", "order", "sort-price"],
 )
 def test_request_preferences_narrow_and_reorder_the_offers(gw: Gateway, provider: dict[str, Any], served: str) -> None:
@@ -177,7 +199,8 @@ def test_request_preferences_narrow_and_reorder_the_offers(gw: Gateway, provider
 
 def test_request_preferences_ride_the_streaming_path_too(gw: Gateway) -> None:
     stream = _client(gw).chat.completions.with_raw_response.create(
-        model="prefs", messages=MESSAGES, stream=True, extra_body={"provider": {"only": ["sim-a"]}})
+        model="prefs", messages=MESSAGES, stream=True, extra_body={"provider": {"only": ["sim-a"]}}
+    )
     assert stream.headers["x-turnout-model"] == "pr-cheap"
     assert any(chunk.choices for chunk in stream.parse())
 
@@ -190,12 +213,16 @@ def test_request_without_fallbacks_makes_no_fallback(gw: Gateway) -> None:
 
 @pytest.mark.parametrize(
     ("key", "model", "provider"),
-    [(KEY, "only-a", {"only": ["sim-b"]}), (KEY, "prefs", {"max_price": {"prompt": 0.5}}),
-     (KEY_REROUTED, "prefs", {"only": ["sim-b"]})],
+    [
+        (KEY, "only-a", {"only": ["sim-b"]}),
+        (KEY, "prefs", {"max_price": {"prompt": 0.5}}),
+        (KEY_REROUTED, "prefs", {"only": ["sim-b"]}),
+    ],
     ids=["provider-the-model-lacks", "price-no-offer-meets", "reroute-is-not-undone"],
 )
-def test_request_preferences_cannot_widen_the_keys_settings(gw: Gateway, key: str, model: str,
-                                                            provider: dict[str, Any]) -> None:
+def test_request_preferences_cannot_widen_the_keys_settings(
+    gw: Gateway, key: str, model: str, provider: dict[str, Any]
+) -> None:
     """A preference can only narrow: a provider the model has no offer on, or
     one only the requested model (replaced by the key's reroute) would reach,
     is never called; the request is refused before any attempt."""
@@ -212,8 +239,13 @@ def test_request_preferences_honour_only_under_a_reroute(gw: Gateway) -> None:
 
 @pytest.mark.parametrize(
     ("provider", "param"),
-    [("sim-a", "provider"), ({"sort": "cheapest"}, "provider.sort"), ({"only": ["sim-a", 7]}, "provider.only[1]"),
-     ({"max_price": {"prompt": -1}}, "provider.max_price.prompt"), ({"fallbacks": False}, "provider.fallbacks")],
+    [
+        ("sim-a", "provider"),
+        ({"sort": "cheapest"}, "provider.sort"),
+        ({"only": ["sim-a", 7]}, "provider.only[1]"),
+        ({"max_price": {"prompt": -1}}, "provider.max_price.prompt"),
+        ({"fallbacks": False}, "provider.fallbacks"),
+    ],
     ids=["not-an-object", "unknown-sort", "only-not-a-name", "negative-price", "unknown-field"],
 )
 def test_request_preferences_are_validated_naming_the_field(gw: Gateway, provider: Any, param: str) -> None:
@@ -229,8 +261,10 @@ def _records(gw: Gateway, request_id: str, count: int) -> list[dict[str, Any]]:
     with redis.Redis.from_url(gw.redis_url) as client:
         while True:
             rows = [json.loads(f[b"r"]) for _, f in client.xrange("turnout:records")]
-            mine = sorted((r for r in rows if r["request_id"] == request_id and r.get("phase") != "started"),
-                          key=lambda r: r["attempt"])
+            mine = sorted(
+                (r for r in rows if r["request_id"] == request_id and r.get("phase") != "started"),
+                key=lambda r: r["attempt"],
+            )
             if len(mine) >= count or time.monotonic() > deadline:
                 return mine
             time.sleep(0.1)
@@ -251,13 +285,17 @@ def test_plan_cap_fails_over_once_then_skips_the_capped_target_until_it_resets(g
     later = []
     while time.monotonic() - started < 2.0:
         raw = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
-        later.append((raw.headers["x-turnout-model"], raw.headers["x-turnout-attempts"],
-                      raw.headers["x-turnout-plan-fallback"]))
+        later.append(
+            (raw.headers["x-turnout-model"], raw.headers["x-turnout-attempts"], raw.headers["x-turnout-plan-fallback"])
+        )
     assert len(later) >= 5 and set(later) == {("covered-b", "1", "1")}, later
     assert len(gw.sim_log("cap-a~usagecap3s,200")) == 1  # 0 calls to the capped target in the window
     time.sleep(max(0.0, 3.3 - (time.monotonic() - started)))
     healed = client.chat.completions.with_raw_response.create(model="capped", messages=MESSAGES)
-    assert (healed.headers["x-turnout-model"], healed.headers["x-turnout-plan-fallback"]) == ("cap-a~usagecap3s,200", "0")
+    assert (healed.headers["x-turnout-model"], healed.headers["x-turnout-plan-fallback"]) == (
+        "cap-a~usagecap3s,200",
+        "0",
+    )
 
 
 def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -> None:
@@ -265,14 +303,19 @@ def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -
     to the UTC month's and day's ledgers of the org, the squad and the key; the
     admin API and `turnout admin spend` show them."""
     client = _client(gw, KEY_SPENDER)
-    ids = [client.chat.completions.with_raw_response.create(model="prefs", messages=MESSAGES).headers["x-request-id"]
-           for _ in range(4)]
+    ids = [
+        client.chat.completions.with_raw_response.create(model="prefs", messages=MESSAGES).headers["x-request-id"]
+        for _ in range(4)
+    ]
     cost = sum(r["cost_usd"] for rid in ids for r in _records(gw, rid, 1))
     assert cost > 0
 
     def ledger(period: str) -> dict[str, Any]:
-        answer = httpx.get(f"{gw.base_url}/admin/v1/orgs/acme/spend", params={"period": period},
-                           headers={"authorization": f"Bearer {KEY_ADMIN}"})
+        answer = httpx.get(
+            f"{gw.base_url}/admin/v1/orgs/acme/spend",
+            params={"period": period},
+            headers={"authorization": f"Bearer {KEY_ADMIN}"},
+        )
         assert answer.status_code == 200, answer.text
         spend: dict[str, Any] = answer.json()["spend"]
         return spend
@@ -285,8 +328,26 @@ def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -
         assert spend["keys"]["spender"] == pytest.approx(cost) and spend["squads"]["research"] == pytest.approx(cost)
         assert spend["total_usd"] >= spend["keys"]["spender"]
     cli = subprocess.run(
-        [sys.executable, "-m", "turnout_cli.main", "admin", "--url", gw.base_url, "--key", KEY_ADMIN,
-         "spend", "show", "acme", "--period", "day"], capture_output=True, text=True, timeout=30, check=True)
+        [
+            sys.executable,
+            "-m",
+            "turnout_cli.main",
+            "admin",
+            "--url",
+            gw.base_url,
+            "--key",
+            KEY_ADMIN,
+            "spend",
+            "show",
+            "acme",
+            "--period",
+            "day",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    )
     assert json.loads(cli.stdout)["spend"]["keys"]["spender"] == pytest.approx(cost)
     other = httpx.get(f"{gw.base_url}/admin/v1/orgs/globex/spend", headers={"authorization": f"Bearer {KEY_ADMIN}"})
     assert other.status_code == 404  # another org's ledger reads as missing
@@ -295,7 +356,8 @@ def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -
 def _premium(gw: Gateway, key: str) -> Any:
     """One `st-premium` request of 10 output tokens: $1.00 at $100,000 per Mtok."""
     return _client(gw, key).chat.completions.with_raw_response.create(
-        model="st-premium", messages=MESSAGES, max_tokens=10)
+        model="st-premium", messages=MESSAGES, max_tokens=10
+    )
 
 
 def test_strategy_rule_switches_the_model_when_the_ledger_crosses_its_threshold(gw: Gateway) -> None:
@@ -312,7 +374,10 @@ def test_strategy_rule_switches_the_model_when_the_ledger_crosses_its_threshold(
     assert served == [("st-premium", None)] * 2 + [("st-tiny", "economy")] * 2, served
     records = _records(gw, last_id, 3)
     assert [(r["served_model"], r["is_strategy"], r["strategy"]) for r in records] == [
-        ("st-small~503", True, "economy"), ("st-small~503", True, "economy"), ("st-tiny", True, "economy")]
+        ("st-small~503", True, "economy"),
+        ("st-small~503", True, "economy"),
+        ("st-tiny", True, "economy"),
+    ]
     assert not any(r["is_reroute"] for r in records)
 
 

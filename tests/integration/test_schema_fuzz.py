@@ -45,10 +45,11 @@ needs_schemathesis = pytest.mark.skipif(
 )
 
 
-def operation_of(result: "Ok[Any] | Err[Any]") -> Any:
+def operation_of(result: Ok[Any] | Err[Any]) -> Any:
     """The operation a schema lookup found (the test fails naming the error if it found none)."""
     assert isinstance(result, Ok), result.err()
     return result.ok()
+
 
 KEY = "tk-test-fuzz-main-0000001"
 ADMIN = "tk-test-fuzz-admin-000001"
@@ -56,23 +57,29 @@ MODELS = ["ok", "ok-b"]
 ROLES = ["system", "developer", "user", "assistant", "tool", "function"]
 CHAT = "/v1/chat/completions"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
   ok:   {{offers: [{{provider: sim-a, model: fuzz-ok}}]}}
   ok-b: {{offers: [{{provider: sim-a, model: fuzz-ok-b}}]}}
 gateway: {{max_body_bytes: 65536}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
       - {{name: admin, key: {admin}, admin: true}}
 """
+)
 
 _FUZZ = settings(
-    deadline=None, database=None, print_blob=True,
+    deadline=None,
+    database=None,
+    print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much],
 )
 
@@ -84,6 +91,7 @@ def fuzz(max_examples: int) -> settings:
     """Settings of every fuzz test here: no deadline, no example database, bounded count."""
     return settings(_FUZZ, max_examples=max(1, int(max_examples * SCALE)))
 
+
 # A minimal OpenAI chat request, laid over the served schema (which has none).
 CHAT_REQUEST_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -91,10 +99,16 @@ CHAT_REQUEST_SCHEMA: dict[str, Any] = {
     "properties": {
         "model": {"type": "string", "enum": MODELS},
         "messages": {
-            "type": "array", "minItems": 1, "maxItems": 3,
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 3,
             "items": {
-                "type": "object", "required": ["role", "content"],
-                "properties": {"role": {"type": "string", "enum": ROLES}, "content": {"type": "string", "maxLength": 40}},
+                "type": "object",
+                "required": ["role", "content"],
+                "properties": {
+                    "role": {"type": "string", "enum": ROLES},
+                    "content": {"type": "string", "maxLength": 40},
+                },
             },
         },
         "max_tokens": {"type": "integer", "minimum": 1, "maximum": 64},
@@ -203,8 +217,10 @@ def test_schemathesis_calls_every_documented_operation_without_a_server_error(
     for operation in operations:
         # no parameters or bodies are documented: one positive case per operation
         _run(fuzz_gw, operation, GenerationMode.POSITIVE, 5, statuses)
-    print(f"\nschemathesis, served schema: {len(operations)} operations, {len(statuses)} calls, "
-          f"statuses {sorted(set(statuses))}")
+    print(
+        f"\nschemathesis, served schema: {len(operations)} operations, {len(statuses)} calls, "
+        f"statuses {sorted(set(statuses))}"
+    )
     assert len(operations) >= 7 and 200 in statuses
 
 
@@ -212,9 +228,13 @@ def test_schemathesis_calls_every_documented_operation_without_a_server_error(
 def test_schemathesis_chat_bodies_positive_and_negative(fuzz_gw: Gateway, served_schema: dict[str, Any]) -> None:
     overlaid = copy.deepcopy(served_schema)
     overlaid["paths"] = {CHAT: overlaid["paths"][CHAT]}
-    overlaid["paths"][CHAT]["post"].setdefault("requestBody", {
-        "required": True, "content": {"application/json": {"schema": CHAT_REQUEST_SCHEMA}},
-    })
+    overlaid["paths"][CHAT]["post"].setdefault(
+        "requestBody",
+        {
+            "required": True,
+            "content": {"application/json": {"schema": CHAT_REQUEST_SCHEMA}},
+        },
+    )
     schema = schemathesis.openapi.from_dict(overlaid)
     (operation,) = [operation_of(result) for result in schema.get_all_operations()]
     statuses: list[int] = []
@@ -265,10 +285,16 @@ accepted_shape = st.fixed_dictionaries(
         "messages": st.lists(
             st.fixed_dictionaries(
                 {"role": st.sampled_from(ROLES)},
-                optional={"content": st.text(max_size=20) | json_values, "name": json_values,
-                          "tool_calls": json_values, "tool_call_id": json_values, "extra": json_values},
+                optional={
+                    "content": st.text(max_size=20) | json_values,
+                    "name": json_values,
+                    "tool_calls": json_values,
+                    "tool_call_id": json_values,
+                    "extra": json_values,
+                },
             ),
-            min_size=1, max_size=3,
+            min_size=1,
+            max_size=3,
         ),
     },
     optional={
@@ -288,7 +314,9 @@ accepted_shape = st.fixed_dictionaries(
 
 def _post(http: httpx.Client, content: bytes) -> httpx.Response:
     return http.post(
-        CHAT, content=content, headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"},
+        CHAT,
+        content=content,
+        headers={"authorization": f"Bearer {KEY}", "content-type": "application/json"},
     )
 
 

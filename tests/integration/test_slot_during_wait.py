@@ -27,7 +27,8 @@ SLOTS = 4
 LIMITED = "sw-limited~429ra8"
 HEALTHY = "sw-healthy+100ms"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
@@ -37,12 +38,15 @@ policy:
   retry: {{max_retries: 1, respect_retry_after: true}}
   budget: {{max_total_latency_ms: 20000}}
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: 1000}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +62,8 @@ def wait_gw() -> Iterator[Gateway]:
 async def _post(client: httpx.AsyncClient, gw: Gateway, model: str) -> tuple[int, float]:
     started = time.monotonic()
     response = await client.post(
-        f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
         json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
     )
     return response.status_code, time.monotonic() - started
@@ -75,8 +80,10 @@ async def _scenario(gw: Gateway) -> tuple[list[tuple[int, float]], list[tuple[in
 def test_retry_after_wait_frees_the_slot_for_a_healthy_model(wait_gw: Gateway) -> None:
     waited, healthy = asyncio.run(_scenario(wait_gw))
     p50_s = statistics.median(s for _, s in healthy)
-    print(f"\n{2 * SLOTS} jobs waiting out Retry-After: 8 on {SLOTS} slots: healthy model p50 {p50_s:.2f} s, "
-          f"max {max(s for _, s in healthy):.2f} s; waiting jobs {dict(Counter(c for c, _ in waited))} "
-          f"in {max(s for _, s in waited):.1f} s; upstream calls of the limited model {len(wait_gw.sim_log(LIMITED))}")
+    print(
+        f"\n{2 * SLOTS} jobs waiting out Retry-After: 8 on {SLOTS} slots: healthy model p50 {p50_s:.2f} s, "
+        f"max {max(s for _, s in healthy):.2f} s; waiting jobs {dict(Counter(c for c, _ in waited))} "
+        f"in {max(s for _, s in waited):.1f} s; upstream calls of the limited model {len(wait_gw.sim_log(LIMITED))}"
+    )
     assert [c for c, _ in healthy] == [200] * 2 * SLOTS
     assert p50_s < 1.0

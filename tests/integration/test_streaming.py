@@ -38,8 +38,11 @@ def _stream(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 12, **ext
 def _raw_frames(gw: Gateway, model: str, key: str = KEY, max_tokens: int = 60, **extra: Any) -> list[str]:
     frames = []
     with httpx.stream(
-        "POST", f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens, **extra}, timeout=30,
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {key}"},
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": max_tokens, **extra},
+        timeout=30,
     ) as response:
         assert response.status_code == 200
         for line in response.iter_lines():
@@ -126,7 +129,10 @@ def test_stream_usage_chunk_only_when_asked(gateway: Gateway) -> None:
     assert not any('"usage":{' in f for f in frames)
     assert not any('"usage"' in f for f in frames)
     with gateway.client().chat.completions.with_streaming_response.create(
-        model="s-ok", messages=MESSAGES, stream=True, max_tokens=5,
+        model="s-ok",
+        messages=MESSAGES,
+        stream=True,
+        max_tokens=5,
         stream_options={"include_usage": True},
     ) as response:
         chunks = list(response.parse())
@@ -141,7 +147,8 @@ def test_stream_unknown_model_is_a_json_404_before_any_stream(gateway: Gateway) 
 def _texts(frames: list[str]) -> str:
     return "".join(
         (json.loads(f)["choices"][0]["delta"].get("content") or "")
-        for f in frames if f.startswith("{") and json.loads(f).get("choices")
+        for f in frames
+        if f.startswith("{") and json.loads(f).get("choices")
     )
 
 
@@ -180,8 +187,11 @@ def test_stream_continuation_failing_everywhere_ends_with_the_original_failure(g
 
 def test_stream_client_disconnect_closes_the_upstream_within_a_second(gateway: Gateway) -> None:
     with httpx.stream(
-        "POST", f"{gateway.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-        json={"model": "s-slowchunks", "messages": MESSAGES, "stream": True, "max_tokens": 50}, timeout=30,
+        "POST",
+        f"{gateway.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY}"},
+        json={"model": "s-slowchunks", "messages": MESSAGES, "stream": True, "max_tokens": 50},
+        timeout=30,
     ) as response:
         seen = 0
         for line in response.iter_lines():
@@ -203,9 +213,11 @@ def test_stream_client_disconnect_closes_the_upstream_within_a_second(gateway: G
 
 def _stream_with_key(gw: Gateway, model: str, key: str) -> httpx.Response:
     with httpx.stream(
-        "POST", f"{gw.base_url}/v1/chat/completions",
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
         headers={"authorization": f"Bearer {KEY}", "idempotency-key": key},
-        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": 3}, timeout=30,
+        json={"model": model, "messages": MESSAGES, "stream": True, "max_tokens": 3},
+        timeout=30,
     ) as response:
         response.read()
         return response

@@ -10,11 +10,21 @@ import pytest
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import (
-    ACME_ADMIN, ACME_USER, BETA_ENDPOINT_KEY, OPERATOR, Admin, chat, fp, sim_entries, start_tenancy, tenancy_env,
+    ACME_ADMIN,
+    ACME_USER,
+    BETA_ENDPOINT_KEY,
+    OPERATOR,
+    Admin,
+    chat,
+    fp,
+    sim_entries,
+    start_tenancy,
+    tenancy_env,
     wait_for,
 )
 
 pytestmark = pytest.mark.integration
+
 
 @pytest.fixture(scope="module")
 def env() -> dict[str, str]:
@@ -49,12 +59,13 @@ def unknown_key_body(gw: Gateway) -> object:
 
 
 def test_squad_and_key_round_trip_with_the_secret_shown_once(gw: Gateway, acme: Admin) -> None:
-    created = acme.call("POST", "/orgs/acme/squads", {"name": "rt-squad", "settings": {
-        "policy": {"budget": {"max_attempts": 99}, "retry": {"max_retries": 2}}}})
+    created = acme.call(
+        "POST",
+        "/orgs/acme/squads",
+        {"name": "rt-squad", "settings": {"policy": {"budget": {"max_attempts": 99}, "retry": {"max_retries": 2}}}},
+    )
     assert created.status_code == 201, created.text
-    assert created.json()["clamped"] == [
-        {"path": "settings.policy.budget.max_attempts", "requested": 99, "applied": 6}
-    ]
+    assert created.json()["clamped"] == [{"path": "settings.policy.budget.max_attempts", "requested": 99, "applied": 6}]
     made = acme.call("POST", "/orgs/acme/keys", {"name": "rt-key", "squad": "rt-squad"})
     assert made.status_code == 201, made.text
     secret = made.json()["secret"]
@@ -87,15 +98,19 @@ def test_settings_put_patch_and_inherit_reach_the_worker(gw: Gateway, acme: Admi
     assert chat(gw.base_url, secret, "t-ok").headers["x-turnout-model"] == "t-other"
 
 
-@pytest.mark.parametrize(("body", "param", "words"), [
-    ({"fallbacks": {"t-ok": ["t-alt"], "t-alt": ["t-ok"]}}, "settings.fallbacks", "fallback cycle"),
-    ({"reroutes": ["custom:beta-ep"]}, "settings.reroutes[0]", "malformed entry"),
-    ({"reroutes": ["custom:beta-ep:m"]}, "settings.reroutes[0]", "names no custom endpoint"),
-    ({"fallbacks": ["gpt-99"]}, "settings.fallbacks[0]", "unknown model"),
-    ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected `int`"),
-    ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
-    ({"strategies": {}}, "settings.strategies", "unknown setting"),
-], ids=["cycle", "malformed-custom", "other-orgs-endpoint", "unknown-model", "policy-type", "key-mode", "unknown"])
+@pytest.mark.parametrize(
+    ("body", "param", "words"),
+    [
+        ({"fallbacks": {"t-ok": ["t-alt"], "t-alt": ["t-ok"]}}, "settings.fallbacks", "fallback cycle"),
+        ({"reroutes": ["custom:beta-ep"]}, "settings.reroutes[0]", "malformed entry"),
+        ({"reroutes": ["custom:beta-ep:m"]}, "settings.reroutes[0]", "names no custom endpoint"),
+        ({"fallbacks": ["gpt-99"]}, "settings.fallbacks[0]", "unknown model"),
+        ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected `int`"),
+        ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
+        ({"strategies": {}}, "settings.strategies", "unknown setting"),
+    ],
+    ids=["cycle", "malformed-custom", "other-orgs-endpoint", "unknown-model", "policy-type", "key-mode", "unknown"],
+)
 def test_refused_settings_name_the_path_and_change_nothing(acme: Admin, body: object, param: str, words: str) -> None:
     before = acme.call("GET", "/orgs/acme/settings").json()
     refused = acme.call("PATCH", "/orgs/acme/settings", body)
@@ -150,12 +165,16 @@ def test_byok_key_and_endpoint_reads_are_masked(gw: Gateway, acme: Admin) -> Non
 
 
 def test_custom_endpoint_becomes_routable_with_its_own_key_only(gw: Gateway, acme: Admin) -> None:
-    registered = acme.call("PUT", "/orgs/acme/custom-endpoints/acme-ep",
-                           {"base_url": f"{gw.sim_url}/v1", "api_key": "acme-endpoint-key-0001"})
+    registered = acme.call(
+        "PUT",
+        "/orgs/acme/custom-endpoints/acme-ep",
+        {"base_url": f"{gw.sim_url}/v1", "api_key": "acme-endpoint-key-0001"},
+    )
     assert registered.status_code == 200, registered.text
     assert registered.json()["custom_endpoint"]["api_key"] == "…0001"
-    secret = acme.call("POST", "/orgs/acme/keys", {"name": "ep-key", "settings": {
-        "reroutes": ["custom:acme-ep:cust-llama"]}}).json()["secret"]
+    secret = acme.call(
+        "POST", "/orgs/acme/keys", {"name": "ep-key", "settings": {"reroutes": ["custom:acme-ep:cust-llama"]}}
+    ).json()["secret"]
     response = chat(gw.base_url, secret, "t-ok")
     assert response.status_code == 200, response.text
     assert response.headers["x-turnout-provider"] == "custom:acme:acme-ep"
@@ -200,8 +219,11 @@ def test_run_time_edits_survive_an_ingress_restart(gw: Gateway, acme: Admin, env
 
 def test_beta_file_endpoint_serves_with_its_sealed_key(gw: Gateway) -> None:
     beta = Admin(gw.base_url, "tk-beta-admin-00000000001")
-    secret = beta.call("POST", "/orgs/beta/keys", {"name": "ep-user", "settings": {
-        "fallbacks": {"t-fail": ["custom:beta-ep:beta-model"]}}}).json()["secret"]
+    secret = beta.call(
+        "POST",
+        "/orgs/beta/keys",
+        {"name": "ep-user", "settings": {"fallbacks": {"t-fail": ["custom:beta-ep:beta-model"]}}},
+    ).json()["secret"]
     response = chat(gw.base_url, secret, "t-fail")
     assert response.status_code == 200, response.text
     assert response.headers["x-turnout-fallback"] == "1"
@@ -209,17 +231,24 @@ def test_beta_file_endpoint_serves_with_its_sealed_key(gw: Gateway) -> None:
     assert entries[-1]["model"] == "beta-model" and entries[-1]["auth_fingerprint"] == fp(BETA_ENDPOINT_KEY)
 
 
-
 def test_unfit_tenant_strings_are_refused_with_the_path_named(gw: Gateway, acme: Admin) -> None:
     assert acme.call("PUT", "/orgs/acme/custom-endpoints/ep-text", {"base_url": f"{gw.sim_url}/v1"}).is_success
     refusals = [
-        (acme.call("PATCH", "/orgs/acme/keys/user/settings", {"reroutes": ["custom:ep-text:m\r\nX-Evil: 1"]}),
-         "keys.user.settings.reroutes[0]"),
-        (acme.call("PUT", "/orgs/acme/settings", {"fallbacks": ["custom:ep-text:" + "m" * 300]}),
-         "settings.fallbacks[0]"),
+        (
+            acme.call("PATCH", "/orgs/acme/keys/user/settings", {"reroutes": ["custom:ep-text:m\r\nX-Evil: 1"]}),
+            "keys.user.settings.reroutes[0]",
+        ),
+        (
+            acme.call("PUT", "/orgs/acme/settings", {"fallbacks": ["custom:ep-text:" + "m" * 300]}),
+            "settings.fallbacks[0]",
+        ),
         (acme.call("PUT", "/orgs/acme/provider-keys/sim-a", {"api_key": "sk-x\r\nX-Evil: 1"}), "api_key"),
-        (acme.call("PUT", "/orgs/acme/custom-endpoints/ep-text",
-                   {"base_url": f"{gw.sim_url}/v1", "api_key": "k\n1"}), "api_key"),
+        (
+            acme.call(
+                "PUT", "/orgs/acme/custom-endpoints/ep-text", {"base_url": f"{gw.sim_url}/v1", "api_key": "k\n1"}
+            ),
+            "api_key",
+        ),
         (acme.call("POST", "/orgs/acme/keys", {"name": "a\nb"}), "name"),
     ]
     for response, path in refusals:

@@ -17,7 +17,16 @@ import redis
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import (
-    ACME_ADMIN, CANARY, SHARED_A, SHARED_B, Admin, chat, fp, sim_entries, start_tenancy, wait_for,
+    ACME_ADMIN,
+    CANARY,
+    SHARED_A,
+    SHARED_B,
+    Admin,
+    chat,
+    fp,
+    sim_entries,
+    start_tenancy,
+    wait_for,
 )
 
 pytestmark = pytest.mark.integration
@@ -54,17 +63,24 @@ def keys(gw: Gateway) -> dict[str, str]:
 # model -> expected [(upstream model, credential)] per mode; None = refused before any upstream call
 MATRIX: dict[str, dict[str, list[tuple[str, str]] | None]] = {
     "bk-a": {
-        "own_then_shared": [("bk-a", CANARY)], "own_only": [("bk-a", CANARY)], "shared_only": [("bk-a", SHARED_A)],
+        "own_then_shared": [("bk-a", CANARY)],
+        "own_only": [("bk-a", CANARY)],
+        "shared_only": [("bk-a", SHARED_A)],
     },
     "bk-b": {  # the tenant has no key for any provider of the model: the shared key serves in every mode
-        "own_then_shared": [("bk-b", SHARED_B)], "own_only": [("bk-b", SHARED_B)], "shared_only": [("bk-b", SHARED_B)],
+        "own_then_shared": [("bk-b", SHARED_B)],
+        "own_only": [("bk-b", SHARED_B)],
+        "shared_only": [("bk-b", SHARED_B)],
     },
     "bk-ab": {  # priority: sim-b first; own_only makes only sim-a (the tenant's provider) eligible
-        "own_then_shared": [("bkab-b", SHARED_B)], "own_only": [("bkab-a", CANARY)],
+        "own_then_shared": [("bkab-b", SHARED_B)],
+        "own_only": [("bkab-a", CANARY)],
         "shared_only": [("bkab-b", SHARED_B)],
     },
     "bk-noshared": {  # no platform key for this provider
-        "own_then_shared": [("bk-ns", OWN_NS)], "own_only": [("bk-ns", OWN_NS)], "shared_only": None,
+        "own_then_shared": [("bk-ns", OWN_NS)],
+        "own_only": [("bk-ns", OWN_NS)],
+        "shared_only": None,
     },
 }
 
@@ -114,10 +130,15 @@ def test_rejected_own_key_falls_back_once_to_the_shared_key_flagged(gw: Gateway,
         text = admin.call("GET", "/logs/export", params={"format": "jsonl"}).text
         return [row for row in map(json.loads, text.splitlines()) if row["request_id"] == rid]
 
-    wait_for(lambda: len(found := rows()) == 2 and all(r["kind"] != "in_flight" for r in found), 5,
-             "attempt records of the credential fallback")
-    assert [(r["status"], r["is_byok_fallback"], r["is_retry"]) for r in rows()] == [(401, False, False),
-                                                                                     (200, True, False)]
+    wait_for(
+        lambda: len(found := rows()) == 2 and all(r["kind"] != "in_flight" for r in found),
+        5,
+        "attempt records of the credential fallback",
+    )
+    assert [(r["status"], r["is_byok_fallback"], r["is_retry"]) for r in rows()] == [
+        (401, False, False),
+        (200, True, False),
+    ]
 
 
 def test_credential_fallback_also_follows_a_403(gw: Gateway, keys: dict[str, str]) -> None:
@@ -127,8 +148,11 @@ def test_credential_fallback_also_follows_a_403(gw: Gateway, keys: dict[str, str
 
 def test_without_credential_fallback_a_rejected_own_key_is_terminal(gw: Gateway) -> None:
     admin = Admin(gw.base_url, ACME_ADMIN)
-    secret = admin.call("POST", "/orgs/acme/keys", {"name": "no-cf", "settings": {
-        "policy": {"fallback": {"credential_fallback": False}}}}).json()["secret"]
+    secret = admin.call(
+        "POST",
+        "/orgs/acme/keys",
+        {"name": "no-cf", "settings": {"policy": {"fallback": {"credential_fallback": False}}}},
+    ).json()["secret"]
     response = chat(gw.base_url, secret, "bk-fb2")
     assert response.status_code == 401
     entries = sim_entries(gw, response.headers["x-request-id"])
@@ -146,9 +170,13 @@ def test_streaming_direct_path_uses_the_tenant_key_too(gw: Gateway, keys: dict[s
         stale = r.keys("turnout:breaker:credential:*")
         if stale:
             r.delete(*stale)
-    with httpx.stream("POST", f"{gw.base_url}/v1/chat/completions", timeout=30,
-                      headers={"authorization": f"Bearer {keys['own_then_shared']}"},
-                      json={"model": "bk-a", "stream": True, "messages": [{"role": "user", "content": "hi"}]}) as r:
+    with httpx.stream(
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
+        timeout=30,
+        headers={"authorization": f"Bearer {keys['own_then_shared']}"},
+        json={"model": "bk-a", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+    ) as r:
         assert r.status_code == 200
         r.read()
         rid = r.headers["x-request-id"]
@@ -158,8 +186,11 @@ def test_streaming_direct_path_uses_the_tenant_key_too(gw: Gateway, keys: dict[s
 def test_platform_keys_never_reach_a_custom_endpoint(gw: Gateway) -> None:
     admin = Admin(gw.base_url, ACME_ADMIN)
     assert admin.call("PUT", "/orgs/acme/custom-endpoints/keyless", {"base_url": f"{gw.sim_url}/v1"}).status_code == 200
-    secret = admin.call("POST", "/orgs/acme/keys", {"name": "keyless-user", "settings": {
-        "key_mode": "own_then_shared", "reroutes": ["custom:keyless:kl-model"]}}).json()["secret"]
+    secret = admin.call(
+        "POST",
+        "/orgs/acme/keys",
+        {"name": "keyless-user", "settings": {"key_mode": "own_then_shared", "reroutes": ["custom:keyless:kl-model"]}},
+    ).json()["secret"]
     response = chat(gw.base_url, secret, "bk-a")
     entries = sim_entries(gw, response.headers["x-request-id"])
     assert [e["model"] for e in entries] == ["kl-model"]
@@ -172,6 +203,7 @@ def test_a_new_provider_key_reaches_the_worker_within_the_bound(gw: Gateway, key
     own_b = "own-b-key-propagation-0001"
     assert admin.call("PUT", "/orgs/acme/provider-keys/sim-b", {"api_key": own_b}).status_code == 200
     try:
+
         def carried_own_b() -> bool:
             response = chat(gw.base_url, keys["own_then_shared"], "bk-b")
             return [e["auth_fingerprint"] for e in sim_entries(gw, response.headers["x-request-id"])] == [fp(own_b)]

@@ -17,7 +17,18 @@ from cryptography.fernet import Fernet
 
 from support.gateway import Gateway
 from support.procs import Fleet
-from support.tenancy import ACME_ADMIN, ACME_USER, CANARY, OPERATOR, Admin, chat, fp, sim_entries, start_tenancy, tenancy_env
+from support.tenancy import (
+    ACME_ADMIN,
+    ACME_USER,
+    CANARY,
+    OPERATOR,
+    Admin,
+    chat,
+    fp,
+    sim_entries,
+    start_tenancy,
+    tenancy_env,
+)
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
 
 pytestmark = pytest.mark.integration
@@ -40,8 +51,11 @@ def _tokens(redis_url: str) -> list[tuple[Sealed, Binding]]:
     with redis.Redis.from_url(redis_url) as client:
         doc = json.loads(client.get("turnout:tenancy:org:acme") or b"{}")
     tokens = [(Sealed(**k["secret"]), provider_key_binding("acme", n)) for n, k in doc["provider_keys"].items()]
-    tokens += [(Sealed(**e["secret"]), endpoint_binding("acme", n))
-               for n, e in doc["custom_endpoints"].items() if e.get("secret")]
+    tokens += [
+        (Sealed(**e["secret"]), endpoint_binding("acme", n))
+        for n, e in doc["custom_endpoints"].items()
+        if e.get("secret")
+    ]
     return tokens
 
 
@@ -60,10 +74,15 @@ def test_rotate_secrets_moves_every_secret_to_the_new_key() -> None:
     try:
         gw = start_tenancy(fleet, tenancy_env(k1))
         admin = Admin(gw.base_url, ACME_ADMIN)
-        assert admin.call("PUT", "/orgs/acme/custom-endpoints/rot-ep",
-                          {"base_url": f"{gw.sim_url}/v1", "api_key": ENDPOINT_KEY}).status_code == 200
-        endpoint_user = admin.call("POST", "/orgs/acme/keys", {"name": "rot-user", "settings": {
-            "reroutes": ["custom:rot-ep:rot-model"]}}).json()["secret"]
+        assert (
+            admin.call(
+                "PUT", "/orgs/acme/custom-endpoints/rot-ep", {"base_url": f"{gw.sim_url}/v1", "api_key": ENDPOINT_KEY}
+            ).status_code
+            == 200
+        )
+        endpoint_user = admin.call(
+            "POST", "/orgs/acme/keys", {"name": "rot-user", "settings": {"reroutes": ["custom:rot-ep:rot-model"]}}
+        ).json()["secret"]
         _served_with_tenant_keys(gw.base_url, gw, endpoint_user)
         tokens = _tokens(gw.redis_url)
         assert len(tokens) == 2 and all(Vault([k1]).open(t, where) for t, where in tokens)
@@ -72,7 +91,10 @@ def test_rotate_secrets_moves_every_secret_to_the_new_key() -> None:
         _served_with_tenant_keys(base, gw, endpoint_user)
         rotated = subprocess.run(
             [sys.executable, "-m", "turnout_cli.main", "admin", "--url", base, "--key", OPERATOR, "rotate-secrets"],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
         )
         assert rotated.returncode == 0, rotated.stderr
         assert json.loads(rotated.stdout)["rotated"]["acme"] == 2
@@ -94,6 +116,11 @@ def test_rotate_secrets_moves_every_secret_to_the_new_key() -> None:
 
 
 def test_gen_secret_key_prints_a_usable_fernet_key() -> None:
-    out = subprocess.run([sys.executable, "-m", "turnout_cli.main", "admin", "gen-secret-key"],
-                         capture_output=True, text=True, timeout=30, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-m", "turnout_cli.main", "admin", "gen-secret-key"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=True,
+    ).stdout.strip()
     assert Fernet(out.encode()).decrypt(Fernet(out.encode()).encrypt(b"x")) == b"x"

@@ -28,11 +28,23 @@ import redis.asyncio as aioredis
 from support.gateway import Gateway
 from support.procs import Fleet
 from support.tenancy import (
-    ACME_ADMIN, ACME_USER, BETA_ADMIN, BETA_ENDPOINT_KEY, BETA_USER, CANARY, OPERATOR, SHARED_A, Admin, chat, fp,
-    sim_entries, start_tenancy, wait_for,
+    ACME_ADMIN,
+    ACME_USER,
+    BETA_ADMIN,
+    BETA_ENDPOINT_KEY,
+    BETA_USER,
+    CANARY,
+    OPERATOR,
+    SHARED_A,
+    Admin,
+    chat,
+    fp,
+    sim_entries,
+    start_tenancy,
+    wait_for,
 )
-from turnout.tenancy.orgs import OrgDoc
 from turnout.state.tenant_store import TenantStore
+from turnout.tenancy.orgs import OrgDoc
 
 pytestmark = pytest.mark.integration
 
@@ -41,10 +53,19 @@ HOSTILE = [
     for line in (Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt").read_text().splitlines()
     if line.strip() and not line.lstrip().startswith("#")
 ]
+
+
 def not_found(method: str, path: str) -> dict[str, object]:
     """The one 404 body: it names the route asked for, the same for another org's object and a missing one."""
-    return {"error": {"message": f"No such object: {method} {path}.", "type": "not_found_error", "param": None,
-                      "code": "not_found"}}
+    return {
+        "error": {
+            "message": f"No such object: {method} {path}.",
+            "type": "not_found_error",
+            "param": None,
+            "code": "not_found",
+        }
+    }
+
 
 # (method, path template, body); {org} is the other org, {squad}/{key}/{provider}/{endpoint} its objects
 ORG_ROUTES: list[tuple[str, str, object]] = [
@@ -84,10 +105,18 @@ OPERATOR_ROUTES: list[tuple[str, str, object]] = [
 ]
 VICTIMS = {
     # caller key -> (its org, the other org, names existing in the other org, names only in the caller's org)
-    ACME_ADMIN: ("acme", "beta", {"squad": "ops", "key": "user", "provider": "sim-a", "endpoint": "beta-ep"},
-                 {"squad": "research", "key": "admin", "provider": "sim-a", "endpoint": "nothing"}),
-    BETA_ADMIN: ("beta", "acme", {"squad": "research", "key": "user", "provider": "sim-a", "endpoint": "acme-ep"},
-                 {"squad": "ops", "key": "admin", "provider": "sim-b", "endpoint": "beta-ep"}),
+    ACME_ADMIN: (
+        "acme",
+        "beta",
+        {"squad": "ops", "key": "user", "provider": "sim-a", "endpoint": "beta-ep"},
+        {"squad": "research", "key": "admin", "provider": "sim-a", "endpoint": "nothing"},
+    ),
+    BETA_ADMIN: (
+        "beta",
+        "acme",
+        {"squad": "research", "key": "user", "provider": "sim-a", "endpoint": "acme-ep"},
+        {"squad": "ops", "key": "admin", "provider": "sim-b", "endpoint": "beta-ep"},
+    ),
 }
 
 
@@ -106,8 +135,11 @@ def gw() -> Iterator[Gateway]:
 
 def _snapshot(gw: Gateway, org: str) -> str:
     operator = Admin(gw.base_url, OPERATOR)
-    parts = [operator.call("GET", f"/orgs/{org}").text, operator.call("GET", f"/orgs/{org}/keys").text,
-             operator.call("GET", f"/orgs/{org}/squads").text]
+    parts = [
+        operator.call("GET", f"/orgs/{org}").text,
+        operator.call("GET", f"/orgs/{org}/keys").text,
+        operator.call("GET", f"/orgs/{org}/squads").text,
+    ]
     return "\n".join(parts)
 
 
@@ -117,7 +149,9 @@ def test_cross_org_probes_leak_nothing(gw: Gateway) -> None:
     for caller, (own, other, theirs, mine) in VICTIMS.items():
         names_sets = [theirs, mine, {k: "no-such-object" for k in theirs}]
         for (method, template, body), names, header in itertools.product(
-            ORG_ROUTES, names_sets, ("authorization", "x-api-key"),
+            ORG_ROUTES,
+            names_sets,
+            ("authorization", "x-api-key"),
         ):
             path = template.format(org=other, **names)
             value = f"Bearer {caller}" if header == "authorization" else caller
@@ -130,8 +164,12 @@ def test_cross_org_probes_leak_nothing(gw: Gateway) -> None:
             probes += 1
             assert response.json() == not_found("GET", f"/admin/v1/orgs/{org}")
         for method, template, body in OPERATOR_ROUTES:
-            response = httpx.request(method, f"{gw.base_url}/admin/v1{template.format(org=other)}", json=body,
-                                     headers={"authorization": f"Bearer {caller}"})
+            response = httpx.request(
+                method,
+                f"{gw.base_url}/admin/v1{template.format(org=other)}",
+                json=body,
+                headers={"authorization": f"Bearer {caller}"},
+            )
             probes += 1
             assert response.status_code == 403 and other not in response.text
         listed = httpx.get(f"{gw.base_url}/admin/v1/orgs", headers={"authorization": f"Bearer {caller}"})
@@ -144,8 +182,9 @@ def test_cross_org_probes_leak_nothing(gw: Gateway) -> None:
 def test_non_admin_and_missing_keys_cannot_use_admin_routes(gw: Gateway) -> None:
     for method, template, body in ORG_ROUTES:
         path = template.format(org="acme", squad="research", key="user", provider="sim-a", endpoint="acme-ep")
-        user = httpx.request(method, f"{gw.base_url}/admin/v1{path}", json=body,
-                             headers={"authorization": f"Bearer {ACME_USER}"})
+        user = httpx.request(
+            method, f"{gw.base_url}/admin/v1{path}", json=body, headers={"authorization": f"Bearer {ACME_USER}"}
+        )
         assert user.status_code == 403 and user.json()["error"]["code"] == "admin_key_required"
         anonymous = httpx.request(method, f"{gw.base_url}/admin/v1{path}", json=body)
         assert anonymous.status_code == 401
@@ -160,7 +199,9 @@ def test_log_export_holds_only_the_callers_org(gw: Gateway) -> None:
         admin = Admin(gw.base_url, caller)
 
         def rows(fmt: str = "jsonl") -> list[dict[str, object]]:
-            return [json.loads(line) for line in admin.call("GET", "/logs/export", params={"format": fmt}).text.splitlines()]
+            return [
+                json.loads(line) for line in admin.call("GET", "/logs/export", params={"format": fmt}).text.splitlines()
+            ]
 
         wait_for(lambda: rids[own] <= {r["request_id"] for r in rows()}, 5, f"{own}'s records")
         exported = rows()
@@ -188,13 +229,23 @@ def test_the_canary_provider_key_never_leaks(gw: Gateway) -> None:
     assert served.status_code == 200
     assert [e["auth_fingerprint"] for e in sim_entries(gw, served.headers["x-request-id"])] == [fp(CANARY)]
     bodies.append(served.text)
-    no_cf = acme.call("POST", "/orgs/acme/keys", {"name": "canary-no-cf", "settings": {
-        "policy": {"fallback": {"credential_fallback": False}}}}).json()["secret"]
+    no_cf = acme.call(
+        "POST",
+        "/orgs/acme/keys",
+        {"name": "canary-no-cf", "settings": {"policy": {"fallback": {"credential_fallback": False}}}},
+    ).json()["secret"]
     rejected = chat(gw.base_url, no_cf, "bk-fb2")  # the canary rejected: the error body quotes the provider
     assert rejected.status_code == 401
     bodies += [rejected.text, chat(gw.base_url, ACME_USER, "t-fail").text, chat(gw.base_url, ACME_USER, "bk-fb1").text]
-    for path in ("/orgs/acme", "/orgs/acme/provider-keys", "/orgs/acme/keys", "/orgs/acme/settings",
-                 "/orgs/acme/custom-endpoints", "/orgs/acme/keys/user/effective", "/orgs"):
+    for path in (
+        "/orgs/acme",
+        "/orgs/acme/provider-keys",
+        "/orgs/acme/keys",
+        "/orgs/acme/settings",
+        "/orgs/acme/custom-endpoints",
+        "/orgs/acme/keys/user/effective",
+        "/orgs",
+    ):
         bodies.append(acme.call("GET", path).text)
         bodies.append(operator.call("GET", path).text)
     assert "…" + CANARY[-4:] in acme.call("GET", "/orgs/acme/provider-keys").text

@@ -26,7 +26,8 @@ KEY = "tk-test-clock-0000000001"
 BUDGET_S = 3.0
 SLOW_FAIL = "clk-fail~503+1000ms"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
@@ -35,12 +36,15 @@ models:
 policy:
   retry: {{max_retries: 6, base_ms: 250, max_ms: 250}}
   budget: {{max_attempts: 6, max_total_latency_ms: {budget_ms}}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 SKEW_DIR = str(Path(__file__).resolve().parent.parent / "support" / "skewclock")
 
@@ -57,8 +61,12 @@ def clock_gw() -> Iterator[Gateway]:
 
 def _skewed_worker(gw: Gateway, skew_s: float, env: dict[str, str] | None = None) -> Proc:
     path = os.pathsep.join(p for p in (SKEW_DIR, os.environ.get("PYTHONPATH", "")) if p)
-    return gw.fleet.worker(gw.fleet.workdir / "turnout.yaml", gw.redis_url, name=f"worker-skew{skew_s:+.0f}",
-                           env={"PYTHONPATH": path, "TURNOUT_TEST_SKEW_S": str(skew_s), **(env or {})})
+    return gw.fleet.worker(
+        gw.fleet.workdir / "turnout.yaml",
+        gw.redis_url,
+        name=f"worker-skew{skew_s:+.0f}",
+        env={"PYTHONPATH": path, "TURNOUT_TEST_SKEW_S": str(skew_s), **(env or {})},
+    )
 
 
 def _skew_gauge(metrics_url: str) -> float | None:
@@ -74,11 +82,16 @@ def _skew_gauge(metrics_url: str) -> float | None:
 
 async def _many(gw: Gateway, model: str, count: int) -> list[httpx.Response]:
     async with httpx.AsyncClient(timeout=30) as client:
-        return await asyncio.gather(*[
-            client.post(f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-            for _ in range(count)
-        ])
+        return await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    headers={"authorization": f"Bearer {KEY}"},
+                    json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                )
+                for _ in range(count)
+            ]
+        )
 
 
 def test_worker_clock_30s_ahead_still_serves_every_job(clock_gw: Gateway) -> None:
@@ -101,8 +114,10 @@ def test_worker_clock_30s_behind_calls_no_provider_after_the_deadline(clock_gw: 
         worker.stop()
     calls = clock_gw.sim_log(SLOW_FAIL)
     late = [c for c in calls if float(c["t_s"]) > sent_s + BUDGET_S + 0.1]  # type: ignore[arg-type]
-    print(f"\nworker clock -30 s: statuses {sorted({r.status_code for r in responses})}, "
-          f"{len(calls)} upstream calls, {len(late)} started after the client's deadline")
+    print(
+        f"\nworker clock -30 s: statuses {sorted({r.status_code for r in responses})}, "
+        f"{len(calls)} upstream calls, {len(late)} started after the client's deadline"
+    )
     assert all(r.status_code in (502, 503, 504) for r in responses)
     assert late == []
 
@@ -119,7 +134,9 @@ def test_a_worker_30s_ahead_reports_its_skew_in_a_metric_and_a_warning(clock_gw:
     finally:
         worker.stop()
     ingress_skew = _skew_gauge(f"{clock_gw.base_url}/metrics")
-    print(f"\nworker clock +30 s: turnout_clock_skew_seconds {worker_skew:.3f} (ingress {ingress_skew}); log: {warning}")
+    print(
+        f"\nworker clock +30 s: turnout_clock_skew_seconds {worker_skew:.3f} (ingress {ingress_skew}); log: {warning}"
+    )
     assert worker_skew == pytest.approx(30.0, abs=0.5)
     logged = json.loads(warning)
     assert logged["clock_skew_s"] == pytest.approx(30.0, abs=0.5)

@@ -24,7 +24,8 @@ SLOTS = 4
 SLOW = "slots-slow~200+700ms"
 HANG = "slots-hang~hang"
 
-CONFIG = """\
+CONFIG = (
+    """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
 models:
@@ -34,12 +35,15 @@ policy:
   retry: {{max_retries: 0, per_attempt_timeout_ms: 1000}}
   budget: {{max_total_latency_ms: 8000}}
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: 1000}}
-""" + BREAKER_OFF + """
+"""
+    + BREAKER_OFF
+    + """
 orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
 """
+)
 
 
 @pytest.fixture(scope="module")
@@ -54,11 +58,16 @@ def slots_gw() -> Iterator[Gateway]:
 
 async def _many(gw: Gateway, model: str, count: int) -> list[httpx.Response]:
     async with httpx.AsyncClient(limits=httpx.Limits(max_connections=count), timeout=60) as client:
-        return await asyncio.gather(*[
-            client.post(f"{gw.base_url}/v1/chat/completions", headers={"authorization": f"Bearer {KEY}"},
-                        json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4})
-            for _ in range(count)
-        ])
+        return await asyncio.gather(
+            *[
+                client.post(
+                    f"{gw.base_url}/v1/chat/completions",
+                    headers={"authorization": f"Bearer {KEY}"},
+                    json={"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+                )
+                for _ in range(count)
+            ]
+        )
 
 
 GONE_NOTICED_S = 0.025
@@ -71,6 +80,7 @@ def most_at_once(calls: list[dict[str, object]]) -> int:
     A call the worker ended (`client_gone`) is taken as closed `GONE_NOTICED_S`
     before the simulator logged it; a whole extra job overlaps by seconds.
     """
+
     def end_s(call: dict[str, object]) -> float:
         return float(call["ended_s"]) - (GONE_NOTICED_S if call["end"] == "client_gone" else 0.0)  # type: ignore[arg-type]
 
@@ -88,8 +98,10 @@ def test_worker_never_runs_more_jobs_than_its_slots(slots_gw: Gateway, model: st
     responses = asyncio.run(_many(slots_gw, model, 3 * SLOTS))
     calls = slots_gw.sim_log(upstream)
     peak = most_at_once(calls)
-    print(f"\n{model}: {3 * SLOTS} requests on {SLOTS} slots: {len(calls)} upstream calls, at most {peak} at once, "
-          f"statuses {dict(Counter(r.status_code for r in responses))}")
+    print(
+        f"\n{model}: {3 * SLOTS} requests on {SLOTS} slots: {len(calls)} upstream calls, at most {peak} at once, "
+        f"statuses {dict(Counter(r.status_code for r in responses))}"
+    )
     assert peak <= SLOTS
 
 
@@ -103,9 +115,17 @@ def burst_gw() -> Iterator[Gateway]:
     require_redis()
     fleet = Fleet()
     try:
-        yield start_gateway(fleet, CONFIG.replace("max_total_latency_ms: 8000", "max_total_latency_ms: 60000")
-                            .replace(", per_attempt_timeout_ms: 1000", ""),
-                            workers=2, key=KEY, slow=BURST_UPSTREAM, hang=HANG, slots=str(BURST_SLOTS))
+        yield start_gateway(
+            fleet,
+            CONFIG.replace("max_total_latency_ms: 8000", "max_total_latency_ms: 60000").replace(
+                ", per_attempt_timeout_ms: 1000", ""
+            ),
+            workers=2,
+            key=KEY,
+            slow=BURST_UPSTREAM,
+            hang=HANG,
+            slots=str(BURST_SLOTS),
+        )
     finally:
         fleet.stop_all()
 
@@ -116,7 +136,9 @@ def test_burst_larger_than_the_slots_runs_each_job_once(burst_gw: Gateway) -> No
     calls = burst_gw.sim_log(BURST_UPSTREAM)
     runs = Counter(str(c["request_id"]) for c in calls)
     twice = sum(n > 1 for n in runs.values())
-    print(f"\n{BURST}-job burst on 2 x {BURST_SLOTS} slots: {len(calls)} upstream calls, {twice} jobs ran twice, "
-          f"at most {most_at_once(calls)} at once, statuses {dict(Counter(r.status_code for r in responses))}")
+    print(
+        f"\n{BURST}-job burst on 2 x {BURST_SLOTS} slots: {len(calls)} upstream calls, {twice} jobs ran twice, "
+        f"at most {most_at_once(calls)} at once, statuses {dict(Counter(r.status_code for r in responses))}"
+    )
     assert [r.status_code for r in responses] == [200] * BURST
     assert twice == 0

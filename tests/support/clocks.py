@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 
 from turnout.catalog import Catalog
+from turnout.core.breaker import BreakerSettings
 from turnout.health import Breakers
 from turnout.state.breaker_store import MemoryBreakerStore
-from turnout.core.breaker import BreakerSettings
 
 
 class FakeClock:
@@ -39,5 +39,10 @@ class FakeClock:
 
     def breakers(self, catalog: Catalog, seed: int = 17) -> Breakers:
         """In-memory breakers whose store and views read this clock; seeded draws."""
-        return Breakers(MemoryBreakerStore(clock=self), BreakerSettings(), sole_targets=catalog.sole_targets,
-                        clock=self, rng=random.Random(seed))
+        return Breakers(
+            MemoryBreakerStore(clock=self),
+            BreakerSettings(),
+            sole_targets=catalog.sole_targets,
+            clock=self,
+            rng=random.Random(seed),
+        )

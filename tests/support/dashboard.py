@@ -73,30 +73,43 @@ def start_dashboard(fleet: Fleet, echo: EchoUpstream, env: dict[str, str] | None
     """Redis, simulator, one worker and an ingress with the dashboard configuration."""
     require_redis()
     environ = {
-        "TURNOUT_OPERATOR_KEY": OPERATOR, "TURNOUT_SECRET_KEY": Fernet.generate_key().decode(),
-        "TURNOUT_SSRF_ALLOW": "127.0.0.1", "TURNOUT_METRICS_PORT": "0",
-        "PLATFORM_CANARY": PLATFORM, "BYOK_CANARY": BYOK,
+        "TURNOUT_OPERATOR_KEY": OPERATOR,
+        "TURNOUT_SECRET_KEY": Fernet.generate_key().decode(),
+        "TURNOUT_SSRF_ALLOW": "127.0.0.1",
+        "TURNOUT_METRICS_PORT": "0",
+        "PLATFORM_CANARY": PLATFORM,
+        "BYOK_CANARY": BYOK,
         "TURNOUT_UI_TRACE_URL": "http://traces.example/search?request_id={request_id}",
         **(env or {}),
     }
     return start_gateway(
-        fleet, CONFIG, env=environ, echo=echo.url, acme_admin=ACME_ADMIN, acme_user=ACME_USER,
-        beta_admin=BETA_ADMIN, beta_user=BETA_USER,
+        fleet,
+        CONFIG,
+        env=environ,
+        echo=echo.url,
+        acme_admin=ACME_ADMIN,
+        acme_user=ACME_USER,
+        beta_admin=BETA_ADMIN,
+        beta_user=BETA_USER,
     )
 
 
 def chat(base_url: str, key: str, model: str) -> httpx.Response:
     """One non-streaming chat completion."""
     return httpx.post(
-        f"{base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-        json={"model": model, "messages": [{"role": "user", "content": "hi"}]}, timeout=30,
+        f"{base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {key}"},
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}]},
+        timeout=30,
     )
 
 
 def health(base_url: str, key: str) -> list[dict[str, Any]]:
     """`GET /v1/health/providers` rows for an admin key."""
     rows: list[dict[str, Any]] = httpx.get(
-        f"{base_url}/v1/health/providers", headers={"authorization": f"Bearer {key}"}, timeout=10,
+        f"{base_url}/v1/health/providers",
+        headers={"authorization": f"Bearer {key}"},
+        timeout=10,
     ).json()["data"]
     return rows
 
@@ -128,8 +141,15 @@ def browser(width: int = 1360, height: int = 900) -> Any:
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                f"--window-size={width},{height}", "--disable-extensions", "--no-first-run"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={width},{height}",
+        "--disable-extensions",
+        "--no-first-run",
+    ):
         options.add_argument(arg)
     return webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
 

@@ -35,8 +35,13 @@ def _key(scope: dict[str, Any]) -> str:
 
 
 def _chunk(content: str) -> bytes:
-    data = {"id": "chatcmpl-leak", "object": "chat.completion.chunk", "created": 0, "model": "leak",
-            "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}]}
+    data = {
+        "id": "chatcmpl-leak",
+        "object": "chat.completion.chunk",
+        "created": 0,
+        "model": "leak",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": content}, "finish_reason": None}],
+    }
     return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 
@@ -44,8 +49,14 @@ def _answer(model: str, key: str, stream: bool) -> tuple[int, str, list[bytes]]:
     quoted = f"Incorrect API key provided: {key}. Upstream {INTERNAL} refused."
     body: dict[str, Any]
     if model == "leak-401":
-        body = {"error": {"message": quoted, "type": f"invalid_request_error:{key}", "param": key,
-                          "code": f"invalid_api_key:{key}"}}
+        body = {
+            "error": {
+                "message": quoted,
+                "type": f"invalid_request_error:{key}",
+                "param": key,
+                "code": f"invalid_api_key:{key}",
+            }
+        }
         return 401, "application/json", [json.dumps(body).encode()]
     if model == "leak-prefix":
         body = {"error": {"message": f"key {key[:24]} is not active", "type": "server_error", "code": None}}
@@ -61,9 +72,14 @@ def _answer(model: str, key: str, stream: bool) -> tuple[int, str, list[bytes]]:
         return 200, "text/event-stream", [_chunk("Hello"), b"data: " + json.dumps(error).encode() + b"\n\n"]
     if stream:
         return 200, "text/event-stream", [_chunk("Hello"), b"data: [DONE]\n\n"]
-    body = {"id": "chatcmpl-ok", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+    body = {
+        "id": "chatcmpl-ok",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
     return 200, "application/json", [json.dumps(body).encode()]
 
 
@@ -82,8 +98,7 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     except ValueError:
         request = {}
     status, content_type, parts = _answer(str(request.get("model", "")), _key(scope), bool(request.get("stream")))
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", content_type.encode())]})
+    await send({"type": "http.response.start", "status": status, "headers": [(b"content-type", content_type.encode())]})
     for part in parts:
         await send({"type": "http.response.body", "body": part, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -95,8 +110,9 @@ class EchoUpstream:
     def __init__(self) -> None:
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
-        self._server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                     access_log=False))
+        self._server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
+        )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 10

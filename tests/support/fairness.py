@@ -68,7 +68,9 @@ async def _b_requests(client: httpx.AsyncClient, base: str, count: int, gap_s: f
     latencies = []
     for _ in range(count):
         started = time.monotonic()
-        response = await client.post(f"{base}/v1/chat/completions", json=BODY, headers={"authorization": f"Bearer {KEY_B}"})
+        response = await client.post(
+            f"{base}/v1/chat/completions", json=BODY, headers={"authorization": f"Bearer {KEY_B}"}
+        )
         assert response.status_code == 200, response.text
         latencies.append(time.monotonic() - started)
         await asyncio.sleep(gap_s)
@@ -98,6 +100,9 @@ async def drive(base: str, *, flood: int, concurrency: int, samples: int, gap_s:
         during = await _b_requests(client, base, samples, gap_s)
         await asyncio.gather(*flooding)
         return Figures(
-            idle_b=idle, flood_b=during, a_done=len(statuses), a_ok=sum(1 for s in statuses if s == 200),
+            idle_b=idle,
+            flood_b=during,
+            a_done=len(statuses),
+            a_ok=sum(1 for s in statuses if s == 200),
             flood_s=time.monotonic() - started,
         )

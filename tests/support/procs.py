@@ -110,7 +110,10 @@ class Fleet:
         log_path = self.workdir / f"{name}.log"
         with open(log_path, "wb") as out:  # the child keeps its own descriptor
             popen = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, cwd=self.workdir,
+                argv,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                cwd=self.workdir,
                 env={**TEST_REDIS_CALL_TIMEOUT, **os.environ, **(env or {})},
             )
         proc = Proc(name=name, popen=popen, log_path=log_path, argv=argv)
@@ -126,10 +129,24 @@ class Fleet:
         port = free_port()
         data = self.workdir / f"redis-{port}"
         data.mkdir()
-        proc = self.spawn(f"redis-{port}", [
-            server, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(data),
-            "--appendonly", "yes" if aof else "no", "--save", "", "--loglevel", "warning",
-        ])
+        proc = self.spawn(
+            f"redis-{port}",
+            [
+                server,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--dir",
+                str(data),
+                "--appendonly",
+                "yes" if aof else "no",
+                "--save",
+                "",
+                "--loglevel",
+                "warning",
+            ],
+        )
         url = f"redis://127.0.0.1:{port}/0"
         import redis
 
@@ -153,19 +170,44 @@ class Fleet:
     ) -> tuple[Proc, str]:
         """Start an ingress process (extra `env` variables); returns it and its base URL."""
         port = port or free_port()
-        proc = self.spawn(f"ingress-{port}", [
-            sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config_path),
-            "--redis-url", redis_url, "--port", str(port),
-        ], env)
+        proc = self.spawn(
+            f"ingress-{port}",
+            [
+                sys.executable,
+                "-m",
+                "turnout_cli.main",
+                "ingress",
+                "--config",
+                str(config_path),
+                "--redis-url",
+                redis_url,
+                "--port",
+                str(port),
+            ],
+            env,
+        )
         base = f"http://127.0.0.1:{port}"
         wait_until(lambda: http_ok(f"{base}/health/readiness"), 20, "ingress")
         return proc, base
 
-    def worker(self, config_path: Path, redis_url: str, name: str = "worker", env: dict[str, str] | None = None) -> Proc:
+    def worker(
+        self, config_path: Path, redis_url: str, name: str = "worker", env: dict[str, str] | None = None
+    ) -> Proc:
         """Start a worker process (extra `env` variables; ready once its log says so)."""
-        proc = self.spawn(name, [
-            sys.executable, "-m", "turnout_cli.main", "worker", "--config", str(config_path), "--redis-url", redis_url,
-        ], env)
+        proc = self.spawn(
+            name,
+            [
+                sys.executable,
+                "-m",
+                "turnout_cli.main",
+                "worker",
+                "--config",
+                str(config_path),
+                "--redis-url",
+                redis_url,
+            ],
+            env,
+        )
         wait_until(lambda: "worker ready" in proc.log(), 20, name)
         return proc
 

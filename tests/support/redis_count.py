@@ -36,8 +36,12 @@ import redis
 SETTLE_S = 0.05
 """A request's window closes once no command arrived for this long after its answer (seconds)."""
 
-RECORDS = ("XADD turnout:records ", "HSET turnout:attempts:open:", "EXPIRE turnout:attempts:open:",
-           "HDEL turnout:attempts:open:")
+RECORDS = (
+    "XADD turnout:records ",
+    "HSET turnout:attempts:open:",
+    "EXPIRE turnout:attempts:open:",
+    "HDEL turnout:attempts:open:",
+)
 """Commands of the attempt records' writer (counted apart, `RequestCommands.records`)."""
 
 
@@ -100,7 +104,7 @@ def _window(seen: _Seen, start: str, end: str) -> list[tuple[str, str, str]]:
         lines = list(seen.commands)
     begin = next(i for i, c in enumerate(lines) if start in c[2])
     finish = next(i for i, c in enumerate(lines) if end in c[2])
-    return lines[begin + 1:finish]
+    return lines[begin + 1 : finish]
 
 
 def _mark(client: redis.Redis, seen: _Seen, text: str) -> None:
@@ -160,9 +164,12 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
         least = sent.index(min(sent))
         typical = windows[least]
         return RequestCommands(
-            per_request=sent, inside_scripts=inner, fewest_inside_scripts=inner[least],
+            per_request=sent,
+            inside_scripts=inner,
+            fewest_inside_scripts=inner[least],
             breakdown=Counter(name for kind, name, _ in typical if kind != "lua"),
-            commands=[("lua:" if kind == "lua" else "") + line[:120] for kind, _, line in typical], records=records,
+            commands=[("lua:" if kind == "lua" else "") + line[:120] for kind, _, line in typical],
+            records=records,
         )
     finally:
         stop.set()

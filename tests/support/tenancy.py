@@ -89,8 +89,16 @@ def start_tenancy(fleet: Fleet, env: dict[str, str] | None = None, workers: int 
     """Redis, simulator, worker(s) and ingress with the tenancy configuration."""
     require_redis()
     return start_gateway(
-        fleet, CONFIG, workers=workers, env=env or tenancy_env(), shared_a=SHARED_A, shared_b=SHARED_B,
-        acme_admin=ACME_ADMIN, acme_user=ACME_USER, beta_admin=BETA_ADMIN, beta_user=BETA_USER,
+        fleet,
+        CONFIG,
+        workers=workers,
+        env=env or tenancy_env(),
+        shared_a=SHARED_A,
+        shared_b=SHARED_B,
+        acme_admin=ACME_ADMIN,
+        acme_user=ACME_USER,
+        beta_admin=BETA_ADMIN,
+        beta_user=BETA_USER,
         beta_ep=BETA_ENDPOINT_KEY,
     )
 
@@ -106,8 +114,12 @@ class Admin:
     def call(self, method: str, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
         """Call `/admin/v1{path}`; every response body is kept in `seen` (for leak checks)."""
         response = httpx.request(
-            method, f"{self.base_url}/admin/v1{path}", json=json,
-            headers={"authorization": f"Bearer {self.key}"}, timeout=10, **kwargs,
+            method,
+            f"{self.base_url}/admin/v1{path}",
+            json=json,
+            headers={"authorization": f"Bearer {self.key}"},
+            timeout=10,
+            **kwargs,
         )
         self.seen.append(response.text)
         return response
@@ -116,8 +128,10 @@ class Admin:
 def chat(base_url: str, key: str, model: str, **extra: Any) -> httpx.Response:
     """One non-streaming chat completion through the ingress with `key`."""
     return httpx.post(
-        f"{base_url}/v1/chat/completions", headers={"authorization": f"Bearer {key}"},
-        json={"model": model, "messages": [{"role": "user", "content": "hi"}], **extra}, timeout=30,
+        f"{base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {key}"},
+        json={"model": model, "messages": [{"role": "user", "content": "hi"}], **extra},
+        timeout=30,
     )
 
 

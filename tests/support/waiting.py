@@ -16,8 +16,9 @@ GENEROUS_S = 10.0
 """The default bound: far beyond any healthy wait, well inside the test timeout."""
 
 
-async def eventually(condition: Callable[[], bool | Awaitable[bool]], within_s: float = GENEROUS_S,
-                     poll_s: float = 0.01) -> None:
+async def eventually(
+    condition: Callable[[], bool | Awaitable[bool]], within_s: float = GENEROUS_S, poll_s: float = 0.01
+) -> None:
     """Poll `condition` (sync or async) until it holds.
 
     Raises:

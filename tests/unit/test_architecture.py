@@ -120,8 +120,11 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "libs").rglob("*.py")) + sorted((ROOT / "services").rglob("*.py")),
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    sorted((ROOT / "libs").rglob("*.py")) + sorted((ROOT / "services").rglob("*.py")),
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_redis_errors_are_mapped_only_in_the_state_edge(path: Path) -> None:
     if path.parent != LIB / "state":
         assert "RedisError" not in path.read_text(), f"{path}: catch StateUnavailable (turnout.state.errors)"
@@ -137,7 +140,7 @@ def test_each_package_face_resolves_every_name_it_lists(package: str) -> None:
         home = importlib.import_module(f"turnout.{package}.{module}")
         assert getattr(face, name) is getattr(home, name)
     with pytest.raises(AttributeError):
-        getattr(face, "no_such_name")
+        _ = face.no_such_name
 
 
 @pytest.mark.parametrize("package", PACKAGES)

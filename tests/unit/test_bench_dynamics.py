@@ -11,8 +11,15 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 
-from dynamics.calls import (  # noqa: E402
-    Call, max_in_flight, open_loop, peak_per_window, per_second, retry_hint_s, share, statuses,
+from dynamics.calls import (
+    Call,
+    max_in_flight,
+    open_loop,
+    peak_per_window,
+    per_second,
+    retry_hint_s,
+    share,
+    statuses,
 )
 
 

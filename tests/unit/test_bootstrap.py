@@ -5,13 +5,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnout.tenancy.bootstrap import merge_org
 from turnout.config import Config, parse_config
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
+from turnout.tenancy.bootstrap import merge_org
 from turnout.tenancy.orgs import OrgDoc, hash_token
 from turnout.tenancy.ssrf import AllowList
-from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
@@ -43,7 +43,7 @@ def merge(current: OrgDoc | None, config: Config, now_s: float = 100.0) -> tuple
 
 
 def first() -> OrgDoc:
-    doc, changed = merge(None, cfg())
+    doc, _changed = merge(None, cfg())
     assert doc is not None
     return doc
 
@@ -82,7 +82,7 @@ def test_run_time_edit_wins_over_a_later_file_change() -> None:
 
 def test_revoked_key_stays_revoked_across_restarts() -> None:
     doc = revoke_key(first(), "ci", 150.0)
-    new, changed = merge(doc, cfg())
+    new, _changed = merge(doc, cfg())
     assert new is doc and new.keys["ci"].revoked_s == 150.0
 
 
@@ -96,7 +96,8 @@ def test_objects_deleted_at_run_time_are_not_recreated() -> None:
 
 def test_objects_removed_from_the_file_stay() -> None:
     doc = first()
-    slim = parse_config("""
+    slim = parse_config(
+        """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
 models:
@@ -104,7 +105,9 @@ models:
   m2: {offers: [{provider: a, model: m2}]}
 orgs:
   acme: {}
-""", env={})
+""",
+        env={},
+    )
     new, changed = merge_org(doc, "acme", slim.raw.orgs["acme"], slim, VAULT, ALLOW, 300.0)
     assert new is not None and "ci" in new.keys and "vllm" in new.custom_endpoints
     assert changed == ["settings"]
@@ -124,7 +127,8 @@ def test_byok_without_a_secret_key_refuses_the_start_naming_the_path() -> None:
 def test_duplicate_key_names_in_one_org_are_refused() -> None:
     """Refused by `turnout config check` already (not only at the ingress's start)."""
     with pytest.raises(ConfigError, match=r"^orgs\.acme\.keys\[1\]\.name: key name 'ci' is used twice"):
-        parse_config("""
+        parse_config(
+            """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
 models:
@@ -134,4 +138,6 @@ orgs:
     keys:
       - {name: ci, key: tk-one-000000001}
       - {name: ci, key: tk-two-000000001}
-""", env={})
+""",
+            env={},
+        )

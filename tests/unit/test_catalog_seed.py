@@ -7,8 +7,18 @@ import pytest
 
 from turnout.catalog import Catalog
 from turnout.catalog.doc import (
-    CatalogDoc, KeyRef, ProviderEntry, config_of, doc_decoder, doc_encoder, doc_from_config, file_digest,
-    platform_key_binding, resolve_key, rotate_keys, same_catalog,
+    CatalogDoc,
+    KeyRef,
+    ProviderEntry,
+    config_of,
+    doc_decoder,
+    doc_encoder,
+    doc_from_config,
+    file_digest,
+    platform_key_binding,
+    resolve_key,
+    rotate_keys,
+    same_catalog,
 )
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import decide
@@ -16,7 +26,8 @@ from turnout.config import Config, ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
 from turnout.tenancy.vault import Vault, generate_key
 
-FILE = parse_config("""
+FILE = parse_config(
+    """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: sk-file-key-a-0001}
   b: {kind: openai, base_url: "https://b.example/v1"}
@@ -25,7 +36,9 @@ models:
   m2: {offers: [{provider: b, model: m2}], order: priority}
 policy:
   fallback: {models: [m2]}
-""", env={})
+""",
+    env={},
+)
 VAULT = Vault([generate_key()])
 NO_VAULT = Vault([])
 
@@ -51,7 +64,8 @@ def test_the_document_of_a_file_gives_back_the_file_catalog(vault: Vault) -> Non
 
 
 def test_the_digest_ignores_key_order_and_sees_every_change() -> None:
-    reordered = parse_config("""
+    reordered = parse_config(
+        """
 models:
   m2: {order: priority, offers: [{model: m2, provider: b}]}
   m1: {offers: [{provider: a, model: m1}]}
@@ -60,32 +74,48 @@ providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: sk-file-key-a-0001}
 policy:
   fallback: {models: [m2]}
-""", env={})
+""",
+        env={},
+    )
     assert file_digest(reordered) == file_digest(FILE)
-    rekeyed = msgspec.structs.replace(FILE, raw=msgspec.structs.replace(FILE.raw, providers={
-        **FILE.raw.providers, "a": msgspec.structs.replace(FILE.raw.providers["a"], api_key="sk-other-key-0002")}))
+    rekeyed = msgspec.structs.replace(
+        FILE,
+        raw=msgspec.structs.replace(
+            FILE.raw,
+            providers={
+                **FILE.raw.providers,
+                "a": msgspec.structs.replace(FILE.raw.providers["a"], api_key="sk-other-key-0002"),
+            },
+        ),
+    )
     assert file_digest(rekeyed) != file_digest(FILE)
 
 
 def test_same_catalog_sees_a_model_or_url_edited() -> None:
     doc = doc_from_config(FILE, VAULT)
     more = msgspec.structs.replace(doc, models={**doc.models, "m3": doc.models["m1"]})
-    moved = msgspec.structs.replace(doc, providers={
-        **doc.providers, "b": ProviderEntry(kind="openai", base_url="https://elsewhere.example/v1")})
+    moved = msgspec.structs.replace(
+        doc, providers={**doc.providers, "b": ProviderEntry(kind="openai", base_url="https://elsewhere.example/v1")}
+    )
     assert same_catalog(doc, FILE)
     assert not same_catalog(more, FILE)
     assert not same_catalog(moved, FILE)
 
 
-@pytest.mark.parametrize(("ref", "env", "expected"), [
-    (None, {}, None),
-    (KeyRef(source="env", name="KEY_A"), {"KEY_A": "sk-from-env-0001"}, "sk-from-env-0001"),
-    (KeyRef(source="env", name="KEY_A"), {}, None),
-    (KeyRef(source="file"), {}, "sk-file-key-a-0001"),
-    (KeyRef(source="sealed", sealed=VAULT.seal("sk-sealed-0001", platform_key_binding("a"))), {}, "sk-sealed-0001"),
-    (KeyRef(source="sealed", sealed=VAULT.seal("sk-sealed-0001", platform_key_binding("b"))), {}, None),
-])
-def test_a_key_reference_resolves_in_this_process(ref: KeyRef | None, env: dict[str, str], expected: str | None) -> None:
+@pytest.mark.parametrize(
+    ("ref", "env", "expected"),
+    [
+        (None, {}, None),
+        (KeyRef(source="env", name="KEY_A"), {"KEY_A": "sk-from-env-0001"}, "sk-from-env-0001"),
+        (KeyRef(source="env", name="KEY_A"), {}, None),
+        (KeyRef(source="file"), {}, "sk-file-key-a-0001"),
+        (KeyRef(source="sealed", sealed=VAULT.seal("sk-sealed-0001", platform_key_binding("a"))), {}, "sk-sealed-0001"),
+        (KeyRef(source="sealed", sealed=VAULT.seal("sk-sealed-0001", platform_key_binding("b"))), {}, None),
+    ],
+)
+def test_a_key_reference_resolves_in_this_process(
+    ref: KeyRef | None, env: dict[str, str], expected: str | None
+) -> None:
     assert resolve_key("a", ref, FILE, env, VAULT) == expected
 
 
@@ -102,15 +132,26 @@ def test_the_key_view_never_shows_the_key() -> None:
     assert KeyRef(source="file").view() == {"source": "file"}
 
 
-@pytest.mark.parametrize(("edit", "path"), [
-    (lambda d: msgspec.structs.replace(d, models={**d.models, "m3": ModelConfig(
-        offers=[OfferConfig(provider="zz", model="x")])}), "models.m3.offers[0].provider"),
-    (lambda d: msgspec.structs.replace(d, models={**d.models, "m3": ModelConfig(offers=[])}), "models.m3.offers"),
-    (lambda d: msgspec.structs.replace(d, providers={
-        **d.providers, "c": ProviderEntry(kind="openai", base_url="ftp://c")}), "providers.c.base_url"),
-    (lambda d: msgspec.structs.replace(d, models={"m1": d.models["m1"]}), "policy.fallback.models[0]"),
-    (lambda d: msgspec.structs.replace(d, models={}), "models"),
-])
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (
+            lambda d: msgspec.structs.replace(
+                d, models={**d.models, "m3": ModelConfig(offers=[OfferConfig(provider="zz", model="x")])}
+            ),
+            "models.m3.offers[0].provider",
+        ),
+        (lambda d: msgspec.structs.replace(d, models={**d.models, "m3": ModelConfig(offers=[])}), "models.m3.offers"),
+        (
+            lambda d: msgspec.structs.replace(
+                d, providers={**d.providers, "c": ProviderEntry(kind="openai", base_url="ftp://c")}
+            ),
+            "providers.c.base_url",
+        ),
+        (lambda d: msgspec.structs.replace(d, models={"m1": d.models["m1"]}), "policy.fallback.models[0]"),
+        (lambda d: msgspec.structs.replace(d, models={}), "models"),
+    ],
+)
 def test_an_edit_obeys_the_rules_of_the_file(edit: object, path: str) -> None:
     doc = edit(doc_from_config(FILE, VAULT))  # type: ignore[operator]
     with pytest.raises(ConfigError) as caught:
@@ -124,20 +165,23 @@ FROM_FILE = CatalogDoc(providers={}, models={}, origin="file", file_digest="d1")
 FROM_API = CatalogDoc(providers={}, models={}, origin="api", file_digest="d1")
 
 
-@pytest.mark.parametrize(("doc", "digest", "known", "force", "outcome"), [
-    (EMPTY, "d1", False, False, "seeded"),
-    (EMPTY, "d1", False, True, "seeded"),
-    (FROM_FILE, "d1", True, False, "kept"),   # a restart with the same file writes nothing
-    (FROM_API, "d1", True, False, "kept"),    # admin edits survive a restart
-    (FROM_FILE, "d0", True, False, "kept"),   # a stale file (applied before) never reverts the catalog
-    (FROM_API, "d0", True, False, "kept"),
-    (FROM_FILE, "d2", False, False, "applied"),  # the operator changed the file: it is applied once
-    (FROM_API, "d2", False, False, "kept"),   # ... unless admin edits came after the last file
-    (FROM_API, "d2", False, True, "forced"),  # the operator asked
-    (FROM_API, "d1", True, True, "forced"),
-    (FROM_FILE, "d0", True, True, "forced"),
-    (FROM_FILE, "d1", True, True, "kept"),    # asked, but Redis holds this very file
-])
+@pytest.mark.parametrize(
+    ("doc", "digest", "known", "force", "outcome"),
+    [
+        (EMPTY, "d1", False, False, "seeded"),
+        (EMPTY, "d1", False, True, "seeded"),
+        (FROM_FILE, "d1", True, False, "kept"),  # a restart with the same file writes nothing
+        (FROM_API, "d1", True, False, "kept"),  # admin edits survive a restart
+        (FROM_FILE, "d0", True, False, "kept"),  # a stale file (applied before) never reverts the catalog
+        (FROM_API, "d0", True, False, "kept"),
+        (FROM_FILE, "d2", False, False, "applied"),  # the operator changed the file: it is applied once
+        (FROM_API, "d2", False, False, "kept"),  # ... unless admin edits came after the last file
+        (FROM_API, "d2", False, True, "forced"),  # the operator asked
+        (FROM_API, "d1", True, True, "forced"),
+        (FROM_FILE, "d0", True, True, "forced"),
+        (FROM_FILE, "d1", True, True, "kept"),  # asked, but Redis holds this very file
+    ],
+)
 def test_the_bootstrap_rule(doc: CatalogDoc | None, digest: str, known: bool, force: bool, outcome: str) -> None:
     assert decide(doc, digest, known, force=force) == outcome
 
@@ -147,6 +191,7 @@ def test_a_swap_replaces_the_whole_catalog_and_tells_the_listeners() -> None:
     before = live.current
     seen: list[tuple[Config, Catalog]] = []
     live.on_swap(lambda config, catalog: seen.append((config, catalog)))
+
     def failing(config: Config, catalog: Catalog) -> None:
         raise ZeroDivisionError("a listener that fails")
 
@@ -163,9 +208,13 @@ def test_a_swap_replaces_the_whole_catalog_and_tells_the_listeners() -> None:
 def test_rotation_reseals_every_sealed_key_under_the_newest_vault_key() -> None:
     old_key = generate_key()
     old = Vault([old_key])
-    doc = msgspec.structs.replace(doc_from_config(FILE, old), providers={
-        **doc_from_config(FILE, old).providers,
-        "b": ProviderEntry(kind="openai", base_url="https://b.example/v1", key=KeyRef(source="env", name="B"))})
+    doc = msgspec.structs.replace(
+        doc_from_config(FILE, old),
+        providers={
+            **doc_from_config(FILE, old).providers,
+            "b": ProviderEntry(kind="openai", base_url="https://b.example/v1", key=KeyRef(source="env", name="B")),
+        },
+    )
     new_key = generate_key()
     both = Vault([new_key, old_key])
     rotated, count = rotate_keys(doc, both)

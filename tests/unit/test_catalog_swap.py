@@ -13,32 +13,42 @@ from turnout.config import Config, ProviderConfig, parse_config
 from turnout.core.plan import RoutingSettings, UnknownModel
 from turnout.router import RequestInfo, Router
 
-CONFIG = parse_config("""
+CONFIG = parse_config(
+    """
 providers:
   pa: {kind: openai_compatible, base_url: "https://old.test/v1", api_key: sk-old-key-0001}
 models:
   m: {offers: [{provider: pa, model: m}]}
   other: {offers: [{provider: pa, model: other}]}
-""", env={})
+""",
+    env={},
+)
 
 
 def moved(config: Config) -> Config:
     """The catalog after an edit: provider `pa` at a new URL with a new key, model `m` removed."""
     raw = msgspec.structs.replace(
         config.raw,
-        providers={"pa": ProviderConfig(kind="openai_compatible", base_url="https://new.test/v1",
-                                        api_key="sk-new-key-0002")},
+        providers={
+            "pa": ProviderConfig(kind="openai_compatible", base_url="https://new.test/v1", api_key="sk-new-key-0002")
+        },
         models={"other": config.raw.models["other"]},
     )
     return msgspec.structs.replace(config, raw=raw)
 
 
 def completion(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(200, json={
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-    })
+    return httpx.Response(
+        200,
+        json={
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        },
+    )
 
 
 @pytest.fixture
@@ -65,8 +75,15 @@ async def test_a_request_planned_before_a_swap_finishes_on_its_own_catalog(
     plan, view = await r.plan("m", RoutingSettings(), CONFIG.policy, catalog=snapshot)
     live.swap(moved(CONFIG), 2)  # arrives while the request is in flight
     info = RequestInfo(request_id="r1", requested_model="m")
-    result = await r.route({"model": "m", "messages": [{"role": "user", "content": "hi"}]}, plan=plan, view=view,
-                           policy=CONFIG.policy, time_left_s=30, info=info, catalog=snapshot)
+    result = await r.route(
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        plan=plan,
+        view=view,
+        policy=CONFIG.policy,
+        time_left_s=30,
+        info=info,
+        catalog=snapshot,
+    )
     assert result.verdict is None
     assert [c.url.host for c in calls] == ["old.test"]
     assert calls[0].headers["authorization"] == "Bearer sk-old-key-0001"
@@ -81,8 +98,14 @@ async def test_a_request_after_the_swap_sees_only_the_new_catalog(
         await r.plan("m", RoutingSettings(), CONFIG.policy)
     plan, view = await r.plan("other", RoutingSettings(), CONFIG.policy)
     info = RequestInfo(request_id="r2", requested_model="other")
-    result = await r.route({"model": "other", "messages": [{"role": "user", "content": "hi"}]}, plan=plan,
-                           view=view, policy=CONFIG.policy, time_left_s=30, info=info)
+    result = await r.route(
+        {"model": "other", "messages": [{"role": "user", "content": "hi"}]},
+        plan=plan,
+        view=view,
+        policy=CONFIG.policy,
+        time_left_s=30,
+        info=info,
+    )
     assert result.verdict is None
     assert [c.url.host for c in calls] == ["new.test"]
     assert calls[0].headers["authorization"] == "Bearer sk-new-key-0002"

@@ -10,44 +10,84 @@ from turnout_cli.admin import _request
 from turnout_cli.main import build_parser
 
 
-@pytest.mark.parametrize(("argv", "expected"), [
-    (["orgs", "list"], ("GET", "/orgs", None)),
-    (["spend", "show", "acme"], ("GET", "/orgs/acme/spend?period=month", None)),
-    (["spend", "show", "acme", "--period", "day", "--at", "2026-12-01"],
-     ("GET", "/orgs/acme/spend?period=day&at=2026-12-01", None)),
-    (["orgs", "create", "acme", "--settings", '{"key_mode": "own_only"}'],
-     ("POST", "/orgs", {"id": "acme", "settings": {"key_mode": "own_only"}})),
-    (["orgs", "delete", "acme"], ("DELETE", "/orgs/acme", None)),
-    (["squads", "create", "acme", "research"], ("POST", "/orgs/acme/squads", {"name": "research"})),
-    (["squads", "delete", "acme", "research"], ("DELETE", "/orgs/acme/squads/research", None)),
-    (["keys", "create", "acme", "ci", "--squad", "research", "--ttl-s", "60"],
-     ("POST", "/orgs/acme/keys", {"name": "ci", "admin": False, "squad": "research", "ttl_s": 60.0})),
-    (["keys", "create", "acme", "boss", "--admin"],
-     ("POST", "/orgs/acme/keys", {"name": "boss", "admin": True, "squad": None})),
-    (["keys", "update", "acme", "ci", "--no-squad", "--no-admin"],
-     ("PATCH", "/orgs/acme/keys/ci", {"squad": None, "admin": False})),
-    (["keys", "revoke", "acme", "ci"], ("POST", "/orgs/acme/keys/ci/revoke", None)),
-    (["keys", "effective", "acme", "ci"], ("GET", "/orgs/acme/keys/ci/effective", None)),
-    (["settings", "get", "acme", "--squad", "research"], ("GET", "/orgs/acme/squads/research/settings", None)),
-    (["settings", "set", "acme", '{"reroutes": null}', "--key", "ci"],
-     ("PATCH", "/orgs/acme/keys/ci/settings", {"reroutes": None})),
-    (["settings", "replace", "acme", '{"fallbacks": ["m"]}'], ("PUT", "/orgs/acme/settings", {"fallbacks": ["m"]})),
-    (["provider-keys", "delete", "acme", "openai"], ("DELETE", "/orgs/acme/provider-keys/openai", None)),
-    (["endpoints", "set", "acme", "vllm", "--base-url", "https://v.example/v1"],
-     ("PUT", "/orgs/acme/custom-endpoints/vllm", {"base_url": "https://v.example/v1"})),
-    (["rotate-secrets"], ("POST", "/secrets/rotate", None)),
-    (["catalog", "get"], ("GET", "/catalog", None)),
-    (["catalog", "set-model", "m", '{"offers": [{"provider": "a", "model": "x"}]}'],
-     ("PUT", "/catalog/models/m", {"offers": [{"provider": "a", "model": "x"}]})),
-    (["catalog", "delete-model", "m"], ("DELETE", "/catalog/models/m", None)),
-    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1", "--key-env", "A_KEY"],
-     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1", "api_key_env": "A_KEY"})),
-    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1"],
-     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1"})),
-    (["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1", "--no-key"],
-     ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1", "api_key": None})),
-    (["catalog", "delete-provider", "a"], ("DELETE", "/catalog/providers/a", None)),
-], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["orgs", "list"], ("GET", "/orgs", None)),
+        (["spend", "show", "acme"], ("GET", "/orgs/acme/spend?period=month", None)),
+        (
+            ["spend", "show", "acme", "--period", "day", "--at", "2026-12-01"],
+            ("GET", "/orgs/acme/spend?period=day&at=2026-12-01", None),
+        ),
+        (
+            ["orgs", "create", "acme", "--settings", '{"key_mode": "own_only"}'],
+            ("POST", "/orgs", {"id": "acme", "settings": {"key_mode": "own_only"}}),
+        ),
+        (["orgs", "delete", "acme"], ("DELETE", "/orgs/acme", None)),
+        (["squads", "create", "acme", "research"], ("POST", "/orgs/acme/squads", {"name": "research"})),
+        (["squads", "delete", "acme", "research"], ("DELETE", "/orgs/acme/squads/research", None)),
+        (
+            ["keys", "create", "acme", "ci", "--squad", "research", "--ttl-s", "60"],
+            ("POST", "/orgs/acme/keys", {"name": "ci", "admin": False, "squad": "research", "ttl_s": 60.0}),
+        ),
+        (
+            ["keys", "create", "acme", "boss", "--admin"],
+            ("POST", "/orgs/acme/keys", {"name": "boss", "admin": True, "squad": None}),
+        ),
+        (
+            ["keys", "update", "acme", "ci", "--no-squad", "--no-admin"],
+            ("PATCH", "/orgs/acme/keys/ci", {"squad": None, "admin": False}),
+        ),
+        (["keys", "revoke", "acme", "ci"], ("POST", "/orgs/acme/keys/ci/revoke", None)),
+        (["keys", "effective", "acme", "ci"], ("GET", "/orgs/acme/keys/ci/effective", None)),
+        (["settings", "get", "acme", "--squad", "research"], ("GET", "/orgs/acme/squads/research/settings", None)),
+        (
+            ["settings", "set", "acme", '{"reroutes": null}', "--key", "ci"],
+            ("PATCH", "/orgs/acme/keys/ci/settings", {"reroutes": None}),
+        ),
+        (["settings", "replace", "acme", '{"fallbacks": ["m"]}'], ("PUT", "/orgs/acme/settings", {"fallbacks": ["m"]})),
+        (["provider-keys", "delete", "acme", "openai"], ("DELETE", "/orgs/acme/provider-keys/openai", None)),
+        (
+            ["endpoints", "set", "acme", "vllm", "--base-url", "https://v.example/v1"],
+            ("PUT", "/orgs/acme/custom-endpoints/vllm", {"base_url": "https://v.example/v1"}),
+        ),
+        (["rotate-secrets"], ("POST", "/secrets/rotate", None)),
+        (["catalog", "get"], ("GET", "/catalog", None)),
+        (
+            ["catalog", "set-model", "m", '{"offers": [{"provider": "a", "model": "x"}]}'],
+            ("PUT", "/catalog/models/m", {"offers": [{"provider": "a", "model": "x"}]}),
+        ),
+        (["catalog", "delete-model", "m"], ("DELETE", "/catalog/models/m", None)),
+        (
+            [
+                "catalog",
+                "set-provider",
+                "a",
+                "--kind",
+                "openai",
+                "--base-url",
+                "https://a.example/v1",
+                "--key-env",
+                "A_KEY",
+            ],
+            (
+                "PUT",
+                "/catalog/providers/a",
+                {"kind": "openai", "base_url": "https://a.example/v1", "api_key_env": "A_KEY"},
+            ),
+        ),
+        (
+            ["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1"],
+            ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1"}),
+        ),
+        (
+            ["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1", "--no-key"],
+            ("PUT", "/catalog/providers/a", {"kind": "openai", "base_url": "https://a.example/v1", "api_key": None}),
+        ),
+        (["catalog", "delete-provider", "a"], ("DELETE", "/catalog/providers/a", None)),
+    ],
+    ids=lambda v: " ".join(v) if isinstance(v, list) else "",
+)
 def test_admin_command_maps_to_one_api_call(argv: list[str], expected: tuple[str, str, Any]) -> None:
     args = build_parser().parse_args(["admin", "--key", "k", *argv])
     assert _request(args) == expected
@@ -55,7 +95,9 @@ def test_admin_command_maps_to_one_api_call(argv: list[str], expected: tuple[str
 
 def test_provider_key_secret_comes_from_the_environment_not_argv(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACME_OPENAI", "sk-from-env-0001")
-    args = build_parser().parse_args(["admin", "provider-keys", "set", "acme", "openai", "--api-key-env", "ACME_OPENAI"])
+    args = build_parser().parse_args(
+        ["admin", "provider-keys", "set", "acme", "openai", "--api-key-env", "ACME_OPENAI"]
+    )
     assert _request(args) == ("PUT", "/orgs/acme/provider-keys/openai", {"api_key": "sk-from-env-0001"})
     with pytest.raises(SystemExit):
         build_parser().parse_args(["admin", "provider-keys", "set", "acme", "openai", "--api-key", "sk-x"])
@@ -66,10 +108,35 @@ def test_a_catalog_provider_key_comes_from_stdin_never_argv(monkeypatch: pytest.
 
     monkeypatch.setattr("sys.stdin", io.StringIO("sk-from-stdin-0001\n"))
     args = build_parser().parse_args(
-        ["admin", "catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1",
-         "--with-key"])
-    assert _request(args) == ("PUT", "/catalog/providers/a", {
-        "kind": "openai", "base_url": "https://a.example/v1", "api_key": "sk-from-stdin-0001"})
+        [
+            "admin",
+            "catalog",
+            "set-provider",
+            "a",
+            "--kind",
+            "openai",
+            "--base-url",
+            "https://a.example/v1",
+            "--with-key",
+        ]
+    )
+    assert _request(args) == (
+        "PUT",
+        "/catalog/providers/a",
+        {"kind": "openai", "base_url": "https://a.example/v1", "api_key": "sk-from-stdin-0001"},
+    )
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["admin", "catalog", "set-provider", "a", "--kind", "openai", "--base-url",
-                                   "https://a.example/v1", "--api-key", "sk-x"])
+        build_parser().parse_args(
+            [
+                "admin",
+                "catalog",
+                "set-provider",
+                "a",
+                "--kind",
+                "openai",
+                "--base-url",
+                "https://a.example/v1",
+                "--api-key",
+                "sk-x",
+            ]
+        )

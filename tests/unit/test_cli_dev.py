@@ -20,7 +20,11 @@ def test_the_procfile_demo_catalog_is_turnout_devs() -> None:
     dev = parse_config(DEMO_CONFIG.format(sim_port=9100, key=DEMO_KEY), env={})
     procfile = parse_config((ROOT / "infra" / "procfile" / "turnout.yaml").read_text(), env={})
     assert (procfile.raw.models, procfile.raw.providers, procfile.raw.orgs, procfile.raw.egress) == (
-        dev.raw.models, dev.raw.providers, dev.raw.orgs, dev.raw.egress)
+        dev.raw.models,
+        dev.raw.providers,
+        dev.raw.orgs,
+        dev.raw.egress,
+    )
 
 
 def test_the_procfile_keeps_redis_data_out_of_the_shared_tmp() -> None:
@@ -46,8 +50,9 @@ def test_a_port_out_of_range_is_refused_not_wrapped(value: str, capsys: pytest.C
     assert f"argument --port: a port is a whole number from 1 to 65535, got {value!r}" in capsys.readouterr().err
 
 
-def test_a_bad_turnout_port_is_refused_naming_the_option(monkeypatch: pytest.MonkeyPatch,
-                                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_bad_turnout_port_is_refused_naming_the_option(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("TURNOUT_PORT", "99999")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["ingress"])

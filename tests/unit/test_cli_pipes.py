@@ -29,6 +29,10 @@ def test_a_closed_stdout_pipe_exits_141_without_a_traceback() -> None:
 
 
 def test_an_open_pipe_keeps_the_commands_exit_code() -> None:
-    done = subprocess.run([sys.executable, "-c", SCRIPT.replace("200_000", "3").replace("return 0", "return 4")],
-                          capture_output=True, timeout=30, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT.replace("200_000", "3").replace("return 0", "return 4")],
+        capture_output=True,
+        timeout=30,
+        check=False,
+    )
     assert done.returncode == 4 and done.stdout.count(b"\n") == 3 and not done.stderr

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 
 from turnout.config import parse_config
-from turnout.errors import ConfigError
 from turnout.config_errors import MAX_ERRORS, collect, report
+from turnout.errors import ConfigError
 
 TWO_MISPLACED = """
 providers:
@@ -50,11 +50,14 @@ class Outer(msgspec.Struct, forbid_unknown_fields=True):
     [
         ({"items": []}, []),
         ({}, ["items: missing required field"]),
-        ({"items": [{"name": "x", "size": 0}, {"nam": "y"}]}, [
-            "items[0].size: Expected `int` >= 1",
-            "items[1].nam: unknown field `nam` (did you mean `name`?)",
-            "items[1].name: missing required field",
-        ]),
+        (
+            {"items": [{"name": "x", "size": 0}, {"nam": "y"}]},
+            [
+                "items[0].size: Expected `int` >= 1",
+                "items[1].nam: unknown field `nam` (did you mean `name`?)",
+                "items[1].name: missing required field",
+            ],
+        ),
         ({"items": [], "by_name": {"k": {"name": 3}}}, ["by_name.k.name: Expected `str`, got `int`"]),
         ({"items": [], "mode": "c"}, ["mode: Invalid enum value 'c' (allowed: 'a', 'b')"]),
         ({"items": [], "zzz": 1}, ["zzz: unknown field `zzz` (known fields: items, by_name, mode)"]),
@@ -100,41 +103,59 @@ providers:
 
 
 def test_every_range_of_the_gateway_routing_and_egress_sections_is_reported_in_one_run() -> None:
-    text = PROVIDER_A + """models:
+    text = (
+        PROVIDER_A
+        + """models:
   m: {offers: [{provider: a, model: m}]}
 gateway: {max_body_bytes: 0, job_lease_s: 0.5}
 routing: {speed_alpha: 1.5, speed_ttl_s: 0}
 egress: {ports: [0, 443, 70000], allow: ["a b"]}
 """
+    )
     with pytest.raises(ConfigError) as info:
         parse_config(text, env={})
     assert [line.split(":")[0] for line in str(info.value).splitlines()] == [
-        "gateway.max_body_bytes", "gateway.job_lease_s", "routing.speed_alpha", "routing.speed_ttl_s",
-        "egress.ports[0]", "egress.ports[2]", "egress.allow[0]",
+        "gateway.max_body_bytes",
+        "gateway.job_lease_s",
+        "routing.speed_alpha",
+        "routing.speed_ttl_s",
+        "egress.ports[0]",
+        "egress.ports[2]",
+        "egress.allow[0]",
     ]
     assert "routing.speed_alpha: Expected `float` <= 1.0 (a weight in (0, 1])" in str(info.value)
 
 
 def test_negative_prices_and_impossible_context_windows_are_refused_in_one_run() -> None:
-    text = PROVIDER_A + """models:
+    text = (
+        PROVIDER_A
+        + """models:
   m:
     context_window: -5
     offers: [{provider: a, model: m, input_usd_per_mtok: -1, output_usd_per_mtok: 2000000}]
 """
+    )
     with pytest.raises(ConfigError) as info:
         parse_config(text, env={})
     assert [line.split(":")[0] for line in str(info.value).splitlines()] == [
-        "models.m.offers[0].input_usd_per_mtok", "models.m.offers[0].output_usd_per_mtok", "models.m.context_window",
+        "models.m.offers[0].input_usd_per_mtok",
+        "models.m.offers[0].output_usd_per_mtok",
+        "models.m.context_window",
     ]
     assert "(a price in USD per million tokens, 0 to 1000000)" in str(info.value)
 
 
 def test_a_key_written_twice_in_one_mapping_is_refused_with_both_lines() -> None:
-    text = PROVIDER_A + """models:
+    text = (
+        PROVIDER_A
+        + """models:
   m: {offers: [{provider: a, model: m}]}
   m: {offers: [{provider: a, model: m2}]}
 """
+    )
     with pytest.raises(ConfigError) as info:
         parse_config(text, env={})
-    assert "not valid YAML" in str(info.value) and "found the key 'm' a second time (first on line 5)" in str(info.value)
+    assert "not valid YAML" in str(info.value) and "found the key 'm' a second time (first on line 5)" in str(
+        info.value
+    )
     assert "line 6" in str(info.value)

@@ -18,7 +18,9 @@ from turnout.streaming.continuation import whole_answer_usage
     ],
     ids=["prefill-moves-to-completion", "nothing-delivered", "never-negative", "negative-count-ignored"],
 )
-def test_whole_answer_usage_moves_the_prefill_back_to_the_completion(own: Usage, delivered: int, expected: Usage) -> None:
+def test_whole_answer_usage_moves_the_prefill_back_to_the_completion(
+    own: Usage, delivered: int, expected: Usage
+) -> None:
     whole = whole_answer_usage(own, delivered)
     assert whole == expected
     assert whole.input_tokens + whole.output_tokens == own.input_tokens + own.output_tokens

@@ -19,14 +19,25 @@ from collections.abc import Sequence
 
 import msgspec
 import pytest
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 import turnout.health
 from turnout.core.breaker import (
-    CLOSED, NOT_BEFORE_SLACK_S, Admission, BreakerSettings, BreakerSnapshot, BreakerState, admit, counts,
-    ramp_share, run_needed, score, state_at,
+    CLOSED,
+    NOT_BEFORE_SLACK_S,
+    Admission,
+    BreakerSettings,
+    BreakerSnapshot,
+    BreakerState,
+    admit,
+    counts,
+    ramp_share,
+    run_needed,
+    score,
+    state_at,
 )
 from turnout.core.counting import count
 from turnout.core.credentials import Credential
@@ -35,7 +46,14 @@ from turnout.core.ordering import Standing, TargetHealth
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
 from turnout.health import (
-    MAX_PROBE_HOLD_S, RAMP_RETRY_S, STALE_AFTER_S, Breakers, Gate, HealthView, StoreErrorPolicy, credential_subject,
+    MAX_PROBE_HOLD_S,
+    RAMP_RETRY_S,
+    STALE_AFTER_S,
+    Breakers,
+    Gate,
+    HealthView,
+    StoreErrorPolicy,
+    credential_subject,
 )
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, SpeedSample, Versioned
 from turnout.state.errors import StateUnavailable, state_errors
@@ -230,11 +248,15 @@ class Fleet:
     def process(self) -> Breakers:
         """Another process's `Breakers` over the same store (same hooks, same RNG)."""
         return Breakers(
-            self.store, self.settings, on_store_error=self.on_store_error,
+            self.store,
+            self.settings,
+            on_store_error=self.on_store_error,
             on_transition=lambda t, old, new: self.transitions.append((t, old, new)),
             on_alarm=self.alarms.append,
             on_trip=lambda t, rule, sole: self.trips.append((t, rule, sole)),
-            sole_targets=self.sole_targets, clock=self.time.monotonic, rng=self.rng,
+            sole_targets=self.sole_targets,
+            clock=self.time.monotonic,
+            rng=self.rng,
         )
 
     async def view(self, *subjects: str) -> HealthView:
@@ -253,8 +275,14 @@ class Fleet:
         """One attempt's result, recorded from a fresh view (no probe)."""
         view = await self.view(target, *([credential_key] if credential_key else []))
         await self.breakers.record(
-            target, kind, probe_token=None, error=error, view=view, retry_after_s=retry_after_s,
-            credential=credential, credential_key=credential_key,
+            target,
+            kind,
+            probe_token=None,
+            error=error,
+            view=view,
+            retry_after_s=retry_after_s,
+            credential=credential,
+            credential_key=credential_key,
         )
 
     async def fail(self, n: int, kind: FailureKind = FailureKind.SERVER_ERROR, target: str = T) -> None:
@@ -335,8 +363,13 @@ async def test_breakers_record_counts_each_failure_kind_of_the_platform_key_as_c
 
 
 NEUTRAL_KINDS = [
-    FailureKind.CLIENT_ERROR, FailureKind.AUTH, FailureKind.QUOTA_EXHAUSTED, FailureKind.CANCELLED,
-    FailureKind.NO_CREDENTIAL, FailureKind.CONTEXT_LENGTH, FailureKind.CONTENT_POLICY,
+    FailureKind.CLIENT_ERROR,
+    FailureKind.AUTH,
+    FailureKind.QUOTA_EXHAUSTED,
+    FailureKind.CANCELLED,
+    FailureKind.NO_CREDENTIAL,
+    FailureKind.CONTEXT_LENGTH,
+    FailureKind.CONTENT_POLICY,
 ]
 
 
@@ -386,9 +419,7 @@ async def test_breakers_tenant_key_failures_count_against_the_credential_only(
 
 
 async def test_breakers_own_account_rate_limit_never_rests_the_shared_target(fleet: Fleet) -> None:
-    await fleet.result(
-        FailureKind.RATE_LIMITED, retry_after_s=30.0, credential=Credential.OWN, credential_key=CRED
-    )
+    await fleet.result(FailureKind.RATE_LIMITED, retry_after_s=30.0, credential=Credential.OWN, credential_key=CRED)
     assert (await fleet.store.load([T])).entries[T] == Versioned(0, CLOSED)
     assert counts(await fleet.snapshot(CRED), fleet.time.epoch, SETTINGS) == (0.0, 1.0)
     assert await fleet.admit() == Gate(admitted=True)
@@ -502,7 +533,10 @@ async def test_breakers_non_probe_results_while_open_only_count(fleet: Fleet) ->
     await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="late", view=before_trip)
     snap = await fleet.snapshot()
     assert (snap.open, snap.trips, snap.opened_at_s, snap.cooldown_s) == (
-        True, 1, opened.opened_at_s, opened.cooldown_s
+        True,
+        1,
+        opened.opened_at_s,
+        opened.cooldown_s,
     )
     successes, failures = counts(snap, fleet.time.epoch, SETTINGS)
     assert successes == 1.0 and failures == pytest.approx(FRESH_RUN + 1)
@@ -823,6 +857,7 @@ async def test_breakers_slow_start_paces_the_share_of_offered_attempts(
 def test_breakers_slow_start_never_admits_more_than_the_ramp(after_s: float, offered: int) -> None:
     """The admitted attempts are the configured share of those offered, rounded
     down: never a burst above the ramp (SPEC §5 slow start)."""
+
     async def scenario() -> None:
         time = FakeTime()
         fleet = Fleet(time, ManualSleep(time))  # the probe records before any renewal sleeps
@@ -946,13 +981,20 @@ NOW = 1000.0
 def _view(snapshots: dict[str, BreakerSnapshot], *, degraded: bool = False) -> HealthView:
     return HealthView(
         Loaded(now_s=NOW, entries={t: Versioned(1, s) for t, s in snapshots.items()}),
-        clock=lambda: 0.0, degraded=degraded,
+        clock=lambda: 0.0,
+        degraded=degraded,
     )
 
 
 def _opened(at: float, cooldown: float = 20.0) -> BreakerSnapshot:
     return BreakerSnapshot(
-        open=True, trips=1, opened_at_s=at, cooldown_s=cooldown, failures=5.0, run_weight=5.0, run=5,
+        open=True,
+        trips=1,
+        opened_at_s=at,
+        cooldown_s=cooldown,
+        failures=5.0,
+        run_weight=5.0,
+        run=5,
         counted_at_s=NOW,
     )
 
@@ -981,9 +1023,21 @@ UNAVAILABLE_CASES = [
 @pytest.mark.parametrize(
     ("snapshots", "targets", "expected"),
     UNAVAILABLE_CASES,
-    ids=["all-open-min", "all-open-shorter-cooldown", "one-open", "one-half-open", "one-closed",
-         "one-unknown", "no-targets", "boundary-half-open", "resting", "resting-and-open", "rest-just-ended",
-         "half-open-resting", "open-resting-longer"],
+    ids=[
+        "all-open-min",
+        "all-open-shorter-cooldown",
+        "one-open",
+        "one-half-open",
+        "one-closed",
+        "one-unknown",
+        "no-targets",
+        "boundary-half-open",
+        "resting",
+        "resting-and-open",
+        "rest-just-ended",
+        "half-open-resting",
+        "open-resting-longer",
+    ],
 )
 def test_health_view_unavailable_for(
     snapshots: dict[str, BreakerSnapshot], targets: Sequence[str], expected: float | None
@@ -1061,18 +1115,22 @@ def test_health_view_ordering_health_agrees_with_admission(snaps: list[BreakerSn
 
 
 def test_health_view_ordering_health_table() -> None:
-    view = _view({
-        T: BreakerSnapshot(successes=3.0, failures=1.0, counted_at_s=NOW),
-        U: _opened(995.0),
-        "half/open": _opened(900.0),
-        "rest/ing": _resting(1020.0),
-        "never/seen": CLOSED,
-    })
+    view = _view(
+        {
+            T: BreakerSnapshot(successes=3.0, failures=1.0, counted_at_s=NOW),
+            U: _opened(995.0),
+            "half/open": _opened(900.0),
+            "rest/ing": _resting(1020.0),
+            "never/seen": CLOSED,
+        }
+    )
     assert view.ordering_health(SETTINGS) == {
         T: TargetHealth(score=pytest.approx(5 / 6), standing=Standing.UP, back_in_s=0.0),  # type: ignore[arg-type]
         U: TargetHealth(score=pytest.approx(2 / 7), standing=Standing.DOWN, back_in_s=15.0),  # type: ignore[arg-type]
         "half/open": TargetHealth(
-            score=pytest.approx(2 / 7), standing=Standing.PROBE, back_in_s=0.0  # type: ignore[arg-type]
+            score=pytest.approx(2 / 7),  # type: ignore[arg-type]
+            standing=Standing.PROBE,
+            back_in_s=0.0,
         ),
         "rest/ing": TargetHealth(score=1.0, standing=Standing.DOWN, back_in_s=20.0 - NOT_BEFORE_SLACK_S),
     }

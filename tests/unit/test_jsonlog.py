@@ -10,8 +10,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from turnout.observability.jsonlog import json_handler, redact, request_context, scrub_logs
-from turnout.scrub import Scrubber
 from turnout.observability.tracing import setup_tracing
+from turnout.scrub import Scrubber
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from turnout.config import parse_config
 from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
-from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
 from turnout.tenancy.admin import AdminError, decode, settings_patch
 from turnout.tenancy.bootstrap import merge_org
+from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
 from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key
 
@@ -24,7 +24,9 @@ models:
 
 
 def test_limits_in_the_file_apply_from_every_scope_org_first_once_merged_into_the_store() -> None:
-    config = parse_config(BASE + """
+    config = parse_config(
+        BASE
+        + """
 orgs:
   acme:
     settings: {limits: {rpm: 100}}
@@ -32,7 +34,9 @@ orgs:
     keys:
       - {name: bot, key: tk-bot-0000001, squad: r, settings: {limits: {rpm: 10, max_tokens: 512}}}
       - {name: free, key: tk-free-000001}
-""", env={})
+""",
+        env={},
+    )
     doc, _ = merge_org(None, "acme", config.raw.orgs["acme"], config, Vault([generate_key()]), AllowList.parse(""), 0.0)
     assert doc is not None
     bot = identity_of(doc, doc.keys["bot"], config)
@@ -47,14 +51,20 @@ orgs:
 
 @pytest.mark.parametrize(
     ("limits", "path"),
-    [("{rpm: 0}", "orgs.acme.keys[0].settings.limits.rpm"), ("{tpm: -5}", "orgs.acme.keys[0].settings.limits.tpm"),
-     ("{rps: 3}", "orgs.acme.keys[0].settings.limits.rps"), ("{max_n: 1.5}", "orgs.acme.keys[0].settings.limits.max_n")],
+    [
+        ("{rpm: 0}", "orgs.acme.keys[0].settings.limits.rpm"),
+        ("{tpm: -5}", "orgs.acme.keys[0].settings.limits.tpm"),
+        ("{rps: 3}", "orgs.acme.keys[0].settings.limits.rps"),
+        ("{max_n: 1.5}", "orgs.acme.keys[0].settings.limits.max_n"),
+    ],
     ids=["zero", "negative", "unknown-field", "not-an-integer"],
 )
 def test_limits_invalid_in_the_file_is_refused_with_its_path(limits: str, path: str) -> None:
     with pytest.raises(ConfigError) as info:
-        parse_config(BASE + f"orgs: {{acme: {{keys: [{{name: k, key: tk-k-00000001, settings: {{limits: {limits}}}}}]}}}}",
-                     env={})
+        parse_config(
+            BASE + f"orgs: {{acme: {{keys: [{{name: k, key: tk-k-00000001, settings: {{limits: {limits}}}}}]}}}}",
+            env={},
+        )
     assert str(info.value).startswith(path), str(info.value)
 
 
@@ -72,11 +82,17 @@ def test_limits_admin_patch_sets_and_refuses_with_the_path() -> None:
 
 def test_limits_identity_of_a_stored_key_carries_each_scope() -> None:
     config = parse_config(BASE, env={})
-    key = KeyDoc(name="k", digest="0" * 64, prefix="tk-00000000", squad="sq",
-                 settings=ScopeSettings(limits=Limits(tpm=1000)))
-    doc = OrgDoc(id="acme", settings=ScopeSettings(limits=Limits(max_concurrent=5)),
-                 squads={"sq": SquadDoc(settings=ScopeSettings())}, keys={"k": key})
+    key = KeyDoc(
+        name="k", digest="0" * 64, prefix="tk-00000000", squad="sq", settings=ScopeSettings(limits=Limits(tpm=1000))
+    )
+    doc = OrgDoc(
+        id="acme",
+        settings=ScopeSettings(limits=Limits(max_concurrent=5)),
+        squads={"sq": SquadDoc(settings=ScopeSettings())},
+        keys={"k": key},
+    )
     identity = identity_of(doc, key, config)
     assert [(s.label, s.limits) for s in identity.limits] == [
-        ("org acme", Limits(max_concurrent=5)), ("key acme/k", Limits(tpm=1000)),
+        ("org acme", Limits(max_concurrent=5)),
+        ("key acme/k", Limits(tpm=1000)),
     ]

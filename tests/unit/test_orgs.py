@@ -11,14 +11,24 @@ from turnout.config import parse_config
 from turnout.core.scopes import ScopeSettings
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.tenancy.orgs import (
-    EndpointDoc, KeyDoc, OrgDoc, SquadDoc, clamp_settings, hash_token, identity_of, lookup_prefix, new_gateway_key,
-    references, validate_org,
-)
 from turnout.tenancy.admin import AdminError, decode
+from turnout.tenancy.orgs import (
+    EndpointDoc,
+    KeyDoc,
+    OrgDoc,
+    SquadDoc,
+    clamp_settings,
+    hash_token,
+    identity_of,
+    lookup_prefix,
+    new_gateway_key,
+    references,
+    validate_org,
+)
 from turnout.tenancy.ssrf import AllowList
 
-CONFIG = parse_config("""
+CONFIG = parse_config(
+    """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
   b: {kind: openai_compatible, base_url: "https://b.example/v1", api_key: kb}
@@ -28,20 +38,28 @@ models:
   m3: {offers: [{provider: a, model: m3}, {provider: b, model: m3}]}
 policy: {budget: {max_attempts: 5}}
 ceilings: {max_attempts: 5, max_retries: 3}
-""", env={})
+""",
+    env={},
+)
 
 
 def s(**fields: Any) -> ScopeSettings:
     return msgspec.convert(fields, ScopeSettings)
 
 
-def doc(org: ScopeSettings = ScopeSettings(), squad: ScopeSettings | None = None, key: ScopeSettings = ScopeSettings(),
-        endpoints: dict[str, str] | None = None) -> tuple[OrgDoc, KeyDoc]:
-    k = KeyDoc(name="k", digest="0" * 64, prefix="tk-00000000", squad="sq" if squad is not None else None,
-               settings=key)
+def doc(
+    org: ScopeSettings = ScopeSettings(),
+    squad: ScopeSettings | None = None,
+    key: ScopeSettings = ScopeSettings(),
+    endpoints: dict[str, str] | None = None,
+) -> tuple[OrgDoc, KeyDoc]:
+    k = KeyDoc(name="k", digest="0" * 64, prefix="tk-00000000", squad="sq" if squad is not None else None, settings=key)
     d = OrgDoc(
-        id="acme", settings=org, squads={"sq": SquadDoc(settings=squad)} if squad is not None else {},
-        keys={"k": k}, custom_endpoints={n: EndpointDoc(base_url=u) for n, u in (endpoints or {}).items()},
+        id="acme",
+        settings=org,
+        squads={"sq": SquadDoc(settings=squad)} if squad is not None else {},
+        keys={"k": k},
+        custom_endpoints={n: EndpointDoc(base_url=u) for n, u in (endpoints or {}).items()},
     )
     return d, k
 
@@ -56,23 +74,43 @@ RESOLUTION = [
     (s(key_mode="shared_only"), s(key_mode="own_only"), s(key_mode="own_then_shared"), ((), None, "shared_only", 5)),
     (s(), s(key_mode="own_only"), s(key_mode="shared_only"), ((), None, "own_only", 5)),
     (s(fallbacks=["m2"]), s(reroutes=["m3"]), s(key_mode="own_only"), (("m3",), ("m2",), "own_only", 5)),
-    (s(policy={"budget": {"max_attempts": 2}}), s(policy={"budget": {"max_attempts": 3}}), s(),
-     ((), None, "own_then_shared", 2)),
-    (s(), s(policy={"budget": {"max_attempts": 3}}), s(policy={"budget": {"max_attempts": 4}}),
-     ((), None, "own_then_shared", 3)),
+    (
+        s(policy={"budget": {"max_attempts": 2}}),
+        s(policy={"budget": {"max_attempts": 3}}),
+        s(),
+        ((), None, "own_then_shared", 2),
+    ),
+    (
+        s(),
+        s(policy={"budget": {"max_attempts": 3}}),
+        s(policy={"budget": {"max_attempts": 4}}),
+        ((), None, "own_then_shared", 3),
+    ),
     (s(), s(), s(policy={"budget": {"max_attempts": 99}}), ((), None, "own_then_shared", 5)),
     (s(), s(fallbacks={"*": ["m1"]}), s(fallbacks=["m2"]), ((), ("m1",), "own_then_shared", 5)),
 ]
 RESOLUTION_IDS = [
-    "nothing-set-defaults", "org-wins", "squad-over-key", "key-when-alone", "key-without-squad",
-    "key-mode-org-wins", "key-mode-squad-wins", "per-setting-independent", "policy-org-wins-whole",
-    "policy-squad-over-key", "policy-clamped-to-ceiling", "fallbacks-squad-over-key",
+    "nothing-set-defaults",
+    "org-wins",
+    "squad-over-key",
+    "key-when-alone",
+    "key-without-squad",
+    "key-mode-org-wins",
+    "key-mode-squad-wins",
+    "per-setting-independent",
+    "policy-org-wins-whole",
+    "policy-squad-over-key",
+    "policy-clamped-to-ceiling",
+    "fallbacks-squad-over-key",
 ]
 
 
 @pytest.mark.parametrize(("org", "squad", "key", "expected"), RESOLUTION, ids=RESOLUTION_IDS)
 def test_identity_resolves_each_setting_org_over_squad_over_key(
-    org: ScopeSettings, squad: ScopeSettings | None, key: ScopeSettings, expected: tuple[Any, ...],
+    org: ScopeSettings,
+    squad: ScopeSettings | None,
+    key: ScopeSettings,
+    expected: tuple[Any, ...],
 ) -> None:
     d, k = doc(org, squad, key)
     identity = identity_of(d, k, CONFIG)
@@ -85,12 +123,15 @@ def test_identity_resolves_each_setting_org_over_squad_over_key(
 
 
 def test_custom_entries_become_org_scoped_targets() -> None:
-    d, k = doc(s(reroutes=["custom:vllm:llama3:8b"], fallbacks={"m1": ["custom:vllm:small"]}),
-               endpoints={"vllm": "https://vllm.example/v1"})
+    d, k = doc(
+        s(reroutes=["custom:vllm:llama3:8b"], fallbacks={"m1": ["custom:vllm:small"]}),
+        endpoints={"vllm": "https://vllm.example/v1"},
+    )
     targets = identity_of(d, k, CONFIG).settings.custom_targets
     assert targets == {
-        "custom:vllm:llama3:8b": Target(provider="custom:acme:vllm", model="llama3:8b",
-                                        catalog_model="custom:vllm:llama3:8b"),
+        "custom:vllm:llama3:8b": Target(
+            provider="custom:acme:vllm", model="llama3:8b", catalog_model="custom:vllm:llama3:8b"
+        ),
         "custom:vllm:small": Target(provider="custom:acme:vllm", model="small", catalog_model="custom:vllm:small"),
     }
     assert references(d, "custom:vllm:") == ["settings.reroutes", "settings.fallbacks"]
@@ -106,9 +147,11 @@ INVALID = [
 ]
 
 
-@pytest.mark.parametrize(("parts", "path", "what"), INVALID,
-                         ids=["unknown-model", "cycle", "malformed-custom", "other-org-endpoint",
-                              "endpoint-ssrf", "endpoint-id-colon"])
+@pytest.mark.parametrize(
+    ("parts", "path", "what"),
+    INVALID,
+    ids=["unknown-model", "cycle", "malformed-custom", "other-org-endpoint", "endpoint-ssrf", "endpoint-id-colon"],
+)
 def test_validate_org_names_the_offending_path(parts: dict[str, Any], path: str, what: str) -> None:
     d, _ = doc(**{"endpoints": {"vllm": "https://vllm.example/v1"}, **parts})
     with pytest.raises(ConfigError) as info:

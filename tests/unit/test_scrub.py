@@ -36,7 +36,7 @@ def test_known_credentials_and_their_fragments_are_removed(scrubber: Scrubber, t
     clean = scrubber.text(text)
     for secret in (BYOK, PLATFORM, ENDPOINT):
         for i in range(len(secret) - 7):
-            assert secret[i:i + 8] not in clean, (text, clean)
+            assert secret[i : i + 8] not in clean, (text, clean)
     assert REDACTED in clean
 
 
@@ -67,8 +67,21 @@ def test_extra_credentials_count_for_one_call() -> None:
         ("tk-AbCdEfGh12 is revoked", "tk-AbCdEfGh12"),
         ("jwt eyJhbGciOiJIUzI1.eyJzdWIiOiIxMjM0.abc", "eyJhbGciOiJIUzI1"),
     ],
-    ids=["api-key-provided-sk", "api-key-provided-any", "bearer", "name-equals", "json-x-api-key", "url-query",
-         "request-line-query", "any-query", "userinfo", "google-shape", "base64-run", "gateway-shape", "jwt"],
+    ids=[
+        "api-key-provided-sk",
+        "api-key-provided-any",
+        "bearer",
+        "name-equals",
+        "json-x-api-key",
+        "url-query",
+        "request-line-query",
+        "any-query",
+        "userinfo",
+        "google-shape",
+        "base64-run",
+        "gateway-shape",
+        "jwt",
+    ],
 )
 def test_credentials_are_recognised_by_shape(text: str, secret: str) -> None:
     assert secret not in redact_shapes(text)
@@ -94,8 +107,10 @@ def test_ordinary_provider_wording_is_kept(text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "gone"),
     [
-        ("Cannot connect to host api.example.com:443 ssl:default [Connect call failed ('44.1.2.3', 443)]",
-         ["44.1.2.3", ":443"]),
+        (
+            "Cannot connect to host api.example.com:443 ssl:default [Connect call failed ('44.1.2.3', 443)]",
+            ["44.1.2.3", ":443"],
+        ),
         ("upstream connect error: 10.0.0.5:8080 refused", ["10.0.0.5", "8080"]),
         ("resolves to fd00::1 and [2001:db8::7]:8443", ["fd00::1", "2001:db8::7", "8443"]),
     ],
@@ -138,8 +153,12 @@ def test_codes_keep_only_their_leading_identifier(code: str | None, kept: str | 
 
 
 def test_an_outcome_is_scrubbed_in_every_text_field_and_kept_when_clean(scrubber: Scrubber) -> None:
-    dirty = Outcome(status=401, error_type=f"auth:{BYOK}", error_code=f"invalid_api_key:{PLATFORM}",
-                    message=f"Incorrect API key provided: {BYOK}")
+    dirty = Outcome(
+        status=401,
+        error_type=f"auth:{BYOK}",
+        error_code=f"invalid_api_key:{PLATFORM}",
+        message=f"Incorrect API key provided: {BYOK}",
+    )
     clean = scrubber.outcome(dirty)
     assert clean.status == 401 and clean.error_code == "invalid_api_key" and clean.error_type == "auth"
     assert BYOK[:8] not in clean.message

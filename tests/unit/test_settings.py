@@ -12,17 +12,31 @@ def test_settings_defaults_from_an_empty_environment() -> None:
     settings = Settings.from_env({})
     assert settings == Settings(env={})
     assert (settings.config_path, settings.redis_url, settings.host, settings.port) == (
-        "turnout.yaml", DEFAULT_REDIS_URL, "127.0.0.1", 8080)
+        "turnout.yaml",
+        DEFAULT_REDIS_URL,
+        "127.0.0.1",
+        8080,
+    )
     assert (settings.drain_s, settings.drain_whole_s, settings.metrics_port, settings.metrics_host) == (
-        25.0, 25, 9464, "127.0.0.1")
+        25.0,
+        25,
+        9464,
+        "127.0.0.1",
+    )
     assert settings.operator_key is None and settings.trace_url is None
 
 
 def test_settings_read_every_variable() -> None:
     env = {
-        "TURNOUT_CONFIG": "/etc/turnout.yaml", "TURNOUT_REDIS_URL": "redis://r:6379/1", "TURNOUT_HOST": "0.0.0.0",
-        "TURNOUT_PORT": "9000", "TURNOUT_DRAIN_S": "2.5", "TURNOUT_METRICS_PORT": "9500",
-        "TURNOUT_OPERATOR_KEY": "op-1", "TURNOUT_UI_TRACE_URL": "https://t/{trace_id}", "OTEL_X": "y",
+        "TURNOUT_CONFIG": "/etc/turnout.yaml",
+        "TURNOUT_REDIS_URL": "redis://r:6379/1",
+        "TURNOUT_HOST": "0.0.0.0",
+        "TURNOUT_PORT": "9000",
+        "TURNOUT_DRAIN_S": "2.5",
+        "TURNOUT_METRICS_PORT": "9500",
+        "TURNOUT_OPERATOR_KEY": "op-1",
+        "TURNOUT_UI_TRACE_URL": "https://t/{trace_id}",
+        "OTEL_X": "y",
     }
     settings = Settings.from_env(env)
     assert settings.config_path == "/etc/turnout.yaml" and settings.redis_url == "redis://r:6379/1"
@@ -42,14 +56,17 @@ def test_settings_metrics_host_wins_over_host() -> None:
     assert Settings.from_env(env).metrics_host == "127.0.0.2"
 
 
-@pytest.mark.parametrize(("name", "value", "message"), [
-    ("TURNOUT_DRAIN_S", "abc", "TURNOUT_DRAIN_S must be a number of seconds, got 'abc'"),
-    ("TURNOUT_DRAIN_S", "-1", "TURNOUT_DRAIN_S must be a number of seconds, got '-1'"),
-    ("TURNOUT_DRAIN_S", "nan", "TURNOUT_DRAIN_S must be a number of seconds, got 'nan'"),
-    ("TURNOUT_PORT", "http", "TURNOUT_PORT must be a port number (1-65535), got 'http'"),
-    ("TURNOUT_PORT", "70000", "TURNOUT_PORT must be a port number (1-65535), got '70000'"),
-    ("TURNOUT_METRICS_PORT", "x", "TURNOUT_METRICS_PORT must be a port number (0 or empty: off), got 'x'"),
-])
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("TURNOUT_DRAIN_S", "abc", "TURNOUT_DRAIN_S must be a number of seconds, got 'abc'"),
+        ("TURNOUT_DRAIN_S", "-1", "TURNOUT_DRAIN_S must be a number of seconds, got '-1'"),
+        ("TURNOUT_DRAIN_S", "nan", "TURNOUT_DRAIN_S must be a number of seconds, got 'nan'"),
+        ("TURNOUT_PORT", "http", "TURNOUT_PORT must be a port number (1-65535), got 'http'"),
+        ("TURNOUT_PORT", "70000", "TURNOUT_PORT must be a port number (1-65535), got '70000'"),
+        ("TURNOUT_METRICS_PORT", "x", "TURNOUT_METRICS_PORT must be a port number (0 or empty: off), got 'x'"),
+    ],
+)
 def test_settings_malformed_variable_is_named_with_its_value(name: str, value: str, message: str) -> None:
     with pytest.raises(SettingsError) as info:
         Settings.from_env({name: value})

@@ -67,7 +67,15 @@ def test_a_degraded_view_ships_nothing_and_a_read_ships_round_trip_through_the_p
     assert HealthView(LOADED, degraded=True).loaded() is None
     shipped = HealthView(LOADED).loaded()
     payload = JobPayload(
-        request_id="r", body=b"{}", org="o", squad=None, key="k", policy=Policy(), settings=RoutingSettings(),
-        deadline_epoch_s=READ_AT + 60, reply_to="c", health=shipped,
+        request_id="r",
+        body=b"{}",
+        org="o",
+        squad=None,
+        key="k",
+        policy=Policy(),
+        settings=RoutingSettings(),
+        deadline_epoch_s=READ_AT + 60,
+        reply_to="c",
+        health=shipped,
     )
     assert payload_decoder.decode(payload_encoder.encode(payload)).health == LOADED

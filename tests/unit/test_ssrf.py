@@ -16,15 +16,23 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 
 from turnout.adapters.guarded import REFUSED, make_guarded_client
 from turnout.adapters.transport import transport_error_of
-from turnout.core.types import TransportError
 from turnout.config import parse_config
-from turnout.tenancy.directory import egress_policy
+from turnout.core.types import TransportError
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, address_refusal, check_base_url, parse_loose_ipv4, refused_addresses
+from turnout.tenancy.directory import egress_policy
+from turnout.tenancy.ssrf import (
+    AllowList,
+    UnsafeURL,
+    address_refusal,
+    check_base_url,
+    parse_loose_ipv4,
+    refused_addresses,
+)
 
 HOSTILE_FILE = Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt"
 HOSTILE = [
-    line.strip() for line in HOSTILE_FILE.read_text(encoding="utf-8").splitlines()
+    line.strip()
+    for line in HOSTILE_FILE.read_text(encoding="utf-8").splitlines()
     if line.strip() and not line.lstrip().startswith("#")
 ]
 TEST_ALLOW = AllowList.parse("127.0.0.1").widened(schemes=["http"], ports=None)
@@ -37,59 +45,73 @@ def test_the_hostile_list_is_long_enough() -> None:
 
 
 @pytest.mark.parametrize("url", HOSTILE)
-@pytest.mark.parametrize("allow", [AllowList(), ANY_HTTP, TEST_ALLOW],
-                         ids=["default-policy", "any-scheme-and-port", "allow-127.0.0.1"])
+@pytest.mark.parametrize(
+    "allow", [AllowList(), ANY_HTTP, TEST_ALLOW], ids=["default-policy", "any-scheme-and-port", "allow-127.0.0.1"]
+)
 def test_hostile_base_url_is_refused(url: str, allow: AllowList) -> None:
     with pytest.raises(UnsafeURL):
         check_base_url(url, allow)
 
 
-@pytest.mark.parametrize("url", [
-    "https://api.openai.com/v1",
-    "https://api.groq.com/openai/v1/",
-    "https://8.8.8.8:8443/v1",
-    "https://[2606:4700:4700::1111]/v1",
-    "https://east.example.com/openai?api-version=2024-10-21",
-    "https://api.example.com/v1/user@team",
-    "HTTPS://API.EXAMPLE.COM/v1",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://api.openai.com/v1",
+        "https://api.groq.com/openai/v1/",
+        "https://8.8.8.8:8443/v1",
+        "https://[2606:4700:4700::1111]/v1",
+        "https://east.example.com/openai?api-version=2024-10-21",
+        "https://api.example.com/v1/user@team",
+        "HTTPS://API.EXAMPLE.COM/v1",
+    ],
+)
 def test_public_base_url_is_accepted(url: str) -> None:
     assert check_base_url(url, AllowList()) == url.rstrip("/")
 
 
-@pytest.mark.parametrize(("allow", "url"), [
-    ("127.0.0.1", "http://127.0.0.1:8000/v1"),
-    ("10.0.0.0/8", "http://10.0.0.5:8000/v1"),
-    ("10.0.0.0/8, fd00::/8", "http://[fd12::1]/v1"),
-    ("vllm.corp", "http://vllm.corp:8000/v1"),
-    ("printer.local", "http://printer.local/v1"),
-])
+@pytest.mark.parametrize(
+    ("allow", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8000/v1"),
+        ("10.0.0.0/8", "http://10.0.0.5:8000/v1"),
+        ("10.0.0.0/8, fd00::/8", "http://[fd12::1]/v1"),
+        ("vllm.corp", "http://vllm.corp:8000/v1"),
+        ("printer.local", "http://printer.local/v1"),
+    ],
+)
 def test_allow_list_admits_on_prem_endpoints(allow: str, url: str) -> None:
     assert check_base_url(url, AllowList.parse(allow).widened(schemes=["http"], ports=None))
 
 
-@pytest.mark.parametrize(("allow", "url"), [
-    ("169.254.0.0/16", "http://169.254.169.254/"),
-    ("0.0.0.0/0", "http://169.254.169.254/"),
-    ("fd00::/8", "http://[fd00:ec2::254]/"),
-    ("metadata.google.internal", "http://metadata.google.internal/"),
-    ("127.0.0.1", "http://2130706433/"),
-    ("127.0.0.1", "http://[::ffff:127.0.0.1]/"),
-])
+@pytest.mark.parametrize(
+    ("allow", "url"),
+    [
+        ("169.254.0.0/16", "http://169.254.169.254/"),
+        ("0.0.0.0/0", "http://169.254.169.254/"),
+        ("fd00::/8", "http://[fd00:ec2::254]/"),
+        ("metadata.google.internal", "http://metadata.google.internal/"),
+        ("127.0.0.1", "http://2130706433/"),
+        ("127.0.0.1", "http://[::ffff:127.0.0.1]/"),
+    ],
+)
 def test_allow_list_never_admits_metadata_or_encoded_forms(allow: str, url: str) -> None:
     with pytest.raises(UnsafeURL):
         check_base_url(url, AllowList.parse(allow).widened(schemes=["http"], ports=None))
 
 
-@pytest.mark.parametrize(("url", "why"), [
-    ("http://api.example.com/v1", "must start with https://"),
-    ("https://api.example.com:8000/v1", "port is not allowed"),
-    ("https://api.example.com:25/v1", "port is not allowed"),
-    ("https://api.example.com/v1?key=AIzaSecret", "put the secret in the endpoint's api_key field"),
-    ("https://api.example.com/v1?api-version=1&API_KEY=x", "api_key field"),
-    ("https://api.example.com/v1?sig=abc", "api_key field"),
-    ("https://user:pw@api.example.com/v1", "credentials"),
-], ids=["http", "port-8000", "port-25", "query-key", "query-api-key-any-case", "query-sig", "userinfo"])
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://api.example.com/v1", "must start with https://"),
+        ("https://api.example.com:8000/v1", "port is not allowed"),
+        ("https://api.example.com:25/v1", "port is not allowed"),
+        ("https://api.example.com/v1?key=AIzaSecret", "put the secret in the endpoint's api_key field"),
+        ("https://api.example.com/v1?api-version=1&API_KEY=x", "api_key field"),
+        ("https://api.example.com/v1?sig=abc", "api_key field"),
+        ("https://user:pw@api.example.com/v1", "credentials"),
+    ],
+    ids=["http", "port-8000", "port-25", "query-key", "query-api-key-any-case", "query-sig", "userinfo"],
+)
 def test_the_default_egress_policy_is_https_on_443_and_8443_without_secrets_in_the_url(url: str, why: str) -> None:
     with pytest.raises(UnsafeURL, match=why.replace("(", r"\(")):
         check_base_url(url, AllowList())
@@ -117,22 +139,53 @@ def test_allow_list_refuses_a_malformed_entry() -> None:
         AllowList.parse("10.0.0.0/8, not a host!")
 
 
-@pytest.mark.parametrize(("host", "expected"), [
-    ("2130706433", "127.0.0.1"), ("0x7f.1", "127.0.0.1"), ("017700000001", "127.0.0.1"), ("127.1", "127.0.0.1"),
-    ("0x7f.0.0.1", "127.0.0.1"), ("0177.0.0.01", "127.0.0.1"), ("10.0.1", "10.0.0.1"), ("8.8.8.8", "8.8.8.8"),
-    ("0", "0.0.0.0"), ("4294967295", "255.255.255.255"),
-    ("4294967296", None), ("256.1.1.1", None), ("1.2.3.4.5", None), ("08.1.1.1", None), ("0xg.1", None),
-    ("example.com", None), ("", None),
-])
+@pytest.mark.parametrize(
+    ("host", "expected"),
+    [
+        ("2130706433", "127.0.0.1"),
+        ("0x7f.1", "127.0.0.1"),
+        ("017700000001", "127.0.0.1"),
+        ("127.1", "127.0.0.1"),
+        ("0x7f.0.0.1", "127.0.0.1"),
+        ("0177.0.0.01", "127.0.0.1"),
+        ("10.0.1", "10.0.0.1"),
+        ("8.8.8.8", "8.8.8.8"),
+        ("0", "0.0.0.0"),
+        ("4294967295", "255.255.255.255"),
+        ("4294967296", None),
+        ("256.1.1.1", None),
+        ("1.2.3.4.5", None),
+        ("08.1.1.1", None),
+        ("0xg.1", None),
+        ("example.com", None),
+        ("", None),
+    ],
+)
 def test_loose_ipv4_reads_what_inet_aton_reads(host: str, expected: str | None) -> None:
     parsed = parse_loose_ipv4(host)
     assert (str(parsed) if parsed is not None else None) == expected
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1", "10.1.2.3", "172.20.0.1", "192.168.0.10", "100.64.0.1", "169.254.10.10", "0.0.0.0", "224.0.0.5",
-    "::1", "fe80::1", "fc00::1", "fd00:ec2::254", "::ffff:8.8.8.8", "::", "64:ff9b::7f00:1",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.20.0.1",
+        "192.168.0.10",
+        "100.64.0.1",
+        "169.254.10.10",
+        "0.0.0.0",
+        "224.0.0.5",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "fd00:ec2::254",
+        "::ffff:8.8.8.8",
+        "::",
+        "64:ff9b::7f00:1",
+    ],
+)
 def test_resolved_address_check_refuses_non_public(address: str) -> None:
     assert address_refusal(ipaddress.ip_address(address), AllowList()) is not None
 
@@ -152,10 +205,20 @@ class FixedResolver(AbstractResolver):
         self.address = address
         self.asked: list[str] = []
 
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         self.asked.append(host)
-        return [{"hostname": host, "host": self.address, "port": port, "family": socket.AF_INET, "proto": 0,
-                 "flags": socket.AI_NUMERICHOST}]
+        return [
+            {
+                "hostname": host,
+                "host": self.address,
+                "port": port,
+                "family": socket.AF_INET,
+                "proto": 0,
+                "flags": socket.AI_NUMERICHOST,
+            }
+        ]
 
     async def close(self) -> None:
         return None
@@ -213,7 +276,7 @@ async def test_guarded_client_connects_where_the_allow_list_says(local_server: t
 
 
 async def test_guarded_client_never_follows_a_redirect(local_server: tuple[str, list[str]]) -> None:
-    hostport, _ = local_server
+    _hostport, _ = local_server
 
     async def redirect(request: web.Request) -> web.Response:
         raise web.HTTPFound("http://169.254.169.254/latest/meta-data/")
@@ -245,11 +308,16 @@ def test_the_egress_section_widens_the_default_policy() -> None:
     base = EGRESS_BASE
     default = egress_policy(parse_config(base, env={}), {})
     assert default.schemes == {"https"} and default.ports == frozenset({443, 8443}) and not default.networks
-    wide = egress_policy(parse_config(base + "egress: {schemes: [http], ports: any, allow: [10.0.0.0/8]}\n",
-                                      env={}), {"TURNOUT_SSRF_ALLOW": "vllm.corp"})
+    wide = egress_policy(
+        parse_config(base + "egress: {schemes: [http], ports: any, allow: [10.0.0.0/8]}\n", env={}),
+        {"TURNOUT_SSRF_ALLOW": "vllm.corp"},
+    )
     assert wide.schemes == {"http", "https"} and wide.ports is None
     assert wide.hosts == {"vllm.corp"} and [str(n) for n in wide.networks] == ["10.0.0.0/8"]
-    for bad, path in (("egress: {ports: [70000]}", "egress.ports"), ("egress: {allow: ['a b']}", "egress.allow"),
-                      ("egress: {schemes: [ftp]}", "egress.schemes")):
+    for bad, path in (
+        ("egress: {ports: [70000]}", "egress.ports"),
+        ("egress: {allow: ['a b']}", "egress.allow"),
+        ("egress: {schemes: [ftp]}", "egress.schemes"),
+    ):
         with pytest.raises(ConfigError, match="^" + re.escape(path)):
             parse_config(base + bad + "\n", env={})

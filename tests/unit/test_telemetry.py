@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
+from support.clocks import FakeClock
 from turnout.adapters.base import Usage
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog
@@ -31,19 +32,18 @@ from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.observability.metrics import Metrics
-from turnout.router import RequestInfo, Router
-from turnout.scrub import Scrubber
 from turnout.observability.observers import Observers, PrometheusObserver
 from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.observability.tracing import Telemetry, setup_tracing
+from turnout.router import RequestInfo, Router
+from turnout.scrub import Scrubber
 from turnout_sim.app import start_in_background
-
-from support.clocks import FakeClock
 
 
 def attributes(item: ReadableSpan | HistogramDataPoint) -> dict[str, Any]:
     """A span's or a data point's attributes as a plain dict (none: empty)."""
     return dict(item.attributes or {})
+
 
 KEY_A, KEY_B = "secret-provider-key-aaaa", "secret-provider-key-bbbb"
 PROMPT = "TOPSECRET-PROMPT-TEXT"
@@ -59,12 +59,15 @@ models:
     offers:
       - {{provider: pa, model: "{ma}", input_usd_per_mtok: 1, output_usd_per_mtok: 2}}
       - {{provider: pb, model: "{mb}", input_usd_per_mtok: 3, output_usd_per_mtok: 4}}
-""" % (KEY_A, KEY_B)
+""" % (KEY_A, KEY_B)  # noqa: UP031 - the text keeps its {} fields for .format
 
 
 def _completion(model: str) -> dict[str, Any]:
     return {
-        "id": "c1", "object": "chat.completion", "created": 0, "model": model,
+        "id": "c1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
         "choices": [{"index": 0, "message": {"role": "assistant", "content": COMPLETION}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12},
     }
@@ -99,8 +102,15 @@ class Harness:
 
     def router_with(self, observer: Any) -> Router:
         """A router, its breakers and their store on one fake clock, with seeded draws: no real time."""
-        return Router(catalog=self.catalog, http=self.http, observer=observer, sleep=self.clock.sleep,
-                      clock=self.clock, rng=random.Random(17), breakers=self.clock.breakers(self.catalog))
+        return Router(
+            catalog=self.catalog,
+            http=self.http,
+            observer=observer,
+            sleep=self.clock.sleep,
+            clock=self.clock,
+            rng=random.Random(17),
+            breakers=self.clock.breakers(self.catalog),
+        )
 
     async def route(self, model: str = "chain", request_id: str = "req-1") -> Any:
         policy = self.policy
@@ -136,7 +146,9 @@ def _attempts(spans: list[ReadableSpan]) -> list[ReadableSpan]:
     )
 
 
-async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_request_span(mock_harness: Harness) -> None:
+async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_request_span(
+    mock_harness: Harness,
+) -> None:
     result = await mock_harness.route()
     assert result.verdict is None and len(result.records) == 3
     spans = mock_harness.finished()
@@ -173,11 +185,17 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
 
 async def test_spans_carry_no_prompt_completion_or_key(mock_harness: Harness) -> None:
     await mock_harness.route()
-    text = json.dumps([
-        {"name": s.name, "attributes": dict(s.attributes or {}),
-         "events": [dict(e.attributes or {}) for e in s.events], "status": s.status.description}
-        for s in mock_harness.finished()
-    ])
+    text = json.dumps(
+        [
+            {
+                "name": s.name,
+                "attributes": dict(s.attributes or {}),
+                "events": [dict(e.attributes or {}) for e in s.events],
+                "status": s.status.description,
+            }
+            for s in mock_harness.finished()
+        ]
+    )
     for secret in (PROMPT, COMPLETION, KEY_A, KEY_B, "overloaded"):
         assert secret not in text
 
@@ -229,7 +247,8 @@ async def test_genai_client_metrics_record_duration_and_tokens(mock_harness: Har
     assert sum(p.count for p in errors) == 2 and sum(p.count for p in ok) == 1
     tokens = {
         attributes(p)["gen_ai.token.type"]: p.sum
-        for p in metrics["gen_ai.client.token.usage"].data.data_points if isinstance(p, HistogramDataPoint)
+        for p in metrics["gen_ai.client.token.usage"].data.data_points
+        if isinstance(p, HistogramDataPoint)
     }
     assert tokens == {"input": 7, "output": 5}
 
@@ -237,7 +256,9 @@ async def test_genai_client_metrics_record_duration_and_tokens(mock_harness: Har
 async def test_prometheus_observer_counts_attempts_fallbacks_and_latency(mock_harness: Harness) -> None:
     await mock_harness.route()
     reg = mock_harness.metrics.registry
-    assert reg.get_sample_value("turnout_attempts_total", {"provider": "pa", "model": "m-a", "kind": "server_error"}) == 2
+    assert (
+        reg.get_sample_value("turnout_attempts_total", {"provider": "pa", "model": "m-a", "kind": "server_error"}) == 2
+    )
     assert reg.get_sample_value("turnout_attempts_total", {"provider": "pb", "model": "m-b", "kind": "success"}) == 1
     assert reg.get_sample_value("turnout_fallbacks_total", {"model": "chain"}) == 1
     assert reg.get_sample_value("turnout_upstream_latency_seconds_count", {"provider": "pa", "model": "m-a"}) == 2
@@ -292,7 +313,12 @@ async def test_attempt_ended_in_another_task_ends_the_span_without_touching_that
     record = (await mock_harness.route()).records[-1]
     plan, _ = await mock_harness.router.plan("chain", RoutingSettings(), mock_harness.policy)
     dispatch = Dispatch(
-        entry=plan.entries[0], number=1, timeout_s=1.0, is_retry=False, resend_count=0, delay_before_s=0.0,
+        entry=plan.entries[0],
+        number=1,
+        timeout_s=1.0,
+        is_retry=False,
+        resend_count=0,
+        delay_before_s=0.0,
         delay_reason=None,
     )
     info = RequestInfo(request_id="stream-1", requested_model="chain", streaming=True)
@@ -309,7 +335,9 @@ async def test_attempt_ended_in_another_task_ends_the_span_without_touching_that
         await loop.create_task(relay(handle))
     assert not caplog.records
     assert not trace.get_current_span().get_span_context().is_valid
-    ended = [s for s in mock_harness.finished() if s.attributes and s.attributes.get("turnout.request_id") == "stream-1"]
+    ended = [
+        s for s in mock_harness.finished() if s.attributes and s.attributes.get("turnout.request_id") == "stream-1"
+    ]
     assert len(ended) == 1 and ended[0].attributes["gen_ai.usage.output_tokens"] == 2  # type: ignore[index]
 
 
@@ -346,8 +374,18 @@ async def test_a_failing_observer_never_fails_the_request(mock_harness: Harness)
     mock_harness.router = mock_harness.router_with(Observers(Broken(), Counting()))
     result = await mock_harness.route()
     assert result.verdict is None
-    assert calls == ["start", "dispatched:h", "end:h", "wait", "start", "dispatched:h", "end:h", "start",
-                     "dispatched:h", "end:h"]
+    assert calls == [
+        "start",
+        "dispatched:h",
+        "end:h",
+        "wait",
+        "start",
+        "dispatched:h",
+        "end:h",
+        "start",
+        "dispatched:h",
+        "end:h",
+    ]
 
 
 async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:
@@ -357,14 +395,19 @@ async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:
     http = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200, json={})))
     HTTPXClientInstrumentor.instrument_client(http, tracer_provider=telemetry.tracer_provider)
     await http.get("https://generativelanguage.example/v1/models?key=AIzaSyQueryKey0123456789&alt=json")
-    with telemetry.tracer.start_as_current_span("server", attributes={
-        "url.query": "api_key=client-secret-1", "http.target": "/v1/models?api_key=client-secret-1",
-        "note": "upstream quoted plat-Zq81mXv0Lr5T",
-    }) as span:
+    with telemetry.tracer.start_as_current_span(
+        "server",
+        attributes={
+            "url.query": "api_key=client-secret-1",
+            "http.target": "/v1/models?api_key=client-secret-1",
+            "note": "upstream quoted plat-Zq81mXv0Lr5T",
+        },
+    ) as span:
         span.add_event("exception", {"exception.message": "Incorrect API key provided: plat-Zq81mXv0Lr5Tn2Wk9Yb3Hc6"})
     await http.aclose()
-    text = repr([(s.attributes, [e.attributes for e in s.events], s.status.description)
-                 for s in spans.get_finished_spans()])
+    text = repr(
+        [(s.attributes, [e.attributes for e in s.events], s.status.description) for s in spans.get_finished_spans()]
+    )
     assert "https://generativelanguage.example/v1/models?[redacted]" in text
     for secret in ("AIzaSyQueryKey", "client-secret-1", "plat-Zq81", "Lr5Tn2Wk"):
         assert secret not in text

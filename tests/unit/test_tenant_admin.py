@@ -9,11 +9,26 @@ import pytest
 from cryptography.fernet import Fernet
 
 from turnout.core.scopes import ScopeSettings
-from turnout.tenancy.orgs import EndpointDoc, OrgDoc, hash_token
 from turnout.tenancy.admin import (
-    AdminError, KeyCreate, KeyPatch, SquadCreate, add_key, add_squad, decode, key_view, org_view, patch_key,
-    put_endpoint, put_provider_key, remove_endpoint, remove_squad, revoke_key, rotate_secrets, settings_patch,
+    AdminError,
+    KeyCreate,
+    KeyPatch,
+    SquadCreate,
+    add_key,
+    add_squad,
+    decode,
+    key_view,
+    org_view,
+    patch_key,
+    put_endpoint,
+    put_provider_key,
+    remove_endpoint,
+    remove_squad,
+    revoke_key,
+    rotate_secrets,
+    settings_patch,
 )
+from turnout.tenancy.orgs import EndpointDoc, OrgDoc, hash_token
 from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
@@ -34,14 +49,18 @@ def test_add_key_stores_only_the_digest_and_the_view_shows_neither() -> None:
     assert view["prefix"] == "tk-abcdefgh…" and view["status"] == "active"
 
 
-@pytest.mark.parametrize(("body", "param"), [
-    (KeyCreate(name="ci"), "name"),
-    (KeyCreate(name="bad name"), "name"),
-    (KeyCreate(name="x", ttl_s=-1), "ttl_s"),
-    (KeyCreate(name="x", expires_at="2001-01-01T00:00:00Z"), "expires_at"),
-    (KeyCreate(name="x", expires_at="yesterday"), "expires_at"),
-    (KeyCreate(name="x", expires_at=5.0, ttl_s=5.0), "expires_at"),
-], ids=["duplicate", "bad-name", "negative-ttl", "past-expiry", "garbage-expiry", "both"])
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (KeyCreate(name="ci"), "name"),
+        (KeyCreate(name="bad name"), "name"),
+        (KeyCreate(name="x", ttl_s=-1), "ttl_s"),
+        (KeyCreate(name="x", expires_at="2001-01-01T00:00:00Z"), "expires_at"),
+        (KeyCreate(name="x", expires_at="yesterday"), "expires_at"),
+        (KeyCreate(name="x", expires_at=5.0, ttl_s=5.0), "expires_at"),
+    ],
+    ids=["duplicate", "bad-name", "negative-ttl", "past-expiry", "garbage-expiry", "both"],
+)
 def test_add_key_refusals_name_the_field(body: KeyCreate, param: str) -> None:
     with pytest.raises(AdminError) as info:
         add_key(org(), body, "tk-other-0000000000000000", 1_700_000_000.0)
@@ -61,8 +80,10 @@ def test_key_expiry_and_revocation_show_in_the_view() -> None:
 
 def test_missing_objects_are_one_404() -> None:
     edits: list[Callable[[OrgDoc], object]] = [
-        lambda d: revoke_key(d, "ghost", 1.0), lambda d: remove_squad(d, "ghost"),
-        lambda d: remove_endpoint(d, "ghost"), lambda d: patch_key(d, "ghost", KeyPatch(), 1.0),
+        lambda d: revoke_key(d, "ghost", 1.0),
+        lambda d: remove_squad(d, "ghost"),
+        lambda d: remove_endpoint(d, "ghost"),
+        lambda d: patch_key(d, "ghost", KeyPatch(), 1.0),
     ]
     for edit in edits:
         with pytest.raises(AdminError) as info:
@@ -104,7 +125,7 @@ def test_decode_names_the_nested_path_of_a_bad_field() -> None:
         decode(b'{"name": "x", "extra": 1}', KeyCreate)
     assert info.value.param == "extra"
     with pytest.raises(AdminError) as info:
-        decode(b'{not json', KeyCreate)
+        decode(b"{not json", KeyCreate)
     assert info.value.param == "body"
 
 
@@ -131,8 +152,8 @@ def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
 
 @pytest.mark.parametrize("ttl_s", [1e300, 1e12, float("inf"), 0.0, -5.0])
 def test_a_key_lifetime_out_of_range_is_refused_naming_ttl_s(ttl_s: float) -> None:
-    from turnout.tenancy.orgs import OrgDoc
     from turnout.tenancy.admin import AdminError, KeyCreate, add_key
+    from turnout.tenancy.orgs import OrgDoc
 
     with pytest.raises(AdminError) as info:
         add_key(OrgDoc(id="acme"), KeyCreate(name="k", ttl_s=ttl_s), "tk-secret-000000001", 1_700_000_000.0)

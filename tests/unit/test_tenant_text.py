@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
+from test_orgs import CONFIG, doc, s
 
 from turnout.config import parse_config
 from turnout.errors import ConfigError
 from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
 from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
-from test_orgs import CONFIG, doc, s
 
 
 @pytest.mark.parametrize(
@@ -32,8 +32,21 @@ from test_orgs import CONFIG, doc, s
         (check_url, "https://a.example/v1\x00", "control character"),
         (check_url, "https://a.example/" + "p" * 2048, "too long"),
     ],
-    ids=["model-crlf", "custom-model-space", "model-long", "model-empty", "model-space", "model-non-ascii", "key-lf", "key-space", "key-non-ascii",
-         "id-line-separator", "id-long", "url-nul", "url-long"],
+    ids=[
+        "model-crlf",
+        "custom-model-space",
+        "model-long",
+        "model-empty",
+        "model-space",
+        "model-non-ascii",
+        "key-lf",
+        "key-space",
+        "key-non-ascii",
+        "id-line-separator",
+        "id-long",
+        "url-nul",
+        "url-long",
+    ],
 )
 def test_unfit_strings_are_refused_with_the_path_and_without_the_value(check: object, value: str, why: str) -> None:
     with pytest.raises(ConfigError) as caught:
@@ -96,13 +109,20 @@ orgs:
     ("body", "path"),
     [
         ('    provider_keys: {a: "sk-abc\\r\\nX: 1"}', "orgs.acme.provider_keys.a"),
-        ('    custom_endpoints: {ep: {base_url: "https://ep.example/v1", api_key: "k\\n1"}}',
-         "orgs.acme.custom_endpoints.ep.api_key"),
+        (
+            '    custom_endpoints: {ep: {base_url: "https://ep.example/v1", api_key: "k\\n1"}}',
+            "orgs.acme.custom_endpoints.ep.api_key",
+        ),
         ('    keys: [{name: ci, key: "tk-abc\\r\\ndefgh"}]', "orgs.acme.keys[0].key"),
         ('    keys: [{name: "c\\ni", key: "tk-abcdefgh"}]', "orgs.acme.keys[0].name"),
         ('    squads: {"sq\\r": {}}', "orgs.acme.squads.sq\r"),
-        ('    custom_endpoints: {ep: {base_url: "https://ep.example/v1"}}\n'
-         '    settings: {reroutes: ["custom:ep:m\\r\\nx"]}', "orgs.acme.settings.reroutes[0]"),
+        (
+            (
+                '    custom_endpoints: {ep: {base_url: "https://ep.example/v1"}}\n'
+                '    settings: {reroutes: ["custom:ep:m\\r\\nx"]}'
+            ),
+            "orgs.acme.settings.reroutes[0]",
+        ),
     ],
     ids=["byok-crlf", "endpoint-key-lf", "gateway-key-crlf", "key-name-lf", "squad-cr", "custom-model-crlf"],
 )
@@ -111,7 +131,6 @@ def test_the_configuration_file_is_checked_the_same_way(body: str, path: str) ->
         parse_config(FILE.format(body=body), env={})
     assert str(caught.value).startswith(f"{path}: "), str(caught.value)
     assert "abc" not in str(caught.value)
-
 
 
 def test_a_long_name_in_an_error_path_is_cut() -> None:

@@ -11,8 +11,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_DIRS = sorted(
-    str(d.relative_to(ROOT)) for d in (ROOT / "tests").rglob("*") if d.is_dir() and any(d.glob("*.py"))
-    and d.name != "__pycache__"
+    str(d.relative_to(ROOT))
+    for d in (ROOT / "tests").rglob("*")
+    if d.is_dir() and any(d.glob("*.py")) and d.name != "__pycache__"
 )
 """Every directory of test modules. Each is checked on its own, as pytest imports it: with the directory
 itself on the path (`from driver import ...`), `tests` for `support`, and `bench` for the bench helpers;
@@ -22,7 +23,12 @@ each has its own `conftest` module."""
 def _mypy(*args: str, extra_path: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "MYPYPATH": extra_path} if extra_path else None
     return subprocess.run(
-        [sys.executable, "-m", "mypy", *args], cwd=ROOT, capture_output=True, text=True, timeout=600, env=env,
+        [sys.executable, "-m", "mypy", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
     )
 
 

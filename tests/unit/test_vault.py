@@ -7,7 +7,14 @@ import pytest
 from cryptography.fernet import Fernet
 
 from turnout.tenancy.vault import (
-    Sealed, SecretUnbound, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, generate_key, mask,
+    Sealed,
+    SecretUnbound,
+    SecretUnreadable,
+    Vault,
+    VaultUnavailable,
+    endpoint_binding,
+    generate_key,
+    mask,
     provider_key_binding,
 )
 

@@ -39,11 +39,21 @@ from httpx_sse import EventSource, ServerSentEvent
 from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
 from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import (
-    ANTHROPIC_VERSION, MESSAGES_PATH, WireError, is_message, openai_usage, to_anthropic_request,
+    ANTHROPIC_VERSION,
+    MESSAGES_PATH,
+    WireError,
+    is_message,
+    openai_usage,
+    to_anthropic_request,
     to_openai_completion,
 )
 from turnout.adapters.base import (
-    AttemptResult, CallSpec, Usage, endpoint_url, envelope_outcome, error_status_outcome,
+    AttemptResult,
+    CallSpec,
+    Usage,
+    endpoint_url,
+    envelope_outcome,
+    error_status_outcome,
 )
 from turnout.adapters.commit import DONE
 from turnout.core.types import Outcome, TransportError
@@ -66,7 +76,9 @@ def messages_request(
         raise WireError("the request body is not valid JSON", "body") from exc
     translated = to_anthropic_request(request, str(request.get("model", "")))
     headers = {
-        "x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION, "content-type": "application/json",
+        "x-api-key": api_key,
+        "anthropic-version": ANTHROPIC_VERSION,
+        "content-type": "application/json",
         "x-request-id": request_id,
     }
     if stream:
@@ -78,9 +90,13 @@ def messages_request(
 
 def untranslatable(exc: WireError) -> AttemptResult:
     """The outcome of a request Anthropic cannot express: a 400 without a call."""
-    return AttemptResult(outcome=Outcome(
-        status=400, error_type="invalid_request_error", message=f"{exc.message} (param: {exc.param})",
-    ))
+    return AttemptResult(
+        outcome=Outcome(
+            status=400,
+            error_type="invalid_request_error",
+            message=f"{exc.message} (param: {exc.param})",
+        )
+    )
 
 
 def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
@@ -106,10 +122,13 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
     if isinstance(data, dict) and data.get("type") == "error" or (isinstance(data, dict) and data.get("error")):
         return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
     if not is_message(data):
-        return AttemptResult(outcome=Outcome(
-            status=status, transport=TransportError.PROTOCOL,
-            message="upstream answered 2xx with a body that is not an Anthropic message",
-        ))
+        return AttemptResult(
+            outcome=Outcome(
+                status=status,
+                transport=TransportError.PROTOCOL,
+                message="upstream answered 2xx with a body that is not an Anthropic message",
+            )
+        )
     usage = openai_usage(data.get("usage"))
     return AttemptResult(
         outcome=Outcome(status=status),
@@ -165,8 +184,12 @@ class AnthropicMessages:
         without a call for a body Anthropic cannot express; see `ApiFamily`."""
         try:
             return messages_request(
-                client, base_url=spec.base_url, api_key=spec.api_key, body=spec.body,
-                request_id=spec.request_id, stream=stream,
+                client,
+                base_url=spec.base_url,
+                api_key=spec.api_key,
+                body=spec.body,
+                request_id=spec.request_id,
+                stream=stream,
             )
         except WireError as exc:
             return untranslatable(exc)

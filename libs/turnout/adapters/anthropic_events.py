@@ -72,7 +72,10 @@ class ChunkTranslator:
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
         return {
-            "id": self._id, "object": "chat.completion.chunk", "created": self._created_s, "model": self._model,
+            "id": self._id,
+            "object": "chat.completion.chunk",
+            "created": self._created_s,
+            "model": self._model,
             "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
         }
 
@@ -110,8 +113,11 @@ class ChunkTranslator:
             index = int(data.get("index") or 0)
             if block.get("type") == "tool_use":
                 self._tools[index] = len(self._tools)
-                call = {"id": block.get("id", ""), "type": "function",
-                        "function": {"name": block.get("name", ""), "arguments": ""}}
+                call = {
+                    "id": block.get("id", ""),
+                    "type": "function",
+                    "function": {"name": block.get("name", ""), "arguments": ""},
+                }
                 return [self._tool_delta(index, call)]
             if block.get("type") == "text" and block.get("text"):
                 return [self._chunk({"content": block["text"]})]

@@ -323,8 +323,13 @@ def to_openai_completion(message: dict[str, Any], *, created_s: int) -> dict[str
         "object": "chat.completion",
         "created": created_s,
         "model": str(message.get("model", "")),
-        "choices": [{
-            "index": 0, "message": reply, "logprobs": None, "finish_reason": finish_reason(message.get("stop_reason")),
-        }],
+        "choices": [
+            {
+                "index": 0,
+                "message": reply,
+                "logprobs": None,
+                "finish_reason": finish_reason(message.get("stop_reason")),
+            }
+        ],
         "usage": openai_usage(message.get("usage")),
     }

@@ -208,8 +208,9 @@ def envelope_outcome(status: int, data: Any, headers: httpx.Headers, now_epoch_s
     """
     etype, code, message = error_fields(data)
     hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
-    return Outcome(status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-                   error_in_body=True)
+    return Outcome(
+        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint, error_in_body=True
+    )
 
 
 def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
@@ -227,9 +228,15 @@ def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, no
     if not message and content and data is None:
         message = content[:300].decode("utf-8", "replace")
     hint = retry_after_s(headers, status=status, message=message, now_epoch_s=now_epoch_s)
-    return AttemptResult(outcome=Outcome(
-        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint,
-    ))
+    return AttemptResult(
+        outcome=Outcome(
+            status=status,
+            error_type=etype,
+            error_code=code,
+            message=message,
+            retry_after_s=hint,
+        )
+    )
 
 
 _TRANSPORT_WORDS = {

@@ -78,9 +78,12 @@ async def until_commit(
         try:
             sse = await anext(events)
         except StopAsyncIteration:
-            return AttemptResult(outcome=Outcome(
-                transport=TransportError.RESET, message=f"upstream stream ended before any content or {stream_end}",
-            ))
+            return AttemptResult(
+                outcome=Outcome(
+                    transport=TransportError.RESET,
+                    message=f"upstream stream ended before any content or {stream_end}",
+                )
+            )
         data = sse.data
         if data.strip() == DONE:
             return AttemptResult(outcome=Outcome(status=200), stream=UpstreamStream(response, events, held, True))
@@ -89,13 +92,21 @@ async def until_commit(
         try:
             chunk = _decode.decode(data)
         except msgspec.DecodeError:
-            return AttemptResult(outcome=Outcome(
-                status=200, transport=TransportError.PROTOCOL, message="malformed SSE data before the first content",
-            ))
+            return AttemptResult(
+                outcome=Outcome(
+                    status=200,
+                    transport=TransportError.PROTOCOL,
+                    message="malformed SSE data before the first content",
+                )
+            )
         if not isinstance(chunk, dict):
-            return AttemptResult(outcome=Outcome(
-                status=200, transport=TransportError.PROTOCOL, message="SSE data is not a JSON object",
-            ))
+            return AttemptResult(
+                outcome=Outcome(
+                    status=200,
+                    transport=TransportError.PROTOCOL,
+                    message="SSE data is not a JSON object",
+                )
+            )
         if sse.event == "error" or chunk.get("error"):
             return AttemptResult(outcome=error_outcome(chunk, response.headers))
         held.append(data)

@@ -25,7 +25,9 @@ from turnout.adapters.transport import transport_error_of
 from turnout.core.types import Outcome, TransportError
 
 
-def _build(family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request | AttemptResult:
+def _build(
+    family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
+) -> httpx.Request | AttemptResult:
     """The family's request, or the failed attempt when `spec.base_url` cannot be sent at all.
 
     A tenant's stored base URL that httpx cannot parse (bad IPv6 brackets,
@@ -36,9 +38,12 @@ def _build(family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stre
     try:
         return family.build_request(client, spec, stream=stream)
     except (httpx.InvalidURL, ValueError) as exc:  # IDNAError is a UnicodeError, a ValueError
-        return AttemptResult(outcome=Outcome(
-            transport=TransportError.CONNECT, message=f"the provider's URL cannot be used ({type(exc).__name__})",
-        ))
+        return AttemptResult(
+            outcome=Outcome(
+                transport=TransportError.CONNECT,
+                message=f"the provider's URL cannot be used ({type(exc).__name__})",
+            )
+        )
 
 
 async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
@@ -63,9 +68,12 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
         async with asyncio.timeout(spec.timeout_s):
             response = await client.send(request)
     except TimeoutError:
-        return AttemptResult(outcome=Outcome(
-            transport=TransportError.ATTEMPT_TIMEOUT, message=f"no complete answer within {spec.timeout_s:.3f} s",
-        ))
+        return AttemptResult(
+            outcome=Outcome(
+                transport=TransportError.ATTEMPT_TIMEOUT,
+                message=f"no complete answer within {spec.timeout_s:.3f} s",
+            )
+        )
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
         kind = transport_error_of(exc)
         return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
@@ -99,7 +107,11 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
 
 
 async def _send_stream(
-    client: httpx.AsyncClient, request: httpx.Request, family: ApiFamily, *, timeout_s: float,
+    client: httpx.AsyncClient,
+    request: httpx.Request,
+    family: ApiFamily,
+    *,
+    timeout_s: float,
     ttft_timeout_s: float | None,
 ) -> AttemptResult:
     limit_s = timeout_s if ttft_timeout_s is None else min(timeout_s, ttft_timeout_s)
@@ -113,10 +125,13 @@ async def _send_stream(
                 content = await response.aread()
                 result = family.read_outcome(response.status_code, response.headers, content, time.time())
                 if result.body is not None:
-                    return AttemptResult(outcome=Outcome(
-                        status=response.status_code, transport=TransportError.PROTOCOL,
-                        message="upstream answered a stream request without SSE",
-                    ))
+                    return AttemptResult(
+                        outcome=Outcome(
+                            status=response.status_code,
+                            transport=TransportError.PROTOCOL,
+                            message="upstream answered a stream request without SSE",
+                        )
+                    )
                 return result
             events = family.stream_events(response)
             result = await until_commit(response, events, stream_end=family.stream_end)

@@ -21,9 +21,11 @@ from turnout.adapters.base import ApiFamily
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.config import ProviderKind
 
-FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType({
-    "openai": OPENAI_CHAT,
-    "openai_compatible": OPENAI_CHAT,
-    "anthropic": ANTHROPIC_MESSAGES,
-})
+FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
+    {
+        "openai": OPENAI_CHAT,
+        "openai_compatible": OPENAI_CHAT,
+        "anthropic": ANTHROPIC_MESSAGES,
+    }
+)
 """Provider kind -> the API family its providers speak (read-only)."""

@@ -46,7 +46,9 @@ class GuardedResolver(AbstractResolver):
         self._allow = allow
         self._inner = inner
 
-    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
         """Resolve `host`; raise `OSError` when any address is refused."""
         if self._inner is None:
             self._inner = aiohttp.DefaultResolver()
@@ -107,12 +109,17 @@ def make_guarded_client(
 
     def session() -> aiohttp.ClientSession:
         connector: Any = aiohttp.TCPConnector(
-            resolver=GuardedResolver(allow, resolver), limit=max_connections, ssl=ssl_context,
+            resolver=GuardedResolver(allow, resolver),
+            limit=max_connections,
+            ssl=ssl_context,
             keepalive_timeout=limits.keepalive_expiry,
         )
         return aiohttp.ClientSession(connector=connector, trust_env=False)
 
     transport = AiohttpTransport(limits=limits, trust_env=False, client=session)
     return httpx.AsyncClient(
-        timeout=None, follow_redirects=False, transport=GuardTransport(transport, allow), trust_env=False,
+        timeout=None,
+        follow_redirects=False,
+        transport=GuardTransport(transport, allow),
+        trust_env=False,
     )

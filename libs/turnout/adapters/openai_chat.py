@@ -23,7 +23,12 @@ import msgspec
 from httpx_sse import EventSource, ServerSentEvent
 
 from turnout.adapters.base import (
-    AttemptResult, CallSpec, Usage, endpoint_url, envelope_outcome, error_status_outcome,
+    AttemptResult,
+    CallSpec,
+    Usage,
+    endpoint_url,
+    envelope_outcome,
+    error_status_outcome,
 )
 from turnout.adapters.commit import DONE
 from turnout.core.types import Outcome, TransportError
@@ -47,10 +52,13 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
     if isinstance(data, dict) and "error" in data and data.get("error"):
         return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
     if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
-        return AttemptResult(outcome=Outcome(
-            status=status, transport=TransportError.PROTOCOL,
-            message="upstream answered 2xx with a body that is not a chat completion",
-        ))
+        return AttemptResult(
+            outcome=Outcome(
+                status=status,
+                transport=TransportError.PROTOCOL,
+                message="upstream answered 2xx with a body that is not a chat completion",
+            )
+        )
     raw_usage = data.get("usage")
     usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
     return AttemptResult(

@@ -107,8 +107,9 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
                 key = KeyRef(source="file")
         providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key)
-    return CatalogDoc(providers=providers, models=dict(config.raw.models), origin="file",
-                      file_digest=file_digest(config))
+    return CatalogDoc(
+        providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
+    )
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
@@ -170,9 +171,11 @@ def rotate_keys(doc: CatalogDoc, vault: Vault) -> tuple[CatalogDoc, int]:
         VaultUnavailable / SecretUnreadable: a sealed key no configured key opens.
     """
     providers = {
-        name: msgspec.structs.replace(p, key=KeyRef(source="sealed", sealed=vault.rotate(
-            p.key.sealed, platform_key_binding(name))))
-        if p.key is not None and p.key.sealed is not None else p
+        name: msgspec.structs.replace(
+            p, key=KeyRef(source="sealed", sealed=vault.rotate(p.key.sealed, platform_key_binding(name)))
+        )
+        if p.key is not None and p.key.sealed is not None
+        else p
         for name, p in doc.providers.items()
     }
     count = sum(p.key is not None and p.key.sealed is not None for p in doc.providers.values())

@@ -77,17 +77,29 @@ async def seed(store: CatalogStore, file: Config, vault: Vault, *, force: bool =
                 _warn_mismatch(doc, version, known, file.source)
             return outcome
         if await store.write(doc_from_config(file, vault), version, remember_file=digest) is not None:
-            log.info("catalog: %s from %s (%d model(s), %d provider(s))", outcome, file.source,
-                     len(file.raw.models), len(file.raw.providers))
+            log.info(
+                "catalog: %s from %s (%d model(s), %d provider(s))",
+                outcome,
+                file.source,
+                len(file.raw.models),
+                len(file.raw.providers),
+            )
             return outcome
     raise CatalogConflict("the catalog kept changing while the file was applied; retry")
 
 
 def _warn_mismatch(doc: CatalogDoc, version: int, known: bool, source: str) -> None:
-    why = ("this file was applied before (a stale copy)" if known
-           else "the catalog holds admin edits made after the last file was applied")
+    why = (
+        "this file was applied before (a stale copy)"
+        if known
+        else "the catalog holds admin edits made after the last file was applied"
+    )
     log.warning(
         "catalog: the models/providers of %s differ from the catalog in Redis (version %d, last written by %s); "
         "Redis's catalog is in force because %s. To replace it with this file, start one process with %s=1.",
-        source, version, "the admin API" if doc.origin == "api" else "a file", why, FROM_FILE_ENV,
+        source,
+        version,
+        "the admin API" if doc.origin == "api" else "a file",
+        why,
+        FROM_FILE_ENV,
     )

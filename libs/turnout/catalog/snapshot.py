@@ -8,7 +8,8 @@ Must not import: services, FastAPI, arq, httpx.
 
 from __future__ import annotations
 
-from typing import Mapping, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 import msgspec
 
@@ -47,15 +48,13 @@ class Catalog:
     def __init__(self, config: Config) -> None:
         raw = config.raw
         self.models: dict[str, tuple[Target, ...]] = {
-            model_id: tuple(
-                Target(provider=o.provider, model=o.model, catalog_model=model_id) for o in spec.offers
-            )
+            model_id: tuple(Target(provider=o.provider, model=o.model, catalog_model=model_id) for o in spec.offers)
             for model_id, spec in raw.models.items()
         }
         self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)
         self.provider_names = frozenset(raw.providers)
         self.prices: dict[str, Price] = {}
-        for model_id, spec in raw.models.items():
+        for spec in raw.models.values():
             for o in spec.offers:
                 self.prices[f"{o.provider}/{o.model}"] = Price(
                     input_usd_per_mtok=o.input_usd_per_mtok, output_usd_per_mtok=o.output_usd_per_mtok
@@ -72,7 +71,7 @@ class Catalog:
         self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
 
     @property
-    def current(self) -> "Catalog":
+    def current(self) -> Catalog:
         """This catalog (a fixed catalog is its own `CatalogSource`)."""
         return self
 

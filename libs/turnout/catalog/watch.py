@@ -24,20 +24,20 @@ from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 
-from turnout.catalog.snapshot import Catalog
 from turnout.catalog.doc import CatalogDoc, config_of
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import FROM_FILE_ENV, seed
+from turnout.catalog.snapshot import Catalog
 from turnout.config import Config
 from turnout.errors import ConfigError
 from turnout.state import keys
-from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
+from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.tenancy.vault import Vault
 
 if TYPE_CHECKING:
-    from turnout.tenancy.directory import TenantDirectory
     from turnout.health import Breakers
+    from turnout.tenancy.directory import TenantDirectory
 
 log = logging.getLogger("turnout.catalog")
 
@@ -58,7 +58,13 @@ class CatalogWatch:
     """
 
     def __init__(
-        self, live: LiveCatalog, store: CatalogStore, file: Config, vault: Vault, env: Mapping[str, str], *,
+        self,
+        live: LiveCatalog,
+        store: CatalogStore,
+        file: Config,
+        vault: Vault,
+        env: Mapping[str, str],
+        *,
         poll_s: float = POLL_S,
     ) -> None:
         self.live = live
@@ -92,12 +98,14 @@ class CatalogWatch:
         try:
             config = self.config_of(doc)
         except ConfigError as exc:  # validated where it was written; this process's own file disagrees
-            log.warning("catalog: version %d breaks a rule of %s (%s); serving it anyway", version,
-                        self.file.source, exc)
+            log.warning(
+                "catalog: version %d breaks a rule of %s (%s); serving it anyway", version, self.file.source, exc
+            )
             config = config_of(doc, self.file, self._env, self.vault, check=False)
         self.live.swap(config, version)
-        log.info("catalog: version %d in force (%d model(s), %d provider(s))", version,
-                 len(doc.models), len(doc.providers))
+        log.info(
+            "catalog: version %d in force (%d model(s), %d provider(s))", version, len(doc.models), len(doc.providers)
+        )
         return True
 
     async def start(self, listen_redis: Redis, *, wait_s: float = 5.0) -> None:
@@ -122,18 +130,32 @@ class CatalogWatch:
             await seed(self.store, self.file, self.vault, force=self._env.get(FROM_FILE_ENV) == "1")
 
         assert self._ready is not None
-        await follow(listen_redis, keys.CATALOG_CHANNEL, refresh=self.refresh, ready=self._ready,
-                     poll_s=self._poll_s, what="catalog", first=first, retry_on=(CatalogConflict,))
+        await follow(
+            listen_redis,
+            keys.CATALOG_CHANNEL,
+            refresh=self.refresh,
+            ready=self._ready,
+            poll_s=self._poll_s,
+            what="catalog",
+            first=first,
+            retry_on=(CatalogConflict,),
+        )
 
 
 def attach(
-    live: LiveCatalog, redis: Redis, file: Config, *, directory: "TenantDirectory", breakers: "Breakers",
+    live: LiveCatalog,
+    redis: Redis,
+    file: Config,
+    *,
+    directory: TenantDirectory,
+    breakers: Breakers,
     env: Mapping[str, str] | None = None,
 ) -> CatalogWatch:
     """The watch of one process (ingress or worker), with its swaps wired to the process's parts:
     the breakers' sole offers, the tenant directory's configuration (admin validation, identities)
     and the scrubber (every provider key in force is scrubbed from logs and spans).
     """
+
     def on_swap(config: Config, catalog: Catalog) -> None:
         breakers.use_sole_targets(catalog.sole_targets)
         directory.config = config

@@ -72,8 +72,16 @@ def is_lost(row: Row, now_s: float) -> bool:
 def as_lost(row: Row) -> Row:
     """The lost row of a started row: outcome `lost`, status, latency, tokens and cost unknown."""
     return {
-        **row, "phase": str(Phase.LOST), "kind": LOST_KIND, "class": LOST_KIND, "status": None,
-        "latency_ms": None, "input_tokens": None, "output_tokens": None, "cost_usd": None, "lost": True,
+        **row,
+        "phase": str(Phase.LOST),
+        "kind": LOST_KIND,
+        "class": LOST_KIND,
+        "status": None,
+        "latency_ms": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "lost": True,
     }
 
 

@@ -388,16 +388,24 @@ def _valued(snapshot: BreakerSnapshot, now_s: float, settings: BreakerSettings) 
         return snapshot
     d = decay(snapshot, now_s, settings)
     return msgspec.structs.replace(
-        snapshot, successes=snapshot.successes * d, failures=snapshot.failures * d,
-        run_weight=snapshot.run_weight * d, counted_at_s=now_s,
+        snapshot,
+        successes=snapshot.successes * d,
+        failures=snapshot.failures * d,
+        run_weight=snapshot.run_weight * d,
+        counted_at_s=now_s,
     )
 
 
 def _trip(snapshot: BreakerSnapshot, now_s: float, settings: BreakerSettings, rule: TripRule) -> BreakerSnapshot:
     trips = snapshot.trips + 1
     return msgspec.structs.replace(
-        snapshot, open=True, trips=trips, opened_at_s=now_s, cooldown_s=cooldown_for(trips, settings),
-        closed_at_s=0.0, trip_rule=str(rule),
+        snapshot,
+        open=True,
+        trips=trips,
+        opened_at_s=now_s,
+        cooldown_s=cooldown_for(trips, settings),
+        closed_at_s=0.0,
+        trip_rule=str(rule),
     )
 
 
@@ -440,12 +448,19 @@ def record(
     if counted is Counted.SUCCESS:
         if snap.open and probe:
             return BreakerSnapshot(
-                closed_at_s=now_s, successes=1.0, counted_at_s=now_s, not_before_s=snap.not_before_s,
-                last_error=snap.last_error, trip_rule=snap.trip_rule,
+                closed_at_s=now_s,
+                successes=1.0,
+                counted_at_s=now_s,
+                not_before_s=snap.not_before_s,
+                last_error=snap.last_error,
+                trip_rule=snap.trip_rule,
             )
         return msgspec.structs.replace(snap, successes=snap.successes + 1.0, run=0, run_weight=0.0)
     failed = msgspec.structs.replace(
-        snap, failures=snap.failures + 1.0, run=snap.run + 1, run_weight=snap.run_weight + 1.0,
+        snap,
+        failures=snap.failures + 1.0,
+        run=snap.run + 1,
+        run_weight=snap.run_weight + 1.0,
         last_error=error or snap.last_error,
     )
     if snap.open:

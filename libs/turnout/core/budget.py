@@ -37,7 +37,11 @@ class BudgetScope(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def budget_scope(
-    org: ScopeSettings, squad: ScopeSettings | None, key: ScopeSettings | None, *, squad_name: str | None,
+    org: ScopeSettings,
+    squad: ScopeSettings | None,
+    key: ScopeSettings | None,
+    *,
+    squad_name: str | None,
     key_name: str,
 ) -> BudgetScope | None:
     """The budget and strategy in force for a key (SPEC §6 scopes, §10).
@@ -101,8 +105,12 @@ def decide(scope: BudgetScope, spent_usd: float, now_s: float) -> Refused | Stra
     """
     if scope.budget is not None and scope.budget.hard and spent_usd >= scope.budget.usd:
         _, end = period_bounds(scope.budget.period, now_s)
-        return Refused(resets_at_s=end, retry_after_s=max(1, int(end - now_s + 0.999)), spent_usd=spent_usd,
-                       budget_usd=scope.budget.usd)
+        return Refused(
+            resets_at_s=end,
+            retry_after_s=max(1, int(end - now_s + 0.999)),
+            spent_usd=spent_usd,
+            budget_usd=scope.budget.usd,
+        )
     return firing_rule(scope, spent_usd)
 
 
@@ -118,6 +126,8 @@ def with_strategy(settings: RoutingSettings, rule: StrategyRule | None, has_stra
     if rule is None:
         return msgspec.structs.replace(settings, reroutes=())
     return msgspec.structs.replace(
-        settings, reroutes=(rule.model,), fallbacks={"*": (rule.fallback,)} if rule.fallback else {},
+        settings,
+        reroutes=(rule.model,),
+        fallbacks={"*": (rule.fallback,)} if rule.fallback else {},
         strategy_rule=rule.name,
     )

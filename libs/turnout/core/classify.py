@@ -247,12 +247,8 @@ _QUOTA_WORDING: Final = re.compile(
 _TYPE_CODE_QUOTA: Final = re.compile(r"quota|billing")
 
 # 403 that is really a rate limit / overload (SPEC §3 row 2).
-_RATE_LIMIT_WORDING: Final = re.compile(
-    r"rate ?limit|too many requests|throttl|resource exhausted"
-)
-_OVERLOAD_WORDING: Final = re.compile(
-    r"overload|capacity|high demand|service unavailable|temporarily unavailable"
-)
+_RATE_LIMIT_WORDING: Final = re.compile(r"rate ?limit|too many requests|throttl|resource exhausted")
+_OVERLOAD_WORDING: Final = re.compile(r"overload|capacity|high demand|service unavailable|temporarily unavailable")
 
 _CONTEXT_LENGTH_WORDING: Final = re.compile(
     r"context (?:length|window|limit)"
@@ -275,18 +271,14 @@ _CONTENT_POLICY_WORDING: Final = re.compile(
 )
 
 # Transport wording, for when no exception type exists (SPEC §3 row 5).
-_FIRST_TOKEN_TIMEOUT_WORDING: Final = re.compile(
-    r"(?:first (?:token|byte)|ttft).{0,40}?(?:timed? ?out|timeout)"
-)
+_FIRST_TOKEN_TIMEOUT_WORDING: Final = re.compile(r"(?:first (?:token|byte)|ttft).{0,40}?(?:timed? ?out|timeout)")
 # A timeout while connecting never reached the provider: CONNECT, as the
 # adapters map httpx.ConnectTimeout.
 _CONNECT_TIMEOUT_WORDING: Final = re.compile(
     r"connect(?:ion)? (?:timed? ?out|timeout|etimedout)"
     r"|connecttimeout|timed out (?:while )?connecting"
 )
-_TIMEOUT_WORDING: Final = re.compile(
-    r"timed? ?out|timeout|etimedout|deadline exceeded"
-)
+_TIMEOUT_WORDING: Final = re.compile(r"timed? ?out|timeout|etimedout|deadline exceeded")
 _CONNECT_WORDING: Final = re.compile(
     r"refused|econnrefused"
     r"|name resolution|getaddrinfo|enotfound|eai again|eai noname"
@@ -359,11 +351,7 @@ def envelope_status(error_type: str | None, error_code: str | None) -> int:
         An HTTP status in 400–599; 500 when nothing is recognised (an unknown
         error is treated as a server error). Never a 2xx. Never raises.
     """
-    keys = [
-        _WS.sub("_", v.strip().lower())
-        for v in (error_code, error_type)
-        if isinstance(v, str) and v.strip()
-    ]
+    keys = [_WS.sub("_", v.strip().lower()) for v in (error_code, error_type) if isinstance(v, str) and v.strip()]
     for key in keys:
         if len(key) == 3 and key.isascii() and key.isdigit():
             numeric = int(key)
@@ -544,9 +532,7 @@ def classify(outcome: Outcome) -> FailureKind:
     status = _int_status(outcome.status)
     if status is None or _is_2xx(status):
         if outcome.error_in_body:
-            return _classify_status(
-                envelope_status(outcome.error_type, outcome.error_code), outcome
-            )
+            return _classify_status(envelope_status(outcome.error_type, outcome.error_code), outcome)
         transport = outcome.transport
         if isinstance(transport, TransportError):
             return _TRANSPORT_KIND[transport]

@@ -28,8 +28,7 @@ from turnout.core.credentials import Credential
 from turnout.core.types import FailureKind
 
 _PROVIDER_FAILURES = frozenset(
-    {FailureKind.SERVER_ERROR, FailureKind.OTHER_5XX, FailureKind.TRANSPORT, FailureKind.TIMEOUT,
-     FailureKind.MALFORMED}
+    {FailureKind.SERVER_ERROR, FailureKind.OTHER_5XX, FailureKind.TRANSPORT, FailureKind.TIMEOUT, FailureKind.MALFORMED}
 )
 _CREDENTIAL_FAILURES = frozenset({FailureKind.AUTH, FailureKind.QUOTA_EXHAUSTED})
 _HINTED = frozenset({FailureKind.RATE_LIMITED, FailureKind.SERVER_ERROR})

@@ -27,7 +27,7 @@ Rules (SPEC §6, and the issue that made them precise):
 from __future__ import annotations
 
 import enum
-from collections.abc import Set
+from collections.abc import Set as AbstractSet
 
 from turnout.core.scopes import KeyMode
 
@@ -55,8 +55,8 @@ def credential_choices(
     *,
     key_mode: KeyMode,
     provider: str,
-    own_providers: Set[str],
-    model_providers: Set[str],
+    own_providers: AbstractSet[str],
+    model_providers: AbstractSet[str],
     shared_available: bool,
     credential_fallback: bool,
 ) -> tuple[Credential, ...]:

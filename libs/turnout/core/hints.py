@@ -55,9 +55,7 @@ _GO_UNIT_S: Final[Mapping[str, float]] = types.MappingProxyType(
     }
 )
 _GO_SEGMENT: Final = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
-_GO_DURATION: Final = re.compile(
-    r"\+?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+"
-)
+_GO_DURATION: Final = re.compile(r"\+?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|\u00b5s|\u03bcs|ms|s|m|h))+")
 
 # "Please try again in 20s", "try again in 1.5 seconds", "retry after 300ms",
 # "Please retry in 7.2s" (Gemini), "Please retry after 7 seconds" (Azure),

@@ -211,7 +211,9 @@ def drained(bucket: Bucket, limit: int, now_ms: int) -> int:
 def quota(level: int, limit: int) -> Quota:
     """Remaining whole units and ms to empty at `level` (unit·ms)."""
     return Quota(
-        limit=limit, remaining=(limit * WINDOW_MS - level) // WINDOW_MS, reset_ms=-(-level // limit),
+        limit=limit,
+        remaining=(limit * WINDOW_MS - level) // WINDOW_MS,
+        reset_ms=-(-level // limit),
     )
 
 
@@ -252,7 +254,9 @@ def check_ceilings(scopes: Sequence[ScopeLimits], requested: dict[str, int]) -> 
     and a clamped `n` would return fewer choices than asked for.
     """
     fields: tuple[tuple[str, Literal["max_tokens", "max_n"]], ...] = (
-        ("max_tokens", "max_tokens"), ("max_completion_tokens", "max_tokens"), ("n", "max_n"),
+        ("max_tokens", "max_tokens"),
+        ("max_completion_tokens", "max_tokens"),
+        ("n", "max_n"),
     )
     for field, ceiling_field in fields:
         value = requested.get(field)
@@ -263,7 +267,10 @@ def check_ceilings(scopes: Sequence[ScopeLimits], requested: dict[str, int]) -> 
 
 
 def decide(
-    scopes: Sequence[ScopeLimits], counters: Sequence[Counters], demand: Demand, now_ms: int,
+    scopes: Sequence[ScopeLimits],
+    counters: Sequence[Counters],
+    demand: Demand,
+    now_ms: int,
 ) -> Decision:
     """Admit a request only if it fits every limit of every scope (atomically: all or none).
 
@@ -295,7 +302,8 @@ def decide(
             waits.append(("max_streams", CONCURRENCY_RETRY_MS))
         buckets: dict[LimitName, Bucket] = {"rpm": held.rpm, "tpm": held.tpm}
         meters: tuple[tuple[LimitName, int | None, int], ...] = (
-            ("rpm", limits.rpm, 1), ("tpm", limits.tpm, demand.tokens),
+            ("rpm", limits.rpm, 1),
+            ("tpm", limits.tpm, demand.tokens),
         )
         for name, limit, cost in meters:
             if limit is None:
@@ -316,12 +324,16 @@ def decide(
             if refusal is None or _longer(wait_ms, refusal.retry_after_ms):
                 refusal = Refusal(limit=limit_name, scope=index, retry_after_ms=wait_ms)
         lease_expiry = now_ms + demand.lease_ms
-        after.append(Counters(
-            rpm=buckets["rpm"], tpm=buckets["tpm"],
-            leases=(*leases, lease_expiry) if limits.max_concurrent is not None else leases,
-            stream_leases=(*stream_leases, lease_expiry) if demand.stream and limits.max_streams is not None
-            else stream_leases,
-        ))
+        after.append(
+            Counters(
+                rpm=buckets["rpm"],
+                tpm=buckets["tpm"],
+                leases=(*leases, lease_expiry) if limits.max_concurrent is not None else leases,
+                stream_leases=(*stream_leases, lease_expiry)
+                if demand.stream and limits.max_streams is not None
+                else stream_leases,
+            )
+        )
     pick = 0 if refusal is not None else 1
     verdict = Verdict(
         refusal=refusal,
@@ -349,9 +361,7 @@ def _longer(wait_ms: int | None, than_ms: int | None) -> bool:
 
 def is_limited(scopes: Sequence[ScopeLimits]) -> bool:
     """True when any scope sets a counted limit (`rpm`, `tpm`, `max_concurrent`, `max_streams`)."""
-    return any(
-        s.limits.rpm or s.limits.tpm or s.limits.max_concurrent or s.limits.max_streams for s in scopes
-    )
+    return any(s.limits.rpm or s.limits.tpm or s.limits.max_concurrent or s.limits.max_streams for s in scopes)
 
 
 def header_duration(ms: int) -> str:

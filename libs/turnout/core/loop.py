@@ -258,7 +258,13 @@ def _advance(state: LoopState, now_s: float, *, backoff: bool) -> LoopState:
             return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
         cursor, cycle = 0, cycle + 1
     moved = msgspec.structs.replace(
-        state, cursor=cursor, cycle=cycle, resend_count=0, wait_until_s=None, delay_s=0.0, delay_reason=None,
+        state,
+        cursor=cursor,
+        cycle=cycle,
+        resend_count=0,
+        wait_until_s=None,
+        delay_s=0.0,
+        delay_reason=None,
         byok_fallback=False,
     )
     backoff_s = state.policy.fallback.backoff_s if backoff else 0.0
@@ -282,8 +288,15 @@ def _may_fall_back(state: LoopState, outcome: Outcome, kind: FailureKind) -> boo
 
 def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopState:
     return msgspec.structs.replace(
-        state, sequence=entries, special=True, cursor=0, resend_count=0,
-        wait_until_s=None, delay_s=0.0, delay_reason=None, byok_fallback=False,
+        state,
+        sequence=entries,
+        special=True,
+        cursor=0,
+        resend_count=0,
+        wait_until_s=None,
+        delay_s=0.0,
+        delay_reason=None,
+        byok_fallback=False,
     )
 
 
@@ -365,8 +378,11 @@ def on_outcome(
     if disposition is Disposition.SUCCESS:
         return msgspec.structs.replace(state, stop=StopReason.SERVED)
     if (
-        kind is FailureKind.AUTH and credential_fallback and not state.byok_fallback
-        and len(state.records) < state.policy.budget.max_attempts and now_s < state.deadline_s
+        kind is FailureKind.AUTH
+        and credential_fallback
+        and not state.byok_fallback
+        and len(state.records) < state.policy.budget.max_attempts
+        and now_s < state.deadline_s
     ):
         return msgspec.structs.replace(state, byok_fallback=True)
     if disposition is Disposition.TERMINAL:
@@ -452,8 +468,11 @@ def on_plan_capped(state: LoopState, dispatch: Dispatch, *, reopen_in_s: float, 
     at once; otherwise the target is skipped like any other (`PLAN_CAPPED`,
     not an attempt, never a reason for `ALL_OPEN`).
     """
-    skipped = msgspec.structs.replace(state, skips=state.skips + (
-        SkipRecord(target=dispatch.entry.target, reason=SkipReason.PLAN_CAPPED, reopen_in_s=reopen_in_s),))
+    skipped = msgspec.structs.replace(
+        state,
+        skips=state.skips
+        + (SkipRecord(target=dispatch.entry.target, reason=SkipReason.PLAN_CAPPED, reopen_in_s=reopen_in_s),),
+    )
     if _may_switch_to_plan_cap(state):
         return _switch_special(skipped, state.plan.plan_cap)
     return on_skip(state, dispatch, reason=SkipReason.PLAN_CAPPED, reopen_in_s=reopen_in_s, now_s=now_s)

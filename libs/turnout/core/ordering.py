@@ -153,8 +153,10 @@ def _split(offers: Sequence[Target], health: Mapping[str, TargetHealth]) -> tupl
     facts = [(t, health.get(t.key, HEALTHY)) for t in offers]
     probes = [(t, h) for t, h in facts if h.standing is Standing.PROBE]
     up = [(t, h) for t, h in facts if h.standing is Standing.UP]
-    down = sorted(((h.back_in_s, i, t) for i, (t, h) in enumerate(facts) if h.standing is Standing.DOWN),
-                  key=lambda item: (item[0], item[1]))
+    down = sorted(
+        ((h.back_in_s, i, t) for i, (t, h) in enumerate(facts) if h.standing is Standing.DOWN),
+        key=lambda item: (item[0], item[1]),
+    )
     return probes, up, [t for _, _, t in down]
 
 
@@ -173,8 +175,13 @@ def _explore(ranked: list[Target], candidates: Sequence[Target], settings: Order
 
 
 def _by_value(
-    offers: Sequence[Target], health: Mapping[str, TargetHealth], settings: OrderSettings, rng: random.Random,
-    value: Callable[[Target, TargetHealth], float | None], *, explore: bool,
+    offers: Sequence[Target],
+    health: Mapping[str, TargetHealth],
+    settings: OrderSettings,
+    rng: random.Random,
+    value: Callable[[Target, TargetHealth], float | None],
+    *,
+    explore: bool,
 ) -> tuple[Target, ...]:
     """PROBE first; UP by (health band, `value` ascending, random tie-break); DOWN last.
 
@@ -189,8 +196,10 @@ def _by_value(
     known = [v for v in values if v is not None]
     neutral = statistics.median(known) if known else 0.0
     keyed = sorted(
-        ((tier(h.score, settings.tolerance), neutral if v is None else v, rng.random(), t)
-         for (t, h), v in zip(up, values)),
+        (
+            (tier(h.score, settings.tolerance), neutral if v is None else v, rng.random(), t)
+            for (t, h), v in zip(up, values)
+        ),
         key=lambda item: (item[0], item[1], item[2]),
     )
     ranked = [t for *_, t in keyed]
@@ -214,8 +223,9 @@ def by_health(
     """
     probes, up, down = _split(offers, health)
     first = _shuffled(probes, rng)
-    keyed = sorted(((tier(h.score, settings.tolerance), rng.random(), t) for t, h in up),
-                   key=lambda item: (item[0], item[1]))
+    keyed = sorted(
+        ((tier(h.score, settings.tolerance), rng.random(), t) for t, h in up), key=lambda item: (item[0], item[1])
+    )
     ranked = [t for _, _, t in keyed]
     if len(keyed) > 1 and keyed[-1][0] > keyed[0][0]:
         _explore(ranked, [t for band, _, t in keyed if band > keyed[0][0]], settings, rng)
@@ -258,8 +268,12 @@ def by_throughput(
     per second first within each health band; unmeasured ranks neutral;
     exploration as for `latency`."""
     return _by_value(
-        offers, health, settings, rng,
-        lambda t, h: None if h.tokens_per_s is None else -h.tokens_per_s, explore=True,
+        offers,
+        health,
+        settings,
+        rng,
+        lambda t, h: None if h.tokens_per_s is None else -h.tokens_per_s,
+        explore=True,
     )
 
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import enum
 import random
-from typing import Final, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Final
 
 import msgspec
 
@@ -138,9 +139,7 @@ class NoMatchingOffer(ValueError):
     """
 
     def __init__(self, model: str) -> None:
-        super().__init__(
-            f"No offer of `{model}` that this key may use satisfies the request's `provider` preferences."
-        )
+        super().__init__(f"No offer of `{model}` that this key may use satisfies the request's `provider` preferences.")
         self.model = model
 
 
@@ -152,7 +151,9 @@ def lookup(model_map: ModelMap, model: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def split_pinned(model: str, catalog: Mapping[str, Sequence[Target]], providers: frozenset[str]) -> tuple[str, str | None]:
+def split_pinned(
+    model: str, catalog: Mapping[str, Sequence[Target]], providers: frozenset[str]
+) -> tuple[str, str | None]:
     """Split a pinned `provider/model` request (SPEC §3 step 1).
 
     Returns:
@@ -266,11 +267,18 @@ def build_plan(
     entries: list[PlanEntry] = []
     for model, pin in heads:
         for target in offers_of(model, pin):
-            role = Role.PRIMARY if not entries else (
-                Role.PROVIDER_FALLBACK if target.catalog_model == entries[0].target.catalog_model else Role.MODEL_FALLBACK
+            role = (
+                Role.PRIMARY
+                if not entries
+                else (
+                    Role.PROVIDER_FALLBACK
+                    if target.catalog_model == entries[0].target.catalog_model
+                    else Role.MODEL_FALLBACK
+                )
             )
-            entries.append(PlanEntry(target=target, role=role, is_reroute=rerouted and not by_strategy,
-                                     is_strategy=by_strategy))
+            entries.append(
+                PlanEntry(target=target, role=role, is_reroute=rerouted and not by_strategy, is_strategy=by_strategy)
+            )
 
     if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())

@@ -14,12 +14,13 @@ name.
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, Union
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-StatusEntry = Union[int, str]
+StatusEntry = int | str
 """One entry of a status list: an HTTP status (429) or a class ("5xx")."""
 
 
@@ -298,7 +299,10 @@ class PolicyOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 
 
 SECTION_OVERRIDES: dict[str, type[_Overrides]] = {
-    "retry": RetryOverrides, "fallback": FallbackOverrides, "budget": BudgetOverrides, "plan": PlanOverrides,
+    "retry": RetryOverrides,
+    "fallback": FallbackOverrides,
+    "budget": BudgetOverrides,
+    "plan": PlanOverrides,
 }
 """Each policy section's partial form (`Policy` field name -> its overrides Struct)."""
 

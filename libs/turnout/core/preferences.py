@@ -123,7 +123,9 @@ def admits(target: Target, prefs: Preferences, prices: Mapping[str, OfferPrice])
 
 
 def apply(
-    ranked: Sequence[Target], prefs: Preferences, prices: Mapping[str, OfferPrice],
+    ranked: Sequence[Target],
+    prefs: Preferences,
+    prices: Mapping[str, OfferPrice],
     health: Mapping[str, TargetHealth],
 ) -> tuple[Target, ...]:
     """One model's ranked offers as `prefs` narrow and reorder them.

@@ -119,7 +119,9 @@ def max_jobs_ahead(budget_ms: int, capacity: FleetCapacity | None) -> int:
     """
     if capacity is None:
         return -1
-    limit = max(0, math.floor((usable_budget_ms(budget_ms) - capacity.service_ms) * capacity.slots / capacity.service_ms))
+    limit = max(
+        0, math.floor((usable_budget_ms(budget_ms) - capacity.service_ms) * capacity.slots / capacity.service_ms)
+    )
     while sheds(limit + 1, budget_ms, capacity) is False:  # floating-point edges: match `sheds` exactly
         limit += 1
     while limit > 0 and sheds(limit, budget_ms, capacity):

@@ -9,14 +9,15 @@ Must not import: anything outside the standard library, msgspec and
 
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.policy import PolicyOverrides
 from turnout.core.spend import Budget, StrategyRule
-from turnout.core.limits import Limits, ScopeLimits
 
 KeyMode = Literal["own_only", "own_then_shared", "shared_only"]
 
@@ -95,7 +96,10 @@ def as_model_map(value: Mapping[str, list[str]] | list[str] | UnsetType) -> dict
 
 
 def scope_limits(
-    org_id: str, org: ScopeSettings, squad: tuple[str, ScopeSettings] | None, key: tuple[str, ScopeSettings],
+    org_id: str,
+    org: ScopeSettings,
+    squad: tuple[str, ScopeSettings] | None,
+    key: tuple[str, ScopeSettings],
 ) -> tuple[ScopeLimits, ...]:
     """Every `limits` setting that applies to a key, org first (SPEC §10 "Limits").
 

@@ -85,7 +85,9 @@ def period_bounds(period: Period, at_s: float) -> tuple[float, float]:
         start = moment.replace(hour=0, minute=0, second=0, microsecond=0)
         return start.timestamp(), start.timestamp() + 86_400.0
     start = moment.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    following = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    following = (
+        start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    )
     return start.timestamp(), following.timestamp()
 
 

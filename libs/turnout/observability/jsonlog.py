@@ -34,6 +34,7 @@ from turnout.scrub import redact_shapes
 REQUEST_ID: ContextVar[str | None] = ContextVar("turnout_request_id", default=None)
 """The request being served by the current task, when known."""
 
+
 def redact(text: str) -> str:
     """`text` with credentials recognisable by shape replaced (`turnout.scrub.redact_shapes`)."""
     return redact_shapes(text)
@@ -101,7 +102,7 @@ def scrub_logs(scrub: Callable[[str], str], logger: logging.Logger | None = None
 class RedactingJsonFormatter(JsonFormatter):
     """JSON formatter that redacts credentials from the message and exception text."""
 
-    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - stdlib name
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
         """ISO-8601 UTC with milliseconds (`2025-06-01T12:00:00.123Z`)."""
         return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z"
 
@@ -117,11 +118,13 @@ class RedactingJsonFormatter(JsonFormatter):
 def json_handler(service: str, stream: IO[str] | None = None) -> logging.Handler:
     """A stream handler writing JSON lines for `service` (default stream: stderr)."""
     handler = logging.StreamHandler(stream or sys.stderr)
-    handler.setFormatter(RedactingJsonFormatter(
-        "%(asctime)s %(levelname)s %(name)s %(message)s",
-        rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-        static_fields={"service": service},
-    ))
+    handler.setFormatter(
+        RedactingJsonFormatter(
+            "%(asctime)s %(levelname)s %(name)s %(message)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
+            static_fields={"service": service},
+        )
+    )
     handler.addFilter(ContextFilter())
     return handler
 

@@ -47,9 +47,7 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter("turnout_requests", "Requests answered", ["route", "status"], registry=r)
-        self.attempts = Counter(
-            "turnout_attempts", "Upstream attempts", ["provider", "model", "kind"], registry=r
-        )
+        self.attempts = Counter("turnout_attempts", "Upstream attempts", ["provider", "model", "kind"], registry=r)
         self.fallbacks = Counter("turnout_fallbacks", "Requests served by a fallback target", ["model"], registry=r)
         self.breaker_state = Gauge(
             "turnout_breaker_state", "Breaker state: 0 closed, 1 half-open, 2 open", ["target"], registry=r
@@ -61,18 +59,25 @@ class Metrics:
             "turnout_breaker_trips", "Breaker trips written by this process", ["target", "rule", "sole"], registry=r
         )
         self.platform_key_alarms = Counter(
-            "turnout_platform_key_alarms", "Attempts whose platform key was rejected or out of quota", ["target"],
+            "turnout_platform_key_alarms",
+            "Attempts whose platform key was rejected or out of quota",
+            ["target"],
             registry=r,
         )
         self.queue_depth = Gauge("turnout_queue_depth", "Jobs queued or running", registry=r)
         self.upstream_latency = Histogram(
-            "turnout_upstream_latency_seconds", "Duration of one upstream attempt", ["provider", "model"],
-            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=r,
+            "turnout_upstream_latency_seconds",
+            "Duration of one upstream attempt",
+            ["provider", "model"],
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=r,
         )
         self.in_flight_jobs = Gauge("turnout_in_flight_jobs", "Jobs this worker is running", registry=r)
         self.queue_wait = Histogram(
-            "turnout_queue_wait_seconds", "Time from enqueue to a worker starting the job",
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30), registry=r,
+            "turnout_queue_wait_seconds",
+            "Time from enqueue to a worker starting the job",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30),
+            registry=r,
         )
         self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
         self.clock_skew = Gauge(

@@ -34,17 +34,17 @@ log = logging.getLogger("turnout.telemetry")
 class PrometheusObserver:
     """Counts attempts, fallbacks and upstream latency in a `Metrics` registry."""
 
-    def __init__(self, metrics: "Metrics") -> None:
+    def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
 
-    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """See `RouteObserver`."""
         return None
 
     async def attempt_dispatched(self, handle: object) -> None:
         """See `RouteObserver`."""
 
-    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`."""
         target = record.target
         self._metrics.attempts.labels(provider=target.provider, model=target.model, kind=str(record.kind)).inc()
@@ -54,7 +54,7 @@ class PrometheusObserver:
         if record.kind is FailureKind.SUCCESS and record.is_fallback:
             self._metrics.fallbacks.labels(model=info.requested_model).inc()
 
-    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""
 
 
@@ -62,18 +62,18 @@ class SpendObserver:
     """Adds each successful attempt's cost (catalog prices, the attempt records'
     `cost_usd`) to the spend ledger of its org, squad and key (SPEC §10)."""
 
-    def __init__(self, ledger: "SpendLedger", catalog: "CatalogSource") -> None:
+    def __init__(self, ledger: SpendLedger, catalog: CatalogSource) -> None:
         self._ledger = ledger
         self._catalog = catalog
 
-    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """See `RouteObserver`."""
         return None
 
     async def attempt_dispatched(self, handle: object) -> None:
         """See `RouteObserver`."""
 
-    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`: failed attempts cost nothing."""
         price = self._catalog.current.prices.get(record.target.key)
         if record.kind is not FailureKind.SUCCESS or price is None or not info.org:
@@ -81,7 +81,7 @@ class SpendObserver:
         cost = price.cost_usd(usage.input_tokens, usage.output_tokens)
         self._ledger.add(info.org, scope_fields(info.squad, info.key), cost)
 
-    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""
 
 
@@ -91,16 +91,16 @@ class Observers:
     A failing observer is logged and skipped: telemetry never fails a request.
     """
 
-    def __init__(self, *observers: "RouteObserver") -> None:
+    def __init__(self, *observers: RouteObserver) -> None:
         self._observers = observers
 
-    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """Returns the tuple of every observer's handle. See `RouteObserver`."""
         handles: list[object] = []
         for observer in self._observers:
             try:
                 handles.append(observer.attempt_started(info, dispatch))
-            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+            except Exception:
                 log.exception("observer %s failed in attempt_started", type(observer).__name__)
                 handles.append(None)
         return tuple(handles)
@@ -111,30 +111,35 @@ class Observers:
         for observer, own in zip(self._observers, handles):
             try:
                 await observer.attempt_dispatched(own)
-            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+            except Exception:
                 log.exception("observer %s failed in attempt_dispatched", type(observer).__name__)
 
-    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`; `handle` is what `attempt_started` returned."""
         handles = handle if isinstance(handle, tuple) else (None,) * len(self._observers)
         for observer, own in zip(self._observers, handles):
             try:
                 observer.attempt_ended(own, info, record, usage)
-            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+            except Exception:
                 log.exception("observer %s failed in attempt_ended", type(observer).__name__)
 
-    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""
         for observer in self._observers:
             try:
                 observer.waited(info, delay_s, reason)
-            except Exception:  # noqa: BLE001 - telemetry must not fail the request
+            except Exception:
                 log.exception("observer %s failed in waited", type(observer).__name__)
 
 
 def route_observers(
-    tracer: Tracer, catalog: "CatalogSource", *, meter: Meter | None = None, metrics: "Metrics | None" = None,
-    records: "RouteObserver | None" = None, spend: "RouteObserver | None" = None,
+    tracer: Tracer,
+    catalog: CatalogSource,
+    *,
+    meter: Meter | None = None,
+    metrics: Metrics | None = None,
+    records: RouteObserver | None = None,
+    spend: RouteObserver | None = None,
 ) -> Observers:
     """The observers of one process's router: traces, then Prometheus, then records, then spend."""
     observers: list[RouteObserver] = [SpanObserver(tracer, catalog, meter)]

@@ -51,10 +51,32 @@ if TYPE_CHECKING:
 log = logging.getLogger("turnout.records")
 
 FIELDS = (
-    "ts", "request_id", "org", "squad", "key", "requested_model", "served_model", "provider", "attempt",
-    "status", "class", "kind", "latency_ms", "input_tokens", "output_tokens", "cost_usd",
-    "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "strategy",
-    "is_rerun", "lost", "attempt_id",
+    "ts",
+    "request_id",
+    "org",
+    "squad",
+    "key",
+    "requested_model",
+    "served_model",
+    "provider",
+    "attempt",
+    "status",
+    "class",
+    "kind",
+    "latency_ms",
+    "input_tokens",
+    "output_tokens",
+    "cost_usd",
+    "is_retry",
+    "is_fallback",
+    "is_reroute",
+    "is_byok_fallback",
+    "is_strategy",
+    "is_plan_fallback",
+    "strategy",
+    "is_rerun",
+    "lost",
+    "attempt_id",
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
@@ -76,17 +98,28 @@ _encode = msgspec.json.Encoder()
 _decode = msgspec.json.Decoder(dict[str, Any])
 
 
-def _identity(info: "RequestInfo", ts: float, attempt_id: str) -> dict[str, Any]:
+def _identity(info: RequestInfo, ts: float, attempt_id: str) -> dict[str, Any]:
     """The fields every row of an attempt shares."""
     return {
-        "ts": round(ts, 3), "request_id": info.request_id, "org": info.org, "squad": info.squad,
-        "key": info.key, "requested_model": info.requested_model, "attempt_id": attempt_id,
-        "run": info.run, "is_rerun": info.run > 1, "lost": False,
+        "ts": round(ts, 3),
+        "request_id": info.request_id,
+        "org": info.org,
+        "squad": info.squad,
+        "key": info.key,
+        "requested_model": info.requested_model,
+        "attempt_id": attempt_id,
+        "run": info.run,
+        "is_rerun": info.run > 1,
+        "lost": False,
     }
 
 
 def attempt_row(
-    info: "RequestInfo", record: "AttemptRecord", usage: "Usage", catalog: "Catalog", ts: float,
+    info: RequestInfo,
+    record: AttemptRecord,
+    usage: Usage,
+    catalog: Catalog,
+    ts: float,
     attempt_id: str = "",
 ) -> dict[str, Any]:
     """The SPEC §9 row of one ended attempt; cost from catalog prices, 0 unless it succeeded.
@@ -104,20 +137,31 @@ def attempt_row(
     price = catalog.prices.get(target.key)
     tokens_in, tokens_out = (usage.input_tokens, usage.output_tokens) if ok else (0, 0)
     return _identity(info, ts, attempt_id) | {
-        "phase": str(Phase.ENDED), "served_model": target.model,
-        "provider": target.provider, "attempt": record.number, "status": record.status,
-        "class": str(record.disposition), "kind": str(record.kind), "latency_ms": round(record.duration_ms, 3),
-        "input_tokens": tokens_in, "output_tokens": tokens_out,
+        "phase": str(Phase.ENDED),
+        "served_model": target.model,
+        "provider": target.provider,
+        "attempt": record.number,
+        "status": record.status,
+        "class": str(record.disposition),
+        "kind": str(record.kind),
+        "latency_ms": round(record.duration_ms, 3),
+        "input_tokens": tokens_in,
+        "output_tokens": tokens_out,
         "cost_usd": round(price.cost_usd(tokens_in, tokens_out), 10) if (ok and price) else 0.0,
-        "is_retry": record.is_retry, "is_fallback": record.is_fallback, "is_reroute": record.is_reroute,
-        "is_byok_fallback": record.is_byok_fallback, "is_strategy": record.is_strategy,
-        "is_plan_fallback": record.is_plan_fallback, "strategy": info.strategy if record.is_strategy else None,
-        "role": str(record.role), "delay_before_s": round(record.delay_before_s, 3),
+        "is_retry": record.is_retry,
+        "is_fallback": record.is_fallback,
+        "is_reroute": record.is_reroute,
+        "is_byok_fallback": record.is_byok_fallback,
+        "is_strategy": record.is_strategy,
+        "is_plan_fallback": record.is_plan_fallback,
+        "strategy": info.strategy if record.is_strategy else None,
+        "role": str(record.role),
+        "delay_before_s": round(record.delay_before_s, 3),
         "delay_reason": record.delay_reason,
     }
 
 
-def started_row(info: "RequestInfo", dispatch: "Dispatch", *, attempt_id: str, ts: float) -> dict[str, Any]:
+def started_row(info: RequestInfo, dispatch: Dispatch, *, attempt_id: str, ts: float) -> dict[str, Any]:
     """The `started` row of an attempt about to call its upstream: what is known
     before the outcome (outcome fields null, `kind` `in_flight`).
 
@@ -130,14 +174,26 @@ def started_row(info: "RequestInfo", dispatch: "Dispatch", *, attempt_id: str, t
     entry = dispatch.entry
     target = entry.target
     return _identity(info, ts, attempt_id) | {
-        "phase": str(Phase.STARTED), "served_model": target.model, "provider": target.provider,
-        "attempt": dispatch.number, "status": None, "class": None, "kind": IN_FLIGHT_KIND, "latency_ms": None,
-        "input_tokens": None, "output_tokens": None, "cost_usd": None,
-        "is_retry": dispatch.is_retry, "is_fallback": entry.is_fallback, "is_reroute": entry.is_reroute,
-        "is_byok_fallback": dispatch.is_byok_fallback, "is_strategy": entry.is_strategy,
+        "phase": str(Phase.STARTED),
+        "served_model": target.model,
+        "provider": target.provider,
+        "attempt": dispatch.number,
+        "status": None,
+        "class": None,
+        "kind": IN_FLIGHT_KIND,
+        "latency_ms": None,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "is_retry": dispatch.is_retry,
+        "is_fallback": entry.is_fallback,
+        "is_reroute": entry.is_reroute,
+        "is_byok_fallback": dispatch.is_byok_fallback,
+        "is_strategy": entry.is_strategy,
         "is_plan_fallback": entry.role is Role.PLAN_FALLBACK,
         "strategy": info.strategy if entry.is_strategy else None,
-        "role": str(entry.role), "delay_before_s": round(dispatch.delay_before_s, 3),
+        "role": str(entry.role),
+        "delay_before_s": round(dispatch.delay_before_s, 3),
         "delay_reason": dispatch.delay_reason,
         "deadline_ts": round(info.deadline_s, 3) if info.deadline_s is not None else None,
     }
@@ -162,8 +218,14 @@ class RecordWriter:
     """
 
     def __init__(
-        self, redis: Redis, *, max_len: int, buffer_max: int = 10_000, batch_max: int = 500,
-        flush_interval_s: float = 0.25, on_drop: Callable[[int], None] | None = None,
+        self,
+        redis: Redis,
+        *,
+        max_len: int,
+        buffer_max: int = 10_000,
+        batch_max: int = 500,
+        flush_interval_s: float = 0.25,
+        on_drop: Callable[[int], None] | None = None,
     ) -> None:
         self._redis = redis
         self._max_len = max_len
@@ -189,7 +251,7 @@ class RecordWriter:
         """Queue `row` for writing (never blocks). False when dropped: buffer full."""
         return self._push(row, None)
 
-    def add_started(self, row: dict[str, Any]) -> "asyncio.Future[None] | None":
+    def add_started(self, row: dict[str, Any]) -> asyncio.Future[None] | None:
         """Queue a `started` row and start a flush now (never blocks).
 
         Returns:
@@ -202,7 +264,7 @@ class RecordWriter:
         self._flusher.wake()
         return written
 
-    async def settle(self, written: "asyncio.Future[None] | None", timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
+    async def settle(self, written: asyncio.Future[None] | None, timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
         """Wait until `written` (from `add_started`) is done, at most `timeout_s`
         seconds, and not at all while Redis is failing or the flusher is not
         running. True when written."""
@@ -217,7 +279,7 @@ class RecordWriter:
             return False
         return True
 
-    def _push(self, row: dict[str, Any], written: "asyncio.Future[None] | None") -> bool:
+    def _push(self, row: dict[str, Any], written: asyncio.Future[None] | None) -> bool:
         if len(self._buffer) >= self._buffer_max:
             self._drop(1)
             return False
@@ -236,7 +298,8 @@ class RecordWriter:
         """`row` as a stream entry: a `started` row opens its attempt, any other closes it."""
         attempt_id = row.get("attempt_id")
         return records_stream.Entry(
-            org=row["org"], raw=_encode.encode(row),
+            org=row["org"],
+            raw=_encode.encode(row),
             request_id=str(row["request_id"]) if attempt_id else None,
             attempt_id=str(attempt_id) if attempt_id else None,
             started=row.get("phase") == Phase.STARTED,
@@ -253,7 +316,9 @@ class RecordWriter:
             batch = [self._buffer.popleft() for _ in range(min(self._batch_max, len(self._buffer)))]
             try:
                 await records_stream.append(
-                    self._redis, [self._entry(row) for row, _ in batch], max_len=self._max_len,
+                    self._redis,
+                    [self._entry(row) for row, _ in batch],
+                    max_len=self._max_len,
                     open_ttl_s=OPEN_ATTEMPTS_TTL_S,
                 )
             except StateUnavailable as exc:
@@ -287,7 +352,9 @@ class RecordWriter:
         if not orphans:
             return 0
         await records_stream.append(
-            self._redis, [self._entry(as_lost(row)) for row in orphans], max_len=self._max_len,
+            self._redis,
+            [self._entry(as_lost(row)) for row in orphans],
+            max_len=self._max_len,
             open_ttl_s=OPEN_ATTEMPTS_TTL_S,
         )
         self.written += len(orphans)
@@ -315,12 +382,12 @@ class _Started(msgspec.Struct, frozen=True):
 class RecordsObserver:
     """A `RouteObserver` that writes a started and an ended row per attempt through a `RecordWriter`."""
 
-    def __init__(self, writer: RecordWriter, catalog: "CatalogSource", clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, writer: RecordWriter, catalog: CatalogSource, clock: Callable[[], float] = time.time) -> None:
         self._writer = writer
         self._catalog = catalog
         self._clock = clock
 
-    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """Queue the attempt's started row, flushed at once. See `RouteObserver`."""
         ts = self._clock()
         attempt_id = uuid.uuid4().hex
@@ -332,7 +399,7 @@ class RecordsObserver:
         if isinstance(handle, _Started):
             await self._writer.settle(handle.written)
 
-    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """Queue the attempt's ended row (same `attempt_id`). See `RouteObserver`."""
         if isinstance(handle, _Started):
             ts, attempt_id = handle.ts, handle.attempt_id
@@ -340,5 +407,5 @@ class RecordsObserver:
             ts, attempt_id = self._clock() - record.duration_ms / 1000.0, ""
         self._writer.add(attempt_row(info, record, usage, self._catalog.current, ts, attempt_id))
 
-    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """Nothing: waits are not attempts."""

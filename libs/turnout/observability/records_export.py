@@ -32,7 +32,12 @@ _decode = msgspec.json.Decoder(dict[str, Any])
 
 
 async def read_rows(
-    redis: Redis, *, org: str, since_s: float | None = None, until_s: float | None = None, page_size: int = 500,
+    redis: Redis,
+    *,
+    org: str,
+    since_s: float | None = None,
+    until_s: float | None = None,
+    page_size: int = 500,
 ) -> AsyncIterator[dict[str, Any]]:
     """One org's rows with `since_s <= ts <= until_s` (epoch s; None: unbounded), oldest first.
 

@@ -103,8 +103,11 @@ def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
         in `JobPayload.trace`; empty when no trace is active.
     """
     attributes = {
-        MESSAGING_SYSTEM: "arq", MESSAGING_OPERATION_TYPE: "send", MESSAGING_DESTINATION: QUEUE_NAME,
-        MESSAGING_MESSAGE_ID: request_id, REQUEST_ID: request_id,
+        MESSAGING_SYSTEM: "arq",
+        MESSAGING_OPERATION_TYPE: "send",
+        MESSAGING_DESTINATION: QUEUE_NAME,
+        MESSAGING_MESSAGE_ID: request_id,
+        REQUEST_ID: request_id,
     }
     with tracer.start_as_current_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes):
         carrier: dict[str, str] = {}
@@ -122,34 +125,46 @@ def job_span(tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_
         request_id: the job id.
         queue_wait_s: seconds between enqueue and start, when known.
     """
-    attributes = _attrs({
-        MESSAGING_SYSTEM: "arq", MESSAGING_OPERATION_TYPE: "process", MESSAGING_DESTINATION: QUEUE_NAME,
-        MESSAGING_MESSAGE_ID: request_id, REQUEST_ID: request_id, QUEUE_WAIT_S: queue_wait_s,
-    })
+    attributes = _attrs(
+        {
+            MESSAGING_SYSTEM: "arq",
+            MESSAGING_OPERATION_TYPE: "process",
+            MESSAGING_DESTINATION: QUEUE_NAME,
+            MESSAGING_MESSAGE_ID: request_id,
+            REQUEST_ID: request_id,
+            QUEUE_WAIT_S: queue_wait_s,
+        }
+    )
     parent = propagate.extract(dict(carrier))
     with tracer.start_as_current_span(SPAN_JOB, context=parent, kind=SpanKind.CONSUMER, attributes=attributes) as span:
         yield span
 
 
 @contextlib.contextmanager
-def request_span(tracer: Tracer, info: "RequestInfo") -> Iterator[Span]:
+def request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
     """The span covering one request's whole attempt loop (attempt spans nest in it).
 
     It carries no `gen_ai.*` attribute: GenAI backends count every span with
     `gen_ai.operation.name` as one model call, and the calls are the attempt
     spans beneath (SPEC §9).
     """
-    attributes = _attrs({
-        REQUEST_ID: info.request_id, ORG: info.org or None, SQUAD: info.squad, KEY: info.key or None,
-        REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming,
-    })
+    attributes = _attrs(
+        {
+            REQUEST_ID: info.request_id,
+            ORG: info.org or None,
+            SQUAD: info.squad,
+            KEY: info.key or None,
+            REQUESTED_MODEL: info.requested_model,
+            STREAMING: info.streaming,
+        }
+    )
     name = f"{SPAN_REQUEST_PREFIX} {info.requested_model}"
     with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes) as span:
         yield span
 
 
 class _AttemptHandle:
-    __slots__ = ("span", "parent")
+    __slots__ = ("parent", "span")
 
     def __init__(self, span: Span, parent: otel_context.Context) -> None:
         self.span = span
@@ -179,7 +194,7 @@ class SpanObserver:
         meter: where the GenAI client metrics go (None: none).
     """
 
-    def __init__(self, tracer: Tracer, catalog: "CatalogSource", meter: Meter | None = None) -> None:
+    def __init__(self, tracer: Tracer, catalog: CatalogSource, meter: Meter | None = None) -> None:
         self._tracer = tracer
         self._catalog = catalog
         self._servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (host, port)
@@ -187,11 +202,15 @@ class SpanObserver:
         self._tokens: Histogram | None = None
         if meter is not None:
             self._duration = meter.create_histogram(
-                METRIC_OPERATION_DURATION, unit="s", description="GenAI operation duration.",
+                METRIC_OPERATION_DURATION,
+                unit="s",
+                description="GenAI operation duration.",
                 explicit_bucket_boundaries_advisory=_DURATION_BUCKETS_S,
             )
             self._tokens = meter.create_histogram(
-                METRIC_TOKEN_USAGE, unit="{token}", description="Number of input and output tokens used.",
+                METRIC_TOKEN_USAGE,
+                unit="{token}",
+                description="Number of input and output tokens used.",
                 explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
             )
 
@@ -204,16 +223,24 @@ class SpanObserver:
             self._servers[config.base_url] = _server(config.base_url)
         return self._servers[config.base_url]
 
-    def attempt_started(self, info: "RequestInfo", dispatch: "Dispatch") -> object:
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """Start the attempt's span and make it current. See `RouteObserver`."""
         target = dispatch.entry.target
         host, port = self._server_of(target.provider)
-        attributes = _attrs({
-            GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
-            SERVER_ADDRESS: host, SERVER_PORT: port, ATTEMPT_NUMBER: dispatch.number,
-            HTTP_RESEND_COUNT: dispatch.resend_count or None, ATTEMPT_IS_RETRY: dispatch.is_retry,
-            ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6), REQUEST_ID: info.request_id,
-        })
+        attributes = _attrs(
+            {
+                GEN_AI_OPERATION: "chat",
+                GEN_AI_PROVIDER: target.provider,
+                GEN_AI_REQUEST_MODEL: target.model,
+                SERVER_ADDRESS: host,
+                SERVER_PORT: port,
+                ATTEMPT_NUMBER: dispatch.number,
+                HTTP_RESEND_COUNT: dispatch.resend_count or None,
+                ATTEMPT_IS_RETRY: dispatch.is_retry,
+                ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6),
+                REQUEST_ID: info.request_id,
+            }
+        )
         parent = otel_context.get_current()
         span = self._tracer.start_span(
             f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
@@ -224,7 +251,7 @@ class SpanObserver:
     async def attempt_dispatched(self, handle: object) -> None:
         """Nothing: the span started with the attempt. See `RouteObserver`."""
 
-    def attempt_ended(self, handle: object, info: "RequestInfo", record: "AttemptRecord", usage: "Usage") -> None:
+    def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """Finish the attempt's span and record the GenAI metrics. See `RouteObserver`."""
         if not isinstance(handle, _AttemptHandle):
             return
@@ -233,14 +260,19 @@ class SpanObserver:
             otel_context.attach(handle.parent)
         ok = record.kind is FailureKind.SUCCESS
         target = record.target
-        attributes = _attrs({
-            ATTEMPT_CLASS: str(record.disposition), ATTEMPT_KIND: str(record.kind),
-            ATTEMPT_IS_FALLBACK: record.is_fallback, ATTEMPT_IS_REROUTE: record.is_reroute,
-            HTTP_STATUS: record.status, ERROR_TYPE: None if ok else str(record.kind),
-            GEN_AI_RESPONSE_MODEL: target.model if ok else None,
-            GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
-            GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
-        })
+        attributes = _attrs(
+            {
+                ATTEMPT_CLASS: str(record.disposition),
+                ATTEMPT_KIND: str(record.kind),
+                ATTEMPT_IS_FALLBACK: record.is_fallback,
+                ATTEMPT_IS_REROUTE: record.is_reroute,
+                HTTP_STATUS: record.status,
+                ERROR_TYPE: None if ok else str(record.kind),
+                GEN_AI_RESPONSE_MODEL: target.model if ok else None,
+                GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
+                GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
+            }
+        )
         if span.is_recording():
             span.set_attributes(attributes)
             if not ok:
@@ -248,17 +280,24 @@ class SpanObserver:
         span.end()
         if self._duration is not None and self._tokens is not None:
             host, port = self._server_of(target.provider)
-            common = _attrs({
-                GEN_AI_OPERATION: "chat", GEN_AI_PROVIDER: target.provider, GEN_AI_REQUEST_MODEL: target.model,
-                SERVER_ADDRESS: host, SERVER_PORT: port,
-            })
-            measured = {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
+            common = _attrs(
+                {
+                    GEN_AI_OPERATION: "chat",
+                    GEN_AI_PROVIDER: target.provider,
+                    GEN_AI_REQUEST_MODEL: target.model,
+                    SERVER_ADDRESS: host,
+                    SERVER_PORT: port,
+                }
+            )
+            measured = (
+                {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
+            )
             self._duration.record(record.duration_ms / 1000.0, measured)
             if ok:
                 self._tokens.record(usage.input_tokens, {**measured, GEN_AI_TOKEN_TYPE: "input"})
                 self._tokens.record(usage.output_tokens, {**measured, GEN_AI_TOKEN_TYPE: "output"})
 
-    def waited(self, info: "RequestInfo", delay_s: float, reason: str) -> None:
+    def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """Add a `waited` event to the current (request) span. See `RouteObserver`."""
         span = trace.get_current_span()
         if span.is_recording():

@@ -36,11 +36,15 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
-from opentelemetry import metrics, trace
+from opentelemetry import metrics
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor, SpanExporter, SpanExportResult,
+    BatchSpanProcessor,
+    ConsoleSpanExporter,
+    SimpleSpanProcessor,
+    SpanExporter,
+    SpanExportResult,
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 from opentelemetry.trace import Status
@@ -127,11 +131,18 @@ class ScrubbingSpanExporter(SpanExporter):
         if status.description:
             status = Status(status.status_code, scrub(status.description))
         return ReadableSpan(
-            name=span.name, context=span.get_span_context(), parent=span.parent, resource=span.resource,
+            name=span.name,
+            context=span.get_span_context(),
+            parent=span.parent,
+            resource=span.resource,
             attributes=scrub_attributes(span.attributes, scrub),
             events=[Event(e.name, scrub_attributes(e.attributes, scrub), e.timestamp) for e in span.events],
-            links=span.links, kind=span.kind, status=status, start_time=span.start_time,
-            end_time=span.end_time, instrumentation_scope=span.instrumentation_scope,
+            links=span.links,
+            kind=span.kind,
+            status=status,
+            start_time=span.start_time,
+            end_time=span.end_time,
+            instrumentation_scope=span.instrumentation_scope,
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:

@@ -76,7 +76,11 @@ class AuditLog:
         await self._redis.xadd(keys.AUDIT_STREAM, {"e": _encode.encode(entry)}, maxlen=self._max, approximate=True)
 
     async def read(
-        self, *, since_s: float | None = None, until_s: float | None = None, page_size: int = 500,
+        self,
+        *,
+        since_s: float | None = None,
+        until_s: float | None = None,
+        page_size: int = 500,
     ) -> AsyncIterator[dict[str, Any]]:
         """Entries with `since_s <= at <= until_s` (epoch s, inclusive; None: unbounded), oldest first.
 

@@ -179,7 +179,9 @@ class MemoryBreakerStore:
         now = self._clock()
         speeds = {t: self._speeds[t][0] for t in targets if t in self._speeds and self._speeds[t][1] > now}
         return Loaded(
-            now_s=now, entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets}, speeds=speeds,
+            now_s=now,
+            entries={t: self._entries.get(t, Versioned(0, CLOSED)) for t in targets},
+            speeds=speeds,
             caps=await self.load_caps(caps),
         )
 
@@ -199,18 +201,22 @@ class MemoryBreakerStore:
         now = self._clock()
         held = self._speeds.get(target)
         old = held[0] if held is not None and held[1] > now else Speed()
-        self._speeds[target] = (Speed(
-            ttft_ms=old.ttft_ms if ttft_ms is None else ewma(old.ttft_ms, ttft_ms, alpha),
-            tokens_per_s=old.tokens_per_s if tokens_per_s is None else ewma(old.tokens_per_s, tokens_per_s, alpha),
-        ), now + ttl_s)
+        self._speeds[target] = (
+            Speed(
+                ttft_ms=old.ttft_ms if ttft_ms is None else ewma(old.ttft_ms, ttft_ms, alpha),
+                tokens_per_s=old.tokens_per_s if tokens_per_s is None else ewma(old.tokens_per_s, tokens_per_s, alpha),
+            ),
+            now + ttl_s,
+        )
 
     async def compare_and_set(
         self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
     ) -> Loaded | None:
         """See `BreakerStore.compare_and_set`."""
         if speed is not None:
-            await self.record_speed(target, ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s, alpha=speed.alpha,
-                                    ttl_s=speed.ttl_s)
+            await self.record_speed(
+                target, ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s, alpha=speed.alpha, ttl_s=speed.ttl_s
+            )
         current = self._entries.get(target, Versioned(0, CLOSED))
         if current.version != version:
             return Loaded(now_s=self._clock(), entries={target: current})
@@ -260,7 +266,9 @@ end
 # KEYS[1] snapshot hash, KEYS[2] (optional) speed hash
 # ARGV: expected version, new snapshot, key ttl s, then with KEYS[2]: alpha, speed ttl s, (field, sample) pairs
 # The measures are folded whatever the write's outcome (the caller passes them with its first write only).
-_CAS = _FOLD_SPEED + """
+_CAS = (
+    _FOLD_SPEED
+    + """
 if KEYS[2] then fold_speed(KEYS[2], tonumber(ARGV[4]), ARGV[5], 6) end
 local v = redis.call('hget', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then
@@ -271,6 +279,7 @@ redis.call('hset', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 's', ARGV[2])
 redis.call('expire', KEYS[1], ARGV[3])
 return 1
 """
+)
 
 # KEYS[1] permit   ARGV[1] token: delete only the holder's own permit
 _RELEASE = """
@@ -285,10 +294,13 @@ return 0
 """
 
 # KEYS[1] speed hash   ARGV: alpha, ttl s, then (field, sample) pairs: each field's EWMA
-_SPEED = _FOLD_SPEED + """
+_SPEED = (
+    _FOLD_SPEED
+    + """
 fold_speed(KEYS[1], tonumber(ARGV[1]), ARGV[2], 3)
 return 1
 """
+)
 
 # KEYS: per target its snapshot hash and its measures hash, then one key per usage cap
 # ARGV[1]: the number of targets
@@ -367,16 +379,19 @@ class RedisBreakerStore:
             names += [keys.breaker_key(target), keys.speed_key(target)]
         names += [keys.plan_cap_key(subject) for subject in caps]
         replies = await self._load(keys=names, args=[len(targets)])
-        per_target, cap_replies = replies[2:2 + 4 * len(targets)], replies[2 + 4 * len(targets):]
+        per_target, cap_replies = replies[2 : 2 + 4 * len(targets)], replies[2 + 4 * len(targets) :]
         entries: dict[str, Versioned] = {}
         speeds: dict[str, Speed] = {}
         for i, target in enumerate(targets):
-            version, data, ttft, tps = per_target[4 * i:4 * i + 4]
+            version, data, ttft, tps = per_target[4 * i : 4 * i + 4]
             entries[target] = _entry(version, data)
             if ttft is not None or tps is not None:
                 speeds[target] = Speed(ttft_ms=_number(ttft), tokens_per_s=_number(tps))
         return Loaded(
-            now_s=_clock(replies[0], replies[1]), entries=entries, speeds=speeds, caps=_caps(caps, cap_replies),
+            now_s=_clock(replies[0], replies[1]),
+            entries=entries,
+            speeds=speeds,
+            caps=_caps(caps, cap_replies),
         )
 
     async def load_caps(self, subjects: Sequence[str]) -> dict[str, float]:

@@ -46,7 +46,6 @@ return v
 """
 
 
-
 class CatalogConflict(RuntimeError):
     """The catalog changed between read and write more than `CAS_ATTEMPTS` times."""
 
@@ -93,7 +92,8 @@ class CatalogStore:
         return None if int(result) < 0 else int(result)
 
     async def update(
-        self, mutate: Callable[[CatalogDoc | None], tuple[CatalogDoc | None, T]],
+        self,
+        mutate: Callable[[CatalogDoc | None], tuple[CatalogDoc | None, T]],
     ) -> tuple[CatalogDoc | None, T, int | None]:
         """Read, mutate, write with compare-and-set, retrying on a concurrent write.
 

@@ -42,8 +42,14 @@ class ClockSkewCheck:
     """
 
     def __init__(
-        self, redis: Redis, gauge: Gauge, *, service: str, wall: Callable[[], float] = time.time,
-        interval_s: float = CHECK_INTERVAL_S, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        self,
+        redis: Redis,
+        gauge: Gauge,
+        *,
+        service: str,
+        wall: Callable[[], float] = time.time,
+        interval_s: float = CHECK_INTERVAL_S,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._redis = redis
         self._gauge = gauge
@@ -65,9 +71,13 @@ class ClockSkewCheck:
         if skew_alarming(skew):
             log.warning(
                 "this process's clock is %.3f s %s Redis's (deadlines use Redis's clock; fix the host's time sync)",
-                abs(skew), "ahead of" if skew > 0 else "behind",
-                extra={"clock_skew_s": round(skew, 3), "round_trip_s": round(received - sent, 4),
-                       "service_kind": self._service},
+                abs(skew),
+                "ahead of" if skew > 0 else "behind",
+                extra={
+                    "clock_skew_s": round(skew, 3),
+                    "round_trip_s": round(received - sent, 4),
+                    "service_kind": self._service,
+                },
             )
         return skew
 

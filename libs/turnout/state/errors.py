@@ -56,17 +56,21 @@ def state_errors() -> Iterator[None]:
 
 def _mapped(fn: Callable[..., Any]) -> Callable[..., Any]:
     if inspect.isasyncgenfunction(fn):
+
         @functools.wraps(fn)
         async def agen(*args: Any, **kwargs: Any) -> AsyncIterator[Any]:
             with state_errors():
                 async for item in fn(*args, **kwargs):
                     yield item
+
         return agen
     if inspect.iscoroutinefunction(fn):
+
         @functools.wraps(fn)
         async def coro(*args: Any, **kwargs: Any) -> Any:
             with state_errors():
                 return await fn(*args, **kwargs)
+
         return coro
     return fn
 

@@ -91,8 +91,14 @@ class FleetBeat:
         interval_s: seconds between beats.
     """
 
-    def __init__(self, redis: Redis, worker_id: str, slots: int, service_ms: Callable[[], float],
-                 interval_s: float = BEAT_INTERVAL_S) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        worker_id: str,
+        slots: int,
+        service_ms: Callable[[], float],
+        interval_s: float = BEAT_INTERVAL_S,
+    ) -> None:
         self._redis = redis
         self._worker_id = worker_id
         self._slots = slots
@@ -106,8 +112,10 @@ class FleetBeat:
         Raises:
             StateUnavailable: Redis unreachable.
         """
-        await self._script(keys=[keys.FLEET_WORKERS], args=[
-            self._worker_id, self._slots, round(self._service_ms(), 1), int(BEAT_TTL_S * 1000)])
+        await self._script(
+            keys=[keys.FLEET_WORKERS],
+            args=[self._worker_id, self._slots, round(self._service_ms(), 1), int(BEAT_TTL_S * 1000)],
+        )
 
     async def leave(self) -> None:
         """Remove this worker's heartbeat (a clean stop; best effort)."""

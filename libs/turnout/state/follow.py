@@ -24,9 +24,16 @@ from turnout.state.listen import Message, listen_forever
 
 
 async def follow(
-    listen_redis: Redis, channel: str, *, refresh: Callable[[], Awaitable[object]], ready: asyncio.Event,
-    poll_s: float, what: str, first: Callable[[], Awaitable[object]] | None = None,
-    retry_on: tuple[type[Exception], ...] = (), rng: random.Random | None = None,
+    listen_redis: Redis,
+    channel: str,
+    *,
+    refresh: Callable[[], Awaitable[object]],
+    ready: asyncio.Event,
+    poll_s: float,
+    what: str,
+    first: Callable[[], Awaitable[object]] | None = None,
+    retry_on: tuple[type[Exception], ...] = (),
+    rng: random.Random | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> None:
     """Run until cancelled (see module doc).
@@ -60,8 +67,15 @@ async def follow(
         await refresh()
 
     await listen_forever(
-        listen_redis, [channel], wake, name=f"{what} (keeping the last snapshot)", rng=rng or random.Random(),
-        sleep=sleep, on_subscribed=subscribed, idle_s=poll_s, also_lost=retry_on,
+        listen_redis,
+        [channel],
+        wake,
+        name=f"{what} (keeping the last snapshot)",
+        rng=rng or random.Random(),
+        sleep=sleep,
+        on_subscribed=subscribed,
+        idle_s=poll_s,
+        also_lost=retry_on,
     )
 
 
@@ -72,7 +86,7 @@ async def wait_ready(ready: asyncio.Event, wait_s: float) -> bool:
     return ready.is_set()
 
 
-async def stop_task(task: "asyncio.Task[None] | None") -> None:
+async def stop_task(task: asyncio.Task[None] | None) -> None:
     """Cancel a following task (None: never started) and wait for it to end."""
     if task is not None:
         task.cancel()

@@ -114,7 +114,7 @@ def idempotency_key(org: str, key: str, client_key: str) -> str:
     the client's value are hashed together, length-prefixed so no two pairs
     collide.
     """
-    digest = hashlib.sha256(f"{len(key)}:{key}:{client_key}".encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(f"{len(key)}:{key}:{client_key}".encode()).hexdigest()
     return f"{IDEMPOTENCY_PREFIX}{org}:{digest}"
 
 

@@ -24,7 +24,16 @@ import msgspec
 from redis.asyncio import Redis
 
 from turnout.core.limits import (
-    CONCURRENCY_RETRY_MS, WINDOW_MS, Demand, LimitName, Quota, Refusal, ScopeLimits, Verdict, quota, tightest,
+    CONCURRENCY_RETRY_MS,
+    WINDOW_MS,
+    Demand,
+    LimitName,
+    Quota,
+    Refusal,
+    ScopeLimits,
+    Verdict,
+    quota,
+    tightest,
 )
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable, maps_state_errors
@@ -48,7 +57,9 @@ def _now_ms(arg: int) -> str:
 #       concurrency retry ms, then per scope: rpm, tpm, max_concurrent, max_streams (0 = none)
 # Returns: {refused limit or '', refused scope (0-based), wait ms (-1 never fits), now ms,
 #           then per scope: rpm level before, rpm level after, tpm before, tpm after (-1 = no limit)}
-_ADMIT = _now_ms(1) + """
+_ADMIT = (
+    _now_ms(1)
+    + """
 local lease_ms = tonumber(ARGV[3])
 local tokens = tonumber(ARGV[4])
 local stream = ARGV[5] == '1'
@@ -134,9 +145,12 @@ local out = {refused, refused_scope, refused_wait, now}
 for _, v in ipairs(levels) do out[#out + 1] = string.format('%d', v) end
 return out
 """
+)
 
 # KEYS: lease sets   ARGV: lease id, lease ms, now ms ('' = Redis TIME)
-_RENEW = _now_ms(3) + """
+_RENEW = (
+    _now_ms(3)
+    + """
 local lease_ms = tonumber(ARGV[2])
 for _, key in ipairs(KEYS) do
   if redis.call('zadd', key, 'XX', 'CH', now + lease_ms, ARGV[1]) == 1 then
@@ -145,6 +159,7 @@ for _, key in ipairs(KEYS) do
 end
 return 1
 """
+)
 
 
 class Lease(msgspec.Struct, frozen=True, kw_only=True):
@@ -187,7 +202,12 @@ class LimitStore:
         self._renew = redis.register_script(_RENEW)
 
     async def admit(
-        self, scopes: Sequence[ScopeLimits], demand: Demand, lease_id: str, *, now_ms: int | None = None,
+        self,
+        scopes: Sequence[ScopeLimits],
+        demand: Demand,
+        lease_id: str,
+        *,
+        now_ms: int | None = None,
     ) -> Admission:
         """Admit or refuse a request against every scope's limits in one Lua call.
 
@@ -203,8 +223,13 @@ class LimitStore:
         """
         key_list: list[str] = []
         args: list[str | int] = [
-            "" if now_ms is None else now_ms, lease_id, self.lease_ms, demand.tokens, int(demand.stream),
-            WINDOW_MS, CONCURRENCY_RETRY_MS,
+            "" if now_ms is None else now_ms,
+            lease_id,
+            self.lease_ms,
+            demand.tokens,
+            int(demand.stream),
+            WINDOW_MS,
+            CONCURRENCY_RETRY_MS,
         ]
         for scope in scopes:
             key_list += _keys_of(scope)

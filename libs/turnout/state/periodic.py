@@ -29,8 +29,13 @@ class Periodic:
         sleep: the wait between rounds; injected in tests.
     """
 
-    def __init__(self, name: str, step: Callable[[], Awaitable[object]], interval_s: float,
-                 sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
+    def __init__(
+        self,
+        name: str,
+        step: Callable[[], Awaitable[object]],
+        interval_s: float,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
         self._name = name
         self._step = step
         self._interval_s = interval_s

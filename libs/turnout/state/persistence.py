@@ -76,19 +76,37 @@ def decide(persistence: Persistence, *, allowed: bool, service: str) -> Decision
         return Decision(start=True, level=None, message="")
     if persistence is Persistence.OFF:
         if allowed:
-            return Decision(start=True, level=logging.WARNING, message=(
-                f"{service}: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
-                f"Starting anyway: {ALLOW_ENV} is set."))
-        return Decision(start=False, level=logging.ERROR, message=(
-            f"{service}: refusing to start: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
-            f"Turn AOF on (redis-server --appendonly yes, or CONFIG SET appendonly yes), or allow it "
-            f"explicitly with {ALLOW_ENV}=1 (or --allow-no-aof)."))
+            return Decision(
+                start=True,
+                level=logging.WARNING,
+                message=(
+                    f"{service}: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
+                    f"Starting anyway: {ALLOW_ENV} is set."
+                ),
+            )
+        return Decision(
+            start=False,
+            level=logging.ERROR,
+            message=(
+                f"{service}: refusing to start: Redis runs without AOF persistence (appendonly no): {CONSEQUENCE}. "
+                f"Turn AOF on (redis-server --appendonly yes, or CONFIG SET appendonly yes), or allow it "
+                f"explicitly with {ALLOW_ENV}=1 (or --allow-no-aof)."
+            ),
+        )
     if persistence is Persistence.UNKNOWN:
-        return Decision(start=True, level=logging.WARNING, message=(
-            f"{service}: Redis persistence could not be checked (CONFIG GET appendonly refused: disabled or "
-            f"renamed, as on managed Redis); make sure it persists (AOF), else {CONSEQUENCE}."))
-    return Decision(start=True, level=logging.WARNING, message=(
-        f"{service}: Redis unreachable at start; its persistence (AOF) was not checked."))
+        return Decision(
+            start=True,
+            level=logging.WARNING,
+            message=(
+                f"{service}: Redis persistence could not be checked (CONFIG GET appendonly refused: disabled or "
+                f"renamed, as on managed Redis); make sure it persists (AOF), else {CONSEQUENCE}."
+            ),
+        )
+    return Decision(
+        start=True,
+        level=logging.WARNING,
+        message=(f"{service}: Redis unreachable at start; its persistence (AOF) was not checked."),
+    )
 
 
 def read_persistence(client: redis.Redis) -> Persistence:
@@ -115,7 +133,11 @@ def allowed_by(env: Mapping[str, str]) -> bool:
 
 
 def require_persistence(
-    redis_url: str, *, service: str, allow: bool = False, env: Mapping[str, str] | None = None,
+    redis_url: str,
+    *,
+    service: str,
+    allow: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> Decision:
     """Check `redis_url` once at start; log the decision as one structured line.
 
@@ -133,15 +155,23 @@ def require_persistence(
     """
     allowed = allow or allowed_by(os.environ if env is None else env)
     with redis.Redis.from_url(
-        redis_url, socket_connect_timeout=CHECK_TIMEOUT_S, socket_timeout=CHECK_TIMEOUT_S,
+        redis_url,
+        socket_connect_timeout=CHECK_TIMEOUT_S,
+        socket_timeout=CHECK_TIMEOUT_S,
     ) as client:
         persistence = read_persistence(client)
     decision = decide(persistence, allowed=allowed, service=service)
     if decision.level is not None:
-        log.log(decision.level, decision.message, extra={
-            "event": "redis_persistence", "persistence": str(persistence), "allowed": allowed,
-            "refused": not decision.start,
-        })
+        log.log(
+            decision.level,
+            decision.message,
+            extra={
+                "event": "redis_persistence",
+                "persistence": str(persistence),
+                "allowed": allowed,
+                "refused": not decision.start,
+            },
+        )
     if not decision.start:
         raise PersistenceOff(decision.message)
     return decision

@@ -144,14 +144,27 @@ class PickupStore:
         """
         picked = await self._pick(
             keys=[keys.FAIR_RING, self._queue, keys.DOORBELL],
-            args=[free, self._ttl_ms, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung,
-                  keys.RETRY_PREFIX, keys.JOB_PREFIX],
+            args=[
+                free,
+                self._ttl_ms,
+                keys.IN_PROGRESS_PREFIX,
+                keys.FAIR_ORG_PREFIX,
+                rung,
+                keys.RETRY_PREFIX,
+                keys.JOB_PREFIX,
+            ],
         )
         jobs = []
         for i in range(1, len(picked), 4):
-            job_id, score, job, job_try = picked[i:i + 4]
-            jobs.append(Picked(job_id=job_id.decode() if isinstance(job_id, bytes) else job_id, score=score,
-                               job=job or None, job_try=int(job_try)))
+            job_id, score, job, job_try = picked[i : i + 4]
+            jobs.append(
+                Picked(
+                    job_id=job_id.decode() if isinstance(job_id, bytes) else job_id,
+                    score=score,
+                    job=job or None,
+                    job_try=int(job_try),
+                )
+            )
         return int(picked[0]), jobs
 
     async def now_ms(self) -> int:
@@ -180,8 +193,9 @@ class PickupStore:
         """
         if len(job_ids) == 1:  # the doorbell's case
             job_id = job_ids[0]
-            return [await self._claim(keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue],
-                                      args=[job_id, self._ttl_ms])]
+            return [
+                await self._claim(keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue], args=[job_id, self._ttl_ms])
+            ]
         async with self._redis.pipeline(transaction=False) as pipe:
             for job_id in job_ids:
                 await self._claim(
@@ -205,8 +219,11 @@ class PickupStore:
         """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip."""
         await self._deliver(
             keys=[
-                keys.result_key(job_id), keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id,
-                keys.RETRY_PREFIX + job_id, self._queue,
+                keys.result_key(job_id),
+                keys.IN_PROGRESS_PREFIX + job_id,
+                keys.JOB_PREFIX + job_id,
+                keys.RETRY_PREFIX + job_id,
+                self._queue,
             ],
             args=[result, ttl_s, reply_to, job_id],
         )

@@ -59,14 +59,17 @@ JOB_FUNCTION = "chat_completion"
 # Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
 # Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
 # ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
-_ENQUEUE = """
+_ENQUEUE = (
+    """
 if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return {0, 0} end
 if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return {-1, 0} end
 local limit = tonumber(ARGV[7])
 if limit >= 0 then
   local own = redis.call('zcard', KEYS[5])
   local ahead = own
-  for _, org in ipairs(redis.call('lrange', KEYS[6], 0, """ + str(RING_SCAN - 1) + """)) do
+  for _, org in ipairs(redis.call('lrange', KEYS[6], 0, """
+    + str(RING_SCAN - 1)
+    + """)) do
     if org ~= ARGV[6] then ahead = ahead + math.min(redis.call('zcard', ARGV[5] .. org), own + 1) end
   end
   if ahead > limit then return {-2, ahead} end
@@ -80,6 +83,7 @@ if redis.call('zcard', KEYS[5]) == 1 then redis.call('rpush', KEYS[6], ARGV[6]) 
 redis.call('rpush', KEYS[7], '1')
 return {1, 0}
 """
+)
 
 # KEYS: queue, in-progress key, job key, the org's fair queue, fair ring   ARGV: job id, org, force (0/1)
 # Takes a job out of every queue structure so it never runs (late or at all): arq's queue, its job
@@ -185,10 +189,18 @@ class JobQueue:
     """
 
     def __init__(
-        self, redis: Redis, *, listen_redis: Redis, ingress_id: str, max_depth: int, result_poll_s: float = 1.0, grace_s: float = 1.0,
+        self,
+        redis: Redis,
+        *,
+        listen_redis: Redis,
+        ingress_id: str,
+        max_depth: int,
+        result_poll_s: float = 1.0,
+        grace_s: float = 1.0,
         around_enqueue: Callable[[str], AbstractContextManager[dict[str, str]]] | None = None,
         fleet: FleetWatch | None = None,
-        clock: Callable[[], float] = time.time, rng: random.Random | None = None,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._clock = clock
@@ -227,8 +239,13 @@ class JobQueue:
 
     async def _listen(self) -> None:
         await listen_forever(
-            self._listen_redis, [self._channel], self._resolve, name="result listener", rng=self._rng,
-            sleep=self._sleep, on_subscribed=self._subscribed,
+            self._listen_redis,
+            [self._channel],
+            self._resolve,
+            name="result listener",
+            rng=self._rng,
+            sleep=self._sleep,
+            on_subscribed=self._subscribed,
         )
 
     async def _subscribed(self, reconnected: bool) -> None:
@@ -286,8 +303,13 @@ class JobQueue:
             RedisError, OSError: Redis unreachable.
         """
         held_by_none = await self._withdraw(
-            keys=[keys.QUEUE, keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id, keys.fair_org_key(org),
-                  keys.FAIR_RING],
+            keys=[
+                keys.QUEUE,
+                keys.IN_PROGRESS_PREFIX + job_id,
+                keys.JOB_PREFIX + job_id,
+                keys.fair_org_key(org),
+                keys.FAIR_RING,
+            ],
             args=[job_id, org, int(force)],
         )
         return bool(held_by_none)
@@ -336,10 +358,13 @@ class JobQueue:
                 if stored:
                     fut.set_result(result_decoder.decode(stored))
                 elif not exists:
-                    fut.set_exception(GatewayUnavailable(
-                        "The request was lost while the gateway's queue restarted; retry it.",
-                        retry_after_s=1, code="job_lost",
-                    ))
+                    fut.set_exception(
+                        GatewayUnavailable(
+                            "The request was lost while the gateway's queue restarted; retry it.",
+                            retry_after_s=1,
+                            code="job_lost",
+                        )
+                    )
                     log.warning("job %s lost across a Redis restart; answered 503", job_id)
 
     async def claim_idempotency(
@@ -362,7 +387,9 @@ class JobQueue:
                 owner = await self._idempotency(keys=[scoped], args=[request_id, body_digest, ttl_s])
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
-                "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+                "The gateway's queue is unreachable right now; retry shortly.",
+                retry_after_s=1,
+                code="redis_unavailable",
             ) from exc
         if not owner:
             return None
@@ -382,7 +409,8 @@ class JobQueue:
         """
         with state_errors():
             await self._release_idempotency(
-                keys=[keys.idempotency_key(org, key, idempotency_key)], args=[f"{request_id}:{body_digest}"],
+                keys=[keys.idempotency_key(org, key, idempotency_key)],
+                args=[f"{request_id}:{body_digest}"],
             )
 
     async def join(self, job_id: str, deadline_epoch_s: float) -> JobResult:
@@ -412,7 +440,11 @@ class JobQueue:
         expires_ms = max(1, int((payload.deadline_epoch_s - self._clock()) * 1000))
         payload = msgspec.structs.replace(payload, budget_ms=expires_ms)  # measured from the score (Redis TIME)
         job = serialize_job(
-            JOB_FUNCTION, (payload_encoder.encode(payload),), {}, None, int(self._clock() * 1000),
+            JOB_FUNCTION,
+            (payload_encoder.encode(payload),),
+            {},
+            None,
+            int(self._clock() * 1000),
             serializer=job_serializer,
         )
         capacity = self._fleet.capacity if self._fleet is not None else None
@@ -420,30 +452,43 @@ class JobQueue:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
                 added, ahead = await self._enqueue(
                     keys=[
-                        keys.JOB_PREFIX + job_id, keys.ARQ_RESULT_PREFIX + job_id, keys.QUEUE, keys.result_key(job_id),
-                        keys.fair_org_key(payload.org), keys.FAIR_RING, keys.DOORBELL,
+                        keys.JOB_PREFIX + job_id,
+                        keys.ARQ_RESULT_PREFIX + job_id,
+                        keys.QUEUE,
+                        keys.result_key(job_id),
+                        keys.fair_org_key(payload.org),
+                        keys.FAIR_RING,
+                        keys.DOORBELL,
                     ],
-                    args=[job, expires_ms, job_id, self._max_depth, keys.FAIR_ORG_PREFIX, payload.org,
-                          max_jobs_ahead(expires_ms, capacity)],
+                    args=[
+                        job,
+                        expires_ms,
+                        job_id,
+                        self._max_depth,
+                        keys.FAIR_ORG_PREFIX,
+                        payload.org,
+                        max_jobs_ahead(expires_ms, capacity),
+                    ],
                 )
         except (RedisError, OSError) as exc:
             raise GatewayUnavailable(
-                "The gateway's queue is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+                "The gateway's queue is unreachable right now; retry shortly.",
+                retry_after_s=1,
+                code="redis_unavailable",
             ) from exc
         if added == -2 and capacity is not None:
             raise GatewayUnavailable(
                 f"The gateway is at capacity: about {ahead} jobs are ahead of this one, more than its time budget "
                 "allows; retry later.",
-                retry_after_s=shed_retry_after_s(int(ahead), expires_ms, capacity), code="queue_full",
+                retry_after_s=shed_retry_after_s(int(ahead), expires_ms, capacity),
+                code="queue_full",
             )
         if added == -1:
             raise GatewayUnavailable(
                 "The gateway is at capacity (queue full); retry shortly.", retry_after_s=1, code="queue_full"
             )
         if added == 0:
-            raise GatewayUnavailable(
-                f"A job with id {job_id} already exists.", retry_after_s=1, code="duplicate_job"
-            )
+            raise GatewayUnavailable(f"A job with id {job_id} already exists.", retry_after_s=1, code="duplicate_job")
 
     async def _wait(self, job_id: str, org: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
         while True:

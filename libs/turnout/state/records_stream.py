@@ -93,7 +93,9 @@ async def oldest_first(redis: Redis, low: str, page_size: int) -> AsyncIterator[
         low = f"{ms}-{int(seq) + 1}"
 
 
-async def newest_first(redis: Redis, high: str, low: str = "-", batch: int = 500) -> AsyncIterator[tuple[str, bytes, bytes]]:
+async def newest_first(
+    redis: Redis, high: str, low: str = "-", batch: int = 500
+) -> AsyncIterator[tuple[str, bytes, bytes]]:
     """(stream id, org, encoded row) from `high` down to `low`, newest first, in batches.
 
     Args:

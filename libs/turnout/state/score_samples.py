@@ -45,7 +45,8 @@ async def sample(redis: Redis, scores: Sequence[tuple[str, float]], now_s: float
             for target, score in scores:
                 await script(
                     keys=[keys.ui_score_key(target), keys.ui_score_tick_key(target)],
-                    args=[f"{now_s:.3f}:{score:.4f}", KEEP, int(INTERVAL_S * 1000) - 50, TTL_S], client=pipe,
+                    args=[f"{now_s:.3f}:{score:.4f}", KEEP, int(INTERVAL_S * 1000) - 50, TTL_S],
+                    client=pipe,
                 )
             await pipe.execute()
 

@@ -42,4 +42,3 @@ def answers_now(url: str, connect_timeout_s: float) -> bool:
             return bool(client.ping())
     except STATE_ERRORS:
         return False
-

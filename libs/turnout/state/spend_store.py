@@ -108,10 +108,14 @@ class SpendLedger:
         values = {(k.decode() if isinstance(k, bytes) else k): float(v) for k, v in raw.items()}
         start, end = period_bounds(period, at_s)
         return {
-            "org": org, "period": period, "period_id": pid, "starts_at": start, "resets_at": end,
+            "org": org,
+            "period": period,
+            "period_id": pid,
+            "starts_at": start,
+            "resets_at": end,
             "total_usd": round(values.get(ORG_FIELD, 0.0), 10),
-            "squads": {k[len(SQUAD_PREFIX):]: round(v, 10) for k, v in values.items() if k.startswith(SQUAD_PREFIX)},
-            "keys": {k[len(KEY_PREFIX):]: round(v, 10) for k, v in values.items() if k.startswith(KEY_PREFIX)},
+            "squads": {k[len(SQUAD_PREFIX) :]: round(v, 10) for k, v in values.items() if k.startswith(SQUAD_PREFIX)},
+            "keys": {k[len(KEY_PREFIX) :]: round(v, 10) for k, v in values.items() if k.startswith(KEY_PREFIX)},
         }
 
     def start(self) -> None:

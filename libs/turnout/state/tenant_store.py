@@ -26,9 +26,9 @@ from typing import Any, TypeVar
 
 from redis.asyncio import Redis
 
-from turnout.tenancy.orgs import OrgDoc, doc_decoder, doc_encoder
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
+from turnout.tenancy.orgs import OrgDoc, doc_decoder, doc_encoder
 
 T = TypeVar("T")
 
@@ -111,7 +111,12 @@ class TenantStore:
         return out
 
     async def write(
-        self, doc: OrgDoc | None, org: str, expected_version: int, *, tombstone: bool = True,
+        self,
+        doc: OrgDoc | None,
+        org: str,
+        expected_version: int,
+        *,
+        tombstone: bool = True,
     ) -> int | None:
         """Compare-and-set: store `doc` (None deletes) if the org is still at `expected_version`.
 
@@ -131,7 +136,11 @@ class TenantStore:
         return None if int(result) < 0 else int(result)
 
     async def update(
-        self, org: str, mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]], *, delete: bool = False,
+        self,
+        org: str,
+        mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]],
+        *,
+        delete: bool = False,
     ) -> tuple[OrgDoc | None, T, int | None]:
         """Read, mutate, write with compare-and-set, retrying on a concurrent write.
 
@@ -169,4 +178,3 @@ async def read_counter(redis: Redis, key: str) -> int:
 
 def _text(value: Any) -> str:
     return value.decode("utf-8") if isinstance(value, bytes) else str(value)
-

@@ -20,7 +20,7 @@ from turnout.core.plan import Plan
 from turnout.core.policy import Policy
 from turnout.core.types import Target
 from turnout.health import HealthView
-from turnout.router import RequestInfo, RouteResult, Router
+from turnout.router import RequestInfo, Router, RouteResult
 
 MAX_CONTINUATIONS = 3
 """How many times one client stream may be continued."""
@@ -47,8 +47,7 @@ def whole_answer_usage(continuation: Usage, delivered_tokens: int) -> Usage:
         The usage for the client's usage chunk, in tokens; never negative.
     """
     moved = min(max(delivered_tokens, 0), continuation.input_tokens)
-    return Usage(input_tokens=continuation.input_tokens - moved,
-                 output_tokens=continuation.output_tokens + moved)
+    return Usage(input_tokens=continuation.input_tokens - moved, output_tokens=continuation.output_tokens + moved)
 
 
 class Continuation:
@@ -67,8 +66,17 @@ class Continuation:
     """
 
     def __init__(
-        self, *, router: Router, request: dict[str, Any], plan: Plan, view: HealthView, info: RequestInfo,
-        policy: Policy, upstream: Upstream, supports_prefill: Callable[[Target], bool], first_number: int,
+        self,
+        *,
+        router: Router,
+        request: dict[str, Any],
+        plan: Plan,
+        view: HealthView,
+        info: RequestInfo,
+        policy: Policy,
+        upstream: Upstream,
+        supports_prefill: Callable[[Target], bool],
+        first_number: int,
     ) -> None:
         self._router = router
         self._request = request
@@ -106,8 +114,14 @@ class Continuation:
         request = {**self._request, "messages": messages}
         for target in self.candidates(broken):
             result, record = await self._router.attempt_once(
-                request, target=target, number=self._number, info=self._info, view=self._view,
-                policy=self._policy, upstream=self._upstream, reason="stream_continuation",
+                request,
+                target=target,
+                number=self._number,
+                info=self._info,
+                view=self._view,
+                policy=self._policy,
+                upstream=self._upstream,
+                reason="stream_continuation",
                 key_mode=self._plan.key_mode,
             )
             if record is not None:

@@ -32,13 +32,13 @@ from typing import Any
 import anyio
 import msgspec
 
-from turnout.adapters.base import Usage, UpstreamStream
+from turnout.adapters.base import UpstreamStream, Usage
 from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
-from turnout.streaming.continuation import Continuation, whole_answer_usage
 from turnout.core.types import FailureKind, Target, TransportError
 from turnout.router import Finish
 from turnout.scrub import Scrubber
+from turnout.streaming.continuation import Continuation, whole_answer_usage
 
 log = logging.getLogger("turnout.stream")
 _decode = msgspec.json.Decoder()
@@ -129,17 +129,21 @@ async def _next_event(stream: UpstreamStream, stall_timeout_s: float | None, tal
     except StopAsyncIteration:
         if tally.finished:
             return None  # finished, the HTTP body just ended without [DONE]
-        raise _Broken(FailureKind.TRANSPORT, "the upstream stream ended before the answer was complete",
-                      "stream_interrupted") from None
+        raise _Broken(
+            FailureKind.TRANSPORT, "the upstream stream ended before the answer was complete", "stream_interrupted"
+        ) from None
     except TimeoutError:
-        raise _Broken(FailureKind.TIMEOUT, f"the upstream stream stalled: no event for {stall_timeout_s:.3f} s",
-                      "stream_stalled") from None
+        raise _Broken(
+            FailureKind.TIMEOUT, f"the upstream stream stalled: no event for {stall_timeout_s:.3f} s", "stream_stalled"
+        ) from None
     except (asyncio.CancelledError, _Broken):
         raise
-    except Exception as exc:  # noqa: BLE001 - any transport failure ends the stream with its cause
-        raise _Broken(_TRANSPORT_KIND[transport_error_of(exc)],
-                      f"the upstream connection failed mid-stream ({type(exc).__name__})",
-                      "stream_interrupted") from exc
+    except Exception as exc:
+        raise _Broken(
+            _TRANSPORT_KIND[transport_error_of(exc)],
+            f"the upstream connection failed mid-stream ({type(exc).__name__})",
+            "stream_interrupted",
+        ) from exc
 
 
 async def relay(
@@ -189,9 +193,12 @@ async def relay(
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             whole = whole_answer_usage(tally.usage, delivered_before)
-            chunk["usage"] = {**usage, "prompt_tokens": whole.input_tokens,
-                              "completion_tokens": whole.output_tokens,
-                              "total_tokens": whole.input_tokens + whole.output_tokens}
+            chunk["usage"] = {
+                **usage,
+                "prompt_tokens": whole.input_tokens,
+                "completion_tokens": whole.output_tokens,
+                "total_tokens": whole.input_tokens + whole.output_tokens,
+            }
         return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
 
     try:
@@ -229,9 +236,11 @@ async def relay(
                     if sse.event == "error" or chunk.get("error"):
                         err = chunk.get("error")
                         message = err.get("message", "") if isinstance(err, dict) else str(err)
-                        raise _Broken(FailureKind.SERVER_ERROR,
-                                      f"the upstream provider failed mid-stream: {clean(str(message))}",
-                                      "upstream_error")
+                        raise _Broken(
+                            FailureKind.SERVER_ERROR,
+                            f"the upstream provider failed mid-stream: {clean(str(message))}",
+                            "upstream_error",
+                        )
                     out = client_frame(sse.data, chunk)
                     if out is not None:
                         yield out

@@ -10,6 +10,7 @@ Must not import: services, FastAPI, arq, httpx, Redis.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -19,10 +20,19 @@ from msgspec import UNSET, UnsetType
 
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
-from turnout.tenancy.orgs import (
-    NAME_RE, EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, references,
-)
 from turnout.scrub import redact_shapes
+from turnout.tenancy.orgs import (
+    NAME_RE,
+    EndpointDoc,
+    KeyDoc,
+    Meta,
+    OrgDoc,
+    ProviderKeyDoc,
+    SquadDoc,
+    hash_token,
+    lookup_prefix,
+    references,
+)
 from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
 
 T = TypeVar("T")
@@ -162,7 +172,7 @@ def iso(epoch_s: float | None) -> str | None:
     """Epoch seconds as ISO-8601 UTC, or None (a stored time outside 1970..9999 is shown at the nearest end)."""
     if epoch_s is None:
         return None
-    when = min(max(epoch_s, 0.0), LATEST_S) if epoch_s == epoch_s else LATEST_S
+    when = LATEST_S if math.isnan(epoch_s) else min(max(epoch_s, 0.0), LATEST_S)
     return datetime.fromtimestamp(when, UTC).isoformat().replace("+00:00", "Z")
 
 
@@ -195,12 +205,14 @@ def with_settings(doc: OrgDoc, scope: tuple[str, str | None], settings: ScopeSet
         return msgspec.structs.replace(doc, settings=settings, settings_meta=_api(now_s))
     if kind == "squad" and name in doc.squads:
         squad = doc.squads[name]
-        return msgspec.structs.replace(doc, squads={**doc.squads, name: msgspec.structs.replace(
-            squad, settings=settings, meta=_api(now_s))})
+        return msgspec.structs.replace(
+            doc, squads={**doc.squads, name: msgspec.structs.replace(squad, settings=settings, meta=_api(now_s))}
+        )
     if kind == "key" and name in doc.keys:
         key = doc.keys[name]
-        return msgspec.structs.replace(doc, keys={**doc.keys, name: msgspec.structs.replace(
-            key, settings=settings, meta=_api(now_s))})
+        return msgspec.structs.replace(
+            doc, keys={**doc.keys, name: msgspec.structs.replace(key, settings=settings, meta=_api(now_s))}
+        )
     raise not_found()
 
 
@@ -222,7 +234,8 @@ def add_squad(doc: OrgDoc, body: SquadCreate, now_s: float) -> OrgDoc:
     if body.name in doc.squads:
         raise AdminError(409, f"squad {body.name!r} already exists", code="conflict", param="name")
     return msgspec.structs.replace(
-        doc, squads={**doc.squads, body.name: SquadDoc(settings=body.settings, meta=_api(now_s))},
+        doc,
+        squads={**doc.squads, body.name: SquadDoc(settings=body.settings, meta=_api(now_s))},
         tombstones=_untombstone(doc, f"squads.{body.name}"),
     )
 
@@ -233,8 +246,12 @@ def remove_squad(doc: OrgDoc, name: str) -> OrgDoc:
         raise not_found()
     members = sorted(k.name for k in doc.keys.values() if k.squad == name)
     if members:
-        raise AdminError(409, f"squad {name!r} still has keys: {', '.join(members)}; move or delete them first",
-                         code="conflict", param=f"keys.{members[0]}.squad")
+        raise AdminError(
+            409,
+            f"squad {name!r} still has keys: {', '.join(members)}; move or delete them first",
+            code="conflict",
+            param=f"keys.{members[0]}.squad",
+        )
     squads = {k: v for k, v in doc.squads.items() if k != name}
     return msgspec.structs.replace(doc, squads=squads, tombstones=(*doc.tombstones, f"squads.{name}"))
 
@@ -252,11 +269,19 @@ def add_key(doc: OrgDoc, body: KeyCreate, token: str, now_s: float) -> tuple[Org
     if expires_s is not None and expires_s <= now_s:
         raise invalid("expires_at", "is in the past")
     key = KeyDoc(
-        name=body.name, digest=hash_token(token), prefix=lookup_prefix(token), squad=body.squad, admin=body.admin,
-        settings=body.settings, created_s=now_s, expires_s=expires_s, meta=_api(now_s),
+        name=body.name,
+        digest=hash_token(token),
+        prefix=lookup_prefix(token),
+        squad=body.squad,
+        admin=body.admin,
+        settings=body.settings,
+        created_s=now_s,
+        expires_s=expires_s,
+        meta=_api(now_s),
     )
-    new = msgspec.structs.replace(doc, keys={**doc.keys, body.name: key},
-                                  tombstones=_untombstone(doc, f"keys.{body.name}"))
+    new = msgspec.structs.replace(
+        doc, keys={**doc.keys, body.name: key}, tombstones=_untombstone(doc, f"keys.{body.name}")
+    )
     return new, key
 
 
@@ -297,8 +322,11 @@ def remove_key(doc: OrgDoc, name: str) -> OrgDoc:
 def put_provider_key(doc: OrgDoc, provider: str, sealed: Sealed, now_s: float) -> OrgDoc:
     """`doc` with the org's key for `provider` set (validated against `providers:` on save)."""
     stored = ProviderKeyDoc(secret=sealed, meta=_api(now_s))
-    return msgspec.structs.replace(doc, provider_keys={**doc.provider_keys, provider: stored},
-                                   tombstones=_untombstone(doc, f"provider_keys.{provider}"))
+    return msgspec.structs.replace(
+        doc,
+        provider_keys={**doc.provider_keys, provider: stored},
+        tombstones=_untombstone(doc, f"provider_keys.{provider}"),
+    )
 
 
 def remove_provider_key(doc: OrgDoc, provider: str) -> OrgDoc:
@@ -313,8 +341,11 @@ def put_endpoint(doc: OrgDoc, name: str, base_url: str, sealed: Sealed | None, n
     """`doc` with a custom endpoint registered or replaced (base URL checked on save)."""
     check_name("id", name)
     stored = EndpointDoc(base_url=base_url, secret=sealed, meta=_api(now_s))
-    return msgspec.structs.replace(doc, custom_endpoints={**doc.custom_endpoints, name: stored},
-                                   tombstones=_untombstone(doc, f"custom_endpoints.{name}"))
+    return msgspec.structs.replace(
+        doc,
+        custom_endpoints={**doc.custom_endpoints, name: stored},
+        tombstones=_untombstone(doc, f"custom_endpoints.{name}"),
+    )
 
 
 def remove_endpoint(doc: OrgDoc, name: str) -> OrgDoc:
@@ -323,8 +354,9 @@ def remove_endpoint(doc: OrgDoc, name: str) -> OrgDoc:
         raise not_found()
     used = references(doc, f"custom:{name}:")
     if used:
-        raise AdminError(409, f"custom endpoint {name!r} is still named by {', '.join(used)}", code="conflict",
-                         param=used[0])
+        raise AdminError(
+            409, f"custom endpoint {name!r} is still named by {', '.join(used)}", code="conflict", param=used[0]
+        )
     rest = {k: v for k, v in doc.custom_endpoints.items() if k != name}
     return msgspec.structs.replace(doc, custom_endpoints=rest, tombstones=(*doc.tombstones, f"custom_endpoints.{name}"))
 
@@ -338,7 +370,8 @@ def rotate_secrets(doc: OrgDoc, vault: Vault) -> tuple[OrgDoc, int]:
     }
     endpoints = {
         n: msgspec.structs.replace(e, secret=vault.rotate(e.secret, endpoint_binding(doc.id, n)))
-        if e.secret is not None else e
+        if e.secret is not None
+        else e
         for n, e in doc.custom_endpoints.items()
     }
     count = len(provider_keys) + sum(e.secret is not None for e in endpoints.values())
@@ -357,31 +390,48 @@ def key_view(key: KeyDoc, now_s: float) -> dict[str, Any]:
     """A key as admin reads show it: never the secret nor its digest."""
     status = "revoked" if key.revoked_s is not None else ("expired" if not key.usable(now_s) else "active")
     return {
-        "name": key.name, "prefix": key.prefix + "…", "squad": key.squad, "admin": key.admin, "status": status,
-        "created_at": iso(key.created_s), "expires_at": iso(key.expires_s), "revoked_at": iso(key.revoked_s),
-        "origin": key.meta.origin, **settings_view(key.settings),
+        "name": key.name,
+        "prefix": key.prefix + "…",
+        "squad": key.squad,
+        "admin": key.admin,
+        "status": status,
+        "created_at": iso(key.created_s),
+        "expires_at": iso(key.expires_s),
+        "revoked_at": iso(key.revoked_s),
+        "origin": key.meta.origin,
+        **settings_view(key.settings),
     }
 
 
 def provider_key_view(provider: str, stored: ProviderKeyDoc) -> dict[str, Any]:
     """A BYOK key as admin reads show it: the masked tail only."""
-    return {"provider": provider, "api_key": mask(stored.secret.tail), "origin": stored.meta.origin,
-            "updated_at": iso(stored.meta.updated_s)}
+    return {
+        "provider": provider,
+        "api_key": mask(stored.secret.tail),
+        "origin": stored.meta.origin,
+        "updated_at": iso(stored.meta.updated_s),
+    }
 
 
 def endpoint_view(name: str, stored: EndpointDoc) -> dict[str, Any]:
     """A custom endpoint as admin reads show it (key masked; the query of a URL stored before
     credentials in URLs were refused shown as `?[redacted]`)."""
-    return {"id": name, "base_url": redact_shapes(stored.base_url),
-            "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
-            "origin": stored.meta.origin, "updated_at": iso(stored.meta.updated_s)}
+    return {
+        "id": name,
+        "base_url": redact_shapes(stored.base_url),
+        "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
+        "origin": stored.meta.origin,
+        "updated_at": iso(stored.meta.updated_s),
+    }
 
 
 def org_view(doc: OrgDoc, now_s: float) -> dict[str, Any]:
     """An org's summary: settings, squads, key counts, BYOK and endpoints (masked)."""
     active = sum(k.usable(now_s) for k in doc.keys.values())
     return {
-        "id": doc.id, "created_at": iso(doc.created_s), **settings_view(doc.settings),
+        "id": doc.id,
+        "created_at": iso(doc.created_s),
+        **settings_view(doc.settings),
         "squads": {n: settings_view(s.settings) for n, s in doc.squads.items()},
         "keys": {"total": len(doc.keys), "active": active},
         "provider_keys": [provider_key_view(p, k) for p, k in doc.provider_keys.items()],

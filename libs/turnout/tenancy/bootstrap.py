@@ -34,13 +34,20 @@ import msgspec
 
 from turnout.config import Config, OrgConfig
 from turnout.errors import ConfigError
+from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.orgs import (
-    EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc, hash_token, lookup_prefix, validate_org,
+    EndpointDoc,
+    KeyDoc,
+    Meta,
+    OrgDoc,
+    ProviderKeyDoc,
+    SquadDoc,
+    hash_token,
+    lookup_prefix,
+    validate_org,
 )
 from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
-from turnout.state.errors import StateUnavailable
 
 log = logging.getLogger("turnout.tenancy")
 
@@ -59,7 +66,12 @@ def _take(doc: OrgDoc, path: str, meta: Meta | None, fp: str) -> bool:
 
 
 def merge_org(
-    current: OrgDoc | None, org_id: str, cfg: OrgConfig, config: Config, vault: Vault, allow: AllowList,
+    current: OrgDoc | None,
+    org_id: str,
+    cfg: OrgConfig,
+    config: Config,
+    vault: Vault,
+    allow: AllowList,
     now_s: float,
 ) -> tuple[OrgDoc | None, list[str]]:
     """Merge one org of the file into its stored document (module rules 1–5).
@@ -114,8 +126,14 @@ def merge_org(
         old = keys.get(key.name)
         if _take(doc, f"keys.{key.name}", old.meta if old else None, fp):
             keys[key.name] = KeyDoc(
-                name=key.name, digest=hash_token(key.key), prefix=lookup_prefix(key.key), squad=key.squad,
-                admin=key.admin, settings=key.settings, created_s=old.created_s if old else now_s, meta=meta(fp),
+                name=key.name,
+                digest=hash_token(key.key),
+                prefix=lookup_prefix(key.key),
+                squad=key.squad,
+                admin=key.admin,
+                settings=key.settings,
+                created_s=old.created_s if old else now_s,
+                meta=meta(fp),
             )
             changed.append(f"keys.{key.name}")
     provider_keys = dict(doc.provider_keys)
@@ -136,15 +154,21 @@ def merge_org(
                 url = check_base_url(endpoint.base_url, allow)
             except UnsafeURL as exc:
                 raise ConfigError(f"{base}.{path}.base_url: refused: {exc}") from None
-            sealed = (seal(f"{path}.api_key", endpoint.api_key, endpoint_binding(org_id, name))
-                      if endpoint.api_key else None)
+            sealed = (
+                seal(f"{path}.api_key", endpoint.api_key, endpoint_binding(org_id, name)) if endpoint.api_key else None
+            )
             endpoints[name] = EndpointDoc(base_url=url, secret=sealed, meta=meta(fp))
             changed.append(path)
     if not changed and current is not None:
         return current, []
     merged = msgspec.structs.replace(
-        doc, settings=settings, settings_meta=settings_meta, squads=squads, keys=keys,
-        provider_keys=provider_keys, custom_endpoints=endpoints,
+        doc,
+        settings=settings,
+        settings_meta=settings_meta,
+        squads=squads,
+        keys=keys,
+        provider_keys=provider_keys,
+        custom_endpoints=endpoints,
     )
     try:
         validate_org(merged, config, allow)
@@ -171,9 +195,10 @@ async def bootstrap(
             log.info("tenancy: org %s was deleted through the admin API; the file does not re-create it", org_id)
             continue
         _, changed, _ = await store.update(
-            org_id, lambda current, org_id=org_id, cfg=cfg: merge_org(  # type: ignore[misc]
+            org_id,
+            lambda current, org_id=org_id, cfg=cfg: merge_org(  # type: ignore[misc]
                 current, org_id, cfg, config, vault, allow, clock()
-            )
+            ),
         )
         if changed:
             applied[org_id] = changed

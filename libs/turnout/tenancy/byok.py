@@ -92,7 +92,9 @@ def resolve_call(
     shared = None if custom else catalog.providers.get(target.provider)
     own_providers = tenant.own_providers if tenant is not None else frozenset()
     choices = credential_choices(
-        key_mode=key_mode, provider=target.provider, own_providers=own_providers,
+        key_mode=key_mode,
+        provider=target.provider,
+        own_providers=own_providers,
         model_providers=frozenset(t.provider for t in catalog.models.get(target.catalog_model, ())),
         shared_available=bool(shared is not None and shared.api_key),
         credential_fallback=policy.fallback.credential_fallback,
@@ -112,4 +114,3 @@ def resolve_call(
             own = ProviderConfig(kind=shared.kind, base_url=shared.base_url, api_key=key)
             return ResolvedCall(provider=own, credential=choice, may_fall_back=i + 1 < len(choices))
     return None
-

@@ -30,15 +30,21 @@ from redis.asyncio import Redis
 from turnout.config import Config, ProviderConfig
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
 from turnout.scrub import Scrubber
-from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.identity import Identity
+from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import (
-    Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, endpoint_binding, provider_key_binding,
+    Binding,
+    Sealed,
+    SecretUnreadable,
+    Vault,
+    VaultUnavailable,
+    endpoint_binding,
+    provider_key_binding,
 )
 
 log = logging.getLogger("turnout.tenancy")
@@ -69,8 +75,9 @@ class OrgCredentials:
         try:
             return self._vault.open(sealed, binding)
         except (VaultUnavailable, SecretUnreadable) as exc:
-            log.error("tenancy: org %s: %s cannot be used (attempts skipped as no credential): %s",
-                      self._doc.id, what, exc)
+            log.error(
+                "tenancy: org %s: %s cannot be used (attempts skipped as no credential): %s", self._doc.id, what, exc
+            )
             return None
 
     def own_key(self, provider: str) -> str | None:
@@ -84,12 +91,12 @@ class OrgCredentials:
         """The custom endpoint named by provider `custom:<org>:<id>`, or None."""
         if not provider.startswith(self._endpoint_prefix):
             return None  # another org's endpoint is never reachable from this org
-        stored = self._doc.custom_endpoints.get(provider[len(self._endpoint_prefix):])
+        stored = self._doc.custom_endpoints.get(provider[len(self._endpoint_prefix) :])
         if stored is None:
             return None
         api_key = ""
         if stored.secret is not None:
-            name = provider[len(self._endpoint_prefix):]
+            name = provider[len(self._endpoint_prefix) :]
             opened = self._open(f"custom endpoint {provider}", stored.secret, endpoint_binding(self._doc.id, name))
             if opened is None:
                 return None
@@ -118,7 +125,7 @@ def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
     return [s for s in found if s]
 
 
-def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str]) -> "TenantDirectory":
+def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str]) -> TenantDirectory:
     """The directory of one process: vault from `TURNOUT_SECRET_KEY`, the egress policy
     (`egress_policy`), a scrubber knowing `static_secrets`.
 
@@ -126,7 +133,10 @@ def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str]) -> 
         ValueError: a malformed `TURNOUT_SECRET_KEY` or `TURNOUT_SSRF_ALLOW` (never echoes a key).
     """
     return TenantDirectory(
-        config, TenantStore(redis), Vault.from_env(env), egress_policy(config, env),
+        config,
+        TenantStore(redis),
+        Vault.from_env(env),
+        egress_policy(config, env),
         scrubber=Scrubber(static_secrets(config, env)),
     )
 
@@ -140,7 +150,9 @@ def egress_policy(config: Config, env: Mapping[str, str]) -> AllowList:
     """
     egress = config.raw.egress
     return AllowList.from_env(env).widened(
-        schemes=egress.schemes, ports=None if egress.ports == "any" else egress.ports, entries=egress.allow,
+        schemes=egress.schemes,
+        ports=None if egress.ports == "any" else egress.ports,
+        entries=egress.allow,
     )
 
 
@@ -162,9 +174,17 @@ class TenantDirectory:
     """
 
     def __init__(
-        self, config: Config, store: TenantStore, vault: Vault, allow: AllowList, *, poll_s: float = POLL_S,
-        clock: Callable[[], float] = time.time, scrubber: Scrubber | None = None,
-        rng: random.Random | None = None, sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        self,
+        config: Config,
+        store: TenantStore,
+        vault: Vault,
+        allow: AllowList,
+        *,
+        poll_s: float = POLL_S,
+        clock: Callable[[], float] = time.time,
+        scrubber: Scrubber | None = None,
+        rng: random.Random | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._rng = rng or random.Random()
         self._sleep = sleep
@@ -222,9 +242,12 @@ class TenantDirectory:
     def _view(self, doc: OrgDoc, version: int) -> _OrgView:
         now_s = self._clock()
         entries = tuple(
-            (key.prefix, _KeyEntry(digest=key.digest, expires_s=key.expires_s,
-                                   identity=identity_of(doc, key, self.config)))
-            for key in doc.keys.values() if key.revoked_s is None and key.usable(now_s)
+            (
+                key.prefix,
+                _KeyEntry(digest=key.digest, expires_s=key.expires_s, identity=identity_of(doc, key, self.config)),
+            )
+            for key in doc.keys.values()
+            if key.revoked_s is None and key.usable(now_s)
         )
         return _OrgView(doc=doc, version=version, entries=entries)
 
@@ -249,7 +272,8 @@ class TenantDirectory:
                 index.setdefault(prefix, []).append(entry)
         self._by_prefix = {p: tuple(e) for p, e in index.items()}
         self._credentials = {
-            org: self._credentials[org] if org not in loaded and org in self._credentials
+            org: self._credentials[org]
+            if org not in loaded and org in self._credentials
             else OrgCredentials(view.doc, self.vault)
             for org, view in orgs.items()
         }
@@ -309,8 +333,17 @@ class TenantDirectory:
         merged first, once) and on every invalidation message or `poll_s` without one."""
         assert self._ready is not None
         try:
-            await follow(listen_redis, keys.TENANCY_CHANNEL, refresh=self.refresh, ready=self._ready,
-                         poll_s=self._poll_s, what="tenancy", first=bootstrap, rng=self._rng, sleep=self._sleep)
+            await follow(
+                listen_redis,
+                keys.TENANCY_CHANNEL,
+                refresh=self.refresh,
+                ready=self._ready,
+                poll_s=self._poll_s,
+                what="tenancy",
+                first=bootstrap,
+                rng=self._rng,
+                sleep=self._sleep,
+            )
         except ConfigError as exc:
             self._fatal = exc
             self._ready.set()

@@ -13,9 +13,9 @@ from typing import Protocol
 import msgspec
 
 from turnout.core.budget import BudgetScope
+from turnout.core.limits import ScopeLimits
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
-from turnout.core.limits import ScopeLimits
 
 
 class Identity(msgspec.Struct, frozen=True, kw_only=True):

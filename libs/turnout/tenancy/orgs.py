@@ -31,8 +31,8 @@ from turnout.core.policy import Clamp, PolicyOverrides, clamp_policy, merge_poli
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy.identity import Identity
+from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy.text import check_id, check_url
 from turnout.tenancy.vault import Sealed
 
@@ -275,7 +275,8 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
             if endpoint in doc.custom_endpoints:
                 custom[entry] = Target(provider=custom_provider(doc.id, endpoint), model=model, catalog_model=entry)
     settings = RoutingSettings(
-        reroutes=reroutes, fallbacks=maps["fallbacks"],
+        reroutes=reroutes,
+        fallbacks=maps["fallbacks"],
         context_window_fallbacks=maps["context_window_fallbacks"],
         content_policy_fallbacks=maps["content_policy_fallbacks"],
         plan_fallbacks=maps["plan_fallbacks"],
@@ -285,6 +286,12 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     squad_scope = (key.squad, squad) if key.squad is not None and squad is not None else None
     limits = scope_limits(doc.id, doc.settings, squad_scope, (key.name, key.settings))
     return Identity(
-        org=doc.id, squad=key.squad, key=key.name, admin=key.admin, settings=settings, policy=policy, limits=limits,
+        org=doc.id,
+        squad=key.squad,
+        key=key.name,
+        admin=key.admin,
+        settings=settings,
+        policy=policy,
+        limits=limits,
         budget=budget_scope(doc.settings, squad, key.settings, squad_name=key.squad, key_name=key.name),
     )

@@ -47,25 +47,59 @@ from turnout.scrub import strip_internals
 ALLOW_ENV = "TURNOUT_SSRF_ALLOW"
 DEFAULT_SCHEMES = frozenset({"https"})
 DEFAULT_PORTS = frozenset({443, 8443})
-CREDENTIAL_PARAMS = frozenset({
-    "key", "api_key", "apikey", "api-key", "x-api-key", "token", "access_token", "auth", "auth_token", "secret",
-    "client_secret", "password", "sig", "signature", "x-goog-signature", "x-amz-signature", "code",
-})
+CREDENTIAL_PARAMS = frozenset(
+    {
+        "key",
+        "api_key",
+        "apikey",
+        "api-key",
+        "x-api-key",
+        "token",
+        "access_token",
+        "auth",
+        "auth_token",
+        "secret",
+        "client_secret",
+        "password",
+        "sig",
+        "signature",
+        "x-goog-signature",
+        "x-amz-signature",
+        "code",
+    }
+)
 """Query parameter names (lowercase) that carry a credential: refused in a base URL."""
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
-METADATA_HOSTS = frozenset({
-    "metadata.google.internal", "metadata.goog", "metadata", "instance-data", "instance-data.ec2.internal",
-    "metadata.azure.internal", "metadata.tencentyun.com", "metadata.packet.net",
-})
+METADATA_HOSTS = frozenset(
+    {
+        "metadata.google.internal",
+        "metadata.goog",
+        "metadata",
+        "instance-data",
+        "instance-data.ec2.internal",
+        "metadata.azure.internal",
+        "metadata.tencentyun.com",
+        "metadata.packet.net",
+    }
+)
 """Cloud metadata service names; refused even when allow-listed."""
 
-METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
-    "169.254.169.254", "169.254.170.2", "169.254.169.253", "fd00:ec2::254", "fd00:ec2::23",
-    "100.100.100.200", "168.63.129.16", "192.0.0.192",
-))
+METADATA_ADDRESSES = frozenset(
+    ipaddress.ip_address(a)
+    for a in (
+        "169.254.169.254",
+        "169.254.170.2",
+        "169.254.169.253",
+        "fd00:ec2::254",
+        "fd00:ec2::23",
+        "100.100.100.200",
+        "168.63.129.16",
+        "192.0.0.192",
+    )
+)
 """AWS / GCP / Azure / Alibaba / Oracle metadata and wire-server addresses; never allowed."""
 
 LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain", ".home.arpa", ".lan", ".intranet")
@@ -99,8 +133,9 @@ class AllowList(msgspec.Struct, frozen=True, kw_only=True):
     schemes: frozenset[str] = DEFAULT_SCHEMES
     ports: frozenset[int] | None = DEFAULT_PORTS
 
-    def widened(self, *, schemes: Iterable[str] = (), ports: Iterable[int] | None = (),
-                entries: Iterable[str] = ()) -> "AllowList":
+    def widened(
+        self, *, schemes: Iterable[str] = (), ports: Iterable[int] | None = (), entries: Iterable[str] = ()
+    ) -> AllowList:
         """This policy with more schemes, ports (None: any) and allow-list entries (CIDRs, host names).
 
         Raises:
@@ -108,13 +143,14 @@ class AllowList(msgspec.Struct, frozen=True, kw_only=True):
         """
         extra = AllowList.parse(",".join(entries))
         return AllowList(
-            networks=self.networks + extra.networks, hosts=self.hosts | extra.hosts,
+            networks=self.networks + extra.networks,
+            hosts=self.hosts | extra.hosts,
             schemes=self.schemes | {s.lower() for s in schemes},
             ports=None if ports is None or self.ports is None else self.ports | frozenset(ports),
         )
 
     @classmethod
-    def parse(cls, value: str | None) -> "AllowList":
+    def parse(cls, value: str | None) -> AllowList:
         """Parse `10.0.0.0/8, 127.0.0.1, vllm.corp` (CIDRs, addresses, host names).
 
         Raises:
@@ -135,7 +171,7 @@ class AllowList(msgspec.Struct, frozen=True, kw_only=True):
         return cls(networks=tuple(networks), hosts=frozenset(hosts))
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "AllowList":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> AllowList:
         """The allow-list from `TURNOUT_SSRF_ALLOW` (empty when unset)."""
         return cls.parse((os.environ if env is None else env).get(ALLOW_ENV))
 
@@ -320,10 +356,10 @@ def check_base_url(url: str, allow: AllowList) -> str:
         raise UnsafeURL(f"the base URL's port is not allowed (the operator's egress policy allows {allowed})")
     if parsed.fragment:
         raise UnsafeURL("the base URL must not carry a fragment")
-    if any(name.lower() in CREDENTIAL_PARAMS for name, _ in parse_qsl(parsed.raw_query_string,
-                                                                      keep_blank_values=True)):
-        raise UnsafeURL("the base URL must not carry a secret in its query; put the secret in the endpoint's "
-                        "api_key field")
+    if any(name.lower() in CREDENTIAL_PARAMS for name, _ in parse_qsl(parsed.raw_query_string, keep_blank_values=True)):
+        raise UnsafeURL(
+            "the base URL must not carry a secret in its query; put the secret in the endpoint's api_key field"
+        )
     reason = host_refusal(host, allow)
     if reason is not None:
         raise UnsafeURL(reason)

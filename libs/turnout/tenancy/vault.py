@@ -159,7 +159,7 @@ class Vault:
         self._aeads = aeads
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> "Vault":
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Vault:
         """The vault of `TURNOUT_SECRET_KEY` (comma-separated, newest first)."""
         value = (os.environ if env is None else env).get(SECRET_KEY_ENV, "")
         return cls([k for k in value.split(",") if k.strip()])
@@ -211,7 +211,7 @@ class Vault:
             except (InvalidToken, UnicodeEncodeError) as exc:
                 raise SecretUnreadable("a stored secret does not open with any key in TURNOUT_SECRET_KEY") from exc
         try:
-            raw = base64.urlsafe_b64decode(sealed.token[len(TOKEN_PREFIX):].encode("ascii"))
+            raw = base64.urlsafe_b64decode(sealed.token[len(TOKEN_PREFIX) :].encode("ascii"))
         except (binascii.Error, ValueError) as exc:
             raise SecretUnreadable("a stored secret is not a valid token") from exc
         nonce, body = raw[:NONCE_BYTES], raw[NONCE_BYTES:]

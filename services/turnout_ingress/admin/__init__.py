@@ -40,7 +40,17 @@ from starlette.responses import Response
 from turnout.state.audit_log import AuditLog
 from turnout.tenancy.admin import AdminError
 from turnout_ingress.admin import (
-    audit_export, catalog, endpoints, keys, orgs, provider_keys, records, secrets, settings, spend, squads,
+    audit_export,
+    catalog,
+    endpoints,
+    keys,
+    orgs,
+    provider_keys,
+    records,
+    secrets,
+    settings,
+    spend,
+    squads,
 )
 from turnout_ingress.admin.access import AdminAPI, rejected
 from turnout_ingress.admin.audit import AuditMiddleware
@@ -69,11 +79,16 @@ async def admin_error(request: Request, exc: Exception) -> Response:
     """An `AdminError` raised by an edit as its OpenAI-format error answer."""
     assert isinstance(exc, AdminError)
     refusal = rejected(exc)
-    return error_response(exc.status_code, naming_the_object(refusal.message, refusal.code, request),
-                          error_type=refusal.error_type, code=refusal.code, param=refusal.param)
+    return error_response(
+        exc.status_code,
+        naming_the_object(refusal.message, refusal.code, request),
+        error_type=refusal.error_type,
+        code=refusal.code,
+        param=refusal.param,
+    )
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
+def install(app: FastAPI, state: IngressState) -> None:
     """Put the admin API on `app`: its shared objects, error handler, audit middleware and routers.
 
     The operator key is `TURNOUT_OPERATOR_KEY` (`state.settings.operator_key`).

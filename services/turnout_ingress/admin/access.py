@@ -23,15 +23,15 @@ from yarl import URL
 
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
-from turnout.tenancy.orgs import OrgDoc, clamp_settings, validate_org
-from turnout.tenancy.ssrf import refused_addresses
+from turnout.state.errors import StateUnavailable
 from turnout.state.tenant_store import WriteConflict
 from turnout.tenancy.admin import AdminError, T, decode, invalid, not_found
+from turnout.tenancy.orgs import OrgDoc, clamp_settings, validate_org
+from turnout.tenancy.ssrf import refused_addresses
 from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.validation import UNAUTHORIZED
-from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp
@@ -66,7 +66,7 @@ def rejected(exc: AdminError) -> RequestRejected:
 class AdminAPI:
     """The admin routes' shared logic over one ingress's tenant directory."""
 
-    def __init__(self, directory: "TenantDirectory", operator_key: str | None) -> None:
+    def __init__(self, directory: TenantDirectory, operator_key: str | None) -> None:
         self.directory = directory
         self.store = directory.store
         self._operator_key = operator_key.encode("utf-8") if operator_key else None
@@ -93,8 +93,9 @@ class AdminAPI:
         if on_who is not None:
             on_who(f"key {identity.org}/{identity.key}")  # the audit log's `who`
         if not identity.admin:
-            raise RequestRejected(403, "This route needs an admin key.", error_type="permission_error",
-                                  code="admin_key_required")
+            raise RequestRejected(
+                403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
+            )
         return Caller(org=identity.org)
 
     def scope(self, request: Request, org: str) -> Caller:
@@ -108,8 +109,9 @@ class AdminAPI:
         """The caller, who must hold the operator key (403 otherwise)."""
         caller = self.caller(request)
         if not caller.operator:
-            raise RequestRejected(403, "This route needs the operator key.", error_type="permission_error",
-                                  code="operator_key_required")
+            raise RequestRejected(
+                403, "This route needs the operator key.", error_type="permission_error", code="operator_key_required"
+            )
         return caller
 
     async def read(self, request: Request, org: str) -> OrgDoc:
@@ -142,8 +144,9 @@ class AdminAPI:
 
         return await self._update(org, mutate)
 
-    async def _update(self, org: str, mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]],
-                      delete: bool = False) -> T:
+    async def _update(
+        self, org: str, mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]], delete: bool = False
+    ) -> T:
         try:
             _, result, version = await self.store.update(org, mutate, delete=delete)
         except AdminError as exc:
@@ -162,8 +165,9 @@ class AdminAPI:
 
 def unavailable() -> GatewayUnavailable:
     """503 while Redis is unreachable."""
-    return GatewayUnavailable("The tenancy store is unreachable right now; retry shortly.", retry_after_s=1,
-                              code="redis_unavailable")
+    return GatewayUnavailable(
+        "The tenancy store is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+    )
 
 
 async def dns_check(base_url: str, api: AdminAPI) -> None:
@@ -177,9 +181,7 @@ async def dns_check(base_url: str, api: AdminAPI) -> None:
     if not host or host.replace(".", "").isdigit() or ":" in host:
         return
     try:
-        infos = await asyncio.wait_for(
-            asyncio.get_running_loop().getaddrinfo(host, url.port or 443), DNS_TIMEOUT_S
-        )
+        infos = await asyncio.wait_for(asyncio.get_running_loop().getaddrinfo(host, url.port or 443), DNS_TIMEOUT_S)
     except (OSError, TimeoutError):
         return
     reason = refused_addresses(host, [str(info[4][0]) for info in infos], api.directory.allow)
@@ -200,7 +202,7 @@ def decode_settings(raw: bytes) -> ScopeSettings:
     return decode(raw, ScopeSettings, "settings")
 
 
-def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSettings, list["Clamp"]]:
+def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSettings, list[Clamp]]:
     """Settings with their policy clamped to the ceilings, and the clamps (SPEC §4)."""
     try:
         return clamp_settings(settings, api.directory.config, path)

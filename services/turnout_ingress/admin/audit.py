@@ -66,12 +66,21 @@ class AuditMiddleware:
         finally:
             state: dict[str, Any] = scope.get("state") or {}
             entry = AuditEntry(
-                who=str(state.get("audit_who", "unauthenticated")), org=org_of(scope["path"]),
-                method=scope["method"], path=scope["path"], fields=tuple(state.get("audit_fields", ())),
+                who=str(state.get("audit_who", "unauthenticated")),
+                org=org_of(scope["path"]),
+                method=scope["method"],
+                path=scope["path"],
+                fields=tuple(state.get("audit_fields", ())),
                 status=status,
             )
             try:
                 await self.audit.append(entry)
             except StateUnavailable as exc:
-                log.warning("audit entry not recorded (%s): %s %s by %s -> %d",
-                            outage_kind(exc), entry.method, entry.path, entry.who, entry.status)
+                log.warning(
+                    "audit entry not recorded (%s): %s %s by %s -> %d",
+                    outage_kind(exc),
+                    entry.method,
+                    entry.path,
+                    entry.who,
+                    entry.status,
+                )

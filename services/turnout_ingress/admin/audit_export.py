@@ -12,11 +12,11 @@ from typing import Annotated
 
 import msgspec
 from fastapi import APIRouter, Depends, Request
-from turnout.state.errors import StateUnavailable
 from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable
 from turnout.state.audit_log import AuditLog
+from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.deps import Operator
 from turnout_ingress.admin.records import parse_time
 
@@ -32,7 +32,9 @@ def audit_log(request: Request) -> AuditLog:
 
 @router.get("/admin/v1/audit/export")
 async def export_audit(
-    request: Request, _: Operator, audit: Annotated[AuditLog, Depends(audit_log)],
+    request: Request,
+    _: Operator,
+    audit: Annotated[AuditLog, Depends(audit_log)],
 ) -> Response:
     """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable)."""
     since_s = parse_time(request.query_params.get("since"), "since")
@@ -42,7 +44,9 @@ async def export_audit(
         first = await anext(entries, None)
     except StateUnavailable as exc:
         raise GatewayUnavailable(
-            "The audit log is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable",
+            "The audit log is unreachable right now; retry shortly.",
+            retry_after_s=1,
+            code="redis_unavailable",
         ) from exc
 
     async def body() -> AsyncIterator[bytes]:
@@ -53,6 +57,7 @@ async def export_audit(
             yield _encode.encode(entry) + b"\n"
 
     return StreamingResponse(
-        body(), media_type="application/x-ndjson",
+        body(),
+        media_type="application/x-ndjson",
         headers={"content-disposition": 'attachment; filename="turnout-audit.jsonl"'},
     )

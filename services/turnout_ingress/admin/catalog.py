@@ -23,7 +23,6 @@ from typing import Annotated, Any
 
 import msgspec
 from fastapi import APIRouter, Depends, Request
-from turnout.state.errors import StateUnavailable
 from starlette.responses import Response
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
@@ -31,6 +30,7 @@ from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
+from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
 from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
 from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
@@ -150,8 +150,9 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
     spec = decode(await body(request), ProviderPut, f"providers.{provider}")
 
     def edit(doc: CatalogDoc) -> CatalogDoc:
-        entry = ProviderEntry(kind=spec.kind, base_url=spec.base_url,
-                              key=_key_ref(api, provider, spec, doc.providers.get(provider)))
+        entry = ProviderEntry(
+            kind=spec.kind, base_url=spec.base_url, key=_key_ref(api, provider, spec, doc.providers.get(provider))
+        )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 
     return await write(watch, edit)
@@ -183,8 +184,9 @@ async def rotated(watch: CatalogWatch) -> int:
             lambda doc: rotate_keys(doc, watch.vault) if doc is not None else (None, 0)
         )
     except (VaultUnavailable, SecretUnreadable) as exc:
-        raise RequestRejected(409, f"catalog: {exc}", error_type="conflict_error",
-                              code="secret_key_unavailable") from None
+        raise RequestRejected(
+            409, f"catalog: {exc}", error_type="conflict_error", code="secret_key_unavailable"
+        ) from None
     except (StateUnavailable, CatalogConflict) as exc:
         raise _unavailable() from exc
     if version is not None:
@@ -193,6 +195,6 @@ async def rotated(watch: CatalogWatch) -> int:
 
 
 def _unavailable() -> GatewayUnavailable:
-    return GatewayUnavailable("The catalog store is unreachable right now; retry shortly.", retry_after_s=1,
-                              code="redis_unavailable")
-
+    return GatewayUnavailable(
+        "The catalog store is unreachable right now; retry shortly.", retry_after_s=1, code="redis_unavailable"
+    )

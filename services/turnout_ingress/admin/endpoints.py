@@ -6,10 +6,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from turnout.tenancy.admin import EndpointPut, decode, endpoint_view, invalid, not_found, put_endpoint, remove_endpoint
+from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.ssrf import UnsafeURL, check_base_url
 from turnout.tenancy.vault import endpoint_binding
 from turnout_ingress.admin.access import dns_check, ok, rejected, seal, secret_fit
-from turnout.tenancy.orgs import OrgDoc
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()

@@ -8,11 +8,19 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from turnout.tenancy.admin import (
-    KeyCreate, KeyPatch, add_key, clamps_view, decode, key_view, not_found, patch_key, remove_key, revoke_key,
+    KeyCreate,
+    KeyPatch,
+    add_key,
+    clamps_view,
+    decode,
+    key_view,
+    not_found,
+    patch_key,
+    remove_key,
+    revoke_key,
 )
-from turnout.tenancy.orgs import identity_of, new_gateway_key
+from turnout.tenancy.orgs import OrgDoc, identity_of, new_gateway_key
 from turnout_ingress.admin.access import clamped, ok, rejected
-from turnout.tenancy.orgs import OrgDoc
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -32,8 +40,15 @@ async def create_key(request: Request, org: str, api: Admin, _: OrgAdmin) -> Res
     spec = msgspec.structs.replace(spec, settings=settings)
     token = new_gateway_key()
     key = await api.write(request, org, lambda doc: add_key(doc, spec, token, now()))
-    return ok({"key": key_view(key, now()), "secret": token, "clamped": clamps_view(clamps),
-               "note": "The secret is shown once; only its hash is stored."}, 201)
+    return ok(
+        {
+            "key": key_view(key, now()),
+            "secret": token,
+            "clamped": clamps_view(clamps),
+            "note": "The secret is shown once; only its hash is stored.",
+        },
+        201,
+    )
 
 
 def key_answer(doc: OrgDoc, name: str) -> Response:
@@ -56,10 +71,13 @@ async def effective(name: str, api: Admin, doc: Doc) -> Response:
         raise rejected(not_found())
     identity = identity_of(doc, doc.keys[name], api.directory.config)
     limits = [{"scope": s.label, **msgspec.to_builtins(s.limits)} for s in identity.limits]
-    return ok({
-        "settings": msgspec.to_builtins(identity.settings), "policy": msgspec.to_builtins(identity.policy),
-        "limits": limits,
-    })
+    return ok(
+        {
+            "settings": msgspec.to_builtins(identity.settings),
+            "policy": msgspec.to_builtins(identity.policy),
+            "limits": limits,
+        }
+    )
 
 
 @router.patch(ORG + "/keys/{name}")

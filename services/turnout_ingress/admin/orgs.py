@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from turnout.state.errors import StateUnavailable
 from starlette.responses import Response
 
 from turnout.errors import ConfigError
+from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import AdminError, OrgCreate, check_name, clamps_view, decode, not_found, org_view
 from turnout.tenancy.orgs import OrgDoc, validate_org
 from turnout_ingress.admin.access import clamped, ok, unavailable

@@ -20,9 +20,9 @@ from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
+from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.deps import Admin
 from turnout_ingress.validation import authenticate
-from turnout.state.errors import StateUnavailable
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 PAGE_SIZE = 500
@@ -51,7 +51,9 @@ def parse_time(value: str | None, param: str) -> float | None:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
         except ValueError as exc:
             raise RequestRejected(
-                400, f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.", param=param,
+                400,
+                f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.",
+                param=param,
                 code="invalid_request",
             ) from exc
         if parsed.tzinfo is None:
@@ -59,14 +61,21 @@ def parse_time(value: str | None, param: str) -> float | None:
         epoch_s = parsed.timestamp()
     if not 0 <= epoch_s <= MAX_EPOCH_S:  # also refuses nan; inf and 1e400 are out of range
         raise RequestRejected(
-            400, f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
-            param=param, code="invalid_request",
+            400,
+            f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
+            param=param,
+            code="invalid_request",
         )
     return epoch_s
 
 
 async def export_response(
-    redis: Redis, org: str, fmt: str, since_s: float | None, until_s: float | None, now_s: float | None = None,
+    redis: Redis,
+    org: str,
+    fmt: str,
+    since_s: float | None,
+    until_s: float | None,
+    now_s: float | None = None,
 ) -> StreamingResponse:
     """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download,
     one row per attempt (`turnout.observability.records_export.attempts`: an attempt without an end is `in_flight`, or `lost`
@@ -84,7 +93,8 @@ async def export_response(
         first = await anext(rows, None)
     except StateUnavailable as exc:
         raise GatewayUnavailable(
-            "The attempt records are unreachable right now; retry shortly.", retry_after_s=1,
+            "The attempt records are unreachable right now; retry shortly.",
+            retry_after_s=1,
             code="redis_unavailable",
         ) from exc
     render = csv_lines if fmt == "csv" else jsonl_lines

@@ -8,9 +8,9 @@ Re-seals every org's provider and endpoint keys under the newest
 from __future__ import annotations
 
 from fastapi import APIRouter
-from turnout.state.errors import StateUnavailable
 from starlette.responses import Response
 
+from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import rotate_secrets
 from turnout_ingress.admin.access import ok, unavailable
 from turnout_ingress.admin.catalog import Watch
@@ -29,7 +29,8 @@ async def rotate(api: Admin, watch: Watch, _: Operator) -> Response:
         raise unavailable() from exc
     rotated: dict[str, int] = {}
     for org in orgs:
-        rotated[org] = await api._update(org, lambda doc: rotate_secrets(doc, api.directory.vault)
-                                         if doc is not None else (None, 0))
+        rotated[org] = await api._update(
+            org, lambda doc: rotate_secrets(doc, api.directory.vault) if doc is not None else (None, 0)
+        )
     catalog = await catalog_rotated(watch)  # the operator's provider keys
     return ok({"rotated": rotated, "catalog": catalog, "total": sum(rotated.values()) + catalog})

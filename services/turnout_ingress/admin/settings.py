@@ -37,8 +37,12 @@ async def save(request: Request, api: Admin, org: str, scope: Scope, patch: bool
     """Replace (`patch` False) or patch a scope's settings; the new settings and the clamps."""
     raw = await body(request)
     if not raw.strip():  # an empty PUT must not wipe every setting by mistake
-        raise AdminError(400, "The request body is empty; send a JSON object (`{}` to set every setting "
-                         "to inherit).", code="invalid_value", param="body")
+        raise AdminError(
+            400,
+            "The request body is empty; send a JSON object (`{}` to set every setting to inherit).",
+            code="invalid_value",
+            param="body",
+        )
 
     def edit(doc: OrgDoc) -> tuple[OrgDoc, list[Any]]:
         current = scope_settings(doc, scope)
@@ -63,7 +67,11 @@ async def get_settings(doc: Doc, scope: Annotated[Scope, Depends(settings_scope)
 @router.api_route(ORG + "/squads/{squad}/settings", methods=["PUT", "PATCH"])
 @router.api_route(ORG + "/keys/{key}/settings", methods=["PUT", "PATCH"])
 async def set_settings(
-    request: Request, org: str, api: Admin, _: OrgAdmin, scope: Annotated[Scope, Depends(settings_scope)],
+    request: Request,
+    org: str,
+    api: Admin,
+    _: OrgAdmin,
+    scope: Annotated[Scope, Depends(settings_scope)],
 ) -> Response:
     """PUT replaces a scope's settings whole; PATCH changes the fields the body names."""
     return await save(request, api, org, scope, patch=request.method == "PATCH")

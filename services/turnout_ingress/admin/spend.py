@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
-from turnout.state.errors import StateUnavailable
 from starlette.responses import Response
 
 from turnout.core.spend import PERIODS
+from turnout.state.errors import StateUnavailable
 from turnout.state.spend_store import SpendLedger
 from turnout.tenancy.admin import AdminError
 from turnout_ingress.admin.access import ok, unavailable
@@ -26,7 +26,10 @@ def spend_ledger(request: Request) -> SpendLedger:
 
 @router.get(ORG + "/spend")
 async def get_spend(
-    request: Request, org: str, _: Doc, ledger: Annotated[SpendLedger, Depends(spend_ledger)],
+    request: Request,
+    org: str,
+    _: Doc,
+    ledger: Annotated[SpendLedger, Depends(spend_ledger)],
 ) -> Response:
     """The org's spend in the `period` (`day` or `month`) holding `at` (default: now).
 

@@ -24,8 +24,8 @@ request page links to it when set.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, quote, urlencode
 
@@ -37,12 +37,12 @@ from starlette.staticfiles import StaticFiles
 
 from turnout.errors import RequestRejected
 from turnout.observability.records_export import iso_ts
+from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.access import AdminAPI, Caller
 from turnout_ingress.admin.records import MEDIA_TYPES, export_response, parse_time
 from turnout_ingress.ops_routes import provider_rows
 from turnout_ingress.ui import figures, reader, samples, session
 from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
-from turnout.state.errors import StateUnavailable
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -59,7 +59,7 @@ PAGE_SIZE = 50
 Handler = Callable[[Request, Caller], Awaitable[Response]]
 SECURITY_HEADERS = {
     "content-security-policy": "default-src 'self'; img-src 'self'; style-src 'self'; script-src 'self'; "
-                               "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
+    "frame-ancestors 'none'; form-action 'self'; base-uri 'none'",
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
     "cache-control": "no-store",
@@ -68,7 +68,9 @@ SECURITY_HEADERS = {
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(HERE / "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
+        loader=jinja2.FileSystemLoader(HERE / "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
     )
     env.filters["iso"] = lambda s: iso_ts(float(s))[:-5].replace("T", " ")
     env.filters["usd"] = lambda v: f"${float(v):,.6f}".rstrip("0").rstrip(".") if v else "$0"
@@ -101,7 +103,7 @@ def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None
         return None, None, exc.message
 
 
-def install(app: FastAPI, state: "IngressState") -> None:
+def install(app: FastAPI, state: IngressState) -> None:
     """Register the `/ui` routes and static files on the ingress app (operator key and trace
     link from `state.settings`)."""
     access = AdminAPI(state.keyring, state.settings.operator_key)
@@ -130,8 +132,12 @@ def install(app: FastAPI, state: "IngressState") -> None:
                 try:
                     return await handler(request, caller)
                 except StateUnavailable:
-                    return page("error.html", caller, status=503,
-                                message="The records store is unreachable right now; retry shortly.")
+                    return page(
+                        "error.html",
+                        caller,
+                        status=503,
+                        message="The records store is unreachable right now; retry shortly.",
+                    )
 
             app.add_api_route(path, endpoint, methods=["GET"], include_in_schema=False)
             return handler
@@ -178,19 +184,30 @@ def install(app: FastAPI, state: "IngressState") -> None:
         if last_min and since_s is None:
             since_s = time.time() - last_min * 60
         filters = Filters(
-            org=caller.org or q.get("org") or None, squad=q.get("squad") or None, key=q.get("key") or None,
-            model=q.get("model") or None, provider=q.get("provider") or None,
-            outcome=q.get("outcome") if q.get("outcome") in OUTCOMES else None, since_s=since_s, until_s=until_s,
+            org=caller.org or q.get("org") or None,
+            squad=q.get("squad") or None,
+            key=q.get("key") or None,
+            model=q.get("model") or None,
+            provider=q.get("provider") or None,
+            outcome=q.get("outcome") if q.get("outcome") in OUTCOMES else None,
+            since_s=since_s,
+            until_s=until_s,
         )
         cursor = valid_cursor(q.get("cursor"))
         skip = frozenset(s for s in (q.get("skip") or "").split(",") if s)
         started = time.perf_counter()
         result = await reader.read_page(
-            state.redis, scope_org=caller.org, filters=filters, cursor=cursor, skip=skip,
+            state.redis,
+            scope_org=caller.org,
+            filters=filters,
+            cursor=cursor,
+            skip=skip,
             size=_int(q.get("size"), PAGE_SIZE, 1, 200),
         )
         read_ms = (time.perf_counter() - started) * 1000.0
-        params = {k: q.get(k) for k in ("org", "squad", "key", "model", "provider", "outcome", "since", "until", "last")}
+        params = {
+            k: q.get(k) for k in ("org", "squad", "key", "model", "provider", "outcome", "since", "until", "last")
+        }
         if caller.org is not None:
             params["org"] = None
         older = None
@@ -198,8 +215,16 @@ def install(app: FastAPI, state: "IngressState") -> None:
             older = {**params, "cursor": result.cursor, "skip": ",".join(result.skip)}
         name = "activity_rows.html" if q.get("fragment") else "activity.html"
         return page(
-            name, caller, page=result, params=params, older=older, live=cursor is None, error=error,
-            read_ms=read_ms, outcomes=OUTCOMES, export_formats=tuple(MEDIA_TYPES),
+            name,
+            caller,
+            page=result,
+            params=params,
+            older=older,
+            live=cursor is None,
+            error=error,
+            read_ms=read_ms,
+            outcomes=OUTCOMES,
+            export_formats=tuple(MEDIA_TYPES),
         )
 
     @view("/ui/requests/{request_id}")
@@ -208,7 +233,10 @@ def install(app: FastAPI, state: "IngressState") -> None:
         if not (0 < len(request_id) <= 64 and request_id.isalnum()):
             return page("error.html", caller, status=404, message="No such request.")
         found = await reader.find_request(
-            state.redis, request_id, scope_org=caller.org, at=valid_cursor(request.query_params.get("at")),
+            state.redis,
+            request_id,
+            scope_org=caller.org,
+            at=valid_cursor(request.query_params.get("at")),
         )
         if found is None:
             return page("error.html", caller, status=404, message="No such request.")
@@ -222,13 +250,24 @@ def install(app: FastAPI, state: "IngressState") -> None:
         await samples.sample(state.redis, [(r["target"], r["score"]) for r in rows], now_s)
         rings = await samples.read(state.redis, targets)
         recent, partial = await reader.window_rows(
-            state.redis, scope_org=caller.org, since_s=now_s - TRAFFIC_WINDOW_S, scan_max=TRAFFIC_SCAN_MAX,
+            state.redis,
+            scope_org=caller.org,
+            since_s=now_s - TRAFFIC_WINDOW_S,
+            scan_max=TRAFFIC_SCAN_MAX,
         )
         traffic = figures.traffic(recent, TRAFFIC_WINDOW_S)
         lines = {t: samples.sparkline(rings.get(t, [])) for t in targets}
         name = "providers_rows.html" if request.query_params.get("fragment") else "providers.html"
-        return page(name, caller, rows=rows, degraded=degraded, lines=lines, traffic=traffic,
-                    partial=partial, window_min=int(TRAFFIC_WINDOW_S // 60))
+        return page(
+            name,
+            caller,
+            rows=rows,
+            degraded=degraded,
+            lines=lines,
+            traffic=traffic,
+            partial=partial,
+            window_min=int(TRAFFIC_WINDOW_S // 60),
+        )
 
     @view("/ui/spend")
     async def spend(request: Request, caller: Caller) -> Response:
@@ -237,18 +276,38 @@ def install(app: FastAPI, state: "IngressState") -> None:
             now_s = time.time()
             started = time.perf_counter()
             rows, partial = await reader.window_rows(
-                state.redis, scope_org=caller.org, since_s=now_s - figures.PERIODS[-1][1], scan_max=SPEND_SCAN_MAX,
+                state.redis,
+                scope_org=caller.org,
+                since_s=now_s - figures.PERIODS[-1][1],
+                scan_max=SPEND_SCAN_MAX,
             )
-            cached = _Spend(table=figures.spend(rows, now_s), partial=partial, records=len(rows), as_of_s=now_s,
-                            read_ms=(time.perf_counter() - started) * 1000.0, made_monotonic_s=time.monotonic())
+            cached = _Spend(
+                table=figures.spend(rows, now_s),
+                partial=partial,
+                records=len(rows),
+                as_of_s=now_s,
+                read_ms=(time.perf_counter() - started) * 1000.0,
+                made_monotonic_s=time.monotonic(),
+            )
             spend_cache[caller.org] = cached
         orgs = sorted(await access.store.org_versions()) if caller.operator else [caller.org or ""]
         docs = await access.store.load_many(orgs)
-        ledger = [figures.ledger_rows(await state.obs.spend.read(org, "day", time.time()),
-                                      await state.obs.spend.read(org, "month", time.time()),
-                                      figures.scope_budgets(docs[org][0] if org in docs else None)) for org in orgs]
-        return page("spend.html", caller, spend=cached, periods=[p[0] for p in figures.PERIODS],
-                    cache_s=int(SPEND_CACHE_S), ledger=[row for rows in ledger for row in rows])
+        ledger = [
+            figures.ledger_rows(
+                await state.obs.spend.read(org, "day", time.time()),
+                await state.obs.spend.read(org, "month", time.time()),
+                figures.scope_budgets(docs[org][0] if org in docs else None),
+            )
+            for org in orgs
+        ]
+        return page(
+            "spend.html",
+            caller,
+            spend=cached,
+            periods=[p[0] for p in figures.PERIODS],
+            cache_s=int(SPEND_CACHE_S),
+            ledger=[row for rows in ledger for row in rows],
+        )
 
     @view("/ui/export")
     async def export(request: Request, caller: Caller) -> Response:
@@ -256,8 +315,12 @@ def install(app: FastAPI, state: "IngressState") -> None:
         fmt = q.get("format", "jsonl")
         org = caller.org or q.get("org") or ""
         if fmt not in MEDIA_TYPES or not org:
-            return page("error.html", caller, status=400,
-                        message="Choose a format (jsonl or csv)" + ("" if org else " and an org") + " to export.")
+            return page(
+                "error.html",
+                caller,
+                status=400,
+                message="Choose a format (jsonl or csv)" + ("" if org else " and an org") + " to export.",
+            )
         since_s, until_s, error = _times(q)
         if error is not None:
             return page("error.html", caller, status=400, message=error)

@@ -114,11 +114,17 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
         out most requests reads them cheaply.
         """
         first = rows[0]
-        if (self.org and first.get("org") != self.org) or (self.squad and first.get("squad") != self.squad) \
-                or (self.key and first.get("key") != self.key):
+        if (
+            (self.org and first.get("org") != self.org)
+            or (self.squad and first.get("squad") != self.squad)
+            or (self.key and first.get("key") != self.key)
+        ):
             return False
-        if self.model and self.model != first.get("requested_model") \
-                and not any(r.get("served_model") == self.model for r in rows):
+        if (
+            self.model
+            and self.model != first.get("requested_model")
+            and not any(r.get("served_model") == self.model for r in rows)
+        ):
             return False
         if self.provider and not any(r.get("provider") == self.provider for r in rows):
             return False
@@ -127,7 +133,8 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
         if self.since_s is not None or self.until_s is not None:
             start_s = min(float(r.get("ts", 0.0)) for r in rows)
             if (self.since_s is not None and start_s < self.since_s) or (
-                    self.until_s is not None and start_s > self.until_s):
+                self.until_s is not None and start_s > self.until_s
+            ):
                 return False
         return True
 
@@ -181,8 +188,12 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
         out.append("Provider fallback")
     if model_fb:
         out.append("Model fallback")
-    for flag, label in (("is_reroute", "Reroute"), ("is_byok_fallback", "BYOK fallback"),
-                        ("is_strategy", "Strategy"), ("is_plan_fallback", "Plan fallback")):
+    for flag, label in (
+        ("is_reroute", "Reroute"),
+        ("is_byok_fallback", "BYOK fallback"),
+        ("is_strategy", "Strategy"),
+        ("is_plan_fallback", "Plan fallback"),
+    ):
         if any(r.get(flag) for r in ordered):
             out.append(label)
     if any(r.get("is_rerun") for r in ordered):
@@ -224,15 +235,34 @@ def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
             delay_ms = max(0.0, (float(r.get("ts", 0.0)) - prev_end_s) * 1000.0)
         else:
             delay_ms = 0.0
-        flags = tuple(name.removeprefix("is_") for name in (
-            "is_retry", "is_fallback", "is_reroute", "is_byok_fallback", "is_strategy", "is_plan_fallback", "is_rerun",
-            "lost") if r.get(name))
-        out.append(Attempt(
-            number=int(r.get("attempt", 0)), target=f"{r.get('provider')}/{r.get('served_model')}",
-            role=str(r.get("role") or ""), klass=str(r.get("class") or r.get("kind") or ""), kind=str(r.get("kind", "")),
-            status=r.get("status"), delay_before_ms=round(delay_ms, 1), delay_why=_why(r, previous, delay_ms),
-            duration_ms=round(float(r.get("latency_ms") or 0.0), 1), flags=flags,
-        ))
+        flags = tuple(
+            name.removeprefix("is_")
+            for name in (
+                "is_retry",
+                "is_fallback",
+                "is_reroute",
+                "is_byok_fallback",
+                "is_strategy",
+                "is_plan_fallback",
+                "is_rerun",
+                "lost",
+            )
+            if r.get(name)
+        )
+        out.append(
+            Attempt(
+                number=int(r.get("attempt", 0)),
+                target=f"{r.get('provider')}/{r.get('served_model')}",
+                role=str(r.get("role") or ""),
+                klass=str(r.get("class") or r.get("kind") or ""),
+                kind=str(r.get("kind", "")),
+                status=r.get("status"),
+                delay_before_ms=round(delay_ms, 1),
+                delay_why=_why(r, previous, delay_ms),
+                duration_ms=round(float(r.get("latency_ms") or 0.0), 1),
+                flags=flags,
+            )
+        )
         previous = r
     return tuple(out)
 
@@ -250,12 +280,20 @@ def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
     end_s = max(float(r.get("ts", 0.0)) + float(r.get("latency_ms") or 0.0) / 1000.0 for r in ordered)
     providers = tuple(dict.fromkeys(str(r.get("provider")) for r in ordered))
     return RequestSummary(
-        request_id=str(first.get("request_id")), entry_id=entry_id, ts=start_s, org=str(first.get("org", "")),
-        squad=first.get("squad"), key=str(first.get("key", "")),
-        requested_model=str(first.get("requested_model", "")), served_model=str(last.get("served_model", "")),
-        provider=str(last.get("provider", "")), providers=providers, status=last.get("status"),
+        request_id=str(first.get("request_id")),
+        entry_id=entry_id,
+        ts=start_s,
+        org=str(first.get("org", "")),
+        squad=first.get("squad"),
+        key=str(first.get("key", "")),
+        requested_model=str(first.get("requested_model", "")),
+        served_model=str(last.get("served_model", "")),
+        provider=str(last.get("provider", "")),
+        providers=providers,
+        status=last.get("status"),
         outcome=outcome_of(last),
         latency_ms=round(max(0.0, end_s - start_s) * 1000.0, 1),
         cost_usd=sum(float(r.get("cost_usd") or 0.0) for r in ordered),
-        badges=badges(ordered), attempts=attempts(ordered),
+        badges=badges(ordered),
+        attempts=attempts(ordered),
     )

@@ -67,7 +67,9 @@ class Page(msgspec.Struct, frozen=True, kw_only=True):
     truncated: bool
 
 
-async def entries(redis: Redis, high: str, low: str = "-", batch: int = BATCH) -> AsyncIterator[tuple[str, bytes, bytes]]:
+async def entries(
+    redis: Redis, high: str, low: str = "-", batch: int = BATCH
+) -> AsyncIterator[tuple[str, bytes, bytes]]:
     """(stream id, org, encoded row) from `high` down to `low`, newest first, in batches.
 
     Args:
@@ -85,7 +87,7 @@ def _ms_id(epoch_s: float) -> str:
 
 
 class _Group:
-    __slots__ = ("entry_id", "newest_ts", "rows", "oldest_id", "decided")
+    __slots__ = ("decided", "entry_id", "newest_ts", "oldest_id", "rows")
 
     def __init__(self, entry_id: str, row: dict[str, Any]) -> None:
         self.entry_id = entry_id
@@ -101,8 +103,15 @@ def _first(row: dict[str, Any]) -> bool:
 
 
 async def read_page(
-    redis: Redis, *, scope_org: str | None, filters: Filters, cursor: str | None = None,
-    skip: frozenset[str] = frozenset(), size: int = 50, scan_max: int = SCAN_MAX, now_s: float | None = None,
+    redis: Redis,
+    *,
+    scope_org: str | None,
+    filters: Filters,
+    cursor: str | None = None,
+    skip: frozenset[str] = frozenset(),
+    size: int = 50,
+    scan_max: int = SCAN_MAX,
+    now_s: float | None = None,
 ) -> Page:
     """One page of requests, newest first (see the module docstring), one row per
     attempt (`turnout.core.attempt_phases.resolve` as of `now_s`, epoch s, default now).
@@ -178,19 +187,27 @@ async def read_page(
 
     def still_skipped(boundary: str | None) -> set[str]:
         # A skipped request whose attempt 1 lies newer than the next page's start has no rows left past it.
-        return {rid for rid in skip
-                if boundary is None or rid not in skipped_first
-                or _id_key(skipped_first[rid]) <= _id_key(boundary)}
+        return {
+            rid
+            for rid in skip
+            if boundary is None or rid not in skipped_first or _id_key(skipped_first[rid]) <= _id_key(boundary)
+        }
 
     if done == 0:
         # Nothing judged: resume at the first open group (inclusive), or just past what was read.
         resume = groups[order[0]].entry_id if order else ("(" + last_id if last_id else None)
-        return Page(requests=(), cursor=resume, skip=tuple(sorted(still_skipped(resume))), scanned=scanned,
-                    truncated=truncated)
+        return Page(
+            requests=(), cursor=resume, skip=tuple(sorted(still_skipped(resume))), scanned=scanned, truncated=truncated
+        )
     boundary = groups[order[done - 1]].entry_id
     straddling = {rid for rid in order[:done] if _id_key(groups[rid].oldest_id) < _id_key(boundary)}
-    return Page(requests=tuple(shown), cursor="(" + boundary, skip=tuple(sorted(still_skipped(boundary) | straddling)),
-                scanned=scanned, truncated=truncated)
+    return Page(
+        requests=tuple(shown),
+        cursor="(" + boundary,
+        skip=tuple(sorted(still_skipped(boundary) | straddling)),
+        scanned=scanned,
+        truncated=truncated,
+    )
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:
@@ -199,7 +216,12 @@ def _id_key(entry_id: str) -> tuple[int, int]:
 
 
 async def find_request(
-    redis: Redis, request_id: str, *, scope_org: str | None, at: str | None = None, scan_max: int = SCAN_MAX,
+    redis: Redis,
+    request_id: str,
+    *,
+    scope_org: str | None,
+    at: str | None = None,
+    scan_max: int = SCAN_MAX,
     now_s: float | None = None,
 ) -> RequestSummary | None:
     """One request's summary, or None when it is not found (or another org's, for an org admin);
@@ -241,7 +263,11 @@ async def find_request(
 
 
 async def window_rows(
-    redis: Redis, *, scope_org: str | None, since_s: float, scan_max: int,
+    redis: Redis,
+    *,
+    scope_org: str | None,
+    since_s: float,
+    scan_max: int,
 ) -> tuple[list[Row], bool]:
     """Rows with `ts >= since_s` (epoch s), newest first, of `scope_org` (None: every org).
 

@@ -43,7 +43,12 @@ def current(request: Request, access: AdminAPI) -> Caller | None:
 def log_in(response: Response, request: Request, key: str) -> None:
     """Set the login cookie on `response`."""
     response.set_cookie(
-        COOKIE, key, max_age=MAX_AGE_S, path="/ui", httponly=True, samesite="strict",
+        COOKIE,
+        key,
+        max_age=MAX_AGE_S,
+        path="/ui",
+        httponly=True,
+        samesite="strict",
         secure=request.url.scheme == "https",
     )
 

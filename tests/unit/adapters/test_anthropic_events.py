@@ -17,29 +17,62 @@ from turnout.core.types import FailureKind, Target, TransportError
 Event = tuple[str, dict[str, Any]]
 """One stream event: its name and its data."""
 
-START: Event = ("message_start", {"type": "message_start", "message": {
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-    "stop_reason": None, "stop_sequence": None,
-    "usage": {"input_tokens": 5, "cache_read_input_tokens": 20, "cache_creation_input_tokens": 0, "output_tokens": 1}}})
-TEXT_START: Event = ("content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": {"type": "text", "text": ""}})
+START: Event = (
+    "message_start",
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 5,
+                "cache_read_input_tokens": 20,
+                "cache_creation_input_tokens": 0,
+                "output_tokens": 1,
+            },
+        },
+    },
+)
+TEXT_START: Event = (
+    "content_block_start",
+    {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+)
 PING: Event = ("ping", {"type": "ping"})
 
 
 async def open_messages_stream(
-    client: httpx.AsyncClient, *, base_url: str, api_key: str, body: bytes, timeout_s: float,
-    ttft_timeout_s: float | None, request_id: str,
+    client: httpx.AsyncClient,
+    *,
+    base_url: str,
+    api_key: str,
+    body: bytes,
+    timeout_s: float,
+    ttft_timeout_s: float | None,
+    request_id: str,
 ) -> Any:
     spec = CallSpec(
-        target=Target(provider="anthropic", model="claude-x", catalog_model="claude-x"), base_url=base_url, api_key=api_key, body=body,
-        timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s, request_id=request_id, kind="anthropic",
+        target=Target(provider="anthropic", model="claude-x", catalog_model="claude-x"),
+        base_url=base_url,
+        api_key=api_key,
+        body=body,
+        timeout_s=timeout_s,
+        ttft_timeout_s=ttft_timeout_s,
+        request_id=request_id,
+        kind="anthropic",
     )
     return await open_stream(client, spec)
 
 
 def text(t: str, index: int = 0) -> tuple[str, dict[str, Any]]:
-    return ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                    "delta": {"type": "text_delta", "text": t}})
+    return (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": t}},
+    )
 
 
 def stop(index: int) -> tuple[str, dict[str, Any]]:
@@ -47,28 +80,59 @@ def stop(index: int) -> tuple[str, dict[str, Any]]:
 
 
 def finish(reason: str, output_tokens: int) -> tuple[str, dict[str, Any]]:
-    return ("message_delta", {"type": "message_delta", "delta": {"stop_reason": reason, "stop_sequence": None},
-                              "usage": {"output_tokens": output_tokens}})
+    return (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "usage": {"output_tokens": output_tokens},
+        },
+    )
 
 
 END: Event = ("message_stop", {"type": "message_stop"})
 TEXT_STREAM: list[Event] = [START, TEXT_START, PING, text("Hel"), text("lo"), stop(0), finish("end_turn", 2), END]
 TOOL_STREAM: list[Event] = [
-    START, TEXT_START, text("Checking."), stop(0),
-    ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
-        "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                             "delta": {"type": "input_json_delta", "partial_json": ""}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                             "delta": {"type": "input_json_delta", "partial_json": "{\"city\": "}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                             "delta": {"type": "input_json_delta", "partial_json": "\"Oslo\"}"}}),
+    START,
+    TEXT_START,
+    text("Checking."),
+    stop(0),
+    (
+        "content_block_start",
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+        },
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ""}},
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '{"city": '}},
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'}},
+    ),
     stop(1),
-    ("content_block_start", {"type": "content_block_start", "index": 2, "content_block": {
-        "type": "tool_use", "id": "toolu_2", "name": "time", "input": {}}}),
-    ("content_block_delta", {"type": "content_block_delta", "index": 2,
-                             "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
-    stop(2), finish("tool_use", 30), END,
+    (
+        "content_block_start",
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "tool_use", "id": "toolu_2", "name": "time", "input": {}},
+        },
+    ),
+    (
+        "content_block_delta",
+        {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": "{}"}},
+    ),
+    stop(2),
+    finish("tool_use", 30),
+    END,
 ]
 
 
@@ -96,9 +160,19 @@ def test_text_stream_becomes_role_content_finish_usage_done() -> None:
     chunks, end = _deltas(TEXT_STREAM)
     assert end == DONE
     assert chunks == [
-        {"role": "assistant", "content": ""}, {"content": "Hel"}, {"content": "lo"}, ("finish", "stop"),
-        ("usage", {"prompt_tokens": 25, "completion_tokens": 2, "total_tokens": 27,
-                   "prompt_tokens_details": {"cached_tokens": 20, "cache_creation_tokens": 0}}),
+        {"role": "assistant", "content": ""},
+        {"content": "Hel"},
+        {"content": "lo"},
+        ("finish", "stop"),
+        (
+            "usage",
+            {
+                "prompt_tokens": 25,
+                "completion_tokens": 2,
+                "total_tokens": 27,
+                "prompt_tokens_details": {"cached_tokens": 20, "cache_creation_tokens": 0},
+            },
+        ),
     ]
 
 
@@ -108,10 +182,18 @@ def test_tool_use_stream_becomes_indexed_tool_call_deltas() -> None:
     assert chunks[:-1] == [
         {"role": "assistant", "content": ""},
         {"content": "Checking."},
-        {"tool_calls": [{"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": ""}}]},
-        {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": "}}]},
-        {"tool_calls": [{"index": 0, "function": {"arguments": "\"Oslo\"}"}}]},
-        {"tool_calls": [{"index": 1, "id": "toolu_2", "type": "function", "function": {"name": "time", "arguments": ""}}]},
+        {
+            "tool_calls": [
+                {"index": 0, "id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": ""}}
+            ]
+        },
+        {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": '}}]},
+        {"tool_calls": [{"index": 0, "function": {"arguments": '"Oslo"}'}}]},
+        {
+            "tool_calls": [
+                {"index": 1, "id": "toolu_2", "type": "function", "function": {"name": "time", "arguments": ""}}
+            ]
+        },
         {"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]},
         ("finish", "tool_calls"),
     ]
@@ -131,7 +213,9 @@ def test_error_event_raises_with_its_type(etype: str, message: str) -> None:
 def test_unknown_and_keepalive_events_produce_nothing() -> None:
     translator = ChunkTranslator(created_s=0)
     events: list[Event] = [
-        PING, ("content_block_stop", {"index": 0}), ("brand_new_event", {"type": "brand_new_event"}),
+        PING,
+        ("content_block_stop", {"index": 0}),
+        ("brand_new_event", {"type": "brand_new_event"}),
         ("content_block_delta", {"index": 0, "delta": {"type": "thinking_delta", "thinking": "x"}}),
     ]
     for name, data in events:
@@ -155,8 +239,13 @@ async def _open(content: bytes, status: int = 200, content_type: str = "text/eve
     async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
         body = json.dumps({"model": "claude-x", "stream": True, "messages": [{"role": "user", "content": "hi"}]})
         result = await open_messages_stream(
-            client, base_url="https://api.example.test", api_key="sk-1", body=body.encode(), timeout_s=5,
-            ttft_timeout_s=None, request_id="rid",
+            client,
+            base_url="https://api.example.test",
+            api_key="sk-1",
+            body=body.encode(),
+            timeout_s=5,
+            ttft_timeout_s=None,
+            request_id="rid",
         )
         events = []
         if result.stream is not None:
@@ -187,8 +276,11 @@ async def test_stream_commits_at_first_text_delta_with_openai_frames_held() -> N
 
 @pytest.mark.parametrize(
     ("etype", "kind"),
-    [("overloaded_error", FailureKind.SERVER_ERROR), ("rate_limit_error", FailureKind.RATE_LIMITED),
-     ("api_error", FailureKind.SERVER_ERROR)],
+    [
+        ("overloaded_error", FailureKind.SERVER_ERROR),
+        ("rate_limit_error", FailureKind.RATE_LIMITED),
+        ("api_error", FailureKind.SERVER_ERROR),
+    ],
 )
 async def test_error_event_before_content_is_a_failed_attempt(etype: str, kind: FailureKind) -> None:
     error = ("error", {"type": "error", "error": {"type": etype, "message": "busy"}})
@@ -218,7 +310,7 @@ async def test_stream_ending_before_content_is_a_reset() -> None:
 
 
 async def test_malformed_event_before_content_is_malformed() -> None:
-    result, _, _ = await _open(_sse([START]) + b"event: content_block_delta\ndata: {\"type\": \n\n")
+    result, _, _ = await _open(_sse([START]) + b'event: content_block_delta\ndata: {"type": \n\n')
     assert classify(result.outcome) is FailureKind.MALFORMED
 
 
@@ -230,9 +322,17 @@ async def test_529_status_on_a_stream_request_keeps_type_and_status() -> None:
 
 
 async def test_json_message_answering_a_stream_request_is_malformed() -> None:
-    body = json.dumps({"id": "m", "type": "message", "role": "assistant", "model": "x",
-                       "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn",
-                       "usage": {"input_tokens": 1, "output_tokens": 1}}).encode()
+    body = json.dumps(
+        {
+            "id": "m",
+            "type": "message",
+            "role": "assistant",
+            "model": "x",
+            "content": [{"type": "text", "text": "hi"}],
+            "stop_reason": "end_turn",
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        }
+    ).encode()
     result, _, _ = await _open(body, content_type="application/json")
     assert classify(result.outcome) is FailureKind.MALFORMED
 
@@ -246,7 +346,8 @@ async def test_untranslatable_request_is_a_400_without_a_call() -> None:
 
     async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as c:
         body = json.dumps({"model": "x", "n": 3, "messages": [{"role": "user", "content": "hi"}]}).encode()
-        result = await open_messages_stream(c, base_url="https://a.test", api_key="k", body=body, timeout_s=1,
-                                            ttft_timeout_s=None, request_id="r")
+        result = await open_messages_stream(
+            c, base_url="https://a.test", api_key="k", body=body, timeout_s=1, ttft_timeout_s=None, request_id="r"
+        )
     assert calls == []
     assert result.outcome.status == 400 and classify(result.outcome) is FailureKind.CLIENT_ERROR

@@ -24,13 +24,21 @@ from turnout.core.types import FailureKind, Target, TransportError
 Handler = Callable[[httpx.Request], Any]
 
 OPENAI_COMPLETION = {
-    "id": "c1", "object": "chat.completion", "created": 1, "model": "m",
+    "id": "c1",
+    "object": "chat.completion",
+    "created": 1,
+    "model": "m",
     "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
     "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
 }
 ANTHROPIC_MESSAGE = {
-    "id": "msg_1", "type": "message", "role": "assistant", "model": "m",
-    "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn", "stop_sequence": None,
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "m",
+    "content": [{"type": "text", "text": "hi"}],
+    "stop_reason": "end_turn",
+    "stop_sequence": None,
     "usage": {"input_tokens": 3, "output_tokens": 2},
 }
 SUCCESS: dict[str, dict[str, Any]] = {"openai": OPENAI_COMPLETION, "anthropic": ANTHROPIC_MESSAGE}
@@ -41,8 +49,13 @@ ERROR: dict[str, dict[str, Any]] = {
 
 
 def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _sse(events: list[tuple[str, Any]]) -> bytes:
@@ -54,33 +67,49 @@ def _sse(events: list[tuple[str, Any]]) -> bytes:
 
 
 STREAM: dict[str, bytes] = {
-    "openai": b": keep-alive\n\n" + _sse([
-        ("", _openai_chunk({"role": "assistant", "content": ""})),
-        ("", _openai_chunk({"content": "Hel"})),
-        ("", _openai_chunk({"content": "lo"})),
-        ("", _openai_chunk({}, "stop")),
-        ("", "[DONE]"),
-    ]),
-    "anthropic": _sse([
-        ("message_start", {"type": "message_start", "message": {**ANTHROPIC_MESSAGE, "content": [],
-                                                                 "stop_reason": None}}),
-        ("ping", {"type": "ping"}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": "Hel"}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                 "delta": {"type": "text_delta", "text": "lo"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                           "usage": {"output_tokens": 2}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]),
+    "openai": b": keep-alive\n\n"
+    + _sse(
+        [
+            ("", _openai_chunk({"role": "assistant", "content": ""})),
+            ("", _openai_chunk({"content": "Hel"})),
+            ("", _openai_chunk({"content": "lo"})),
+            ("", _openai_chunk({}, "stop")),
+            ("", "[DONE]"),
+        ]
+    ),
+    "anthropic": _sse(
+        [
+            (
+                "message_start",
+                {"type": "message_start", "message": {**ANTHROPIC_MESSAGE, "content": [], "stop_reason": None}},
+            ),
+            ("ping", {"type": "ping"}),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}},
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    ),
 }
 STREAM_ERROR: dict[str, bytes] = {
     "openai": _sse([("", _openai_chunk({"role": "assistant", "content": ""})), ("", ERROR["openai"])]),
-    "anthropic": _sse([("message_start", {"type": "message_start", "message": ANTHROPIC_MESSAGE}),
-                       ("error", ERROR["anthropic"])]),
+    "anthropic": _sse(
+        [("message_start", {"type": "message_start", "message": ANTHROPIC_MESSAGE}), ("error", ERROR["anthropic"])]
+    ),
 }
 MALFORMED: dict[str, bytes] = {
     "openai": _sse([("", _openai_chunk({"role": "assistant", "content": ""}))]) + b'data: {"choices": [\n\n',
@@ -91,20 +120,30 @@ FAMILIES: list[ProviderKind] = ["openai", "anthropic"]
 REQUEST = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 
 
-def _spec(kind: ProviderKind, *, stream: bool = False, timeout_s: float = 5.0,
-          ttft_timeout_s: float | None = None, body: dict[str, Any] | None = None) -> CallSpec:
+def _spec(
+    kind: ProviderKind,
+    *,
+    stream: bool = False,
+    timeout_s: float = 5.0,
+    ttft_timeout_s: float | None = None,
+    body: dict[str, Any] | None = None,
+) -> CallSpec:
     payload = {**(body or REQUEST), **({"stream": True} if stream else {})}
     return CallSpec(
         target=Target(provider="p", model="m", catalog_model="m"),
         base_url="https://api.example.test/" if kind == "anthropic" else "https://api.example.test/v1/",
-        api_key="sk-test", body=json.dumps(payload).encode(), timeout_s=timeout_s, ttft_timeout_s=ttft_timeout_s,
-        request_id="rid-1", kind=kind,
+        api_key="sk-test",
+        body=json.dumps(payload).encode(),
+        timeout_s=timeout_s,
+        ttft_timeout_s=ttft_timeout_s,
+        request_id="rid-1",
+        kind=kind,
     )
 
 
-async def _run(kind: ProviderKind, handler: Handler, *, stream: bool = False, **spec: Any) -> tuple[
-    AttemptResult, list[httpx.Request], list[tuple[str, str]]
-]:
+async def _run(
+    kind: ProviderKind, handler: Handler, *, stream: bool = False, **spec: Any
+) -> tuple[AttemptResult, list[httpx.Request], list[tuple[str, str]]]:
     seen: list[httpx.Request] = []
 
     async def record(request: httpx.Request) -> httpx.Response:
@@ -134,9 +173,11 @@ def _events(content: bytes) -> Handler:
 
 @pytest.mark.parametrize(
     ("kind", "url", "credential"),
-    [("openai", "https://api.example.test/v1/chat/completions", ("authorization", "Bearer sk-test")),
-     ("openai_compatible", "https://api.example.test/v1/chat/completions", ("authorization", "Bearer sk-test")),
-     ("anthropic", "https://api.example.test/v1/messages", ("x-api-key", "sk-test"))],
+    [
+        ("openai", "https://api.example.test/v1/chat/completions", ("authorization", "Bearer sk-test")),
+        ("openai_compatible", "https://api.example.test/v1/chat/completions", ("authorization", "Bearer sk-test")),
+        ("anthropic", "https://api.example.test/v1/messages", ("x-api-key", "sk-test")),
+    ],
 )
 async def test_request_goes_to_the_family_endpoint_with_its_credential(
     kind: ProviderKind, url: str, credential: tuple[str, str]
@@ -283,15 +324,19 @@ async def test_first_token_limit_is_a_first_token_timeout(kind: ProviderKind) ->
 @pytest.mark.parametrize("kind", FAMILIES)
 async def test_a_transport_error_is_described_without_its_text(kind: ProviderKind) -> None:
     def refuse(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("Cannot connect to host 10.1.2.3:8443 [Connect call failed ('10.1.2.3', 8443)]",
-                                 request=request)
+        raise httpx.ConnectError(
+            "Cannot connect to host 10.1.2.3:8443 [Connect call failed ('10.1.2.3', 8443)]", request=request
+        )
 
     result, _, _ = await _run(kind, refuse)
     assert result.outcome.message == "could not connect to the provider (ConnectError)"
 
 
-@pytest.mark.parametrize("base_url", ["http://[::1/v1", "https://a.example\r\n/v1", "https://xn--/v1",
-                                      "https://a.example/v1\x00"], ids=["ipv6-bracket", "crlf", "idna", "nul"])
+@pytest.mark.parametrize(
+    "base_url",
+    ["http://[::1/v1", "https://a.example\r\n/v1", "https://xn--/v1", "https://a.example/v1\x00"],
+    ids=["ipv6-bracket", "crlf", "idna", "nul"],
+)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 async def test_an_unparseable_base_url_is_a_connect_failure(base_url: str, stream: bool) -> None:
     sent: list[httpx.Request] = []

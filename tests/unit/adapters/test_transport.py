@@ -19,7 +19,10 @@ from turnout.adapters.transport import kind_of_type, transport_error_of
 from turnout.core.types import TransportError
 
 ROOTS: tuple[type[BaseException], ...] = (
-    httpx.HTTPError, httpx.RequestError, httpx.TransportError, aiohttp.ClientError,
+    httpx.HTTPError,
+    httpx.RequestError,
+    httpx.TransportError,
+    aiohttp.ClientError,
 )
 """Matched on their wording: raised bare only by third-party code."""
 

@@ -33,7 +33,6 @@ def test_client_modules_import_only_the_stdlib_the_http_package_and_opentelemetr
 
 
 def test_importing_the_client_loads_no_server_module() -> None:
-    code = ("import sys, turnout_client; "
-            f"print(sorted(m for m in sys.modules if m.split('.')[0] in {sorted(SERVER)!r}))")
+    code = f"import sys, turnout_client; print(sorted(m for m in sys.modules if m.split('.')[0] in {sorted(SERVER)!r}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == "[]"

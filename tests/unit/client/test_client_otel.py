@@ -17,8 +17,14 @@ def test_span_hook_adds_one_event_per_answer_and_the_latest_attributes() -> None
     tracer = provider.get_tracer("caller")
     with tracer.start_as_current_span("my-operation"):
         span_hook(parse_routing(502, httpx.Headers({"x-turnout-attempts": "3"}), requested_model="a"))
-        span_hook(parse_routing(200, httpx.Headers({"x-turnout-attempts": "1", "x-turnout-provider": "p"}),
-                                requested_model="b", chain_index=1))
+        span_hook(
+            parse_routing(
+                200,
+                httpx.Headers({"x-turnout-attempts": "1", "x-turnout-provider": "p"}),
+                requested_model="b",
+                chain_index=1,
+            )
+        )
     [span] = exporter.get_finished_spans()
     assert [e.name for e in span.events] == ["turnout.routing", "turnout.routing"]
     assert span.events[0].attributes is not None and span.events[0].attributes["turnout.attempts"] == 3

@@ -9,18 +9,35 @@ from turnout_client import GatewayRouting, parse_routing, routing_of
 from turnout_client.routing import error_code_of
 
 SERVED = {
-    "x-request-id": "rid-1", "x-turnout-provider": "sim-west", "x-turnout-model": "gpt-x",
-    "x-turnout-attempts": "3", "x-turnout-fallback": "1", "x-turnout-reroute": "0",
-    "x-turnout-byok-fallback": "1", "x-turnout-strategy": "cost", "x-turnout-idempotent-replay": "1",
+    "x-request-id": "rid-1",
+    "x-turnout-provider": "sim-west",
+    "x-turnout-model": "gpt-x",
+    "x-turnout-attempts": "3",
+    "x-turnout-fallback": "1",
+    "x-turnout-reroute": "0",
+    "x-turnout-byok-fallback": "1",
+    "x-turnout-strategy": "cost",
+    "x-turnout-idempotent-replay": "1",
 }
 
 
 def test_every_header_is_read() -> None:
     event = parse_routing(200, httpx.Headers(SERVED), requested_model="demo-gpt")
     assert event == GatewayRouting(
-        status=200, request_id="rid-1", provider="sim-west", model="gpt-x", attempts=3, fallback=True,
-        reroute=False, byok_fallback=True, strategy="cost", idempotent_replay=True, should_retry=None,
-        retry_after_s=None, requested_model="demo-gpt", chain_index=0,
+        status=200,
+        request_id="rid-1",
+        provider="sim-west",
+        model="gpt-x",
+        attempts=3,
+        fallback=True,
+        reroute=False,
+        byok_fallback=True,
+        strategy="cost",
+        idempotent_replay=True,
+        should_retry=None,
+        retry_after_s=None,
+        requested_model="demo-gpt",
+        chain_index=0,
     )
     assert not event.chain_exhausted
 
@@ -36,8 +53,15 @@ def test_every_header_is_read() -> None:
         (400, {"x-turnout-attempts": "1"}, False),
         (401, {}, False),
     ],
-    ids=["provider-failed", "budget-exhausted", "all-rate-limited", "circuit-open", "queue-full-no-attempts",
-         "terminal-4xx", "unauthenticated"],
+    ids=[
+        "provider-failed",
+        "budget-exhausted",
+        "all-rate-limited",
+        "circuit-open",
+        "queue-full-no-attempts",
+        "terminal-4xx",
+        "unauthenticated",
+    ],
 )
 def test_chain_exhausted_only_after_the_attempt_loop(status: int, headers: dict[str, str], exhausted: bool) -> None:
     assert parse_routing(status, httpx.Headers(headers)).chain_exhausted is exhausted
@@ -50,9 +74,13 @@ def test_circuit_open_before_any_attempt_is_exhausted_too() -> None:
 
 @pytest.mark.parametrize(
     ("content", "code"),
-    [(b'{"error": {"code": "circuit_open"}}', "circuit_open"),
-     (b'{"type": "error", "error": {"type": "overloaded_error", "code": "circuit_open"}}', "circuit_open"),
-     (b'{"error": {"code": null}}', None), (b"not json", None), (b"[]", None)],
+    [
+        (b'{"error": {"code": "circuit_open"}}', "circuit_open"),
+        (b'{"type": "error", "error": {"type": "overloaded_error", "code": "circuit_open"}}', "circuit_open"),
+        (b'{"error": {"code": null}}', None),
+        (b"not json", None),
+        (b"[]", None),
+    ],
     ids=["openai-shape", "anthropic-shape", "null", "not-json", "not-an-object"],
 )
 def test_error_code_of_reads_both_shapes(content: bytes, code: str | None) -> None:
@@ -68,8 +96,9 @@ def test_error_code_of_reads_both_shapes(content: bytes, code: str | None) -> No
     ],
     ids=["seconds", "http-date-is-not-read", "malformed"],
 )
-def test_retry_hints_and_malformed_values(headers: dict[str, str], should_retry: bool | None,
-                                          retry_after_s: float | None, attempts: int | None) -> None:
+def test_retry_hints_and_malformed_values(
+    headers: dict[str, str], should_retry: bool | None, retry_after_s: float | None, attempts: int | None
+) -> None:
     event = parse_routing(429, httpx.Headers(headers))
     assert (event.should_retry, event.retry_after_s, event.attempts) == (should_retry, retry_after_s, attempts)
 

@@ -54,9 +54,7 @@ def err(
     code: str | None = None,
     type_: str | None = None,
 ) -> Outcome:
-    return Outcome(
-        status=status, message=message, retry_after_s=retry_after_s, error_code=code, error_type=type_
-    )
+    return Outcome(status=status, message=message, retry_after_s=retry_after_s, error_code=code, error_type=type_)
 
 
 def transport(kind: TransportError = TransportError.RESET) -> Outcome:
@@ -64,8 +62,12 @@ def transport(kind: TransportError = TransportError.RESET) -> Outcome:
 
 
 def quota() -> Outcome:
-    return err(429, "You exceeded your current quota, please check your plan and billing details.",
-               code="insufficient_quota", type_="insufficient_quota")
+    return err(
+        429,
+        "You exceeded your current quota, please check your plan and billing details.",
+        code="insufficient_quota",
+        type_="insufficient_quota",
+    )
 
 
 def context_length() -> Outcome:
@@ -73,8 +75,11 @@ def context_length() -> Outcome:
 
 
 def content_policy() -> Outcome:
-    return err(400, "The response was filtered due to the prompt triggering the content management policy.",
-               code="content_filter")
+    return err(
+        400,
+        "The response was filtered due to the prompt triggering the content management policy.",
+        code="content_filter",
+    )
 
 
 # ---------------------------------------------------------------- plans
@@ -84,8 +89,9 @@ def target(provider: str, model: str, catalog_model: str | None = None) -> Targe
     return Target(provider=provider, model=model, catalog_model=catalog_model or model)
 
 
-def entry(provider: str, model: str, role: Role = Role.PRIMARY, *, catalog_model: str | None = None,
-          is_reroute: bool = False) -> PlanEntry:
+def entry(
+    provider: str, model: str, role: Role = Role.PRIMARY, *, catalog_model: str | None = None, is_reroute: bool = False
+) -> PlanEntry:
     return PlanEntry(target=target(provider, model, catalog_model), role=role, is_reroute=is_reroute)
 
 

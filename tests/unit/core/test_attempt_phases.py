@@ -8,22 +8,53 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnout.core.attempt_phases import (
-    IN_FLIGHT_KIND, LOST_KIND, LOST_MARGIN_S, UNBOUNDED_ATTEMPT_S, Phase, Resolver, as_lost, is_lost,
-    lost_after_s, phase_of, resolve,
+    IN_FLIGHT_KIND,
+    LOST_KIND,
+    LOST_MARGIN_S,
+    UNBOUNDED_ATTEMPT_S,
+    Phase,
+    Resolver,
+    as_lost,
+    is_lost,
+    lost_after_s,
+    phase_of,
+    resolve,
 )
 
 T0 = 1_700_000_000.0
 
 
 def _started(aid: str, ts: float = T0, deadline: float | None = T0 + 20, run: int = 1) -> dict[str, Any]:
-    return {"attempt_id": aid, "phase": "started", "ts": ts, "deadline_ts": deadline, "kind": IN_FLIGHT_KIND,
-            "class": None, "status": None, "cost_usd": None, "attempt": 1, "run": run, "is_rerun": run > 1,
-            "lost": False}
+    return {
+        "attempt_id": aid,
+        "phase": "started",
+        "ts": ts,
+        "deadline_ts": deadline,
+        "kind": IN_FLIGHT_KIND,
+        "class": None,
+        "status": None,
+        "cost_usd": None,
+        "attempt": 1,
+        "run": run,
+        "is_rerun": run > 1,
+        "lost": False,
+    }
 
 
 def _ended(aid: str, ts: float = T0, kind: str = "success") -> dict[str, Any]:
-    return {"attempt_id": aid, "phase": "ended", "ts": ts, "kind": kind, "class": "success", "status": 200,
-            "cost_usd": 0.01, "attempt": 1, "run": 1, "is_rerun": False, "lost": False}
+    return {
+        "attempt_id": aid,
+        "phase": "ended",
+        "ts": ts,
+        "kind": kind,
+        "class": "success",
+        "status": 200,
+        "cost_usd": 0.01,
+        "attempt": 1,
+        "run": 1,
+        "is_rerun": False,
+        "lost": False,
+    }
 
 
 def test_a_started_row_is_lost_only_past_its_deadline_plus_the_margin() -> None:
@@ -73,15 +104,18 @@ def test_a_written_lost_row_is_lost_at_once_and_an_end_still_wins() -> None:
 
 def test_the_resolver_keeps_ended_rows_in_stream_order_then_the_rest_oldest_first() -> None:
     resolver = Resolver()
-    fed = [resolver.feed(r) for r in (_started("b", ts=T0 + 2), _started("a", ts=T0 + 1), _started("c", ts=T0 + 3),
-                                      _ended("c", ts=T0 + 3))]
+    fed = [
+        resolver.feed(r)
+        for r in (_started("b", ts=T0 + 2), _started("a", ts=T0 + 1), _started("c", ts=T0 + 3), _ended("c", ts=T0 + 3))
+    ]
     assert fed == [None, None, None, _ended("c", ts=T0 + 3)]
     assert [r["attempt_id"] for r in resolver.rest(T0)] == ["a", "b"]
     assert resolver.rest(T0) == []
 
 
 _PHASE_ROWS = st.lists(
-    st.tuples(st.sampled_from("abcd"), st.sampled_from(["started", "lost", "ended"])), max_size=12,
+    st.tuples(st.sampled_from("abcd"), st.sampled_from(["started", "lost", "ended"])),
+    max_size=12,
 )
 
 

@@ -95,9 +95,17 @@ POLICY = RetryPolicy()  # max_ms 8000, respect_retry_after
         (3.0, 2.5, RetryDelay(delay_s=0.0, source=DelaySource.RETRY_AFTER, fall_back_now=True)),
         (3.0, 3.01, RetryDelay(delay_s=3.0, source=DelaySource.RETRY_AFTER)),
     ],
-    ids=["2s-replaces-delay", "zero-hint-retries-now", "sub-second", "at-max-ms-waits",
-         "just-over-max-ms-falls-back", "90s-over-max-ms-falls-back", "equal-to-time-left-falls-back",
-         "over-time-left-falls-back", "just-under-time-left-waits"],
+    ids=[
+        "2s-replaces-delay",
+        "zero-hint-retries-now",
+        "sub-second",
+        "at-max-ms-waits",
+        "just-over-max-ms-falls-back",
+        "90s-over-max-ms-falls-back",
+        "equal-to-time-left-falls-back",
+        "over-time-left-falls-back",
+        "just-under-time-left-waits",
+    ],
 )
 def test_retry_delay_with_a_retry_after_hint(hint_s: float, time_left_s: float, expected: RetryDelay) -> None:
     assert retry_delay(POLICY, 0, hint_s, time_left_s, random.Random(0)) == expected

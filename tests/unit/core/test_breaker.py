@@ -11,7 +11,8 @@ import random
 
 import msgspec
 import pytest
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from turnout.core.breaker import (
@@ -24,9 +25,9 @@ from turnout.core.breaker import (
     Counted,
     TripRule,
     admit,
-    pace,
     cooldown_for,
     counts,
+    pace,
     ramp_share,
     record,
     reopen_in_s,
@@ -44,8 +45,13 @@ S, F, N = Counted.SUCCESS, Counted.FAILURE, Counted.NEUTRAL
 
 
 def feed(
-    results: list[Counted], *, start: BreakerSnapshot = CLOSED, t0: float = 1000.0, step_s: float = 0.1,
-    settings: BreakerSettings = DEFAULTS, sole: bool = False,
+    results: list[Counted],
+    *,
+    start: BreakerSnapshot = CLOSED,
+    t0: float = 1000.0,
+    step_s: float = 0.1,
+    settings: BreakerSettings = DEFAULTS,
+    sole: bool = False,
 ) -> BreakerSnapshot:
     """Apply `results` one `step_s` apart as non-probe attempts."""
     snap = start
@@ -236,8 +242,10 @@ def test_a_successful_probe_closes_clears_the_outage_and_starts_slow_start() -> 
     assert ramp_share(closed, at + DEFAULTS.slow_start_s, DEFAULTS) == 1.0
 
 
-@pytest.mark.parametrize(("draw", "expected"), [(0.0, Admission.ADMIT), (0.099, Admission.ADMIT),
-                                                (0.1, Admission.RAMP), (0.99, Admission.RAMP)])
+@pytest.mark.parametrize(
+    ("draw", "expected"),
+    [(0.0, Admission.ADMIT), (0.099, Admission.ADMIT), (0.1, Admission.RAMP), (0.99, Admission.RAMP)],
+)
 def test_slow_start_admits_the_share_of_draws_below_it(draw: float, expected: Admission) -> None:
     closed = BreakerSnapshot(closed_at_s=100.0, successes=1.0, counted_at_s=100.0)
     assert admit(closed, 100.0, DEFAULTS, draw) is expected
@@ -351,7 +359,7 @@ def test_property_pace_admits_the_share_rounded_down_with_no_burst(share: float,
     assert sum(admitted) == math.floor(share * offered + 1e-6) or sum(admitted) == math.floor(share * offered)
     for width in (1, 5, 20):
         for start in range(0, max(offered - width, 0) + 1, 7):
-            assert sum(admitted[start:start + width]) <= math.ceil(share * width) + 1
+            assert sum(admitted[start : start + width]) <= math.ceil(share * width) + 1
 
 
 def test_pace_at_a_tenth_admits_every_tenth_attempt() -> None:

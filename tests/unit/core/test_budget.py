@@ -20,12 +20,30 @@ HARD = BudgetScope(budget=Budget(usd=100, period="day", hard=True), field="key:c
 
 @pytest.mark.parametrize(
     ("scope", "spent", "expected"),
-    [(SOFT, 0.0, None), (SOFT, 49.99, None), (SOFT, 50.0, "half"), (SOFT, 79.0, "half"), (SOFT, 80.0, "economy"),
-     (SOFT, 500.0, "economy"), (HARD, 85.0, "economy"), (HARD, 100.0, "refused"), (HARD, 250.0, "refused"),
-     (BudgetScope(budget=None, field="org", rules=(ECONOMY,)), 1e9, None)],
-    ids=["nothing-spent", "under-the-first-rule", "at-the-first-rule", "between", "at-the-second-rule",
-         "past-the-soft-budget-still-served", "hard-under-its-amount", "hard-spent", "hard-overspent",
-         "strategy-without-budget"],
+    [
+        (SOFT, 0.0, None),
+        (SOFT, 49.99, None),
+        (SOFT, 50.0, "half"),
+        (SOFT, 79.0, "half"),
+        (SOFT, 80.0, "economy"),
+        (SOFT, 500.0, "economy"),
+        (HARD, 85.0, "economy"),
+        (HARD, 100.0, "refused"),
+        (HARD, 250.0, "refused"),
+        (BudgetScope(budget=None, field="org", rules=(ECONOMY,)), 1e9, None),
+    ],
+    ids=[
+        "nothing-spent",
+        "under-the-first-rule",
+        "at-the-first-rule",
+        "between",
+        "at-the-second-rule",
+        "past-the-soft-budget-still-served",
+        "hard-under-its-amount",
+        "hard-spent",
+        "hard-overspent",
+        "strategy-without-budget",
+    ],
 )
 def test_decide(scope: BudgetScope, spent: float, expected: str | None) -> None:
     decision = decide(scope, spent, NOW)
@@ -42,11 +60,14 @@ def test_budget_counts_the_spend_of_the_scope_that_sets_it() -> None:
     squad = ScopeSettings(budget=Budget(usd=10), strategy=[HALF])
     key = ScopeSettings(budget=Budget(usd=1), strategy=[ECONOMY])
     assert budget_scope(org, squad, key, squad_name="research", key_name="ci") == BudgetScope(
-        budget=Budget(usd=10), field="squad:research", rules=(HALF,))
+        budget=Budget(usd=10), field="squad:research", rules=(HALF,)
+    )
     assert budget_scope(ScopeSettings(budget=Budget(usd=5)), squad, key, squad_name="research", key_name="ci") == (
-        BudgetScope(budget=Budget(usd=5), field="org", rules=(HALF,)))
+        BudgetScope(budget=Budget(usd=5), field="org", rules=(HALF,))
+    )
     assert budget_scope(org, None, key, squad_name=None, key_name="ci") == BudgetScope(
-        budget=Budget(usd=1), field="key:ci", rules=(ECONOMY,))
+        budget=Budget(usd=1), field="key:ci", rules=(ECONOMY,)
+    )
     assert budget_scope(org, None, None, squad_name=None, key_name="ci") is None
 
 
@@ -60,10 +81,14 @@ def test_with_strategy_substitutes_the_rules_model_and_fallback_and_ignores_rero
     assert dict(with_strategy(settings, HALF, True).fallbacks) == {}
 
 
-@given(spent=st.floats(0, 1e6), usd=st.floats(0.01, 1e5),
-       thresholds=st.lists(st.floats(0, 200), min_size=1, max_size=5, unique=True))
-def test_property_the_firing_rule_is_the_highest_threshold_reached(spent: float, usd: float,
-                                                                   thresholds: list[float]) -> None:
+@given(
+    spent=st.floats(0, 1e6),
+    usd=st.floats(0.01, 1e5),
+    thresholds=st.lists(st.floats(0, 200), min_size=1, max_size=5, unique=True),
+)
+def test_property_the_firing_rule_is_the_highest_threshold_reached(
+    spent: float, usd: float, thresholds: list[float]
+) -> None:
     rules = tuple(StrategyRule(name=f"r{i}", at_percent=t, model="m") for i, t in enumerate(thresholds))
     rule = firing_rule(BudgetScope(budget=Budget(usd=usd), field="org", rules=rules), spent)
     reached = [t for t in thresholds if 100 * spent / usd >= t]

@@ -34,8 +34,17 @@ def test_the_error_is_at_most_half_the_round_trip(true_skew: float, to_server: f
     assert abs(skew_s(sent, server, received) - true_skew) <= (to_server + back) / 2 + 1e-6
 
 
-@pytest.mark.parametrize(("skew", "alarming"), [
-    (0.0, False), (0.999, False), (SKEW_WARN_S, False), (1.001, True), (-1.001, True), (-0.5, False), (30.0, True),
-])
+@pytest.mark.parametrize(
+    ("skew", "alarming"),
+    [
+        (0.0, False),
+        (0.999, False),
+        (SKEW_WARN_S, False),
+        (1.001, True),
+        (-1.001, True),
+        (-0.5, False),
+        (30.0, True),
+    ],
+)
 def test_only_a_skew_beyond_one_second_is_alarming(skew: float, alarming: bool) -> None:
     assert skew_alarming(skew) is alarming

@@ -22,9 +22,26 @@ THIRD_PARTY_ALLOWED = frozenset({"msgspec"})
 # Standard-library modules that bring I/O, a clock, global randomness or asyncio.
 STDLIB_FORBIDDEN = frozenset(
     {
-        "asyncio", "concurrent", "http", "io", "logging", "multiprocessing", "os",
-        "pathlib", "secrets", "select", "selectors", "shutil", "socket",
-        "sqlite3", "ssl", "subprocess", "tempfile", "threading", "time", "urllib",
+        "asyncio",
+        "concurrent",
+        "http",
+        "io",
+        "logging",
+        "multiprocessing",
+        "os",
+        "pathlib",
+        "secrets",
+        "select",
+        "selectors",
+        "shutil",
+        "socket",
+        "sqlite3",
+        "ssl",
+        "subprocess",
+        "tempfile",
+        "threading",
+        "time",
+        "urllib",
         "uuid",
     }
 )
@@ -83,9 +100,7 @@ def test_core_module_reads_no_clock(path: Path) -> None:
     calls = [
         f"{path.name}:{node.lineno}: .{node.func.attr}()"
         for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr in CLOCK_CALLS
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in CLOCK_CALLS
     ]
     assert not calls, "\n".join(calls)
 

@@ -34,23 +34,44 @@ CASES = [
     ("shared_only", "custom:acme:vllm", set(), set(), True, True, (ENDPOINT,)),
 ]
 IDS = [
-    "ots-own-then-shared-fallback", "ots-own-no-credential-fallback", "ots-own-no-shared",
-    "ots-other-provider-uses-shared", "ots-other-provider-no-shared", "ots-no-tenant-key-shared",
-    "ots-nothing", "oo-own", "oo-other-offer-ineligible", "oo-no-key-for-model-shared",
-    "oo-no-key-for-model-no-shared", "oo-no-tenant-keys", "so-ignores-own", "so-no-shared",
-    "so-shared", "custom-ots", "custom-oo", "custom-so",
+    "ots-own-then-shared-fallback",
+    "ots-own-no-credential-fallback",
+    "ots-own-no-shared",
+    "ots-other-provider-uses-shared",
+    "ots-other-provider-no-shared",
+    "ots-no-tenant-key-shared",
+    "ots-nothing",
+    "oo-own",
+    "oo-other-offer-ineligible",
+    "oo-no-key-for-model-shared",
+    "oo-no-key-for-model-no-shared",
+    "oo-no-tenant-keys",
+    "so-ignores-own",
+    "so-no-shared",
+    "so-shared",
+    "custom-ots",
+    "custom-oo",
+    "custom-so",
 ]
 
 
 @pytest.mark.parametrize(("mode", "provider", "own", "model", "shared", "fallback", "expected"), CASES, ids=IDS)
 def test_credential_choices_table(
-    mode: str, provider: str, own: set[str], model: set[str], shared: bool, fallback: bool,
+    mode: str,
+    provider: str,
+    own: set[str],
+    model: set[str],
+    shared: bool,
+    fallback: bool,
     expected: tuple[Credential, ...],
 ) -> None:
     got = credential_choices(
         key_mode=mode,  # type: ignore[arg-type]
-        provider=provider, own_providers=frozenset(own), model_providers=frozenset(model),
-        shared_available=shared, credential_fallback=fallback,
+        provider=provider,
+        own_providers=frozenset(own),
+        model_providers=frozenset(model),
+        shared_available=shared,
+        credential_fallback=fallback,
     )
     assert got == expected
 
@@ -60,8 +81,11 @@ def test_credential_choices_table(
 def test_tenant_key_only_ever_goes_to_its_own_provider(mode: str, provider: str) -> None:
     got = credential_choices(
         key_mode=mode,  # type: ignore[arg-type]
-        provider=provider, own_providers=frozenset({"groq"}), model_providers=frozenset({"openai", "azure", "groq"}),
-        shared_available=True, credential_fallback=True,
+        provider=provider,
+        own_providers=frozenset({"groq"}),
+        model_providers=frozenset({"openai", "azure", "groq"}),
+        shared_available=True,
+        credential_fallback=True,
     )
     assert OWN not in got
 
@@ -70,8 +94,11 @@ def test_tenant_key_only_ever_goes_to_its_own_provider(mode: str, provider: str)
 def test_shared_key_never_goes_to_a_custom_endpoint(mode: str) -> None:
     got = credential_choices(
         key_mode=mode,  # type: ignore[arg-type]
-        provider="custom:acme:vllm", own_providers=frozenset({"custom:acme:vllm"}),
-        model_providers=frozenset(), shared_available=True, credential_fallback=True,
+        provider="custom:acme:vllm",
+        own_providers=frozenset({"custom:acme:vllm"}),
+        model_providers=frozenset(),
+        shared_available=True,
+        credential_fallback=True,
     )
     assert got == (ENDPOINT,)
 

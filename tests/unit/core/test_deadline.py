@@ -17,8 +17,11 @@ def test_deadline_counts_the_budget_from_arrival() -> None:
     assert deadline.left_s(1031.0) == -1.0
 
 
-@given(arrived=st.floats(min_value=0, max_value=4e9), budget_ms=st.integers(min_value=1, max_value=10**7),
-       spent=st.floats(min_value=0, max_value=1e5))
+@given(
+    arrived=st.floats(min_value=0, max_value=4e9),
+    budget_ms=st.integers(min_value=1, max_value=10**7),
+    spent=st.floats(min_value=0, max_value=1e5),
+)
 def test_deadline_time_left_only_shrinks(arrived: float, budget_ms: int, spent: float) -> None:
     deadline = Deadline.of(arrived, BudgetPolicy(max_total_latency_ms=budget_ms))
     assert deadline.left_s(arrived + spent) <= deadline.left_s(arrived) <= budget_ms / 1000 + 1e-6

@@ -51,9 +51,7 @@ GO_CASES: list[tuple[str, str, float | None]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"), [c[1:] for c in GO_CASES], ids=[c[0] for c in GO_CASES]
-)
+@pytest.mark.parametrize(("text", "expected"), [c[1:] for c in GO_CASES], ids=[c[0] for c in GO_CASES])
 def test_parse_go_duration_s(text: str, expected: float | None) -> None:
     result = parse_go_duration_s(text)
     if expected is None:
@@ -150,44 +148,222 @@ HINT_CASES: list[tuple[str, Headers, int | None, str, float | None]] = [
     ("retry_after_applies_without_status", {"retry-after": "2"}, None, "", 2.0),
     ("junk_retry_after_falls_to_message", {"retry-after": "soon"}, 429, "Please try again in 20s.", 20.0),
     # OpenAI / Groq x-ratelimit-* (429 only)
-    ("openai_tokens_exhausted_longest", {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "99", "x-ratelimit-remaining-tokens": "0"}, 429, "", 360.0),
-    ("openai_requests_exhausted", {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"}, 429, "", 1.0),
-    ("openai_both_exhausted_takes_max", {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"}, 429, "", 360.0),
-    ("openai_none_exhausted_no_hint", {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "5"}, 429, "", None),
+    (
+        "openai_tokens_exhausted_longest",
+        {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "99", "x-ratelimit-remaining-tokens": "0"},
+        429,
+        "",
+        360.0,
+    ),
+    (
+        "openai_requests_exhausted",
+        {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "5000"},
+        429,
+        "",
+        1.0,
+    ),
+    (
+        "openai_both_exhausted_takes_max",
+        {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "0", "x-ratelimit-remaining-tokens": "0"},
+        429,
+        "",
+        360.0,
+    ),
+    (
+        "openai_none_exhausted_no_hint",
+        {**OPENAI_BOTH, "x-ratelimit-remaining-requests": "5", "x-ratelimit-remaining-tokens": "5"},
+        429,
+        "",
+        None,
+    ),
     ("openai_no_remaining_takes_shortest", dict(OPENAI_BOTH), 429, "", 1.0),
-    ("openai_mixed_case_names", {"X-RateLimit-Reset-Tokens": "20ms", "X-RateLimit-Remaining-Tokens": "0"}, 429, "", 0.02),
+    (
+        "openai_mixed_case_names",
+        {"X-RateLimit-Reset-Tokens": "20ms", "X-RateLimit-Remaining-Tokens": "0"},
+        429,
+        "",
+        0.02,
+    ),
     ("openai_compound_duration", {"x-ratelimit-reset-tokens": "1h2m3.5s"}, 429, "", 3723.5),
     ("openai_ignored_when_not_429", {**OPENAI_BOTH, "x-ratelimit-remaining-tokens": "0"}, 500, "", None),
-    ("openai_junk_reset_ignored", {"x-ratelimit-reset-tokens": "abc", "x-ratelimit-remaining-tokens": "0"}, 429, "", None),
-    ("openai_junk_reset_falls_to_message", {"x-ratelimit-reset-tokens": "abc", "x-ratelimit-remaining-tokens": "0"}, 429, "Please try again in 6s.", 6.0),
-    ("groq_headers", {"x-ratelimit-reset-requests": "2m59.56s", "x-ratelimit-reset-tokens": "7.66s", "x-ratelimit-remaining-requests": "14370", "x-ratelimit-remaining-tokens": "0"}, 429, "", 7.66),
+    (
+        "openai_junk_reset_ignored",
+        {"x-ratelimit-reset-tokens": "abc", "x-ratelimit-remaining-tokens": "0"},
+        429,
+        "",
+        None,
+    ),
+    (
+        "openai_junk_reset_falls_to_message",
+        {"x-ratelimit-reset-tokens": "abc", "x-ratelimit-remaining-tokens": "0"},
+        429,
+        "Please try again in 6s.",
+        6.0,
+    ),
+    (
+        "groq_headers",
+        {
+            "x-ratelimit-reset-requests": "2m59.56s",
+            "x-ratelimit-reset-tokens": "7.66s",
+            "x-ratelimit-remaining-requests": "14370",
+            "x-ratelimit-remaining-tokens": "0",
+        },
+        429,
+        "",
+        7.66,
+    ),
     ("retry_after_beats_x_ratelimit", {**OPENAI_BOTH, "retry-after": "2"}, 429, "", 2.0),
-    ("azure_remaining_without_reset_falls_to_message", {"x-ratelimit-remaining-requests": "7", "x-ratelimit-remaining-tokens": "1014"}, 429, "Rate limit is exceeded. Try again in 2 seconds.", 2.0),
+    (
+        "azure_remaining_without_reset_falls_to_message",
+        {"x-ratelimit-remaining-requests": "7", "x-ratelimit-remaining-tokens": "1014"},
+        429,
+        "Rate limit is exceeded. Try again in 2 seconds.",
+        2.0,
+    ),
     # Anthropic anthropic-ratelimit-* (429 only)
-    ("anthropic_tokens_exhausted", {"anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S, "anthropic-ratelimit-requests-remaining": "40"}, 429, "", 30.0),
-    ("anthropic_input_tokens_bucket", {"anthropic-ratelimit-input-tokens-reset": ANTHROPIC_RESET_90S, "anthropic-ratelimit-input-tokens-remaining": "0"}, 429, "", 90.0),
-    ("anthropic_output_tokens_bucket", {"anthropic-ratelimit-output-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-output-tokens-remaining": "0"}, 429, "", 30.0),
-    ("anthropic_two_exhausted_takes_max", {"anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-tokens-remaining": "0", "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S, "anthropic-ratelimit-requests-remaining": "0"}, 429, "", 90.0),
-    ("anthropic_no_remaining_takes_shortest", {"anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S}, 429, "", 30.0),
-    ("anthropic_offset_timestamp", {"anthropic-ratelimit-tokens-reset": "1994-11-06T09:50:07+01:00", "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", 30.0),
-    ("anthropic_fractional_timestamp", {"anthropic-ratelimit-tokens-reset": "1994-11-06T08:50:07.500Z", "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", 30.5),
-    ("anthropic_past_reset_is_zero", {"anthropic-ratelimit-tokens-reset": "1994-11-06T08:00:00Z", "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", 0.0),
-    ("anthropic_junk_reset_ignored", {"anthropic-ratelimit-tokens-reset": "tomorrow", "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", None),
-    ("anthropic_far_reset_ignored", {"anthropic-ratelimit-tokens-reset": "1994-11-09T08:49:37Z", "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", None),
-    ("anthropic_ignored_when_not_429", {"anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-tokens-remaining": "0"}, 529, "", None),
-    ("anthropic_retry_after_wins", {"retry-after": "4", "anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-tokens-remaining": "0"}, 429, "", 4.0),
+    (
+        "anthropic_tokens_exhausted",
+        {
+            "anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S,
+            "anthropic-ratelimit-tokens-remaining": "0",
+            "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S,
+            "anthropic-ratelimit-requests-remaining": "40",
+        },
+        429,
+        "",
+        30.0,
+    ),
+    (
+        "anthropic_input_tokens_bucket",
+        {
+            "anthropic-ratelimit-input-tokens-reset": ANTHROPIC_RESET_90S,
+            "anthropic-ratelimit-input-tokens-remaining": "0",
+        },
+        429,
+        "",
+        90.0,
+    ),
+    (
+        "anthropic_output_tokens_bucket",
+        {
+            "anthropic-ratelimit-output-tokens-reset": ANTHROPIC_RESET_30S,
+            "anthropic-ratelimit-output-tokens-remaining": "0",
+        },
+        429,
+        "",
+        30.0,
+    ),
+    (
+        "anthropic_two_exhausted_takes_max",
+        {
+            "anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S,
+            "anthropic-ratelimit-tokens-remaining": "0",
+            "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S,
+            "anthropic-ratelimit-requests-remaining": "0",
+        },
+        429,
+        "",
+        90.0,
+    ),
+    (
+        "anthropic_no_remaining_takes_shortest",
+        {
+            "anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S,
+            "anthropic-ratelimit-requests-reset": ANTHROPIC_RESET_90S,
+        },
+        429,
+        "",
+        30.0,
+    ),
+    (
+        "anthropic_offset_timestamp",
+        {"anthropic-ratelimit-tokens-reset": "1994-11-06T09:50:07+01:00", "anthropic-ratelimit-tokens-remaining": "0"},
+        429,
+        "",
+        30.0,
+    ),
+    (
+        "anthropic_fractional_timestamp",
+        {"anthropic-ratelimit-tokens-reset": "1994-11-06T08:50:07.500Z", "anthropic-ratelimit-tokens-remaining": "0"},
+        429,
+        "",
+        30.5,
+    ),
+    (
+        "anthropic_past_reset_is_zero",
+        {"anthropic-ratelimit-tokens-reset": "1994-11-06T08:00:00Z", "anthropic-ratelimit-tokens-remaining": "0"},
+        429,
+        "",
+        0.0,
+    ),
+    (
+        "anthropic_junk_reset_ignored",
+        {"anthropic-ratelimit-tokens-reset": "tomorrow", "anthropic-ratelimit-tokens-remaining": "0"},
+        429,
+        "",
+        None,
+    ),
+    (
+        "anthropic_far_reset_ignored",
+        {"anthropic-ratelimit-tokens-reset": "1994-11-09T08:49:37Z", "anthropic-ratelimit-tokens-remaining": "0"},
+        429,
+        "",
+        None,
+    ),
+    (
+        "anthropic_ignored_when_not_429",
+        {"anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S, "anthropic-ratelimit-tokens-remaining": "0"},
+        529,
+        "",
+        None,
+    ),
+    (
+        "anthropic_retry_after_wins",
+        {
+            "retry-after": "4",
+            "anthropic-ratelimit-tokens-reset": ANTHROPIC_RESET_30S,
+            "anthropic-ratelimit-tokens-remaining": "0",
+        },
+        429,
+        "",
+        4.0,
+    ),
     # message wording
-    ("msg_openai_try_again_20s", {}, 429, "Rate limit reached for gpt-4o. Please try again in 20s. Visit https://platform.openai.com", 20.0),
+    (
+        "msg_openai_try_again_20s",
+        {},
+        429,
+        "Rate limit reached for gpt-4o. Please try again in 20s. Visit https://platform.openai.com",
+        20.0,
+    ),
     ("msg_openai_try_again_ms", {}, 429, "Please try again in 828ms.", 0.828),
     ("msg_try_again_1_5_seconds", {}, 429, "try again in 1.5 seconds", 1.5),
     ("msg_retry_after_300ms", {}, 429, "retry after 300ms", 0.3),
     ("msg_gemini_retry_in_7_2s", {}, 429, "Quota exceeded for metric. Please retry in 7.2s.", 7.2),
-    ("msg_azure_retry_after_seconds", {}, 429, "Please retry after 7 seconds. Please go here: https://aka.ms/oai/quotaincrease", 7.0),
+    (
+        "msg_azure_retry_after_seconds",
+        {},
+        429,
+        "Please retry after 7 seconds. Please go here: https://aka.ms/oai/quotaincrease",
+        7.0,
+    ),
     ("msg_azure_one_day", {}, 429, "Please retry after 86400 seconds.", 86400.0),
-    ("msg_groq_go_duration", {}, 429, "Please try again in 1m0.363142857s. Visit https://console.groq.com/docs/rate-limits", 60.363142857),
+    (
+        "msg_groq_go_duration",
+        {},
+        429,
+        "Please try again in 1m0.363142857s. Visit https://console.groq.com/docs/rate-limits",
+        60.363142857,
+    ),
     ("msg_upper_case", {}, 429, "TRY AGAIN IN 2 SECONDS", 2.0),
     ("msg_minutes", {}, 429, "try again in 5 minutes", 300.0),
-    ("msg_google_retry_delay_json", {}, 429, '{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "38s"}', 38.0),
+    (
+        "msg_google_retry_delay_json",
+        {},
+        429,
+        '{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "38s"}',
+        38.0,
+    ),
     ("msg_without_status", {}, None, "Please try again in 3s", 3.0),
     ("msg_later_has_no_hint", {}, 429, "Please try again later.", None),
     ("msg_days_too_long", {}, 429, "try again in 3 days", None),
@@ -203,9 +379,7 @@ HINT_CASES: list[tuple[str, Headers, int | None, str, float | None]] = [
     [c[1:] for c in HINT_CASES],
     ids=[c[0] for c in HINT_CASES],
 )
-def test_retry_after_s(
-    headers: Headers, status: int | None, message: str, expected: float | None
-) -> None:
+def test_retry_after_s(headers: Headers, status: int | None, message: str, expected: float | None) -> None:
     result = retry_after_s(headers, status=status, message=message, now_epoch_s=NOW)
     if expected is None:
         assert result is None
@@ -249,18 +423,41 @@ def test_retry_after_s_negative_zero_is_plain_zero() -> None:
 # --- properties -------------------------------------------------------------------------
 
 HEADER_NAMES = [
-    "retry-after-ms", "Retry-After", "retry-after",
-    "x-ratelimit-reset-requests", "x-ratelimit-reset-tokens",
-    "x-ratelimit-remaining-requests", "x-ratelimit-remaining-tokens",
-    "anthropic-ratelimit-requests-reset", "anthropic-ratelimit-tokens-reset",
-    "anthropic-ratelimit-input-tokens-reset", "anthropic-ratelimit-output-tokens-reset",
-    "anthropic-ratelimit-requests-remaining", "anthropic-ratelimit-tokens-remaining",
+    "retry-after-ms",
+    "Retry-After",
+    "retry-after",
+    "x-ratelimit-reset-requests",
+    "x-ratelimit-reset-tokens",
+    "x-ratelimit-remaining-requests",
+    "x-ratelimit-remaining-tokens",
+    "anthropic-ratelimit-requests-reset",
+    "anthropic-ratelimit-tokens-reset",
+    "anthropic-ratelimit-input-tokens-reset",
+    "anthropic-ratelimit-output-tokens-reset",
+    "anthropic-ratelimit-requests-remaining",
+    "anthropic-ratelimit-tokens-remaining",
 ]
 HEADER_VALUES = [
-    "0", "1", "-5", "1e309", "abc", "", "86401", "1.5", "6m0s", "20ms", "1h2m3.5s",
-    "Sun, 06 Nov 1994 08:51:37 GMT", "Sunday, 06-Nov-94 08:51:37 GMT",
-    "Sun Nov  6 08:51:37 1994", "1994-11-06T08:50:07Z", "9999-12-31T23:59:59Z",
-    "0001-01-01T00:00:00+14:00", "Fri, 31 Dec 9999 23:59:59 GMT", "nan", "inf",
+    "0",
+    "1",
+    "-5",
+    "1e309",
+    "abc",
+    "",
+    "86401",
+    "1.5",
+    "6m0s",
+    "20ms",
+    "1h2m3.5s",
+    "Sun, 06 Nov 1994 08:51:37 GMT",
+    "Sunday, 06-Nov-94 08:51:37 GMT",
+    "Sun Nov  6 08:51:37 1994",
+    "1994-11-06T08:50:07Z",
+    "9999-12-31T23:59:59Z",
+    "0001-01-01T00:00:00+14:00",
+    "Fri, 31 Dec 9999 23:59:59 GMT",
+    "nan",
+    "inf",
 ]
 header_dicts = st.dictionaries(
     st.one_of(st.sampled_from(HEADER_NAMES), st.text(max_size=30)),
@@ -271,7 +468,7 @@ messages = st.one_of(
     st.text(max_size=200),
     st.builds(
         "{} {}{}".format,
-        st.sampled_from(["try again in", "retry after", "Please retry in", "retryDelay\": \""]),
+        st.sampled_from(["try again in", "retry after", "Please retry in", 'retryDelay": "']),
         st.one_of(st.integers(), st.floats(allow_nan=True, allow_infinity=True)).map(str),
         st.sampled_from(["s", "ms", " seconds", "m0s", "h", " days", "", "µs"]),
     ),

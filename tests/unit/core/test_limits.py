@@ -8,8 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from turnout.core.limits import (
-    WINDOW_MS, CeilingExceeded, Counters, Demand, Limits, ScopeLimits, check_ceilings, decide, estimate_tokens,
-    header_duration, is_limited,
+    WINDOW_MS,
+    CeilingExceeded,
+    Counters,
+    Demand,
+    Limits,
+    ScopeLimits,
+    check_ceilings,
+    decide,
+    estimate_tokens,
+    header_duration,
+    is_limited,
 )
 
 T0 = 1_700_000_000_000
@@ -71,8 +80,9 @@ def test_limits_org_counter_is_shared_and_a_refusal_counts_against_no_scope() ->
     refused = decide([org, key], counters, REQ, T0)
     assert refused.verdict.refusal is not None and refused.verdict.refusal.scope == 1
     # a sibling key shares the org's counter (1 left there) but not this key's
-    sibling = decide([org, ScopeLimits(kind="key", org="acme", id="other", limits=Limits())],
-                     (counters[0], Counters()), REQ, T0)
+    sibling = decide(
+        [org, ScopeLimits(kind="key", org="acme", id="other", limits=Limits())], (counters[0], Counters()), REQ, T0
+    )
     assert sibling.verdict.admitted
     assert decide([org], (sibling.counters[0],), REQ, T0).verdict.refusal is not None
 
@@ -97,7 +107,12 @@ def test_limits_concurrency_leases_count_until_they_expire() -> None:
     scopes = [key_scope(max_concurrent=2)]
     demand = Demand(tokens=0, stream=False, lease_ms=1_000)
     assert run(scopes, [T0, T0 + 1, T0 + 2, T0 + 1_000, T0 + 1_001, T0 + 1_002], demand) == [
-        True, True, False, True, True, False,
+        True,
+        True,
+        False,
+        True,
+        True,
+        False,
     ]
 
 
@@ -117,15 +132,18 @@ def test_limits_streams_count_against_both_concurrency_limits() -> None:
     [
         ({"max_tokens": 100}, None),
         ({"max_tokens": 4097}, CeilingExceeded(field="max_tokens", value=4097, ceiling=4096, scope="squad acme/r")),
-        ({"max_completion_tokens": 5000}, CeilingExceeded(
-            field="max_completion_tokens", value=5000, ceiling=4096, scope="squad acme/r")),
+        (
+            {"max_completion_tokens": 5000},
+            CeilingExceeded(field="max_completion_tokens", value=5000, ceiling=4096, scope="squad acme/r"),
+        ),
         ({"n": 3}, CeilingExceeded(field="n", value=3, ceiling=2, scope="org acme")),
         ({}, None),
     ],
     ids=["under", "max_tokens_over_lowest", "max_completion_tokens_over", "n_over", "absent"],
 )
 def test_limits_ceilings_refuse_above_the_lowest_in_force(
-    requested: dict[str, int], expected: CeilingExceeded | None,
+    requested: dict[str, int],
+    expected: CeilingExceeded | None,
 ) -> None:
     scopes = [
         ScopeLimits(kind="org", org="acme", limits=Limits(max_tokens=8192, max_n=2)),
@@ -135,7 +153,8 @@ def test_limits_ceilings_refuse_above_the_lowest_in_force(
 
 
 @pytest.mark.parametrize(
-    ("ms", "text"), [(0, "0ms"), (350, "350ms"), (1_000, "1s"), (1_001, "2s"), (90_000, "1m30s"), (3_720_000, "1h2m0s")],
+    ("ms", "text"),
+    [(0, "0ms"), (350, "350ms"), (1_000, "1s"), (1_001, "2s"), (90_000, "1m30s"), (3_720_000, "1h2m0s")],
 )
 def test_limits_header_duration_is_openai_style(ms: int, text: str) -> None:
     assert header_duration(ms) == text
@@ -211,7 +230,9 @@ def test_limits_property_retry_after_is_exact(limit: int, events: list[tuple[int
 )
 def test_limits_property_concurrency_never_exceeds_any_scope(limits: list[int], arrivals: list[int]) -> None:
     """Leases alive at any time never exceed any scope's `max_concurrent`."""
-    scopes = [ScopeLimits(kind="key", org="o", id=str(i), limits=Limits(max_concurrent=m)) for i, m in enumerate(limits)]
+    scopes = [
+        ScopeLimits(kind="key", org="o", id=str(i), limits=Limits(max_concurrent=m)) for i, m in enumerate(limits)
+    ]
     counters = tuple(Counters() for _ in scopes)
     now = T0
     for gap in arrivals:

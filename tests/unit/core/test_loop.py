@@ -73,16 +73,27 @@ class ZeroRandom(random.Random):
 
 
 def worked_example_plan() -> Plan:
-    catalog = {"gpt-5": (Target(provider="openai", model="gpt-5", catalog_model="gpt-5"),
-                         Target(provider="azure", model="gpt-5-prod", catalog_model="gpt-5"))}
+    catalog = {
+        "gpt-5": (
+            Target(provider="openai", model="gpt-5", catalog_model="gpt-5"),
+            Target(provider="azure", model="gpt-5-prod", catalog_model="gpt-5"),
+        )
+    }
     return build_plan(
-        "gpt-5", catalog=catalog, providers=frozenset({"openai", "azure"}), settings=RoutingSettings(),
-        policy=WORKED_POLICY, health={}, rng=random.Random(0), orders={"gpt-5": "priority"},
+        "gpt-5",
+        catalog=catalog,
+        providers=frozenset({"openai", "azure"}),
+        settings=RoutingSettings(),
+        policy=WORKED_POLICY,
+        health={},
+        rng=random.Random(0),
+        orders={"gpt-5": "priority"},
     )
 
 
-WORKED_POLICY = pol(retry={"max_retries": 1}, fallback={"enabled": True, "cross_provider_same_model": True},
-                    budget={"max_attempts": 4})
+WORKED_POLICY = pol(
+    retry={"max_retries": 1}, fallback={"enabled": True, "cross_provider_same_model": True}, budget={"max_attempts": 4}
+)
 
 
 def test_loop_spec_worked_example_primary_503_twice_then_second_provider_serves() -> None:
@@ -93,7 +104,11 @@ def test_loop_spec_worked_example_primary_503_twice_then_second_provider_serves(
     assert run.verdict is None
     facts = served_facts(run.state)
     assert (facts.provider, facts.model, facts.attempts, facts.fallback, facts.reroute) == (
-        "azure", "gpt-5-prod", 3, True, False,
+        "azure",
+        "gpt-5-prod",
+        3,
+        True,
+        False,
     )
 
 
@@ -151,8 +166,9 @@ def test_loop_retry_after_90s_over_max_ms_falls_back_at_once() -> None:
 
 
 def test_loop_retry_after_ignored_without_respect_retry_after() -> None:
-    run = drive(ABC, pol(retry={"respect_retry_after": False}), {KA: [err(429, retry_after_s=90.0), ok()]},
-                rng=MaxRandom())
+    run = drive(
+        ABC, pol(retry={"respect_retry_after": False}), {KA: [err(429, retry_after_s=90.0), ok()]}, rng=MaxRandom()
+    )
     assert run.keys == [KA, KA]
     assert [w.reason for _, w in run.waits] == ["backoff"]
     assert [w.delay_s for _, w in run.waits] == pytest.approx([0.25])
@@ -172,8 +188,15 @@ def test_loop_quota_exhausted_falls_back_even_when_on_status_lists_nothing() -> 
 
 @pytest.mark.parametrize(
     "outcome",
-    [err(408), err(504), transport(TransportError.ATTEMPT_TIMEOUT), transport(TransportError.FIRST_TOKEN_TIMEOUT),
-     err(501), err(505), transport(TransportError.PROTOCOL)],
+    [
+        err(408),
+        err(504),
+        transport(TransportError.ATTEMPT_TIMEOUT),
+        transport(TransportError.FIRST_TOKEN_TIMEOUT),
+        err(501),
+        err(505),
+        transport(TransportError.PROTOCOL),
+    ],
     ids=["408", "504", "attempt-timeout", "first-token-timeout", "501", "505", "malformed"],
 )
 def test_loop_fallback_now_outcomes_fall_back_without_retry(outcome: Outcome) -> None:
@@ -197,8 +220,9 @@ def test_loop_attempt_outlasting_its_timeout_falls_back() -> None:
     ids=["504-listed", "5xx-listed", "408-listed"],
 )
 def test_loop_timeouts_are_never_retried_even_when_listed(timeout_only_in_retry_list: list[Any]) -> None:
-    run = drive(ABC, pol(retry={"retry_on_status": timeout_only_in_retry_list}),
-                {KA: [err(504)], KB: [err(408)], KC: [ok()]})
+    run = drive(
+        ABC, pol(retry={"retry_on_status": timeout_only_in_retry_list}), {KA: [err(504)], KB: [err(408)], KC: [ok()]}
+    )
     assert run.keys == [KA, KB, KC]
 
 
@@ -221,14 +245,22 @@ def test_loop_transport_reset_is_retried_then_falls_back_by_default() -> None:
         ([500], [500], [KA], StopReason.EXHAUSTED),
         (["5xx"], ["5xx"], [KA, KA, KB], StopReason.SERVED),
     ],
-    ids=["retried-as-503-fails-over-as-502", "502-not-a-retry-status", "503-not-a-fallback-status",
-         "listed-neither", "classes"],
+    ids=[
+        "retried-as-503-fails-over-as-502",
+        "502-not-a-retry-status",
+        "503-not-a-fallback-status",
+        "listed-neither",
+        "classes",
+    ],
 )
 def test_loop_transport_retried_as_503_and_fails_over_as_502(
     retry_on: list[Any], on_status: list[Any], expected_keys: list[str], stop: StopReason
 ) -> None:
-    run = drive(ABC, pol(retry={"retry_on_status": retry_on}, fallback={"on_status": on_status}),
-                {KA: [transport(), transport()], KB: [ok()]})
+    run = drive(
+        ABC,
+        pol(retry={"retry_on_status": retry_on}, fallback={"on_status": on_status}),
+        {KA: [transport(), transport()], KB: [ok()]},
+    )
     assert run.keys == expected_keys
     assert run.give_up.reason is stop
 
@@ -238,8 +270,14 @@ def test_loop_transport_retried_as_503_and_fails_over_as_502(
 
 @pytest.mark.parametrize(
     ("outcome", "status"),
-    [(err(400, "bad"), 400), (err(401), 401), (err(403, "forbidden"), 403), (err(404), 404),
-     (err(413), 413), (err(422), 422)],
+    [
+        (err(400, "bad"), 400),
+        (err(401), 401),
+        (err(403, "forbidden"), 403),
+        (err(404), 404),
+        (err(413), 413),
+        (err(422), 422),
+    ],
     ids=["400", "401", "403", "404", "413", "422"],
 )
 def test_loop_terminal_outcome_is_one_attempt_and_its_status(outcome: Outcome, status: int) -> None:
@@ -283,8 +321,13 @@ def test_loop_content_policy_400_tries_the_content_policy_entry_next() -> None:
         (content_policy(), plan_of(A, B, C, context_window=[CW])),
         (err(400, "invalid 'messages'"), plan_of(A, B, C, context_window=[CW], content_policy=[CP])),
     ],
-    ids=["context-without-list", "context-with-only-content-list", "content-without-list",
-         "content-with-only-context-list", "plain-400-ignores-special-lists"],
+    ids=[
+        "context-without-list",
+        "context-with-only-content-list",
+        "content-without-list",
+        "content-with-only-context-list",
+        "plain-400-ignores-special-lists",
+    ],
 )
 def test_loop_400_without_its_special_list_is_terminal_after_one_attempt(outcome: Outcome, p: Plan) -> None:
     run = drive(p, Policy(), {KA: [outcome]})
@@ -304,7 +347,9 @@ def test_loop_special_list_is_switched_to_only_once() -> None:
 def test_loop_special_list_walks_on_after_server_errors_then_stops_at_its_end() -> None:
     cw2 = entry("google", "gemini-xl", Role.CONTEXT_WINDOW_FALLBACK)
     p = plan_of(A, B, C, context_window=[CW, cw2])
-    run = drive(p, pol(fallback={"max_cycles": 3}), {KA: [context_length()], KCW: [err(500)], cw2.target.key: [err(502)]})
+    run = drive(
+        p, pol(fallback={"max_cycles": 3}), {KA: [context_length()], KCW: [err(500)], cw2.target.key: [err(502)]}
+    )
     assert run.keys == [KA, KCW, cw2.target.key]  # fallback targets get no retry; no cycle over a special list
     assert run.give_up.reason is StopReason.EXHAUSTED
 
@@ -334,8 +379,11 @@ def test_loop_on_status_without_429_stops_with_exhausted_after_the_retries() -> 
 
 
 def test_loop_on_status_class_string_allows_fallback() -> None:
-    run = drive(ABC, pol(retry={"max_retries": 0}, fallback={"on_status": ["5XX"]}),
-                {KA: [err(503)], KB: [err(500)], KC: [ok()]})
+    run = drive(
+        ABC,
+        pol(retry={"max_retries": 0}, fallback={"on_status": ["5XX"]}),
+        {KA: [err(503)], KB: [err(500)], KC: [ok()]},
+    )
     assert run.keys == [KA, KB, KC]
 
 
@@ -358,8 +406,11 @@ def test_loop_fallback_disabled_stops_at_once_on_fallback_now() -> None:
     ids=["default-one-attempt-per-fallback", "one-retry-per-fallback"],
 )
 def test_loop_fallback_target_retries(fallback_target_retries: int, expected: list[str]) -> None:
-    run = drive(ABC, pol(retry={"fallback_target_retries": fallback_target_retries}),
-                {KA: [err(503)] * 2, KB: [err(503)] * 2, KC: [ok()]})
+    run = drive(
+        ABC,
+        pol(retry={"fallback_target_retries": fallback_target_retries}),
+        {KA: [err(503)] * 2, KB: [err(503)] * 2, KC: [ok()]},
+    )
     assert run.keys == expected
 
 
@@ -375,16 +426,20 @@ def test_loop_primary_gets_max_retries(max_retries: int, expected: list[str]) ->
 
 
 def test_loop_max_cycles_2_restarts_from_the_primary() -> None:
-    run = drive(plan_of(A, B), pol(retry={"max_retries": 0}, fallback={"max_cycles": 2}),
-                {KA: [err(503), ok()], KB: [err(503)]})
+    run = drive(
+        plan_of(A, B), pol(retry={"max_retries": 0}, fallback={"max_cycles": 2}), {KA: [err(503), ok()], KB: [err(503)]}
+    )
     assert run.keys == [KA, KB, KA]
     assert [r.cycle for r in run.records] == [1, 1, 2]
     assert run.give_up.reason is StopReason.SERVED
 
 
 def test_loop_max_cycles_2_exhausts_after_two_passes() -> None:
-    run = drive(plan_of(A, B), pol(retry={"max_retries": 0}, fallback={"max_cycles": 2}),
-                {KA: [err(503)] * 2, KB: [err(503)] * 2})
+    run = drive(
+        plan_of(A, B),
+        pol(retry={"max_retries": 0}, fallback={"max_cycles": 2}),
+        {KA: [err(503)] * 2, KB: [err(503)] * 2},
+    )
     assert run.keys == [KA, KB, KA, KB]
     assert run.give_up.reason is StopReason.EXHAUSTED
 
@@ -400,8 +455,11 @@ def test_loop_max_cycles_1_does_not_restart() -> None:
     ids=["1", "2", "3", "4"],
 )
 def test_loop_max_attempts_caps_the_attempts(max_attempts: int, expected: list[str]) -> None:
-    run = drive(ABC, pol(budget={"max_attempts": max_attempts}, fallback={"max_cycles": 3}),
-                {KA: [err(503)] * 6, KB: [err(503)] * 3, KC: [err(503)] * 3})
+    run = drive(
+        ABC,
+        pol(budget={"max_attempts": max_attempts}, fallback={"max_cycles": 3}),
+        {KA: [err(503)] * 6, KB: [err(503)] * 3, KC: [err(503)] * 3},
+    )
     assert run.keys == expected
     assert run.give_up.reason is StopReason.EXHAUSTED
 
@@ -437,8 +495,14 @@ def test_loop_nothing_starts_at_or_after_the_deadline(at_s: float) -> None:
 )
 def test_loop_retry_starting_at_or_after_the_deadline_is_not_scheduled(attempt_s: float, expected: list[str]) -> None:
     # Full jitter at its top: the first retry waits base_ms = 0.25 s.
-    run = drive(ABC, Policy(), {KA: [err(503), ok()], KB: [ok()]}, deadline_s=10.0, rng=MaxRandom(),
-                duration_s=lambda d: attempt_s if d.number == 1 else 0.01)
+    run = drive(
+        ABC,
+        Policy(),
+        {KA: [err(503), ok()], KB: [ok()]},
+        deadline_s=10.0,
+        rng=MaxRandom(),
+        duration_s=lambda d: attempt_s if d.number == 1 else 0.01,
+    )
     assert run.keys == expected
     assert all(t + w.delay_s < 10.0 for t, w in run.waits)
 
@@ -449,8 +513,13 @@ def test_loop_retry_starting_at_or_after_the_deadline_is_not_scheduled(attempt_s
     ids=["hint-equals-time-left", "hint-beyond-deadline", "hint-fits"],
 )
 def test_loop_retry_after_reaching_the_deadline_falls_back(hint_s: float, expected: list[str]) -> None:
-    run = drive(ABC, Policy(), {KA: [err(429, retry_after_s=hint_s), ok()], KB: [ok()]}, deadline_s=10.0,
-                duration_s=lambda d: 9.0 if d.number == 1 else 0.001)
+    run = drive(
+        ABC,
+        Policy(),
+        {KA: [err(429, retry_after_s=hint_s), ok()], KB: [ok()]},
+        deadline_s=10.0,
+        duration_s=lambda d: 9.0 if d.number == 1 else 0.001,
+    )
     assert run.keys == expected
 
 
@@ -466,8 +535,9 @@ def test_loop_deadline_during_an_attempt_gives_504_budget_exhausted() -> None:
 
 
 def test_loop_deadline_after_several_attempts_reports_them_all() -> None:
-    run = drive(ABC, pol(retry={"max_retries": 0}), {KA: [err(503)], KB: [err(503)], KC: [ok()]},
-                deadline_s=5.0, duration_s=2.5)
+    run = drive(
+        ABC, pol(retry={"max_retries": 0}), {KA: [err(503)], KB: [err(503)], KC: [ok()]}, deadline_s=5.0, duration_s=2.5
+    )
     assert run.keys == [KA, KB]
     assert run.give_up.reason is StopReason.DEADLINE
     assert run.verdict is not None and run.verdict.status_code == 504
@@ -478,24 +548,34 @@ def test_loop_deadline_after_several_attempts_reports_them_all() -> None:
 
 
 def test_loop_fallback_backoff_waits_before_the_next_target() -> None:
-    run = drive(ABC, pol(retry={"max_retries": 0}, fallback={"backoff_ms": 500}), {KA: [err(500)], KB: [ok()]},
-                duration_s=0.1)
+    run = drive(
+        ABC, pol(retry={"max_retries": 0}, fallback={"backoff_ms": 500}), {KA: [err(500)], KB: [ok()]}, duration_s=0.1
+    )
     assert [(t, w.delay_s, w.reason) for t, w in run.waits] == [(0.1, 0.5, "fallback_backoff")]
     assert run.records[1].started_s == pytest.approx(0.6)
     assert (run.records[1].delay_before_s, run.records[1].delay_reason) == (0.5, "fallback_backoff")
 
 
 def test_loop_fallback_backoff_past_the_deadline_stops_with_deadline() -> None:
-    run = drive(ABC, pol(retry={"max_retries": 0}, fallback={"backoff_ms": 2000}), {KA: [err(500)]},
-                deadline_s=2.0, duration_s=0.5)
+    run = drive(
+        ABC,
+        pol(retry={"max_retries": 0}, fallback={"backoff_ms": 2000}),
+        {KA: [err(500)]},
+        deadline_s=2.0,
+        duration_s=0.5,
+    )
     assert run.keys == [KA]
     assert run.waits == []
     assert run.give_up.reason is StopReason.DEADLINE
 
 
 def test_loop_no_fallback_backoff_after_a_skip() -> None:
-    run = drive(ABC, pol(fallback={"backoff_ms": 500}), {KB: [ok()]},
-                skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 5.0) if d.entry is A else None)
+    run = drive(
+        ABC,
+        pol(fallback={"backoff_ms": 500}),
+        {KB: [ok()]},
+        skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 5.0) if d.entry is A else None,
+    )
     assert run.waits == []
     assert run.keys == [KB]
 
@@ -504,8 +584,9 @@ def test_loop_no_fallback_backoff_after_a_skip() -> None:
 
 
 def test_loop_skipped_target_is_not_an_attempt() -> None:
-    run = drive(ABC, Policy(), {KB: [ok()]},
-                skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 12.5) if d.entry is A else None)
+    run = drive(
+        ABC, Policy(), {KB: [ok()]}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 12.5) if d.entry is A else None
+    )
     assert run.keys == [KB]
     assert run.records[0].number == 1
     assert run.records[0].is_retry is False
@@ -539,16 +620,23 @@ def test_loop_every_target_without_credential_is_exhausted_502() -> None:
 
 
 def test_loop_some_open_some_without_credential_is_all_open() -> None:
-    run = drive(ABC, Policy(), {},
-                skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 9.0) if d.entry is B
-                else (SkipReason.NO_CREDENTIAL, None))
+    run = drive(
+        ABC,
+        Policy(),
+        {},
+        skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 9.0) if d.entry is B else (SkipReason.NO_CREDENTIAL, None),
+    )
     assert run.give_up.reason is StopReason.ALL_OPEN
     assert run.verdict is not None and run.verdict.retry_after_s == 9
 
 
 def test_loop_skips_after_a_failed_attempt_end_as_exhausted_not_all_open() -> None:
-    run = drive(ABC, pol(retry={"max_retries": 0}), {KA: [err(500)]},
-                skip=lambda d, now: None if d.entry is A else (SkipReason.CIRCUIT_OPEN, 5.0))
+    run = drive(
+        ABC,
+        pol(retry={"max_retries": 0}),
+        {KA: [err(500)]},
+        skip=lambda d, now: None if d.entry is A else (SkipReason.CIRCUIT_OPEN, 5.0),
+    )
     assert run.keys == [KA]
     assert run.give_up.reason is StopReason.EXHAUSTED
     assert run.verdict is not None and run.verdict.status_code == 502
@@ -571,8 +659,15 @@ def test_loop_skipping_a_scheduled_retry_moves_to_the_next_target() -> None:
 
 
 def test_loop_every_failure_a_rate_limit_answers_429_with_the_shortest_hint() -> None:
-    run = drive(ABC, Policy(), {KA: [err(429, retry_after_s=5.0), err(429, retry_after_s=3.0)],
-                                KB: [err(429, retry_after_s=7.0)], KC: [err(429)]})
+    run = drive(
+        ABC,
+        Policy(),
+        {
+            KA: [err(429, retry_after_s=5.0), err(429, retry_after_s=3.0)],
+            KB: [err(429, retry_after_s=7.0)],
+            KC: [err(429)],
+        },
+    )
     assert run.keys == [KA, KA, KB, KC]
     assert run.give_up.reason is StopReason.EXHAUSTED
     assert run.verdict is not None
@@ -590,9 +685,15 @@ def test_loop_reroute_exhausted_answers_502_and_never_calls_the_requested_model(
         "gpt-5": (Target(provider="openai", model="gpt-5", catalog_model="gpt-5"),),
         "claude": (Target(provider="anthropic", model="claude", catalog_model="claude"),),
     }
-    p = build_plan("gpt-5", catalog=catalog, providers=frozenset({"openai", "anthropic"}),
-                   settings=RoutingSettings(reroutes=("claude",)), policy=Policy(), health={},
-                   rng=random.Random(0))
+    p = build_plan(
+        "gpt-5",
+        catalog=catalog,
+        providers=frozenset({"openai", "anthropic"}),
+        settings=RoutingSettings(reroutes=("claude",)),
+        policy=Policy(),
+        health={},
+        rng=random.Random(0),
+    )
     run = drive(p, Policy(), {"anthropic/claude": [err(503), err(500)]})
     assert run.keys == ["anthropic/claude", "anthropic/claude"]
     assert run.give_up.reason is StopReason.EXHAUSTED
@@ -611,8 +712,9 @@ def test_loop_cancelled_attempt_stops_the_loop() -> None:
     state = begin(ABC, Policy(), deadline_s=10.0)
     step = next_step(state, 0.0)
     assert isinstance(step, Dispatch)
-    state = on_outcome(state, step, Outcome(), started_s=0.0, now_s=0.2, rng=random.Random(0),
-                       kind=FailureKind.CANCELLED)
+    state = on_outcome(
+        state, step, Outcome(), started_s=0.0, now_s=0.2, rng=random.Random(0), kind=FailureKind.CANCELLED
+    )
     assert next_step(state, 0.2) == GiveUp(reason=StopReason.CANCELLED)
     assert conclude(state, StopReason.CANCELLED).status_code == 499
 
@@ -633,18 +735,31 @@ def test_loop_states_are_never_mutated() -> None:
 def test_loop_attempt_records_carry_the_decision_facts() -> None:
     policy = pol(retry={"max_retries": 1}, fallback={"backoff_ms": 100})
     run: Run = drive(
-        ABC, policy,
-        {KA: [err(503, "overloaded", code="server_busy"), err(429, "slow down", retry_after_s=0.3)],
-         KB: [ok()]},
-        duration_s=0.2, rng=MaxRandom(),
+        ABC,
+        policy,
+        {KA: [err(503, "overloaded", code="server_busy"), err(429, "slow down", retry_after_s=0.3)], KB: [ok()]},
+        duration_s=0.2,
+        rng=MaxRandom(),
     )
     r1, r2, r3 = run.records
     assert [r.number for r in run.records] == [1, 2, 3]
 
     assert (r1.target.key, r1.role, r1.is_retry, r1.is_fallback, r1.is_reroute, r1.resend_count, r1.cycle) == (
-        KA, Role.PRIMARY, False, False, False, 0, 1)
+        KA,
+        Role.PRIMARY,
+        False,
+        False,
+        False,
+        0,
+        1,
+    )
     assert (r1.kind, r1.disposition, r1.status, r1.error_code, r1.message) == (
-        FailureKind.SERVER_ERROR, Disposition.RETRY_THEN_FALLBACK, 503, "server_busy", "overloaded")
+        FailureKind.SERVER_ERROR,
+        Disposition.RETRY_THEN_FALLBACK,
+        503,
+        "server_busy",
+        "overloaded",
+    )
     assert (r1.delay_before_s, r1.delay_reason, r1.started_s) == (0.0, None, 0.0)
     assert r1.duration_ms == pytest.approx(200.0)
 
@@ -654,7 +769,12 @@ def test_loop_attempt_records_carry_the_decision_facts() -> None:
     assert (r2.kind, r2.retry_after_s) == (FailureKind.RATE_LIMITED, 0.3)
 
     assert (r3.target.key, r3.role, r3.is_retry, r3.is_fallback, r3.resend_count) == (
-        KB, Role.PROVIDER_FALLBACK, False, True, 0)
+        KB,
+        Role.PROVIDER_FALLBACK,
+        False,
+        True,
+        0,
+    )
     assert (r3.delay_before_s, r3.delay_reason) == (0.1, "fallback_backoff")
     assert r3.started_s == pytest.approx(0.75)
     assert (r3.kind, r3.disposition, r3.message) == (FailureKind.SUCCESS, Disposition.SUCCESS, "")

@@ -18,7 +18,10 @@ B = entry("azure", "gpt-5-prod", Role.PROVIDER_FALLBACK, catalog_model="gpt-5")
 
 
 def run(
-    plan: Plan, outcomes: Sequence[Outcome], *, own_on: frozenset[str] = frozenset({"openai"}),
+    plan: Plan,
+    outcomes: Sequence[Outcome],
+    *,
+    own_on: frozenset[str] = frozenset({"openai"}),
     policy: Policy = Policy(),
 ) -> tuple[LoopState, list[Dispatch]]:
     """Drive the loop like the router: an attempt carries the tenant key on `own_on` providers
@@ -36,8 +39,7 @@ def run(
             continue
         dispatched.append(step)
         own = step.entry.target.provider in own_on and not step.is_byok_fallback
-        state = on_outcome(state, step, script.pop(0), started_s=now, now_s=now + 0.1, rng=rng,
-                           credential_fallback=own)
+        state = on_outcome(state, step, script.pop(0), started_s=now, now_s=now + 0.1, rng=rng, credential_fallback=own)
         now += 0.1
 
 
@@ -76,7 +78,10 @@ def test_shared_key_failing_over_moves_on_and_the_next_target_is_not_a_credentia
     state, dispatched = run(plan_of(A, B), [err(401, "bad key"), err(503), err(503), ok()])
     assert state.stop is StopReason.SERVED
     assert [(d.entry.target.provider, d.is_byok_fallback, d.is_retry) for d in dispatched] == [
-        ("openai", False, False), ("openai", True, False), ("openai", True, True), ("azure", False, False),
+        ("openai", False, False),
+        ("openai", True, False),
+        ("openai", True, True),
+        ("azure", False, False),
     ]
     assert not served_facts(state).byok_fallback
 

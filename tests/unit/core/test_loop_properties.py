@@ -9,6 +9,7 @@ and optionally a breaker skip. The driver runs the loop on a fake clock.
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -96,8 +97,10 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     reroutes = draw(st.lists(st.sampled_from(others), min_size=1, max_size=3)) if use_reroutes else []
     settings_ = RoutingSettings(
         reroutes=tuple(reroutes),
-        fallbacks={"*": draw(some_models.map(tuple)),
-                   **draw(st.dictionaries(st.sampled_from(models), some_models.map(tuple), max_size=1))},
+        fallbacks={
+            "*": draw(some_models.map(tuple)),
+            **draw(st.dictionaries(st.sampled_from(models), some_models.map(tuple), max_size=1)),
+        },
         context_window_fallbacks={"*": draw(some_models.map(tuple))},
         content_policy_fallbacks={"*": draw(some_models.map(tuple))},
     )
@@ -105,32 +108,54 @@ def scenarios(draw: st.DrawFn) -> Scenario:
     if not reroutes and draw(st.sampled_from([False, False, False, True])):
         requested = f"{catalog['m0'][0].provider}/m0"  # pinned
     plan = build_plan(
-        requested, catalog=catalog, providers=frozenset(PROVIDERS), settings=settings_, policy=policy,
-        health=draw(st.dictionaries(st.sampled_from([t.key for ts in catalog.values() for t in ts]),
-                                    st.builds(TargetHealth, score=st.floats(0.01, 1),
-                                              standing=st.sampled_from(Standing)), max_size=3)),
+        requested,
+        catalog=catalog,
+        providers=frozenset(PROVIDERS),
+        settings=settings_,
+        policy=policy,
+        health=draw(
+            st.dictionaries(
+                st.sampled_from([t.key for ts in catalog.values() for t in ts]),
+                st.builds(TargetHealth, score=st.floats(0.01, 1), standing=st.sampled_from(Standing)),
+                max_size=3,
+            )
+        ),
         rng=random.Random(draw(st.integers(0, 2**32))),
     )
-    return Scenario(plan=plan, policy=policy, start_s=draw(st.sampled_from([0.0, 1234.5])),
-                    skips=draw(st.booleans()))
+    return Scenario(plan=plan, policy=policy, start_s=draw(st.sampled_from([0.0, 1234.5])), skips=draw(st.booleans()))
 
 
 def _outcomes() -> st.SearchStrategy[Outcome]:
     hint = st.one_of(st.none(), st.floats(0, 120), st.sampled_from([0.0, 1.0, 2.0, 30.0]))
-    plain = st.builds(lambda s, h: Outcome(status=s, retry_after_s=h, message="upstream says no"),
-                      st.sampled_from(STATUSES), hint)
-    retryable = st.builds(lambda s, h: Outcome(status=s, retry_after_s=h, message="try later"),
-                          st.sampled_from([429, 500, 502, 503, 529]), hint)
-    special = st.sampled_from([
-        Outcome(status=400, message="maximum context length is 8192 tokens", error_code="context_length_exceeded"),
-        Outcome(status=400, message="blocked by the content management policy", error_code="content_filter"),
-        Outcome(status=429, message="You exceeded your current quota", error_code="insufficient_quota"),
-        Outcome(status=403, message="rate limit exceeded"),
-    ])
+    plain = st.builds(
+        lambda s, h: Outcome(status=s, retry_after_s=h, message="upstream says no"), st.sampled_from(STATUSES), hint
+    )
+    retryable = st.builds(
+        lambda s, h: Outcome(status=s, retry_after_s=h, message="try later"),
+        st.sampled_from([429, 500, 502, 503, 529]),
+        hint,
+    )
+    special = st.sampled_from(
+        [
+            Outcome(status=400, message="maximum context length is 8192 tokens", error_code="context_length_exceeded"),
+            Outcome(status=400, message="blocked by the content management policy", error_code="content_filter"),
+            Outcome(status=429, message="You exceeded your current quota", error_code="insufficient_quota"),
+            Outcome(status=403, message="rate limit exceeded"),
+        ]
+    )
     envelope = st.builds(
         lambda t: Outcome(status=200, error_in_body=True, error_type=t, message="error in body"),
-        st.sampled_from(["invalid_request_error", "authentication_error", "rate_limit_error", "overloaded_error",
-                         "server_error", "permission_error", "weird"]),
+        st.sampled_from(
+            [
+                "invalid_request_error",
+                "authentication_error",
+                "rate_limit_error",
+                "overloaded_error",
+                "server_error",
+                "permission_error",
+                "weird",
+            ]
+        ),
     )
     transport = st.builds(lambda k: Outcome(transport=k, message=str(k)), st.sampled_from(list(TransportError)))
     return st.one_of(plain, retryable, retryable, special, envelope, transport)
@@ -155,8 +180,16 @@ def run_scenario(data: st.DataObject) -> tuple[Scenario, Run]:
         reason = data.draw(st.sampled_from(list(SkipReason)), label="skip reason")
         return reason, (data.draw(st.floats(0.01, 300), label="reopen") if reason in UNAVAILABLE_SKIPS else None)
 
-    run = drive(sc.plan, sc.policy, outcome, duration_s=duration, start_s=sc.start_s, skip=skip,
-                rng=random.Random(data.draw(st.integers(0, 2**32), label="rng seed")), max_steps=500)
+    run = drive(
+        sc.plan,
+        sc.policy,
+        outcome,
+        duration_s=duration,
+        start_s=sc.start_s,
+        skip=skip,
+        rng=random.Random(data.draw(st.integers(0, 2**32), label="rng seed")),
+        max_steps=500,
+    )
     return sc, run
 
 
@@ -200,13 +233,16 @@ def test_property_nothing_starts_or_sleeps_past_the_deadline(data: st.DataObject
 def test_property_terminal_outcome_is_last_unless_it_switches_to_a_special_list(data: st.DataObject) -> None:
     _, run = run_scenario(data)
     records = run.records
-    for before, after in zip(records, records[1:]):
+    for before, after in itertools.pairwise(records):
         assert before.disposition is not Disposition.SUCCESS
         if before.disposition is Disposition.TERMINAL:
             assert before.kind in {FailureKind.CONTEXT_LENGTH, FailureKind.CONTENT_POLICY}
             assert before.role not in SPECIAL_ROLES
-            expected = (Role.CONTEXT_WINDOW_FALLBACK if before.kind is FailureKind.CONTEXT_LENGTH
-                        else Role.CONTENT_POLICY_FALLBACK)
+            expected = (
+                Role.CONTEXT_WINDOW_FALLBACK
+                if before.kind is FailureKind.CONTEXT_LENGTH
+                else Role.CONTENT_POLICY_FALLBACK
+            )
             assert after.role is expected
     if run.give_up.reason is StopReason.TERMINAL:
         assert records and records[-1].disposition is Disposition.TERMINAL
@@ -252,7 +288,7 @@ def test_property_retries_stay_within_each_targets_allowance(data: st.DataObject
 def test_property_retries_only_follow_statuses_in_retry_on_status(data: st.DataObject) -> None:
     sc, run = run_scenario(data)
     records = run.records
-    for prev, r in zip(records, records[1:]):
+    for prev, r in itertools.pairwise(records):
         if r.is_retry:
             outcome = Outcome(status=prev.status, error_code=prev.error_code, message=prev.message)
             status = status_for_lists(outcome, prev.kind, purpose="retry")

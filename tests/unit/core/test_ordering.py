@@ -6,7 +6,8 @@ import random
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from turnout.core.breaker import BreakerSettings, BreakerSnapshot, Counted, record, score
@@ -78,8 +79,6 @@ def test_by_health_of_nothing_is_nothing() -> None:
     assert by_health((), {}, NO_EXPLORE, random.Random(0)) == ()
 
 
-
-
 @pytest.mark.parametrize(
     ("score", "band"),
     [(1.0, 0), (0.97, 0), (0.95, 0), (0.9499, 1), (0.9, 1), (0.5, 9), (0.0, 19)],
@@ -104,8 +103,10 @@ def test_probe_targets_go_first_and_down_targets_last() -> None:
 
 
 def test_down_targets_are_ordered_by_their_return() -> None:
-    health = {G: TargetHealth(standing=Standing.DOWN, back_in_s=9.0),
-              T: TargetHealth(standing=Standing.DOWN, back_in_s=1.0)}
+    health = {
+        G: TargetHealth(standing=Standing.DOWN, back_in_s=9.0),
+        T: TargetHealth(standing=Standing.DOWN, back_in_s=1.0),
+    }
     assert [t.key for t in by_health(OFFERS, health, NO_EXPLORE, random.Random(0))] == [F, T, G]
 
 
@@ -138,13 +139,15 @@ def test_the_table_names_every_strategy_once() -> None:
     assert tuple(ORDERINGS) == ORDER_NAMES == ("health", "priority", "price", "latency", "throughput", "balanced")
 
 
-healths = st.builds(TargetHealth, score=st.floats(0.01, 1.0), standing=st.sampled_from(Standing),
-                    back_in_s=st.floats(0.0, 100.0))
+healths = st.builds(
+    TargetHealth, score=st.floats(0.01, 1.0), standing=st.sampled_from(Standing), back_in_s=st.floats(0.0, 100.0)
+)
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(health=st.dictionaries(st.sampled_from([G, T, F]), healths), seed=st.integers(0, 2**32),
-       explore=st.floats(0.0, 1.0))
+@given(
+    health=st.dictionaries(st.sampled_from([G, T, F]), healths), seed=st.integers(0, 2**32), explore=st.floats(0.0, 1.0)
+)
 def test_property_ranking_is_a_permutation_with_probes_first_and_down_last(
     health: dict[str, TargetHealth], seed: int, explore: float
 ) -> None:
@@ -158,7 +161,8 @@ def test_property_ranking_is_a_permutation_with_probes_first_and_down_last(
 @hsettings(max_examples=300, deadline=None)
 @given(
     results=st.lists(st.sampled_from([Counted.SUCCESS, Counted.FAILURE]), min_size=1, max_size=40),
-    gap=st.floats(0.0, 20.0), seed=st.integers(0, 2**32),
+    gap=st.floats(0.0, 20.0),
+    seed=st.integers(0, 2**32),
 )
 def test_property_a_target_with_no_failure_is_never_ranked_in_a_worse_band(
     results: list[Counted], gap: float, seed: int
@@ -229,8 +233,11 @@ def test_latency_ranks_the_measured_fastest_first_and_unmeasured_as_neutral() ->
 
 
 def test_throughput_ranks_the_highest_output_rate_first() -> None:
-    health = {G: TargetHealth(tokens_per_s=300.0), T: TargetHealth(tokens_per_s=20.0),
-              F: TargetHealth(tokens_per_s=90.0)}
+    health = {
+        G: TargetHealth(tokens_per_s=300.0),
+        T: TargetHealth(tokens_per_s=20.0),
+        F: TargetHealth(tokens_per_s=90.0),
+    }
     assert [t.key for t in by_throughput(OFFERS, health, NO_EXPLORE, random.Random(0))] == [G, F, T]
 
 
@@ -242,10 +249,13 @@ def test_latency_explores_another_healthy_target_at_about_its_share() -> None:
 
 
 def test_balanced_draws_first_in_proportion_to_inverse_price_squared() -> None:
-    settings = OrderSettings(explore=0.0, prices={
-        G: OfferPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=1.0),
-        T: OfferPrice(input_usd_per_mtok=2.0, output_usd_per_mtok=2.0),
-    })
+    settings = OrderSettings(
+        explore=0.0,
+        prices={
+            G: OfferPrice(input_usd_per_mtok=1.0, output_usd_per_mtok=1.0),
+            T: OfferPrice(input_usd_per_mtok=2.0, output_usd_per_mtok=2.0),
+        },
+    )
     rng = random.Random(9)
     firsts = Counter(by_balanced(OFFERS[:2], {}, settings, rng)[0].key for _ in range(20_000))
     assert firsts[G] / 20_000 == pytest.approx(0.8, abs=0.015)  # weights 1 : 1/4
@@ -264,16 +274,24 @@ def test_balanced_serves_a_free_offer_first_almost_always_without_dividing_by_ze
 
 
 measured = st.builds(
-    TargetHealth, score=st.floats(0.01, 1.0), standing=st.sampled_from(Standing), back_in_s=st.floats(0.0, 100.0),
-    ttft_ms=st.none() | st.floats(1.0, 10_000.0), tokens_per_s=st.none() | st.floats(0.1, 1_000.0),
+    TargetHealth,
+    score=st.floats(0.01, 1.0),
+    standing=st.sampled_from(Standing),
+    back_in_s=st.floats(0.0, 100.0),
+    ttft_ms=st.none() | st.floats(1.0, 10_000.0),
+    tokens_per_s=st.none() | st.floats(0.1, 1_000.0),
 )
 prices = st.builds(OfferPrice, input_usd_per_mtok=st.floats(0.0, 100.0), output_usd_per_mtok=st.floats(0.0, 100.0))
 
 
 @hsettings(max_examples=400, deadline=None)
-@given(name=st.sampled_from(ORDER_NAMES), health=st.dictionaries(st.sampled_from([G, T, F]), measured),
-       priced=st.dictionaries(st.sampled_from([G, T, F]), prices), seed=st.integers(0, 2**32),
-       explore=st.floats(0.0, 1.0))
+@given(
+    name=st.sampled_from(ORDER_NAMES),
+    health=st.dictionaries(st.sampled_from([G, T, F]), measured),
+    priced=st.dictionaries(st.sampled_from([G, T, F]), prices),
+    seed=st.integers(0, 2**32),
+    explore=st.floats(0.0, 1.0),
+)
 def test_property_every_strategy_permutes_with_probes_first_down_last_and_healthy_before_degraded(
     name: str, health: dict[str, TargetHealth], priced: dict[str, OfferPrice], seed: int, explore: float
 ) -> None:
@@ -307,8 +325,9 @@ def test_property_price_among_healthy_offers_is_sorted_by_effective_price(
 
 
 @hsettings(max_examples=300, deadline=None)
-@given(ttft=st.dictionaries(st.sampled_from([G, T, F]), st.floats(1.0, 10_000.0), min_size=3),
-       seed=st.integers(0, 2**32))
+@given(
+    ttft=st.dictionaries(st.sampled_from([G, T, F]), st.floats(1.0, 10_000.0), min_size=3), seed=st.integers(0, 2**32)
+)
 def test_property_latency_without_exploration_is_sorted_by_measure(ttft: dict[str, float], seed: int) -> None:
     health = {k: TargetHealth(ttft_ms=v) for k, v in ttft.items()}
     ranked = by_latency(OFFERS, health, NO_EXPLORE, random.Random(seed))

@@ -7,9 +7,11 @@ from collections.abc import Mapping, Sequence
 
 import msgspec
 import pytest
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
+from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.plan import (
     Plan,
     Role,
@@ -19,7 +21,6 @@ from turnout.core.plan import (
     lookup,
     split_pinned,
 )
-from turnout.core.ordering import OrderSettings, Standing, TargetHealth, by_health
 from turnout.core.policy import FallbackPolicy, PlanPolicy, Policy
 from turnout.core.scopes import as_model_map
 from turnout.core.types import Target
@@ -33,8 +34,11 @@ CATALOG: dict[str, tuple[Target, ...]] = {
     "gpt-5": (t("openai", "gpt-5", "gpt-5"), t("azure", "gpt-5-prod", "gpt-5")),
     "claude": (t("anthropic", "claude-sonnet-4-5", "claude"), t("bedrock", "anthropic.claude", "claude")),
     "gemini": (t("google", "gemini-2.5-pro", "gemini"),),
-    "llama": (t("groq", "llama-3.3-70b", "llama"), t("together", "llama-3.3-70b", "llama"),
-              t("fireworks", "llama-v3p3-70b", "llama")),
+    "llama": (
+        t("groq", "llama-3.3-70b", "llama"),
+        t("together", "llama-3.3-70b", "llama"),
+        t("fireworks", "llama-v3p3-70b", "llama"),
+    ),
     # A catalog id that contains '/' and starts with a provider name.
     "groq/compound": (t("groq", "compound-beta", "groq/compound"),),
 }
@@ -107,8 +111,11 @@ def test_plan_plain_request_expands_the_model_into_its_offers() -> None:
     assert p.context_window == () and p.content_policy == ()
 
 
-@pytest.mark.parametrize("model", ["gpt-6", "", "GPT-5", "openai", "gpt-5/"], ids=["unknown", "empty",
-                         "wrong-case", "provider-name", "trailing-slash"])
+@pytest.mark.parametrize(
+    "model",
+    ["gpt-6", "", "GPT-5", "openai", "gpt-5/"],
+    ids=["unknown", "empty", "wrong-case", "provider-name", "trailing-slash"],
+)
 def test_plan_unknown_model_raises_unknown_model(model: str) -> None:
     with pytest.raises(UnknownModel) as info:
         plan(model)
@@ -166,12 +173,16 @@ def test_plan_reroute_list_is_deduplicated() -> None:
         ("gpt-5", {"gpt-5": [], "*": ["gemini"]}, ["gpt-5"]),
         ("gpt-5", {"*": ["claude", "gemini"]}, ["gpt-5", "claude", "gemini"]),
     ],
-    ids=["own-entry-wins-over-star", "star-for-other-models", "no-entry-no-star", "empty-own-entry",
-         "empty-own-entry-shadows-star", "star-order-kept"],
+    ids=[
+        "own-entry-wins-over-star",
+        "star-for-other-models",
+        "no-entry-no-star",
+        "empty-own-entry",
+        "empty-own-entry-shadows-star",
+        "star-order-kept",
+    ],
 )
-def test_plan_fallback_map_per_model_and_star(
-    model: str, fallbacks: dict[str, list[str]], expected: list[str]
-) -> None:
+def test_plan_fallback_map_per_model_and_star(model: str, fallbacks: dict[str, list[str]], expected: list[str]) -> None:
     assert models_of(plan(model, fallbacks=fallbacks)) == expected
 
 
@@ -189,7 +200,10 @@ def test_plan_model_fallback_entries_are_all_model_fallbacks() -> None:
 def test_plan_gateway_fallback_models_come_after_the_scope_map() -> None:
     policy = Policy(fallback=FallbackPolicy(models=("llama", "gemini")))
     assert models_of(plan("gpt-5", fallbacks={"*": ["claude"]}, policy=policy)) == [
-        "gpt-5", "claude", "llama", "gemini",
+        "gpt-5",
+        "claude",
+        "llama",
+        "gemini",
     ]
     assert models_of(plan("gpt-5", policy=policy)) == ["gpt-5", "llama", "gemini"]
 
@@ -224,8 +238,11 @@ def test_plan_cross_provider_same_model(cross: bool, expected: list[str]) -> Non
 
 def test_plan_without_cross_provider_keeps_the_healthiest_offer() -> None:
     policy = Policy(fallback=FallbackPolicy(cross_provider_same_model=False))
-    p = plan("llama", policy=policy, success_rate={"groq/llama-3.3-70b": 0.2, "together/llama-3.3-70b": 0.5,
-                                                 "fireworks/llama-v3p3-70b": 0.9})
+    p = plan(
+        "llama",
+        policy=policy,
+        success_rate={"groq/llama-3.3-70b": 0.2, "together/llama-3.3-70b": 0.5, "fireworks/llama-v3p3-70b": 0.9},
+    )
     assert keys(p.entries) == ["fireworks/llama-v3p3-70b"]
 
 
@@ -364,8 +381,15 @@ def test_plan_cap_keeps_the_first_offers_across_provider_and_model_fallbacks() -
 
 
 def test_plan_cap_default_is_three() -> None:
-    p = build_plan("llama", catalog=CATALOG, providers=PROVIDERS, settings=RoutingSettings(
-        fallbacks={"*": ("gpt-5",)}), policy=Policy(), health={}, rng=random.Random(0))
+    p = build_plan(
+        "llama",
+        catalog=CATALOG,
+        providers=PROVIDERS,
+        settings=RoutingSettings(fallbacks={"*": ("gpt-5",)}),
+        policy=Policy(),
+        health={},
+        rng=random.Random(0),
+    )
     assert len(p.entries) == 3 and Policy().plan.max_offers == 3
 
 
@@ -376,22 +400,38 @@ def test_plan_cap_applies_after_ordering_so_down_targets_are_dropped_first() -> 
 
 
 def test_plan_cap_applies_to_each_special_list_on_its_own() -> None:
-    p = plan("gemini", context_window={"*": ["llama", "gpt-5"]}, content_policy={"*": ["claude", "gpt-5"]},
-             priority_models=PRIO, max_offers=2)
+    p = plan(
+        "gemini",
+        context_window={"*": ["llama", "gpt-5"]},
+        content_policy={"*": ["claude", "gpt-5"]},
+        priority_models=PRIO,
+        max_offers=2,
+    )
     assert keys(p.context_window) == ["groq/llama-3.3-70b", "together/llama-3.3-70b"]
     assert keys(p.content_policy) == ["anthropic/claude-sonnet-4-5", "bedrock/anthropic.claude"]
     assert keys(p.entries) == ["google/gemini-2.5-pro"]
 
 
 def test_plan_uncapped_lists_every_candidate() -> None:
-    p = build_plan("llama", catalog=CATALOG, providers=PROVIDERS, settings=RoutingSettings(
-        fallbacks={"*": ("gpt-5",)}), policy=Policy(), health={}, rng=random.Random(0), capped=False)
+    p = build_plan(
+        "llama",
+        catalog=CATALOG,
+        providers=PROVIDERS,
+        settings=RoutingSettings(fallbacks={"*": ("gpt-5",)}),
+        policy=Policy(),
+        health={},
+        rng=random.Random(0),
+        capped=False,
+    )
     assert len(p.entries) == 5
 
 
 @hsettings(max_examples=200, deadline=None)
-@given(max_offers=st.integers(1, 8), seed=st.integers(0, 2**16),
-       fallbacks=st.lists(st.sampled_from(sorted(CATALOG)), max_size=4))
+@given(
+    max_offers=st.integers(1, 8),
+    seed=st.integers(0, 2**16),
+    fallbacks=st.lists(st.sampled_from(sorted(CATALOG)), max_size=4),
+)
 def test_property_the_cap_keeps_a_prefix_of_the_uncapped_plan(max_offers: int, seed: int, fallbacks: list[str]) -> None:
     capped = plan("llama", fallbacks={"*": fallbacks}, priority_models=PRIO, max_offers=max_offers, seed=seed)
     whole = plan("llama", fallbacks={"*": fallbacks}, priority_models=PRIO, max_offers=20, seed=seed)

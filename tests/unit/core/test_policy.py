@@ -12,11 +12,11 @@ from msgspec import UnsetType
 
 from turnout.core.policy import (
     BASE_MS_RANGE,
+    SECTION_OVERRIDES,
     BudgetPolicy,
     Ceilings,
     Clamp,
     FallbackPolicy,
-    SECTION_OVERRIDES,
     Policy,
     PolicyOverrides,
     RetryPolicy,
@@ -40,15 +40,14 @@ SPEC_POLICY_JSON = """
 
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
 EXTENSIONS = {
-    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"}, "fallback": {"credential_fallback": True},
+    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"},
+    "fallback": {"credential_fallback": True},
     "budget": {},
 }
 
 
 def _replace(policy: Policy, section: str, **fields: Any) -> Policy:
-    return msgspec.structs.replace(
-        policy, **{section: msgspec.structs.replace(getattr(policy, section), **fields)}
-    )
+    return msgspec.structs.replace(policy, **{section: msgspec.structs.replace(getattr(policy, section), **fields)})
 
 
 # --------------------------------------------------------------------- defaults
@@ -72,7 +71,10 @@ def test_policy_spec_json_decodes_to_defaults() -> None:
 
 def test_ceilings_defaults_are_the_spec_ones() -> None:
     assert msgspec.to_builtins(Ceilings()) == {
-        "max_retries": 6, "max_attempts": 6, "max_total_latency_ms": 180_000, "max_cycles": 3,
+        "max_retries": 6,
+        "max_attempts": 6,
+        "max_total_latency_ms": 180_000,
+        "max_cycles": 3,
         "max_offers": 20,  # beyond the SPEC's list: the bound of plan.max_offers (§10)
     }
 
@@ -105,8 +107,15 @@ def test_policy_rejects_unknown_fields_when_decoded() -> None:
             _replace(_replace(Policy(), "retry", base_ms=500), "budget", max_total_latency_ms=9000),
         ),
     ],
-    ids=["empty", "one-field", "status-list-with-class", "fallback-section", "budget-section",
-         "null-section-keeps-base", "two-sections"],
+    ids=[
+        "empty",
+        "one-field",
+        "status-list-with-class",
+        "fallback-section",
+        "budget-section",
+        "null-section-keeps-base",
+        "two-sections",
+    ],
 )
 def test_merge_policy_overlays_only_the_given_fields(override: dict[str, Any], expected: Policy) -> None:
     assert merge_policy(Policy(), override) == expected
@@ -137,8 +146,15 @@ def test_merge_policy_does_not_change_its_base() -> None:
         ({"retry": {"retry_on_status": [1.5]}}, "$.retry.retry_on_status[0]", "Expected `int | str`"),
         ({"fallback": {"enabled": "yes"}}, "$.fallback.enabled", "Expected `bool`"),
     ],
-    ids=["unknown-section", "unknown-retry-field", "unknown-fallback-field", "wrong-type",
-         "section-not-object", "status-entry-float", "bool-field-string"],
+    ids=[
+        "unknown-section",
+        "unknown-retry-field",
+        "unknown-fallback-field",
+        "wrong-type",
+        "section-not-object",
+        "status-entry-float",
+        "bool-field-string",
+    ],
 )
 def test_merge_policy_errors_name_the_path(override: dict[str, Any], path: str | None, what: str) -> None:
     with pytest.raises(msgspec.ValidationError) as info:
@@ -202,9 +218,7 @@ CLAMPS: list[tuple[dict[str, Any], str, int, int]] = [
     CLAMPS,
     ids=[f"{path}-{'up' if applied > requested else 'down'}-{requested}" for _, path, requested, applied in CLAMPS],
 )
-def test_clamp_policy_reports_each_clamp(
-    override: dict[str, Any], path: str, requested: int, applied: int
-) -> None:
+def test_clamp_policy_reports_each_clamp(override: dict[str, Any], path: str, requested: int, applied: int) -> None:
     policy, clamps = clamp_policy(merge_policy(Policy(), override), Ceilings())
     assert clamps == (Clamp(path=path, requested=requested, applied=applied),)
     section, name = path.split(".")
@@ -229,7 +243,10 @@ def test_clamp_policy_reports_every_clamp_at_once() -> None:
     )
     _, clamps = clamp_policy(over, Ceilings())
     assert {c.path for c in clamps} == {
-        "retry.max_retries", "fallback.max_cycles", "budget.max_attempts", "budget.max_total_latency_ms",
+        "retry.max_retries",
+        "fallback.max_cycles",
+        "budget.max_attempts",
+        "budget.max_total_latency_ms",
     }
 
 
@@ -262,8 +279,10 @@ def test_clamp_policy_lower_latency_ceiling_also_caps_the_attempt_timeout() -> N
 def test_clamp_policy_keeps_non_numeric_fields() -> None:
     policy = merge_policy(
         Policy(),
-        {"retry": {"retry_on_status": ["5xx"], "respect_retry_after": False, "max_retries": 99},
-         "fallback": {"enabled": False, "models": ["x"], "on_status": [503]}},
+        {
+            "retry": {"retry_on_status": ["5xx"], "respect_retry_after": False, "max_retries": 99},
+            "fallback": {"enabled": False, "models": ["x"], "on_status": [503]},
+        },
     )
     clamped, _ = clamp_policy(policy, Ceilings())
     assert clamped.retry.retry_on_status == ("5xx",)
@@ -278,8 +297,9 @@ def test_clamp_policy_is_idempotent() -> None:
     assert clamp_policy(once, Ceilings()) == (once, ())
 
 
-@pytest.mark.parametrize(("asked", "applied"), [(0, 1), (-2, 1), (3, 3), (25, 10)], ids=["zero", "negative", "in-range",
-                         "over-ceiling"])
+@pytest.mark.parametrize(
+    ("asked", "applied"), [(0, 1), (-2, 1), (3, 3), (25, 10)], ids=["zero", "negative", "in-range", "over-ceiling"]
+)
 def test_policy_plan_max_offers_is_clamped_to_1_and_the_ceiling(asked: int, applied: int) -> None:
     from turnout.core.policy import Ceilings
 

@@ -6,14 +6,20 @@ import random
 from typing import Any
 
 import pytest
-from hypothesis import given, settings as hsettings
+from hypothesis import given
+from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from turnout.core.ordering import OfferPrice, OrderSettings, Standing, TargetHealth
 from turnout.core.plan import NoMatchingOffer, Plan, RoutingSettings, UnknownModel, build_plan
 from turnout.core.policy import PlanPolicy, Policy
 from turnout.core.preferences import (
-    InvalidPreferences, MaxPrice, Preferences, admits, apply, decode_preferences,
+    InvalidPreferences,
+    MaxPrice,
+    Preferences,
+    admits,
+    apply,
+    decode_preferences,
 )
 from turnout.core.types import Target
 
@@ -37,16 +43,29 @@ PRICES = {
 SETTINGS = OrderSettings(explore=0.0, prices=PRICES)
 
 
-def plan(model: str = "llama", prefs: Preferences = Preferences(), *, fallbacks: tuple[str, ...] = ("small",),
-         health: dict[str, TargetHealth] | None = None, seed: int = 0, max_offers: int = 20,
-         reroutes: tuple[str, ...] = ()) -> Plan:
+def plan(
+    model: str = "llama",
+    prefs: Preferences = Preferences(),
+    *,
+    fallbacks: tuple[str, ...] = ("small",),
+    health: dict[str, TargetHealth] | None = None,
+    seed: int = 0,
+    max_offers: int = 20,
+    reroutes: tuple[str, ...] = (),
+) -> Plan:
     return build_plan(
-        model, catalog=CATALOG, providers=PROVIDERS,
-        settings=RoutingSettings(reroutes=reroutes, fallbacks={"*": fallbacks},
-                                 context_window_fallbacks={"*": ("small",)}),
+        model,
+        catalog=CATALOG,
+        providers=PROVIDERS,
+        settings=RoutingSettings(
+            reroutes=reroutes, fallbacks={"*": fallbacks}, context_window_fallbacks={"*": ("small",)}
+        ),
         policy=Policy(plan=PlanPolicy(max_offers=max_offers)),
-        health=health or {}, rng=random.Random(seed), orders={m: "priority" for m in CATALOG},
-        order_settings=SETTINGS, preferences=prefs,
+        health=health or {},
+        rng=random.Random(seed),
+        orders={m: "priority" for m in CATALOG},
+        order_settings=SETTINGS,
+        preferences=prefs,
     )
 
 
@@ -62,12 +81,24 @@ def test_decode_absent_or_null_is_no_preference() -> None:
 
 
 def test_decode_every_field() -> None:
-    prefs = decode_preferences({"order": ["together"], "only": ["groq", "together"], "ignore": ["fireworks"],
-                                "sort": "latency", "max_price": {"prompt": 1, "completion": 2.5},
-                                "allow_fallbacks": False})
-    assert prefs == Preferences(order=("together",), only=("groq", "together"), ignore=("fireworks",),
-                                sort="latency", max_price=MaxPrice(prompt=1.0, completion=2.5),
-                                allow_fallbacks=False)
+    prefs = decode_preferences(
+        {
+            "order": ["together"],
+            "only": ["groq", "together"],
+            "ignore": ["fireworks"],
+            "sort": "latency",
+            "max_price": {"prompt": 1, "completion": 2.5},
+            "allow_fallbacks": False,
+        }
+    )
+    assert prefs == Preferences(
+        order=("together",),
+        only=("groq", "together"),
+        ignore=("fireworks",),
+        sort="latency",
+        max_price=MaxPrice(prompt=1.0, completion=2.5),
+        allow_fallbacks=False,
+    )
 
 
 @pytest.mark.parametrize(
@@ -86,9 +117,20 @@ def test_decode_every_field() -> None:
         ({"max_price": 5}, "provider.max_price"),
         ({"allow_fallbacks": "no"}, "provider.allow_fallbacks"),
     ],
-    ids=["a-string", "a-list", "unknown-field", "order-not-a-list", "only-not-strings", "ignore-empty-name",
-         "sort-unknown", "sort-not-per-request", "max-price-negative", "max-price-unknown-field",
-         "max-price-not-an-object", "allow-fallbacks-not-bool"],
+    ids=[
+        "a-string",
+        "a-list",
+        "unknown-field",
+        "order-not-a-list",
+        "only-not-strings",
+        "ignore-empty-name",
+        "sort-unknown",
+        "sort-not-per-request",
+        "max-price-negative",
+        "max-price-unknown-field",
+        "max-price-not-an-object",
+        "allow-fallbacks-not-bool",
+    ],
 )
 def test_decode_invalid_names_the_field(value: Any, param: str) -> None:
     with pytest.raises(InvalidPreferences) as info:
@@ -127,14 +169,23 @@ def test_order_puts_named_providers_first_but_never_before_a_healthy_one_when_do
         (Preferences(), ["groq/llama@g", "together/llama@t", "fireworks/llama@f", "groq/small@g", "deepinfra/small@d"]),
         (Preferences(only=("groq",)), ["groq/llama@g", "groq/small@g"]),
         (Preferences(ignore=("groq",)), ["together/llama@t", "fireworks/llama@f", "deepinfra/small@d"]),
-        (Preferences(max_price=MaxPrice(prompt=1.0)),
-         ["groq/llama@g", "together/llama@t", "groq/small@g", "deepinfra/small@d"]),
-        (Preferences(order=("together",)),
-         ["together/llama@t", "groq/llama@g", "fireworks/llama@f", "groq/small@g", "deepinfra/small@d"]),
-        (Preferences(sort="price"),
-         ["groq/llama@g", "together/llama@t", "fireworks/llama@f", "deepinfra/small@d", "groq/small@g"]),
+        (
+            Preferences(max_price=MaxPrice(prompt=1.0)),
+            ["groq/llama@g", "together/llama@t", "groq/small@g", "deepinfra/small@d"],
+        ),
+        (
+            Preferences(order=("together",)),
+            ["together/llama@t", "groq/llama@g", "fireworks/llama@f", "groq/small@g", "deepinfra/small@d"],
+        ),
+        (
+            Preferences(sort="price"),
+            ["groq/llama@g", "together/llama@t", "fireworks/llama@f", "deepinfra/small@d", "groq/small@g"],
+        ),
         (Preferences(allow_fallbacks=False), ["groq/llama@g"]),
-        (Preferences(allow_fallbacks=False, order=("fireworks", "together")), ["fireworks/llama@f", "together/llama@t"]),
+        (
+            Preferences(allow_fallbacks=False, order=("fireworks", "together")),
+            ["fireworks/llama@f", "together/llama@t"],
+        ),
     ],
     ids=["none", "only", "ignore", "max-price", "order", "sort-price", "no-fallbacks", "no-fallbacks-with-order"],
 )
@@ -164,14 +215,21 @@ def test_plan_preferences_apply_to_reroute_models_and_never_bring_back_the_reque
 
 def test_plan_cap_counts_after_preferences() -> None:
     assert keys(plan(prefs=Preferences(ignore=("groq",)), max_offers=3)) == [
-        "together/llama@t", "fireworks/llama@f", "deepinfra/small@d"]
+        "together/llama@t",
+        "fireworks/llama@f",
+        "deepinfra/small@d",
+    ]
 
 
 names = st.lists(st.sampled_from(sorted(PROVIDERS)), max_size=4, unique=True).map(tuple)
 preferences = st.builds(
-    Preferences, order=names, only=st.none() | names, ignore=names,
+    Preferences,
+    order=names,
+    only=st.none() | names,
+    ignore=names,
     sort=st.none() | st.sampled_from(["price", "latency", "throughput"]),
-    max_price=st.none() | st.builds(MaxPrice, prompt=st.none() | st.floats(0, 5), completion=st.none() | st.floats(0, 10)),
+    max_price=st.none()
+    | st.builds(MaxPrice, prompt=st.none() | st.floats(0, 5), completion=st.none() | st.floats(0, 10)),
     allow_fallbacks=st.booleans(),
 )
 
@@ -199,9 +257,16 @@ def test_property_preferences_only_narrow_the_keys_plan(prefs: Preferences, seed
 def test_plan_fallbacks_form_their_own_list_and_go_with_allow_fallbacks_false() -> None:
     def with_plan_cap(prefs: Preferences) -> Plan:
         return build_plan(
-            "llama", catalog=CATALOG, providers=PROVIDERS,
-            settings=RoutingSettings(plan_fallbacks={"llama": ("small",)}), policy=Policy(), health={},
-            rng=random.Random(0), orders={m: "priority" for m in CATALOG}, order_settings=SETTINGS, preferences=prefs,
+            "llama",
+            catalog=CATALOG,
+            providers=PROVIDERS,
+            settings=RoutingSettings(plan_fallbacks={"llama": ("small",)}),
+            policy=Policy(),
+            health={},
+            rng=random.Random(0),
+            orders={m: "priority" for m in CATALOG},
+            order_settings=SETTINGS,
+            preferences=prefs,
         )
 
     p = with_plan_cap(Preferences(ignore=("groq",)))

@@ -83,12 +83,15 @@ def test_retry_after_rounds_the_excess_up() -> None:
     assert shed_retry_after_s(18, 2000, FleetCapacity(slots=4, service_ms=1000)) == 4  # 4.5 + 1 s, 1.8 s usable
 
 
-@pytest.mark.parametrize(("own", "others", "ahead"), [
-    (0, [], 0),
-    (0, [50, 50], 2),  # a new org waits one job per org on the ring, not their backlogs
-    (3, [50, 1], 3 + 4 + 1),
-    (10, [2, 0], 12),
-])
+@pytest.mark.parametrize(
+    ("own", "others", "ahead"),
+    [
+        (0, [], 0),
+        (0, [50, 50], 2),  # a new org waits one job per org on the ring, not their backlogs
+        (3, [50, 1], 3 + 4 + 1),
+        (10, [2, 0], 12),
+    ],
+)
 def test_jobs_ahead_under_the_fair_ring(own: int, others: list[int], ahead: int) -> None:
     assert jobs_ahead(own, others) == ahead
 

@@ -25,8 +25,11 @@ VALUES: dict[str, tuple[Any, Any, Any]] = {
     "content_policy_fallbacks": (["org-cp"], ["squad-cp"], ["key-cp"]),
     "plan_fallbacks": ({"*": ["org-pc"]}, ["squad-pc"], ["key-pc"]),
     "budget": (Budget(usd=100), Budget(usd=10, period="day"), Budget(usd=1, hard=True)),
-    "strategy": ([StrategyRule(name="o", at_percent=80, model="m")], [StrategyRule(name="s", at_percent=50, model="m")],
-                 []),
+    "strategy": (
+        [StrategyRule(name="o", at_percent=80, model="m")],
+        [StrategyRule(name="s", at_percent=50, model="m")],
+        [],
+    ),
 }
 
 # (which scopes set the setting, which one wins); None = no scope sets it.
@@ -40,8 +43,16 @@ LAYERS = [
     ((False, False, True), 2),
     ((False, False, False), None),
 ]
-LAYER_IDS = ["all-set-org-wins", "org-only", "org-over-squad", "org-over-key", "squad-over-key", "squad-only",
-             "key-only", "none-set-stays-unset"]
+LAYER_IDS = [
+    "all-set-org-wins",
+    "org-only",
+    "org-over-squad",
+    "org-over-key",
+    "squad-over-key",
+    "squad-only",
+    "key-only",
+    "none-set-stays-unset",
+]
 
 
 def scope(name: str, i: int, present: bool) -> ScopeSettings:

@@ -32,10 +32,24 @@ def rec(
     duration_ms: float = 120.4,
 ) -> AttemptRecord:
     return AttemptRecord(
-        number=number, target=at.target, role=at.role, is_retry=False, is_fallback=at.is_fallback,
-        is_reroute=at.is_reroute, resend_count=0, cycle=1, kind=kind, disposition=DISPOSITION[kind],
-        status=status, error_code=code, message=message, retry_after_s=retry_after_s, delay_before_s=0.0,
-        delay_reason=None, started_s=0.0, duration_ms=duration_ms,
+        number=number,
+        target=at.target,
+        role=at.role,
+        is_retry=False,
+        is_fallback=at.is_fallback,
+        is_reroute=at.is_reroute,
+        resend_count=0,
+        cycle=1,
+        kind=kind,
+        disposition=DISPOSITION[kind],
+        status=status,
+        error_code=code,
+        message=message,
+        retry_after_s=retry_after_s,
+        delay_before_s=0.0,
+        delay_reason=None,
+        started_s=0.0,
+        duration_ms=duration_ms,
     )
 
 
@@ -81,8 +95,13 @@ def test_verdict_terminal_without_a_message_names_the_kind() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "status", "expected"),
-    [(K.CLIENT_ERROR, 200, 400), (K.AUTH, 200, 401), (K.CONTEXT_LENGTH, 200, 400), (K.CLIENT_ERROR, None, 400),
-     (K.AUTH, None, 401)],
+    [
+        (K.CLIENT_ERROR, 200, 400),
+        (K.AUTH, 200, 401),
+        (K.CONTEXT_LENGTH, 200, 400),
+        (K.CLIENT_ERROR, None, 400),
+        (K.AUTH, None, 401),
+    ],
     ids=["envelope-invalid-request", "envelope-auth", "envelope-context-length", "no-status", "no-status-auth"],
 )
 def test_verdict_terminal_error_envelope_in_a_2xx_never_answers_2xx(
@@ -93,8 +112,9 @@ def test_verdict_terminal_error_envelope_in_a_2xx_never_answers_2xx(
 
 
 def test_verdict_terminal_uses_the_last_attempt() -> None:
-    v = conclude(state_with(rec(1, K.SERVER_ERROR, 503), rec(2, K.AUTH, 401, at=B, message="bad key")),
-                 StopReason.TERMINAL)
+    v = conclude(
+        state_with(rec(1, K.SERVER_ERROR, 503), rec(2, K.AUTH, 401, at=B, message="bad key")), StopReason.TERMINAL
+    )
     assert v.status_code == 401
     assert "azure" in v.message
     assert v.served.fallback is True
@@ -128,8 +148,9 @@ def test_verdict_all_open_ignores_no_credential_skips_for_the_cooldown() -> None
 
 
 def test_verdict_deadline_is_504_budget_exhausted_with_the_summary() -> None:
-    v = conclude(state_with(rec(1, K.SERVER_ERROR, 503, message="busy"), rec(2, K.TIMEOUT, None, at=B)),
-                 StopReason.DEADLINE)
+    v = conclude(
+        state_with(rec(1, K.SERVER_ERROR, 503, message="busy"), rec(2, K.TIMEOUT, None, at=B)), StopReason.DEADLINE
+    )
     assert (v.status_code, v.error_type, v.error_code) == (504, "timeout_error", "budget_exhausted")
     assert v.should_retry is False
     assert v.retry_after_s is None
@@ -164,14 +185,21 @@ def test_verdict_cancelled_is_499_for_the_records() -> None:
         ([None], [], 1),
         ([60.0], [1.0], 60),
     ],
-    ids=["shortest-hint", "hint-rounded-up", "sub-second-hint-is-1", "no-hint-shortest-cooldown", "nothing-is-1",
-         "hint-before-cooldown"],
+    ids=[
+        "shortest-hint",
+        "hint-rounded-up",
+        "sub-second-hint-is-1",
+        "no-hint-shortest-cooldown",
+        "nothing-is-1",
+        "hint-before-cooldown",
+    ],
 )
 def test_verdict_every_failure_a_rate_limit_is_429_with_retry_after(
     hints: list[float | None], reopen: list[float], retry_after_s: int
 ) -> None:
-    records = tuple(rec(i + 1, K.RATE_LIMITED, 429, message=f"slow down {i}", retry_after_s=h)
-                    for i, h in enumerate(hints))
+    records = tuple(
+        rec(i + 1, K.RATE_LIMITED, 429, message=f"slow down {i}", retry_after_s=h) for i, h in enumerate(hints)
+    )
     v = conclude(state_with(*records, skips=tuple(open_skip(r, B) for r in reopen)), StopReason.EXHAUSTED)
     assert (v.status_code, v.error_type, v.error_code) == (429, "rate_limit_error", "rate_limit_exceeded")
     assert v.retry_after_s == retry_after_s
@@ -243,18 +271,39 @@ def test_verdict_reroute_exhausted_is_the_same_502_naming_the_requested_model() 
 def test_summary_rows_name_target_status_class_and_duration() -> None:
     rows = summarize((rec(1, K.SERVER_ERROR, 503, duration_ms=120.6), rec(2, K.TRANSPORT, None, at=B, duration_ms=0.4)))
     assert rows == (
-        AttemptSummary(attempt=1, provider="openai", model="gpt-5", status=503, kind="server_error",
-                       disposition="retry_then_fallback", duration_ms=121),
-        AttemptSummary(attempt=2, provider="azure", model="gpt-5-prod", status=None, kind="transport",
-                       disposition="retry_then_fallback", duration_ms=0),
+        AttemptSummary(
+            attempt=1,
+            provider="openai",
+            model="gpt-5",
+            status=503,
+            kind="server_error",
+            disposition="retry_then_fallback",
+            duration_ms=121,
+        ),
+        AttemptSummary(
+            attempt=2,
+            provider="azure",
+            model="gpt-5-prod",
+            status=None,
+            kind="transport",
+            disposition="retry_then_fallback",
+            duration_ms=0,
+        ),
     )
 
 
 def test_summary_rows_encode_as_plain_json() -> None:
     rows = summarize((rec(1, K.TIMEOUT, 504),))
     assert msgspec.json.decode(msgspec.json.encode(rows)) == [
-        {"attempt": 1, "provider": "openai", "model": "gpt-5", "status": 504, "kind": "timeout",
-         "disposition": "fallback_now", "duration_ms": 120},
+        {
+            "attempt": 1,
+            "provider": "openai",
+            "model": "gpt-5",
+            "status": 504,
+            "kind": "timeout",
+            "disposition": "fallback_now",
+            "duration_ms": 120,
+        },
     ]
 
 
@@ -262,12 +311,18 @@ def test_summary_rows_encode_as_plain_json() -> None:
     ("records", "expected"),
     [
         ((), Served(provider=None, model=None, attempts=0, fallback=False, reroute=False)),
-        ((rec(1, K.SUCCESS, 200),), Served(provider="openai", model="gpt-5", attempts=1, fallback=False,
-                                            reroute=False)),
-        ((rec(1, K.SERVER_ERROR, 503), rec(2, K.SUCCESS, 200, at=B)),
-         Served(provider="azure", model="gpt-5-prod", attempts=2, fallback=True, reroute=False)),
-        ((rec(1, K.SUCCESS, 200, at=R),), Served(provider="anthropic", model="claude", attempts=1, fallback=False,
-                                                  reroute=True)),
+        (
+            (rec(1, K.SUCCESS, 200),),
+            Served(provider="openai", model="gpt-5", attempts=1, fallback=False, reroute=False),
+        ),
+        (
+            (rec(1, K.SERVER_ERROR, 503), rec(2, K.SUCCESS, 200, at=B)),
+            Served(provider="azure", model="gpt-5-prod", attempts=2, fallback=True, reroute=False),
+        ),
+        (
+            (rec(1, K.SUCCESS, 200, at=R),),
+            Served(provider="anthropic", model="claude", attempts=1, fallback=False, reroute=True),
+        ),
     ],
     ids=["nothing-attempted", "primary", "provider-fallback", "reroute"],
 )

@@ -33,8 +33,7 @@ def test_parse_time_rejects_garbage_naming_the_parameter() -> None:
     assert info.value.code == "invalid_request"
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "99999999999999999999", "-1e20", "-1",
-                                   "9999-01-01"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "99999999999999999999", "-1e20", "-1", "9999-01-01"])
 def test_parse_time_rejects_moments_no_calendar_holds(value: str) -> None:
     with pytest.raises(RequestRejected) as info:
         parse_time(value, "at")

@@ -43,8 +43,9 @@ async def port() -> AsyncIterator[int]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = int(s.getsockname()[1])
-    config = uvicorn.Config(app, host="127.0.0.1", port=free, http=guarded_protocol(LIMITS), log_level="critical",
-                            lifespan="off")
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=free, http=guarded_protocol(LIMITS), log_level="critical", lifespan="off"
+    )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
     while not server.started:
@@ -136,5 +137,8 @@ async def test_http_guard_connections_beyond_the_cap_get_503(port: int) -> None:
 def test_http_guard_limits_come_from_the_gateway_settings() -> None:
     limits = GuardLimits.of(GatewayConfig())
     assert (limits.max_header_bytes, limits.header_timeout_s, limits.body_timeout_s, limits.max_connections) == (
-        65536, 10.0, 30.0, 10_000,
+        65536,
+        10.0,
+        30.0,
+        10_000,
     )

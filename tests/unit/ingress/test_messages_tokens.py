@@ -16,14 +16,32 @@ from turnout_ingress.messages_tokens import estimate_input_tokens
         ({"messages": [{"role": "user", "content": "abc"}]}, 1),
         ({"messages": []}, 1),
         ({"system": "y" * 8, "messages": [{"role": "user", "content": [{"type": "text", "text": "z" * 8}]}]}, 4),
-        ({"system": [{"type": "text", "text": "s" * 4, "cache_control": {"type": "ephemeral"}}],
-          "messages": [{"role": "user", "content": "q" * 4}]}, 2),
-        ({"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f",
-                                                           "input": {"a": 1}}]}]}, 3),  # "f" + {"a": 1}
+        (
+            {
+                "system": [{"type": "text", "text": "s" * 4, "cache_control": {"type": "ephemeral"}}],
+                "messages": [{"role": "user", "content": "q" * 4}],
+            },
+            2,
+        ),
+        (
+            {
+                "messages": [
+                    {"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "f", "input": {"a": 1}}]}
+                ]
+            },
+            3,
+        ),  # "f" + {"a": 1}
         ({"messages": [{"role": "user", "content": "hi"}], "tools": [{"name": "f", "input_schema": {}}]}, 10),
     ],
-    ids=["forty-chars", "rounded-up", "at-least-one", "system-and-blocks", "cache-control-not-counted",
-         "tool-input-as-json", "tool-definitions"],
+    ids=[
+        "forty-chars",
+        "rounded-up",
+        "at-least-one",
+        "system-and-blocks",
+        "cache-control-not-counted",
+        "tool-input-as-json",
+        "tool-definitions",
+    ],
 )
 def test_estimate_is_one_token_per_four_characters_of_what_the_model_reads(body: dict[str, Any], tokens: int) -> None:
     assert estimate_input_tokens(body) == tokens

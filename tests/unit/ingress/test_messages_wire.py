@@ -12,7 +12,11 @@ from turnout.adapters.anthropic_events import DONE, ChunkTranslator
 from turnout.adapters.anthropic_wire import WireError, to_anthropic_request, to_openai_completion
 from turnout_ingress.messages_events import EventTranslator, anthropic_stream
 from turnout_ingress.messages_wire import (
-    error_type_for, from_openai_error, parse_messages_request, to_anthropic_message, to_openai_request,
+    error_type_for,
+    from_openai_error,
+    parse_messages_request,
+    to_anthropic_message,
+    to_openai_request,
 )
 
 USER = {"role": "user", "content": "hi"}
@@ -27,18 +31,36 @@ def _body(**fields: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     ("raw", "param"),
-    [(b"", "body"), (b"{nope", "body"), (b"[]", "body"),
-     (json.dumps({"max_tokens": 5, "messages": [USER]}).encode(), "model"),
-     (json.dumps({"model": "m", "messages": [USER]}).encode(), "max_tokens"),
-     (json.dumps({"model": "m", "max_tokens": 0, "messages": [USER]}).encode(), "max_tokens"),
-     (json.dumps({"model": "m", "max_tokens": 5, "messages": []}).encode(), "messages"),
-     (json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}).encode(),
-      "messages.0.role"),
-     (json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": 3}]}).encode(),
-      "messages.0.content"),
-     (json.dumps(_body(stream="yes")).encode(), "stream")],
-    ids=["empty", "not_json", "not_object", "no_model", "no_max_tokens", "zero_max_tokens", "no_messages",
-         "system_role", "numeric_content", "stream_not_bool"],
+    [
+        (b"", "body"),
+        (b"{nope", "body"),
+        (b"[]", "body"),
+        (json.dumps({"max_tokens": 5, "messages": [USER]}).encode(), "model"),
+        (json.dumps({"model": "m", "messages": [USER]}).encode(), "max_tokens"),
+        (json.dumps({"model": "m", "max_tokens": 0, "messages": [USER]}).encode(), "max_tokens"),
+        (json.dumps({"model": "m", "max_tokens": 5, "messages": []}).encode(), "messages"),
+        (
+            json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}).encode(),
+            "messages.0.role",
+        ),
+        (
+            json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": 3}]}).encode(),
+            "messages.0.content",
+        ),
+        (json.dumps(_body(stream="yes")).encode(), "stream"),
+    ],
+    ids=[
+        "empty",
+        "not_json",
+        "not_object",
+        "no_model",
+        "no_max_tokens",
+        "zero_max_tokens",
+        "no_messages",
+        "system_role",
+        "numeric_content",
+        "stream_not_bool",
+    ],
 )
 def test_bad_messages_request_is_refused_naming_the_field(raw: bytes, param: str) -> None:
     with pytest.raises(WireError) as caught:
@@ -49,15 +71,17 @@ def test_bad_messages_request_is_refused_naming_the_field(raw: bytes, param: str
 
 @pytest.mark.parametrize(
     ("fields", "message"),
-    [({"model": None}, "model: Field required (a non-empty string)"),
-     ({"model": 5}, "model: Input should be a non-empty string"),
-     ({"max_tokens": None}, "max_tokens: Field required (a positive integer)"),
-     ({"max_tokens": "64"}, "max_tokens: Input should be a positive integer"),
-     ({"messages": {}}, "messages: Input should be a non-empty array"),
-     ({"model": "m" * 10_000}, "model: must be at most 256 characters (got 10000)"),
-     ({"temperature": 7}, "temperature: Input should be a number from 0 to 1"),
-     ({"top_p": True}, "top_p: Input should be a number from 0 to 1"),
-     ({"top_k": -1}, "top_k: Input should be a non-negative integer")],
+    [
+        ({"model": None}, "model: Field required (a non-empty string)"),
+        ({"model": 5}, "model: Input should be a non-empty string"),
+        ({"max_tokens": None}, "max_tokens: Field required (a positive integer)"),
+        ({"max_tokens": "64"}, "max_tokens: Input should be a positive integer"),
+        ({"messages": {}}, "messages: Input should be a non-empty array"),
+        ({"model": "m" * 10_000}, "model: must be at most 256 characters (got 10000)"),
+        ({"temperature": 7}, "temperature: Input should be a number from 0 to 1"),
+        ({"top_p": True}, "top_p: Input should be a number from 0 to 1"),
+        ({"top_k": -1}, "top_k: Input should be a non-negative integer"),
+    ],
 )
 def test_a_missing_field_and_a_wrong_one_are_told_apart(fields: dict[str, Any], message: str) -> None:
     body = {k: v for k, v in _body(**fields).items() if v is not None}
@@ -71,28 +95,84 @@ def test_a_missing_field_and_a_wrong_one_are_told_apart(fields: dict[str, Any], 
 
 REQUESTS = [
     ("plain", _body(), {"model": "claude-x", "messages": [USER], "max_tokens": 64}),
-    ("system_blocks_and_options",
-     _body(system=[{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}], stop_sequences=["END"],
-           temperature=0.2, top_p=0.5, top_k=3, metadata={"user_id": "u"}, stream=True),
-     {"model": "claude-x", "messages": [{"role": "system", "content": "Be brief."}, USER], "max_tokens": 64,
-      "temperature": 0.2, "top_p": 0.5, "stop": ["END"], "user": "u", "stream": True}),
-    ("images", _body(messages=[{"role": "user", "content": [
-        {"type": "text", "text": "what?"},
-        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}},
-        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]),
-     {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": [
-         {"type": "text", "text": "what?"},
-         {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}},
-         {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}]}),
-    ("tools_any_no_parallel",
-     _body(tools=[{"name": "f", "description": "d", "input_schema": {"type": "object"}}],
-           tool_choice={"type": "any", "disable_parallel_tool_use": True}),
-     {"model": "claude-x", "messages": [USER], "max_tokens": 64,
-      "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}],
-      "tool_choice": "required", "parallel_tool_calls": False}),
-    ("tool_named", _body(tool_choice={"type": "tool", "name": "f"}),
-     {"model": "claude-x", "messages": [USER], "max_tokens": 64,
-      "tool_choice": {"type": "function", "function": {"name": "f"}}}),
+    (
+        "system_blocks_and_options",
+        _body(
+            system=[{"type": "text", "text": "Be "}, {"type": "text", "text": "brief."}],
+            stop_sequences=["END"],
+            temperature=0.2,
+            top_p=0.5,
+            top_k=3,
+            metadata={"user_id": "u"},
+            stream=True,
+        ),
+        {
+            "model": "claude-x",
+            "messages": [{"role": "system", "content": "Be brief."}, USER],
+            "max_tokens": 64,
+            "temperature": 0.2,
+            "top_p": 0.5,
+            "stop": ["END"],
+            "user": "u",
+            "stream": True,
+        },
+    ),
+    (
+        "images",
+        _body(
+            messages=[
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what?"},
+                        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": "AAAA"}},
+                        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}},
+                    ],
+                }
+            ]
+        ),
+        {
+            "model": "claude-x",
+            "max_tokens": 64,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "what?"},
+                        {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,AAAA"}},
+                        {"type": "image_url", "image_url": {"url": "https://example.com/a.png"}},
+                    ],
+                }
+            ],
+        },
+    ),
+    (
+        "tools_any_no_parallel",
+        _body(
+            tools=[{"name": "f", "description": "d", "input_schema": {"type": "object"}}],
+            tool_choice={"type": "any", "disable_parallel_tool_use": True},
+        ),
+        {
+            "model": "claude-x",
+            "messages": [USER],
+            "max_tokens": 64,
+            "tools": [
+                {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}, "description": "d"}}
+            ],
+            "tool_choice": "required",
+            "parallel_tool_calls": False,
+        },
+    ),
+    (
+        "tool_named",
+        _body(tool_choice={"type": "tool", "name": "f"}),
+        {
+            "model": "claude-x",
+            "messages": [USER],
+            "max_tokens": 64,
+            "tool_choice": {"type": "function", "function": {"name": "f"}},
+        },
+    ),
 ]
 
 
@@ -103,9 +183,11 @@ def test_messages_request_translates_to_chat_request(anthropic: dict[str, Any], 
 
 @pytest.mark.parametrize(
     "block",
-    [{"type": "document", "source": {"type": "text", "data": "x"}},
-     {"type": "image", "source": {"type": "file", "file_id": "f1"}},
-     {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {}}]}],
+    [
+        {"type": "document", "source": {"type": "text", "data": "x"}},
+        {"type": "image", "source": {"type": "file", "file_id": "f1"}},
+        {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image", "source": {}}]},
+    ],
     ids=["document", "file_image", "tool_result_image"],
 )
 def test_unsupported_blocks_are_refused(block: dict[str, Any]) -> None:
@@ -116,13 +198,19 @@ def test_unsupported_blocks_are_refused(block: dict[str, Any]) -> None:
 # ------------------------------------------------------------ round trips
 
 TOOL_CONVERSATION_OPENAI: dict[str, Any] = {
-    "model": "claude-x", "max_tokens": 64,
+    "model": "claude-x",
+    "max_tokens": 64,
     "messages": [
         {"role": "system", "content": "Use tools."},
         {"role": "user", "content": "Weather in Oslo and Rome?"},
-        {"role": "assistant", "content": "Checking.", "tool_calls": [
-            {"id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Oslo\"}"}},
-            {"id": "toolu_2", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Rome\"}"}}]},
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                {"id": "toolu_1", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Oslo"}'}},
+                {"id": "toolu_2", "type": "function", "function": {"name": "weather", "arguments": '{"city":"Rome"}'}},
+            ],
+        },
         {"role": "tool", "tool_call_id": "toolu_1", "content": "cold"},
         {"role": "tool", "tool_call_id": "toolu_2", "content": "warm"},
         {"role": "user", "content": "Thanks"},
@@ -130,7 +218,9 @@ TOOL_CONVERSATION_OPENAI: dict[str, Any] = {
     ],
     "tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}],
     "tool_choice": {"type": "function", "function": {"name": "weather"}},
-    "stop": ["END"], "temperature": 0.5, "stream": True,
+    "stop": ["END"],
+    "temperature": 0.5,
+    "stream": True,
 }
 
 
@@ -145,23 +235,63 @@ def test_anthropic_request_round_trips_through_openai() -> None:
 
 
 MESSAGES = [
-    ("text_with_cache", {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x",
-        "content": [{"type": "text", "text": "Hi"}], "stop_reason": "end_turn", "stop_sequence": None,
-        "usage": {"input_tokens": 3, "output_tokens": 2, "cache_creation_input_tokens": 40,
-                  "cache_read_input_tokens": 500}}),
-    ("tool_use", {
-        "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-x",
-        "content": [{"type": "text", "text": "Let me look."},
-                    {"type": "tool_use", "id": "toolu_9", "name": "weather", "input": {"city": "Oslo", "days": 2}}],
-        "stop_reason": "tool_use", "stop_sequence": None,
-        "usage": {"input_tokens": 30, "output_tokens": 12, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0}}),
-    ("max_tokens", {
-        "id": "msg_3", "type": "message", "role": "assistant", "model": "claude-x",
-        "content": [{"type": "text", "text": "tok0"}], "stop_reason": "max_tokens", "stop_sequence": None,
-        "usage": {"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0,
-                  "cache_read_input_tokens": 0}}),
+    (
+        "text_with_cache",
+        {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "text", "text": "Hi"}],
+            "stop_reason": "end_turn",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 3,
+                "output_tokens": 2,
+                "cache_creation_input_tokens": 40,
+                "cache_read_input_tokens": 500,
+            },
+        },
+    ),
+    (
+        "tool_use",
+        {
+            "id": "msg_2",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [
+                {"type": "text", "text": "Let me look."},
+                {"type": "tool_use", "id": "toolu_9", "name": "weather", "input": {"city": "Oslo", "days": 2}},
+            ],
+            "stop_reason": "tool_use",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 30,
+                "output_tokens": 12,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        },
+    ),
+    (
+        "max_tokens",
+        {
+            "id": "msg_3",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-x",
+            "content": [{"type": "text", "text": "tok0"}],
+            "stop_reason": "max_tokens",
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 1,
+                "output_tokens": 1,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            },
+        },
+    ),
 ]
 
 
@@ -171,55 +301,165 @@ def test_anthropic_message_round_trips_through_chat_completion(message: dict[str
 
 
 def test_openai_completion_with_refusal_and_content_filter() -> None:
-    completion = {"id": "chatcmpl-1", "model": "gpt-x", "choices": [{"index": 0, "finish_reason": "content_filter",
-                  "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."}}],
-                  "usage": {"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 11}}
+    completion = {
+        "id": "chatcmpl-1",
+        "model": "gpt-x",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "content_filter",
+                "message": {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+            }
+        ],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 6, "total_tokens": 11},
+    }
     message = to_anthropic_message(completion)
     assert message["id"] == "msg_chatcmpl-1"
     assert message["content"] == [{"type": "text", "text": "I can't help with that."}]
     assert message["stop_reason"] == "refusal"
-    assert message["usage"] == {"input_tokens": 5, "output_tokens": 6, "cache_creation_input_tokens": 0,
-                                "cache_read_input_tokens": 0}
+    assert message["usage"] == {
+        "input_tokens": 5,
+        "output_tokens": 6,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 STREAMS: list[tuple[str, list[tuple[str, dict[str, Any]]]]] = [
-    ("text", [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                           "usage": {"input_tokens": 9, "output_tokens": 2, "cache_creation_input_tokens": 0,
-                                     "cache_read_input_tokens": 4}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]),
-    ("text_then_tools", [
-        ("message_start", {"type": "message_start", "message": {
-            "id": "msg_2", "type": "message", "role": "assistant", "model": "claude-x", "content": [],
-            "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}}),
-        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "On it."}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {
-            "type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": "{\"city\":"}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 1,
-                                 "delta": {"type": "input_json_delta", "partial_json": "\"Oslo\"}"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 1}),
-        ("content_block_start", {"type": "content_block_start", "index": 2, "content_block": {
-            "type": "tool_use", "id": "toolu_2", "name": "time", "input": {}}}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 2,
-                                 "delta": {"type": "input_json_delta", "partial_json": "{}"}}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 2}),
-        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-                           "usage": {"input_tokens": 20, "output_tokens": 15, "cache_creation_input_tokens": 0,
-                                     "cache_read_input_tokens": 0}}),
-        ("message_stop", {"type": "message_stop"}),
-    ]),
+    (
+        "text",
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_1",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-x",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "lo"}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                    "usage": {
+                        "input_tokens": 9,
+                        "output_tokens": 2,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 4,
+                    },
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ],
+    ),
+    (
+        "text_then_tools",
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_2",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": "claude-x",
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": 0, "output_tokens": 0},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+            ),
+            (
+                "content_block_delta",
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "On it."}},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 1,
+                    "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": '{"city":'},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 1,
+                    "delta": {"type": "input_json_delta", "partial_json": '"Oslo"}'},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 1}),
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": 2,
+                    "content_block": {"type": "tool_use", "id": "toolu_2", "name": "time", "input": {}},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 2,
+                    "delta": {"type": "input_json_delta", "partial_json": "{}"},
+                },
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 2}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                    "usage": {
+                        "input_tokens": 20,
+                        "output_tokens": 15,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                    },
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ],
+    ),
 ]
 
 
@@ -242,7 +482,8 @@ def test_event_translator_ends_a_broken_stream_with_an_error_event() -> None:
     client = EventTranslator(model="m")
     client.feed({"id": "x", "model": "m", "choices": [{"index": 0, "delta": {"content": "a"}}]})
     assert client.error("the upstream stream stalled", "stream_stalled") == [
-        ("error", {"type": "error", "error": {"type": "timeout_error", "message": "the upstream stream stalled"}})]
+        ("error", {"type": "error", "error": {"type": "timeout_error", "message": "the upstream stream stalled"}})
+    ]
 
 
 # ------------------------------------------------------------------ errors
@@ -250,10 +491,22 @@ def test_event_translator_ends_a_broken_stream_with_an_error_event() -> None:
 
 @pytest.mark.parametrize(
     ("status", "etype"),
-    [(400, "invalid_request_error"), (401, "authentication_error"), (402, "billing_error"),
-     (403, "permission_error"), (404, "not_found_error"), (409, "invalid_request_error"),
-     (413, "request_too_large"), (429, "rate_limit_error"), (500, "api_error"), (502, "api_error"),
-     (503, "overloaded_error"), (504, "timeout_error"), (529, "overloaded_error"), (501, "api_error")],
+    [
+        (400, "invalid_request_error"),
+        (401, "authentication_error"),
+        (402, "billing_error"),
+        (403, "permission_error"),
+        (404, "not_found_error"),
+        (409, "invalid_request_error"),
+        (413, "request_too_large"),
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (502, "api_error"),
+        (503, "overloaded_error"),
+        (504, "timeout_error"),
+        (529, "overloaded_error"),
+        (501, "api_error"),
+    ],
 )
 def test_error_type_follows_status(status: int, etype: str) -> None:
     assert error_type_for(status) == etype
@@ -261,11 +514,28 @@ def test_error_type_follows_status(status: int, etype: str) -> None:
 
 def test_gateway_502_keeps_message_code_and_attempt_summary() -> None:
     attempts = [{"target": "claude/c", "status": 529, "class": "retry_then_fallback", "duration_ms": 3.0}]
-    openai = json.dumps({"error": {"message": "No provider could serve", "type": "upstream_error", "param": None,
-                                   "code": "provider_failed", "attempts": attempts}}).encode()
+    openai = json.dumps(
+        {
+            "error": {
+                "message": "No provider could serve",
+                "type": "upstream_error",
+                "param": None,
+                "code": "provider_failed",
+                "attempts": attempts,
+            }
+        }
+    ).encode()
     body = json.loads(from_openai_error(502, openai, "rid"))
-    assert body == {"type": "error", "request_id": "rid", "error": {
-        "type": "api_error", "message": "No provider could serve", "code": "provider_failed", "attempts": attempts}}
+    assert body == {
+        "type": "error",
+        "request_id": "rid",
+        "error": {
+            "type": "api_error",
+            "message": "No provider could serve",
+            "code": "provider_failed",
+            "attempts": attempts,
+        },
+    }
 
 
 # ------------------------------------------------------ relay frames -> SSE
@@ -277,8 +547,12 @@ async def _frames(*frames: bytes) -> AsyncIterator[bytes]:
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-    data = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": "gpt-x",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    data = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "model": "gpt-x",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
     return b"data: " + json.dumps(data).encode() + b"\n\n"
 
 
@@ -302,8 +576,15 @@ async def test_relay_frames_become_anthropic_events_and_the_relay_runs_to_its_en
 
     raw = b"".join([piece async for piece in anthropic_stream(relay(), model="m")])
     events = _parse(raw)
-    assert [n for n, _ in events] == ["message_start", "content_block_start", "content_block_delta",
-                                      "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+    assert [n for n, _ in events] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     assert events[0][1]["message"]["id"] == "msg_chatcmpl-1" and events[0][1]["message"]["model"] == "gpt-x"
     assert "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta") == "tok0 tok1"
     assert finished == [True]
@@ -313,6 +594,8 @@ async def test_relay_error_frame_becomes_an_error_event_without_message_stop() -
     error = b'data: {"error": {"message": "the upstream provider failed mid-stream", "code": "upstream_error"}}\n\n'
     raw = b"".join([p async for p in anthropic_stream(_frames(_chunk({"content": "a"}), error), model="m")])
     events = _parse(raw)
-    assert events[-1] == ("error", {"type": "error", "error": {
-        "type": "api_error", "message": "the upstream provider failed mid-stream"}})
+    assert events[-1] == (
+        "error",
+        {"type": "error", "error": {"type": "api_error", "message": "the upstream provider failed mid-stream"}},
+    )
     assert "message_stop" not in [n for n, _ in events]

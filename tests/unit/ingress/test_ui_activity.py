@@ -13,11 +13,26 @@ from turnout_ingress.ui.activity import Filters, attempts, badges, summarize, va
 
 def row(attempt: int, **fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {
-        "ts": 1000.0 + attempt, "request_id": "r1", "org": "acme", "squad": "research", "key": "ci-bot",
-        "requested_model": "chat", "served_model": "chat-a", "provider": "sim-a", "attempt": attempt,
-        "status": 503, "class": "retry_then_fallback", "kind": "server_error", "latency_ms": 100.0,
-        "cost_usd": 0.0, "is_retry": False, "is_fallback": False, "is_reroute": False,
-        "is_byok_fallback": False, "is_strategy": False, "role": "primary",
+        "ts": 1000.0 + attempt,
+        "request_id": "r1",
+        "org": "acme",
+        "squad": "research",
+        "key": "ci-bot",
+        "requested_model": "chat",
+        "served_model": "chat-a",
+        "provider": "sim-a",
+        "attempt": attempt,
+        "status": 503,
+        "class": "retry_then_fallback",
+        "kind": "server_error",
+        "latency_ms": 100.0,
+        "cost_usd": 0.0,
+        "is_retry": False,
+        "is_fallback": False,
+        "is_reroute": False,
+        "is_byok_fallback": False,
+        "is_strategy": False,
+        "role": "primary",
     }
     return {**base, **fields}
 
@@ -25,22 +40,41 @@ def row(attempt: int, **fields: Any) -> dict[str, Any]:
 OK = {"status": 200, "class": "success", "kind": "success"}
 
 
-@pytest.mark.parametrize(("rows", "expected"), [
-    ([row(1, **OK)], ()),
-    ([row(1), row(2, is_retry=True), row(3, is_retry=True, **OK)], ("Retried ×2",)),
-    ([row(1), row(2, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)], ("Provider fallback",)),
-    ([row(1), row(2, served_model="small", is_fallback=True, role="model_fallback", **OK)], ("Model fallback",)),
-    ([row(1), row(2, is_fallback=True, role="context_window_fallback", **OK)], ("Model fallback",)),
-    ([row(1, is_reroute=True, **OK)], ("Reroute",)),
-    ([row(1, status=401), row(2, is_byok_fallback=True, **OK)], ("BYOK fallback",)),
-    ([row(1, is_strategy=True, **OK)], ("Strategy",)),
-    ([row(1, status=429), row(2, is_plan_fallback=True, is_fallback=True, role="model_fallback", **OK)],
-     ("Model fallback", "Plan fallback")),
-    ([row(2, provider="sim-b", is_fallback=True, role=None, **OK), row(1, role=None)], ("Provider fallback",)),
-    ([row(1), row(2, is_retry=True), row(3, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)],
-     ("Retried ×1", "Provider fallback")),
-], ids=["served-first", "retried-twice", "provider-fallback", "model-fallback", "context-window", "reroute", "byok",
-        "strategy", "plan-fallback", "no-role-other-provider", "retry-then-fallback"])
+@pytest.mark.parametrize(
+    ("rows", "expected"),
+    [
+        ([row(1, **OK)], ()),
+        ([row(1), row(2, is_retry=True), row(3, is_retry=True, **OK)], ("Retried ×2",)),
+        ([row(1), row(2, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)], ("Provider fallback",)),
+        ([row(1), row(2, served_model="small", is_fallback=True, role="model_fallback", **OK)], ("Model fallback",)),
+        ([row(1), row(2, is_fallback=True, role="context_window_fallback", **OK)], ("Model fallback",)),
+        ([row(1, is_reroute=True, **OK)], ("Reroute",)),
+        ([row(1, status=401), row(2, is_byok_fallback=True, **OK)], ("BYOK fallback",)),
+        ([row(1, is_strategy=True, **OK)], ("Strategy",)),
+        (
+            [row(1, status=429), row(2, is_plan_fallback=True, is_fallback=True, role="model_fallback", **OK)],
+            ("Model fallback", "Plan fallback"),
+        ),
+        ([row(2, provider="sim-b", is_fallback=True, role=None, **OK), row(1, role=None)], ("Provider fallback",)),
+        (
+            [row(1), row(2, is_retry=True), row(3, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)],
+            ("Retried ×1", "Provider fallback"),
+        ),
+    ],
+    ids=[
+        "served-first",
+        "retried-twice",
+        "provider-fallback",
+        "model-fallback",
+        "context-window",
+        "reroute",
+        "byok",
+        "strategy",
+        "plan-fallback",
+        "no-role-other-provider",
+        "retry-then-fallback",
+    ],
+)
 def test_badges_follow_the_record_flags_and_roles(rows: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
     assert badges(rows) == expected
 
@@ -67,9 +101,20 @@ def test_attempts_without_recorded_delay_use_the_gap_between_attempts() -> None:
 
 
 def test_summary_spans_first_start_to_last_end_and_sums_cost() -> None:
-    rows = [row(1, ts=10.0, latency_ms=100.0),
-            row(2, ts=10.5, latency_ms=200.0, provider="sim-b", served_model="chat-b", is_fallback=True,
-                role="provider_fallback", cost_usd=0.25, **OK)]
+    rows = [
+        row(1, ts=10.0, latency_ms=100.0),
+        row(
+            2,
+            ts=10.5,
+            latency_ms=200.0,
+            provider="sim-b",
+            served_model="chat-b",
+            is_fallback=True,
+            role="provider_fallback",
+            cost_usd=0.25,
+            **OK,
+        ),
+    ]
     s = summarize("5-0", rows)
     assert (s.outcome, s.status, s.provider, s.served_model) == ("ok", 200, "sim-b", "chat-b")
     assert s.latency_ms == pytest.approx(700.0)
@@ -77,29 +122,40 @@ def test_summary_spans_first_start_to_last_end_and_sums_cost() -> None:
     assert s.providers == ("sim-a", "sim-b")
 
 
-@pytest.mark.parametrize(("filters", "shown"), [
-    (Filters(), True),
-    (Filters(org="beta"), False),
-    (Filters(squad="research", key="ci-bot"), True),
-    (Filters(model="chat"), True),
-    (Filters(model="chat-b"), True),
-    (Filters(model="other"), False),
-    (Filters(provider="sim-a"), True),
-    (Filters(provider="sim-c"), False),
-    (Filters(outcome="ok"), True),
-    (Filters(outcome="failed"), False),
-    (Filters(since_s=1001.0), True),
-    (Filters(since_s=1002.0), False),
-    (Filters(until_s=1000.0), False),
-], ids=lambda v: repr(v) if not isinstance(v, bool) else str(v))
+@pytest.mark.parametrize(
+    ("filters", "shown"),
+    [
+        (Filters(), True),
+        (Filters(org="beta"), False),
+        (Filters(squad="research", key="ci-bot"), True),
+        (Filters(model="chat"), True),
+        (Filters(model="chat-b"), True),
+        (Filters(model="other"), False),
+        (Filters(provider="sim-a"), True),
+        (Filters(provider="sim-c"), False),
+        (Filters(outcome="ok"), True),
+        (Filters(outcome="failed"), False),
+        (Filters(since_s=1001.0), True),
+        (Filters(since_s=1002.0), False),
+        (Filters(until_s=1000.0), False),
+    ],
+    ids=lambda v: repr(v) if not isinstance(v, bool) else str(v),
+)
 def test_filters_match_requests(filters: Filters, shown: bool) -> None:
     rows = [row(2, provider="sim-b", served_model="chat-b", is_fallback=True, **OK), row(1)]
     assert filters.matches(rows) is shown
 
 
-@pytest.mark.parametrize(("value", "valid"), [
-    ("1700000000000-0", True), ("(1700000000000-12", True), ("+", False), ("1-0) or", False), (None, False),
-])
+@pytest.mark.parametrize(
+    ("value", "valid"),
+    [
+        ("1700000000000-0", True),
+        ("(1700000000000-12", True),
+        ("+", False),
+        ("1-0) or", False),
+        (None, False),
+    ],
+)
 def test_cursor_accepts_only_stream_ids(value: str | None, valid: bool) -> None:
     assert (valid_cursor(value) is not None) is valid
 
@@ -128,12 +184,16 @@ def test_spend_sums_cost_per_scope_and_period() -> None:
     assert table["acme"].requests == 3
 
 
-@pytest.mark.parametrize(("points", "expected"), [
-    ([], ""),
-    ([(0.0, 1.0)], "1.0,1.0 119.0,1.0"),
-    ([(0.0, 1.0), (1.0, 0.0), (2.0, 0.5)], "1.0,1.0 60.0,23.0 119.0,12.0"),
-    ([(0.0, 1.7), (1.0, -1.0)], "1.0,1.0 119.0,23.0"),
-], ids=["empty", "one", "three", "clamped"])
+@pytest.mark.parametrize(
+    ("points", "expected"),
+    [
+        ([], ""),
+        ([(0.0, 1.0)], "1.0,1.0 119.0,1.0"),
+        ([(0.0, 1.0), (1.0, 0.0), (2.0, 0.5)], "1.0,1.0 60.0,23.0 119.0,12.0"),
+        ([(0.0, 1.7), (1.0, -1.0)], "1.0,1.0 119.0,23.0"),
+    ],
+    ids=["empty", "one", "three", "clamped"],
+)
 def test_sparkline_points_scale_scores_to_the_box(points: list[tuple[float, float]], expected: str) -> None:
     assert samples.sparkline(points) == expected
 
@@ -155,8 +215,11 @@ def test_ledger_rows_carry_each_scopes_budget_and_the_share_used() -> None:
 
     day = {"org": "acme", "total_usd": 1.0, "keys": {"ci-bot": 1.0}}
     month = {"org": "acme", "total_usd": 50.0, "keys": {"ci-bot": 20.0}}
-    budgets = {("org", ""): Budget(usd=100.0), ("key", "ci-bot"): Budget(usd=4.0, period="day", hard=True),
-               ("squad", "quiet"): Budget(usd=10.0)}
+    budgets = {
+        ("org", ""): Budget(usd=100.0),
+        ("key", "ci-bot"): Budget(usd=4.0, period="day", hard=True),
+        ("squad", "quiet"): Budget(usd=10.0),
+    }
     rows = {r.scope: r for r in figures.ledger_rows(day, month, budgets)}
     assert rows["acme"].used == 0.5
     assert rows["acme / key ci-bot"].used == 0.25 and rows["acme / key ci-bot"].budget.hard  # type: ignore[union-attr]

@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
+
 from turnout_sim.app import start_in_background
 from turnout_sim.clock import ManualClock
 
@@ -40,9 +41,7 @@ async def fake_clock_url(clock: ManualClock) -> AsyncIterator[str]:
 
 @pytest.fixture
 async def client(sim_url: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(
-        base_url=sim_url, timeout=5.0, headers={"Authorization": f"Bearer {API_KEY}"}
-    ) as c:
+    async with httpx.AsyncClient(base_url=sim_url, timeout=5.0, headers={"Authorization": f"Bearer {API_KEY}"}) as c:
         yield c
 
 
@@ -64,8 +63,6 @@ def post(
             "messages": [{"role": "user", "content": "say hi"}],
             "stream": stream,
         }
-        return await client.post(
-            "/v1/chat/completions", json=body | fields, headers=headers
-        )
+        return await client.post("/v1/chat/completions", json=body | fields, headers=headers)
 
     return _post

@@ -49,8 +49,12 @@ async def test_message_is_deterministic_text_with_usage(sim: httpx.AsyncClient) 
     assert body["type"] == "message" and body["id"].startswith("msg_") and body["model"] == "claude-x"
     assert body["content"] == [{"type": "text", "text": "tok0 tok1 tok2 tok3 tok4"}]
     assert body["stop_reason"] == "end_turn"
-    assert body["usage"] == {"input_tokens": 2, "output_tokens": 5, "cache_creation_input_tokens": 0,
-                             "cache_read_input_tokens": 0}
+    assert body["usage"] == {
+        "input_tokens": 2,
+        "output_tokens": 5,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 async def test_stream_is_the_anthropic_event_sequence(sim: httpx.AsyncClient) -> None:
@@ -58,8 +62,16 @@ async def test_stream_is_the_anthropic_event_sequence(sim: httpx.AsyncClient) ->
     assert resp.headers["content-type"].startswith("text/event-stream")
     events = _events(raw)
     assert [n for n, _ in events] == [
-        "message_start", "content_block_start", "ping", "content_block_delta", "content_block_delta",
-        "content_block_delta", "content_block_stop", "message_delta", "message_stop"]
+        "message_start",
+        "content_block_start",
+        "ping",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+    ]
     assert all(n == d["type"] for n, d in events)
     assert "".join(d["delta"]["text"] for n, d in events if n == "content_block_delta") == "tok0 tok1 tok2"
     assert events[-2][1]["usage"] == {"output_tokens": 3}
@@ -83,10 +95,12 @@ async def test_prefill_is_continued(sim: httpx.AsyncClient) -> None:
 
 @pytest.mark.parametrize(
     ("headers", "body", "status", "etype"),
-    [({"x-api-key": ""}, {"model": "m", "max_tokens": 5, "messages": USER}, 401, "authentication_error"),
-     ({"anthropic-version": ""}, {"model": "m", "max_tokens": 5, "messages": USER}, 400, "invalid_request_error"),
-     ({}, {"model": "m", "messages": USER}, 400, "invalid_request_error"),
-     ({}, {"model": "m~ok~bad", "max_tokens": 5, "messages": USER}, 400, "invalid_request_error")],
+    [
+        ({"x-api-key": ""}, {"model": "m", "max_tokens": 5, "messages": USER}, 401, "authentication_error"),
+        ({"anthropic-version": ""}, {"model": "m", "max_tokens": 5, "messages": USER}, 400, "invalid_request_error"),
+        ({}, {"model": "m", "messages": USER}, 400, "invalid_request_error"),
+        ({}, {"model": "m~ok~bad", "max_tokens": 5, "messages": USER}, 400, "invalid_request_error"),
+    ],
     ids=["no_key", "no_version", "no_max_tokens", "bad_scenario"],
 )
 async def test_rejections_use_anthropic_error_bodies(
@@ -99,9 +113,17 @@ async def test_rejections_use_anthropic_error_bodies(
 
 @pytest.mark.parametrize(
     ("step", "status", "etype"),
-    [("529", 529, "overloaded_error"), ("500", 500, "api_error"), ("429", 429, "rate_limit_error"),
-     ("404", 404, "not_found_error"), ("413", 413, "request_too_large"), ("401", 401, "authentication_error"),
-     ("403", 403, "permission_error"), ("quota", 400, "invalid_request_error"), ("ctx", 400, "invalid_request_error")],
+    [
+        ("529", 529, "overloaded_error"),
+        ("500", 500, "api_error"),
+        ("429", 429, "rate_limit_error"),
+        ("404", 404, "not_found_error"),
+        ("413", 413, "request_too_large"),
+        ("401", 401, "authentication_error"),
+        ("403", 403, "permission_error"),
+        ("quota", 400, "invalid_request_error"),
+        ("ctx", 400, "invalid_request_error"),
+    ],
 )
 async def test_status_steps_answer_anthropic_errors(sim: httpx.AsyncClient, step: str, status: int, etype: str) -> None:
     resp = await _post(sim, f"err~{step}")
@@ -120,7 +142,9 @@ async def test_429_retry_after_sends_anthropic_ratelimit_headers(sim: httpx.Asyn
 async def test_bodyerr_stream_starts_with_an_overloaded_error_event(sim: httpx.AsyncClient) -> None:
     resp, raw = await _stream(sim, "be~bodyerr")
     assert resp.status_code == 200
-    assert _events(raw) == [("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})]
+    assert _events(raw) == [
+        ("error", {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    ]
 
 
 async def test_bodyerr_without_stream_is_a_200_error_body(sim: httpx.AsyncClient) -> None:

@@ -6,6 +6,7 @@ import hashlib
 import json
 
 import pytest
+
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import (
     AttemptLog,
@@ -24,9 +25,7 @@ def test_fingerprint_is_sha256_prefix_and_never_the_key() -> None:
 
 def test_log_records_in_order_filters_and_clears() -> None:
     log = AttemptLog()
-    a = log.record(
-        t_s=1.0, model="a", stream=False, authorization="Bearer k", request_id="r1"
-    )
+    a = log.record(t_s=1.0, model="a", stream=False, authorization="Bearer k", request_id="r1")
     log.record(t_s=2.0, model="b", stream=True, authorization=None, request_id=None)
     a.status, a.step = 200, "200"
     assert [e.seq for e in log.entries()] == [1, 2]
@@ -47,12 +46,7 @@ def test_log_records_in_order_filters_and_clears() -> None:
     assert "Bearer k" not in json.dumps([e.to_json() for e in log.entries()])
     log.clear()
     assert log.entries() == []
-    assert (
-        log.record(
-            t_s=3.0, model="a", stream=False, authorization=None, request_id=None
-        ).seq
-        == 1
-    )
+    assert log.record(t_s=3.0, model="a", stream=False, authorization=None, request_id=None).seq == 1
 
 
 def test_attempt_finish_records_first_end_only() -> None:
@@ -106,22 +100,16 @@ def test_parse_request_rejects(body: object, fragment: str) -> None:
 
 
 def test_parse_request_defaults_and_caps() -> None:
-    req = wire.parse_request(
-        {"model": "m", "messages": [{"role": "user", "content": "a b c"}]}
-    )
+    req = wire.parse_request({"model": "m", "messages": [{"role": "user", "content": "a b c"}]})
     assert (
         req.stream,
         req.include_usage,
         req.completion_tokens,
         req.prompt_tokens,
     ) == (False, False, 12, 3)
-    big = wire.parse_request(
-        {"model": "m", "messages": [], "max_tokens": 100_000, "stream": True}
-    )
+    big = wire.parse_request({"model": "m", "messages": [], "max_tokens": 100_000, "stream": True})
     assert big.completion_tokens == wire.MAX_TOKENS_CAP and big.stream
-    newer = wire.parse_request(
-        {"model": "m", "messages": [], "max_completion_tokens": 3, "max_tokens": 9}
-    )
+    newer = wire.parse_request({"model": "m", "messages": [], "max_completion_tokens": 3, "max_tokens": 9})
     assert newer.completion_tokens == 3
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from aiohttp import web
+
 from turnout_sim import openai_handler
 from turnout_sim.app import STATE, start_in_background
 from turnout_sim.attempt_log import End
@@ -17,9 +18,7 @@ CLIENT_GONE_WITHIN_S = 1.0
 """How soon after the client leaves the log must say `client_gone`."""
 
 
-async def post_raw(
-    client: httpx.AsyncClient, model: str, stream: bool, **fields: Any
-) -> httpx.Response | Exception:
+async def post_raw(client: httpx.AsyncClient, model: str, stream: bool, **fields: Any) -> httpx.Response | Exception:
     """Post and read everything; a transport error is returned, not raised."""
     body = {"model": model, "messages": [{"role": "user", "content": "hi"}]}
     try:
@@ -226,9 +225,7 @@ async def test_client_timeout_on_held_connection_is_client_gone(
         "max_tokens": 4,
     }
     with pytest.raises(httpx.ReadTimeout):
-        async with client.stream(
-            "POST", "/v1/chat/completions", json=body, timeout=0.3
-        ) as resp:
+        async with client.stream("POST", "/v1/chat/completions", json=body, timeout=0.3) as resp:
             await resp.aread()
     left_s = time.time()
     entry, waited = await wait_for_end(client)
@@ -241,13 +238,9 @@ async def test_client_timeout_on_held_connection_is_client_gone(
 
 async def test_open_connection_has_null_end_and_shutdown_ends_it_as_fault() -> None:
     runner, url = await start_in_background("127.0.0.1", 0)
-    async with httpx.AsyncClient(
-        base_url=url, headers={"Authorization": "Bearer k"}
-    ) as c:
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer k"}) as c:
         body = {"model": "sd~stall1", "messages": [], "stream": True}
-        task = asyncio.create_task(
-            c.post("/v1/chat/completions", json=body, timeout=10)
-        )
+        task = asyncio.create_task(c.post("/v1/chat/completions", json=body, timeout=10))
         while not (log := (await c.get("/sim/log")).json()) or log[0]["status"] is None:
             await asyncio.sleep(0.01)
         await asyncio.sleep(0.05)

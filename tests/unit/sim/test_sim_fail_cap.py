@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+
 from turnout_sim.app import seed_from_env, start_in_background
 from turnout_sim.attempt_log import ScenarioCursors
 from turnout_sim.clock import ManualClock
@@ -99,7 +100,12 @@ def test_cursor_turns_carry_ordinal_and_verdict() -> None:
     assert [t.ordinal for t in turns] == [0, 1, 2, 3, 4]
     assert [t.step.token for t in turns] == ["down2s", "cap1", "cap1", "cap1", "cap1"]
     assert [t.verdict for t in turns] == [
-        Verdict.UNAVAILABLE, Verdict.SERVE, Verdict.SERVE, Verdict.OVERLOADED, Verdict.SERVE]
+        Verdict.UNAVAILABLE,
+        Verdict.SERVE,
+        Verdict.SERVE,
+        Verdict.OVERLOADED,
+        Verdict.SERVE,
+    ]
     fail_steps = parse_scenario("fail30")
     fail_key = ("r~fail30", None)
     verdicts = [cursors.turn(fail_key, fail_steps, 1.0, seed=3).verdict for _ in range(50)]
@@ -126,8 +132,10 @@ async def seeded() -> AsyncIterator[tuple[str, str]]:
 
 async def _statuses(url: str, model: str, n: int) -> list[int]:
     async with httpx.AsyncClient(base_url=url, headers=OPENAI, timeout=5) as c:
-        return [(await c.post("/v1/chat/completions", json={"model": model, "messages": USER})).status_code
-                for _ in range(n)]
+        return [
+            (await c.post("/v1/chat/completions", json={"model": model, "messages": USER})).status_code
+            for _ in range(n)
+        ]
 
 
 async def test_fail_over_http_follows_the_seeded_rolls(seeded: tuple[str, str, str]) -> None:
@@ -142,8 +150,12 @@ async def test_fail_answers_the_realistic_503_or_a_normal_stream(sim_url: str) -
     async with httpx.AsyncClient(base_url=sim_url, headers=OPENAI, timeout=5) as c:
         down = await c.post("/v1/chat/completions", json={"model": "f~fail100", "messages": USER})
         assert down.status_code == 503
-        assert down.json()["error"] == {"message": "The engine is currently overloaded, please try again later.",
-                                        "type": "server_error", "param": None, "code": None}
+        assert down.json()["error"] == {
+            "message": "The engine is currently overloaded, please try again later.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
         body = {"model": "f~fail0i5", "messages": USER, "stream": True, "max_tokens": 3}
         async with c.stream("POST", "/v1/chat/completions", json=body) as resp:
             raw = (await resp.aread()).decode()
@@ -189,11 +201,17 @@ async def test_anthropic_wire_fail_and_cap(fake_clock_url: str) -> None:
 async def test_revoked_key_is_refused_with_401_on_both_wires_and_logged(sim_url: str) -> None:
     revoked = f"{REVOKED_PREFIX}-tenant-0001"
     async with httpx.AsyncClient(base_url=sim_url, timeout=5) as c:
-        chat = await c.post("/v1/chat/completions", json={"model": "r~200", "messages": USER},
-                            headers={"Authorization": f"Bearer {revoked}"})
+        chat = await c.post(
+            "/v1/chat/completions",
+            json={"model": "r~200", "messages": USER},
+            headers={"Authorization": f"Bearer {revoked}"},
+        )
         assert chat.status_code == 401 and chat.json()["error"]["code"] == "invalid_api_key"
-        msg = await c.post("/v1/messages", json={"model": "r~200", "max_tokens": 3, "messages": USER},
-                           headers={**ANTHROPIC, "x-api-key": revoked})
+        msg = await c.post(
+            "/v1/messages",
+            json={"model": "r~200", "max_tokens": 3, "messages": USER},
+            headers={**ANTHROPIC, "x-api-key": revoked},
+        )
         assert msg.status_code == 401 and msg.json()["error"]["type"] == "authentication_error"
         ok = await c.post("/v1/chat/completions", json={"model": "r~200", "messages": USER}, headers=OPENAI)
         assert ok.status_code == 200

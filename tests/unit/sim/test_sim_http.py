@@ -11,11 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+
+from support.waiting import eventually
 from turnout_sim.app import start_in_background
 from turnout_sim.clock import ManualClock
 from turnout_sim.scenarios import ERROR_STATUSES
-
-from support.waiting import eventually
 
 API_KEY = "test-key"  # the `client` fixture's key
 Post = Callable[..., Coroutine[Any, Any, httpx.Response]]
@@ -56,9 +56,7 @@ async def test_plain_model_succeeds_with_full_completion(post: Post) -> None:
     [(1, 1), (5, 5), (10_000, 4096)],
     ids=["1", "5", "capped"],
 )
-async def test_max_tokens_sets_answer_length(
-    post: Post, max_tokens: int, expected: int
-) -> None:
+async def test_max_tokens_sets_answer_length(post: Post, max_tokens: int, expected: int) -> None:
     body = (await post("m", max_tokens=max_tokens)).json()
     assert len(body["choices"][0]["message"]["content"].split()) == expected
     assert body["usage"]["completion_tokens"] == expected
@@ -130,9 +128,7 @@ async def test_bare_status_step(post: Post, status: int, stream: bool) -> None:
     ],
     ids=["quota", "ctx", "policy", "403rl"],
 )
-async def test_named_error_steps(
-    post: Post, step: str, status: int, type_: str, code: str, fragment: str
-) -> None:
+async def test_named_error_steps(post: Post, step: str, status: int, type_: str, code: str, fragment: str) -> None:
     resp = await post(f"named~{step}")
     assert resp.status_code == status
     error = assert_error_shape(resp)
@@ -150,9 +146,7 @@ async def test_named_error_steps(
     ],
     ids=["ra", "ram", "rr-6m0s", "rr-20ms"],
 )
-async def test_retry_hint_steps(
-    post: Post, step: str, header: str, value: str, hint: str
-) -> None:
+async def test_retry_hint_steps(post: Post, step: str, header: str, value: str, hint: str) -> None:
     resp = await post(f"hint~{step}")
     assert resp.status_code == 429
     assert resp.headers[header] == value
@@ -162,18 +156,12 @@ async def test_retry_hint_steps(
 
 
 async def test_retry_after_http_date(fake_clock_url: str, clock: ManualClock) -> None:
-    async with httpx.AsyncClient(
-        base_url=fake_clock_url, headers={"Authorization": "Bearer k"}
-    ) as c:
-        resp = await c.post(
-            "/v1/chat/completions", json={"model": "d~429rad5", "messages": []}
-        )
+    async with httpx.AsyncClient(base_url=fake_clock_url, headers={"Authorization": "Bearer k"}) as c:
+        resp = await c.post("/v1/chat/completions", json={"model": "d~429rad5", "messages": []})
     assert resp.status_code == 429
     value = resp.headers["retry-after"]
     assert value.endswith(" GMT") and len(value) == len("Sun, 06 Nov 1994 08:49:37 GMT")
-    assert email.utils.parsedate_to_datetime(value).timestamp() == pytest.approx(
-        clock.now_s + 5, abs=1
-    )
+    assert email.utils.parsedate_to_datetime(value).timestamp() == pytest.approx(clock.now_s + 5, abs=1)
 
 
 @pytest.mark.parametrize(
@@ -184,9 +172,7 @@ async def test_retry_after_http_date(fake_clock_url: str, clock: ManualClock) ->
     ],
     ids=["bodyerr", "bodyerr429"],
 )
-async def test_body_error_is_200_with_envelope(
-    post: Post, step: str, type_: str, code: object
-) -> None:
+async def test_body_error_is_200_with_envelope(post: Post, step: str, type_: str, code: object) -> None:
     resp = await post(f"be~{step}")
     assert resp.status_code == 200
     error = assert_error_shape(resp)
@@ -222,9 +208,7 @@ async def test_missing_or_empty_auth_is_401(sim_url: str) -> None:
     ],
     ids=["bad-json", "no-model", "bad-step", "empty-steps"],
 )
-async def test_bad_requests_are_400(
-    client: httpx.AsyncClient, content: bytes, fragment: str
-) -> None:
+async def test_bad_requests_are_400(client: httpx.AsyncClient, content: bytes, fragment: str) -> None:
     resp = await client.post(
         "/v1/chat/completions",
         content=content,
@@ -240,9 +224,7 @@ async def test_invalid_header_scenario_is_400(post: Post) -> None:
     assert "step 2: step 'wat'" in assert_error_shape(resp)["message"]
 
 
-async def test_sequence_advances_and_last_step_repeats(
-    post: Post, client: httpx.AsyncClient
-) -> None:
+async def test_sequence_advances_and_last_step_repeats(post: Post, client: httpx.AsyncClient) -> None:
     statuses = [(await post("seq~503,429,200")).status_code for _ in range(5)]
     assert statuses == [503, 429, 200, 200, 200]
     # a different label is a different sequence
@@ -256,16 +238,12 @@ async def test_sequence_advances_and_last_step_repeats(
 async def test_header_scenario_overrides_and_is_keyed_with_model(post: Post) -> None:
     header = {"x-sim-scenario": "500,200"}
     assert (await post("h~429", headers=header)).status_code == 500
-    assert (
-        await post("other", headers=header)
-    ).status_code == 500  # own cursor per model
+    assert (await post("other", headers=header)).status_code == 500  # own cursor per model
     assert (await post("h~429", headers=header)).status_code == 200
     assert (await post("h~429")).status_code == 429  # no header: the model's own steps
 
 
-async def test_delete_log_clears_log_and_counters(
-    post: Post, client: httpx.AsyncClient
-) -> None:
+async def test_delete_log_clears_log_and_counters(post: Post, client: httpx.AsyncClient) -> None:
     assert (await post("clr~503,200")).status_code == 503
     assert (await post("clr~503,200")).status_code == 200
     resp = await client.delete("/sim/log")
@@ -293,9 +271,7 @@ async def test_log_entry_fields(post: Post, client: httpx.AsyncClient) -> None:
         "ended_s",
         "end",
     }
-    assert (
-        first["model"] == "lg~503" and first["step"] == "503" and first["status"] == 503
-    )
+    assert first["model"] == "lg~503" and first["step"] == "503" and first["status"] == 503
     assert first["stream"] is False and second["stream"] is True
     assert first["request_id"] == "abc-123" and second["request_id"] is None
     fingerprint = hashlib.sha256(f"Bearer {API_KEY}".encode()).hexdigest()[:8]
@@ -306,9 +282,7 @@ async def test_log_entry_fields(post: Post, client: httpx.AsyncClient) -> None:
     assert first["t_s"] <= first["ended_s"] <= second["t_s"] <= second["ended_s"]
 
 
-async def test_latency_is_logged_on_receipt_then_status_set(
-    post: Post, client: httpx.AsyncClient
-) -> None:
+async def test_latency_is_logged_on_receipt_then_status_set(post: Post, client: httpx.AsyncClient) -> None:
     started = time.monotonic()
     task = asyncio.create_task(post("lat~200+3000ms"))
     log: list[dict[str, Any]] = []
@@ -327,17 +301,11 @@ async def test_latency_is_logged_on_receipt_then_status_set(
     assert done["status"] == 200 and done["t_s"] == pending["t_s"]
 
 
-async def test_down_window_uses_first_request_time(
-    fake_clock_url: str, clock: ManualClock
-) -> None:
-    async with httpx.AsyncClient(
-        base_url=fake_clock_url, headers={"Authorization": "Bearer k"}
-    ) as c:
+async def test_down_window_uses_first_request_time(fake_clock_url: str, clock: ManualClock) -> None:
+    async with httpx.AsyncClient(base_url=fake_clock_url, headers={"Authorization": "Bearer k"}) as c:
 
         async def status() -> int:
-            resp = await c.post(
-                "/v1/chat/completions", json={"model": "dn~down2s", "messages": []}
-            )
+            resp = await c.post("/v1/chat/completions", json={"model": "dn~down2s", "messages": []})
             return resp.status_code
 
         assert await status() == 503
@@ -352,9 +320,7 @@ async def test_down_window_uses_first_request_time(
 
 async def test_slow_json_sends_head_before_body(sim_url: str) -> None:
     body = {"model": "sl~slow400", "messages": []}
-    async with httpx.AsyncClient(
-        base_url=sim_url, headers={"Authorization": "Bearer k"}, timeout=5
-    ) as c:
+    async with httpx.AsyncClient(base_url=sim_url, headers={"Authorization": "Bearer k"}, timeout=5) as c:
         started = time.monotonic()
         async with c.stream("POST", "/v1/chat/completions", json=body) as resp:
             head_s = time.monotonic() - started
@@ -366,15 +332,11 @@ async def test_slow_json_sends_head_before_body(sim_url: str) -> None:
 
 
 async def test_cut_json_closes_mid_body(post: Post) -> None:
-    with pytest.raises(
-        httpx.RemoteProtocolError, match="incomplete|complete message body"
-    ):
+    with pytest.raises(httpx.RemoteProtocolError, match="incomplete|complete message body"):
         await post("ct~cut1")
 
 
-async def test_stall_json_holds_connection(
-    client: httpx.AsyncClient, sim_url: str
-) -> None:
+async def test_stall_json_holds_connection(client: httpx.AsyncClient, sim_url: str) -> None:
     body = {"model": "stj~stall1", "messages": []}
     with pytest.raises(httpx.ReadTimeout):
         await client.post("/v1/chat/completions", json=body, timeout=0.25)
@@ -389,9 +351,7 @@ async def test_badchunk_json_is_malformed_body(post: Post) -> None:
         resp.json()
 
 
-async def test_reset_is_a_transport_error(
-    post: Post, client: httpx.AsyncClient
-) -> None:
+async def test_reset_is_a_transport_error(post: Post, client: httpx.AsyncClient) -> None:
     with pytest.raises((httpx.ReadError, httpx.RemoteProtocolError)):
         await post("rs~reset")
     [entry] = (await client.get("/sim/log")).json()
@@ -417,9 +377,7 @@ async def test_hang_times_out_client_side(client: httpx.AsyncClient) -> None:
 async def test_models_health_and_unknown_url(client: httpx.AsyncClient) -> None:
     models = (await client.get("/v1/models")).json()
     assert models["object"] == "list"
-    assert {m["object"] for m in models["data"]} == {"model"} and len(
-        models["data"]
-    ) >= 3
+    assert {m["object"] for m in models["data"]} == {"model"} and len(models["data"]) >= 3
     assert (await client.get("/sim/health")).status_code == 200
     resp = await client.get("/v1/nope")
     assert resp.status_code == 404
@@ -428,13 +386,9 @@ async def test_models_health_and_unknown_url(client: httpx.AsyncClient) -> None:
 
 async def test_shutdown_ends_held_connections_quickly() -> None:
     runner, url = await start_in_background("127.0.0.1", 0)
-    async with httpx.AsyncClient(
-        base_url=url, headers={"Authorization": "Bearer k"}
-    ) as c:
+    async with httpx.AsyncClient(base_url=url, headers={"Authorization": "Bearer k"}) as c:
         body = {"model": "sd~hang", "messages": []}
-        task = asyncio.create_task(
-            c.post("/v1/chat/completions", json=body, timeout=10)
-        )
+        task = asyncio.create_task(c.post("/v1/chat/completions", json=body, timeout=10))
         while not (await c.get("/sim/log")).json():
             await asyncio.sleep(0.01)
         started = time.monotonic()

@@ -10,9 +10,7 @@ import pytest
 
 @pytest.fixture
 async def sdk(sim_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(
-        base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0
-    )
+    client = openai.AsyncOpenAI(base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0)
     try:
         yield client
     finally:
@@ -60,9 +58,7 @@ async def test_sdk_maps_errors(sdk: openai.AsyncOpenAI) -> None:
         await sdk.chat.completions.create(model="e~ctx", messages=[])
     assert ctx.value.code == "context_length_exceeded"
     with pytest.raises(openai.APIError):
-        stream = await sdk.chat.completions.create(
-            model="e~bodyerr", messages=[], stream=True
-        )
+        stream = await sdk.chat.completions.create(model="e~bodyerr", messages=[], stream=True)
         async for _ in stream:
             pass
 

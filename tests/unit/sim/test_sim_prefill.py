@@ -9,6 +9,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+
 from turnout_sim import openai_wire as wire
 
 
@@ -72,9 +73,7 @@ def test_prefill_match(prefill: str, count: int, expected: int | None) -> None:
 
 
 def chat(messages: list[dict[str, Any]], max_tokens: int = 10) -> wire.ChatRequest:
-    return wire.parse_request(
-        {"model": "m", "messages": messages, "max_tokens": max_tokens}
-    )
+    return wire.parse_request({"model": "m", "messages": messages, "max_tokens": max_tokens})
 
 
 USER = {"role": "user", "content": "say hi"}
@@ -108,9 +107,7 @@ USER = {"role": "user", "content": "say hi"}
         "junk-message",
     ],
 )
-def test_parse_request_reads_prefill(
-    messages: list[dict[str, Any]], prefill: str | None
-) -> None:
+def test_parse_request_reads_prefill(messages: list[dict[str, Any]], prefill: str | None) -> None:
     assert chat(messages).prefill == prefill
 
 
@@ -131,9 +128,7 @@ PIECES = [
     PIECES,
     ids=["none", "k2", "k2-space", "k0", "no-match", "kN", "kN-space"],
 )
-def test_answer_pieces_continue_the_prefill(
-    prefill: str | None, count: int, pieces: list[str], produced: int
-) -> None:
+def test_answer_pieces_continue_the_prefill(prefill: str | None, count: int, pieces: list[str], produced: int) -> None:
     messages: list[dict[str, Any]] = [USER]
     if prefill is not None:
         messages.append({"role": "assistant", "content": prefill})
@@ -207,13 +202,9 @@ async def test_json_prefill_continuation(
         assert prefill + content in (full(count), full(count) + " ")
 
 
-async def stream_payloads(
-    client: httpx.AsyncClient, model: str, prefill: str | None, **fields: Any
-) -> list[str]:
+async def stream_payloads(client: httpx.AsyncClient, model: str, prefill: str | None, **fields: Any) -> list[str]:
     body = {"model": model, "messages": with_prefill(prefill), "stream": True}
-    async with client.stream(
-        "POST", "/v1/chat/completions", json=body | fields
-    ) as resp:
+    async with client.stream("POST", "/v1/chat/completions", json=body | fields) as resp:
         assert resp.status_code == 200
         return parse_sse(await resp.aread())
 
@@ -262,9 +253,7 @@ async def test_sse_prefill_continuation_chunks(
     ],
     ids=["cut2", "cut0", "stall1"],
 )
-async def test_cut_and_stall_count_continuation_chunks(
-    client: httpx.AsyncClient, step: str, chunks: list[str]
-) -> None:
+async def test_cut_and_stall_count_continuation_chunks(client: httpx.AsyncClient, step: str, chunks: list[str]) -> None:
     received = bytearray()
     body = {
         "model": f"pff~{step}",
@@ -273,18 +262,14 @@ async def test_cut_and_stall_count_continuation_chunks(
         "max_tokens": 10,
     }
     with pytest.raises((httpx.RemoteProtocolError, httpx.ReadTimeout)):
-        async with client.stream(
-            "POST", "/v1/chat/completions", json=body, timeout=0.3
-        ) as resp:
+        async with client.stream("POST", "/v1/chat/completions", json=body, timeout=0.3) as resp:
             async for piece in resp.aiter_raw():
                 received += piece
     assert content_of(parse_sse(bytes(received))) == chunks
 
 
 async def test_badchunk_counts_continuation_chunks(client: httpx.AsyncClient) -> None:
-    payloads = await stream_payloads(
-        client, "pfb~badchunk2", "tok0 tok1 tok2", max_tokens=6
-    )
+    payloads = await stream_payloads(client, "pfb~badchunk2", "tok0 tok1 tok2", max_tokens=6)
     bad = []
     for index, payload in enumerate(payloads[:-1]):
         try:
@@ -305,9 +290,7 @@ async def test_badchunk_counts_continuation_chunks(client: httpx.AsyncClient) ->
     ids=["matching", "empty", "non-matching"],
 )
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-async def test_noprefill_rejects_any_prefill(
-    client: httpx.AsyncClient, prefill: str, stream: bool
-) -> None:
+async def test_noprefill_rejects_any_prefill(client: httpx.AsyncClient, prefill: str, stream: bool) -> None:
     resp = await post_chat(client, "np~noprefill", prefill, stream=stream)
     assert resp.status_code == 400
     assert resp.headers["content-type"].startswith("application/json")
@@ -317,9 +300,7 @@ async def test_noprefill_rejects_any_prefill(
     assert list(error) == ["message", "type", "param", "code"]
     assert error["type"] == "invalid_request_error"
     assert error["param"] == "messages" and error["code"] == "unsupported_value"
-    assert "assistant prefill is not supported for this model" in (
-        error["message"].lower()
-    )
+    assert "assistant prefill is not supported for this model" in (error["message"].lower())
     [entry] = (await client.get("/sim/log")).json()
     assert (entry["step"], entry["status"], entry["end"]) == (
         "noprefill",
@@ -343,9 +324,7 @@ async def test_noprefill_rejects_any_prefill(
     ],
     ids=["user-last", "assistant-earlier", "assistant-content-parts"],
 )
-async def test_noprefill_without_prefill_is_200(
-    client: httpx.AsyncClient, messages: list[dict[str, Any]]
-) -> None:
+async def test_noprefill_without_prefill_is_200(client: httpx.AsyncClient, messages: list[dict[str, Any]]) -> None:
     body = {"model": "np2~noprefill", "messages": messages, "max_tokens": 3}
     resp = await client.post("/v1/chat/completions", json=body)
     assert resp.status_code == 200
@@ -372,9 +351,7 @@ async def test_noprefill_then_200_continues_the_prefill(
 
 @pytest.fixture
 async def sdk(sim_url: str) -> AsyncIterator[openai.AsyncOpenAI]:
-    client = openai.AsyncOpenAI(
-        base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0
-    )
+    client = openai.AsyncOpenAI(base_url=f"{sim_url}/v1", api_key="x", max_retries=0, timeout=5.0)
     try:
         yield client
     finally:

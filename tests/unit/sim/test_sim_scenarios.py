@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+
 from turnout_sim.scenarios import (
     DEFAULT_STEP,
     ERROR_STATUSES,
@@ -58,9 +59,7 @@ VALID = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("text", "kind", "fields"), VALID, ids=[v[0].strip() for v in VALID]
-)
+@pytest.mark.parametrize(("text", "kind", "fields"), VALID, ids=[v[0].strip() for v in VALID])
 def test_parse_step_valid(text: str, kind: StepKind, fields: dict[str, object]) -> None:
     step = parse_step(text)
     expected = Step(kind=kind, token=text.strip(), **fields)  # type: ignore[arg-type]
@@ -69,9 +68,7 @@ def test_parse_step_valid(text: str, kind: StepKind, fields: dict[str, object]) 
 
 @pytest.mark.parametrize("status", sorted(ERROR_STATUSES))
 def test_every_bare_error_status_parses(status: int) -> None:
-    assert parse_step(str(status)) == Step(
-        kind=K.ERROR, token=str(status), status=status
-    )
+    assert parse_step(str(status)) == Step(kind=K.ERROR, token=str(status), status=status)
 
 
 # (text, fragment the error message must contain)
@@ -107,9 +104,7 @@ JUNK = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("text", "fragment"), JUNK, ids=[j[0] or "<empty>" for j in JUNK]
-)
+@pytest.mark.parametrize(("text", "fragment"), JUNK, ids=[j[0] or "<empty>" for j in JUNK])
 def test_parse_scenario_rejects_junk(text: str, fragment: str) -> None:
     with pytest.raises(ValueError, match=None) as info:
         parse_scenario(text)
@@ -155,9 +150,7 @@ def test_scenario_for_header_overrides_model_steps() -> None:
     assert [s.token for s in scenario_for("plain", "reset")] == ["reset"]
 
 
-@pytest.mark.parametrize(
-    "model", ["t~", "a~b~c", "t~200,nope"], ids=["empty", "tilde-in-steps", "bad-step"]
-)
+@pytest.mark.parametrize("model", ["t~", "a~b~c", "t~200,nope"], ids=["empty", "tilde-in-steps", "bad-step"])
 def test_scenario_for_bad_model_raises(model: str) -> None:
     with pytest.raises(ValueError):
         scenario_for(model, None)

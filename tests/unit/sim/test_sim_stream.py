@@ -26,26 +26,18 @@ def parse_sse(raw: bytes) -> list[str]:
     return payloads
 
 
-async def read_stream(
-    client: httpx.AsyncClient, model: str, **fields: Any
-) -> tuple[httpx.Response, bytes]:
+async def read_stream(client: httpx.AsyncClient, model: str, **fields: Any) -> tuple[httpx.Response, bytes]:
     """Stream one request, returning the response and every byte received."""
-    async with client.stream(
-        "POST", "/v1/chat/completions", json=BODY | {"model": model} | fields
-    ) as resp:
+    async with client.stream("POST", "/v1/chat/completions", json=BODY | {"model": model} | fields) as resp:
         return resp, await resp.aread()
 
 
-async def read_until_error(
-    client: httpx.AsyncClient, model: str, timeout: float = 5.0
-) -> tuple[bytes, Exception]:
+async def read_until_error(client: httpx.AsyncClient, model: str, timeout: float = 5.0) -> tuple[bytes, Exception]:
     """Stream until the transport fails; return the bytes before it and the error."""
     received = bytearray()
     body = BODY | {"model": model}
     try:
-        async with client.stream(
-            "POST", "/v1/chat/completions", json=body, timeout=timeout
-        ) as resp:
+        async with client.stream("POST", "/v1/chat/completions", json=body, timeout=timeout) as resp:
             assert resp.status_code == 200
             async for piece in resp.aiter_raw():
                 received += piece
@@ -79,11 +71,7 @@ async def test_stream_success_framing_exact(client: httpx.AsyncClient) -> None:
     assert len(ids) == 1 and ids.pop().startswith("chatcmpl-")
     for c in chunks:
         assert c["object"] == "chat.completion.chunk" and c["model"] == "gpt-4o"
-        assert (
-            isinstance(c["created"], int)
-            and len(c["choices"]) == 1
-            and "usage" not in c
-        )
+        assert isinstance(c["created"], int) and len(c["choices"]) == 1 and "usage" not in c
     first = chunks[0]["choices"][0]
     assert first["delta"]["role"] == "assistant" and first["delta"]["content"] == ""
     assert first["finish_reason"] is None and first["index"] == 0
@@ -131,9 +119,7 @@ async def test_stream_error_status_is_json_not_sse(client: httpx.AsyncClient) ->
     [("bodyerr", None), ("bodyerr429", "rate_limit_exceeded")],
     ids=["bodyerr", "bodyerr429"],
 )
-async def test_stream_body_error_first_event(
-    client: httpx.AsyncClient, step: str, code: object
-) -> None:
+async def test_stream_body_error_first_event(client: httpx.AsyncClient, step: str, code: object) -> None:
     resp, raw = await read_stream(client, f"sbe~{step}")
     assert resp.status_code == 200
     payloads = parse_sse(raw)

@@ -49,9 +49,24 @@ def _start(server: str, workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     log_path = workdir / f"redis-{port}.log"
     with open(log_path, "wb") as out:  # the child keeps its own descriptor
         proc = subprocess.Popen(
-            [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(workdir), "--loglevel", "warning"],
-            stdout=out, stderr=subprocess.STDOUT, cwd=workdir,
+            [
+                server,
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(workdir),
+                "--loglevel",
+                "warning",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
         )
     url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 10.0

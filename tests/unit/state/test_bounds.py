@@ -7,8 +7,9 @@ import pytest
 from turnout.state.bounds import CALL_TIMEOUT_ENV, call_timeout_s
 
 
-@pytest.mark.parametrize(("raw", "seconds"), [(None, 0.4), ("", 0.4), (" 2500 ", 2.5), ("0.5", 0.0005),
-                                              ("60000", 60.0)])
+@pytest.mark.parametrize(
+    ("raw", "seconds"), [(None, 0.4), ("", 0.4), (" 2500 ", 2.5), ("0.5", 0.0005), ("60000", 60.0)]
+)
 def test_the_bound_is_read_in_milliseconds(raw: str | None, seconds: float) -> None:
     env = {} if raw is None else {CALL_TIMEOUT_ENV: raw}
     assert call_timeout_s(env) == pytest.approx(seconds)

@@ -10,12 +10,12 @@ fakeredis is not a third store here: it runs the Lua scripts only with
 from __future__ import annotations
 
 import asyncio
-import random
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable
-from typing import cast
 from dataclasses import dataclass
+from typing import cast
 
 import msgspec
 import pytest
@@ -27,17 +27,31 @@ from turnout.core.types import FailureKind
 from turnout.health import Breakers
 from turnout.state import keys
 from turnout.state.breaker_store import (
-    BreakerStore, Loaded, MemoryBreakerStore, RedisBreakerStore, SpeedSample, Versioned,
+    BreakerStore,
+    Loaded,
+    MemoryBreakerStore,
+    RedisBreakerStore,
+    SpeedSample,
+    Versioned,
 )
 
 T = "acme/model-a"
 U = "other/model-b"
 
 TRIPPED = BreakerSnapshot(
-    open=True, trips=2, opened_at_s=1_700_000_123.456789, cooldown_s=10.0, closed_at_s=1_699_999_000.25,
-    successes=12.375, failures=3.0625, run_weight=2.5, counted_at_s=1_700_000_120.125, run=4,
+    open=True,
+    trips=2,
+    opened_at_s=1_700_000_123.456789,
+    cooldown_s=10.0,
+    closed_at_s=1_699_999_000.25,
+    successes=12.375,
+    failures=3.0625,
+    run_weight=2.5,
+    counted_at_s=1_700_000_120.125,
+    run=4,
     not_before_s=1_700_000_150.5,
-    last_error="HTTP 503: upstream overloaded ✗", trip_rule="rate",
+    last_error="HTTP 503: upstream overloaded ✗",
+    trip_rule="rate",
 )
 """Every field away from its default, so a round trip proves each one is stored."""
 HEALTHY = BreakerSnapshot(successes=1.0, counted_at_s=1_700_000_000.0)
@@ -72,12 +86,12 @@ REDIS_TIME_SCALE = 4.0
 """Redis runs the TTL tests 4x slower: a 0.8 s permit instead of 0.2 s."""
 
 
-
 @pytest.fixture(autouse=True)
 def _recording_waits_as_long_as_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     """Hundreds of concurrent compare-and-set rounds on a busy machine may outlast the request
     path's 1 s bound on recording a result; these tests are about lost updates, not that bound."""
     monkeypatch.setattr(turnout.health, "RECORD_TIMEOUT_S", 120.0)
+
 
 @dataclass
 class Harness:
@@ -209,10 +223,12 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
     views = await asyncio.gather(*(fleet[i % workers].view([T]) for i in range(200)))
     assert all(v.entries[T].version == 0 for v in views)
 
-    await asyncio.gather(*(
-        fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
-        for i, view in enumerate(views)
-    ))
+    await asyncio.gather(
+        *(
+            fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
+            for i, view in enumerate(views)
+        )
+    )
 
     entry = (await harness.store.load([T])).entries[T]
     assert entry.version == 200, "every failure was written"
@@ -355,7 +371,10 @@ async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
     monkeypatch.setattr(turnout.health, "asyncio", StalledRenewals())
     # run_chance 0.5: one failure on a fresh target is already an unlikely run.
     settings = BreakerSettings(
-        consecutive_failures=1, run_chance=0.5, cooldown_s=harness.s * 0.1, max_cooldown_s=harness.s * 0.1,
+        consecutive_failures=1,
+        run_chance=0.5,
+        cooldown_s=harness.s * 0.1,
+        max_cooldown_s=harness.s * 0.1,
         probe_ttl_s=harness.s * 0.2,
     )
     breakers = Breakers(harness.store, settings, clock=harness.expected_now, rng=random.Random(3))
@@ -427,10 +446,12 @@ async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failur
         views = await asyncio.gather(*(b.view([T]) for b in fleet for _ in range(4)))
         assert all(v.entries[T].version == 0 for v in views)
         with caplog.at_level(logging.ERROR, logger="turnout.breaker"):
-            await asyncio.gather(*(
-                fleet[i // 4].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
-                for i, view in enumerate(views)
-            ))
+            await asyncio.gather(
+                *(
+                    fleet[i // 4].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
+                    for i, view in enumerate(views)
+                )
+            )
     finally:
         await asyncio.gather(*(c.aclose() for c in clients))
     assert "not recorded" not in caplog.text

@@ -10,6 +10,7 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
+from support.waiting import eventually
 from turnout.catalog.doc import CatalogDoc, doc_encoder, doc_from_config
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import seed
@@ -18,8 +19,6 @@ from turnout.config import parse_config
 from turnout.state import keys
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
 from turnout.tenancy.vault import Vault, generate_key
-
-from support.waiting import eventually
 
 TEXT = """
 providers:
@@ -75,7 +74,9 @@ async def test_an_update_that_raises_or_changes_nothing_writes_nothing(redis_cli
     assert await store.version() == 1
 
 
-async def test_an_update_that_keeps_losing_the_race_says_so(redis_client: Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_update_that_keeps_losing_the_race_says_so(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store = CatalogStore(redis_client)
     await store.write(doc_from_config(FILE, VAULT), 0)
 
@@ -129,8 +130,9 @@ async def test_two_processes_starting_together_seed_once(redis_client: Redis) ->
 
 async def test_every_watch_swaps_to_a_written_catalog(redis_url: str, redis_client: Redis) -> None:
     listen = [Redis.from_url(redis_url) for _ in range(3)]
-    watches = [CatalogWatch(LiveCatalog(FILE), CatalogStore(redis_client), FILE, VAULT, {}, poll_s=60.0)
-               for _ in listen]
+    watches = [
+        CatalogWatch(LiveCatalog(FILE), CatalogStore(redis_client), FILE, VAULT, {}, poll_s=60.0) for _ in listen
+    ]
     try:
         for watch, client in zip(watches, listen):
             await watch.start(client)
@@ -152,7 +154,7 @@ async def test_a_missed_message_is_caught_by_the_version_recheck(redis_url: str,
     watch = CatalogWatch(LiveCatalog(FILE), CatalogStore(redis_client), FILE, VAULT, {}, poll_s=0.05)
     try:
         await watch.start(listen)
-        doc, version = await watch.store.load()
+        doc, _version = await watch.store.load()
         assert doc is not None
         # a write whose message never came (written around the script: no publish)
         await redis_client.set(keys.CATALOG_DOC, doc_encoder.encode(with_model(doc, "m2")))

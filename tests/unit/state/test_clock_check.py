@@ -78,8 +78,14 @@ def test_run_checks_at_start_and_every_interval_and_survives_redis_errors() -> N
         if len(sleeps) == 2:
             raise asyncio.CancelledError
 
-    check = ClockSkewCheck(fake, metrics.clock_skew, service="x", wall=fake.wall, interval_s=30,  # type: ignore[arg-type]
-                           sleep=sleep)
+    check = ClockSkewCheck(
+        fake,  # type: ignore[arg-type]
+        metrics.clock_skew,
+        service="x",
+        wall=fake.wall,
+        interval_s=30,
+        sleep=sleep,
+    )
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(check.run())
     assert sleeps == [30, 30]

@@ -29,8 +29,15 @@ class FixedFleet(FleetWatch):
 
 def _payload(job_id: str, org: str, budget_s: float) -> JobPayload:
     return JobPayload(
-        request_id=job_id, body=b"{}", org=org, squad=None, key="k", policy=Policy(), settings=RoutingSettings(),
-        deadline_epoch_s=time.time() + budget_s, reply_to="r",
+        request_id=job_id,
+        body=b"{}",
+        org=org,
+        squad=None,
+        key="k",
+        policy=Policy(),
+        settings=RoutingSettings(),
+        deadline_epoch_s=time.time() + budget_s,
+        reply_to="r",
     )
 
 
@@ -45,9 +52,16 @@ async def _fill(redis: Redis, backlog: dict[str, int]) -> None:
             await unlimited._push(_payload(f"{org}-{i}", org, 60))
 
 
-@pytest.mark.parametrize("backlog", [
-    {}, {"a": 3}, {"b": 7}, {"a": 2, "b": 9, "c": 1}, {"b": 1, "c": 40},
-])
+@pytest.mark.parametrize(
+    "backlog",
+    [
+        {},
+        {"a": 3},
+        {"b": 7},
+        {"a": 2, "b": 9, "c": 1},
+        {"b": 1, "c": 40},
+    ],
+)
 async def test_the_script_counts_jobs_ahead_like_the_core(redis_client: Redis, backlog: dict[str, int]) -> None:
     await _fill(redis_client, backlog)
     expected = jobs_ahead(backlog.get("a", 0), [n for org, n in backlog.items() if org != "a"])
@@ -100,4 +114,6 @@ async def test_heartbeats_make_the_fleet_capacity_and_leave_on_stop(redis_client
 async def test_a_stale_heartbeat_does_not_count(redis_client: Redis) -> None:
     await cast(Awaitable[int], redis_client.hset(keys.FLEET_WORKERS, mapping={"gone": "50:10:1000", "bad": "x"}))
     assert await read_capacity(redis_client) is None
-    assert await cast(Awaitable[list[bytes]], redis_client.hkeys(keys.FLEET_WORKERS)) == []  # long-expired and malformed beats are removed
+    assert (
+        await cast(Awaitable[list[bytes]], redis_client.hkeys(keys.FLEET_WORKERS)) == []
+    )  # long-expired and malformed beats are removed

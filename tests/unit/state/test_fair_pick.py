@@ -6,33 +6,41 @@ ingress's own script (`JobQueue`), picked by the worker's `_PICK`.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable
 from typing import Any, cast
-
-import time
 
 from redis.asyncio import Redis
 
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.state import keys
+from turnout.state.pickup_store import _PICK
 from turnout.state.queue import JobQueue
 from turnout.wire import JobPayload
-from turnout.state.pickup_store import _PICK
 
 
 async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
     payload = JobPayload(
-        request_id=job_id, body=b"{}", org=org, squad=None, key="k", policy=Policy(), settings=RoutingSettings(),
-        deadline_epoch_s=time.time() + 60, reply_to="r",
+        request_id=job_id,
+        body=b"{}",
+        org=org,
+        squad=None,
+        key="k",
+        policy=Policy(),
+        settings=RoutingSettings(),
+        deadline_epoch_s=time.time() + 60,
+        reply_to="r",
     )
     await queue._push(payload)
 
 
 async def _pick_raw(redis: Redis, free: int, rung: int = 0) -> list[Any]:
     script = redis.register_script(_PICK)
-    raw: list[Any] = await script(keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL], args=[
-        free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung, keys.RETRY_PREFIX, keys.JOB_PREFIX])
+    raw: list[Any] = await script(
+        keys=[keys.FAIR_RING, keys.QUEUE, keys.DOORBELL],
+        args=[free, 10_000, keys.IN_PROGRESS_PREFIX, keys.FAIR_ORG_PREFIX, rung, keys.RETRY_PREFIX, keys.JOB_PREFIX],
+    )
     return raw
 
 
@@ -102,6 +110,10 @@ async def test_doorbell_entries_popped_beyond_the_free_slots_go_back(redis_clien
     queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=1000)
     for i in range(4):
         await _enqueue(queue, f"e{i}", "org-e")
-    await cast(Awaitable[list[bytes]], redis_client.lpop(keys.DOORBELL, 3))  # a worker popped three rings but has one free slot
+    await cast(
+        Awaitable[list[bytes]], redis_client.lpop(keys.DOORBELL, 3)
+    )  # a worker popped three rings but has one free slot
     assert await _pick(redis_client, 1, rung=3) == ["e0"]
-    assert await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3  # the two unanswered rings are back: one per waiting job
+    assert (
+        await cast(Awaitable[int], redis_client.llen(keys.DOORBELL)) == 3
+    )  # the two unanswered rings are back: one per waiting job

@@ -106,10 +106,20 @@ def as_redis(fake: FakeRedis) -> Any:
 
 
 async def run(redis: FakeRedis, rec: Recorder, rng: random.Random, **kwargs: Any) -> None:
-    await asyncio.wait_for(listen_forever(
-        as_redis(redis), ["c"], rec.on_message, name="test listener", rng=rng, sleep=rec.sleep,
-        on_subscribed=rec.on_subscribed, stop=rec.stop, **kwargs,
-    ), 5)
+    await asyncio.wait_for(
+        listen_forever(
+            as_redis(redis),
+            ["c"],
+            rec.on_message,
+            name="test listener",
+            rng=rng,
+            sleep=rec.sleep,
+            on_subscribed=rec.on_subscribed,
+            stop=rec.stop,
+            **kwargs,
+        ),
+        5,
+    )
 
 
 async def test_listen_reconnects_after_refusals_and_delivers_messages() -> None:
@@ -190,10 +200,19 @@ async def test_listen_stops_when_the_store_error_comes_from_the_caller_hooks_too
             with state_errors():
                 raise OSError("store read failed")
 
-    await asyncio.wait_for(listen_forever(
-        as_redis(redis), ["c"], rec.on_message, name="t", rng=FixedDraw(1.0), sleep=rec.sleep, on_subscribed=catch_up,
-        stop=rec.stop,
-    ), 5)
+    await asyncio.wait_for(
+        listen_forever(
+            as_redis(redis),
+            ["c"],
+            rec.on_message,
+            name="t",
+            rng=FixedDraw(1.0),
+            sleep=rec.sleep,
+            on_subscribed=catch_up,
+            stop=rec.stop,
+        ),
+        5,
+    )
     assert rec.delays == [0.05] and rec.got == [msg(b"a")]
 
 
@@ -221,11 +240,14 @@ async def test_listen_cancel_closes_the_subscription() -> None:
 
 
 @given(
-    failures=st.integers(min_value=1, max_value=10_000), draw=st.floats(min_value=0.0, max_value=1.0),
-    base_s=st.floats(min_value=0.001, max_value=5.0), cap_s=st.floats(min_value=0.001, max_value=60.0),
+    failures=st.integers(min_value=1, max_value=10_000),
+    draw=st.floats(min_value=0.0, max_value=1.0),
+    base_s=st.floats(min_value=0.001, max_value=5.0),
+    cap_s=st.floats(min_value=0.001, max_value=60.0),
 )
-def test_backoff_delay_stays_within_half_ceiling_and_ceiling(failures: int, draw: float, base_s: float,
-                                                              cap_s: float) -> None:
+def test_backoff_delay_stays_within_half_ceiling_and_ceiling(
+    failures: int, draw: float, base_s: float, cap_s: float
+) -> None:
     backoff = Backoff(base_s=base_s, cap_s=cap_s)
     ceiling = min(cap_s, base_s * 2.0 ** min(failures - 1, 60))
     delay = backoff.delay_s(failures, draw)
@@ -234,6 +256,7 @@ def test_backoff_delay_stays_within_half_ceiling_and_ceiling(failures: int, draw
 
 
 # -- the error mapping of the stores ------------------------------------------------------------
+
 
 @maps_state_errors
 class Store:
@@ -285,8 +308,17 @@ async def test_listen_also_lost_errors_are_retried_like_a_lost_redis() -> None:
             raise KeyError("a write race the next read resolves")
         await rec.on_message(message)
 
-    await asyncio.wait_for(listen_forever(
-        as_redis(redis), ["c"], racy, name="t", rng=FixedDraw(1.0), sleep=rec.sleep, stop=rec.stop,
-        also_lost=(KeyError,),
-    ), 5)
+    await asyncio.wait_for(
+        listen_forever(
+            as_redis(redis),
+            ["c"],
+            racy,
+            name="t",
+            rng=FixedDraw(1.0),
+            sleep=rec.sleep,
+            stop=rec.stop,
+            also_lost=(KeyError,),
+        ),
+        5,
+    )
     assert rec.delays == [0.05] and rec.got == [msg(b"b")]

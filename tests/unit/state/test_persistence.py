@@ -11,7 +11,13 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoPermissionError, ResponseError
 
 from turnout.state.persistence import (
-    ALLOW_ENV, Persistence, PersistenceOff, allowed_by, decide, read_persistence, require_persistence,
+    ALLOW_ENV,
+    Persistence,
+    PersistenceOff,
+    allowed_by,
+    decide,
+    read_persistence,
+    require_persistence,
 )
 
 
@@ -28,15 +34,18 @@ class _Stub:
         return self._answer
 
 
-@pytest.mark.parametrize(("answer", "expected"), [
-    ({"appendonly": "yes"}, Persistence.AOF),
-    ({b"appendonly": b"yes"}, Persistence.AOF),
-    ({"appendonly": "no"}, Persistence.OFF),
-    ({}, Persistence.UNKNOWN),
-    (ResponseError("unknown command 'CONFIG'"), Persistence.UNKNOWN),
-    (NoPermissionError("this user has no permissions to run the 'config|get' command"), Persistence.UNKNOWN),
-    (RedisConnectionError("Connection refused"), Persistence.UNREACHABLE),
-])
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"appendonly": "yes"}, Persistence.AOF),
+        ({b"appendonly": b"yes"}, Persistence.AOF),
+        ({"appendonly": "no"}, Persistence.OFF),
+        ({}, Persistence.UNKNOWN),
+        (ResponseError("unknown command 'CONFIG'"), Persistence.UNKNOWN),
+        (NoPermissionError("this user has no permissions to run the 'config|get' command"), Persistence.UNKNOWN),
+        (RedisConnectionError("Connection refused"), Persistence.UNREACHABLE),
+    ],
+)
 def test_read_persistence(answer: Any, expected: Persistence) -> None:
     assert read_persistence(_Stub(answer)) is expected  # type: ignore[arg-type]
 
@@ -49,7 +58,9 @@ def test_aof_off_refuses_unless_allowed_and_names_the_consequence_and_the_way_ou
     refused = decide(Persistence.OFF, allowed=False, service="turnout worker")
     assert not refused.start and refused.level == logging.ERROR
     assert "queued jobs" in refused.message and "circuit-breaker state" in refused.message
-    assert ALLOW_ENV in refused.message and "--allow-no-aof" in refused.message and "--appendonly yes" in refused.message
+    assert (
+        ALLOW_ENV in refused.message and "--allow-no-aof" in refused.message and "--appendonly yes" in refused.message
+    )
     allowed = decide(Persistence.OFF, allowed=True, service="turnout worker")
     assert allowed.start and allowed.level == logging.WARNING and "queued jobs" in allowed.message
 
@@ -60,8 +71,9 @@ def test_what_cannot_be_checked_warns_and_starts(persistence: Persistence) -> No
     assert decision.start and decision.level == logging.WARNING and "not" in decision.message
 
 
-@pytest.mark.parametrize(("value", "expected"), [
-    ("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False)])
+@pytest.mark.parametrize(
+    ("value", "expected"), [("1", True), ("true", True), ("YES", True), ("0", False), ("", False), ("no", False)]
+)
 def test_allowed_by_the_environment(value: str, expected: bool) -> None:
     assert allowed_by({ALLOW_ENV: value}) is expected
     assert allowed_by({}) is False

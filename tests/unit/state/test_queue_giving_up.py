@@ -18,10 +18,26 @@ from turnout.wire import JobPayload
 
 async def test_a_held_job_past_its_deadline_is_withdrawn_and_cancelled(redis_client: Redis) -> None:
     now = [1_000.0]
-    queue = JobQueue(redis_client, listen_redis=redis_client, ingress_id="t", max_depth=100, result_poll_s=0.01,
-                     grace_s=0.0, clock=lambda: now[0])
-    payload = JobPayload(request_id="held-1", body=b"{}", org="acme", squad=None, key="k", policy=Policy(),
-                         settings=RoutingSettings(), deadline_epoch_s=now[0] + 5, reply_to="r")
+    queue = JobQueue(
+        redis_client,
+        listen_redis=redis_client,
+        ingress_id="t",
+        max_depth=100,
+        result_poll_s=0.01,
+        grace_s=0.0,
+        clock=lambda: now[0],
+    )
+    payload = JobPayload(
+        request_id="held-1",
+        body=b"{}",
+        org="acme",
+        squad=None,
+        key="k",
+        policy=Policy(),
+        settings=RoutingSettings(),
+        deadline_epoch_s=now[0] + 5,
+        reply_to="r",
+    )
     cancels = redis_client.pubsub()
     await cancels.subscribe(keys.CANCEL_CHANNEL)
     waiting = asyncio.create_task(queue.submit(payload))

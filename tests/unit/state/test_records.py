@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-
 import csv
 import io
 import json
 import random
+from collections.abc import Awaitable
 from typing import Any, cast
 
 import httpx
 import pytest
 from redis.asyncio import Redis
 
+from support.clocks import FakeClock
+from support.waiting import eventually
 from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
 from turnout.config import parse_config
@@ -22,9 +23,6 @@ from turnout.observability.records import FIELDS, RecordsObserver, RecordWriter,
 from turnout.observability.records_export import attempts, csv_lines, iso_ts, jsonl_lines, read_rows
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
-
-from support.clocks import FakeClock
-from support.waiting import eventually
 
 CONFIG = """\
 providers:
@@ -42,11 +40,17 @@ models:
 def _upstream(request: httpx.Request) -> httpx.Response:
     if request.url.host == "pa.test":
         return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error"}})
-    return httpx.Response(200, json={
-        "id": "c", "object": "chat.completion", "created": 0, "model": "m-b",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
-    })
+    return httpx.Response(
+        200,
+        json={
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m-b",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
+        },
+    )
 
 
 def _row(i: int, org: str = "acme", ts: float = 1_700_000_000.0) -> dict[str, Any]:
@@ -61,14 +65,21 @@ async def _routed_rows(catalog: Catalog, config_policy: Any, run: int = 1) -> li
     observer = RecordsObserver(writer, catalog, clock=lambda: float(next(clock)))
     fake = FakeClock(0.0)
     router = Router(
-        catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=observer,
-        sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
+        catalog=catalog,
+        http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)),
+        observer=observer,
+        sleep=fake.sleep,
+        clock=fake,
+        rng=random.Random(5),
+        breakers=fake.breakers(catalog),
     )
     plan, view = await router.plan("chain", RoutingSettings(), config_policy)
-    info = RequestInfo(request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain", run=run,
-                       deadline_s=130.0)
-    await router.route({"model": "chain", "messages": []}, plan=plan, view=view, policy=config_policy,
-                       time_left_s=30, info=info)
+    info = RequestInfo(
+        request_id="rid", org="acme", squad=None, key="ci-bot", requested_model="chain", run=run, deadline_s=130.0
+    )
+    await router.route(
+        {"model": "chain", "messages": []}, plan=plan, view=view, policy=config_policy, time_left_s=30, info=info
+    )
     return writer.rows()
 
 
@@ -88,7 +99,12 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     assert not any(r["is_rerun"] or r["lost"] for r in rows)
     assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)
     first, retry, fallback = rows
-    assert (first["provider"], first["served_model"], first["status"], first["kind"]) == ("pa", "m-a", 503, "server_error")
+    assert (first["provider"], first["served_model"], first["status"], first["kind"]) == (
+        "pa",
+        "m-a",
+        503,
+        "server_error",
+    )
     assert first["class"] == "retry_then_fallback" and first["cost_usd"] == 0.0 and first["output_tokens"] == 0
     assert (first["is_retry"], retry["is_retry"], fallback["is_retry"]) == (False, True, False)
     assert (first["is_fallback"], fallback["is_fallback"]) == (False, True)
@@ -106,8 +122,10 @@ async def test_a_started_row_is_written_at_dispatch_with_the_outcome_unknown() -
     config = parse_config(CONFIG, env={})
     rows = await _routed_rows(Catalog(config), config.policy)
     started = rows[0::2]
-    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason", "phase", "run", "deadline_ts"}
-               for r in started)
+    assert all(
+        set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason", "phase", "run", "deadline_ts"}
+        for r in started
+    )
     first = started[0]
     assert (first["kind"], first["class"], first["status"], first["cost_usd"]) == ("in_flight", None, None, None)
     assert (first["provider"], first["served_model"], first["attempt"], first["deadline_ts"]) == ("pa", "m-a", 1, 130.0)
@@ -129,10 +147,24 @@ def test_failed_attempt_row_costs_nothing_even_with_usage() -> None:
     from turnout.core.types import Disposition, FailureKind
 
     record = AttemptRecord(
-        number=1, target=catalog.models["chain"][0], role=Role.PRIMARY, is_retry=False, is_fallback=False,
-        is_reroute=False, resend_count=0, cycle=1, kind=FailureKind.TIMEOUT, disposition=Disposition.FALLBACK_NOW,
-        status=None, error_code=None, message="", retry_after_s=None, delay_before_s=0.0, delay_reason=None,
-        started_s=0.0, duration_ms=1234.5678,
+        number=1,
+        target=catalog.models["chain"][0],
+        role=Role.PRIMARY,
+        is_retry=False,
+        is_fallback=False,
+        is_reroute=False,
+        resend_count=0,
+        cycle=1,
+        kind=FailureKind.TIMEOUT,
+        disposition=Disposition.FALLBACK_NOW,
+        status=None,
+        error_code=None,
+        message="",
+        retry_after_s=None,
+        delay_before_s=0.0,
+        delay_reason=None,
+        started_s=0.0,
+        duration_ms=1234.5678,
     )
     row = attempt_row(RequestInfo(request_id="x"), record, Usage(input_tokens=9, output_tokens=9), catalog, 5.0)
     assert row["cost_usd"] == 0.0 and row["input_tokens"] == 0 and row["latency_ms"] == 1234.568
@@ -200,8 +232,12 @@ async def test_read_rows_returns_one_org_in_its_time_window_across_pages(redis_c
     await writer.flush()
     acme = [r async for r in read_rows(redis_client, org="acme", page_size=3)]
     assert [r["request_id"] for r in acme] == ["r0", "r2", "r4", "r6", "r8"]
-    window = [r async for r in read_rows(redis_client, org="globex", since_s=1_700_000_003.0,
-                                         until_s=1_700_000_007.0, page_size=2)]
+    window = [
+        r
+        async for r in read_rows(
+            redis_client, org="globex", since_s=1_700_000_003.0, until_s=1_700_000_007.0, page_size=2
+        )
+    ]
     assert [r["request_id"] for r in window] == ["r3", "r5", "r7"]
     assert [r async for r in read_rows(redis_client, org="nobody")] == []
 
@@ -217,8 +253,15 @@ def test_exports_render_fields_in_order_with_iso_times() -> None:
 
 
 def _phase_row(i: int, phase: str, run: int = 1, request_id: str = "job-1") -> dict[str, Any]:
-    return _row(i) | {"request_id": request_id, "attempt_id": f"a{i}", "phase": phase, "run": run,
-                      "is_rerun": run > 1, "lost": False, "deadline_ts": 1_700_000_030.0}
+    return _row(i) | {
+        "request_id": request_id,
+        "attempt_id": f"a{i}",
+        "phase": phase,
+        "run": run,
+        "is_rerun": run > 1,
+        "lost": False,
+        "deadline_ts": 1_700_000_030.0,
+    }
 
 
 async def test_started_rows_stay_open_until_their_end_is_written(redis_client: Redis) -> None:
@@ -261,13 +304,19 @@ async def test_a_rerun_writes_the_dead_runs_open_attempts_as_lost(redis_client: 
     assert await writer.mark_lost("job-1", run=2) == 0  # once
     assert await redis_client.exists(keys.open_attempts_key("job-1")) == 0
     rows = [r async for r in read_rows(redis_client, org="acme")]
-    assert [(r["attempt_id"], r["phase"]) for r in rows] == [("a1", "started"), ("a2", "started"), ("a2", "ended"),
-                                                              ("a1", "lost")]
+    assert [(r["attempt_id"], r["phase"]) for r in rows] == [
+        ("a1", "started"),
+        ("a2", "started"),
+        ("a2", "ended"),
+        ("a1", "lost"),
+    ]
     lost = rows[-1]
     assert (lost["kind"], lost["lost"], lost["cost_usd"], lost["is_rerun"]) == ("lost", True, None, False)
     one_each = [r async for r in attempts(read_rows(redis_client, org="acme"), now_s=0.0)]
     assert [(r["attempt_id"], r["kind"] if r["lost"] else r["phase"]) for r in one_each] == [
-        ("a2", "ended"), ("a1", "lost")]
+        ("a2", "ended"),
+        ("a1", "lost"),
+    ]
 
 
 async def test_a_rerun_leaves_its_own_runs_attempts_open(redis_client: Redis) -> None:
@@ -324,8 +373,13 @@ async def test_the_started_record_is_awaited_before_each_call_unless_the_health_
 
     fake = FakeClock(0.0)
     router = Router(
-        catalog=catalog, http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)), observer=Spy(),
-        sleep=fake.sleep, clock=fake, rng=random.Random(5), breakers=fake.breakers(catalog),
+        catalog=catalog,
+        http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)),
+        observer=Spy(),
+        sleep=fake.sleep,
+        clock=fake,
+        rng=random.Random(5),
+        breakers=fake.breakers(catalog),
     )
     plan, view = await router.plan("chain", RoutingSettings(), config.policy)
     info = RequestInfo(request_id="rid", org="acme", requested_model="chain")

@@ -10,19 +10,19 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-from turnout.tenancy.bootstrap import bootstrap
+from support.waiting import eventually
 from turnout.config import parse_config
-from turnout.tenancy.directory import TenantDirectory
-from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.admin import KeyCreate, SquadCreate, add_key, add_squad, revoke_key
+from turnout.tenancy.bootstrap import bootstrap
+from turnout.tenancy.directory import TenantDirectory
+from turnout.tenancy.orgs import OrgDoc
+from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key
 
-from support.waiting import eventually
-
-CONFIG = parse_config("""
+CONFIG = parse_config(
+    """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
 models:
@@ -32,7 +32,9 @@ orgs:
     provider_keys: {a: byok-secret-0001}
     keys:
       - {name: main, key: tk-main-key-00000001}
-""", env={})
+""",
+    env={},
+)
 VAULT = Vault([generate_key()])
 NOW_S = 1_800_000_000.0
 """The directories' epoch clock (key expiry, revocation times): fixed, never the real one."""
@@ -92,8 +94,15 @@ async def test_directory_authenticates_revokes_and_expires(redis_client: Redis) 
     assert credentials is not None and credentials.own_key("a") == "byok-secret-0001"
     assert credentials.own_key("b") is None
 
-    await store.update("acme", lambda doc: add_key(doc, KeyCreate(name="tmp", ttl_s=60), "tk-temporary-0000001",  # type: ignore[arg-type]
-                                                   now[0]))
+    await store.update(
+        "acme",
+        lambda doc: add_key(
+            doc,  # type: ignore[arg-type]
+            KeyCreate(name="tmp", ttl_s=60),
+            "tk-temporary-0000001",
+            now[0],
+        ),
+    )
     assert await d.refresh()
     assert d.authenticate("tk-temporary-0000001") is not None
     now[0] += 61
@@ -143,7 +152,8 @@ async def test_a_missed_invalidation_is_caught_by_the_periodic_check(redis_clien
 
 
 async def test_bootstrap_refusal_surfaces_at_start(redis_client: Redis, redis_url: str) -> None:
-    bad = parse_config("""
+    bad = parse_config(
+        """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1", api_key: ka}
 models:
@@ -151,7 +161,9 @@ models:
 orgs:
   acme:
     custom_endpoints: {meta: {base_url: "http://169.254.169.254/"}}
-""", env={})
+""",
+        env={},
+    )
     listen = Redis.from_url(redis_url)
     d = TenantDirectory(bad, TenantStore(redis_client), VAULT, AllowList())
     try:

@@ -15,9 +15,23 @@ _encode = msgspec.json.Encoder()
 
 
 def _row(rid: str, attempt: int, org: str = "acme", **fields: Any) -> dict[str, Any]:
-    return {"ts": 1_700_000_000.0 + attempt, "request_id": rid, "org": org, "squad": None, "key": "k",
-            "requested_model": "m", "served_model": "m", "provider": "p", "attempt": attempt, "status": 200,
-            "class": "success", "kind": "success", "latency_ms": 1.0, "cost_usd": 0.0, **fields}
+    return {
+        "ts": 1_700_000_000.0 + attempt,
+        "request_id": rid,
+        "org": org,
+        "squad": None,
+        "key": "k",
+        "requested_model": "m",
+        "served_model": "m",
+        "provider": "p",
+        "attempt": attempt,
+        "status": 200,
+        "class": "success",
+        "kind": "success",
+        "latency_ms": 1.0,
+        "cost_usd": 0.0,
+        **fields,
+    }
 
 
 async def _write(redis: Redis, rows: list[dict[str, Any]]) -> None:
@@ -37,8 +51,9 @@ def _interleaved(n: int) -> list[dict[str, Any]]:
 async def _all_pages(redis: Redis, size: int, **kwargs: Any) -> list[list[str]]:
     pages, cursor, skip = [], None, frozenset[str]()
     while True:
-        page = await reader.read_page(redis, filters=kwargs.pop("filters", Filters()), cursor=cursor, skip=skip,
-                                      size=size, **kwargs)
+        page = await reader.read_page(
+            redis, filters=kwargs.pop("filters", Filters()), cursor=cursor, skip=skip, size=size, **kwargs
+        )
         pages.append([r.request_id for r in page.requests])
         for r in page.requests:
             assert len(r.attempts) == 3, r.request_id
@@ -93,13 +108,22 @@ async def test_a_rerun_request_shows_one_row_per_attempt_with_the_dead_runs_atte
     t0 = 1_700_000_000.0
     dead: dict[str, Any] = {"attempt_id": "a1", "run": 1, "is_rerun": False, "lost": False, "deadline_ts": t0 + 20}
     again: dict[str, Any] = {"attempt_id": "b1", "run": 2, "is_rerun": True, "lost": False, "deadline_ts": t0 + 40}
-    started: dict[str, Any] = {"phase": "started", "kind": "in_flight", "class": None, "status": None, "latency_ms": None,
-               "cost_usd": None}
-    await _write(redis_client, [
-        _row("job1", 1, **dead, **started),  # the killed run's attempt: never ended, not yet marked
-        _row("job1", 1, **again, **started, ts=t0 + 15),
-        _row("job1", 1, **again, phase="ended", ts=t0 + 15),
-    ])
+    started: dict[str, Any] = {
+        "phase": "started",
+        "kind": "in_flight",
+        "class": None,
+        "status": None,
+        "latency_ms": None,
+        "cost_usd": None,
+    }
+    await _write(
+        redis_client,
+        [
+            _row("job1", 1, **dead, **started),  # the killed run's attempt: never ended, not yet marked
+            _row("job1", 1, **again, **started, ts=t0 + 15),
+            _row("job1", 1, **again, phase="ended", ts=t0 + 15),
+        ],
+    )
     early = await reader.find_request(redis_client, "job1", scope_org=None, now_s=t0 + 16)
     assert early is not None and [(a.number, a.kind) for a in early.attempts] == [(1, "in_flight"), (1, "success")]
     assert early.attempts[0].klass == "in_flight" and early.attempts[0].status is None

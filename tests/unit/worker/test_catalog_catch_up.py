@@ -9,12 +9,15 @@ from turnout.config import parse_config
 from turnout.state.errors import StateUnavailable
 from turnout_worker.app import _catch_up
 
-CONFIG = parse_config("""
+CONFIG = parse_config(
+    """
 providers:
   a: {kind: openai_compatible, base_url: "https://a.example/v1"}
 models:
   m: {offers: [{provider: a, model: m}]}
-""", env={})
+""",
+    env={},
+)
 
 
 class Watch:
