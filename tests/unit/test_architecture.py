@@ -159,3 +159,9 @@ def test_each_package_face_names_exactly_what_it_types(package: str) -> None:
 def test_the_library_keeps_few_top_level_modules() -> None:
     top = sorted(p.stem for p in LIB.glob("*.py") if p.stem != "__init__")
     assert len(top) <= 12, top
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by their base name: two `test_x.py` in one run fail collection."""
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

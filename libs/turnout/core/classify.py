@@ -35,10 +35,12 @@ into spaces, runs of whitespace collapsed, so `context_length_exceeded` and
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import re
 import types
-from collections.abc import Mapping, Sequence
-from typing import Final, Literal
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Final, Literal, cast
 
 from turnout.core.types import Disposition, FailureKind, Outcome, TransportError
 
@@ -648,12 +650,63 @@ _CLASS_ENTRY: Final = re.compile(r"([1-5])xx")
 _CODE_ENTRY: Final = re.compile(r"[1-5][0-9][0-9]")
 
 
-def status_matches(status: int | None, entries: Sequence[int | str]) -> bool:
-    """Whether `status` is in a policy status list (SPEC §3 / §4).
+@dataclasses.dataclass(frozen=True, slots=True)
+class StatusSet:
+    """A policy status list, parsed: single codes and whole classes (`5` for `"5xx"`)."""
+
+    codes: frozenset[int]
+    classes: frozenset[int]
+
+    def __contains__(self, status: object) -> bool:
+        if isinstance(status, bool) or not isinstance(status, int):
+            return False
+        return status in self.codes or (100 <= status <= 599 and status // 100 in self.classes)
+
+
+_NO_STATUS: Final = StatusSet(frozenset(), frozenset())
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(entries: tuple[object, ...]) -> StatusSet:
+    codes: set[int] = set()
+    classes: set[int] = set()
+    for entry in entries:
+        if isinstance(entry, bool):
+            continue
+        if isinstance(entry, int):
+            codes.add(entry)
+        elif isinstance(entry, str):
+            text = entry.strip().lower()
+            cls = _CLASS_ENTRY.fullmatch(text)
+            if cls is not None:
+                classes.add(int(cls.group(1)))
+            elif _CODE_ENTRY.fullmatch(text):
+                codes.add(int(text))
+    return StatusSet(frozenset(codes), frozenset(classes))
+
+
+def status_set(entries: object) -> StatusSet:
+    """`entries` (a policy status list) parsed once: a list seen before is not parsed again.
 
     Entries are single codes (`503`, also the string `"503"`) or whole classes
     as strings (`"5xx"`, `"4xx"`, any case, surrounding spaces ignored). Junk
-    entries (bools, floats, `"5x"`, `"abc"`, `None`) never match.
+    entries (bools, floats, `"5x"`, `"abc"`, `None`) are left out; a junk list
+    is empty. Never raises.
+    """
+    if isinstance(entries, str):
+        entries = (entries,)
+    try:
+        key = tuple(cast(Iterable[object], entries))
+    except TypeError:  # not iterable
+        return _NO_STATUS
+    try:
+        return _parsed(key)
+    except TypeError:  # an unhashable entry: parse without the cache
+        return _parsed.__wrapped__(key)
+
+
+def status_matches(status: int | None, entries: Sequence[int | str]) -> bool:
+    """Whether `status` is in a policy status list (SPEC §3 / §4), through `status_set`.
 
     Args:
         status: the status from `status_for_lists`, or None.
@@ -663,25 +716,5 @@ def status_matches(status: int | None, entries: Sequence[int | str]) -> bool:
         True when an entry matches; False for a None status, junk entries or a
         junk list. Never raises.
     """
-    if isinstance(status, bool) or not isinstance(status, int):
-        return False
-    if isinstance(entries, str):
-        entries = (entries,)
-    try:
-        for entry in entries:
-            if isinstance(entry, bool):
-                continue
-            if isinstance(entry, int):
-                if entry == status:
-                    return True
-            elif isinstance(entry, str):
-                text = entry.strip().lower()
-                cls = _CLASS_ENTRY.fullmatch(text)
-                if cls is not None:
-                    if 100 <= status <= 599 and status // 100 == int(cls.group(1)):
-                        return True
-                elif _CODE_ENTRY.fullmatch(text) and int(text) == status:
-                    return True
-    except TypeError:  # not iterable
-        return False
+    return status in status_set(entries)
     return False

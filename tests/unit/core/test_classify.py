@@ -18,6 +18,7 @@ from turnout.core.classify import (
     kind_from_message,
     status_for_lists,
     status_matches,
+    status_set,
     transport_kind_from_message,
 )
 from turnout.core.types import Disposition, FailureKind, Outcome, TransportError
@@ -963,3 +964,12 @@ def test_message_fallbacks_never_raise(message: str) -> None:
     )
     result = kind_from_message(message)
     assert result is None or isinstance(result, FailureKind)
+
+
+def test_a_status_list_is_parsed_once_and_matches_codes_and_classes() -> None:
+    parsed = status_set((429, "5xx", " 408 ", True, 1.5, "5x", None))
+    assert parsed is status_set((429, "5xx", " 408 ", True, 1.5, "5x", None))  # the same list is not parsed again
+    assert (sorted(parsed.codes), sorted(parsed.classes)) == ([408, 429], [5])
+    assert [s in parsed for s in (408, 429, 500, 599, 600, 404, True)] == [True, True, True, True, False, False, False]
+    assert status_set("5xx") == status_set(("5xx",)) and status_set(7) == status_set(())  # a junk list is empty
+    assert status_set([{"unhashable": 1}, 503]).codes == frozenset({503})
