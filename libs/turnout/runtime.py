@@ -312,7 +312,7 @@ def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow
         allow: the `--allow-no-aof` flag (allows too).
 
     Raises:
-        turnout.state.persistence.PersistenceOff: AOF is off and not allowed.
+        turnout.state.persistence.PersistenceRefused: AOF is off and not allowed.
     """
     return check_persistence(
         redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof, env=settings.env

@@ -97,13 +97,13 @@ EXIT_NO_PERSISTENCE = 3
 def _persistence_refused(args: argparse.Namespace, role: Role) -> int | None:
     """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code."""
     from turnout.runtime import require_persistence
-    from turnout.state.persistence import PersistenceOff
+    from turnout.state.persistence import PersistenceRefused
 
     try:
         require_persistence(
             _redis_url(args), _settings(args), role=role, allow=bool(getattr(args, "allow_no_aof", False))
         )
-    except PersistenceOff as exc:
+    except PersistenceRefused as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_NO_PERSISTENCE
     return None

@@ -268,7 +268,7 @@ def app_from_env() -> FastAPI:
 
     Raises:
         SettingsError: a malformed environment variable (named).
-        turnout.state.persistence.PersistenceOff: Redis runs without AOF and
+        turnout.state.persistence.PersistenceRefused: Redis runs without AOF and
             `TURNOUT_ALLOW_NO_AOF` is not set (the start-up check).
     """
     from turnout.config import load_config

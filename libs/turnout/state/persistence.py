@@ -60,7 +60,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
-class PersistenceOff(Exception):
+class PersistenceRefused(Exception):
     """Raised by `require_persistence` when Redis runs without AOF and that is not allowed."""
 
 
@@ -151,7 +151,7 @@ def require_persistence(
         The decision (to start).
 
     Raises:
-        PersistenceOff: AOF is off and not allowed (the message says why and how to allow).
+        PersistenceRefused: AOF is off and not allowed (the message says why and how to allow).
     """
     allowed = allow or allowed_by(os.environ if env is None else env)
     with redis.Redis.from_url(
@@ -173,5 +173,5 @@ def require_persistence(
             },
         )
     if not decision.start:
-        raise PersistenceOff(decision.message)
+        raise PersistenceRefused(decision.message)
     return decision

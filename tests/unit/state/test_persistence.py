@@ -13,7 +13,7 @@ from redis.exceptions import NoPermissionError, ResponseError
 from turnout.state.persistence import (
     ALLOW_ENV,
     Persistence,
-    PersistenceOff,
+    PersistenceRefused,
     allowed_by,
     decide,
     read_persistence,
@@ -80,7 +80,7 @@ def test_allowed_by_the_environment(value: str, expected: bool) -> None:
 
 
 def test_a_redis_without_aof_refuses_with_one_structured_error(redis_url: str, caplog: Any) -> None:
-    with caplog.at_level(logging.INFO, logger="turnout.persistence"), pytest.raises(PersistenceOff) as refused:
+    with caplog.at_level(logging.INFO, logger="turnout.persistence"), pytest.raises(PersistenceRefused) as refused:
         require_persistence(redis_url, service="turnout worker", env={})
     assert "refusing to start" in str(refused.value)
     [line] = caplog.records
