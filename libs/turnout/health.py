@@ -223,6 +223,8 @@ class Gate(msgspec.Struct, frozen=True):
 
 _ADMITTED = Gate(admitted=True)
 _UNKNOWN = Versioned(0, CLOSED)
+_KNOWN_MAX = 100_000
+"""Subjects (targets and tenant credentials) whose latest snapshot a process remembers at most."""
 _CACHE_MAX = 4096
 """Distinct reads `Breakers.view` keeps at most (one per model and tenant credential set in use)."""
 
@@ -712,6 +714,8 @@ class Breakers:
         """Keep `entry`, seen at `seen_at` (monotonic s), as the latest known of `subject` unless
         one seen later is kept. Seen, not versioned: versions start again when keys are lost."""
         if entry is not None and ((known := self._known.get(subject)) is None or not _later(known, (seen_at, entry))):
+            if known is None and len(self._known) >= _KNOWN_MAX:
+                self._known.clear()  # forgetting only costs a conflicting write
             self._known[subject] = (seen_at, entry)
 
     async def _write_queued(self, subject: str) -> None:
