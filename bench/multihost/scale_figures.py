@@ -99,7 +99,7 @@ def summarize(workers: int, windows: Sequence[Window], idle: Window | None = Non
     (the ceiling is taken from the median Redis CPU, not the median of ceilings), errors summed,
     the spread of the gateway's CPU per request over the windows, each role's idle rate
     (`idle_ms_s_<role>`, when `idle` is given) and the commands per request of the busiest
-    commands (median calls / request)."""
+    commands (median calls / request; most first, ties by name)."""
     rates = idle_rates(idle) if idle is not None else None
     figures = [per_request(w, rates) for w in windows]
     row: dict[str, Any] = {"workers": workers, "reps": len(windows)}
@@ -115,7 +115,7 @@ def summarize(workers: int, windows: Sequence[Window], idle: Window | None = Non
     row["ceiling_rps_per_redis_core"] = ceiling_per_redis_core(redis_ms) if redis_ms is not None else None
     names = {name for w in windows for name in w.commands}
     breakdown = {name: statistics.median([w.commands.get(name, 0) / w.ok for w in windows if w.ok]) for name in names}
-    row["redis_cmds_breakdown"] = dict(sorted(breakdown.items(), key=lambda kv: -kv[1]))
+    row["redis_cmds_breakdown"] = dict(sorted(breakdown.items(), key=lambda kv: (-kv[1], kv[0])))
     return row
 
 
