@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import pytest
 from starlette.responses import StreamingResponse
+from starlette.types import Message
 
 from turnout_ingress.streaming import EventStreamResponse
 
@@ -22,18 +23,18 @@ class Client:
     """An ASGI server's side of one response: records what is sent; `leave()` disconnects."""
 
     def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[Message] = []
         self._gone = asyncio.Event()
 
     def leave(self) -> None:
         self._gone.set()
 
-    async def send(self, message: dict[str, Any]) -> None:
+    async def send(self, message: Message) -> None:
         self.sent.append(message)
         if message["type"] == "http.response.body" and not message.get("more_body"):
             self._gone.set()  # as uvicorn: once the response is complete, receive answers http.disconnect
 
-    async def receive(self) -> dict[str, Any]:
+    async def receive(self) -> Message:
         await self._gone.wait()
         return {"type": "http.disconnect"}
 
