@@ -20,7 +20,7 @@ from typing import Any, Final
 
 import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
 from turnout.adapters.base import (
     AttemptResult,
@@ -31,6 +31,7 @@ from turnout.adapters.base import (
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
+from turnout.adapters.sse import event_batches
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -94,9 +95,9 @@ class OpenAIChat:
         """See `outcome_of_response`."""
         return outcome_of_response(status, headers, content, now_epoch_s)
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-        """The response's SSE events, unchanged (they are OpenAI chunks already)."""
-        return EventSource(response).aiter_sse()
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+        """The response's SSE events, unchanged (they are OpenAI chunks already), one list per read."""
+        return event_batches(response)
 
 
 OPENAI_CHAT: Final = OpenAIChat()
