@@ -7,9 +7,10 @@ installed with `set_tracer_provider`, so tests build as many as they like.
 Must not import: services, FastAPI, arq.
 
 Exporters (SPEC §12: the standard variables):
-    OTEL_TRACES_EXPORTER   unset / `none`: spans are created unsampled
-                           (`ALWAYS_OFF`: trace ids still flow into logs and
-                           job payloads, nothing is recorded or exported);
+    OTEL_TRACES_EXPORTER   unset / `none`: tracing is off: the request path
+                           builds no span and no trace header at all
+                           (`Telemetry.tracing` is None; the provider is
+                           `ALWAYS_OFF` for anything else that asks it);
                            `console`, `otlp` (comma-separated for several).
     OTEL_METRICS_EXPORTER  unset / `none`: a no-op meter; `console`, `otlp`.
     OTEL_EXPORTER_OTLP_PROTOCOL  `http/protobuf` (default) or `grpc` (needs
@@ -37,6 +38,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import IO, TYPE_CHECKING, Any
 
 from opentelemetry import metrics
+from opentelemetry.metrics import Meter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -47,7 +49,7 @@ from opentelemetry.sdk.trace.export import (
     SpanExportResult,
 )
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-from opentelemetry.trace import Status
+from opentelemetry.trace import Status, Tracer
 from opentelemetry.util.types import Attributes
 
 from turnout.scrub import REDACTED, redact_shapes
@@ -185,6 +187,11 @@ class Telemetry:
         tracer: Turnout's tracer.
         meter: Turnout's meter.
         exporting: True when spans are recorded and exported somewhere.
+        tracing: `tracer` when `exporting`, else None: the request path then
+            starts no span and injects no trace header (an unsampled span
+            costs nearly what a recorded one does, for nothing).
+        metering: `meter` when a metric reader is configured, else None (the
+            GenAI client metrics are then not computed at all).
     """
 
     def __init__(self, tracer_provider: TracerProvider, meter_provider: metrics.MeterProvider, exporting: bool) -> None:
@@ -193,6 +200,8 @@ class Telemetry:
         self.tracer = tracer_provider.get_tracer(INSTRUMENTATION_NAME)
         self.meter = meter_provider.get_meter(INSTRUMENTATION_NAME)
         self.exporting = exporting
+        self.tracing: Tracer | None = self.tracer if exporting else None
+        self.metering: Meter | None = None if isinstance(meter_provider, metrics.NoOpMeterProvider) else self.meter
 
     def shutdown(self) -> None:
         """Flush and stop every exporter (blocks up to the SDK's timeouts)."""
@@ -283,7 +292,8 @@ def setup_tracing(
     if env.get(TRACE_FILE_ENV):
         batch.append(JsonLinesSpanExporter(env[TRACE_FILE_ENV].replace("{service}", service)))
     exporting = bool(batch or span_exporters)
-    # Unsampled when nothing would export: no span is recorded, ids still flow.
+    # Nothing would export: Turnout's own code starts no span (`Telemetry.tracing`); anything
+    # else handed the provider gets unsampled spans, never recorded.
     provider = TracerProvider(resource=resource, sampler=None if exporting else ALWAYS_OFF)
     for exporter in batch:
         provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
