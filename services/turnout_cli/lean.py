@@ -18,6 +18,10 @@ Owns: two import-time savings, applied at the start of `turnout ingress` and
 - `watchfiles` is imported by `import uvicorn` for `--reload` (~1.5 MiB);
   Turnout never runs uvicorn with reload, so it is marked absent and
   uvicorn keeps its own fallback (polling file times, unused).
+- `pydantic.v1`, pydantic's copy of its first version (~2.2 MiB), is
+  imported by FastAPI at the first route with a parameter, only to answer
+  "is this a pydantic v1 model?"; marked absent, the import fails and
+  FastAPI answers "no" (its own fallback), which is true: Turnout has none.
 
 Measured RSS at rest: bench/README.md ("Memory").
 """
@@ -32,7 +36,7 @@ from typing import Any
 DEFERRED = ("jwt",)
 """Modules imported at first use instead of at `import` (module doc)."""
 
-ABSENT = ("httpx._main", "watchfiles")
+ABSENT = ("httpx._main", "watchfiles", "pydantic.v1")
 """Modules a server never uses, marked absent so that their importers take their fallback (module doc)."""
 
 
