@@ -21,7 +21,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 import msgspec
 
@@ -222,6 +222,23 @@ class Gate(msgspec.Struct, frozen=True):
 
 
 _ADMITTED = Gate(admitted=True)
+_UNKNOWN = Versioned(0, CLOSED)
+
+
+class _Queued(NamedTuple):
+    """One change of a subject's snapshot waiting for its writer (`Breakers._update`)."""
+
+    change: Callable[[BreakerSnapshot, float], BreakerSnapshot]
+    now: float  # the store clock when it was queued (epoch seconds)
+    view: HealthView  # the request's view: gets the written snapshot
+    speed: SpeedSample | None
+    done: asyncio.Future[bool]  # True when the write carried `speed`
+
+
+def _retrieved(done: asyncio.Future[bool]) -> None:
+    """Mark a failed change's exception as seen (its caller may have stopped waiting)."""
+    if not done.cancelled():
+        done.exception()
 
 
 class Breakers:
@@ -272,7 +289,9 @@ class Breakers:
         self._sole = sole_targets
         self._clock = clock
         self._rng = rng or random.Random()
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._known: dict[str, Versioned] = {}  # subject -> the newest snapshot this process has seen
+        self._queued: dict[str, list[_Queued]] = {}  # subject -> changes waiting for its writer
+        self._writers: dict[str, asyncio.Task[None]] = {}  # subject -> its writer task
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)
         self._outage_logged_at = float("-inf")
@@ -592,29 +611,87 @@ class Breakers:
         speed: SpeedSample | None = None,
     ) -> bool:
         """Compare-and-set `change` of `subject`'s snapshot, retried on conflict; `speed`
-        rides with the first write. Returns True when a write carried `speed`."""
-        lock = self._locks.setdefault(subject, asyncio.Lock())
+        rides with the write. Returns True when a write carried `speed`.
+
+        Changes of one subject queued while a write is in flight are applied together,
+        in arrival order, by the next write (one round trip for all: the same snapshot
+        as applying them one by one). The write runs in its own task, so a caller that
+        gives up waiting (cancelled or timed out) loses nothing already queued.
+
+        Raises:
+            StateUnavailable: the store failed the write.
+        """
+        if view.degraded:
+            return False
+        self._note(subject, view.entries.get(subject))
+        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        done.add_done_callback(_retrieved)
+        self._queued.setdefault(subject, []).append(_Queued(change, view.store_now(), view, speed, done))
+        loop = asyncio.get_running_loop()
+        writer = self._writers.get(subject)
+        if writer is None or writer.done() or writer.get_loop() is not loop:
+            self._writers[subject] = loop.create_task(self._write_queued(subject), name=f"breaker-write {subject}")
+        return await asyncio.shield(done)
+
+    def _note(self, subject: str, entry: Versioned | None) -> None:
+        """Keep `entry` as the newest known of `subject` if its version is newer."""
+        if entry is not None and entry.version > self._known.get(subject, _UNKNOWN).version:
+            self._known[subject] = entry
+
+    async def _write_queued(self, subject: str) -> None:
+        """Write `subject`'s queued changes, a batch per round trip, until none is left."""
+        try:
+            while batch := self._queued.pop(subject, None):
+                try:
+                    carried = await self._commit(subject, batch)
+                except Exception as exc:  # noqa: BLE001  # handed to every caller of the batch, which re-raises it
+                    for item in batch:
+                        if not item.done.done():
+                            item.done.set_exception(exc)
+                    continue
+                for item in batch:
+                    if not item.done.done():
+                        item.done.set_result(carried and item.speed is not None)
+        finally:
+            self._writers.pop(subject, None)
+            for item in self._queued.pop(subject, ()):  # cancelled (process stopping): nothing waits on
+                if not item.done.done():
+                    item.done.cancel()
+
+    async def _commit(self, subject: str, batch: list[_Queued]) -> bool:
+        """One compare-and-set of `batch`'s changes applied in order (retried on conflict with
+        jittered backoff). Returns True when the write carried the batch's speed samples."""
+        entry = self._known.get(subject, _UNKNOWN)
+        speeds = [item.speed for item in batch if item.speed is not None]
         carried = False
-        async with lock:  # one writer per subject per process: fewer conflicts
-            entry = view.entries.get(subject, Versioned(0, CLOSED))
-            now = view.store_now()
-            for attempt in range(_CAS_TRIES):
-                if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
-                    await asyncio.sleep(self._rng.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
-                new = change(entry.snapshot, now)
-                if new == entry.snapshot:
-                    return carried
-                if speed is not None and not carried:
-                    current = await self._store.compare_and_set(subject, entry.version, new, speed)
-                    carried = True
-                else:
-                    current = await self._store.compare_and_set(subject, entry.version, new)
-                if current is None:
-                    view.entries[subject] = Versioned(entry.version + 1, new)
-                    self._transitioned(subject, entry.snapshot, new, now)
-                    return carried
-                entry, now = current.entries[subject], current.now_s
-            log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
+        now = batch[0].now
+        for attempt in range(_CAS_TRIES):
+            if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
+                await asyncio.sleep(self._rng.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
+            steps: list[tuple[BreakerSnapshot, float]] = []
+            snap = entry.snapshot
+            for item in batch:
+                now = max(now, item.now) if attempt == 0 else now  # the store clock never runs back
+                snap = item.change(snap, now)
+                steps.append((snap, now))
+            if snap == entry.snapshot:
+                return False
+            current = await self._store.compare_and_set(subject, entry.version, snap, speeds or None)
+            carried = carried or bool(speeds)
+            if current is None:
+                committed = Versioned(entry.version + 1, snap)
+                self._note(subject, committed)
+                for item in batch:
+                    item.view.entries[subject] = committed
+                before = entry.snapshot
+                for after, at in steps:
+                    self._transitioned(subject, before, after, at)
+                    before = after
+                return carried
+            speeds = []  # folded by the refused write already (the script folds them whatever its outcome)
+            entry, now = current.entries[subject], current.now_s
+            self._note(subject, entry)
+        log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
         return carried
 
     def _transitioned(self, subject: str, old: BreakerSnapshot, new: BreakerSnapshot, now: float) -> None:

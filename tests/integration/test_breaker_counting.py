@@ -69,4 +69,4 @@ def test_breaker_two_hundred_concurrent_failures_from_four_workers_all_counted(f
     assert snapshot.run == 200
     assert 199.0 < snapshot.failures <= 200.0  # decayed by the seconds the burst took (half-life 2.5 h)
     assert snapshot.successes == 0.0 and not snapshot.open
-    assert version == 200
+    assert 4 <= version <= 200  # a write carries every result its worker queued while the one before ran

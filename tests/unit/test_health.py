@@ -55,7 +55,7 @@ from turnout.health import (
     StoreErrorPolicy,
     credential_subject,
 )
-from turnout.state.breaker_store import Loaded, MemoryBreakerStore, SpeedSample, Versioned
+from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, SpeedSample, SpeedSamples, Versioned, samples
 from turnout.state.errors import StateUnavailable, state_errors
 
 T = "acme/model-a"
@@ -202,7 +202,7 @@ class FlakyStore(CountingStore):
         return await super().load(targets, caps)
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
         self._check()
         return await super().compare_and_set(target, version, snapshot, speed)
@@ -1175,7 +1175,7 @@ class DownStore:
         raise self._down("record_speed")
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
         raise self._down("compare_and_set")
 
@@ -1309,7 +1309,7 @@ class AlwaysConflicting(CountingStore):
     writes = 0
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
         self.writes += 1
         return Loaded(now_s=self._clock(), entries={target: Versioned(version + 1, CLOSED)})
@@ -1339,6 +1339,88 @@ async def test_breakers_record_recomputes_from_the_current_entry_on_conflict(fle
     assert snap.last_error == "last"
     assert stale.entries[T].version == FRESH_RUN
     assert fleet.transitions == [(T, BreakerState.CLOSED, BreakerState.OPEN)]
+
+
+class HeldWrites(CountingStore):
+    """Writes wait until released, so results queue behind one in flight; keeps what each write carried."""
+
+    def __init__(self, time: FakeTime) -> None:
+        super().__init__(time)
+        self.release = asyncio.Event()
+        self.written: list[tuple[BreakerSnapshot, tuple[SpeedSample, ...]]] = []
+
+    async def compare_and_set(
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+    ) -> Loaded | None:
+        await self.release.wait()
+        self.written.append((snapshot, samples(speed)))
+        return await super().compare_and_set(target, version, snapshot, speed)
+
+
+async def test_breakers_results_queued_behind_a_write_go_in_the_next_one_in_order(
+    time: FakeTime, sleeper: ManualSleep
+) -> None:
+    """Ten results recorded while one write is in flight are written by one more
+    compare-and-set, as if applied one by one: the same counts, the run, the last
+    error, and every speed sample folded in order."""
+    store = HeldWrites(time)
+    fleet = Fleet(time, sleeper, store=store)
+    view = await fleet.view()
+    speed = Speed(ttft_ms=10.0, tokens_per_s=None)
+    first = asyncio.create_task(
+        fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=view, measures=speed)
+    )
+    await _real_sleep(0)
+    queued = [
+        asyncio.create_task(
+            fleet.breakers.record(
+                T,
+                FailureKind.SERVER_ERROR,
+                probe_token=None,
+                error=f"e{i}",
+                view=view,
+                measures=Speed(ttft_ms=float(i), tokens_per_s=None),
+            )
+        )
+        for i in range(10)
+    ]
+    await _real_sleep(0)
+    store.release.set()
+    await asyncio.gather(first, *queued)
+    assert len(store.written) == 2, "one write for the first result, one for the ten queued behind it"
+    one_by_one = CountingStore(time)
+    expected = Breakers(one_by_one, fleet.settings, clock=time.monotonic)
+    await expected.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=await expected.view([T]))
+    for i in range(10):
+        await expected.record(
+            T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=await expected.view([T])
+        )
+    last, carried = store.written[1]
+    assert (last.run, last.last_error, last.open) == (10, "e9", True)
+    assert last == (await one_by_one.load([T])).entries[T].snapshot
+    assert [s.ttft_ms for s in carried] == [float(i) for i in range(10)], "samples folded in arrival order"
+    assert view.entries[T].version == 2, "the callers' view holds the written snapshot"
+
+
+async def test_breakers_result_of_a_caller_that_stops_waiting_is_still_written(
+    time: FakeTime, sleeper: ManualSleep
+) -> None:
+    """A caller cancelled while its result waits for the write (client gone) loses
+    nothing: the write runs on in its own task."""
+    store = HeldWrites(time)
+    fleet = Fleet(time, sleeper, store=store)
+    view = await fleet.view()
+    waiting = asyncio.create_task(
+        fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="gone", view=view)
+    )
+    await _real_sleep(0)
+    waiting.cancel()
+    await asyncio.wait([waiting])
+    assert waiting.cancelled()
+    store.release.set()
+    for _ in range(5):
+        await _real_sleep(0)
+    assert [snap.last_error for snap, _ in store.written] == ["gone"]
 
 
 async def test_breakers_record_cancelled_while_stopping_the_renewal_stays_cancelled(fleet: Fleet) -> None:

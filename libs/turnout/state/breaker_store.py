@@ -31,7 +31,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeAlias
 
 import msgspec
 from redis.asyncio import Redis
@@ -77,6 +77,19 @@ class SpeedSample(msgspec.Struct, frozen=True, kw_only=True):
     tokens_per_s: float | None
     alpha: float
     ttl_s: int
+
+
+SpeedSamples: TypeAlias = SpeedSample | Sequence[SpeedSample] | None
+"""What `compare_and_set` folds in: nothing, one sample, or several (in order)."""
+
+
+def samples(speed: SpeedSamples) -> tuple[SpeedSample, ...]:
+    """`speed` as a tuple of samples, in order."""
+    if speed is None:
+        return ()
+    if isinstance(speed, SpeedSample):
+        return (speed,)
+    return tuple(speed)
 
 
 class Loaded(msgspec.Struct, frozen=True):
@@ -127,11 +140,12 @@ class BreakerStore(Protocol):
         ...
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
         """Store `snapshot` as version+1 if the stored version is `version`; fold
-        `speed` (when given) into the target's measures as `record_speed` does,
-        in the same round trip and whatever the write's outcome.
+        `speed` (when given: one sample, or several folded in order) into the
+        target's measures as `record_speed` does, in the same round trip and
+        whatever the write's outcome.
 
         Returns:
             None when stored; else the current entry (and clock) to recompute from.
@@ -210,12 +224,12 @@ class MemoryBreakerStore:
         )
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
         """See `BreakerStore.compare_and_set`."""
-        if speed is not None:
+        for sample in samples(speed):
             await self.record_speed(
-                target, ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s, alpha=speed.alpha, ttl_s=speed.ttl_s
+                target, ttft_ms=sample.ttft_ms, tokens_per_s=sample.tokens_per_s, alpha=sample.alpha, ttl_s=sample.ttl_s
             )
         current = self._entries.get(target, Versioned(0, CLOSED))
         if current.version != version:
@@ -249,8 +263,8 @@ class MemoryBreakerStore:
         return True
 
 
-# Folds (field, sample) pairs of ARGV from index `first` into the speed hash `key`: each field's EWMA
-# with weight `a`; the hash expires `ttl` seconds later.
+# Folds (field, sample) pairs of ARGV from index `first` into the speed hash `key`, in order (a field
+# may come several times: one EWMA step each) with weight `a`; the hash expires `ttl` seconds later.
 _FOLD_SPEED = """
 local function fold_speed(key, a, ttl, first)
   for i = first, #ARGV, 2 do
@@ -413,15 +427,18 @@ class RedisBreakerStore:
             await self._speed(keys=[keys.speed_key(target)], args=[repr(float(alpha)), int(ttl_s), *pairs])
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSample | None = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
     ) -> Loaded | None:
-        """See `BreakerStore.compare_and_set`: one Lua round trip, `speed` folded in by the same script."""
+        """See `BreakerStore.compare_and_set`: one Lua round trip, `speed` folded in by the same
+        script (several samples: in order, each as its own EWMA step; they share the first's
+        weight and TTL, as every sample of one process does)."""
         names = [keys.breaker_key(target)]
         args: list[bytes | str | int | float] = [version, _encode.encode(snapshot), _KEY_TTL_S]
-        pairs = _speed_pairs(speed.ttft_ms, speed.tokens_per_s) if speed is not None else []
-        if speed is not None and pairs:
+        folded = samples(speed)
+        pairs = [p for sample in folded for p in _speed_pairs(sample.ttft_ms, sample.tokens_per_s)]
+        if pairs:
             names.append(keys.speed_key(target))
-            args += [repr(float(speed.alpha)), int(speed.ttl_s), *pairs]
+            args += [repr(float(folded[0].alpha)), int(folded[0].ttl_s), *pairs]
         reply = await self._cas(keys=names, args=args)
         if reply == 1:
             return None

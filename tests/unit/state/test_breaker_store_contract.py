@@ -231,7 +231,7 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
     )
 
     entry = (await harness.store.load([T])).entries[T]
-    assert entry.version == 200, "every failure was written"
+    assert 1 <= entry.version <= 200, "a write carries every failure queued while the one before ran"
     snap = entry.snapshot
     successes, failures = counts(snap, snap.counted_at_s, settings)
     assert successes == 0.0 and failures == pytest.approx(200.0, rel=1e-4)
@@ -456,7 +456,7 @@ async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failur
         await asyncio.gather(*(c.aclose() for c in clients))
     assert "not recorded" not in caplog.text
     entry = (await RedisBreakerStore(redis_client).load([T])).entries[T]
-    assert entry.version == 200
+    assert 50 <= entry.version <= 200, "at least one write per process; one may carry several failures"
     successes, failures = counts(entry.snapshot, entry.snapshot.counted_at_s, settings)
     assert successes == 0.0 and failures == pytest.approx(200.0, rel=1e-4)
     assert entry.snapshot.run == 200
