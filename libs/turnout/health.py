@@ -223,6 +223,10 @@ class Gate(msgspec.Struct, frozen=True):
 
 _ADMITTED = Gate(admitted=True)
 _UNKNOWN = Versioned(0, CLOSED)
+_KNOWN_MAX = 100_000
+"""Subjects (targets and tenant credentials) whose latest snapshot a process remembers at most."""
+_CACHE_MAX = 4096
+"""Distinct reads `Breakers.view` keeps at most (one per model and tenant credential set in use)."""
 
 
 class _Queued(NamedTuple):
@@ -232,7 +236,24 @@ class _Queued(NamedTuple):
     now: float  # the store clock when it was queued (epoch seconds)
     view: HealthView  # the request's view: gets the written snapshot
     speed: SpeedSample | None
+    quiet: bool  # a plain success: nothing the other processes must hear of at once
     done: asyncio.Future[bool]  # True when the write carried `speed`
+
+
+def _later(a: tuple[float, Versioned], b: tuple[float, Versioned]) -> bool:
+    """Whether (seen at, entry) `a` is later than `b`: seen later, or at the same time with a higher version."""
+    return a[0] > b[0] or (a[0] == b[0] and a[1].version > b[1].version)
+
+
+def _standing_changed(old: BreakerSnapshot, new: BreakerSnapshot) -> bool:
+    """Whether a write moves what admission reads: a trip or close, a new cooldown, a rest, slow start."""
+    return (old.open, old.opened_at_s, old.not_before_s, old.closed_at_s, old.trips) != (
+        new.open,
+        new.opened_at_s,
+        new.not_before_s,
+        new.closed_at_s,
+        new.trips,
+    )
 
 
 def _retrieved(done: asyncio.Future[bool]) -> None:
@@ -258,6 +279,11 @@ class Breakers:
         clock: monotonic seconds (view ages, log throttling).
         wall: epoch seconds (the store clock of a degraded view).
         rng: jitter of compare-and-set retries.
+        cache_s: seconds a `view` read serves later views of the same subjects
+            (0: every view reads). Whatever this process writes, and whatever is
+            announced on `keys.HEALTH_CHANNEL` (`forget`: a failure, a trip, a
+            close, a rest, a usage cap, from any process), is seen at once; only
+            the decay of scores and the rolling measures may lag by `cache_s`.
     """
 
     def __init__(
@@ -275,8 +301,12 @@ class Breakers:
         clock: Clock = time.monotonic,
         wall: Clock = time.time,
         rng: random.Random | None = None,
+        cache_s: float = 0.0,
     ) -> None:
         self._wall = wall
+        self._cache_s = cache_s
+        self._cache: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[float, Loaded]] = {}  # -> (read at, read)
+        self._generation = 0  # bumped by `forget`: a read begun before it is not kept
         self._store = store
         self._speed_alpha = speed_alpha
         self._speed_ttl_s = speed_ttl_s
@@ -289,7 +319,7 @@ class Breakers:
         self._sole = sole_targets
         self._clock = clock
         self._rng = rng or random.Random()
-        self._known: dict[str, Versioned] = {}  # subject -> the newest snapshot this process has seen
+        self._known: dict[str, tuple[float, Versioned]] = {}  # subject -> (seen at, the latest snapshot seen)
         self._queued: dict[str, list[_Queued]] = {}  # subject -> changes waiting for its writer
         self._writers: dict[str, asyncio.Task[None]] = {}  # subject -> its writer task
         self._renewals: dict[str, asyncio.Task[None]] = {}
@@ -323,13 +353,41 @@ class Breakers:
         Raises:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
         """
+        names, capped = tuple(dict.fromkeys(subjects)), tuple(dict.fromkeys(caps))
+        held = self._cache.get((names, capped)) if self._cache_s > 0 else None
+        if held is not None and (age := self._clock() - held[0]) <= self._cache_s:
+            return HealthView(self._newest(held[1], held[0]), clock=self._clock, age_s=age)
+        generation = self._generation
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):  # a hung Redis must not hold the request
-                loaded = await self._store.load(list(dict.fromkeys(subjects)), list(dict.fromkeys(caps)))
+                loaded = await self._store.load(list(names), list(capped))
+            read_at = self._clock()
+            for subject, entry in loaded.entries.items():
+                self._note(subject, entry, read_at)
+            if self._cache_s > 0 and generation == self._generation:
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[(names, capped)] = (read_at, loaded)
             return HealthView(loaded, clock=self._clock)
         except (StateUnavailable, TimeoutError) as exc:
             self._outage(exc)
             return HealthView(Loaded(now_s=self._wall(), entries={}), clock=self._clock, degraded=True)
+
+    def forget(self, subject: str | bytes = "") -> None:
+        """Drop the reads `view` keeps (`cache_s`): `subject` changed elsewhere (a message on
+        `keys.HEALTH_CHANNEL`). Every read is dropped, whatever the subject: changes are rare."""
+        self._generation += 1
+        self._cache.clear()
+
+    def _newest(self, loaded: Loaded, read_at: float) -> Loaded:
+        """`loaded` (read at `read_at`, monotonic s) with any snapshot this process has seen since
+        (its own writes, conflicts it met)."""
+        newer = {
+            subject: known[1]
+            for subject in loaded.entries
+            if (known := self._known.get(subject)) is not None and _later(known, (read_at, loaded.entries[subject]))
+        }
+        return msgspec.structs.replace(loaded, entries={**loaded.entries, **newer}) if newer else loaded
 
     def shipped_view(self, subjects: Iterable[str], loaded: Loaded, store_now_s: float) -> HealthView | None:
         """The view `loaded` (read by the ingress, shipped with the job) as of now, or None when it
@@ -516,6 +574,10 @@ class Breakers:
                                 error=error[:200],
                             ),
                             speed=sample,
+                            quiet=counting.target is Counted.SUCCESS
+                            and probe_token is None
+                            and counting.rest_s is None
+                            and (sample is None or target in view.speeds),  # a first measure is news
                         ):
                             sample = None  # folded in by the write
                     if credential_key is not None and counting.credential is not Counted.NEUTRAL:
@@ -609,9 +671,17 @@ class Breakers:
         view: HealthView,
         change: Callable[[BreakerSnapshot, float], BreakerSnapshot],
         speed: SpeedSample | None = None,
+        *,
+        quiet: bool = False,
     ) -> bool:
         """Compare-and-set `change` of `subject`'s snapshot, retried on conflict; `speed`
         rides with the write. Returns True when a write carried `speed`.
+
+        A write is announced on `keys.HEALTH_CHANNEL` (processes that keep health
+        reads a moment forget them) unless every change it carries is `quiet` and
+        none changed the subject's standing (`_standing_changed`). A `quiet` change
+        (a plain success) is not waited for: it returns once queued, True when it
+        has `speed` to carry; a failed write of it is logged as a store outage.
 
         Changes of one subject queued while a write is in flight are applied together,
         in arrival order, by the next write (one round trip for all: the same snapshot
@@ -623,20 +693,30 @@ class Breakers:
         """
         if view.degraded:
             return False
-        self._note(subject, view.entries.get(subject))
+        self._note(subject, view.entries.get(subject), view.read_at)
         done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         done.add_done_callback(_retrieved)
-        self._queued.setdefault(subject, []).append(_Queued(change, view.store_now(), view, speed, done))
+        self._queued.setdefault(subject, []).append(_Queued(change, view.store_now(), view, speed, quiet, done))
         loop = asyncio.get_running_loop()
         writer = self._writers.get(subject)
         if writer is None or writer.done() or writer.get_loop() is not loop:
             self._writers[subject] = loop.create_task(self._write_queued(subject), name=f"breaker-write {subject}")
+        if quiet:  # nobody need wait for it: the answer goes out while it is written (`drain` waits)
+            return speed is not None
         return await asyncio.shield(done)
 
-    def _note(self, subject: str, entry: Versioned | None) -> None:
-        """Keep `entry` as the newest known of `subject` if its version is newer."""
-        if entry is not None and entry.version > self._known.get(subject, _UNKNOWN).version:
-            self._known[subject] = entry
+    async def drain(self) -> None:
+        """Wait until every change queued so far is written (or failed): a process stopping, a test."""
+        while self._writers:
+            await asyncio.wait(list(self._writers.values()))
+
+    def _note(self, subject: str, entry: Versioned | None, seen_at: float) -> None:
+        """Keep `entry`, seen at `seen_at` (monotonic s), as the latest known of `subject` unless
+        one seen later is kept. Seen, not versioned: versions start again when keys are lost."""
+        if entry is not None and ((known := self._known.get(subject)) is None or not _later(known, (seen_at, entry))):
+            if known is None and len(self._known) >= _KNOWN_MAX:
+                self._known.clear()  # forgetting only costs a conflicting write
+            self._known[subject] = (seen_at, entry)
 
     async def _write_queued(self, subject: str) -> None:
         """Write `subject`'s queued changes, a batch per round trip, until none is left."""
@@ -644,10 +724,15 @@ class Breakers:
             while batch := self._queued.pop(subject, None):
                 try:
                     carried = await self._commit(subject, batch)
-                except Exception as exc:  # noqa: BLE001  # handed to every caller of the batch, which re-raises it
+                except Exception as exc:  # handed to every caller of the batch, which re-raises it
                     for item in batch:
                         if not item.done.done():
                             item.done.set_exception(exc)
+                    if all(item.quiet for item in batch):  # nobody waits to see it
+                        if isinstance(exc, (StateUnavailable, TimeoutError)):
+                            self._outage(exc, refuse=False)
+                        else:
+                            log.error("breaker %s: successes not recorded", subject, exc_info=exc)
                     continue
                 for item in batch:
                     if not item.done.done():
@@ -661,7 +746,7 @@ class Breakers:
     async def _commit(self, subject: str, batch: list[_Queued]) -> bool:
         """One compare-and-set of `batch`'s changes applied in order (retried on conflict with
         jittered backoff). Returns True when the write carried the batch's speed samples."""
-        entry = self._known.get(subject, _UNKNOWN)
+        entry = self._known.get(subject, (0.0, _UNKNOWN))[1]
         speeds = [item.speed for item in batch if item.speed is not None]
         carried = False
         now = batch[0].now
@@ -676,11 +761,14 @@ class Breakers:
                 steps.append((snap, now))
             if snap == entry.snapshot:
                 return False
-            current = await self._store.compare_and_set(subject, entry.version, snap, speeds or None)
+            notify = not all(item.quiet for item in batch) or _standing_changed(entry.snapshot, snap)
+            current = await self._store.compare_and_set(subject, entry.version, snap, speeds or None, notify=notify)
             carried = carried or bool(speeds)
             if current is None:
                 committed = Versioned(entry.version + 1, snap)
-                self._note(subject, committed)
+                self._note(subject, committed, self._clock())
+                if notify:
+                    self.forget(subject)
                 for item in batch:
                     item.view.entries[subject] = committed
                 before = entry.snapshot
@@ -690,7 +778,7 @@ class Breakers:
                 return carried
             speeds = []  # folded by the refused write already (the script folds them whatever its outcome)
             entry, now = current.entries[subject], current.now_s
-            self._note(subject, entry)
+            self._note(subject, entry, self._clock())
         log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
         return carried
 
@@ -725,9 +813,10 @@ def redis_breakers(
     *,
     metrics: Metrics | None = None,
     rng: random.Random | None = None,
+    cache_s: float = 0.0,
 ) -> Breakers:
     """The fleet's `Breakers` over Redis, as every process builds them (one
-    place, so the ingress and the workers never drift apart)."""
+    place, so the ingress and the workers never drift apart); `cache_s` as in `Breakers`."""
     b, r = config.raw.breaker, config.raw.routing
     return Breakers(
         RedisBreakerStore(redis),
@@ -740,4 +829,5 @@ def redis_breakers(
         on_trip=metrics.on_trip if metrics else None,
         sole_targets=catalog.current.sole_targets,
         rng=rng,
+        cache_s=cache_s,
     )

@@ -19,6 +19,7 @@ Must not import: services, FastAPI.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
@@ -60,18 +61,27 @@ class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
         service: the OpenTelemetry service name.
         upstream_connections: the shared upstream client's pool, from the configuration.
         custom_connections: the custom-endpoint client's pool, from the configuration.
+        health_cache_s: seconds one health read serves the process's later requests
+            (`turnout.health.Breakers`, `cache_s`); the role that keeps reads must
+            listen on `keys.HEALTH_CHANNEL` and call `Breakers.forget`.
     """
 
     service: str
     upstream_connections: Callable[[Config], int]
     custom_connections: Callable[[Config], int]
+    health_cache_s: float = 0.0
 
+
+HEALTH_CACHE_S = 0.1
+"""An ingress reads the health of a request's targets once per this many seconds (issue: Performance:
+one read for every request of the moment, not one each); announced changes are seen at once."""
 
 ROLES: dict[Role, RoleShape] = {
     "ingress": RoleShape(
         service="turnout-ingress",
         upstream_connections=lambda c: c.raw.gateway.ingress_max_streams + 100,  # the streams it serves itself
         custom_connections=lambda c: 200,
+        health_cache_s=HEALTH_CACHE_S,
     ),
     "worker": RoleShape(
         service="turnout-worker",
@@ -222,8 +232,11 @@ class Runtime:
         await self.directory.start(listen_redis, bootstrap=bootstrap)
 
     async def stop(self) -> None:
-        """Stop the clock check, flush and stop observation, close the upstream clients, stop the watches."""
+        """Stop the clock check, write the breaker results still queued (at most 5 s), flush and stop
+        observation, close the upstream clients, stop the watches."""
         await self.clock_check.stop()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.breakers.drain(), 5.0)
         await self.obs.stop()
         await self.http.aclose()
         await self.directory.stop()
@@ -270,7 +283,7 @@ def build_runtime(
         scrub=directory.scrubber.credentials,
     )
     rng = rng or random.Random()
-    breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng)
+    breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng, cache_s=shape.health_cache_s)
     catalog_watch = attach_catalog(catalog, redis, config, directory=directory, breakers=breakers, env=settings.env)
     clock_check = ClockSkewCheck(redis, obs.metrics.clock_skew, service=shape.service)
     http = make_http_client(max_connections=shape.upstream_connections(config))

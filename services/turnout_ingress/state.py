@@ -25,6 +25,7 @@ from turnout.observability.telemetry import enqueue_span
 from turnout.observability.tracing import Telemetry
 from turnout.runtime import build_runtime
 from turnout.settings import Settings
+from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
 from turnout_ingress.limits import Limiter
@@ -74,6 +75,7 @@ class IngressState:
             max_depth=config.raw.gateway.max_queue_depth,
             around_enqueue=None if tracer is None else functools.partial(enqueue_span, tracer),
             fleet=self.fleet,
+            also={keys.HEALTH_CHANNEL: self.runtime.breakers.forget},  # the health reads kept a moment
             rng=self.rng,
             clock=clock,
         )

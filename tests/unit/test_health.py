@@ -202,10 +202,10 @@ class FlakyStore(CountingStore):
         return await super().load(targets, caps)
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
         self._check()
-        return await super().compare_and_set(target, version, snapshot, speed)
+        return await super().compare_and_set(target, version, snapshot, speed, notify=notify)
 
     async def acquire_probe(self, target: str, ttl_s: float) -> str | None:
         self._check()
@@ -284,6 +284,7 @@ class Fleet:
             credential=credential,
             credential_key=credential_key,
         )
+        await self.breakers.drain()  # a plain success returns before its write
 
     async def fail(self, n: int, kind: FailureKind = FailureKind.SERVER_ERROR, target: str = T) -> None:
         for i in range(n):
@@ -1175,7 +1176,7 @@ class DownStore:
         raise self._down("record_speed")
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
         raise self._down("compare_and_set")
 
@@ -1309,7 +1310,7 @@ class AlwaysConflicting(CountingStore):
     writes = 0
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
         self.writes += 1
         return Loaded(now_s=self._clock(), entries={target: Versioned(version + 1, CLOSED)})
@@ -1350,11 +1351,11 @@ class HeldWrites(CountingStore):
         self.written: list[tuple[BreakerSnapshot, tuple[SpeedSample, ...]]] = []
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
         await self.release.wait()
         self.written.append((snapshot, samples(speed)))
-        return await super().compare_and_set(target, version, snapshot, speed)
+        return await super().compare_and_set(target, version, snapshot, speed, notify=notify)
 
 
 async def test_breakers_results_queued_behind_a_write_go_in_the_next_one_in_order(

@@ -140,12 +140,13 @@ class BreakerStore(Protocol):
         ...
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
         """Store `snapshot` as version+1 if the stored version is `version`; fold
         `speed` (when given: one sample, or several folded in order) into the
         target's measures as `record_speed` does, in the same round trip and
-        whatever the write's outcome.
+        whatever the write's outcome. With `notify`, a stored write is announced
+        on `keys.HEALTH_CHANNEL` (message: `target`) in the same step.
 
         Returns:
             None when stored; else the current entry (and clock) to recompute from.
@@ -224,9 +225,9 @@ class MemoryBreakerStore:
         )
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
-        """See `BreakerStore.compare_and_set`."""
+        """See `BreakerStore.compare_and_set` (`notify`: nobody listens to a memory store)."""
         for sample in samples(speed):
             await self.record_speed(
                 target, ttft_ms=sample.ttft_ms, tokens_per_s=sample.tokens_per_s, alpha=sample.alpha, ttl_s=sample.ttl_s
@@ -278,12 +279,13 @@ end
 """
 
 # KEYS[1] snapshot hash, KEYS[2] (optional) speed hash
-# ARGV: expected version, new snapshot, key ttl s, then with KEYS[2]: alpha, speed ttl s, (field, sample) pairs
+# ARGV: expected version, new snapshot, key ttl s, channel to announce a stored write on ('' none), the
+# message (the subject), then with KEYS[2]: alpha, speed ttl s, (field, sample) pairs
 # The measures are folded whatever the write's outcome (the caller passes them with its first write only).
 _CAS = (
     _FOLD_SPEED
     + """
-if KEYS[2] then fold_speed(KEYS[2], tonumber(ARGV[4]), ARGV[5], 6) end
+if KEYS[2] then fold_speed(KEYS[2], tonumber(ARGV[6]), ARGV[7], 8) end
 local v = redis.call('hget', KEYS[1], 'v') or '0'
 if v ~= ARGV[1] then
   local t = redis.call('time')
@@ -291,6 +293,7 @@ if v ~= ARGV[1] then
 end
 redis.call('hset', KEYS[1], 'v', tostring(tonumber(ARGV[1]) + 1), 's', ARGV[2])
 redis.call('expire', KEYS[1], ARGV[3])
+if ARGV[4] ~= '' then redis.call('publish', ARGV[4], ARGV[5]) end
 return 1
 """
 )
@@ -415,8 +418,12 @@ class RedisBreakerStore:
         return _caps(subjects, await self._redis.mget([keys.plan_cap_key(s) for s in subjects]))
 
     async def set_plan_cap(self, subject: str, *, until_s: float, ttl_s: float) -> None:
-        """See `BreakerStore.set_plan_cap`: `SET ... PX`."""
-        await self._redis.set(keys.plan_cap_key(subject), repr(float(until_s)), px=max(1, int(ttl_s * 1000)))
+        """See `BreakerStore.set_plan_cap`: `SET ... PX` and its announcement on
+        `keys.HEALTH_CHANNEL`, in one round trip."""
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(keys.plan_cap_key(subject), repr(float(until_s)), px=max(1, int(ttl_s * 1000)))
+            pipe.publish(keys.HEALTH_CHANNEL, subject)
+            await pipe.execute()
 
     async def record_speed(
         self, target: str, *, ttft_ms: float | None, tokens_per_s: float | None, alpha: float, ttl_s: int
@@ -427,13 +434,19 @@ class RedisBreakerStore:
             await self._speed(keys=[keys.speed_key(target)], args=[repr(float(alpha)), int(ttl_s), *pairs])
 
     async def compare_and_set(
-        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None
+        self, target: str, version: int, snapshot: BreakerSnapshot, speed: SpeedSamples = None, *, notify: bool = False
     ) -> Loaded | None:
-        """See `BreakerStore.compare_and_set`: one Lua round trip, `speed` folded in by the same
-        script (several samples: in order, each as its own EWMA step; they share the first's
-        weight and TTL, as every sample of one process does)."""
+        """See `BreakerStore.compare_and_set`: one Lua round trip, `speed` folded in and the
+        announcement published by the same script (several samples: in order, each as its own
+        EWMA step; they share the first's weight and TTL, as every sample of one process does)."""
         names = [keys.breaker_key(target)]
-        args: list[bytes | str | int | float] = [version, _encode.encode(snapshot), _KEY_TTL_S]
+        args: list[bytes | str | int | float] = [
+            version,
+            _encode.encode(snapshot),
+            _KEY_TTL_S,
+            keys.HEALTH_CHANNEL if notify else "",
+            target,
+        ]
         folded = samples(speed)
         pairs = [p for sample in folded for p in _speed_pairs(sample.ttft_ms, sample.tokens_per_s)]
         if pairs:

@@ -55,6 +55,11 @@ REPLY_CHANNEL_PREFIX = "turnout:reply:"
 CANCEL_CHANNEL = "turnout:cancel"
 """Pub/sub channel: message = a job id whose client went away."""
 
+HEALTH_CHANNEL = "turnout:health:changed"
+"""Pub/sub channel: message = a breaker subject (target or credential) whose standing just changed
+(a failure counted, a trip, a close, a rest) or a usage cap (`cap_subject`) just noted; processes
+that keep health reads a moment (`turnout.health.Breakers`, `cache_s`) forget them."""
+
 
 def result_key(job_id: str) -> str:
     """Key of a job's stored result."""

@@ -25,7 +25,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -178,6 +178,9 @@ class JobQueue:
             expected wait plus one service time exceeds its budget is shed at
             the door (`queue_full`).
             None: shed on `max_depth` only.
+        also: more channels the result listener subscribes to (channel -> handler of
+            a message's data): a handler runs before any result published after its
+            message is handed out (one subscription, messages in publish order).
         clock: epoch seconds (deadlines).
         rng: draws the result listener's reconnect jitter.
         sleep: waits the listener's reconnect backoff (seconds).
@@ -194,6 +197,7 @@ class JobQueue:
         grace_s: float = 1.0,
         around_enqueue: Callable[[str], AbstractContextManager[dict[str, str]]] | None = None,
         fleet: FleetWatch | None = None,
+        also: Mapping[str, Callable[[bytes], None]] | None = None,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -206,6 +210,7 @@ class JobQueue:
         self._redis = redis
         self._listen_redis = listen_redis
         self._channel = keys.reply_channel(ingress_id)
+        self._also = {name.encode(): handler for name, handler in (also or {}).items()}
         self._max_depth = max_depth
         self._result_poll_s = result_poll_s
         self._grace_s = grace_s
@@ -235,7 +240,7 @@ class JobQueue:
     async def _listen(self) -> None:
         await listen_forever(
             self._listen_redis,
-            [self._channel],
+            [self._channel, *(name.decode() for name in self._also)],
             self._resolve,
             name="result listener",
             rng=self._rng,
@@ -250,6 +255,10 @@ class JobQueue:
     async def _resolve(self, message: Message | None) -> None:
         """Hand a published result to the requests waiting for it."""
         if message is None:
+            return
+        handler = self._also.get(message["channel"])
+        if handler is not None:  # heard before any result published after it (one connection, in order)
+            handler(message["data"])
             return
         try:
             result = result_decoder.decode(message["data"])

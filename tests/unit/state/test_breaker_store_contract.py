@@ -15,7 +15,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import msgspec
 import pytest
@@ -518,3 +518,33 @@ async def test_store_plan_caps_are_loaded_with_the_snapshots_until_they_expire(h
     assert (await harness.store.load([T])).caps == {}  # read only when asked
     await harness.advance(0.4)
     assert (await harness.store.load([T], [shared])).caps == {}
+
+
+# ------------------------------------------------------------------ announcements (issue: Performance)
+
+
+async def _announced(pubsub: Any, expected: int) -> list[bytes]:
+    """The messages on the health channel: `expected` of them, then any more within 0.2 s."""
+    got: list[bytes] = []
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=0.2)
+        if message is not None:
+            got.append(message["data"])
+        elif len(got) >= expected:
+            break
+    return got
+
+
+async def test_redis_store_announces_a_stored_write_when_told_and_only_then(redis_client: Redis) -> None:
+    store = RedisBreakerStore(redis_client)
+    pubsub = redis_client.pubsub()
+    await pubsub.subscribe(keys.HEALTH_CHANNEL)
+    try:
+        assert await store.compare_and_set(T, 0, TRIPPED, notify=True) is None
+        assert await store.compare_and_set(T, 1, HEALTHY) is None
+        assert await store.compare_and_set(T, 0, HEALTHY, notify=True) is not None  # refused: nothing changed
+        await store.set_plan_cap("shared|" + U, until_s=1_900_000_000.0, ttl_s=60)
+        assert await _announced(pubsub, 2) == [T.encode(), ("shared|" + U).encode()]
+    finally:
+        await pubsub.aclose()  # type: ignore[no-untyped-call]

@@ -45,3 +45,30 @@ async def test_a_held_job_past_its_deadline_is_withdrawn_and_cancelled(redis_cli
         assert message is not None, "no cancel was published"
     assert message["data"] == b"held-1"
     await cancels.aclose()  # type: ignore[no-untyped-call]
+
+
+async def test_a_message_on_an_extra_channel_is_handled_before_a_later_result(redis_client: Redis) -> None:
+    """The ingress forgets its kept health reads on `keys.HEALTH_CHANNEL` before it hands out any
+    result published after the announcement (one subscription: publish order)."""
+    seen: list[str] = []
+    queue = JobQueue(
+        redis_client,
+        listen_redis=redis_client,
+        ingress_id="t2",
+        max_depth=100,
+        also={keys.HEALTH_CHANNEL: lambda data: seen.append("forgot " + data.decode())},
+    )
+    await queue.start()
+    try:
+        deadline = time.monotonic() + 10
+        while await redis_client.publish(keys.HEALTH_CHANNEL, "ping") == 0:  # until the listener is subscribed
+            assert time.monotonic() < deadline, "the listener never subscribed"
+            await asyncio.sleep(0.01)
+        await redis_client.publish(keys.HEALTH_CHANNEL, "acme/model-a")
+        await redis_client.publish(keys.HEALTH_CHANNEL, "acme/model-b")
+        while len(seen) < 3:
+            assert time.monotonic() < deadline, "messages lost"
+            await asyncio.sleep(0.01)
+        assert seen == ["forgot ping", "forgot acme/model-a", "forgot acme/model-b"], "in publish order"
+    finally:
+        await queue.stop()
