@@ -118,7 +118,7 @@ async def serve_stream(
     async def route_in_span() -> RouteResult:
         # the request span covers the loop up to the commit point; the committed
         # attempt's own span ends with the stream (its `finish`)
-        with request_span(state.obs.telemetry.tracer, info):
+        with request_span(state.obs.telemetry.tracing, info):
             return await state.router.route(
                 upstream_request,
                 plan=plan,

@@ -51,11 +51,11 @@ from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
     Usage,
-    endpoint_url,
     envelope_outcome,
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
+from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches
 from turnout.core.types import Outcome, TransportError
 
@@ -76,17 +76,15 @@ def messages_request(
     except msgspec.DecodeError as exc:
         raise WireError("the request body is not valid JSON", "body") from exc
     translated = to_anthropic_request(request, str(request.get("model", "")))
-    headers = {
-        "x-api-key": api_key,
-        "anthropic-version": ANTHROPIC_VERSION,
-        "content-type": "application/json",
-        "x-request-id": request_id,
-    }
+    headers = [
+        ("x-api-key", api_key),
+        ("anthropic-version", ANTHROPIC_VERSION),
+        ("content-type", "application/json"),
+        ("x-request-id", request_id),
+    ]
     if stream:
-        headers["accept"] = "text/event-stream"
-    return client.build_request(
-        "POST", endpoint_url(base_url, MESSAGES_PATH), content=_encode.encode(translated), headers=headers
-    )
+        headers.append(("accept", "text/event-stream"))
+    return post_request(client, base_url, MESSAGES_PATH, headers, _encode.encode(translated))
 
 
 def untranslatable(exc: WireError) -> AttemptResult:
