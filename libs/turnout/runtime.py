@@ -127,9 +127,9 @@ class Observation:
         )
         self.spend = SpendLedger(redis)
         self.observer: Observers = route_observers(
-            self.telemetry.tracer,
+            self.telemetry.tracing,
             catalog,
-            meter=self.telemetry.meter,
+            meter=self.telemetry.metering,
             metrics=self.metrics,
             records=RecordsObserver(self.records, catalog) if self.records is not None else None,
             spend=SpendObserver(self.spend, catalog),

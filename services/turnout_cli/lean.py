@@ -15,6 +15,13 @@ Owns: two import-time savings, applied at the start of `turnout ingress` and
   whenever click, rich and pygments are installed (a development
   environment: ~4 MiB a process); a server never runs it, so it is marked
   absent and httpx keeps its own fallback `main`.
+- `watchfiles` is imported by `import uvicorn` for `--reload` (~1.5 MiB);
+  Turnout never runs uvicorn with reload, so it is marked absent and
+  uvicorn keeps its own fallback (polling file times, unused).
+- `pydantic.v1`, pydantic's copy of its first version (~2.2 MiB), is
+  imported by FastAPI at the first route with a parameter, only to answer
+  "is this a pydantic v1 model?"; marked absent, the import fails and
+  FastAPI answers "no" (its own fallback), which is true: Turnout has none.
 
 Measured RSS at rest: bench/README.md ("Memory").
 """
@@ -28,6 +35,9 @@ from typing import Any
 
 DEFERRED = ("jwt",)
 """Modules imported at first use instead of at `import` (module doc)."""
+
+ABSENT = ("httpx._main", "watchfiles", "pydantic.v1")
+"""Modules a server never uses, marked absent so that their importers take their fallback (module doc)."""
 
 
 class Deferred(types.ModuleType):
@@ -43,8 +53,9 @@ class Deferred(types.ModuleType):
 
 
 def defer_unused_imports() -> None:
-    """Defer `DEFERRED` and leave out httpx's command line client (module doc); idempotent,
-    and a module already imported is left as it is."""
+    """Defer `DEFERRED` and leave out `ABSENT` (module doc); idempotent, and a module
+    already imported is left as it is."""
     for name in DEFERRED:
         sys.modules.setdefault(name, Deferred(name))
-    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    for absent in ABSENT:
+        sys.modules.setdefault(absent, None)  # type: ignore[arg-type]

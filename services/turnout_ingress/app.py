@@ -37,7 +37,9 @@ from turnout_ingress import admin, errors, idempotency, observability, ops_route
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models
+from turnout_ingress.ops_routes import RouteCounts
 from turnout_ingress.state import IngressState
 from turnout_ingress.streaming import serve_stream
 from turnout_ingress.validation import authenticate, parse_chat_request, read_body, take_preferences
@@ -132,7 +134,7 @@ def create_app(
             await listen_redis.aclose()
 
     # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
-    app = FastAPI(
+    app = IngressApp(
         title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
     )
     app.state.turnout = state
@@ -247,11 +249,9 @@ def create_app(
         return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
 
     _hot_routes_first(app)
+    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
+        app.serve_hot(RouteCounts(state.metrics))
     return app
-
-
-HOT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages"})
-"""The paths nearly every request takes: matched first (Starlette tries routes in order)."""
 
 
 def _hot_routes_first(app: FastAPI) -> None:

@@ -156,29 +156,35 @@ async def _drain(frames: AsyncIterable[Any]) -> None:
         pass
 
 
+def _events_bytes(events: list[Event]) -> bytes:
+    return b"".join([sse(*event) for event in events])
+
+
 async def anthropic_stream(frames: AsyncIterable[Any], *, model: str) -> AsyncIterator[bytes]:
     """The Anthropic SSE bytes for the relay's OpenAI frames.
 
     Args:
-        frames: the relay's body iterator (bytes frames `data: ...\\n\\n`).
+        frames: the relay's body iterator (bytes; a piece may hold several
+            frames `data: ...\n\n`, and a frame may span pieces).
         model: the requested model (until the upstream names the served one).
 
     Yields:
-        Anthropic named events; ends after `message_stop` or an `error` event.
+        Anthropic named events, the events of one piece of `frames` in one
+        write; ends after `message_stop` or an `error` event.
     """
     translator = EventTranslator(model=model)
     buffer = b""
     try:
         async for piece in frames:
             buffer += piece if isinstance(piece, bytes) else str(piece).encode()
+            events: list[Event] = []
             while b"\n\n" in buffer:
                 frame, buffer = buffer.split(b"\n\n", 1)
                 data = _data_of(frame)
                 if not data:
                     continue
                 if data == "[DONE]":
-                    for event in translator.done():
-                        yield sse(*event)
+                    yield _events_bytes(events + translator.done())
                     await _drain(frames)
                     return
                 try:
@@ -189,14 +195,13 @@ async def anthropic_stream(frames: AsyncIterable[Any], *, model: str) -> AsyncIt
                     continue
                 error = chunk.get("error")
                 if isinstance(error, dict):
-                    for event in translator.error(str(error.get("message", "")), error.get("code")):
-                        yield sse(*event)
+                    yield _events_bytes(events + translator.error(str(error.get("message", "")), error.get("code")))
                     await _drain(frames)
                     return
-                for event in translator.feed(chunk):
-                    yield sse(*event)
-        for event in translator.error("the upstream stream ended before the answer was complete", None):
-            yield sse(*event)
+                events += translator.feed(chunk)
+            if events:
+                yield _events_bytes(events)
+        yield _events_bytes(translator.error("the upstream stream ended before the answer was complete", None))
     finally:
         close = getattr(frames, "aclose", None)
         if close is not None:

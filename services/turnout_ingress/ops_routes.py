@@ -100,23 +100,41 @@ async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict
     return rows, view.degraded, now
 
 
+class RouteCounts:
+    """`turnout_requests_total` by route and status: the `route` label is the path of a
+    public route (`_ROUTES`), else "other"."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self._children: dict[tuple[str, int], Any] = {}  # (public path, status) -> its counter child
+
+    def count(self, path: str, status: int) -> None:
+        """Count one answer of `status` (HTTP status) to a request for `path`."""
+        child = self._children.get((path, status))
+        if child is None:
+            route = path if path in _ROUTES else "other"
+            child = self._metrics.requests.labels(route=route, status=str(status))
+            if route != "other":  # kept only for the closed set of routes: the cache stays bounded
+                self._children[(path, status)] = child
+        child.inc()
+
+
 class RequestCounter:
-    """Pure ASGI middleware: count answered HTTP requests by route and status."""
+    """Pure ASGI middleware: count answered HTTP requests by route and status (`RouteCounts`)."""
 
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self._app = app
-        self._metrics = metrics
+        self._counts = RouteCounts(metrics)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
         path = scope.get("path", "")
-        route = path if path in _ROUTES else "other"
 
         async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
-                self._metrics.requests.labels(route=route, status=str(message["status"])).inc()
+                self._counts.count(path, message["status"])
             await send(message)
 
         await self._app(scope, receive, counting_send)

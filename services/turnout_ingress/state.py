@@ -65,6 +65,7 @@ class IngressState:
         self.listen_redis = listen_redis
         self.obs = self.runtime.obs
         self.metrics = self.obs.metrics
+        tracer = self.obs.telemetry.tracing  # None: tracing off, the job carries no trace context
         self.rng = self.runtime.rng
         self.fleet = FleetWatch(redis)  # the workers' slots and service time: the door's wait estimate
         self.queue = JobQueue(
@@ -72,7 +73,7 @@ class IngressState:
             listen_redis=listen_redis,
             ingress_id=self.ingress_id,
             max_depth=config.raw.gateway.max_queue_depth,
-            around_enqueue=functools.partial(enqueue_span, self.obs.telemetry.tracer),
+            around_enqueue=None if tracer is None else functools.partial(enqueue_span, tracer),
             fleet=self.fleet,
             also={keys.HEALTH_CHANNEL: self.runtime.breakers.forget},  # the health reads kept a moment
             rng=self.rng,

@@ -12,10 +12,13 @@ upstream stream (the relay's cleanup).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
+import anyio
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
@@ -33,6 +36,47 @@ from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
+
+
+class EventStreamResponse(StreamingResponse):
+    """A `StreamingResponse` that watches for the client leaving with one task, not a task group.
+
+    Same behaviour as Starlette's: for an ASGI server below spec 2.4 (uvicorn
+    speaks 2.3) the body is sent while `http.disconnect` is awaited, and a
+    client that leaves cancels the sending (the relay then records the
+    attempt as cancelled; its shielded cleanup runs to its end) and the
+    response returns; an exception of the body propagates. Starlette runs
+    both in an anyio task group (a task of its own for the body: 55 µs of
+    CPU a stream measured on this project's machine); here the body is sent
+    in the request's task, inside an anyio cancel scope that the disconnect
+    listener's task cancels (14 µs). Spec 2.4 servers and websockets use
+    Starlette's own path.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Send the response (ASGI); see the class doc."""
+        spec = tuple(map(int, scope.get("asgi", {}).get("spec_version", "2.0").split(".")))
+        if scope["type"] != "http" or spec >= (2, 4):
+            await super().__call__(scope, receive, send)
+            return
+        with anyio.CancelScope() as sending:
+
+            def client_left(listener: asyncio.Future[None]) -> None:
+                if not listener.cancelled():
+                    sending.cancel()  # left, or the listening failed: either way nobody reads the body
+
+            listener = asyncio.ensure_future(self.listen_for_disconnect(receive))
+            listener.add_done_callback(client_left)
+            try:
+                await self.stream_response(send)
+            finally:
+                listener.remove_done_callback(client_left)
+                listener.cancel()
+        failed = listener.exception() if listener.done() and not listener.cancelled() else None
+        if failed is not None:
+            raise failed  # receiving failed: raised, as from Starlette's task group
+        if self.background is not None:
+            await self.background()
 
 
 async def serve_stream(
@@ -74,7 +118,7 @@ async def serve_stream(
     async def route_in_span() -> RouteResult:
         # the request span covers the loop up to the commit point; the committed
         # attempt's own span ends with the stream (its `finish`)
-        with request_span(state.obs.telemetry.tracer, info):
+        with request_span(state.obs.telemetry.tracing, info):
             return await state.router.route(
                 upstream_request,
                 plan=plan,
@@ -108,7 +152,7 @@ async def serve_stream(
             first_number=len(result.records) + 1,
         )
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
-    return StreamingResponse(
+    return EventStreamResponse(
         relay(
             result.stream,
             finish=result.finish,

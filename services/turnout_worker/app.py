@@ -227,7 +227,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         deadline_s=time.time() + time_left_s,
     )
     started = time.monotonic()
-    with request_span(services.obs.telemetry.tracer, info):
+    with request_span(services.obs.telemetry.tracing, info):
         routed = await services.router.route(
             request,
             plan=plan,

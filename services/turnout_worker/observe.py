@@ -83,7 +83,7 @@ class WorkerObservability:
         try:
             with (
                 request_context(payload.request_id),
-                job_span(self.telemetry.tracer, payload.trace, payload.request_id, wait_s) as span,
+                job_span(self.telemetry.tracing, payload.trace, payload.request_id, wait_s) as span,
             ):
                 yield span
         finally:
@@ -92,6 +92,8 @@ class WorkerObservability:
 
 def set_job_result(span: Span, result: str) -> None:
     """Record a job's status word ("served", "error 502", "skipped: ...") on its span."""
+    if not span.is_recording():
+        return
     span.set_attribute(JOB_RESULT, result)
     if result != "served" and not result.startswith("skipped"):
         span.set_status(Status(StatusCode.ERROR, result))

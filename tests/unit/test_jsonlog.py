@@ -43,6 +43,21 @@ def test_a_line_carries_service_level_trace_span_and_request_ids(capture: tuple[
     assert "trace_id" not in outside and "request_id" not in outside
 
 
+def test_with_no_span_a_requests_line_carries_its_request_id_as_trace_id(
+    capture: tuple[logging.Logger, io.StringIO],
+) -> None:
+    """Tracing off: no span is current, yet a request's lines still carry a trace id (README)."""
+    logger, stream = capture
+    rid = "9c1e0b7a5d4f4e2a8b6c3d2e1f0a9b8c"
+    with request_context(rid):
+        logger.info("served")
+    with request_context("not-a-trace-id"):
+        logger.info("served")
+    shaped, other = _lines(stream)
+    assert shaped["trace_id"] == rid and shaped["request_id"] == rid and "span_id" not in shaped
+    assert "trace_id" not in other and other["request_id"] == "not-a-trace-id"
+
+
 @pytest.mark.parametrize(
     ("text", "secret"),
     [

@@ -16,10 +16,11 @@ from typing import Any
 
 import httpx
 import pytest
-from opentelemetry import trace
+from opentelemetry import propagate, trace
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -32,7 +33,7 @@ from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.observability.metrics import Metrics
-from turnout.observability.observers import Observers, PrometheusObserver
+from turnout.observability.observers import Observers, PrometheusObserver, route_observers
 from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import RequestInfo, Router
@@ -289,6 +290,58 @@ def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
         assert span.get_span_context().is_valid
     with enqueue_span(telemetry.tracer, "rid") as carrier:
         assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
+
+
+async def test_with_tracing_off_routing_starts_no_span_and_sends_no_trace_header(
+    mock_harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    off = setup_tracing("turnout-worker", env={})
+    assert off.tracing is None and off.metering is None
+    started: list[str] = []
+    injected: list[object] = []
+    real_start_span = SdkTracer.start_span
+
+    def counting_start_span(self: SdkTracer, name: str, *args: Any, **kwargs: Any) -> Any:
+        started.append(name)
+        return real_start_span(self, name, *args, **kwargs)
+
+    monkeypatch.setattr(SdkTracer, "start_span", counting_start_span)
+    monkeypatch.setattr(propagate, "inject", lambda carrier, *a, **k: injected.append(carrier))
+    seen: list[httpx.Headers] = []
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers)
+        return _mock_upstream(request)
+
+    mock_harness.http = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
+    metrics = Metrics()
+    mock_harness.router = mock_harness.router_with(
+        route_observers(off.tracing, mock_harness.catalog, meter=off.metering, metrics=metrics)
+    )
+    plan, view = await mock_harness.router.plan("chain", RoutingSettings(), mock_harness.policy)
+    info = RequestInfo(request_id="off-1", requested_model="chain")
+    request = {"model": "chain", "messages": [{"role": "user", "content": PROMPT}]}
+    with job_span(off.tracing, {}, "off-1", 0.1) as job, request_span(off.tracing, info) as req:
+        assert job is req is trace.INVALID_SPAN
+        result = await mock_harness.router.route(
+            request, plan=plan, view=view, policy=mock_harness.policy, time_left_s=30, info=info
+        )
+    assert result.verdict is None and len(result.records) == 3
+    assert started == [] and injected == []
+    assert len(seen) == 3 and not [h for h in seen if "traceparent" in h]
+    assert metrics.registry.get_sample_value(  # the other observers still see every attempt
+        "turnout_attempts_total", {"provider": "pb", "model": "m-b", "kind": "success"}
+    )
+
+
+def test_without_a_metric_reader_or_tracing_no_trace_observer_is_built() -> None:
+    off = setup_tracing("turnout-worker", env={})
+    catalog = Catalog(parse_config(CONFIG.format(a="http://a", b="http://b", ma="m", mb="m"), env={}))
+    assert not [o for o in route_observers(off.tracing, catalog)._observers if isinstance(o, SpanObserver)]
+    metered = setup_tracing("turnout-worker", env={}, metric_readers=[InMemoryMetricReader()])
+    assert metered.tracing is None and metered.metering is not None
+    (spans,) = route_observers(metered.tracing, catalog, meter=metered.metering)._observers
+    assert isinstance(spans, SpanObserver)  # the GenAI metrics, without spans
 
 
 def test_trace_file_exporter_appends_one_json_line_per_span(tmp_path: Any) -> None:

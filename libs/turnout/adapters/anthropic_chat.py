@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
 from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
 from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
@@ -51,11 +51,12 @@ from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
     Usage,
-    endpoint_url,
     envelope_outcome,
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
+from turnout.adapters.prepared import post_request
+from turnout.adapters.sse import event_batches
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -75,17 +76,15 @@ def messages_request(
     except msgspec.DecodeError as exc:
         raise WireError("the request body is not valid JSON", "body") from exc
     translated = to_anthropic_request(request, str(request.get("model", "")))
-    headers = {
-        "x-api-key": api_key,
-        "anthropic-version": ANTHROPIC_VERSION,
-        "content-type": "application/json",
-        "x-request-id": request_id,
-    }
+    headers = [
+        ("x-api-key", api_key),
+        ("anthropic-version", ANTHROPIC_VERSION),
+        ("content-type", "application/json"),
+        ("x-request-id", request_id),
+    ]
     if stream:
-        headers["accept"] = "text/event-stream"
-    return client.build_request(
-        "POST", endpoint_url(base_url, MESSAGES_PATH), content=_encode.encode(translated), headers=headers
-    )
+        headers.append(("accept", "text/event-stream"))
+    return post_request(client, base_url, MESSAGES_PATH, headers, _encode.encode(translated))
 
 
 def untranslatable(exc: WireError) -> AttemptResult:
@@ -138,38 +137,45 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
 
 
 async def translated_events(
-    raw: AsyncIterator[ServerSentEvent], translator: ChunkTranslator
-) -> AsyncIterator[ServerSentEvent]:
-    """OpenAI-shaped events for an Anthropic event source.
+    raw: AsyncIterator[list[ServerSentEvent]], translator: ChunkTranslator
+) -> AsyncIterator[list[ServerSentEvent]]:
+    """OpenAI-shaped events for an Anthropic event source, one list per list of `raw`.
 
-    Yields one `data: {chunk}` event per translated chunk, `data: [DONE]`
-    after `message_stop` (then ends), an `error` event carrying
-    `{"error": {"type", "message"}}` for an Anthropic `error` event (then
-    ends), and malformed or non-object data unchanged (the consumer decides).
-    Transport exceptions of `raw` propagate.
+    Each list of `raw` (the events of one read) gives one list of the events
+    translated from it, in order; a list that translates to nothing (pings,
+    block stops) gives none. One `data: {chunk}` event per translated chunk,
+    `data: [DONE]` after `message_stop` (then ends), an `error` event
+    carrying `{"error": {"type", "message"}}` for an Anthropic `error` event
+    (then ends), and malformed or non-object data unchanged (the consumer
+    decides). Transport exceptions of `raw` propagate.
     """
-    async for sse in raw:
-        if not sse.data.strip():
-            continue
-        try:
-            data = _decode.decode(sse.data)
-        except msgspec.DecodeError:
-            yield sse
-            continue
-        if not isinstance(data, dict):
-            yield sse
-            continue
-        try:
-            chunks = translator.feed(sse.event, data)
-        except StreamError as exc:
-            error = {"error": {"type": exc.error_type, "message": exc.message}}
-            yield ServerSentEvent(event="error", data=_encode.encode(error).decode())
-            return
-        if chunks == ANTHROPIC_DONE:
-            yield ServerSentEvent(data=DONE)
-            return
-        for chunk in chunks:
-            yield ServerSentEvent(data=_encode.encode(chunk).decode())
+    async for batch in raw:
+        out: list[ServerSentEvent] = []
+        for sse in batch:
+            if not sse.data.strip():
+                continue
+            try:
+                data = _decode.decode(sse.data)
+            except msgspec.DecodeError:
+                out.append(sse)
+                continue
+            if not isinstance(data, dict):
+                out.append(sse)
+                continue
+            try:
+                chunks = translator.feed(sse.event, data)
+            except StreamError as exc:
+                error = {"error": {"type": exc.error_type, "message": exc.message}}
+                out.append(ServerSentEvent(event="error", data=_encode.encode(error).decode()))
+                yield out
+                return
+            if chunks == ANTHROPIC_DONE:
+                out.append(ServerSentEvent(data=DONE))
+                yield out
+                return
+            out.extend(ServerSentEvent(data=_encode.encode(chunk).decode()) for chunk in chunks)
+        if out:
+            yield out
 
 
 class AnthropicMessages:
@@ -198,10 +204,10 @@ class AnthropicMessages:
         """See `outcome_of_message`."""
         return outcome_of_message(status, headers, content, now_epoch_s)
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-        """The response's events translated to OpenAI chunks (`translated_events`)."""
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+        """The response's events translated to OpenAI chunks (`translated_events`), one list per read."""
         translator = ChunkTranslator(created_s=int(time.time()))
-        return translated_events(EventSource(response).aiter_sse(), translator)
+        return translated_events(event_batches(response), translator)
 
 
 ANTHROPIC_MESSAGES: Final = AnthropicMessages()

@@ -15,6 +15,8 @@ answers in `read_outcome` and `stream_events`.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -46,20 +48,44 @@ class UpstreamStream:
             including the first content chunk; the relay sends them first.
         done: the stream already ended cleanly (`[DONE]`, or a finish with
             no content: an empty completion).
+        pending: events already read after the commit point (those that
+            came in the same read as the first content), not yet examined;
+            the relay sends them with `held`.
         events: the rest of the stream's events, OpenAI-shaped whatever the
-            family (`ApiFamily.stream_events`).
+            family, one list per read (`ApiFamily.stream_events`).
     """
 
     def __init__(
-        self, response: httpx.Response, events: AsyncIterator[ServerSentEvent], held: list[str], done: bool
+        self,
+        response: httpx.Response,
+        events: AsyncIterator[list[ServerSentEvent]],
+        held: list[str],
+        done: bool,
+        pending: list[ServerSentEvent] | None = None,
     ) -> None:
         self._response = response
         self.events = events
         self.held = held
         self.done = done
+        self.pending = pending or []
 
     async def aclose(self) -> None:
-        """Close the upstream response (and its connection if unfinished)."""
+        """Close the upstream response (and its connection if unfinished).
+
+        The events' reader (a chain of async generators down to the socket)
+        is first run to its end when that needs no waiting: the end of the
+        body is usually already received with `[DONE]`. Its generators then
+        finish normally, and the connection goes back to the pool read to
+        its end; a reader left suspended instead is closed by the event
+        loop's async-generator finalizer, one scheduled task per generator
+        of the chain (six a stream with httpx over aiohttp). A reader that
+        would wait is cancelled at once, which ends its generators too; the
+        events it would have given are dropped (the relay has finished).
+        """
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(0):  # no waiting: only what is already received
+                async for _ in self.events:
+                    pass
         await self._response.aclose()
 
 
@@ -157,13 +183,16 @@ class ApiFamily(Protocol):
         """
         ...
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-        """The events of an SSE answer as OpenAI `chat.completion.chunk` data.
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+        """The events of an SSE answer as OpenAI `chat.completion.chunk` data, one list per read.
 
-        Each event's data is a chunk's JSON text or `[DONE]`; an error is an
-        event named `error` whose data is `{"error": {"type", "message"}}`
-        (or an OpenAI error envelope); undecodable data passes unchanged.
-        Transport exceptions propagate.
+        Each list holds the events that one read of the body completed, in
+        order (`turnout.adapters.sse.event_batches`), and is never empty, so
+        that several events that arrived together can be relayed in one
+        write. Each event's data is a chunk's JSON text or `[DONE]`; an error
+        is an event named `error` whose data is `{"error": {"type",
+        "message"}}` (or an OpenAI error envelope); undecodable data passes
+        unchanged. Transport exceptions propagate.
         """
         ...
 

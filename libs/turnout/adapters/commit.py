@@ -56,27 +56,28 @@ def error_outcome(data: dict[str, Any], headers: httpx.Headers) -> Outcome:
 
 
 async def until_commit(
-    response: httpx.Response, events: AsyncIterator[ServerSentEvent], *, stream_end: str
+    response: httpx.Response, events: AsyncIterator[list[ServerSentEvent]], *, stream_end: str
 ) -> AttemptResult:
     """Read `events` up to the first content (SPEC §8).
 
     Args:
         response: the open SSE response the events come from.
-        events: its OpenAI-shaped events (`ApiFamily.stream_events`).
+        events: its OpenAI-shaped events, one list per read (`ApiFamily.stream_events`).
         stream_end: the family's end marker, named when the stream ends early.
 
     Returns:
         Committed: `stream` is an `UpstreamStream` holding the response, the
-        frames read so far and the rest of `events` (`done` when `[DONE]`
-        came before any content). Otherwise a failed attempt: RESET when the
-        events end first, PROTOCOL for undecodable or non-object data, the
-        error's own type for an error envelope or `error` event. Transport
-        exceptions propagate (`turnout.adapters.exchange` maps them).
+        frames read so far, the events that came after the first content in
+        the same read (`pending`) and the rest of `events` (`done` when
+        `[DONE]` came before any content). Otherwise a failed attempt: RESET
+        when the events end first, PROTOCOL for undecodable or non-object
+        data, the error's own type for an error envelope or `error` event.
+        Transport exceptions propagate (`turnout.adapters.exchange` maps them).
     """
     held: list[str] = []
     while True:
         try:
-            sse = await anext(events)
+            batch = await anext(events)
         except StopAsyncIteration:
             return AttemptResult(
                 outcome=Outcome(
@@ -84,31 +85,33 @@ async def until_commit(
                     message=f"upstream stream ended before any content or {stream_end}",
                 )
             )
-        data = sse.data
-        if data.strip() == DONE:
-            return AttemptResult(outcome=Outcome(status=200), stream=UpstreamStream(response, events, held, True))
-        if not data.strip():
-            continue  # comments and keep-alives
-        try:
-            chunk = _decode.decode(data)
-        except msgspec.DecodeError:
-            return AttemptResult(
-                outcome=Outcome(
-                    status=200,
-                    transport=TransportError.PROTOCOL,
-                    message="malformed SSE data before the first content",
+        for position, sse in enumerate(batch):
+            data = sse.data
+            if data.strip() == DONE:
+                return AttemptResult(outcome=Outcome(status=200), stream=UpstreamStream(response, events, held, True))
+            if not data.strip():
+                continue  # comments and keep-alives
+            try:
+                chunk = _decode.decode(data)
+            except msgspec.DecodeError:
+                return AttemptResult(
+                    outcome=Outcome(
+                        status=200,
+                        transport=TransportError.PROTOCOL,
+                        message="malformed SSE data before the first content",
+                    )
                 )
-            )
-        if not isinstance(chunk, dict):
-            return AttemptResult(
-                outcome=Outcome(
-                    status=200,
-                    transport=TransportError.PROTOCOL,
-                    message="SSE data is not a JSON object",
+            if not isinstance(chunk, dict):
+                return AttemptResult(
+                    outcome=Outcome(
+                        status=200,
+                        transport=TransportError.PROTOCOL,
+                        message="SSE data is not a JSON object",
+                    )
                 )
-            )
-        if sse.event == "error" or chunk.get("error"):
-            return AttemptResult(outcome=error_outcome(chunk, response.headers))
-        held.append(data)
-        if is_content(chunk):
-            return AttemptResult(outcome=Outcome(status=200), stream=UpstreamStream(response, events, held, False))
+            if sse.event == "error" or chunk.get("error"):
+                return AttemptResult(outcome=error_outcome(chunk, response.headers))
+            held.append(data)
+            if is_content(chunk):
+                stream = UpstreamStream(response, events, held, False, pending=batch[position + 1 :])
+                return AttemptResult(outcome=Outcome(status=200), stream=stream)

@@ -29,6 +29,7 @@ import httpx
 from aiohttp.abc import AbstractResolver, ResolveResult
 from httpx_aiohttp import AiohttpTransport
 
+from turnout.adapters.transport import UpstreamClient
 from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url, refused_addresses
 
 REFUSED = "refused by the SSRF guard"
@@ -117,7 +118,7 @@ def make_guarded_client(
         return aiohttp.ClientSession(connector=connector, trust_env=False)
 
     transport = AiohttpTransport(limits=limits, trust_env=False, client=session)
-    return httpx.AsyncClient(
+    return UpstreamClient(
         timeout=None,
         follow_redirects=False,
         transport=GuardTransport(transport, allow),

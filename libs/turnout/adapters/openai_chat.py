@@ -20,17 +20,18 @@ from typing import Any, Final
 
 import httpx
 import msgspec
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
     Usage,
-    endpoint_url,
     envelope_outcome,
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
+from turnout.adapters.prepared import post_request
+from turnout.adapters.sse import event_batches
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -82,21 +83,19 @@ class OpenAIChat:
         The key goes in `authorization: Bearer` (never logged or echoed);
         Turnout's request id in `x-request-id`.
         """
-        headers = {"authorization": f"Bearer {spec.api_key}", "content-type": "application/json"}
+        headers = [("authorization", f"Bearer {spec.api_key}"), ("content-type", "application/json")]
         if stream:
-            headers["accept"] = "text/event-stream"
-        headers["x-request-id"] = spec.request_id
-        return client.build_request(
-            "POST", endpoint_url(spec.base_url, "/chat/completions"), content=spec.body, headers=headers
-        )
+            headers.append(("accept", "text/event-stream"))
+        headers.append(("x-request-id", spec.request_id))
+        return post_request(client, spec.base_url, "/chat/completions", headers, spec.body)
 
     def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
         """See `outcome_of_response`."""
         return outcome_of_response(status, headers, content, now_epoch_s)
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-        """The response's SSE events, unchanged (they are OpenAI chunks already)."""
-        return EventSource(response).aiter_sse()
+    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+        """The response's SSE events, unchanged (they are OpenAI chunks already), one list per read."""
+        return event_batches(response)
 
 
 OPENAI_CHAT: Final = OpenAIChat()

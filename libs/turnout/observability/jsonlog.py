@@ -50,16 +50,33 @@ def request_context(request_id: str) -> Iterator[None]:
         REQUEST_ID.reset(token)
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _trace_id_shaped(text: str) -> bool:
+    """True for 32 lowercase hex digits, not all zero (a W3C trace id's shape; Turnout's request ids)."""
+    return len(text) == 32 and _HEX.issuperset(text) and text.strip("0") != ""
+
+
 class ContextFilter(logging.Filter):
-    """Adds `trace_id`, `span_id` (hex, when a span is current) and `request_id`."""
+    """Adds `trace_id`, `span_id` (hex, when a span is current) and `request_id`.
+
+    With no span current (tracing off: the request path starts none) a line
+    of a request still carries a `trace_id`: the request id itself, when it
+    has a trace id's shape (32 hex digits, as every id the ingress makes), so
+    the lines of one request share one id in every process. Computed here,
+    per line written, never per request.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Annotate `record`; never drops it."""
         ctx = trace.get_current_span().get_span_context()
+        rid = REQUEST_ID.get()
         if ctx.is_valid:
             record.trace_id = format(ctx.trace_id, "032x")
             record.span_id = format(ctx.span_id, "016x")
-        rid = REQUEST_ID.get()
+        elif rid is not None and _trace_id_shaped(rid):
+            record.trace_id = rid
         if rid is not None and not hasattr(record, "request_id"):
             record.request_id = rid
         return True

@@ -133,7 +133,7 @@ class Observers:
 
 
 def route_observers(
-    tracer: Tracer,
+    tracer: Tracer | None,
     catalog: CatalogSource,
     *,
     meter: Meter | None = None,
@@ -141,8 +141,15 @@ def route_observers(
     records: RouteObserver | None = None,
     spend: RouteObserver | None = None,
 ) -> Observers:
-    """The observers of one process's router: traces, then Prometheus, then records, then spend."""
-    observers: list[RouteObserver] = [SpanObserver(tracer, catalog, meter)]
+    """The observers of one process's router: traces, then Prometheus, then records, then spend.
+
+    `tracer` None (tracing off, `Telemetry.tracing`) and `meter` None (no metric
+    reader, `Telemetry.metering`): no trace observer at all, so an attempt
+    builds no span and computes no GenAI metric.
+    """
+    observers: list[RouteObserver] = []
+    if tracer is not None or meter is not None:
+        observers.append(SpanObserver(tracer, catalog, meter))
     if metrics is not None:
         observers.append(PrometheusObserver(metrics))
     if records is not None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -25,7 +26,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from turnout.core.types import FailureKind
+from turnout.core.types import FailureKind, Target
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
@@ -96,7 +97,8 @@ def _attrs(values: Mapping[str, Any]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
-    """The PRODUCER span around putting one job on the queue.
+    """The PRODUCER span around putting one job on the queue (with tracing off
+    the ingress does not call it: the job then carries no trace context).
 
     Yields:
         The W3C trace context carrier (`traceparent`, `tracestate`) to put
@@ -115,16 +117,31 @@ def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
         yield carrier
 
 
-@contextlib.contextmanager
-def job_span(tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None) -> Iterator[Span]:
+NO_SPAN: AbstractContextManager[Span] = contextlib.nullcontext(trace.INVALID_SPAN)
+"""What `job_span` and `request_span` return with tracing off: nothing is built (reusable)."""
+
+
+def job_span(
+    tracer: Tracer | None, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None
+) -> AbstractContextManager[Span]:
     """The CONSUMER span of a worker's job, continuing the carrier's trace.
 
     Args:
-        tracer: the worker's tracer.
+        tracer: the worker's tracer; None (tracing off, `Telemetry.tracing`):
+            `NO_SPAN`, no span started and the carrier not read.
         carrier: `JobPayload.trace` (empty: a new trace starts).
         request_id: the job id.
         queue_wait_s: seconds between enqueue and start, when known.
     """
+    if tracer is None:
+        return NO_SPAN
+    return _job_span(tracer, carrier, request_id, queue_wait_s)
+
+
+@contextlib.contextmanager
+def _job_span(
+    tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None
+) -> Iterator[Span]:
     attributes = _attrs(
         {
             MESSAGING_SYSTEM: "arq",
@@ -140,14 +157,21 @@ def job_span(tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_
         yield span
 
 
-@contextlib.contextmanager
-def request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
+def request_span(tracer: Tracer | None, info: RequestInfo) -> AbstractContextManager[Span]:
     """The span covering one request's whole attempt loop (attempt spans nest in it).
 
     It carries no `gen_ai.*` attribute: GenAI backends count every span with
     `gen_ai.operation.name` as one model call, and the calls are the attempt
-    spans beneath (SPEC §9).
+    spans beneath (SPEC §9). `tracer` None (tracing off, `Telemetry.tracing`):
+    `NO_SPAN`, nothing built.
     """
+    if tracer is None:
+        return NO_SPAN
+    return _request_span(tracer, info)
+
+
+@contextlib.contextmanager
+def _request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
     attributes = _attrs(
         {
             REQUEST_ID: info.request_id,
@@ -188,13 +212,13 @@ class SpanObserver:
     is put back only where the attempt span is still the current one).
 
     Args:
-        tracer: where spans go.
+        tracer: where spans go (None: tracing off, no span is started).
         catalog: provider base URLs (for `server.address` / `server.port`),
             read from the catalog in force when each attempt starts.
         meter: where the GenAI client metrics go (None: none).
     """
 
-    def __init__(self, tracer: Tracer, catalog: CatalogSource, meter: Meter | None = None) -> None:
+    def __init__(self, tracer: Tracer | None, catalog: CatalogSource, meter: Meter | None = None) -> None:
         self._tracer = tracer
         self._catalog = catalog
         self._servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (host, port)
@@ -223,17 +247,25 @@ class SpanObserver:
             self._servers[config.base_url] = _server(config.base_url)
         return self._servers[config.base_url]
 
-    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
-        """Start the attempt's span and make it current. See `RouteObserver`."""
-        target = dispatch.entry.target
+    def _call_of(self, target: Target) -> dict[str, Any]:
+        """The GenAI attributes naming one call to `target` (None values included)."""
         host, port = self._server_of(target.provider)
+        return {
+            GEN_AI_OPERATION: "chat",
+            GEN_AI_PROVIDER: target.provider,
+            GEN_AI_REQUEST_MODEL: target.model,
+            SERVER_ADDRESS: host,
+            SERVER_PORT: port,
+        }
+
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
+        """Start the attempt's span and make it current (tracing off: nothing). See `RouteObserver`."""
+        if self._tracer is None:
+            return None
+        target = dispatch.entry.target
         attributes = _attrs(
             {
-                GEN_AI_OPERATION: "chat",
-                GEN_AI_PROVIDER: target.provider,
-                GEN_AI_REQUEST_MODEL: target.model,
-                SERVER_ADDRESS: host,
-                SERVER_PORT: port,
+                **self._call_of(target),
                 ATTEMPT_NUMBER: dispatch.number,
                 HTTP_RESEND_COUNT: dispatch.resend_count or None,
                 ATTEMPT_IS_RETRY: dispatch.is_retry,
@@ -253,52 +285,50 @@ class SpanObserver:
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """Finish the attempt's span and record the GenAI metrics. See `RouteObserver`."""
-        if not isinstance(handle, _AttemptHandle):
-            return
+        ok = record.kind is FailureKind.SUCCESS
+        if isinstance(handle, _AttemptHandle):
+            self._end_span(handle, record, usage, ok)
+        if self._duration is not None and self._tokens is not None:
+            self._measure(self._duration, self._tokens, record, usage, ok)
+
+    def _end_span(self, handle: _AttemptHandle, record: AttemptRecord, usage: Usage, ok: bool) -> None:
         span = handle.span
         if trace.get_current_span() is span:
             otel_context.attach(handle.parent)
-        ok = record.kind is FailureKind.SUCCESS
-        target = record.target
-        attributes = _attrs(
-            {
-                ATTEMPT_CLASS: str(record.disposition),
-                ATTEMPT_KIND: str(record.kind),
-                ATTEMPT_IS_FALLBACK: record.is_fallback,
-                ATTEMPT_IS_REROUTE: record.is_reroute,
-                HTTP_STATUS: record.status,
-                ERROR_TYPE: None if ok else str(record.kind),
-                GEN_AI_RESPONSE_MODEL: target.model if ok else None,
-                GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
-                GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
-            }
-        )
         if span.is_recording():
-            span.set_attributes(attributes)
+            target = record.target
+            span.set_attributes(
+                _attrs(
+                    {
+                        ATTEMPT_CLASS: str(record.disposition),
+                        ATTEMPT_KIND: str(record.kind),
+                        ATTEMPT_IS_FALLBACK: record.is_fallback,
+                        ATTEMPT_IS_REROUTE: record.is_reroute,
+                        HTTP_STATUS: record.status,
+                        ERROR_TYPE: None if ok else str(record.kind),
+                        GEN_AI_RESPONSE_MODEL: target.model if ok else None,
+                        GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
+                        GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
+                    }
+                )
+            )
             if not ok:
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
         span.end()
-        if self._duration is not None and self._tokens is not None:
-            host, port = self._server_of(target.provider)
-            common = _attrs(
-                {
-                    GEN_AI_OPERATION: "chat",
-                    GEN_AI_PROVIDER: target.provider,
-                    GEN_AI_REQUEST_MODEL: target.model,
-                    SERVER_ADDRESS: host,
-                    SERVER_PORT: port,
-                }
-            )
-            measured = (
-                {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
-            )
-            self._duration.record(record.duration_ms / 1000.0, measured)
-            if ok:
-                self._tokens.record(usage.input_tokens, {**measured, GEN_AI_TOKEN_TYPE: "input"})
-                self._tokens.record(usage.output_tokens, {**measured, GEN_AI_TOKEN_TYPE: "output"})
+
+    def _measure(self, duration: Histogram, tokens: Histogram, record: AttemptRecord, usage: Usage, ok: bool) -> None:
+        target = record.target
+        common = _attrs(self._call_of(target))
+        measured = {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
+        duration.record(record.duration_ms / 1000.0, measured)
+        if ok:
+            tokens.record(usage.input_tokens, {**measured, GEN_AI_TOKEN_TYPE: "input"})
+            tokens.record(usage.output_tokens, {**measured, GEN_AI_TOKEN_TYPE: "output"})
 
     def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """Add a `waited` event to the current (request) span. See `RouteObserver`."""
+        if self._tracer is None:
+            return
         span = trace.get_current_span()
         if span.is_recording():
             span.add_event(EVENT_WAITED, {WAIT_DELAY_S: round(delay_s, 6), WAIT_REASON: reason})

@@ -7,9 +7,10 @@ installed with `set_tracer_provider`, so tests build as many as they like.
 Must not import: services, FastAPI, arq.
 
 Exporters (SPEC §12: the standard variables):
-    OTEL_TRACES_EXPORTER   unset / `none`: spans are created unsampled
-                           (`ALWAYS_OFF`: trace ids still flow into logs and
-                           job payloads, nothing is recorded or exported);
+    OTEL_TRACES_EXPORTER   unset / `none`: tracing is off: the request path
+                           builds no span and no trace header at all
+                           (`Telemetry.tracing` is None; the provider is
+                           `ALWAYS_OFF` for anything else that asks it);
                            `console`, `otlp` (comma-separated for several).
     OTEL_METRICS_EXPORTER  unset / `none`: a no-op meter; `console`, `otlp`.
     OTEL_EXPORTER_OTLP_PROTOCOL  `http/protobuf` (default) or `grpc` (needs
@@ -20,7 +21,11 @@ Exporters (SPEC §12: the standard variables):
                            JSON line to this file (tests, debugging);
                            `{service}` in the path becomes the service name.
 
-Every exporter sees spans through `ScrubbingSpanExporter`: URL query strings
+The SDK is imported only when used (tracing on, a metric reader, a read of
+`Telemetry.tracer_provider`): a process with tracing off never loads it.
+
+Every exporter sees spans through `ScrubbingSpanExporter`
+(`turnout.observability.exporters`): URL query strings
 (`url.query`, the query of `url.full` / `http.url` / `http.target`) are
 replaced by `[redacted]` and every other string attribute, event attribute
 and status description passes the process's credential scrubber
@@ -29,31 +34,21 @@ and status description passes the process's credential scrubber
 
 from __future__ import annotations
 
-import json
+import functools
 import logging
 import os
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry import metrics
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import (
-    BatchSpanProcessor,
-    ConsoleSpanExporter,
-    SimpleSpanProcessor,
-    SpanExporter,
-    SpanExportResult,
-)
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
-from opentelemetry.trace import Status
-from opentelemetry.util.types import Attributes
+from opentelemetry.metrics import Meter
+from opentelemetry.trace import Tracer
 
-from turnout.scrub import REDACTED, redact_shapes
-
-if TYPE_CHECKING:  # the metrics SDK is imported only when a reader is configured (~4 MiB per process)
+if TYPE_CHECKING:  # the SDK is imported only when used: tracing on, a metric reader, or a read of the provider
     from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 log = logging.getLogger("turnout.tracing")
 
@@ -63,140 +58,65 @@ INSTRUMENTATION_NAME = "turnout"
 TRACE_FILE_ENV = "TURNOUT_TRACE_FILE"
 
 
-class JsonLinesSpanExporter(SpanExporter):
-    """Writes each finished span as one JSON object per line (append mode).
-
-    Fields: `name`, `trace_id` / `span_id` / `parent_span_id` (hex),
-    `kind`, `start_ns` / `end_ns` (epoch nanoseconds), `attributes`,
-    `events` (name, attributes), `status`, `service`.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._lock = threading.Lock()
-        self._file: IO[str] = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed in shutdown()
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Append `spans`; see `SpanExporter`."""
-        lines = [json.dumps(span_as_dict(s), default=str) + "\n" for s in spans]
-        with self._lock:
-            if self._file.closed:
-                return SpanExportResult.FAILURE
-            self._file.writelines(lines)
-            self._file.flush()
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        """Close the file."""
-        with self._lock:
-            self._file.close()
-
-
-_QUERY_ATTRIBUTES = frozenset({"url.query", "http.query"})
-_URL_ATTRIBUTES = frozenset({"url.full", "http.url", "http.target"})
-
-
-def _scrub_value(key: str, value: Any, scrub: Callable[[str], str]) -> Any:
-    if isinstance(value, str):
-        if key in _QUERY_ATTRIBUTES:
-            return REDACTED
-        if key in _URL_ATTRIBUTES and "?" in value:
-            value = value.split("?", 1)[0] + "?" + REDACTED
-        return scrub(value)
-    if isinstance(value, (tuple, list)) and any(isinstance(v, str) for v in value):
-        return tuple(scrub(v) if isinstance(v, str) else v for v in value)
-    return value
-
-
-def scrub_attributes(attributes: Attributes, scrub: Callable[[str], str]) -> dict[str, Any]:
-    """`attributes` with URL queries redacted and every string passed through `scrub`."""
-    return {k: _scrub_value(k, v, scrub) for k, v in (attributes or {}).items()}
-
-
-class ScrubbingSpanExporter(SpanExporter):
-    """Exports through `inner` copies of the spans with their texts scrubbed (module doc).
-
-    Args:
-        inner: the exporter that sends or writes the spans.
-        scrub: the credential scrubber (`Scrubber.credentials`; default: by
-            shape only, `turnout.scrub.redact_shapes`).
-    """
-
-    def __init__(self, inner: SpanExporter, scrub: Callable[[str], str] | None = None) -> None:
-        self.inner = inner
-        self._scrub = scrub or redact_shapes
-
-    def _copy(self, span: ReadableSpan) -> ReadableSpan:
-        scrub = self._scrub
-        status = span.status
-        if status.description:
-            status = Status(status.status_code, scrub(status.description))
-        return ReadableSpan(
-            name=span.name,
-            context=span.get_span_context(),
-            parent=span.parent,
-            resource=span.resource,
-            attributes=scrub_attributes(span.attributes, scrub),
-            events=[Event(e.name, scrub_attributes(e.attributes, scrub), e.timestamp) for e in span.events],
-            links=span.links,
-            kind=span.kind,
-            status=status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export scrubbed copies of `spans`; see `SpanExporter`."""
-        return self.inner.export([self._copy(s) for s in spans])
-
-    def shutdown(self) -> None:
-        """Shut `inner` down."""
-        self.inner.shutdown()
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        """Flush `inner`."""
-        return self.inner.force_flush(timeout_millis)
-
-
-def span_as_dict(span: ReadableSpan) -> dict[str, Any]:
-    """A finished span as plain JSON-able data (see `JsonLinesSpanExporter`)."""
-    ctx = span.get_span_context()
-    return {
-        "name": span.name,
-        "trace_id": format(ctx.trace_id, "032x") if ctx else None,
-        "span_id": format(ctx.span_id, "016x") if ctx else None,
-        "parent_span_id": format(span.parent.span_id, "016x") if span.parent else None,
-        "kind": span.kind.name,
-        "start_ns": span.start_time,
-        "end_ns": span.end_time,
-        "attributes": dict(span.attributes or {}),
-        "events": [{"name": e.name, "attributes": dict(e.attributes or {})} for e in span.events],
-        "status": span.status.status_code.name,
-        "service": span.resource.attributes.get("service.name"),
-    }
-
-
 class Telemetry:
     """The OpenTelemetry objects of one process.
 
     Attributes:
-        tracer_provider: the SDK tracer provider (pass it to instrumentations).
+        tracer_provider: the SDK tracer provider (pass it to instrumentations);
+            with tracing off it is built at its first read, and the SDK is not
+            even imported before (~3 MiB a process at rest).
         meter_provider: the SDK meter provider, or the API's no-op one.
-        tracer: Turnout's tracer.
+        tracer: Turnout's tracer (built with `tracer_provider`).
         meter: Turnout's meter.
         exporting: True when spans are recorded and exported somewhere.
+        tracing: `tracer` when `exporting`, else None: the request path then
+            starts no span and injects no trace header (an unsampled span
+            costs nearly what a recorded one does, for nothing).
+        metering: `meter` when a metric reader is configured, else None (the
+            GenAI client metrics are then not computed at all).
+
+    Args:
+        tracer_provider: the provider, or what builds it at its first read.
+        meter_provider: see above.
+        exporting: see above.
     """
 
-    def __init__(self, tracer_provider: TracerProvider, meter_provider: metrics.MeterProvider, exporting: bool) -> None:
-        self.tracer_provider = tracer_provider
+    def __init__(
+        self,
+        tracer_provider: TracerProvider | Callable[[], TracerProvider],
+        meter_provider: metrics.MeterProvider,
+        exporting: bool,
+    ) -> None:
+        self._tracer_provider: TracerProvider | None = None
+        self._build_provider = tracer_provider if callable(tracer_provider) else None
+        if not callable(tracer_provider):
+            self._tracer_provider = tracer_provider
+        self._tracer: Tracer | None = None
         self.meter_provider = meter_provider
-        self.tracer = tracer_provider.get_tracer(INSTRUMENTATION_NAME)
         self.meter = meter_provider.get_meter(INSTRUMENTATION_NAME)
         self.exporting = exporting
+        self.tracing: Tracer | None = self.tracer if exporting else None
+        self.metering: Meter | None = None if isinstance(meter_provider, metrics.NoOpMeterProvider) else self.meter
+
+    @property
+    def tracer_provider(self) -> TracerProvider:
+        """See the class doc."""
+        if self._tracer_provider is None:
+            assert self._build_provider is not None
+            self._tracer_provider = self._build_provider()
+        return self._tracer_provider
+
+    @property
+    def tracer(self) -> Tracer:
+        """See the class doc."""
+        if self._tracer is None:
+            self._tracer = self.tracer_provider.get_tracer(INSTRUMENTATION_NAME)
+        return self._tracer
 
     def shutdown(self) -> None:
         """Flush and stop every exporter (blocks up to the SDK's timeouts)."""
-        self.tracer_provider.shutdown()
+        if self._tracer_provider is not None:
+            self._tracer_provider.shutdown()
         shutdown = getattr(self.meter_provider, "shutdown", None)  # the SDK's; the API's no-op has none
         if shutdown is not None:
             shutdown()
@@ -206,37 +126,15 @@ def _names(value: str | None) -> list[str]:
     return [n.strip().lower() for n in (value or "").split(",") if n.strip() and n.strip().lower() != "none"]
 
 
-def _otlp_protocol(env: Mapping[str, str], signal: str) -> str:
-    return env.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
-
-
-def _span_exporter(name: str, env: Mapping[str, str]) -> SpanExporter | None:
-    if name == "console":
-        return ConsoleSpanExporter()
-    if name == "otlp":
-        if _otlp_protocol(env, "TRACES") == "grpc":
-            try:
-                from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (  # type: ignore[import-not-found]
-                    OTLPSpanExporter as Grpc,
-                )
-            except ImportError:
-                log.error("OTLP over gRPC needs opentelemetry-exporter-otlp-proto-grpc; spans are not exported")
-                return None
-            return Grpc()  # type: ignore[no-any-return]
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-
-        return OTLPSpanExporter()
-    log.warning("unknown OTEL_TRACES_EXPORTER %r ignored", name)
-    return None
-
-
 def _metric_reader(name: str, env: Mapping[str, str]) -> MetricReader | None:
     from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+
+    from turnout.observability.exporters import otlp_protocol
 
     if name == "console":
         return PeriodicExportingMetricReader(ConsoleMetricExporter())
     if name == "otlp":
-        if _otlp_protocol(env, "METRICS") == "grpc":
+        if otlp_protocol(env, "METRICS") == "grpc":
             try:
                 from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (  # type: ignore[import-not-found]
                     OTLPMetricExporter as Grpc,
@@ -278,22 +176,57 @@ def setup_tracing(
     """
     env = os.environ if env is None else env
     service = env.get("OTEL_SERVICE_NAME") or service_name
-    resource = Resource.create({"service.name": service})
-    batch = [e for e in (_span_exporter(n, env) for n in _names(env.get("OTEL_TRACES_EXPORTER"))) if e is not None]
-    if env.get(TRACE_FILE_ENV):
-        batch.append(JsonLinesSpanExporter(env[TRACE_FILE_ENV].replace("{service}", service)))
-    exporting = bool(batch or span_exporters)
-    # Unsampled when nothing would export: no span is recorded, ids still flow.
-    provider = TracerProvider(resource=resource, sampler=None if exporting else ALWAYS_OFF)
-    for exporter in batch:
-        provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
-    for exporter in span_exporters:
-        provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
+    names = _names(env.get("OTEL_TRACES_EXPORTER"))
+    provider: TracerProvider | Callable[[], TracerProvider] = functools.partial(_unsampled, service)
+    exporting = False
+    if names or env.get(TRACE_FILE_ENV) or span_exporters:
+        provider, exporting = _exporting_provider(service, env, names, span_exporters, scrub)
     readers = [r for r in (_metric_reader(n, env) for n in _names(env.get("OTEL_METRICS_EXPORTER"))) if r is not None]
     readers.extend(metric_readers)
     meter_provider: metrics.MeterProvider = metrics.NoOpMeterProvider()
     if readers:
         from opentelemetry.sdk.metrics import MeterProvider
 
-        meter_provider = MeterProvider(resource=resource, metric_readers=readers)
+        meter_provider = MeterProvider(resource=_resource(service), metric_readers=readers)
     return Telemetry(provider, meter_provider, exporting)
+
+
+def _resource(service: str) -> Resource:
+    from opentelemetry.sdk.resources import Resource
+
+    return Resource.create({"service.name": service})
+
+
+def _unsampled(service: str) -> TracerProvider:
+    """A provider whose spans are never recorded (`ALWAYS_OFF`): trace ids without a trace."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+    return TracerProvider(resource=_resource(service), sampler=ALWAYS_OFF)
+
+
+def _exporting_provider(
+    service: str,
+    env: Mapping[str, str],
+    names: list[str],
+    span_exporters: Sequence[SpanExporter],
+    scrub: Callable[[str], str] | None,
+) -> tuple[TracerProvider, bool]:
+    """The provider with its exporters (every one behind `ScrubbingSpanExporter`), and whether
+    any exports (an unknown or unavailable exporter is logged and left out)."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+
+    from turnout.observability.exporters import JsonLinesSpanExporter, ScrubbingSpanExporter, span_exporter
+
+    batch = [e for e in (span_exporter(n, env) for n in names) if e is not None]
+    if env.get(TRACE_FILE_ENV):
+        batch.append(JsonLinesSpanExporter(env[TRACE_FILE_ENV].replace("{service}", service)))
+    if not (batch or span_exporters):
+        return _unsampled(service), False
+    provider = TracerProvider(resource=_resource(service))
+    for exporter in batch:
+        provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
+    for exporter in span_exporters:
+        provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
+    return provider, True

@@ -10,10 +10,12 @@ Must not import: services, FastAPI, httpx.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
 
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
@@ -100,6 +102,16 @@ return 1
 """
 
 
+_Delivery = tuple[list[str], list[Any], "asyncio.Future[None]"]
+"""One answer waiting to be delivered: `_DELIVER`'s keys and arguments, and its caller's future."""
+
+
+def _retrieved(done: asyncio.Future[None]) -> None:
+    """Mark a failed delivery's exception as seen (its caller may have stopped waiting)."""
+    if not done.cancelled():
+        done.exception()
+
+
 class Picked(NamedTuple):
     """One job `_PICK` claimed, with arq's opening reads of it.
 
@@ -133,6 +145,8 @@ class PickupStore:
         self._claim = redis.register_script(_CLAIM)
         self._pick = redis.register_script(_PICK)
         self._deliver = redis.register_script(_DELIVER)
+        self._deliveries: list[_Delivery] = []  # waiting for the next round trip
+        self._delivering: asyncio.Task[None] | None = None
 
     async def pick(self, free: int, rung: int = 0) -> tuple[int, list[Picked]]:
         """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), reading for each
@@ -216,14 +230,55 @@ class PickupStore:
         return bool(await self._redis.exists(keys.result_key(job_id)))
 
     async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
-        """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip."""
-        await self._deliver(
-            keys=[
-                keys.result_key(job_id),
-                keys.IN_PROGRESS_PREFIX + job_id,
-                keys.JOB_PREFIX + job_id,
-                keys.RETRY_PREFIX + job_id,
-                self._queue,
-            ],
-            args=[result, ttl_s, reply_to, job_id],
-        )
+        """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip.
+
+        Answers that finish while one delivery is in flight go together in the next round trip
+        (one pipeline of `_DELIVER` calls, each its own script run). The delivery runs in its own
+        task: a caller cancelled while it waits does not withdraw an answer already handed over.
+        """
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] = loop.create_future()
+        done.add_done_callback(_retrieved)
+        names = [
+            keys.result_key(job_id),
+            keys.IN_PROGRESS_PREFIX + job_id,
+            keys.JOB_PREFIX + job_id,
+            keys.RETRY_PREFIX + job_id,
+            self._queue,
+        ]
+        self._deliveries.append((names, [result, ttl_s, reply_to, job_id], done))
+        if self._delivering is None or self._delivering.done() or self._delivering.get_loop() is not loop:
+            self._delivering = loop.create_task(self._deliver_queued(), name="turnout-deliver")
+        await asyncio.shield(done)
+
+    async def _deliver_queued(self) -> None:
+        """Deliver what is queued, a round trip per batch, until nothing is."""
+        while self._deliveries:
+            batch, self._deliveries = self._deliveries, []
+            try:
+                if len(batch) == 1:
+                    names, args, _ = batch[0]
+                    await self._deliver(keys=names, args=args)
+                else:
+                    await self._deliver_batch(batch)
+            except Exception as exc:  # noqa: BLE001 - handed to each caller, which raises it (`maps_state_errors`)
+                for *_, done in batch:
+                    if not done.done():
+                        done.set_exception(exc)
+                continue
+            for *_, done in batch:
+                if not done.done():
+                    done.set_result(None)
+
+    async def _deliver_batch(self, batch: list[_Delivery]) -> None:
+        """`_DELIVER` for each of `batch` in one pipeline; a script Redis does not hold (restarted)
+        is run again one by one, which loads it."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for names, args, _ in batch:
+                pipe.evalsha(self._deliver.sha, len(names), *names, *args)
+            replies = await pipe.execute(raise_on_error=False)
+        for (names, args, _), reply in zip(batch, replies):
+            if isinstance(reply, NoScriptError):
+                await self._deliver(keys=names, args=args)
+            elif isinstance(reply, Exception):
+                raise reply

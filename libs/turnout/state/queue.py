@@ -25,7 +25,7 @@ import contextlib
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -160,11 +160,6 @@ def job_deserializer(data: bytes) -> dict[str, Any]:
     return decoded
 
 
-@contextlib.contextmanager
-def _no_context(job_id: str) -> Iterator[dict[str, str]]:
-    yield {}
-
-
 class JobQueue:
     """Ingress side of the queue: submit a job and wait for its result.
 
@@ -178,7 +173,7 @@ class JobQueue:
         grace_s: extra seconds past the deadline to wait for a worker's answer.
         around_enqueue: called with the job id around putting the job on the
             queue (the enqueue span); yields the W3C trace context to put in
-            `JobPayload.trace` (default: none).
+            `JobPayload.trace` (None, the default: nothing around it, no trace context).
         fleet: the fleet's capacity (workers' heartbeats); with it, a job whose
             expected wait plus one service time exceeds its budget is shed at
             the door (`queue_full`).
@@ -208,7 +203,7 @@ class JobQueue:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self._clock = clock
-        self._around_enqueue = around_enqueue or _no_context
+        self._around_enqueue = around_enqueue
         self._fleet = fleet
         self._rng = rng or random.Random()
         self._sleep = sleep
@@ -292,8 +287,11 @@ class JobQueue:
         job_id = payload.request_id
         fut = self._register(job_id)
         try:
-            with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
-                await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
+            if self._around_enqueue is None:
+                await self._push(payload)
+            else:
+                with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
+                    await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
             return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
         except asyncio.CancelledError:
             await self._abandon(job_id, payload.org)  # the client left: a queued job must never run

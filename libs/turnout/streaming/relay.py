@@ -1,8 +1,11 @@
 """Relay: forward a committed upstream stream to the client (SPEC §8).
 
-Owns: everything after the commit point. The held frames go first (in one write),
-then the live events, one at a time (the client's pace is the upstream's: nothing is
-buffered beyond one event). The stream is never retried once committed:
+Owns: everything after the commit point. The held frames go first, with the events
+read together with the first content, in one write; then the live events, one write
+per upstream read carrying every event that read completed (the client's pace is
+the upstream's: nothing waits for a later read, and several events that arrived
+together cost one socket send, not one each). The stream is never retried once
+committed:
 - `[DONE]` ends it normally;
 - an upstream error, a reset or a cut ends it with a final
   `data: {"error": {...}}` event naming the real cause, and no `[DONE]`
@@ -121,11 +124,11 @@ class _Broken(Exception):
         self.kind, self.error, self.code = kind, error, code
 
 
-async def _next_event(stream: UpstreamStream, stall_timeout_s: float | None, tally: _Tally) -> Any:
-    """The next upstream event, or None at a clean end; raises `_Broken`."""
+async def _next_batch(stream: UpstreamStream, stall_timeout_s: float | None, tally: _Tally) -> list[Any] | None:
+    """The upstream events of the next read, or None at a clean end; raises `_Broken`."""
     try:
         async with asyncio.timeout(stall_timeout_s):
-            return await stream.events.__anext__()
+            return await anext(stream.events)
     except StopAsyncIteration:
         if tally.finished:
             return None  # finished, the HTTP body just ended without [DONE]
@@ -144,6 +147,13 @@ async def _next_event(stream: UpstreamStream, stall_timeout_s: float | None, tal
             f"the upstream connection failed mid-stream ({type(exc).__name__})",
             "stream_interrupted",
         ) from exc
+
+
+def _taken(frames: list[bytes]) -> bytes:
+    """The frames as one write, and `frames` emptied (so a frame is never sent twice)."""
+    out = frames[0] if len(frames) == 1 else b"".join(frames)
+    frames.clear()
+    return out
 
 
 async def relay(
@@ -201,53 +211,73 @@ async def relay(
             }
         return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
 
+    def client_frames(batch: list[Any], frames: list[bytes]) -> bool:
+        """Append the client's frames for `batch` to `frames`; True at the end of the stream.
+
+        Raises `_Broken` at an upstream error event, with the frames before it appended.
+        """
+        for sse in batch:
+            data = sse.data.strip()
+            if data == DONE:
+                frames.append(DONE_FRAME)
+                return True
+            if not data:
+                continue
+            try:
+                chunk = _decode.decode(sse.data)
+            except msgspec.DecodeError:
+                log.warning("request %s: skipped a malformed stream event after content", request_id)
+                continue
+            if not isinstance(chunk, dict):
+                log.warning("request %s: skipped a non-object stream event", request_id)
+                continue
+            if sse.event == "error" or chunk.get("error"):
+                err = chunk.get("error")
+                message = err.get("message", "") if isinstance(err, dict) else str(err)
+                raise _Broken(
+                    FailureKind.SERVER_ERROR,
+                    f"the upstream provider failed mid-stream: {clean(str(message))}",
+                    "upstream_error",
+                )
+            out = client_frame(sse.data, chunk)
+            if out is not None:
+                frames.append(out)
+        return False
+
+    # Each read's events go out in one write (the held frames with the events read with them):
+    # never more than one send per upstream read, and never one held back for a later read.
+    frames: list[bytes] = []
     try:
         while True:
             try:
-                opening: list[bytes] = []  # the held frames go out in one write (one socket send, not one each)
                 for data in stream.held:
                     held = _decode.decode(data)
                     if continuing and not is_content(held):
                         continue  # the continuation's role-only opening chunk
                     out = client_frame(data, held)
                     if out is not None:
-                        opening.append(out)
+                        frames.append(out)
                 if stream.done:
-                    yield b"".join([*opening, DONE_FRAME])
+                    frames.append(DONE_FRAME)
+                    yield _taken(frames)
                     return
-                if opening:
-                    yield b"".join(opening)
-                while True:
-                    sse = await _next_event(stream, stall_timeout_s, tally)
-                    data = sse.data.strip() if sse is not None else DONE
-                    if data == DONE:
-                        yield DONE_FRAME
+                batch: list[Any] | None = stream.pending
+                while batch is not None:
+                    if client_frames(batch, frames):
+                        yield _taken(frames)
                         return
-                    if not data:
-                        continue
-                    try:
-                        chunk = _decode.decode(sse.data)
-                    except msgspec.DecodeError:
-                        log.warning("request %s: skipped a malformed stream event after content", request_id)
-                        continue
-                    if not isinstance(chunk, dict):
-                        log.warning("request %s: skipped a non-object stream event", request_id)
-                        continue
-                    if sse.event == "error" or chunk.get("error"):
-                        err = chunk.get("error")
-                        message = err.get("message", "") if isinstance(err, dict) else str(err)
-                        raise _Broken(
-                            FailureKind.SERVER_ERROR,
-                            f"the upstream provider failed mid-stream: {clean(str(message))}",
-                            "upstream_error",
-                        )
-                    out = client_frame(sse.data, chunk)
-                    if out is not None:
-                        yield out
+                    if frames:
+                        yield _taken(frames)
+                    batch = await _next_batch(stream, stall_timeout_s, tally)
+                frames.append(DONE_FRAME)
+                yield _taken(frames)
+                return
             except _Broken as broken:
                 kind, error = broken.kind, broken.error
                 resumed = None
                 if continuation is not None and target is not None and not tally.tool_calls and tally.text:
+                    if frames:
+                        yield _taken(frames)  # what came before the break goes out before the continuation is sought
                     with anyio.CancelScope(shield=True):
                         await stream.aclose()
                         await finish(kind, tally.usage, error)
@@ -255,7 +285,8 @@ async def relay(
                     log.warning("request %s: %s; continuing the stream", request_id, error)
                     resumed = await continuation.resume("".join(tally.text), target)
                 if resumed is None or resumed.stream is None or resumed.finish is None:
-                    yield error_frame(error, code=broken.code)
+                    frames.append(error_frame(error, code=broken.code))  # after the frames before the break
+                    yield _taken(frames)
                     return
                 stream, finish = resumed.stream, resumed.finish
                 target = resumed.records[0].target if resumed.records else target

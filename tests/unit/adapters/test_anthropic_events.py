@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+from httpx_sse import ServerSentEvent
 
+from turnout.adapters.anthropic_chat import translated_events
 from turnout.adapters.anthropic_events import DONE, ChunkTranslator, StreamError
 from turnout.adapters.base import CallSpec
 from turnout.adapters.exchange import open_stream
@@ -249,7 +252,8 @@ async def _open(content: bytes, status: int = 200, content_type: str = "text/eve
         )
         events = []
         if result.stream is not None:
-            events = [(e.event, e.data) async for e in result.stream.events]
+            events = [(e.event, e.data) for e in result.stream.pending]
+            events += [(e.event, e.data) async for batch in result.stream.events for e in batch]
             await result.stream.aclose()
     return result, events, seen
 
@@ -351,3 +355,16 @@ async def test_untranslatable_request_is_a_400_without_a_call() -> None:
         )
     assert calls == []
     assert result.outcome.status == 400 and classify(result.outcome) is FailureKind.CLIENT_ERROR
+
+
+async def test_one_read_of_anthropic_events_is_one_list_of_openai_events_in_order() -> None:
+    async def reads() -> AsyncIterator[list[ServerSentEvent]]:
+        yield [ServerSentEvent(event=n, data=json.dumps(d)) for n, d in TEXT_STREAM[:5]]  # ping included
+        yield [ServerSentEvent(event="ping", data='{"type": "ping"}')]  # translates to nothing: no list
+        yield [ServerSentEvent(event=n, data=json.dumps(d)) for n, d in TEXT_STREAM[5:]]
+
+    lists = [[e.data for e in batch] async for batch in translated_events(reads(), ChunkTranslator(created_s=0))]
+    assert len(lists) == 2
+    deltas = [json.loads(d)["choices"][0]["delta"] for d in lists[0]]
+    assert deltas == [{"role": "assistant", "content": ""}, {"content": "Hel"}, {"content": "lo"}]
+    assert lists[1][-1] == "[DONE]" and json.loads(lists[1][0])["choices"][0]["finish_reason"] == "stop"

@@ -155,7 +155,8 @@ async def _run(
         result = await (open_stream if stream else call_json)(client, _spec(kind, stream=stream, **spec))
         rest: list[tuple[str, str]] = []
         if result.stream is not None:
-            rest = [(e.event, e.data) async for e in result.stream.events]
+            rest = [(e.event, e.data) for e in result.stream.pending]
+            rest += [(e.event, e.data) async for batch in result.stream.events for e in batch]
             await result.stream.aclose()
     return result, seen, rest
 

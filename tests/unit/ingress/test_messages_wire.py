@@ -599,3 +599,20 @@ async def test_relay_error_frame_becomes_an_error_event_without_message_stop() -
         {"type": "error", "error": {"type": "api_error", "message": "the upstream provider failed mid-stream"}},
     )
     assert "message_stop" not in [n for n, _ in events]
+
+
+async def test_the_frames_of_one_relay_write_become_one_write_of_anthropic_events() -> None:
+    first = _chunk({"role": "assistant", "content": ""}) + _chunk({"content": "tok0"}) + _chunk({"content": " tok1"})
+    split = _chunk({}, "stop")
+    pieces = [
+        piece
+        async for piece in anthropic_stream(_frames(first, split[:20], split[20:] + b"data: [DONE]\n\n"), model="m")
+    ]
+    assert len(pieces) == 2  # a piece holding no whole frame gives no write
+    assert [n for n, _ in _parse(pieces[0])] == [
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+    ]
+    assert [n for n, _ in _parse(pieces[1])] == ["content_block_stop", "message_delta", "message_stop"]

@@ -10,8 +10,7 @@ from typing import cast
 import pytest
 from redis.asyncio import Redis
 
-from turnout.core.plan import RoutingSettings
-from turnout.core.policy import Policy
+from support.jobs import job_payload
 from turnout.core.queue_wait import HEADROOM, FleetCapacity, jobs_ahead
 from turnout.errors import GatewayUnavailable
 from turnout.state import keys
@@ -28,17 +27,7 @@ class FixedFleet(FleetWatch):
 
 
 def _payload(job_id: str, org: str, budget_s: float) -> JobPayload:
-    return JobPayload(
-        request_id=job_id,
-        body=b"{}",
-        org=org,
-        squad=None,
-        key="k",
-        policy=Policy(),
-        settings=RoutingSettings(),
-        deadline_epoch_s=time.time() + budget_s,
-        reply_to="r",
-    )
+    return job_payload(job_id, time.time() + budget_s, org=org)
 
 
 def _queue(redis: Redis, capacity: FleetCapacity | None) -> JobQueue:

@@ -12,26 +12,14 @@ from typing import Any, cast
 
 from redis.asyncio import Redis
 
-from turnout.core.plan import RoutingSettings
-from turnout.core.policy import Policy
+from support.jobs import job_payload
 from turnout.state import keys
 from turnout.state.pickup_store import _PICK
 from turnout.state.queue import JobQueue
-from turnout.wire import JobPayload
 
 
 async def _enqueue(queue: JobQueue, job_id: str, org: str) -> None:
-    payload = JobPayload(
-        request_id=job_id,
-        body=b"{}",
-        org=org,
-        squad=None,
-        key="k",
-        policy=Policy(),
-        settings=RoutingSettings(),
-        deadline_epoch_s=time.time() + 60,
-        reply_to="r",
-    )
+    payload = job_payload(job_id, time.time() + 60, org=org)
     await queue._push(payload)
 
 

@@ -9,11 +9,9 @@ import time
 import pytest
 from redis.asyncio import Redis
 
-from turnout.core.plan import RoutingSettings
-from turnout.core.policy import Policy
+from support.jobs import job_payload
 from turnout.state import keys
 from turnout.state.queue import JobQueue
-from turnout.wire import JobPayload
 
 
 async def test_a_held_job_past_its_deadline_is_withdrawn_and_cancelled(redis_client: Redis) -> None:
@@ -27,17 +25,7 @@ async def test_a_held_job_past_its_deadline_is_withdrawn_and_cancelled(redis_cli
         grace_s=0.0,
         clock=lambda: now[0],
     )
-    payload = JobPayload(
-        request_id="held-1",
-        body=b"{}",
-        org="acme",
-        squad=None,
-        key="k",
-        policy=Policy(),
-        settings=RoutingSettings(),
-        deadline_epoch_s=now[0] + 5,
-        reply_to="r",
-    )
+    payload = job_payload("held-1", now[0] + 5)
     cancels = redis_client.pubsub()
     await cancels.subscribe(keys.CANCEL_CHANNEL)
     waiting = asyncio.create_task(queue.submit(payload))

@@ -1,0 +1,61 @@
+"""An SSE answer's events, read a network read at a time.
+
+Owns: `event_batches`, which turns an open `text/event-stream` response into
+lists of `ServerSentEvent`s: each list holds the events completed by one
+read of the response body (all of them, in order), so that a consumer can
+relay several events that arrived together in one write, and none waits for
+a later read. An event split across reads is completed by the read that
+brings its end; a partial event at the end of the body is dropped, as the
+SSE rules say.
+Must not import: the family modules, services, FastAPI, arq.
+
+The line and field parsing is httpx-sse's (its `SSELineDecoder`: lines end at
+CR LF, LF or CR, a trailing CR waiting for the next read; its `SSEDecoder`:
+`event`, `data`, `id`, `retry` fields, comments), per
+https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+from httpx_sse import ServerSentEvent
+from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+EventBatch = list[ServerSentEvent]
+"""The events one read completed, in stream order; never empty when yielded."""
+
+
+def _decode_lines(decoder: SSEDecoder, lines: list[str]) -> EventBatch:
+    events = []
+    for line in lines:
+        event = decoder.decode(line)
+        if event is not None:
+            events.append(event)
+    return events
+
+
+async def event_batches(response: httpx.Response) -> AsyncIterator[EventBatch]:
+    """The events of an open SSE `response`, one list per read that completed any.
+
+    Args:
+        response: a streaming response whose body is `text/event-stream`
+            (the caller checked the content type); its body is decoded as
+            text (`Response.aiter_text`: content-encoding, then the charset,
+            UTF-8 by default, a character split across reads kept whole).
+
+    Yields:
+        Non-empty lists of events, in stream order. Transport exceptions of
+        the body read propagate; the events of earlier reads were yielded
+        before them.
+    """
+    lines = SSELineDecoder()
+    decoder = SSEDecoder()
+    async for text in response.aiter_text():
+        events = _decode_lines(decoder, lines.decode(text))
+        if events:
+            yield events
+    events = _decode_lines(decoder, lines.flush())
+    if events:
+        yield events
