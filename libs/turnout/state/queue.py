@@ -180,7 +180,8 @@ class JobQueue:
             None: shed on `max_depth` only.
         also: more channels the result listener subscribes to (channel -> handler of
             a message's data): a handler runs before any result published after its
-            message is handed out (one subscription, messages in publish order).
+            message is handed out (one subscription, messages in publish order), and
+            with empty data after the listener lost Redis (messages may be lost).
         clock: epoch seconds (deadlines).
         rng: draws the result listener's reconnect jitter.
         sleep: waits the listener's reconnect backoff (seconds).
@@ -250,6 +251,8 @@ class JobQueue:
 
     async def _subscribed(self, reconnected: bool) -> None:
         if reconnected:
+            for handler in self._also.values():  # what was published meanwhile is lost: anything may have changed
+                handler(b"")
             await self._settle_lost()
 
     async def _resolve(self, message: Message | None) -> None:

@@ -72,3 +72,16 @@ async def test_a_message_on_an_extra_channel_is_handled_before_a_later_result(re
         assert seen == ["forgot ping", "forgot acme/model-a", "forgot acme/model-b"], "in publish order"
     finally:
         await queue.stop()
+
+
+async def test_after_the_listener_lost_redis_the_extra_channels_handlers_hear_that_anything_may_have_changed(
+    redis_client: Redis,
+) -> None:
+    seen: list[bytes] = []
+    queue = JobQueue(
+        redis_client, listen_redis=redis_client, ingress_id="t3", max_depth=100, also={keys.HEALTH_CHANNEL: seen.append}
+    )
+    await queue._subscribed(False)
+    assert seen == []
+    await queue._subscribed(True)  # subscribed again after a loss: announcements may have been missed
+    assert seen == [b""]
