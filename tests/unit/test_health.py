@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 import turnout.health
+import turnout.health.writes
 from turnout.core.breaker import (
     CLOSED,
     NOT_BEFORE_SLACK_S,
@@ -335,6 +336,7 @@ def time() -> FakeTime:
 def sleeper(time: FakeTime, monkeypatch: pytest.MonkeyPatch) -> ManualSleep:
     manual = ManualSleep(time)
     monkeypatch.setattr(turnout.health, "asyncio", AsyncioWithSleep(manual))
+    monkeypatch.setattr(turnout.health.writes, "asyncio", AsyncioWithSleep(manual))  # the writes' backoff
     return manual
 
 

@@ -1,11 +1,13 @@
 """Breakers: the shell around the pure breaker core and its shared store.
 
 Owns: reading the health of a plan's targets (and of the tenant's
-credentials) in one round trip, admitting an attempt (the fleet-wide probe
-permit in HALF_OPEN, renewed while the probe runs; the slow-start share; a
-provider's "not before"), recording counted results with compare-and-set
-retries, logging transitions and alarms, and the explicit policy for a store
-outage (SPEC §5; never a silent default). Clock and RNG are injected.
+credentials) in one round trip, kept `cache_s` seconds; admitting an attempt
+(the fleet-wide probe permit in HALF_OPEN, renewed while the probe runs; the
+slow-start share; a provider's "not before"); recording counted results
+(written in batches by `writes.SnapshotWrites`); logging transitions and
+alarms; and the explicit policy for a store outage (SPEC §5; never a silent
+default). Clock and RNG are injected. Its modules: `view` (one request's read,
+`HealthView`), `writes` (the batched compare-and-set writes).
 Must not import: services, FastAPI, httpx.
 
 Store outage policy (`breaker.on_store_error` in the configuration):
@@ -20,13 +22,12 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
 from turnout.core.breaker import (
-    CLOSED,
     Admission,
     BreakerSettings,
     BreakerSnapshot,
@@ -38,16 +39,18 @@ from turnout.core.breaker import (
     record,
     reopen_in_s,
     rest,
-    score,
     state_at,
     unavailable_for_s,
 )
 from turnout.core.counting import count
 from turnout.core.credentials import Credential
 from turnout.core.loop import SkipReason
-from turnout.core.ordering import OrderSettings, Standing, TargetHealth
+from turnout.core.ordering import OrderSettings
 from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
+from turnout.health.view import Clock as Clock
+from turnout.health.view import HealthView as HealthView
+from turnout.health.writes import SnapshotWrites, lost_write_logger
 from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import (
@@ -56,7 +59,6 @@ from turnout.state.breaker_store import (
     RedisBreakerStore,
     Speed,
     SpeedSample,
-    Versioned,
     cap_subject,
 )
 from turnout.state.errors import StateUnavailable, outage_kind
@@ -77,14 +79,11 @@ RAMP_RETRY_S = 1.0
 """Seconds a request left out by slow start is told to wait."""
 MAX_PROBE_HOLD_S = 3600.0
 """A probe permit is renewed at most this long (a guard against a lost release)."""
-_CAS_TRIES = 100
 RECORD_TIMEOUT_S = RECORD_BOUND_S
 """Longest a result's recording (or a permit's release) may take: a committed
 stream's end waits for it, so a hung store must not hold the client; past it
 the result is not recorded (the store-outage policy) and a permit expires on
 its own."""
-
-Clock = Callable[[], float]
 
 
 PLAN_CAP_MAX_S = 86_400.0
@@ -101,103 +100,6 @@ def credential_subject(org: str, provider: str) -> str:
     """The health key of an org's own credential for a provider (no `/`, so
     it never collides with a `provider/model` target key)."""
     return f"credential:{org}:{provider}"
-
-
-class HealthView:
-    """Snapshots of one request's targets and credentials, as read at one moment.
-
-    Attributes:
-        now_s: store clock at the read (epoch seconds).
-        entries: subject -> versioned snapshot.
-        speeds: target key -> the fleet's rolling measures (measured targets only).
-        caps: `cap_subject` -> epoch seconds until that usage cap resets
-            (only caps read and in force).
-        read_at: local monotonic time of the read (seconds).
-        degraded: the store was unreachable; everything reads CLOSED.
-    """
-
-    def __init__(
-        self, loaded: Loaded, *, clock: Clock = time.monotonic, degraded: bool = False, age_s: float = 0.0
-    ) -> None:
-        self.now_s = loaded.now_s
-        self.entries = dict(loaded.entries)
-        self.speeds = dict(loaded.speeds)
-        self.caps = dict(loaded.caps)
-        self._clock = clock
-        self.read_at = clock() - age_s  # a view read elsewhere `age_s` seconds ago (one shipped with a job)
-        self.degraded = degraded
-
-    def loaded(self) -> Loaded | None:
-        """What was read, to ship with a job (`JobPayload.health`); None for a degraded view."""
-        if self.degraded:
-            return None
-        return Loaded(now_s=self.now_s, entries=self.entries, speeds=self.speeds, caps=self.caps)
-
-    def refresh(self, loaded: Loaded) -> None:
-        """Take newer snapshots (and the clock read with them)."""
-        self.entries.update(loaded.entries)
-        self.speeds.update(loaded.speeds)
-        self.now_s, self.read_at = loaded.now_s, self._clock()
-
-    def age_s(self) -> float:
-        """Seconds since the last read."""
-        return self._clock() - self.read_at
-
-    def store_now(self) -> float:
-        """The store clock now, extrapolated from the read."""
-        return self.now_s + self.age_s()
-
-    def snapshot(self, subject: str) -> BreakerSnapshot:
-        """The snapshot of `subject` (CLOSED when unknown)."""
-        entry = self.entries.get(subject)
-        return entry.snapshot if entry else CLOSED
-
-    def ordering_health(self, settings: BreakerSettings) -> dict[str, TargetHealth]:
-        """target key -> what the ordering strategies know of it (SPEC §5 "Ordering",
-        §10): standing, score and measures; targets CLOSED with no history and
-        no measure are left out (they rank as healthy and unmeasured)."""
-        now = self.store_now()
-        out: dict[str, TargetHealth] = {}
-        for subject, entry in self.entries.items():
-            snap = entry.snapshot
-            speed = self.speeds.get(subject)
-            if snap == CLOSED:
-                if speed is not None:
-                    out[subject] = TargetHealth(ttft_ms=speed.ttft_ms, tokens_per_s=speed.tokens_per_s)
-                continue
-            away = unavailable_for_s(snap, now)
-            if away > 0:
-                standing = Standing.DOWN
-            elif state_at(snap, now) is BreakerState.HALF_OPEN:
-                standing = Standing.PROBE
-            else:
-                standing = Standing.UP
-            out[subject] = TargetHealth(
-                score=score(snap, now, settings),
-                standing=standing,
-                back_in_s=away,
-                ttft_ms=speed.ttft_ms if speed else None,
-                tokens_per_s=speed.tokens_per_s if speed else None,
-            )
-        return out
-
-    def capped_for(self, scope: str, target: str) -> float | None:
-        """Seconds until the usage cap of `scope` on `target` resets, or None
-        when none is known (SPEC §10 plan-cap continuity)."""
-        until = self.caps.get(cap_subject(scope, target))
-        if until is None:
-            return None
-        left = until - self.store_now()
-        return left if left > 0 else None
-
-    def unavailable_for(self, targets: Sequence[str]) -> float | None:
-        """Seconds until the first of `targets` may be attempted again, if every
-        one is OPEN or resting now; else None."""
-        if not targets or self.degraded:
-            return None
-        now = self.store_now()
-        waits = [unavailable_for_s(self.snapshot(t), now) for t in targets]
-        return None if min(waits) <= 0 else min(waits)
 
 
 class Gate(msgspec.Struct, frozen=True):
@@ -222,44 +124,8 @@ class Gate(msgspec.Struct, frozen=True):
 
 
 _ADMITTED = Gate(admitted=True)
-_UNKNOWN = Versioned(0, CLOSED)
-_KNOWN_MAX = 100_000
-"""Subjects (targets and tenant credentials) whose latest snapshot a process remembers at most."""
 _CACHE_MAX = 4096
 """Distinct reads `Breakers.view` keeps at most (one per model and tenant credential set in use)."""
-
-
-class _Queued(NamedTuple):
-    """One change of a subject's snapshot waiting for its writer (`Breakers._update`)."""
-
-    change: Callable[[BreakerSnapshot, float], BreakerSnapshot]
-    now: float  # the store clock when it was queued (epoch seconds)
-    view: HealthView  # the request's view: gets the written snapshot
-    speed: SpeedSample | None
-    quiet: bool  # a plain success: nothing the other processes must hear of at once
-    done: asyncio.Future[bool]  # True when the write carried `speed`
-
-
-def _later(a: tuple[float, Versioned], b: tuple[float, Versioned]) -> bool:
-    """Whether (seen at, entry) `a` is later than `b`: seen later, or at the same time with a higher version."""
-    return a[0] > b[0] or (a[0] == b[0] and a[1].version > b[1].version)
-
-
-def _standing_changed(old: BreakerSnapshot, new: BreakerSnapshot) -> bool:
-    """Whether a write moves what admission reads: a trip or close, a new cooldown, a rest, slow start."""
-    return (old.open, old.opened_at_s, old.not_before_s, old.closed_at_s, old.trips) != (
-        new.open,
-        new.opened_at_s,
-        new.not_before_s,
-        new.closed_at_s,
-        new.trips,
-    )
-
-
-def _retrieved(done: asyncio.Future[bool]) -> None:
-    """Mark a failed change's exception as seen (its caller may have stopped waiting)."""
-    if not done.cancelled():
-        done.exception()
 
 
 class Breakers:
@@ -319,9 +185,14 @@ class Breakers:
         self._sole = sole_targets
         self._clock = clock
         self._rng = rng or random.Random()
-        self._known: dict[str, tuple[float, Versioned]] = {}  # subject -> (seen at, the latest snapshot seen)
-        self._queued: dict[str, list[_Queued]] = {}  # subject -> changes waiting for its writer
-        self._writers: dict[str, asyncio.Task[None]] = {}  # subject -> its writer task
+        self._writes = SnapshotWrites(
+            store,
+            clock=clock,
+            rng=self._rng,
+            on_written=self._written,
+            on_announced=self.forget,
+            on_lost=lost_write_logger(lambda exc: self._outage(exc, refuse=False)),
+        )
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)
         self._outage_logged_at = float("-inf")
@@ -363,7 +234,7 @@ class Breakers:
                 loaded = await self._store.load(list(names), list(capped))
             read_at = self._clock()
             for subject, entry in loaded.entries.items():
-                self._note(subject, entry, read_at)
+                self._writes.note(subject, entry, read_at)
             if self._cache_s > 0 and generation == self._generation:
                 if len(self._cache) >= _CACHE_MAX:
                     self._cache.clear()
@@ -383,9 +254,9 @@ class Breakers:
         """`loaded` (read at `read_at`, monotonic s) with any snapshot this process has seen since
         (its own writes, conflicts it met)."""
         newer = {
-            subject: known[1]
-            for subject in loaded.entries
-            if (known := self._known.get(subject)) is not None and _later(known, (read_at, loaded.entries[subject]))
+            subject: seen
+            for subject, entry in loaded.entries.items()
+            if (seen := self._writes.seen_since(subject, entry, read_at)) is not None
         }
         return msgspec.structs.replace(loaded, entries={**loaded.entries, **newer}) if newer else loaded
 
@@ -674,113 +545,26 @@ class Breakers:
         *,
         quiet: bool = False,
     ) -> bool:
-        """Compare-and-set `change` of `subject`'s snapshot, retried on conflict; `speed`
-        rides with the write. Returns True when a write carried `speed`.
-
-        A write is announced on `keys.HEALTH_CHANNEL` (processes that keep health
-        reads a moment forget them) unless every change it carries is `quiet` and
-        none changed the subject's standing (`_standing_changed`). A `quiet` change
-        (a plain success) is not waited for: it returns once queued, True when it
-        has `speed` to carry; a failed write of it is logged as a store outage.
-
-        Changes of one subject queued while a write is in flight are applied together,
-        in arrival order, by the next write (one round trip for all: the same snapshot
-        as applying them one by one). The write runs in its own task, so a caller that
-        gives up waiting (cancelled or timed out) loses nothing already queued.
+        """Compare-and-set `change` of `subject`'s snapshot with whatever else is queued
+        (`turnout.health.writes.SnapshotWrites.update`); nothing for a degraded view.
+        Returns True when a write carried `speed`.
 
         Raises:
             StateUnavailable: the store failed the write.
         """
         if view.degraded:
             return False
-        self._note(subject, view.entries.get(subject), view.read_at)
-        done: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        done.add_done_callback(_retrieved)
-        self._queued.setdefault(subject, []).append(_Queued(change, view.store_now(), view, speed, quiet, done))
-        loop = asyncio.get_running_loop()
-        writer = self._writers.get(subject)
-        if writer is None or writer.done() or writer.get_loop() is not loop:
-            self._writers[subject] = loop.create_task(self._write_queued(subject), name=f"breaker-write {subject}")
-        if quiet:  # nobody need wait for it: the answer goes out while it is written (`drain` waits)
-            return speed is not None
-        return await asyncio.shield(done)
+        return await self._writes.update(subject, view, change, speed, quiet=quiet)
 
     async def drain(self) -> None:
-        """Wait until every change queued so far is written (or failed): a process stopping, a test."""
-        while self._writers:
-            await asyncio.wait(list(self._writers.values()))
+        """Wait until every result queued so far is written (or failed): a process stopping, a test."""
+        await self._writes.drain()
 
-    def _note(self, subject: str, entry: Versioned | None, seen_at: float) -> None:
-        """Keep `entry`, seen at `seen_at` (monotonic s), as the latest known of `subject` unless
-        one seen later is kept. Seen, not versioned: versions start again when keys are lost."""
-        if entry is not None and ((known := self._known.get(subject)) is None or not _later(known, (seen_at, entry))):
-            if known is None and len(self._known) >= _KNOWN_MAX:
-                self._known.clear()  # forgetting only costs a conflicting write
-            self._known[subject] = (seen_at, entry)
-
-    async def _write_queued(self, subject: str) -> None:
-        """Write `subject`'s queued changes, a batch per round trip, until none is left."""
-        try:
-            while batch := self._queued.pop(subject, None):
-                try:
-                    carried = await self._commit(subject, batch)
-                except Exception as exc:  # handed to every caller of the batch, which re-raises it
-                    for item in batch:
-                        if not item.done.done():
-                            item.done.set_exception(exc)
-                    if all(item.quiet for item in batch):  # nobody waits to see it
-                        if isinstance(exc, (StateUnavailable, TimeoutError)):
-                            self._outage(exc, refuse=False)
-                        else:
-                            log.error("breaker %s: successes not recorded", subject, exc_info=exc)
-                    continue
-                for item in batch:
-                    if not item.done.done():
-                        item.done.set_result(carried and item.speed is not None)
-        finally:
-            self._writers.pop(subject, None)
-            for item in self._queued.pop(subject, ()):  # cancelled (process stopping): nothing waits on
-                if not item.done.done():
-                    item.done.cancel()
-
-    async def _commit(self, subject: str, batch: list[_Queued]) -> bool:
-        """One compare-and-set of `batch`'s changes applied in order (retried on conflict with
-        jittered backoff). Returns True when the write carried the batch's speed samples."""
-        entry = self._known.get(subject, (0.0, _UNKNOWN))[1]
-        speeds = [item.speed for item in batch if item.speed is not None]
-        carried = False
-        now = batch[0].now
-        for attempt in range(_CAS_TRIES):
-            if attempt >= 2:  # heavy contention: spread the writers out (full jitter, ≤ 20 ms)
-                await asyncio.sleep(self._rng.uniform(0, min(0.02, 0.001 * 2 ** (attempt - 2))))
-            steps: list[tuple[BreakerSnapshot, float]] = []
-            snap = entry.snapshot
-            for item in batch:
-                now = max(now, item.now) if attempt == 0 else now  # the store clock never runs back
-                snap = item.change(snap, now)
-                steps.append((snap, now))
-            if snap == entry.snapshot:
-                return False
-            notify = not all(item.quiet for item in batch) or _standing_changed(entry.snapshot, snap)
-            current = await self._store.compare_and_set(subject, entry.version, snap, speeds or None, notify=notify)
-            carried = carried or bool(speeds)
-            if current is None:
-                committed = Versioned(entry.version + 1, snap)
-                self._note(subject, committed, self._clock())
-                if notify:
-                    self.forget(subject)
-                for item in batch:
-                    item.view.entries[subject] = committed
-                before = entry.snapshot
-                for after, at in steps:
-                    self._transitioned(subject, before, after, at)
-                    before = after
-                return carried
-            speeds = []  # folded by the refused write already (the script folds them whatever its outcome)
-            entry, now = current.entries[subject], current.now_s
-            self._note(subject, entry, self._clock())
-        log.error("breaker %s: result not recorded after %d conflicting writes", subject, _CAS_TRIES)
-        return carried
+    def _written(self, subject: str, before: BreakerSnapshot, steps: list[tuple[BreakerSnapshot, float]]) -> None:
+        """After a stored write: log and count each step's transition."""
+        for after, at in steps:
+            self._transitioned(subject, before, after, at)
+            before = after
 
     def _transitioned(self, subject: str, old: BreakerSnapshot, new: BreakerSnapshot, now: float) -> None:
         before, after = state_at(old, now), state_at(new, now)
