@@ -14,9 +14,10 @@ and the tenancy's version polls) may land inside one request's window; it
 only ever adds commands, and a request's own commands are the same every
 time, so the figure is the fewest over many sequential requests (the
 typical request's commands are those of that window). The attempt records
-are written by the records writer's flusher (`turnout.observability.records`:
-per attempt a started row — `XADD`, `HSET` + `EXPIRE` of the open-attempts
-hash — flushed at once, and an ended row — `XADD`, `HDEL` — batched, every
+are written by the records writer's flusher (`turnout.observability.records`,
+one script run per batch: per attempt a started row — `XADD`, `HSET` +
+`EXPIRE` of the open-attempts hash — flushed at once, and an ended row —
+`XADD`, `HDEL` — batched, every
 0.25 s), so they are counted apart (`records`): under load one flush carries
 many attempts' rows.
 """
@@ -37,12 +38,24 @@ SETTLE_S = 0.05
 """A request's window closes once no command arrived for this long after its answer (seconds)."""
 
 RECORDS = (
-    "XADD turnout:records ",
-    "HSET turnout:attempts:open:",
-    "EXPIRE turnout:attempts:open:",
-    "HDEL turnout:attempts:open:",
+    "xadd turnout:records ",
+    "hset turnout:attempts:open:",
+    "expire turnout:attempts:open:",
+    "hdel turnout:attempts:open:",
 )
-"""Commands of the attempt records' writer (counted apart, `RequestCommands.records`)."""
+"""Writes of the attempt records' writer, lower-cased (counted apart, `RequestCommands.records`): run
+by its script (`turnout.state.records_stream.append`), whose own `EVALSHA` / `EVAL` is apart too."""
+
+
+def _records_write(line: str) -> bool:
+    """A write of the records' script (see `RECORDS`)."""
+    return line.lower().startswith(RECORDS)
+
+
+def _records_script(line: str) -> bool:
+    """The records' script itself: `EVALSHA <sha> <numkeys> turnout:records ...` (or `EVAL`)."""
+    parts = line.split(" ", 4)
+    return len(parts) >= 4 and parts[0].upper() in ("EVALSHA", "EVAL") and parts[3] == "turnout:records"
 
 
 @dataclass
@@ -156,8 +169,8 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
             _settle(seen)
             _mark(client, seen, f"turnout-count-{tag}-{i}-end")
             window = _window(seen, f"turnout-count-{tag}-{i}-start", f"turnout-count-{tag}-{i}-end")
-            records += sum(1 for _, _, line in window if line.startswith(RECORDS))
-            window = [c for c in window if not c[2].startswith(RECORDS)]
+            records += sum(1 for _, _, line in window if _records_write(line))
+            window = [c for c in window if not (_records_write(c[2]) or _records_script(c[2]))]
             windows.append(window)
             sent.append(sum(1 for kind, _, _ in window if kind != "lua"))
             inner.append(sum(1 for kind, _, _ in window if kind == "lua"))

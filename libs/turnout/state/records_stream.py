@@ -1,7 +1,7 @@
 """The attempt records stream in Redis: appending batches, reading forwards and backwards.
 
 Owns: the Redis side of SPEC §9's records — `XADD MAXLEN ~ N` of encoded
-rows in one pipelined round trip, with each request's open attempts (started
+rows in one script run per batch, with each request's open attempts (started
 and not ended) kept in a hash (`keys.open_attempts_key`), and paged XRANGE /
 XREVRANGE reads of `turnout:records` (`keys.RECORDS_STREAM`). Each entry
 holds the row's org (`org`, to skip other orgs without decoding) and the
@@ -13,10 +13,12 @@ Must not import: services, FastAPI, httpx.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import AsyncIterator, Sequence
 from typing import NamedTuple
 
 from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
 
 from turnout.state import keys
 from turnout.state.errors import state_errors
@@ -41,27 +43,52 @@ class Entry(NamedTuple):
     started: bool = False
 
 
+# KEYS[1] the records stream, then per row the open-attempts hash of its request (the stream again
+# for a row without one)   ARGV: max len, open ttl s, then per row: op ('s' started, 'e' ended,
+# 'a' neither), org, encoded row, attempt id
+_APPEND = """
+local max_len, ttl = ARGV[1], ARGV[2]
+for i = 2, #KEYS do
+  local j = 3 + (i - 2) * 4
+  local op, attempt = ARGV[j], ARGV[j + 3]
+  redis.call('xadd', KEYS[1], 'MAXLEN', '~', max_len, '*', 'org', ARGV[j + 1], 'r', ARGV[j + 2])
+  if op == 's' then
+    redis.call('hset', KEYS[i], attempt, ARGV[j + 2])
+    redis.call('expire', KEYS[i], ttl)
+  elseif op == 'e' then
+    redis.call('hdel', KEYS[i], attempt)
+  end
+end
+return #KEYS - 1
+"""
+_APPEND_SHA = hashlib.sha1(_APPEND.encode()).hexdigest()  # Redis names a script by its SHA-1
+
+
 async def append(redis: Redis, rows: Sequence[Entry], *, max_len: int, open_ttl_s: int) -> None:
-    """Append `rows` in one pipelined round trip, trimming the stream to about
-    `max_len` entries, and keep each row's request's open-attempts hash
-    (`keys.open_attempts_key`, expiring `open_ttl_s` seconds after its last start).
+    """Append `rows` in one round trip (one script: the rows packed once, written at once),
+    trimming the stream to about `max_len` entries, and keep each row's request's
+    open-attempts hash (`keys.open_attempts_key`, expiring `open_ttl_s` seconds after its
+    last start).
 
     Raises:
-        StateUnavailable: Redis unreachable (nothing, or not everything, was written).
+        StateUnavailable: Redis unreachable (nothing was written).
     """
+    if not rows:
+        return
+    names: list[str] = [keys.RECORDS_STREAM]
+    args: list[str | int | bytes] = [max_len, open_ttl_s]
+    for row in rows:
+        if row.request_id is None or not row.attempt_id:
+            names.append(keys.RECORDS_STREAM)
+            args += ["a", row.org, row.raw, ""]
+        else:
+            names.append(keys.open_attempts_key(row.request_id))
+            args += ["s" if row.started else "e", row.org, row.raw, row.attempt_id]
     with state_errors():
-        async with redis.pipeline(transaction=False) as pipe:
-            for row in rows:
-                pipe.xadd(keys.RECORDS_STREAM, {"org": row.org, "r": row.raw}, maxlen=max_len, approximate=True)
-                if row.request_id is None or not row.attempt_id:
-                    continue
-                open_key = keys.open_attempts_key(row.request_id)
-                if row.started:
-                    pipe.hset(open_key, row.attempt_id, row.raw)  # type: ignore[arg-type]  # bytes are sent as they are
-                    pipe.expire(open_key, open_ttl_s)
-                else:
-                    pipe.hdel(open_key, row.attempt_id)
-            await pipe.execute()
+        try:
+            await redis.evalsha(_APPEND_SHA, len(names), *names, *args)  # type: ignore[misc, arg-type]
+        except NoScriptError:  # Redis restarted, or the first append: send the script itself
+            await redis.eval(_APPEND, len(names), *names, *args)  # type: ignore[misc, arg-type]
 
 
 async def open_attempts(redis: Redis, request_id: str) -> list[bytes]:
