@@ -1,16 +1,8 @@
-"""Imports a server process never uses, deferred or left out (issue: Performance, memory).
+"""Imports a server process never uses, left out (issue: Performance, memory).
 
-Owns: two import-time savings, applied at the start of `turnout ingress` and
-`turnout worker`, before anything imports httpx or redis:
+Owns: import-time savings, applied at the start of `turnout ingress` and
+`turnout worker`, before anything imports httpx, uvicorn or FastAPI:
 
-- `jwt` (PyJWT) is imported by redis-py at module load for a token
-  authentication Turnout does not use, and it imports `cryptography`'s
-  OpenSSL bindings (~8 MiB a process). It is replaced by a deferred module
-  that imports the real one on the first attribute read (never, in
-  Turnout). `importlib.util.LazyLoader` cannot serve here: on Python 3.11 the
-  import system reads `__spec__` of the module on `import jwt`, which makes a
-  lazily loaded module execute at once. (`turnout.tenancy.vault` imports
-  `cryptography` itself only once a key is configured or used.)
 - `httpx._main`, httpx's command line client, is imported by `import httpx`
   whenever click, rich and pygments are installed (a development
   environment: ~4 MiB a process); a server never runs it, so it is marked
@@ -23,39 +15,24 @@ Owns: two import-time savings, applied at the start of `turnout ingress` and
   "is this a pydantic v1 model?"; marked absent, the import fails and
   FastAPI answers "no" (its own fallback), which is true: Turnout has none.
 
+Not here: redis-py 5.3 imports PyJWT (and through it `cryptography`'s
+OpenSSL bindings, ~10 MiB a process) at module load; `pyproject.toml` keeps
+redis-py below 5.3 instead, as `turnout.settings` imports redis before any
+start-up code can run. (`turnout.tenancy.vault` imports `cryptography` itself
+only once a key is configured or used.)
+
 Measured RSS at rest: bench/README.md ("Memory").
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
-import types
-from typing import Any
-
-DEFERRED = ("jwt",)
-"""Modules imported at first use instead of at `import` (module doc)."""
 
 ABSENT = ("httpx._main", "watchfiles", "pydantic.v1")
 """Modules a server never uses, marked absent so that their importers take their fallback (module doc)."""
 
 
-class Deferred(types.ModuleType):
-    """A stand-in for a module in `sys.modules` that imports the real module on the first
-    attribute read, then forwards every read to it."""
-
-    def __getattr__(self, attr: str) -> Any:  # only attributes the stand-in lacks
-        real = sys.modules.get(self.__name__)
-        if real is self or real is None:
-            sys.modules.pop(self.__name__, None)
-            real = importlib.import_module(self.__name__)
-        return getattr(real, attr)
-
-
-def defer_unused_imports() -> None:
-    """Defer `DEFERRED` and leave out `ABSENT` (module doc); idempotent, and a module
-    already imported is left as it is."""
-    for name in DEFERRED:
-        sys.modules.setdefault(name, Deferred(name))
+def leave_out_unused_imports() -> None:
+    """Leave out `ABSENT` (module doc); idempotent, and a module already imported is left as it is."""
     for absent in ABSENT:
         sys.modules.setdefault(absent, None)  # type: ignore[arg-type]

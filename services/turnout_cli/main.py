@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings
 from turnout_cli.admin import add_parser as add_admin_parser
-from turnout_cli.lean import defer_unused_imports
+from turnout_cli.lean import leave_out_unused_imports
 from turnout_cli.logs import add_parser as add_logs_parser
 from turnout_cli.pipes import closed_pipe_safe
 
@@ -47,7 +47,7 @@ def _redis_url(args: argparse.Namespace) -> str:
 
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
-    defer_unused_imports()
+    leave_out_unused_imports()
     import uvicorn
 
     from turnout.config import load_config
@@ -70,6 +70,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         access_log=False,
         log_config=None,
         loop="uvloop",
+        ws="none",  # no WebSocket route: the `websockets` package (~3 MiB) is never imported
         http=guarded_protocol(GuardLimits.of(config.raw.gateway)),
         timeout_graceful_shutdown=25,
     )
@@ -78,7 +79,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
-    defer_unused_imports()
+    leave_out_unused_imports()
     from turnout.observability.jsonlog import configure_logging
     from turnout_worker.app import run
     from turnout_worker.observe import SERVICE_NAME

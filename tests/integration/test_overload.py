@@ -95,7 +95,7 @@ class Sampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        self._redis.close()
+        self._redis.close()  # type: ignore[no-untyped-call]  # untyped in redis-py 5.2
 
 
 async def _burst(gw: Gateway) -> list[tuple[httpx.Response, float]]:

@@ -80,7 +80,7 @@ def _monitor(url: str, seen: _Seen, ready: threading.Event, stop: threading.Even
                 if stop.is_set() and "turnout-count-stop" in line:
                     return
     finally:
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]  # untyped in redis-py 5.2
 
 
 @dataclass
@@ -188,4 +188,4 @@ def commands_per_request(redis_url: str, send: Callable[[], None], n: int = 20, 
         stop.set()
         client.echo("turnout-count-stop")
         thread.join(5)
-        client.close()
+        client.close()  # type: ignore[no-untyped-call]  # untyped in redis-py 5.2

@@ -1,0 +1,71 @@
+"""What a running ingress and worker leave unloaded (issue: Performance, memory).
+
+A real fleet (Redis, simulator, one ingress, one worker) serves a queued
+request and a stream; then each process's memory map (`/proc/<pid>/maps`)
+must show neither `cryptography`'s OpenSSL bindings (~6 MiB mapped, loaded
+by PyJWT, which redis-py 5.3 and later import: `pyproject.toml`) nor, in the
+ingress, the `websockets` package uvicorn loads unless told there is no
+WebSocket route (`turnout_cli.main`). Both are native modules, so a map
+lists them once imported. RSS at rest is measured in bench/README.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, start_gateway
+from support.procs import Fleet, require_redis
+
+pytestmark = pytest.mark.integration
+
+KEY = "tk-test-footprint-000001"
+
+CONFIG = (
+    SIM_PROVIDERS
+    + """\
+models:
+  ok: {{offers: [{{provider: sim-a, model: footprint-ok}}]}}
+"""
+    + BREAKER_OFF
+    + """
+orgs:
+  acme:
+    keys:
+      - {{name: main, key: {key}}}
+"""
+)
+
+
+@pytest.fixture
+def gw() -> Iterator[Gateway]:
+    require_redis()
+    fleet = Fleet()
+    try:
+        yield start_gateway(fleet, CONFIG, key=KEY)
+    finally:
+        fleet.stop_all()
+
+
+def _mapped_files(pid: int) -> set[str]:
+    lines = Path(f"/proc/{pid}/maps").read_text().splitlines()
+    return {line.split(maxsplit=5)[5] for line in lines if len(line.split(maxsplit=5)) == 6}
+
+
+def test_ingress_and_worker_load_no_openssl_bindings_and_the_ingress_no_websockets(gw: Gateway) -> None:
+    body = {"model": "ok", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}
+    with httpx.Client(timeout=30, headers={"authorization": f"Bearer {KEY}"}) as client:
+        assert client.post(f"{gw.base_url}/v1/chat/completions", json=body).status_code == 200
+        streamed = client.post(f"{gw.base_url}/v1/chat/completions", json={**body, "stream": True})
+        assert streamed.status_code == 200 and b"[DONE]" in streamed.content
+    procs = {p.name.split("-")[0]: p for p in gw.fleet.procs if p.name.startswith(("ingress", "worker"))}
+    assert set(procs) == {"ingress", "worker"}
+    for role, proc in procs.items():
+        files = _mapped_files(proc.popen.pid)
+        assert any("libpython" in f or "python3" in f for f in files), f"{role}: no interpreter in its map?"
+        assert not [f for f in files if "cryptography/hazmat/bindings" in f], role
+        if role == "ingress":
+            assert not [f for f in files if "/websockets/" in f], role
