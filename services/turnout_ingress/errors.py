@@ -83,13 +83,13 @@ MAX_PATH_SHOWN = 200
 async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
-    headers = {**_request_id(request), **(exc.headers or {})}
+    rid = _request_id(request).get("x-request-id") or uuid.uuid4().hex  # a route's error, or no route's
+    headers = {"x-request-id": rid, **(exc.headers or {})}
     path = request.url.path
     shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
     if path == "/v1/messages" or path.startswith("/v1/messages/"):  # Anthropic callers get Anthropic's shape
-        rid = headers.get("x-request-id") or uuid.uuid4().hex
         body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {shown})", rid)
-        return Response(body, status_code=exc.status_code, media_type=JSON, headers={**headers, "x-request-id": rid})
+        return Response(body, status_code=exc.status_code, media_type=JSON, headers=headers)
     return error_response(
         exc.status_code,
         f"{message} ({request.method} {shown})",

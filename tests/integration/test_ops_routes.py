@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
@@ -95,3 +96,4 @@ def test_unknown_routes_and_methods_get_one_json_shape(
     assert response.status_code == status and response.json()["error"]["code"] == code
     message = response.json()["error"]["message"]
     assert len(message) < 400 and ("characters)" in message) == (len(path) > 200)
+    assert re.fullmatch(r"[0-9a-f]{32}", response.headers.get("x-request-id", "")), "every answer names its request"
