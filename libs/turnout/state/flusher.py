@@ -41,8 +41,7 @@ class Flusher:
     async def _run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._interval_s):  # not `wait_for`: no task per wait, woken in one step
-                    await self._wake.wait()
+                await asyncio.wait_for(self._wake.wait(), self._interval_s)
             self._wake.clear()
             await self._flush()
 

@@ -506,8 +506,7 @@ class JobQueue:
             if remaining <= 0:
                 break
             try:
-                async with asyncio.timeout(min(remaining, self._result_poll_s)):  # no task per wait
-                    return await asyncio.shield(fut)
+                return await asyncio.wait_for(asyncio.shield(fut), min(remaining, self._result_poll_s))
             except TimeoutError:
                 stored = await self._stored(job_id)
                 if stored is not None:
