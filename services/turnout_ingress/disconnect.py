@@ -38,6 +38,30 @@ async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -
         gone.cancel()
     if task.done():
         return task
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    await _cancelled(task)
     return None
+
+
+RECANCEL_S = 0.1
+"""How long a cancelled piece of work may go on before it is cancelled again (seconds)."""
+
+
+async def _cancelled(task: asyncio.Future[Any]) -> None:
+    """Cancel `task` and wait until it has finished unwinding.
+
+    A cancel can be lost: on Python 3.11, `asyncio.wait_for` (redis-py runs each
+    command's write inside one when a socket timeout is set) returns its inner
+    result when the cancel lands just as that result arrives, and the work goes
+    on as if nothing happened. Here the work (a queued job's wait, polling for
+    its result) then ran to its deadline and the job was never withdrawn. So the
+    cancel is sent again every `RECANCEL_S` until the task is done.
+    """
+    try:
+        while not task.done():
+            task.cancel()
+            await asyncio.wait((task,), timeout=RECANCEL_S)
+    except asyncio.CancelledError:  # this request's own task is cancelled (shutdown): the work goes too
+        task.cancel()
+        raise
+    if not task.cancelled():
+        task.exception()  # retrieved: the client is gone, nobody reads it
