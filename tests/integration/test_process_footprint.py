@@ -17,27 +17,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, start_gateway
+from support.gateway import Gateway, one_model_config, start_gateway
 from support.procs import Fleet, require_redis
 
 pytestmark = pytest.mark.integration
 
 KEY = "tk-test-footprint-000001"
 
-CONFIG = (
-    SIM_PROVIDERS
-    + """\
-models:
-  ok: {{offers: [{{provider: sim-a, model: footprint-ok}}]}}
-"""
-    + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
-)
+CONFIG = one_model_config("footprint-ok")
 
 
 @pytest.fixture

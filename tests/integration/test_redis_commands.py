@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, start_gateway
+from support.gateway import Gateway, one_model_config, start_gateway
 from support.procs import Fleet, require_redis
 from support.redis_count import RequestCommands, commands_per_request
 
@@ -22,20 +22,7 @@ pytestmark = pytest.mark.integration
 
 KEY = "tk-test-rediscount-000001"
 
-CONFIG = (
-    SIM_PROVIDERS
-    + """\
-models:
-  ok: {{offers: [{{provider: sim-a, model: count-ok}}]}}
-"""
-    + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
-)
+CONFIG = one_model_config("count-ok")
 
 QUEUED_MAX = 5
 """Commands per queued (non-streaming) request (18 before folding, 6 before the ingress kept its

@@ -156,6 +156,25 @@ class Gateway:
         return data
 
 
+def one_model_config(upstream_model: str) -> str:
+    """A configuration template with one model `ok` served by `sim-a`'s `upstream_model`, the
+    breaker off, and org `acme` with one key `{key}` (format with `sim=` and `key=`)."""
+    return (
+        SIM_PROVIDERS
+        + f"""\
+models:
+  ok: {{{{offers: [{{{{provider: sim-a, model: {upstream_model}}}}}]}}}}
+"""
+        + BREAKER_OFF
+        + """
+orgs:
+  acme:
+    keys:
+      - {{name: main, key: {key}}}
+"""
+    )
+
+
 def start_gateway(
     fleet: Fleet, template: str, *, workers: int = 1, env: dict[str, str] | None = None, **fields: str
 ) -> Gateway:
