@@ -25,6 +25,9 @@ Variables (README "Configuration"):
                            whose module constant the request path reads)
     TURNOUT_ALLOW_NO_AOF   `1` (`true`, `yes`): start on a Redis without AOF
                            (`turnout.state.persistence`)
+    TURNOUT_PYTHON_OPTIMIZE  Python optimization level of `turnout ingress` and
+                           `turnout worker` (0, 1 or 2; default 2, Python's `-OO`:
+                           no docstrings in memory; `turnout_cli.optimize`)
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         trace_url: the dashboard's trace link template, or None.
         redis_call_timeout_s: the request path's Redis bound (seconds; the variable is in ms).
         allow_no_aof: start on a Redis without AOF persistence.
+        python_optimize: the Python optimization level a server process runs at (0, 1 or 2).
         env: the mapping the settings were read from (for readers of a whole environment).
     """
 
@@ -77,6 +81,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     trace_url: str | None = None
     redis_call_timeout_s: float = 0.4
     allow_no_aof: bool = False
+    python_optimize: int = 2
     env: dict[str, str] = {}
 
     @property
@@ -122,6 +127,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             trace_url=env.get("TURNOUT_UI_TRACE_URL") or None,
             redis_call_timeout_s=redis_call_timeout_s,
             allow_no_aof=allowed_by(env),
+            python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
             env=dict(env),
         )
         if errors:
@@ -141,6 +147,12 @@ def _port(raw: str) -> int:
     if not 1 <= value <= 65535:
         raise ValueError(raw)
     return value
+
+
+def _optimize_level(raw: str) -> int:
+    if raw not in ("0", "1", "2"):
+        raise ValueError(raw)
+    return int(raw)
 
 
 def _port_or_off(raw: str) -> int:

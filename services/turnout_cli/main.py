@@ -10,7 +10,8 @@
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 
-Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT, TURNOUT_ALLOW_NO_AOF
+Environment: TURNOUT_CONFIG, TURNOUT_REDIS_URL, TURNOUT_HOST, TURNOUT_PORT, TURNOUT_ALLOW_NO_AOF,
+TURNOUT_PYTHON_OPTIMIZE (`turnout ingress`/`worker` restart themselves under `-OO`; `turnout_cli.optimize`)
 (read once, `turnout.settings.Settings`; a malformed one is named and exits 2).
 """
 
@@ -26,6 +27,7 @@ from turnout.settings import DEFAULT_REDIS_URL, Settings
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.lean import leave_out_unused_imports
 from turnout_cli.logs import add_parser as add_logs_parser
+from turnout_cli.optimize import reexec_optimized
 from turnout_cli.pipes import closed_pipe_safe
 
 if TYPE_CHECKING:
@@ -238,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = build_parser(settings).parse_args(argv)
     args.process_settings = settings
+    if argv is None and args.func in (cmd_ingress, cmd_worker):
+        reexec_optimized(settings.python_optimize)  # a server process: under -OO unless told otherwise
     try:
         return closed_pipe_safe(lambda: int(args.func(args)))
     except ConfigError as exc:

@@ -65,6 +65,9 @@ def test_settings_metrics_host_wins_over_host() -> None:
         ("TURNOUT_PORT", "http", "TURNOUT_PORT must be a port number (1-65535), got 'http'"),
         ("TURNOUT_PORT", "70000", "TURNOUT_PORT must be a port number (1-65535), got '70000'"),
         ("TURNOUT_METRICS_PORT", "x", "TURNOUT_METRICS_PORT must be a port number (0 or empty: off), got 'x'"),
+        ("TURNOUT_PYTHON_OPTIMIZE", "3", "TURNOUT_PYTHON_OPTIMIZE must be 0, 1 or 2, got '3'"),
+        ("TURNOUT_PYTHON_OPTIMIZE", "-OO", "TURNOUT_PYTHON_OPTIMIZE must be 0, 1 or 2, got '-OO'"),
+        ("TURNOUT_PYTHON_OPTIMIZE", "", "TURNOUT_PYTHON_OPTIMIZE must be 0, 1 or 2, got ''"),
     ],
 )
 def test_settings_malformed_variable_is_named_with_its_value(name: str, value: str, message: str) -> None:
@@ -99,3 +102,9 @@ def test_settings_malformed_redis_call_timeout_is_named_with_the_bounds_message(
         "TURNOUT_REDIS_CALL_TIMEOUT_MS must be a number of milliseconds in (0, 60000], got 'abc'",
         "TURNOUT_PORT must be a port number (1-65535), got 'eighty'",
     ]
+
+
+def test_settings_python_optimize_defaults_to_two_and_reads_each_level() -> None:
+    assert Settings.from_env({}).python_optimize == 2, "server processes run under -OO unless told otherwise"
+    for level in (0, 1, 2):
+        assert Settings.from_env({"TURNOUT_PYTHON_OPTIMIZE": f" {level} "}).python_optimize == level
