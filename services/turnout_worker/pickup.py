@@ -56,6 +56,7 @@ import asyncio
 import collections
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import os
 import random
@@ -64,7 +65,7 @@ import time
 import uuid
 from typing import Any, cast
 
-from arq.connections import ArqRedis, create_pool
+from arq.connections import ArqRedis, RedisSettings, create_pool
 from arq.worker import Worker
 
 from turnout.core.queue_wait import RecentServiceTimes
@@ -73,6 +74,7 @@ from turnout.state.errors import StateUnavailable, state_errors
 from turnout.state.fleet import FleetBeat
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pickup_store import PickupStore
+from turnout_worker.connect import connect_when_ready
 
 log = logging.getLogger("turnout.worker")
 
@@ -215,14 +217,19 @@ class PushWorker(Worker):
         return await self.store.now_ms()
 
     async def main(self) -> None:
-        """Run until stopped: startup hook, doorbell listener, scan loop."""
+        """Run until stopped: wait for Redis (`connect_when_ready`), startup hook, doorbell listener, scan loop."""
         if self._pool is None:
-            self._pool = await create_pool(
-                self.redis_settings,
-                job_deserializer=self.job_deserializer,
-                job_serializer=self.job_serializer,
-                default_queue_name=self.queue_name,
-                expires_extra_ms=self.expires_extra_ms,
+            once = dataclasses.replace(self.redis_settings or RedisSettings(), conn_retries=0)  # we wait instead
+            self._pool = await connect_when_ready(
+                lambda: create_pool(
+                    once,
+                    job_deserializer=self.job_deserializer,
+                    job_serializer=self.job_serializer,
+                    default_queue_name=self.queue_name,
+                    expires_extra_ms=self.expires_extra_ms,
+                ),
+                where=f"{once.host}:{once.port}",
+                rng=self._rng,
             )
         self._store = PickupStore(self.pool, self.queue_name, self.lease_s)
         self.ctx["redis"] = self.pool
