@@ -22,6 +22,10 @@ held forever and its headers are buffered without bound):
 - **connection cap**: a connection beyond `max_connections` open at once is
   answered `503` and closed at once, before anything is read.
 
+Each refusal, and the `400` for bytes that are not HTTP/1.1 at all (uvicorn's
+own is plain text), is an OpenAI-format error body with a minted
+`x-request-id`, like every answer of the app.
+
 Why a protocol subclass: measured in `bench/ingress_hardening.py` against
 uvicorn with h11 (`h11_max_incomplete_event_size` gives a 400, still no
 header deadline) and `--limit-concurrency`; see README "Ingress hardening".
@@ -31,6 +35,7 @@ Must not import: `turnout_ingress.app`.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import msgspec
@@ -38,8 +43,13 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from turnout.config import GatewayConfig
 
-_REASONS = {408: b"Request Timeout", 431: b"Request Header Fields Too Large", 503: b"Service Unavailable"}
-_CODES = {408: "request_timeout", 431: "headers_too_large", 503: "too_many_connections"}
+_REASONS = {
+    400: b"Bad Request",
+    408: b"Request Timeout",
+    431: b"Request Header Fields Too Large",
+    503: b"Service Unavailable",
+}
+_CODES = {400: "invalid_http", 408: "request_timeout", 431: "headers_too_large", 503: "too_many_connections"}
 
 
 class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -69,8 +79,12 @@ class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def refusal(status: int, message: str) -> bytes:
-    """A complete HTTP/1.1 answer with `connection: close` and a JSON error body (OpenAI format)."""
+def refusal(status: int, message: str, request_id: str) -> bytes:
+    """A complete HTTP/1.1 answer with `connection: close`, an `x-request-id` and a JSON error body (OpenAI format).
+
+    `status` is one of 400 (not HTTP/1.1 at all), 408, 431 or 503; `request_id`
+    is minted by the caller (the request's own header was never read, or not whole).
+    """
     body = msgspec.json.encode(
         {
             "error": {
@@ -86,6 +100,7 @@ def refusal(status: int, message: str) -> bytes:
             b"HTTP/1.1 %d %s\r\n" % (status, _REASONS[status]),
             b"content-type: application/json\r\n",
             b"content-length: %d\r\n" % len(body),
+            b"x-request-id: %s\r\n" % request_id.encode("ascii"),
             b"connection: close\r\n\r\n",
             body,
         ]
@@ -118,7 +133,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
         def _refuse(self, status: int, message: str) -> None:
             self._disarm()
             if not self._refused and not self.transport.is_closing():
-                self.transport.write(refusal(status, message))
+                self.transport.write(refusal(status, message, uuid.uuid4().hex))
                 self.transport.close()
             self._refused = True
 
@@ -155,8 +170,8 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
                 self._too_large()  # a head still incomplete after this many bytes
 
         def send_400_response(self, msg: str) -> None:
-            if not self._refused:
-                super().send_400_response(msg)
+            # uvicorn's own answer is plain text with no request id; this one is the gateway's error body
+            self._refuse(400, "The request is not valid HTTP/1.1 and could not be read.")
 
         def on_message_begin(self) -> None:
             super().on_message_begin()

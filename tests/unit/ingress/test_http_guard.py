@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
 import socket
 from collections.abc import AsyncIterator
 from typing import Any
@@ -78,8 +80,21 @@ async def test_http_guard_serves_an_ordinary_request(port: int) -> None:
 async def test_http_guard_headers_over_the_limit_get_431(port: int) -> None:
     whole = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 20_000 + b"\r\n\r\n")
     assert whole.startswith(b"HTTP/1.1 431") and b"8192 bytes" in whole
+    assert re.search(rb"\r\nx-request-id: [0-9a-f]{32}\r\n", whole), whole[:300]
     unfinished = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\nx-pad: " + b"a" * 20_000)
     assert unfinished.startswith(b"HTTP/1.1 431")
+
+
+async def test_http_guard_bytes_that_are_not_http_get_a_json_400_with_a_request_id(port: int) -> None:
+    for garbage in (b"HELLO THERE\r\n\r\n", b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: nope\r\n\r\n"):
+        answer = await exchange(port, garbage)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 Bad Request"), answer[:200]
+        assert b"content-type: application/json" in head and b"connection: close" in head
+        assert re.search(rb"\r\nx-request-id: [0-9a-f]{32}(\r\n|$)", head), head
+        error = json.loads(body)["error"]
+        assert (error["code"], error["type"]) == ("invalid_http", "invalid_request_error")
+        assert "not valid HTTP/1.1" in error["message"]
 
 
 async def test_http_guard_keep_alive_serves_several_requests_each_under_the_limit(port: int) -> None:
