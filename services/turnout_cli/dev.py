@@ -211,8 +211,9 @@ def run_dev(args: argparse.Namespace) -> int:
         load_config(user_config)
 
     def stop_on_term(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt  # SIGTERM (and SIGINT in a background job) stop the children too
+        raise KeyboardInterrupt  # SIGTERM, SIGHUP, and SIGINT even where inherited as ignored, stop the children too
 
+    signal.signal(signal.SIGINT, stop_on_term)  # a shell starts a background job (`scripts/dev &`) with SIGINT ignored
     signal.signal(signal.SIGTERM, stop_on_term)
     signal.signal(signal.SIGHUP, stop_on_term)
     try:

@@ -8,6 +8,7 @@ starts (one data directory per configuration), once with an external Redis
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -35,14 +36,19 @@ orgs:
 """
 
 
-def _dev(cwd: Path, *args: str) -> Iterator[str]:
+def _dev(cwd: Path, *args: str, stop: signal.Signals = signal.SIGTERM, sigint_ignored: bool = False) -> Iterator[str]:
+    """`turnout dev` running in `cwd` (its base URL), stopped with `stop` on exit; `sigint_ignored`
+    starts it as a shell starts a background job (`scripts/dev &` in a script): SIGINT ignored."""
     port = free_port()
     env = {**os.environ, "TURNOUT_METRICS_PORT": "0"}
     env.pop("TURNOUT_REDIS_URL", None)
     env.pop("TURNOUT_CONFIG", None)
     log = open(cwd / f"dev-{port}.log", "wb")
+    argv = [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(free_port()), *args]
+    if sigint_ignored:  # what a shell does: the ignored disposition survives exec
+        argv = ["sh", "-c", 'trap "" INT; exec "$@"', "sh", *argv]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(free_port()), *args],
+        argv,
         cwd=cwd,
         env=env,
         stdout=log,
@@ -53,13 +59,33 @@ def _dev(cwd: Path, *args: str) -> Iterator[str]:
         wait_until(lambda: http_ok(f"{base}/health/readiness"), 60, "turnout dev")
         yield base
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
-        log.close()
+        children = _children(proc.pid)
+        proc.send_signal(stop)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # it did not stop: leave nothing running behind the failure
+            for pid in [*children, proc.pid]:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            raise
+        finally:
+            log.close()
+        wait_until(lambda: not any(Path(f"/proc/{c}").exists() for c in children), 30, "turnout dev's processes gone")
+
+
+def _children(pid: int) -> list[int]:
+    return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
 def _models(base: str, key: str) -> int:
     return httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {key}"}, timeout=5).status_code
+
+
+def test_dev_started_with_sigint_ignored_stops_on_sigint_with_its_processes(tmp_path: Path) -> None:
+    require_redis()
+    for base in _dev(tmp_path, stop=signal.SIGINT, sigint_ignored=True):
+        assert _models(base, DEMO_KEY) == 200
+    # _dev waited for the exit and for Redis, the simulator, the ingress and the worker to be gone
 
 
 def test_dev_own_config_gets_its_own_redis_without_the_demo_key(tmp_path: Path) -> None:
