@@ -14,7 +14,7 @@ from starlette.requests import Request
 
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
-from turnout.errors import RequestRejected
+from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
@@ -33,15 +33,30 @@ def authenticate(request: Request, keyring: Authenticator) -> Identity:
 
     Raises:
         RequestRejected: 401, the same body for a missing and a wrong key.
+        GatewayUnavailable: 503 `redis_unavailable` (Retry-After 1 s) for a key
+            presented before the keys were ever read (Redis unreachable since
+            the process started): the key may well be valid.
     """
     header = request.headers.get("authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer":
         token = request.headers.get("x-api-key", "")
-    identity = keyring.authenticate(token.strip())
+    token = token.strip()
+    identity = keyring.authenticate(token)
     if identity is None:
+        if token and not keyring.loaded:
+            raise keys_not_loaded()
         raise UNAUTHORIZED
     return identity
+
+
+def keys_not_loaded() -> GatewayUnavailable:
+    """The 503 for a key that cannot be checked yet (`authenticate`)."""
+    return GatewayUnavailable(
+        "The gateway has not read its keys yet (Redis unreachable since it started); retry shortly.",
+        retry_after_s=1,
+        code="redis_unavailable",
+    )
 
 
 async def read_body(request: Request, limit_bytes: int) -> bytes:

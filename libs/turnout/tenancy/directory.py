@@ -208,6 +208,12 @@ class TenantDirectory:
         """The config version this snapshot reflects (-1 before the first load)."""
         return self._version
 
+    @property
+    def loaded(self) -> bool:
+        """True once the keys were read from Redis at least once (`version` >= 0); until then every
+        token is unknown, which says nothing of whether it is valid (the ingress answers 503)."""
+        return self._version >= 0
+
     def authenticate(self, token: str | None) -> Identity | None:
         """The identity of a bearer token; None when unknown, revoked or expired (one answer for all).
 

@@ -47,3 +47,8 @@ class Authenticator(Protocol):
     def authenticate(self, token: str | None) -> Identity | None:
         """The identity of a bearer token, or None (unknown, revoked, expired or missing)."""
         ...
+
+    @property
+    def loaded(self) -> bool:
+        """False until the keys were first read: a token found in no snapshot yet may still be valid."""
+        ...

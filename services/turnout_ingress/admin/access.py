@@ -31,7 +31,7 @@ from turnout.tenancy.ssrf import refused_addresses
 from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
-from turnout_ingress.validation import UNAUTHORIZED
+from turnout_ingress.validation import UNAUTHORIZED, keys_not_loaded
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp
@@ -89,6 +89,8 @@ class AdminAPI:
             return Caller(org=None)
         identity = self.directory.authenticate(token)
         if identity is None:
+            if token and not self.directory.loaded:
+                raise keys_not_loaded()
             raise UNAUTHORIZED
         if on_who is not None:
             on_who(f"key {identity.org}/{identity.key}")  # the audit log's `who`

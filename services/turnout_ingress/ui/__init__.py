@@ -35,7 +35,7 @@ from fastapi import FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from turnout.errors import RequestRejected
+from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import iso_ts
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.access import AdminAPI, Caller
@@ -172,6 +172,10 @@ def install(app: FastAPI, state: IngressState) -> None:
         except RequestRejected as exc:
             message = "That key is not an admin key." if exc.status_code == 403 else "Unknown key."
             return page("login.html", None, status=401, error=message)
+        except GatewayUnavailable:
+            return page(
+                "login.html", None, status=503, error="Keys cannot be checked yet (Redis unreachable); retry shortly."
+            )
         response = RedirectResponse("/ui/activity", status_code=303, headers=SECURITY_HEADERS)
         session.log_in(response, request, key)
         return response

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from starlette.requests import Request
 from starlette.responses import Response
 
-from turnout.errors import RequestRejected
+from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout_ingress.admin.access import AdminAPI, Caller
 
 COOKIE = "turnout_ui"
@@ -36,7 +36,7 @@ def current(request: Request, access: AdminAPI) -> Caller | None:
         return None
     try:
         return access.identify(token)
-    except RequestRejected:
+    except (RequestRejected, GatewayUnavailable):  # the login page then says which
         return None
 
 

@@ -86,7 +86,9 @@ async def test_directory_authenticates_revokes_and_expires(redis_client: Redis) 
     store = TenantStore(redis_client)
     await bootstrap(store, CONFIG, VAULT, AllowList())
     d = directory(redis_client, clock=lambda: now[0])
+    before = (d.loaded, d.authenticate("tk-main-key-00000001"))
     await d.refresh()
+    assert before == (False, None) and d.loaded, "unread, no key is known yet; read once, loaded"
     identity = d.authenticate("tk-main-key-00000001")
     assert identity is not None and identity.org == "acme" and identity.key == "main"
     assert d.authenticate("tk-main-key-00000002") is None and d.authenticate("") is None
