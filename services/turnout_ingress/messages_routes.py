@@ -115,7 +115,7 @@ def install(app: FastAPI, state: IngressState) -> None:
             headers["x-turnout-provider"] = provider
         return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)
 
-    @app.api_route("/v1/messages", methods=OTHER_METHODS)
+    @app.api_route("/v1/messages", methods=OTHER_METHODS, include_in_schema=False)  # answers 405 only
     async def messages_other_method(request: Request) -> Response:
         return anthropic_error(
             405,
@@ -124,7 +124,7 @@ def install(app: FastAPI, state: IngressState) -> None:
             {"allow": "POST"},
         )
 
-    @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS])
+    @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)  # 404 only
     async def messages_unknown(request: Request, rest: str) -> Response:
         return anthropic_error(
             404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.", uuid.uuid4().hex

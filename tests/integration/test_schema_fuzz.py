@@ -181,10 +181,14 @@ def _check(gw: Gateway, response: Any, sent: object, api: str = "openai") -> Non
             assert "param" in error and "code" in error, error
 
 
-def test_the_openapi_schema_is_served_and_documents_the_routes(served_schema: dict[str, Any]) -> None:
+def test_the_openapi_schema_is_served_and_documents_the_routes(served_schema: dict[str, Any], fuzz_gw: Gateway) -> None:
     paths = served_schema["paths"]
     for path in (CHAT, "/v1/models", "/health/liveness", "/health/readiness", "/metrics"):
         assert path in paths, path
+    ingress = next(p for p in fuzz_gw.fleet.procs if p.name.startswith("ingress"))
+    assert "Duplicate Operation ID" not in ingress.log(), "each operation has its own id (one route per method)"
+    settings_paths = [p for p in paths if p.endswith("/settings")]
+    assert settings_paths and all(set(paths[p]) == {"get", "put", "patch"} for p in settings_paths), settings_paths
     # The chat route reads the raw body itself, so FastAPI documents none (the
     # reason for the overlay below); should one appear, the overlay yields to it.
     documented = "requestBody" in paths[CHAT]["post"]

@@ -63,9 +63,12 @@ async def get_settings(doc: Doc, scope: Annotated[Scope, Depends(settings_scope)
     return ok(settings_view(safe(lambda: scope_settings(doc, scope))))
 
 
-@router.api_route(ORG + "/settings", methods=["PUT", "PATCH"])
-@router.api_route(ORG + "/squads/{squad}/settings", methods=["PUT", "PATCH"])
-@router.api_route(ORG + "/keys/{key}/settings", methods=["PUT", "PATCH"])
+@router.put(ORG + "/settings")  # one route per method: each its own OpenAPI operation id
+@router.patch(ORG + "/settings")
+@router.put(ORG + "/squads/{squad}/settings")
+@router.patch(ORG + "/squads/{squad}/settings")
+@router.put(ORG + "/keys/{key}/settings")
+@router.patch(ORG + "/keys/{key}/settings")
 async def set_settings(
     request: Request,
     org: str,
