@@ -33,6 +33,7 @@ import msgspec
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.plan import MAX_MODEL_ID_CHARS
+from turnout_ingress.json_reason import json_reason
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -125,7 +126,7 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
     try:
         data = _decode.decode(raw)
     except msgspec.DecodeError as exc:
-        raise _fail(f"the request body is not valid JSON ({exc})", "body") from exc
+        raise _fail(f"the request body is not valid JSON ({json_reason(raw, exc)})", "body") from exc
     except RecursionError as exc:
         raise _fail("the request body is nested too deeply", "body") from exc
     if not isinstance(data, dict):

@@ -16,6 +16,7 @@ from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Authenticator, Identity
+from turnout_ingress.json_reason import json_reason
 
 _decode = msgspec.json.Decoder()
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
@@ -117,7 +118,7 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
     try:
         data = _decode.decode(body)
     except msgspec.DecodeError as exc:
-        raise _invalid(f"The request body is not valid JSON: {exc}", "body") from exc
+        raise _invalid(f"The request body is not valid JSON: {json_reason(body, exc)}", "body") from exc
     except RecursionError as exc:
         raise _invalid("The request body is nested too deeply.", "body") from exc
     if not isinstance(data, dict):
