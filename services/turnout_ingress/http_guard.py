@@ -82,14 +82,15 @@ class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
 def refusal(status: int, message: str, request_id: str) -> bytes:
     """A complete HTTP/1.1 answer with `connection: close`, an `x-request-id` and a JSON error body (OpenAI format).
 
-    `status` is one of 400 (not HTTP/1.1 at all), 408, 431 or 503; `request_id`
-    is minted by the caller (the request's own header was never read, or not whole).
+    `status` is one of 400 (not HTTP/1.1 at all), 408, 431 or 503 (with
+    `Retry-After: 1`, as every 503 of the gateway); `request_id` is minted by
+    the caller (the request's own header was never read, or not whole).
     """
     body = msgspec.json.encode(
         {
             "error": {
                 "message": message,
-                "type": "invalid_request_error",
+                "type": "service_unavailable" if status == 503 else "invalid_request_error",
                 "param": None,
                 "code": _CODES[status],
             }
@@ -101,6 +102,7 @@ def refusal(status: int, message: str, request_id: str) -> bytes:
             b"content-type: application/json\r\n",
             b"content-length: %d\r\n" % len(body),
             b"x-request-id: %s\r\n" % request_id.encode("ascii"),
+            b"retry-after: 1\r\n" if status == 503 else b"",  # a connection frees within the second
             b"connection: close\r\n\r\n",
             body,
         ]

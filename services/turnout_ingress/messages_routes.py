@@ -24,6 +24,7 @@ from starlette.responses import Response
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.plan import UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.json_reason import json_reason
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_tokens import count_input_tokens
@@ -97,8 +98,14 @@ def install(app: FastAPI, state: IngressState) -> None:
                     _encode.encode({"max_tokens": 1, **data}) if isinstance(data, dict) else raw
                 )
             except (WireError, msgspec.DecodeError) as exc:
-                message, param = (exc.message, exc.param) if isinstance(exc, WireError) else (str(exc), "body")
+                message, param = (
+                    (exc.message, exc.param)
+                    if isinstance(exc, WireError)
+                    else (f"body: the request body is not valid JSON ({json_reason(raw, exc)})", "body")
+                )
                 raise RequestRejected(400, message, param=param) from exc
+            except RecursionError as exc:  # in this route's shape, not the global handler's OpenAI one
+                raise RequestRejected(400, "body: the request body is nested too deeply", param="body") from exc
             try:
                 plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
             except UnknownModel as exc:

@@ -33,7 +33,7 @@ import msgspec
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.plan import MAX_MODEL_ID_CHARS
-from turnout_ingress.json_reason import json_reason
+from turnout.json_reason import json_reason
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()

@@ -15,8 +15,8 @@ from starlette.requests import Request
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.json_reason import json_reason
 from turnout.tenancy.identity import Authenticator, Identity
-from turnout_ingress.json_reason import json_reason
 
 _decode = msgspec.json.Decoder()
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})

@@ -337,6 +337,15 @@ def test_count_tokens_errors_are_in_anthropic_shape(gw: Gateway, claude: anthrop
         f"{gw.base_url}/v1/messages/count_tokens", json={"model": "claude-ok"}, headers={"x-api-key": KEY}, timeout=10
     )
     assert response.status_code == 400 and response.json()["error"]["type"] == "invalid_request_error"
+    url, headers = f"{gw.base_url}/v1/messages/count_tokens", {"x-api-key": KEY, "content-type": "application/json"}
+    for raw, says in [
+        (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+        (b'{"model":"claude-ok","messages":[{"role":"user","content":"\\ud800"}]}', "lone UTF-16 surrogate"),
+    ]:
+        bad = httpx.post(url, content=raw, headers=headers, timeout=10)
+        body = bad.json()
+        assert bad.status_code == 400 and body["type"] == "error", bad.text[:300]  # Anthropic's shape
+        assert body["error"]["type"] == "invalid_request_error" and says in body["error"]["message"], body
 
 
 def test_models_list_is_anthropic_shaped_for_anthropic_callers(gw: Gateway, claude: anthropic.Anthropic) -> None:

@@ -127,6 +127,9 @@ def test_decode_names_the_nested_path_of_a_bad_field() -> None:
     with pytest.raises(AdminError) as info:
         decode(b"{not json", KeyCreate)
     assert info.value.param == "body"
+    with pytest.raises(AdminError) as info:
+        decode(b'{"name": "k\\ud800"}', KeyCreate)
+    assert info.value.param == "body" and "lone UTF-16 surrogate" in str(info.value), str(info.value)
 
 
 def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:

@@ -20,6 +20,7 @@ from msgspec import UNSET, UnsetType
 
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
+from turnout.json_reason import json_reason
 from turnout.scrub import redact_shapes
 from turnout.tenancy.orgs import (
     NAME_RE,
@@ -126,7 +127,7 @@ def decode(body: bytes, tp: type[T], root: str = "") -> T:
         full = (root + path).lstrip(".") or "body"
         raise invalid(full, text.split(" - at ")[0]) from None
     except msgspec.DecodeError as exc:
-        raise invalid("body", f"not valid JSON: {exc}") from None
+        raise invalid("body", f"not valid JSON: {json_reason(body or b'{}', exc)}") from None
     except RecursionError:
         raise invalid("body", "nested too deeply") from None
 

@@ -310,7 +310,7 @@ class TenantDirectory:
             bootstrap: first merge the configuration file's `orgs:` into
                 Redis (`turnout.tenancy.bootstrap`; the ingress does, workers do not).
             wait_s: how long to wait for Redis before serving with an empty
-                directory (every key refused) while reconnecting.
+                directory (`loaded` False: the ingress answers a key 503) while reconnecting.
 
         Raises:
             ConfigError: the file's orgs cannot be merged (path named).
@@ -328,7 +328,7 @@ class TenantDirectory:
         if self._fatal is not None:
             raise self._fatal
         if not ready:
-            log.warning("tenancy: Redis not reachable yet; gateway keys are refused until the first load")
+            log.warning("tenancy: Redis not reachable yet; a gateway key is answered 503 until the first load")
 
     async def stop(self) -> None:
         """Stop watching."""

@@ -143,7 +143,10 @@ async def test_http_guard_connections_beyond_the_cap_get_503(port: int) -> None:
     held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(LIMITS.max_connections)]
     try:
         answer = await exchange(port, b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")
-        assert answer.startswith(b"HTTP/1.1 503")
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 503") and b"\r\nretry-after: 1" in head, head
+        error = json.loads(body)["error"]
+        assert (error["code"], error["type"]) == ("too_many_connections", "service_unavailable")
     finally:
         for _, writer in held:
             writer.close()

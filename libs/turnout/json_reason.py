@@ -1,11 +1,12 @@
 """Why a request body is not JSON, in words that point at the fault.
 
 Owns: `json_reason`, the reason quoted in a 400 for a body msgspec refused
-(chat and messages routes). msgspec's reasons are kept, except one that
+(chat, messages and count_tokens routes, the admin API). msgspec's reasons are kept, except one that
 misleads: for a high surrogate escape not followed by another escape
 (`"\\ud800"` in a JSON string), msgspec says "Input data was truncated".
 Only called on the error path, and linear in the body (one regular
 expression, no second parse).
+Must not import: services, FastAPI, httpx.
 """
 
 from __future__ import annotations

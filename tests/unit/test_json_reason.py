@@ -7,7 +7,7 @@ import pytest
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import RequestRejected
-from turnout_ingress.json_reason import LONE_SURROGATE, json_reason
+from turnout.json_reason import LONE_SURROGATE, json_reason
 from turnout_ingress.messages_wire import parse_messages_request
 from turnout_ingress.validation import parse_chat_request
 
