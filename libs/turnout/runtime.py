@@ -43,7 +43,7 @@ from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import Router
 from turnout.settings import Settings
 from turnout.state.clock_check import ClockSkewCheck
-from turnout.state.persistence import Decision
+from turnout.state.persistence import Decision, require_persistence_when_reachable
 from turnout.state.persistence import require_persistence as check_persistence
 from turnout.state.spend_store import SpendLedger
 from turnout.tenancy.directory import TenantDirectory, directory_from_env
@@ -329,4 +329,20 @@ def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow
     """
     return check_persistence(
         redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof, env=settings.env
+    )
+
+
+async def require_persistence_later(redis_url: str, settings: Settings, *, role: Role, allow: bool = False) -> Decision:
+    """`require_persistence` again, once Redis answers, for a process that started without reaching it.
+
+    Tries every second, in a thread, logging only the decision (as at start).
+
+    Raises:
+        turnout.state.persistence.PersistenceRefused: Redis answered, without AOF, and that is not allowed.
+    """
+    allowed = allow or settings.allow_no_aof
+    return await require_persistence_when_reachable(
+        lambda: check_persistence(
+            redis_url, service=f"turnout {role}", allow=allowed, env=settings.env, quiet_unreachable=True
+        )
     )

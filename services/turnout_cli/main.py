@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
@@ -63,19 +64,31 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         return refused
     settings = _settings(args)
     config = load_config(_config_path(args), env=settings.env)
-    app = create_app(config, redis_url=_redis_url(args), settings=settings)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level,
-        access_log=False,
-        log_config=None,
-        loop="uvloop",
-        ws="none",  # no WebSocket route: the `websockets` package (~3 MiB) is never imported
-        http=guarded_protocol(GuardLimits.of(config.raw.gateway)),
-        timeout_graceful_shutdown=25,
+    app = create_app(
+        config, redis_url=_redis_url(args), settings=settings, persistence_check=_persistence_later(args, "ingress")
     )
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            host=args.host,
+            port=args.port,
+            log_level=args.log_level,
+            access_log=False,
+            log_config=None,
+            loop="uvloop",
+            ws="none",  # no WebSocket route: the `websockets` package (~3 MiB) is never imported
+            http=guarded_protocol(GuardLimits.of(config.raw.gateway)),
+            timeout_graceful_shutdown=25,
+        )
+    )
+    state = app.state.turnout
+    state.stop_serving = lambda: setattr(server, "should_exit", True)  # a later persistence refusal stops it
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    if state.persistence_refused or not server.started:
+        return EXIT_NO_PERSISTENCE if state.persistence_refused else EXIT_STARTUP_FAILURE
     return 0
 
 
@@ -83,33 +96,58 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
     leave_out_unused_imports()
     from turnout.observability.jsonlog import configure_logging
+    from turnout.state.persistence import PersistenceRefused
     from turnout_worker.app import run
     from turnout_worker.observe import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
     if (refused := _persistence_refused(args, "worker")) is not None:
         return refused
-    run(_config_path(args), _redis_url(args), _settings(args))
+    try:
+        run(_config_path(args), _redis_url(args), _settings(args), persistence_check=_persistence_later(args, "worker"))
+    except PersistenceRefused:  # Redis answered only after the start, without AOF (logged)
+        return EXIT_NO_PERSISTENCE
     return 0
 
 
 EXIT_NO_PERSISTENCE = 3
-"""Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF."""
+"""Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF (at start, or once it answers)."""
+
+EXIT_STARTUP_FAILURE = 3
+"""Exit code of `turnout ingress` when its server did not start (uvicorn's own code for it)."""
 
 
 def _persistence_refused(args: argparse.Namespace, role: Role) -> int | None:
-    """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code."""
+    """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code.
+
+    A Redis that did not answer leaves `args.persistence_unchecked` set: the
+    process checks again once it does (`_persistence_later`).
+    """
     from turnout.runtime import require_persistence
     from turnout.state.persistence import PersistenceRefused
 
     try:
-        require_persistence(
+        decision = require_persistence(
             _redis_url(args), _settings(args), role=role, allow=bool(getattr(args, "allow_no_aof", False))
         )
     except PersistenceRefused as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_NO_PERSISTENCE
+    args.persistence_unchecked = not decision.checked
     return None
+
+
+def _persistence_later(args: argparse.Namespace, role: Role) -> Callable[[], Awaitable[object]] | None:
+    """The check to run once Redis answers, when the start-up one could not reach it (else None).
+
+    Awaiting it raises `PersistenceRefused` when Redis then runs without AOF, not allowed.
+    """
+    if not getattr(args, "persistence_unchecked", False):
+        return None
+    from turnout.runtime import require_persistence_later
+
+    redis_url, settings, allow = _redis_url(args), _settings(args), bool(getattr(args, "allow_no_aof", False))
+    return lambda: require_persistence_later(redis_url, settings, role=role, allow=allow)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

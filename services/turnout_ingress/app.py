@@ -8,11 +8,12 @@ makes no upstream call on the non-streaming path (SPEC §1).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -30,6 +31,7 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView
 from turnout.observability.tracing import Telemetry
 from turnout.settings import Settings
+from turnout.state.persistence import PersistenceRefused
 from turnout.state.server import answers
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
@@ -98,15 +100,31 @@ async def _replay(state: IngressState, owner: str, deadline: float, request_id: 
     return Response(result.body, status_code=result.status_code, headers=headers, media_type=errors.JSON)
 
 
+async def _check_later(state: IngressState, check: Callable[[], Awaitable[object]]) -> None:
+    """Await the AOF check of a Redis unreachable at start; a refusal stops the process (`create_app`)."""
+    try:
+        await check()
+    except PersistenceRefused:  # logged by the check, as at start
+        state.persistence_refused = True
+        if state.stop_serving is not None:
+            state.stop_serving()
+
+
 def create_app(
     config: Config,
     *,
     redis_url: str,
     telemetry: Telemetry | None = None,
     settings: Settings | None = None,
+    persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> FastAPI:
     """Build the ingress app for `config`, talking to Redis at `redis_url` (telemetry: from `OTEL_*` by
     default; settings: read from the process environment by default).
+
+    `persistence_check`, given when the start-up AOF check could not reach
+    Redis, runs beside the app once it has started; should it raise
+    `PersistenceRefused` (Redis then answered without AOF, not allowed), the
+    app sets `persistence_refused` on its state and calls `stop_serving`.
 
     Raises:
         SettingsError: a malformed environment variable (named).
@@ -122,9 +140,12 @@ def create_app(
         state.fleet.start()
         state.limiter.start()
         await state.runtime.start(listen_redis, bootstrap=True)
+        later = asyncio.create_task(_check_later(state, persistence_check)) if persistence_check else None
         try:
             yield
         finally:
+            if later is not None:
+                later.cancel()
             state.draining = True
             await state.queue.stop()
             await state.fleet.stop()

@@ -80,6 +80,8 @@ class IngressState:
             clock=clock,
         )
         self.draining = False
+        self.persistence_refused = False  # Redis answered after the start, without AOF: the process stops
+        self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)
         self.breakers = self.runtime.breakers
         self.http = self.runtime.http

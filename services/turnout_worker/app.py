@@ -12,6 +12,7 @@ import contextlib
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -62,7 +63,16 @@ class WorkerServices:
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """arq startup hook: build the runtime (a long wait between attempts frees the job's slot)."""
+    """arq startup hook: build the runtime (a long wait between attempts frees the job's slot).
+
+    First, for a worker whose start-up AOF check could not reach Redis, that
+    check, now that Redis answers (`ctx["persistence_check"]`).
+
+    Raises:
+        PersistenceRefused: Redis runs without AOF and that is not allowed (the worker stops).
+    """
+    if (check := ctx.get("persistence_check")) is not None:
+        await check()
     config: Config = ctx["config"]
     settings: Settings = ctx["settings"]
     runtime = build_runtime(config, ctx["redis"], settings, role="worker", sleep=ctx["worker"].sleep_off_slot)
@@ -247,10 +257,16 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
 
 
 def build_worker(
-    config: Config, redis_url: str, *, burst: bool = False, settings: Settings | None = None
+    config: Config,
+    redis_url: str,
+    *,
+    burst: bool = False,
+    settings: Settings | None = None,
+    persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> PushWorker:
     """The worker for `config`, connected to `redis_url` (settings: read from the process
-    environment by default; `TURNOUT_DRAIN_S` is how long a stopping worker waits for its jobs).
+    environment by default; `TURNOUT_DRAIN_S` is how long a stopping worker waits for its jobs;
+    `persistence_check`: the start-up AOF check to run once Redis answers, see `startup`).
 
     Job timeout = the operator's latency ceiling + 5 s, so the loop's own
     deadline always ends a job first; arq re-runs a job whose worker died once
@@ -264,7 +280,7 @@ def build_worker(
         redis_settings=RedisSettings.from_dsn(redis_url),
         on_startup=startup,
         on_shutdown=shutdown,
-        ctx={"config": config, "settings": settings},
+        ctx={"config": config, "settings": settings, "persistence_check": persistence_check},
         max_jobs=gateway.worker_max_jobs,
         job_timeout=timeout_s,
         keep_result=0,
@@ -280,9 +296,18 @@ def build_worker(
     )
 
 
-def run(config_path: str, redis_url: str, settings: Settings | None = None) -> None:
+def run(
+    config_path: str,
+    redis_url: str,
+    settings: Settings | None = None,
+    persistence_check: Callable[[], Awaitable[object]] | None = None,
+) -> None:
     """Run one worker process until SIGINT / SIGTERM (blocking; settings: read from the
-    process environment by default)."""
+    process environment by default; `persistence_check`: see `build_worker`).
+
+    Raises:
+        PersistenceRefused: from `persistence_check` (the CLI exits 3).
+    """
     try:
         import uvloop
 
@@ -292,5 +317,5 @@ def run(config_path: str, redis_url: str, settings: Settings | None = None) -> N
     configure_logging(observe.SERVICE_NAME)
     settings = settings if settings is not None else Settings.from_env(os.environ)
     config = load_config(config_path, env=settings.env)
-    worker = build_worker(config, redis_url, settings=settings)
+    worker = build_worker(config, redis_url, settings=settings, persistence_check=persistence_check)
     worker.run()

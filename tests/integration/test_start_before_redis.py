@@ -13,6 +13,9 @@ stopped Redis.
   a key gets `503 redis_unavailable` with `Retry-After` (it may be valid),
   not `401`; no key at all is still `401`. Once Redis is back, the same key
   is served.
+- Both check Redis's persistence once it answers: a Redis that comes back
+  without AOF (not allowed) stops them with exit code 3, as it would have
+  at start.
 """
 
 from __future__ import annotations
@@ -45,9 +48,9 @@ def fleet() -> Iterator[Fleet]:
         fleet.stop_all()
 
 
-def _worker_before_redis(fleet: Fleet) -> tuple[Proc, Proc, Path, str]:
+def _worker_before_redis(fleet: Fleet, *, aof: bool = True) -> tuple[Proc, Proc, Path, str]:
     """(the stopped Redis, a worker started against it, the configuration, the Redis URL)."""
-    redis_proc, redis_url = fleet.redis()
+    redis_proc, redis_url = fleet.redis(aof=aof)
     _, sim = fleet.sim()
     config = fleet.workdir / "turnout.yaml"
     config.write_text(CONFIG.format(sim=sim, key=KEY))
@@ -117,3 +120,18 @@ def _served(client: openai.OpenAI) -> bool:
         assert exc.status_code == 503, exc.response.text  # never a 401 for this valid key
         return False
     return bool(reply.choices[0].message.content)
+
+
+def test_processes_started_before_a_redis_without_aof_stop_once_it_answers(fleet: Fleet) -> None:
+    redis_proc, worker, config, redis_url = _worker_before_redis(fleet, aof=False)
+    port = free_port()
+    argv = [sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config), "--redis-url", redis_url]
+    ingress = fleet.spawn(f"ingress-{port}", [*argv, "--port", str(port)])
+    wait_until(lambda: _listening(f"http://127.0.0.1:{port}/health/liveness"), 60, "the ingress listening")
+    wait_until(lambda: WAITING in worker.log(), 30, "the worker waiting for Redis")
+    fleet.restart(redis_proc)  # the same command: appendonly no
+    for proc in (worker, ingress):
+        wait_until(lambda p=proc: not p.alive(), 60, f"{proc.name} stopped by the persistence check")  # type: ignore[misc]
+        log = proc.log()
+        assert proc.popen.returncode == 3, log[-2000:]
+        assert "refusing to start: Redis runs without AOF" in log and "Traceback" not in log, log[-2000:]

@@ -7,17 +7,20 @@ pending results and the circuit breakers' state, so a process refuses to
 start unless the operator allows it: `TURNOUT_ALLOW_NO_AOF=1` (or the
 `--allow-no-aof` flag of `turnout ingress` / `turnout worker`). Where
 `CONFIG` is disabled or renamed (managed Redis) persistence cannot be seen:
-the process warns and starts. An unreachable Redis is not judged here (the
-process's own readiness reports it).
+the process warns and starts. A Redis unreachable at start is checked once
+it answers (`require_persistence_when_reachable`, run by the ingress and the
+worker beside their own wait for Redis): without AOF, and not allowed, the
+process then stops with the same error and exit code as at start.
 Must not import: services, FastAPI, arq.
 """
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -51,6 +54,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         start: False: refuse to start (exit non-zero).
+        checked: False when Redis did not answer (persistence still to check once it does).
         level: the log level of `message` (`logging.INFO`, `WARNING`, `ERROR`), or None: say nothing.
         message: one line naming the consequence and the way out.
     """
@@ -58,6 +62,7 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True):
     start: bool
     level: int | None
     message: str
+    checked: bool = True
 
 
 class PersistenceRefused(Exception):
@@ -105,7 +110,8 @@ def decide(persistence: Persistence, *, allowed: bool, service: str) -> Decision
     return Decision(
         start=True,
         level=logging.WARNING,
-        message=(f"{service}: Redis unreachable at start; its persistence (AOF) was not checked."),
+        message=f"{service}: Redis unreachable at start; its persistence (AOF) will be checked once it answers.",
+        checked=False,
     )
 
 
@@ -138,6 +144,7 @@ def require_persistence(
     service: str,
     allow: bool = False,
     env: Mapping[str, str] | None = None,
+    quiet_unreachable: bool = False,
 ) -> Decision:
     """Check `redis_url` once at start; log the decision as one structured line.
 
@@ -146,6 +153,7 @@ def require_persistence(
         service: its name in the message (`turnout ingress`, `turnout worker`).
         allow: the `--allow-no-aof` flag; `TURNOUT_ALLOW_NO_AOF` in `env`
             (default `os.environ`) allows too.
+        quiet_unreachable: log nothing when Redis does not answer (a repeated check).
 
     Returns:
         The decision (to start).
@@ -161,7 +169,7 @@ def require_persistence(
     ) as client:
         persistence = read_persistence(client)
     decision = decide(persistence, allowed=allowed, service=service)
-    if decision.level is not None:
+    if decision.level is not None and not (quiet_unreachable and not decision.checked):
         log.log(
             decision.level,
             decision.message,
@@ -175,3 +183,32 @@ def require_persistence(
     if not decision.start:
         raise PersistenceRefused(decision.message)
     return decision
+
+
+async def require_persistence_when_reachable(
+    check: Callable[[], Decision],
+    *,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    interval_s: float = 1.0,
+) -> Decision:
+    """Repeat the start-up check until Redis answers it; its decision (logged as at start).
+
+    For a process whose start-up check found Redis unreachable (`Decision.checked`
+    False): it starts, and this runs beside it, in a thread per try (`check`
+    is `require_persistence` with `quiet_unreachable=True`, bound to the
+    process's Redis and service).
+
+    Args:
+        check: one synchronous check.
+        sleep: awaited between tries (seconds); tests pass a fake clock's.
+        interval_s: seconds between tries.
+
+    Raises:
+        PersistenceRefused: Redis answered, without AOF, and that is not allowed:
+            the process stops as it would have at start.
+    """
+    while True:
+        decision = await asyncio.to_thread(check)
+        if decision.checked:
+            return decision
+        await sleep(interval_s)

@@ -3,6 +3,7 @@ and the whole check against the session's real redis-server, which runs without 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -12,12 +13,14 @@ from redis.exceptions import NoPermissionError, ResponseError
 
 from turnout.state.persistence import (
     ALLOW_ENV,
+    Decision,
     Persistence,
     PersistenceRefused,
     allowed_by,
     decide,
     read_persistence,
     require_persistence,
+    require_persistence_when_reachable,
 )
 
 
@@ -68,7 +71,53 @@ def test_aof_off_refuses_unless_allowed_and_names_the_consequence_and_the_way_ou
 @pytest.mark.parametrize("persistence", [Persistence.UNKNOWN, Persistence.UNREACHABLE])
 def test_what_cannot_be_checked_warns_and_starts(persistence: Persistence) -> None:
     decision = decide(persistence, allowed=False, service="turnout ingress")
-    assert decision.start and decision.level == logging.WARNING and "not" in decision.message
+    assert decision.start and decision.level == logging.WARNING
+    if persistence is Persistence.UNREACHABLE:
+        assert not decision.checked and "will be checked once it answers" in decision.message
+    else:
+        assert decision.checked and "could not be checked" in decision.message, "CONFIG refused: never seen"
+
+
+def test_only_an_unreachable_redis_leaves_the_check_to_do() -> None:
+    for persistence in Persistence:
+        for allowed in (False, True):
+            checked = decide(persistence, allowed=allowed, service="s").checked
+            assert checked is (persistence is not Persistence.UNREACHABLE), (persistence, allowed)
+
+
+def test_the_later_check_repeats_quietly_until_redis_answers_then_decides() -> None:
+    unreachable = decide(Persistence.UNREACHABLE, allowed=False, service="s")
+    aof = decide(Persistence.AOF, allowed=False, service="s")
+    answers = [unreachable, unreachable, unreachable, aof]
+    slept: list[float] = []
+
+    def check() -> Decision:
+        return answers.pop(0)
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    assert asyncio.run(require_persistence_when_reachable(check, sleep=sleep, interval_s=1.0)) == aof
+    assert slept == [1.0, 1.0, 1.0] and answers == []
+
+
+def test_the_later_check_raises_the_refusal_of_a_redis_without_aof() -> None:
+    def check() -> Decision:
+        raise PersistenceRefused("refusing to start: Redis runs without AOF persistence")
+
+    async def sleep(seconds: float) -> None:
+        raise AssertionError("no wait once Redis answered")
+
+    with pytest.raises(PersistenceRefused):
+        asyncio.run(require_persistence_when_reachable(check, sleep=sleep))
+
+
+def test_a_repeated_check_of_an_unreachable_redis_logs_nothing(caplog: Any) -> None:
+    with caplog.at_level(logging.INFO, logger="turnout.persistence"):
+        quiet = require_persistence("redis://127.0.0.1:1/0", service="turnout worker", env={}, quiet_unreachable=True)
+        loud = require_persistence("redis://127.0.0.1:1/0", service="turnout worker", env={})
+    assert not quiet.checked and not loud.checked
+    assert [r.getMessage() for r in caplog.records] == [loud.message], "only the first check speaks"
 
 
 @pytest.mark.parametrize(
