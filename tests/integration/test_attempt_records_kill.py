@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
@@ -33,12 +33,8 @@ models:
 gateway: {{job_lease_s: 2, max_queue_depth: 1000, worker_max_jobs: 100, records_max: 10000}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-      - {{name: admin, key: {key_admin}, admin: true}}
+    + ACME_ORG
+    + """      - {{name: admin, key: {key_admin}, admin: true}}
 """
 )
 

@@ -21,7 +21,7 @@ import psutil
 import pytest
 import redis
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 from turnout.state import keys
 
@@ -43,12 +43,7 @@ models:
 gateway: {{max_queue_depth: {depth}}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
+    + ACME_ORG
 )
 
 

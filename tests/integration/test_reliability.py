@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
@@ -33,12 +33,8 @@ models:
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-      - {{name: short, key: {key_short}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
+    + ACME_ORG
+    + """      - {{name: short, key: {key_short}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
 """
 )
 

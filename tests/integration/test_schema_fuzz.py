@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 HAVE_SCHEMATHESIS = importlib.util.find_spec("schemathesis") is not None
@@ -67,12 +67,8 @@ models:
 gateway: {{max_body_bytes: 65536}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-      - {{name: admin, key: {admin}, admin: true}}
+    + ACME_ORG
+    + """      - {{name: admin, key: {admin}, admin: true}}
 """
 )
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, Proc, free_port, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
@@ -38,12 +38,7 @@ policy:
   budget: {{max_attempts: 6, max_total_latency_ms: {budget_ms}}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
+    + ACME_ORG
 )
 
 SKEW_DIR = str(Path(__file__).resolve().parent.parent / "support" / "skewclock")

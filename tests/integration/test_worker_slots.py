@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from support.gateway import BREAKER_OFF, Gateway, start_gateway
+from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
 from support.procs import Fleet, require_redis
 
 pytestmark = pytest.mark.integration
@@ -37,12 +37,7 @@ policy:
 gateway: {{worker_max_jobs: {slots}, max_queue_depth: 1000}}
 """
     + BREAKER_OFF
-    + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
+    + ACME_ORG
 )
 
 

@@ -39,6 +39,15 @@ BREAKER_OFF = (
 """A `breaker:` line, in `start_gateway` template form, whose breaker never opens: for tests
 that count every attempt or load the fleet, where a trip would hide what they measure."""
 
+ACME_ORG = """
+orgs:
+  acme:
+    keys:
+      - {{name: main, key: {key}}}
+"""
+"""Org `acme` with its key `main` (`{key}`), as a configuration template's last lines (after
+`BREAKER_OFF`); a test adds more keys by appending `      - {{name: ..., key: ...}}` lines."""
+
 CONFIG = """\
 providers:
   sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
@@ -166,12 +175,7 @@ models:
   ok: {{{{offers: [{{{{provider: sim-a, model: {upstream_model}}}}}]}}}}
 """
         + BREAKER_OFF
-        + """
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
+        + ACME_ORG
     )
 
 
