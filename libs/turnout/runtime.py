@@ -316,19 +316,26 @@ def build_runtime(
     )
 
 
-def require_persistence(redis_url: str, settings: Settings, *, role: Role, allow: bool = False) -> Decision:
+def require_persistence(
+    redis_url: str, settings: Settings, *, role: Role, allow: bool = False, quiet_unreachable: bool = False
+) -> Decision:
     """The start-up AOF check of a process of `role` (`turnout.state.persistence`), run before it serves.
 
     Args:
         redis_url: the process's Redis.
         settings: `allow_no_aof` (`TURNOUT_ALLOW_NO_AOF`) allows a Redis without AOF.
         allow: the `--allow-no-aof` flag (allows too).
+        quiet_unreachable: log nothing when Redis does not answer (a repeated check).
 
     Raises:
         turnout.state.persistence.PersistenceRefused: AOF is off and not allowed.
     """
     return check_persistence(
-        redis_url, service=f"turnout {role}", allow=allow or settings.allow_no_aof, env=settings.env
+        redis_url,
+        service=f"turnout {role}",
+        allow=allow or settings.allow_no_aof,
+        env=settings.env,
+        quiet_unreachable=quiet_unreachable,
     )
 
 
@@ -340,9 +347,6 @@ async def require_persistence_later(redis_url: str, settings: Settings, *, role:
     Raises:
         turnout.state.persistence.PersistenceRefused: Redis answered, without AOF, and that is not allowed.
     """
-    allowed = allow or settings.allow_no_aof
     return await require_persistence_when_reachable(
-        lambda: check_persistence(
-            redis_url, service=f"turnout {role}", allow=allowed, env=settings.env, quiet_unreachable=True
-        )
+        lambda: require_persistence(redis_url, settings, role=role, allow=allow, quiet_unreachable=True)
     )

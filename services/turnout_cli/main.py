@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
@@ -64,9 +63,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         return refused
     settings = _settings(args)
     config = load_config(_config_path(args), env=settings.env)
-    app = create_app(
-        config, redis_url=_redis_url(args), settings=settings, persistence_check=_persistence_later(args, "ingress")
-    )
+    app = create_app(config, redis_url=_redis_url(args), settings=settings, persistence_check=args.persistence_check)
     server = uvicorn.Server(
         uvicorn.Config(
             app,
@@ -87,9 +84,9 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         server.run()
     except KeyboardInterrupt:
         pass
-    if state.persistence_refused or not server.started:
-        return EXIT_NO_PERSISTENCE if state.persistence_refused else EXIT_STARTUP_FAILURE
-    return 0
+    if state.persistence_refused:
+        return EXIT_NO_PERSISTENCE
+    return 0 if server.started else EXIT_STARTUP_FAILURE
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
@@ -104,7 +101,7 @@ def cmd_worker(args: argparse.Namespace) -> int:
     if (refused := _persistence_refused(args, "worker")) is not None:
         return refused
     try:
-        run(_config_path(args), _redis_url(args), _settings(args), persistence_check=_persistence_later(args, "worker"))
+        run(_config_path(args), _redis_url(args), _settings(args), persistence_check=args.persistence_check)
     except PersistenceRefused:  # Redis answered only after the start, without AOF (logged)
         return EXIT_NO_PERSISTENCE
     return 0
@@ -120,34 +117,23 @@ EXIT_STARTUP_FAILURE = 3
 def _persistence_refused(args: argparse.Namespace, role: Role) -> int | None:
     """The start-up AOF check (`turnout.runtime.require_persistence`): None to start, else the exit code.
 
-    A Redis that did not answer leaves `args.persistence_unchecked` set: the
-    process checks again once it does (`_persistence_later`).
+    A Redis that did not answer leaves `args.persistence_check` set: the check
+    to await once it does (`turnout.runtime.require_persistence_later`, which
+    raises `PersistenceRefused` when Redis then runs without AOF, not allowed).
     """
-    from turnout.runtime import require_persistence
+    from turnout.runtime import require_persistence, require_persistence_later
     from turnout.state.persistence import PersistenceRefused
 
+    redis_url, settings, allow = _redis_url(args), _settings(args), bool(getattr(args, "allow_no_aof", False))
     try:
-        decision = require_persistence(
-            _redis_url(args), _settings(args), role=role, allow=bool(getattr(args, "allow_no_aof", False))
-        )
+        decision = require_persistence(redis_url, settings, role=role, allow=allow)
     except PersistenceRefused as exc:
         print(str(exc), file=sys.stderr)
         return EXIT_NO_PERSISTENCE
-    args.persistence_unchecked = not decision.checked
+    args.persistence_check = (
+        None if decision.checked else lambda: require_persistence_later(redis_url, settings, role=role, allow=allow)
+    )
     return None
-
-
-def _persistence_later(args: argparse.Namespace, role: Role) -> Callable[[], Awaitable[object]] | None:
-    """The check to run once Redis answers, when the start-up one could not reach it (else None).
-
-    Awaiting it raises `PersistenceRefused` when Redis then runs without AOF, not allowed.
-    """
-    if not getattr(args, "persistence_unchecked", False):
-        return None
-    from turnout.runtime import require_persistence_later
-
-    redis_url, settings, allow = _redis_url(args), _settings(args), bool(getattr(args, "allow_no_aof", False))
-    return lambda: require_persistence_later(redis_url, settings, role=role, allow=allow)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:

@@ -24,11 +24,10 @@ from starlette.responses import Response
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.plan import UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.json_reason import json_reason
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_tokens import count_input_tokens
-from turnout_ingress.messages_wire import error_body, parse_messages_request
+from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body
 from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
@@ -39,7 +38,6 @@ ANTHROPIC_UNAUTHORIZED = (
 )
 """The 401 message on Anthropic routes (the Anthropic SDKs send `x-api-key`)."""
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
-_decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
 
 
@@ -92,20 +90,10 @@ def install(app: FastAPI, state: IngressState) -> None:
         request_id = new_request_id(request)
         try:
             identity, raw = await caller_and_body(request, state)
-            try:
-                data = _decode.decode(raw) if raw.strip() else None
-                body = parse_messages_request(
-                    _encode.encode({"max_tokens": 1, **data}) if isinstance(data, dict) else raw
-                )
-            except (WireError, msgspec.DecodeError) as exc:
-                message, param = (
-                    (exc.message, exc.param)
-                    if isinstance(exc, WireError)
-                    else (f"body: the request body is not valid JSON ({json_reason(raw, exc)})", "body")
-                )
-                raise RequestRejected(400, message, param=param) from exc
-            except RecursionError as exc:  # in this route's shape, not the global handler's OpenAI one
-                raise RequestRejected(400, "body: the request body is nested too deeply", param="body") from exc
+            try:  # count_tokens takes no max_tokens: any stands in for the Messages checks
+                body = check_messages_request({"max_tokens": 1, **decode_messages_body(raw)})
+            except WireError as exc:
+                raise RequestRejected(400, exc.message, param=exc.param) from exc
             try:
                 plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
             except UnknownModel as exc:

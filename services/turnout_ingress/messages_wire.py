@@ -111,16 +111,17 @@ def _wanted(data: dict[str, Any], field: str, shape: str) -> str:
 
 
 def parse_messages_request(raw: bytes) -> dict[str, Any]:
-    """Decode and check an Anthropic Messages body (the API's required fields).
-
-    Checks: a JSON object; `model` a non-empty string; `max_tokens` a
-    positive integer; `messages` a non-empty array of `user` / `assistant`
-    turns whose content is a string or an array of blocks; `system` a string
-    or an array of text blocks; `stream` a boolean.
+    """Decode and check an Anthropic Messages body (`decode_messages_body`, then `check_messages_request`).
 
     Raises:
         WireError: with `param` naming the field (answered as a 400).
     """
+    return check_messages_request(decode_messages_body(raw))
+
+
+def decode_messages_body(raw: bytes) -> dict[str, Any]:
+    """A Messages-API body decoded: a JSON object, else a `WireError` on `body` (empty, not JSON,
+    nested too deeply, not an object)."""
     if not raw.strip():
         raise _fail("the request body is empty; send a JSON object", "body")
     try:
@@ -131,6 +132,20 @@ def parse_messages_request(raw: bytes) -> dict[str, Any]:
         raise _fail("the request body is nested too deeply", "body") from exc
     if not isinstance(data, dict):
         raise _fail("the request body must be a JSON object", "body")
+    return data
+
+
+def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
+    """Check a decoded Messages body (the API's required fields); `data` itself.
+
+    Checks: `model` a non-empty string; `max_tokens` a positive integer;
+    `messages` a non-empty array of `user` / `assistant` turns whose content
+    is a string or an array of blocks; `system` a string or an array of text
+    blocks; `stream` a boolean.
+
+    Raises:
+        WireError: with `param` naming the field (answered as a 400).
+    """
     model = data.get("model")
     if not isinstance(model, str) or not model.strip():
         raise _fail(_wanted(data, "model", "a non-empty string"), "model")
