@@ -20,7 +20,6 @@ stopped Redis.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,7 +28,7 @@ import openai
 import pytest
 
 from support.gateway import one_model_config
-from support.procs import Fleet, Proc, free_port, http_ok, require_redis, wait_until
+from support.procs import Fleet, Proc, http_ok, require_redis, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -55,8 +54,7 @@ def _worker_before_redis(fleet: Fleet, *, aof: bool = True) -> tuple[Proc, Proc,
     config = fleet.workdir / "turnout.yaml"
     config.write_text(CONFIG.format(sim=sim, key=KEY))
     redis_proc.stop()
-    argv = [sys.executable, "-m", "turnout_cli.main", "worker", "--config", str(config), "--redis-url", redis_url]
-    worker = fleet.spawn("worker-0", argv)
+    worker = fleet.worker(config, redis_url, name="worker-0", ready=False)
     return redis_proc, worker, config, redis_url
 
 
@@ -91,10 +89,7 @@ def _listening(url: str) -> bool:
 
 def test_an_ingress_started_before_its_redis_answers_503_for_keys_until_it_has_read_them(fleet: Fleet) -> None:
     redis_proc, worker, config, redis_url = _worker_before_redis(fleet)
-    port = free_port()
-    argv = [sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config), "--redis-url", redis_url]
-    fleet.spawn(f"ingress-{port}", [*argv, "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
+    _, base = fleet.ingress(config, redis_url, ready=False)
     wait_until(lambda: _listening(f"{base}/health/readiness"), 60, "the ingress listening without Redis")
     assert not http_ok(f"{base}/health/readiness"), "not ready without Redis"
     with openai.OpenAI(base_url=f"{base}/v1", api_key=KEY, max_retries=0, timeout=30) as client:
@@ -124,10 +119,8 @@ def _served(client: openai.OpenAI) -> bool:
 
 def test_processes_started_before_a_redis_without_aof_stop_once_it_answers(fleet: Fleet) -> None:
     redis_proc, worker, config, redis_url = _worker_before_redis(fleet, aof=False)
-    port = free_port()
-    argv = [sys.executable, "-m", "turnout_cli.main", "ingress", "--config", str(config), "--redis-url", redis_url]
-    ingress = fleet.spawn(f"ingress-{port}", [*argv, "--port", str(port)])
-    wait_until(lambda: _listening(f"http://127.0.0.1:{port}/health/liveness"), 60, "the ingress listening")
+    ingress, base = fleet.ingress(config, redis_url, ready=False)
+    wait_until(lambda: _listening(f"{base}/health/liveness"), 60, "the ingress listening")
     wait_until(lambda: WAITING in worker.log(), 30, "the worker waiting for Redis")
     fleet.restart(redis_proc)  # the same command: appendonly no
     for proc in (worker, ingress):

@@ -166,9 +166,15 @@ class Fleet:
         return proc, base
 
     def ingress(
-        self, config_path: Path, redis_url: str, port: int | None = None, env: dict[str, str] | None = None
+        self,
+        config_path: Path,
+        redis_url: str,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        ready: bool = True,
     ) -> tuple[Proc, str]:
-        """Start an ingress process (extra `env` variables); returns it and its base URL."""
+        """Start an ingress process (extra `env` variables); returns it and its base URL, once it is
+        ready (`/health/readiness` 200) unless `ready` is False (e.g. started before its Redis)."""
         port = port or free_port()
         proc = self.spawn(
             f"ingress-{port}",
@@ -187,13 +193,20 @@ class Fleet:
             env,
         )
         base = f"http://127.0.0.1:{port}"
-        wait_until(lambda: http_ok(f"{base}/health/readiness"), 20, "ingress")
+        if ready:
+            wait_until(lambda: http_ok(f"{base}/health/readiness"), 20, "ingress")
         return proc, base
 
     def worker(
-        self, config_path: Path, redis_url: str, name: str = "worker", env: dict[str, str] | None = None
+        self,
+        config_path: Path,
+        redis_url: str,
+        name: str = "worker",
+        env: dict[str, str] | None = None,
+        ready: bool = True,
     ) -> Proc:
-        """Start a worker process (extra `env` variables; ready once its log says so)."""
+        """Start a worker process (extra `env` variables), returned once its log says it is ready
+        unless `ready` is False (e.g. started before its Redis)."""
         proc = self.spawn(
             name,
             [
@@ -208,7 +221,8 @@ class Fleet:
             ],
             env,
         )
-        wait_until(lambda: "worker ready" in proc.log(), 20, name)
+        if ready:
+            wait_until(lambda: "worker ready" in proc.log(), 20, name)
         return proc
 
     def restart(self, proc: Proc) -> Proc:
