@@ -126,7 +126,7 @@ def test_breaker_every_target_open_is_503_with_retry_after_at_the_ingress(fleet4
     assert response.status_code == 503
     assert response.json()["error"]["code"] == "circuit_open"
     assert 1 <= int(response.headers["retry-after"]) <= 2
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < 1.0  # answered at once, not after the cooldown (Retry-After >= 1 s)
     assert len(fleet4.sim_log("lonely~503")) == 3
 
 

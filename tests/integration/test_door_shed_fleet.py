@@ -110,7 +110,7 @@ def test_a_short_budget_is_shed_at_once_while_the_queue_is_long_and_the_rest_is_
     for response, elapsed in shed:
         assert response.json()["error"]["code"] == "queue_full"
         assert int(response.headers["retry-after"]) >= 1
-        assert elapsed < 1.0  # at the door, not after its 2 s budget (503 no_worker)
+        assert elapsed < 1.5  # at the door, not after its 2 s budget (503 no_worker)
     assert all(r.status_code == 200 for r, _ in flood)
     wait_until(lambda: _waiting(gw) == 0, 20, "the queue drained")
     [(after, _)] = asyncio.run(_one_short(gw))
