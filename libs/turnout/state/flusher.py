@@ -41,7 +41,8 @@ class Flusher:
     async def _run(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), self._interval_s)
+                async with asyncio.timeout(self._interval_s):  # not `wait_for`: no task per wait, woken in one step
+                    await self._wake.wait()
             self._wake.clear()
             await self._flush()
 

@@ -506,7 +506,8 @@ class JobQueue:
             if remaining <= 0:
                 break
             try:
-                return await asyncio.wait_for(asyncio.shield(fut), min(remaining, self._result_poll_s))
+                async with asyncio.timeout(min(remaining, self._result_poll_s)):  # no task per wait
+                    return await asyncio.shield(fut)
             except TimeoutError:
                 stored = await self._stored(job_id)
                 if stored is not None:
