@@ -156,6 +156,10 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         max_queue_depth: queued jobs above which the ingress sheds with 503.
         result_ttl_s: how long a finished job's result stays readable.
         worker_max_jobs: concurrent jobs per worker process.
+        worker_start_passes: jobs of one worker between their start and
+            their first upstream call at once; the others wait their turn,
+            oldest first, so jobs claimed together reach the upstream in
+            order instead of all at once (`turnout_worker.start_gate`).
         ingress_max_streams: upstream connections an ingress keeps for
             streaming requests (the direct path).
         job_lease_s: lifetime of a running job's in-progress key, renewed
@@ -175,6 +179,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     max_queue_depth: AtLeastOne = 10_000
     result_ttl_s: AtLeastOne = 300
     worker_max_jobs: AtLeastOne = 500
+    worker_start_passes: AtLeastOne = 8
     ingress_max_streams: AtLeastOne = 2000
     job_lease_s: Annotated[float, msgspec.Meta(ge=1, description="at least 1 s")] = 10.0
     records_max: int = 100_000

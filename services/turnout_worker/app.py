@@ -19,6 +19,7 @@ import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
 
+from turnout.adapters.exchange import call_json
 from turnout.answer import answer_of, error_body
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config, load_config
@@ -34,8 +35,12 @@ from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, 
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
+from turnout_worker.start_gate import leaving_first
 
 log = logging.getLogger("turnout.worker")
+
+_UPSTREAM = leaving_first(call_json)
+"""The upstream a job's attempts call: the job's start pass is given back first."""
 
 MARK_LOST_TIMEOUT_S = 2.0
 """Longest a re-run waits to record its dead run's attempts as lost (seconds)."""
@@ -97,7 +102,14 @@ async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) 
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
-    """arq function `chat_completion`: `_serve` inside the job's span (trace continued from the ingress)."""
+    """arq function `chat_completion`: `_serve` inside the job's span (trace continued from the ingress),
+    holding a pass of the worker's start gate until its first upstream call or wait
+    (`turnout_worker.start_gate`)."""
+    async with ctx["worker"].start_gate.start():
+        return await _chat_completion(ctx, raw_payload)
+
+
+async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
@@ -246,6 +258,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
             time_left_s=time_left_s,
             info=info,
             catalog=catalog,
+            upstream=_UPSTREAM,
         )
     status, headers, body = answer_of(routed, payload.request_id)
     if status != 504:  # a job cut by its deadline says nothing of how long serving takes
@@ -293,6 +306,7 @@ def build_worker(
         burst=burst,
         log_results=False,
         lease_s=gateway.job_lease_s,
+        start_passes=gateway.worker_start_passes,
     )
 
 

@@ -75,6 +75,7 @@ from turnout.state.fleet import FleetBeat
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pickup_store import PickupStore
 from turnout_worker.connect import connect_when_ready
+from turnout_worker.start_gate import START_PASSES, StartGate, leave
 
 log = logging.getLogger("turnout.worker")
 
@@ -160,8 +161,16 @@ class _ClaimedPool:
 class PushWorker(Worker):
     """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
 
-    def __init__(self, *args: Any, lease_s: float = 10.0, rng: random.Random | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        lease_s: float = 10.0,
+        start_passes: int = START_PASSES,
+        rng: random.Random | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
+        self.start_gate = StartGate(start_passes)
         self._rng = rng or random.Random()
         self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
@@ -393,9 +402,13 @@ class PushWorker(Worker):
         ends without one, and its end releases none. The job stays claimed
         (its lease is renewed) throughout. Shorter waits keep the slot.
 
+        A job still in its start phase gives back its start pass first
+        (`turnout_worker.start_gate`): a wait is not work.
+
         Args:
             delay_s: seconds to wait (>= 0).
         """
+        leave()
         if delay_s < SLOT_FREE_WAIT_S:
             await asyncio.sleep(delay_s)
             return
