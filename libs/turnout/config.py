@@ -157,9 +157,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         result_ttl_s: how long a finished job's result stays readable.
         worker_max_jobs: concurrent jobs per worker process.
         worker_start_passes: jobs of one worker between their start and
-            their first upstream call at once; the others wait their turn,
-            oldest first, so jobs claimed together reach the upstream in
-            order instead of all at once (`turnout_worker.start_gate`).
+            their first upstream call at once; the others wait their turn, oldest
+            first, so jobs claimed together reach the upstream in order
+            instead of all at once (`turnout_worker.start_gate`).
         ingress_max_streams: upstream connections an ingress keeps for
             streaming requests (the direct path).
         job_lease_s: lifetime of a running job's in-progress key, renewed

@@ -174,6 +174,12 @@ class Router:
         scrubber: the process's egress scrubber (`turnout.scrub`): every
             upstream text passes it before the loop, records, spans or the
             breaker see it (default: one knowing only the catalog's keys).
+        paused: called (no arguments, in the request's task) each time the
+            request's work stops to wait on the upstream or on the clock:
+            just before an upstream call (after the attempt's started record
+            is stored) and before a wait between attempts. A worker gives its
+            job's start pass back there (`turnout_worker.start_gate`).
+            Default: nothing.
     """
 
     def __init__(
@@ -189,8 +195,10 @@ class Router:
         credentials: CredentialSource | None = None,
         custom_http: httpx.AsyncClient | None = None,
         scrubber: Scrubber | None = None,
+        paused: Callable[[], None] | None = None,
     ) -> None:
         self._catalogs = catalog
+        self._paused = paused or _nothing
         self._http = http
         self._breakers = breakers or Breakers(
             MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.current.sole_targets, rng=rng
@@ -331,6 +339,7 @@ class Router:
                 break
             if isinstance(step, Wait):
                 self._observer.waited(info, step.delay_s, step.reason)
+                self._paused()
                 await self._sleep(step.delay_s)
                 continue
             state, outcome = await self._attempt(catalog, state, step, request, info, view, upstream)
@@ -374,6 +383,7 @@ class Router:
         try:
             if not view.degraded:  # Redis answered this request's health read: store the started record first
                 await self._observer.attempt_dispatched(handle)
+            self._paused()
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
             state = on_outcome(
@@ -517,6 +527,7 @@ class Router:
         try:
             if not view.degraded:  # Redis answered this request's health read: store the started record first
                 await self._observer.attempt_dispatched(handle)
+            self._paused()
             spec = _spec(target, call.provider, request, info, policy, timeout_s)
             result = await upstream(self._client_for(call), spec)
         except asyncio.CancelledError:
@@ -610,6 +621,10 @@ class Router:
             )
         verdict = conclude(state, reason, draw=self._rng.random())
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
+
+
+def _nothing() -> None:
+    """The default `paused` hook."""
 
 
 def _spec(

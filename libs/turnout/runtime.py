@@ -252,6 +252,7 @@ def build_runtime(
     role: Role,
     telemetry: Telemetry | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    paused: Callable[[], None] | None = None,
     rng: random.Random | None = None,
 ) -> Runtime:
     """Build what a process of `role` serves with, the same way for every role.
@@ -264,6 +265,8 @@ def build_runtime(
         role: `ingress` or `worker` (`ROLES`: service name, pool sizes).
         telemetry: providers to use instead of building them from `settings.env`.
         sleep: the router's wait between attempts (a worker's frees its slot).
+        paused: the router's hook just before an upstream call or a wait
+            (`Router`; a worker's gives back the job's start pass).
         rng: the process's RNG (default: a fresh `random.Random`).
 
     Raises:
@@ -299,6 +302,7 @@ def build_runtime(
         custom_http=custom_http,
         scrubber=directory.scrubber,
         sleep=sleep,
+        paused=paused,
     )
     return Runtime(
         config=config,

@@ -19,7 +19,6 @@ import msgspec
 from arq.connections import RedisSettings
 from arq.worker import func
 
-from turnout.adapters.exchange import call_json
 from turnout.answer import answer_of, error_body
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config, load_config
@@ -35,12 +34,9 @@ from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, 
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
-from turnout_worker.start_gate import leaving_first
+from turnout_worker.start_gate import leave
 
 log = logging.getLogger("turnout.worker")
-
-_UPSTREAM = leaving_first(call_json)
-"""The upstream a job's attempts call: the job's start pass is given back first."""
 
 MARK_LOST_TIMEOUT_S = 2.0
 """Longest a re-run waits to record its dead run's attempts as lost (seconds)."""
@@ -67,8 +63,15 @@ class WorkerServices:
         return self.runtime.router
 
 
+def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushWorker) -> Runtime:
+    """The worker's runtime: its router's long waits between attempts free the job's slot
+    (`PushWorker.sleep_off_slot`), and a job's first pause gives back its start pass
+    (`turnout_worker.start_gate`)."""
+    return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=leave)
+
+
 async def startup(ctx: dict[str, Any]) -> None:
-    """arq startup hook: build the runtime (a long wait between attempts frees the job's slot).
+    """arq startup hook: build the runtime (`worker_runtime`).
 
     First, for a worker whose start-up AOF check could not reach Redis, that
     check, now that Redis answers (`ctx["persistence_check"]`).
@@ -80,7 +83,7 @@ async def startup(ctx: dict[str, Any]) -> None:
         await check()
     config: Config = ctx["config"]
     settings: Settings = ctx["settings"]
-    runtime = build_runtime(config, ctx["redis"], settings, role="worker", sleep=ctx["worker"].sleep_off_slot)
+    runtime = worker_runtime(config, ctx["redis"], settings, ctx["worker"])
     obs = observe.WorkerObservability(runtime.obs, settings)
     await runtime.start(ctx["redis"], bootstrap=False)
     ctx["turnout"] = WorkerServices(config, runtime, obs)
@@ -258,7 +261,6 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
             time_left_s=time_left_s,
             info=info,
             catalog=catalog,
-            upstream=_UPSTREAM,
         )
     status, headers, body = answer_of(routed, payload.request_id)
     if status != 504:  # a job cut by its deadline says nothing of how long serving takes

@@ -75,7 +75,7 @@ from turnout.state.fleet import FleetBeat
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pickup_store import PickupStore
 from turnout_worker.connect import connect_when_ready
-from turnout_worker.start_gate import START_PASSES, StartGate, leave
+from turnout_worker.start_gate import START_PASSES, StartGate
 
 log = logging.getLogger("turnout.worker")
 
@@ -402,13 +402,9 @@ class PushWorker(Worker):
         ends without one, and its end releases none. The job stays claimed
         (its lease is renewed) throughout. Shorter waits keep the slot.
 
-        A job still in its start phase gives back its start pass first
-        (`turnout_worker.start_gate`): a wait is not work.
-
         Args:
             delay_s: seconds to wait (>= 0).
         """
-        leave()
         if delay_s < SLOT_FREE_WAIT_S:
             await asyncio.sleep(delay_s)
             return

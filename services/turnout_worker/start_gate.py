@@ -1,4 +1,4 @@
-"""The worker's start gate: a few jobs at a time from their start to their first upstream call.
+"""The worker's start gate: a few jobs at a time from their start to their first attempt.
 
 Owns: the order in which a worker's jobs reach the upstream.
 
@@ -13,14 +13,18 @@ each job's latency carries the CPU time of its whole wave. With at most
 claimed reach the upstream first, one group of `passes` after another; the
 answers come back spread out, and the waves do not form again. Measured with
 the bench's 50 ms upstream at 50 concurrent requests (bench/README.md,
-"The start gate"): the added p50 falls by about a quarter.
+"The start gate"): about a fifth more requests per second.
 
-A pass is given back at the job's first upstream call (`leave`, called by
-the upstream the router is given) or first wait (`PushWorker.sleep_off_slot`),
-at the job's end, or after `hold_s` whichever comes first. The last bound keeps
-a start phase that waits on something slow (a Redis that stopped answering,
-whose calls then time out) from holding the other jobs back: past `hold_s`
-the next job starts anyway, as it would with no gate.
+A pass is given back (`leave`, the router's `paused` hook) just before the
+job's first upstream call, once its attempt's started record is stored, or
+before a wait between attempts; at the job's end; or after `hold_s`,
+whichever comes first. The started record's round trip stays inside the
+pass: let go before it, the jobs of one records batch resumed together and
+reached the upstream together again, and the waves came back (measured:
+"The start gate"). The last bound keeps a start phase that waits on
+something slow (a Redis that stopped answering: the record's wait and a
+health read are bounded by their timeouts) from holding the other jobs
+back: past `hold_s` the next job starts, as it would with no gate.
 
 Must not import: FastAPI, httpx.
 """
@@ -30,18 +34,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator
 
 START_PASSES = 8
-"""Jobs of one worker between their start and their first upstream call at once (the default of
-`gateway.worker_start_passes`). Measured against 4 and 16 with the bench's 50 ms upstream
-(bench/README.md, "The start gate"); 1 was slower: a start phase waits on a Redis round trip
-(the attempt's started record), and one pass leaves the worker idle meanwhile."""
+"""Jobs of one worker in their start phase at once (the default of `gateway.worker_start_passes`;
+bench/README.md, "The start gate")."""
 
 START_HOLD_S = 0.02
-"""Longest one job holds its pass (seconds). A start phase takes about 1-5 ms with 8 passes
-under load; past this bound the next job starts without waiting."""
+"""Longest one job holds its pass (seconds); past it the next job starts without waiting."""
 
 
 class StartPass:
@@ -116,18 +116,3 @@ def leave() -> None:
     held = _PASS.get()
     if held is not None:
         held.leave()
-
-
-T = TypeVar("T")
-
-
-def leaving_first(call: Callable[..., Awaitable[T]]) -> Callable[..., Awaitable[T]]:
-    """`call`, giving back the running job's pass before it starts (an upstream call, a wait)."""
-
-    async def left(*args: Any, **kwargs: Any) -> T:
-        leave()
-        return await call(*args, **kwargs)
-
-    left.__doc__ = call.__doc__
-    left.__name__ = getattr(call, "__name__", "left")
-    return left

@@ -1,18 +1,16 @@
 """`turnout_worker.start_gate`: at most `passes` jobs in their start phase, oldest first; a pass is
-given back at the first upstream call or wait, at the job's end, or after `hold_s`."""
+given back by `leave` (the router's `paused` hook: tests/unit/test_router_paused.py), at the job's
+end, or after `hold_s`."""
 
 from __future__ import annotations
 
 import asyncio
 
 import pytest
-from arq.connections import RedisSettings
-from arq.worker import func
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from turnout_worker.pickup import PushWorker
-from turnout_worker.start_gate import StartGate, leave, leaving_first
+from turnout_worker.start_gate import StartGate, leave
 
 LONG_S = 3600.0  # a hold bound no test reaches
 
@@ -132,36 +130,6 @@ async def test_an_exception_inside_gives_the_pass_back() -> None:
     assert gate.free == 1
 
 
-async def test_leaving_first_gives_the_pass_back_before_the_call() -> None:
-    gate = StartGate(1, LONG_S)
-    seen: list[int] = []
-
-    async def upstream(value: int) -> int:
-        """the upstream's doc"""
-        seen.append(gate.free)
-        return value * 2
-
-    wrapped = leaving_first(upstream)
-    async with gate.start():
-        assert await wrapped(21) == 42
-    assert seen == [1]
-    assert wrapped.__doc__ == "the upstream's doc" and wrapped.__name__ == "upstream"
-
-
-async def _noop(ctx: object) -> None:  # never run: the worker is not started
-    return None
-
-
-async def test_a_wait_of_the_router_gives_the_pass_back() -> None:
-    worker = PushWorker(functions=[func(_noop, name="job")], redis_settings=RedisSettings(), max_jobs=2, start_passes=1)
-    async with worker.start_gate.start():
-        await worker.sem.acquire()
-        worker.job_counter += 1
-        await worker.sleep_off_slot(0)  # a zero backoff: still a wait
-        assert worker.start_gate.free == 1
-    assert worker.start_gate.free == 1
-
-
 @pytest.mark.parametrize(("passes", "hold_s"), [(0, 1.0), (-1, 1.0), (1, 0.0), (1, -0.5)])
 def test_bad_settings_are_refused(passes: int, hold_s: float) -> None:
     with pytest.raises(ValueError, match="passes|hold_s"):
@@ -205,32 +173,29 @@ def test_passes_in_use_never_exceed_the_bound_and_all_come_back(passes: int, pla
     asyncio.run(scenario())
 
 
-async def test_the_workers_upstream_gives_the_pass_back_before_the_request_leaves() -> None:
-    """`turnout_worker.app._UPSTREAM`, the upstream every job's attempts call (over `httpx.MockTransport`)."""
-    import json
+async def test_the_workers_router_gives_the_pass_back_when_a_job_pauses() -> None:
+    """The wiring: `worker_runtime`'s router calls `leave` (`tests/unit/test_router_paused.py`
+    shows when a router calls its `paused` hook)."""
+    from arq.connections import RedisSettings
+    from arq.worker import func
+    from redis.asyncio import Redis
 
-    import httpx
+    from turnout.config import parse_config
+    from turnout.settings import Settings
+    from turnout_worker.app import chat_completion, worker_runtime
+    from turnout_worker.pickup import PushWorker
 
-    from turnout.adapters.base import CallSpec
-    from turnout.core.types import Target
-    from turnout_worker.app import _UPSTREAM
-
-    gate = StartGate(1, LONG_S)
-    free_when_sent: list[int] = []
-
-    def upstream(request: httpx.Request) -> httpx.Response:
-        free_when_sent.append(gate.free)
-        return httpx.Response(500, json={"error": {"message": "down", "type": "server_error"}})
-
-    spec = CallSpec(
-        target=Target(provider="p", model="m", catalog_model="m"),
-        base_url="https://api.example.test/v1/",
-        api_key="sk-test",
-        body=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
-        timeout_s=5.0,
-        request_id="rid-1",
+    config = parse_config(
+        'providers: {p: {kind: openai_compatible, base_url: "http://p.test/v1", api_key: k}}\n'
+        "models: {m: {offers: [{provider: p, model: m}]}}\n",
+        env={},
     )
-    async with httpx.AsyncClient(transport=httpx.MockTransport(upstream)) as client, gate.start():
-        result = await _UPSTREAM(client, spec)
-    assert free_when_sent == [1]
-    assert result.outcome.status == 500
+    worker = PushWorker(functions=[func(chat_completion, name="job")], redis_settings=RedisSettings(), max_jobs=2)
+    runtime = worker_runtime(config, Redis(), Settings.from_env({}), worker)
+    try:
+        gate = StartGate(1, LONG_S)
+        async with gate.start():
+            runtime.router._paused()
+            assert gate.free == 1
+    finally:
+        await runtime.router._http.aclose()
