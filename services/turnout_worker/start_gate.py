@@ -19,9 +19,9 @@ A pass is given back (`leave`, the router's `paused` hook) just before the
 job's first upstream call, once its attempt's started record is stored, or
 before a wait between attempts; at the job's end; or after `hold_s`,
 whichever comes first. The started record's round trip stays inside the
-pass: let go before it, the jobs of one records batch resumed together and
-reached the upstream together again, and the waves came back (measured:
-"The start gate"). The last bound keeps a start phase that waits on
+pass: given back before it, the gate did no better than none (measured:
+"The start gate"), most likely because the jobs of one records batch
+resume together and reach the upstream together again. The last bound keeps a start phase that waits on
 something slow (a Redis that stopped answering: the record's wait and a
 health read are bounded by their timeouts) from holding the other jobs
 back: past `hold_s` the next job starts, as it would with no gate.
