@@ -1,4 +1,4 @@
-"""The worker's start gate: a few jobs at a time from their start to their first attempt.
+"""The worker's start gate: a few jobs at a time from their start to their first upstream call.
 
 Owns: the order in which a worker's jobs reach the upstream.
 
@@ -21,10 +21,11 @@ before a wait between attempts; at the job's end; or after `hold_s`,
 whichever comes first. The started record's round trip stays inside the
 pass: given back before it, the gate did no better than none (measured:
 "The start gate"), most likely because the jobs of one records batch
-resume together and reach the upstream together again. The last bound keeps a start phase that waits on
-something slow (a Redis that stopped answering: the record's wait and a
-health read are bounded by their timeouts) from holding the other jobs
-back: past `hold_s` the next job starts, as it would with no gate.
+resume together and reach the upstream together again. The last bound
+keeps a start phase that waits on something slow (a Redis that stopped
+answering: the record's wait and a health read are bounded by their
+timeouts) from holding the other jobs back: past `hold_s` the next job
+starts, as it would with no gate.
 
 Must not import: FastAPI, httpx.
 """
@@ -49,18 +50,16 @@ class StartPass:
 
     __slots__ = ("_gate", "_timer")
 
-    def __init__(self, gate: StartGate, timer: asyncio.TimerHandle | None) -> None:
+    def __init__(self, gate: StartGate) -> None:
         self._gate: StartGate | None = gate
-        self._timer = timer
+        self._timer = asyncio.get_running_loop().call_later(gate.hold_s, self.leave)  # the hold bound
 
     def leave(self) -> None:
         """Give the pass back (idempotent): the next waiting job starts."""
         gate, self._gate = self._gate, None
         if gate is None:
             return
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._timer.cancel()
         gate._sem.release()
 
 
@@ -101,8 +100,7 @@ class StartGate:
         Cancellation while waiting takes no pass.
         """
         await self._sem.acquire()
-        held = StartPass(self, None)
-        held._timer = asyncio.get_running_loop().call_later(self.hold_s, held.leave)
+        held = StartPass(self)
         token = _PASS.set(held)
         try:
             yield held
