@@ -32,6 +32,7 @@ from turnout.health import HealthView
 from turnout.observability.tracing import Telemetry
 from turnout.settings import Settings
 from turnout.state.persistence import PersistenceRefused
+from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
@@ -130,8 +131,12 @@ def create_app(
         SettingsError: a malformed environment variable (named).
     """
     settings = settings if settings is not None else Settings.from_env(os.environ)
-    redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
-    listen_redis = Redis.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
+    redis = Redis.from_pool(
+        BufferCheckedPool.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
+    )
+    listen_redis = Redis.from_pool(
+        BufferCheckedPool.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
+    )
     state = IngressState(config, redis, listen_redis, settings, telemetry)
 
     @contextlib.asynccontextmanager

@@ -74,6 +74,7 @@ from turnout.state.errors import StateUnavailable, state_errors
 from turnout.state.fleet import FleetBeat
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pickup_store import PickupStore
+from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
 from turnout_worker.start_gate import START_PASSES, StartGate
 
@@ -225,18 +226,28 @@ class PushWorker(Worker):
             return claimed.store_now_ms()
         return await self.store.now_ms()
 
+    async def open_pool(self, settings: RedisSettings) -> ArqRedis:
+        """arq's pool for `settings` (one try of `settings.conn_retries + 1`), on a `BufferCheckedPool`.
+
+        Raises:
+            What arq's `create_pool` raises when Redis does not answer its PING (`connect_when_ready`
+            logs it and tries again).
+        """
+        pool = await create_pool(
+            settings,
+            job_deserializer=self.job_deserializer,
+            job_serializer=self.job_serializer,
+            default_queue_name=self.queue_name,
+            expires_extra_ms=self.expires_extra_ms,
+        )
+        return cast(ArqRedis, await use_buffer_checked_pool(pool))
+
     async def main(self) -> None:
         """Run until stopped: wait for Redis (`connect_when_ready`), startup hook, doorbell listener, scan loop."""
         if self._pool is None:
             once = dataclasses.replace(self.redis_settings or RedisSettings(), conn_retries=0)  # we wait instead
             self._pool = await connect_when_ready(
-                lambda: create_pool(
-                    once,
-                    job_deserializer=self.job_deserializer,
-                    job_serializer=self.job_serializer,
-                    default_queue_name=self.queue_name,
-                    expires_extra_ms=self.expires_extra_ms,
-                ),
+                lambda: self.open_pool(once),
                 where=f"{once.host}:{once.port}",
                 rng=self._rng,
             )
