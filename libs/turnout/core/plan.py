@@ -217,8 +217,10 @@ def build_plan(
         orders: model id -> ordering strategy name (`ORDERINGS`); absent
             models (custom endpoints too) use `health`.
         order_settings: knobs and prices of the orderings.
-        capped: apply `policy.plan.max_offers` (False only to list every
-            target the plan could hold, e.g. to read their health first).
+        capped: apply `policy.plan.max_offers` and, without
+            `cross_provider_same_model`, keep one offer per model (False only
+            to list every target the plan could hold whatever the health,
+            e.g. to read their health first).
         preferences: the request's `provider` object
             (`turnout.core.preferences`): `sort` replaces every model's
             ordering, the others narrow each model's offers; without
@@ -254,7 +256,7 @@ def build_plan(
             ranked = tuple(t for t in ranked if t.provider == pin)
         if narrowed:
             ranked = apply(ranked, preferences, order_settings.prices, health)
-        if not fb.cross_provider_same_model:
+        if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
             ranked = ranked[:1]
         return ranked
 

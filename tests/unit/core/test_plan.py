@@ -437,3 +437,64 @@ def test_property_the_cap_keeps_a_prefix_of_the_uncapped_plan(max_offers: int, s
     whole = plan("llama", fallbacks={"*": fallbacks}, priority_models=PRIO, max_offers=20, seed=seed)
     assert capped.entries == whole.entries[: len(capped.entries)]
     assert len({e.target.key for e in capped.entries}) == min(max_offers, len({e.target.key for e in whole.entries}))
+
+
+ALL_TARGETS = sorted({target.key for offers in CATALOG.values() for target in offers})
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(
+    model=st.sampled_from(sorted(CATALOG)),
+    cross=st.booleans(),
+    enabled=st.booleans(),
+    seed=st.integers(0, 2**16),
+    max_offers=st.integers(1, 8),
+    fallbacks=st.lists(st.sampled_from(sorted(CATALOG)), max_size=3),
+    context_window=st.lists(st.sampled_from(sorted(CATALOG)), max_size=2),
+    health=st.dictionaries(
+        st.sampled_from(ALL_TARGETS),
+        st.builds(
+            TargetHealth,
+            score=st.floats(0.01, 1.0),
+            standing=st.sampled_from(list(Standing)),
+            back_in_s=st.floats(0.0, 60.0),
+        ),
+    ),
+)
+def test_property_the_uncapped_plan_without_health_lists_every_target_a_plan_may_hold(
+    model: str,
+    cross: bool,
+    enabled: bool,
+    seed: int,
+    max_offers: int,
+    fallbacks: list[str],
+    context_window: list[str],
+    health: dict[str, TargetHealth],
+) -> None:
+    """The router reads the health of the targets of `capped=False` with no health, then plans
+    with what it read: a target missing from that list would be planned as healthy, unread."""
+    policy = Policy(
+        fallback=FallbackPolicy(enabled=enabled, cross_provider_same_model=cross),
+        plan=PlanPolicy(max_offers=max_offers),
+    )
+    settings = RoutingSettings(fallbacks={"*": tuple(fallbacks)}, context_window_fallbacks={"*": tuple(context_window)})
+
+    def build(with_health: Mapping[str, TargetHealth], *, capped: bool, rng_seed: int) -> Plan:
+        return build_plan(
+            model,
+            catalog=CATALOG,
+            providers=PROVIDERS,
+            settings=settings,
+            policy=policy,
+            health=with_health,
+            rng=random.Random(rng_seed),
+            capped=capped,
+        )
+
+    listed = build({}, capped=False, rng_seed=seed + 1)
+    planned = build(health, capped=True, rng_seed=seed)
+    every = {e.target.key for e in (*listed.entries, *listed.context_window, *listed.content_policy, *listed.plan_cap)}
+    held = {
+        e.target.key for e in (*planned.entries, *planned.context_window, *planned.content_policy, *planned.plan_cap)
+    }
+    assert held <= every
