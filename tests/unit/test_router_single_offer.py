@@ -1,4 +1,5 @@
-"""Without `cross_provider_same_model` a model keeps one offer, chosen by health: the router reads the
+"""Without `cross_provider_same_model` (policy), or with `allow_fallbacks: false` and no `order`
+(the request's preferences), a model keeps one offer, chosen by health: the router reads the
 health of every offer first, so an offer whose circuit breaker is OPEN is never the one kept.
 
 Before the fix the read covered one offer per model picked with no health at all, and the
@@ -17,6 +18,7 @@ from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.breaker import BreakerSnapshot
 from turnout.core.plan import RoutingSettings
+from turnout.core.preferences import Preferences
 from turnout.router import RequestInfo, Router
 from turnout.state.breaker_store import MemoryBreakerStore
 
@@ -29,9 +31,8 @@ models:
     offers:
       - {provider: pa, model: m-a}
       - {provider: pb, model: m-b}
-policy:
-  fallback: {cross_provider_same_model: false}
 """
+ONE_OFFER = CONFIG + "policy:\n  fallback: {cross_provider_same_model: false}\n"
 
 
 def _upstream(hosts: list[str]) -> httpx.MockTransport:
@@ -45,10 +46,17 @@ def _upstream(hosts: list[str]) -> httpx.MockTransport:
     return httpx.MockTransport(answer)
 
 
+@pytest.mark.parametrize(
+    ("config_text", "preferences"),
+    [(ONE_OFFER, Preferences()), (CONFIG, Preferences(allow_fallbacks=False))],
+    ids=["policy", "preferences"],
+)
 @pytest.mark.parametrize("open_target", ["pa/m-a", "pb/m-b"])
 @pytest.mark.parametrize("seed", range(12))
-async def test_the_offer_kept_is_never_one_whose_breaker_is_open(open_target: str, seed: int) -> None:
-    config = parse_config(CONFIG, env={})
+async def test_the_offer_kept_is_never_one_whose_breaker_is_open(
+    config_text: str, preferences: Preferences, open_target: str, seed: int
+) -> None:
+    config = parse_config(config_text, env={})
     catalog = Catalog(config)
     clock = FakeClock(1000.0)
     breakers = clock.breakers(catalog, seed=seed)
@@ -65,7 +73,7 @@ async def test_the_offer_kept_is_never_one_whose_breaker_is_open(open_target: st
         rng=random.Random(seed),
         breakers=breakers,
     )
-    plan, view = await router.plan("solo", RoutingSettings(), config.policy)
+    plan, view = await router.plan("solo", RoutingSettings(), config.policy, preferences=preferences)
     assert open_target in view.entries  # its health was read
     assert [e.target.key for e in plan.entries] == [t for t in ("pa/m-a", "pb/m-b") if t != open_target]
     info = RequestInfo(request_id="rid", org="acme", requested_model="solo")

@@ -217,10 +217,11 @@ def build_plan(
         orders: model id -> ordering strategy name (`ORDERINGS`); absent
             models (custom endpoints too) use `health`.
         order_settings: knobs and prices of the orderings.
-        capped: apply `policy.plan.max_offers` and, without
-            `cross_provider_same_model`, keep one offer per model (False only
+        capped: apply `policy.plan.max_offers` and keep one offer per model
+            where the policy (no `cross_provider_same_model`) or the
+            preferences (no `allow_fallbacks`, no `order`) say so; False only
             to list every target the plan could hold whatever the health,
-            e.g. to read their health first).
+            e.g. to read their health first.
         preferences: the request's `provider` object
             (`turnout.core.preferences`): `sort` replaces every model's
             ordering, the others narrow each model's offers; without
@@ -255,7 +256,7 @@ def build_plan(
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
         if narrowed:
-            ranked = apply(ranked, preferences, order_settings.prices, health)
+            ranked = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
         if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
             ranked = ranked[:1]
         return ranked

@@ -127,6 +127,8 @@ def apply(
     prefs: Preferences,
     prices: Mapping[str, OfferPrice],
     health: Mapping[str, TargetHealth],
+    *,
+    listing: bool = False,
 ) -> tuple[Target, ...]:
     """One model's ranked offers as `prefs` narrow and reorder them.
 
@@ -135,6 +137,9 @@ def apply(
         prefs: the request's preferences.
         prices: target key -> catalog prices (`max_price`).
         health: target key -> health (DOWN targets stay last, whatever `order` says).
+        listing: keep every admitted offer even without `allow_fallbacks`
+            and `order`: which one is first depends on health (a listing of
+            the targets whose health to read, `build_plan(capped=False)`).
 
     Returns:
         The admitted offers (`admits`); those of the `order` providers first,
@@ -148,5 +153,5 @@ def apply(
     down = {t.key for t in kept if health.get(t.key, TargetHealth()).standing is Standing.DOWN}
     kept.sort(key=lambda t: (t.key in down, place.get(t.provider, len(place))))
     if not prefs.allow_fallbacks:
-        kept = [t for t in kept if t.provider in place] if place else kept[:1]
+        kept = [t for t in kept if t.provider in place] if place else kept if listing else kept[:1]
     return tuple(kept)

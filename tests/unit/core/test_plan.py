@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from turnout.core.ordering import OrderSettings, Standing, TargetHealth
 from turnout.core.plan import (
+    NoMatchingOffer,
     Plan,
     Role,
     RoutingSettings,
@@ -22,6 +23,7 @@ from turnout.core.plan import (
     split_pinned,
 )
 from turnout.core.policy import FallbackPolicy, PlanPolicy, Policy
+from turnout.core.preferences import Preferences
 from turnout.core.scopes import as_model_map
 from turnout.core.types import Target
 
@@ -460,6 +462,12 @@ ALL_TARGETS = sorted({target.key for offers in CATALOG.values() for target in of
             back_in_s=st.floats(0.0, 60.0),
         ),
     ),
+    preferences=st.builds(
+        Preferences,
+        order=st.lists(st.sampled_from(sorted(PROVIDERS)), max_size=2, unique=True).map(tuple),
+        ignore=st.lists(st.sampled_from(sorted(PROVIDERS)), max_size=2, unique=True).map(tuple),
+        allow_fallbacks=st.booleans(),
+    ),
 )
 def test_property_the_uncapped_plan_without_health_lists_every_target_a_plan_may_hold(
     model: str,
@@ -470,6 +478,7 @@ def test_property_the_uncapped_plan_without_health_lists_every_target_a_plan_may
     fallbacks: list[str],
     context_window: list[str],
     health: dict[str, TargetHealth],
+    preferences: Preferences,
 ) -> None:
     """The router reads the health of the targets of `capped=False` with no health, then plans
     with what it read: a target missing from that list would be planned as healthy, unread."""
@@ -489,10 +498,17 @@ def test_property_the_uncapped_plan_without_health_lists_every_target_a_plan_may
             health=with_health,
             rng=random.Random(rng_seed),
             capped=capped,
+            preferences=preferences,
         )
 
-    listed = build({}, capped=False, rng_seed=seed + 1)
-    planned = build(health, capped=True, rng_seed=seed)
+    try:
+        listed = build({}, capped=False, rng_seed=seed + 1)
+    except NoMatchingOffer:  # the preferences leave nothing: the request is refused before any read
+        return
+    try:
+        planned = build(health, capped=True, rng_seed=seed)
+    except NoMatchingOffer:
+        return
     every = {e.target.key for e in (*listed.entries, *listed.context_window, *listed.content_policy, *listed.plan_cap)}
     held = {
         e.target.key for e in (*planned.entries, *planned.context_window, *planned.content_policy, *planned.plan_cap)
