@@ -12,15 +12,15 @@ import random
 import httpx
 
 from support.clocks import FakeClock
+from support.two_providers import TWO_PROVIDERS, completion
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
 from turnout.router import NullObserver, RequestInfo, Router
 
-CONFIG = """\
-providers:
-  pa: {kind: openai_compatible, base_url: "http://pa.test/v1", api_key: key-a}
-  pb: {kind: openai_compatible, base_url: "http://pb.test/v1", api_key: key-b}
+CONFIG = (
+    TWO_PROVIDERS
+    + """\
 models:
   chain:
     order: priority
@@ -30,6 +30,7 @@ models:
 policy:
   retry: {max_retries: 1, base_ms: 250}
 """
+)
 
 
 def _upstream(events: list[str]) -> httpx.MockTransport:
@@ -37,16 +38,7 @@ def _upstream(events: list[str]) -> httpx.MockTransport:
         events.append(f"upstream {request.url.host}")
         if request.url.host == "pa.test":
             return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error"}})
-        return httpx.Response(
-            200,
-            json={
-                "id": "c",
-                "object": "chat.completion",
-                "created": 0,
-                "model": "m-b",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
-            },
-        )
+        return completion("m-b")
 
     return httpx.MockTransport(answer)
 

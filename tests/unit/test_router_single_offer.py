@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from support.clocks import FakeClock
+from support.two_providers import TWO_PROVIDERS, completion
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.breaker import BreakerSnapshot
@@ -22,26 +23,23 @@ from turnout.core.preferences import Preferences
 from turnout.router import RequestInfo, Router
 from turnout.state.breaker_store import MemoryBreakerStore
 
-CONFIG = """\
-providers:
-  pa: {kind: openai_compatible, base_url: "http://pa.test/v1", api_key: key-a}
-  pb: {kind: openai_compatible, base_url: "http://pb.test/v1", api_key: key-b}
+CONFIG = (
+    TWO_PROVIDERS
+    + """\
 models:
   solo:
     offers:
       - {provider: pa, model: m-a}
       - {provider: pb, model: m-b}
 """
+)
 ONE_OFFER = CONFIG + "policy:\n  fallback: {cross_provider_same_model: false}\n"
 
 
 def _upstream(hosts: list[str]) -> httpx.MockTransport:
     def answer(request: httpx.Request) -> httpx.Response:
         hosts.append(request.url.host)
-        choice = {"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}
-        return httpx.Response(
-            200, json={"id": "c", "object": "chat.completion", "created": 0, "model": "m", "choices": [choice]}
-        )
+        return completion("m")
 
     return httpx.MockTransport(answer)
 

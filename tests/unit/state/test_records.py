@@ -14,6 +14,7 @@ import pytest
 from redis.asyncio import Redis
 
 from support.clocks import FakeClock
+from support.two_providers import TWO_PROVIDERS, completion
 from support.waiting import eventually
 from turnout.adapters.base import Usage
 from turnout.catalog import Catalog
@@ -24,10 +25,9 @@ from turnout.observability.records_export import attempts, csv_lines, iso_ts, js
 from turnout.router import RequestInfo, Router
 from turnout.state import keys
 
-CONFIG = """\
-providers:
-  pa: {kind: openai_compatible, base_url: "http://pa.test/v1", api_key: key-a}
-  pb: {kind: openai_compatible, base_url: "http://pb.test/v1", api_key: key-b}
+CONFIG = (
+    TWO_PROVIDERS
+    + """\
 models:
   chain:
     order: priority
@@ -35,22 +35,13 @@ models:
       - {provider: pa, model: m-a, input_usd_per_mtok: 1, output_usd_per_mtok: 2}
       - {provider: pb, model: m-b, input_usd_per_mtok: 3, output_usd_per_mtok: 4}
 """
+)
 
 
 def _upstream(request: httpx.Request) -> httpx.Response:
     if request.url.host == "pa.test":
         return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error"}})
-    return httpx.Response(
-        200,
-        json={
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m-b",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1000, "completion_tokens": 500},
-        },
-    )
+    return completion("m-b", usage={"prompt_tokens": 1000, "completion_tokens": 500})
 
 
 def _row(i: int, org: str = "acme", ts: float = 1_700_000_000.0) -> dict[str, Any]:
