@@ -179,12 +179,18 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
                 p.kill()
 
 
-def _banner(base: str, key: str, demo: bool) -> str:
+def _banner(base: str, key: str, demo: bool, metrics_ports: list[int]) -> str:
+    """The text printed once the fleet is ready: where to send requests, with which key,
+    and where each process's Prometheus metrics are (`metrics_ports`: the workers' side
+    ports, empty when `TURNOUT_METRICS_PORT=0` turned them off)."""
     model = "demo-gpt" if demo else "<a model from your catalog>"
+    host = base.rsplit(":", 1)[0]
+    workers = ", ".join(f"{host}:{port}/metrics" for port in metrics_ports) or "off (TURNOUT_METRICS_PORT=0)"
     return f"""
 Turnout is up.
   base URL : {base}/v1
   key      : {key}
+  metrics  : {base}/metrics (ingress); workers: {workers}
 
   curl {base}/v1/chat/completions -H "Authorization: Bearer {key}" \\
        -H "Content-Type: application/json" -i \\
@@ -289,7 +295,8 @@ def run_dev(args: argparse.Namespace) -> int:
         if not _wait_http(f"{base}/health/readiness", 30, procs):
             print("turnout dev: the fleet did not become ready; see the messages above.", file=sys.stderr)
             return 1
-        print(_banner(base, key, demo), flush=True)
+        ports = [base_port + i for i in range(max(1, args.workers))] if base_port else []
+        print(_banner(base, key, demo, ports), flush=True)
         while all(p.poll() is None for p in procs):
             time.sleep(0.5)
         print("turnout dev: a process exited; stopping the rest.", file=sys.stderr)

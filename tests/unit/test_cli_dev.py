@@ -1,4 +1,5 @@
-"""`turnout dev`: the demo catalogs agree, a redis-server that dies at start is named at once, ports are checked."""
+"""`turnout dev`: the demo catalogs agree, a redis-server that dies at start is named at once, ports are
+checked, the banner names every metrics URL."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from turnout.config import parse_config
-from turnout_cli.dev import DEMO_CONFIG, DEMO_KEY, _wait_redis
+from turnout_cli.dev import DEMO_CONFIG, DEMO_KEY, _banner, _wait_redis
 from turnout_cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,3 +60,10 @@ def test_a_bad_turnout_port_is_refused_naming_the_option(
     assert "got '99999'" in capsys.readouterr().err
     monkeypatch.setenv("TURNOUT_PORT", "8090")
     assert build_parser().parse_args(["ingress"]).port == 8090
+
+
+def test_the_banner_names_the_ingress_and_every_worker_metrics_url() -> None:
+    text = _banner("http://127.0.0.1:8080", DEMO_KEY, True, [9464, 9465])
+    assert "http://127.0.0.1:8080/metrics (ingress)" in text
+    assert "workers: http://127.0.0.1:9464/metrics, http://127.0.0.1:9465/metrics" in text
+    assert "workers: off" in _banner("http://127.0.0.1:8080", DEMO_KEY, True, [])
