@@ -6,7 +6,10 @@ internal OpenAI chat request and serves it through the same machinery as
 `/v1/chat/completions` — non-streaming through the queue (the same
 `JobPayload`, the worker's OpenAI answer translated back into an Anthropic
 `message`), streaming through the direct path (the relay's OpenAI frames
-translated into Anthropic events by `messages_events`). The `x-turnout-*`
+translated into Anthropic events by `messages_events`). The body's
+`provider` object (per-request routing preferences, SPEC §10) is read as on
+`/v1/chat/completions` (`take_preferences`): checked, planned with, carried
+in the job, never sent upstream. The `x-turnout-*`
 headers are the same; every error, the gateway's own included (502 →
 `api_error`, 503 → `overloaded_error`, 504 → `timeout_error`, with the
 per-attempt summary kept), is in Anthropic's error shape; the 401 names
@@ -21,7 +24,7 @@ Must not import: `turnout_ingress.app` (the app factory passes what it needs).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 from fastapi import FastAPI
@@ -29,8 +32,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
 from turnout.adapters.anthropic_wire import WireError
+from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
+from turnout.core.plan import Plan
+from turnout.core.preferences import Preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
 from turnout_ingress import idempotency, messages_routes
@@ -46,12 +53,14 @@ from turnout_ingress.messages_wire import (
     to_openai_request,
 )
 from turnout_ingress.streaming import serve_stream
+from turnout_ingress.validation import take_preferences
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
 
-CheckPlan = Callable[["IngressState", str, Identity], Awaitable[object]]
-"""The app's pre-flight check: unknown model (404), every breaker OPEN (503)."""
+CheckPlan = Callable[["IngressState", str, Identity, Preferences, Catalog], Awaitable[tuple[Plan, HealthView]]]
+"""The app's pre-flight check, (state, model, identity, preferences, catalog) → (plan, health view):
+unknown model (404), preferences that leave no offer (400), every breaker OPEN (503)."""
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -81,6 +90,24 @@ def _translated(status: int, body: bytes, headers: Mapping[str, str], request_id
     return Response(from_openai_error(status, body, request_id), status_code=status, headers=kept, media_type=JSON)
 
 
+def openai_request_of(raw: bytes) -> tuple[dict[str, Any], Preferences]:
+    """A `POST /v1/messages` body as the fleet serves it: the internal OpenAI chat request
+    (`messages_wire.to_openai_request`, which never carries `provider`) and the request's
+    routing preferences, its `provider` object (SPEC §10) taken out and checked as on the
+    chat route (`take_preferences`); absent: no preferences.
+
+    Raises:
+        RequestRejected: 400 naming the field (`max_tokens`, `messages.0.content`,
+            `provider.only[1]`): the Messages checks first, then the `provider` object.
+    """
+    try:
+        checked = parse_messages_request(raw)
+        body = to_openai_request(checked)
+    except WireError as exc:
+        raise RequestRejected(400, exc.message, param=exc.param) from exc
+    return body, take_preferences(checked)
+
+
 _BUDGET_RAN_OUT = "The request's time budget ran out before a worker answered."
 
 
@@ -92,8 +119,11 @@ async def _queued(
     request_id: str,
     owner: str | None,
     deadline: Deadline,
+    preferences: Preferences,
+    view: HealthView,
 ) -> Response:
-    """Non-streaming: the same job as `/v1/chat/completions`, answered in Anthropic's format.
+    """Non-streaming: the same job as `/v1/chat/completions` (its `preferences`, the health
+    `view` it was planned with), answered in Anthropic's format.
 
     With `owner` (the request already holding this Idempotency-Key) nothing is
     submitted: its result is joined and replayed (`x-turnout-idempotent-replay: 1`).
@@ -115,8 +145,11 @@ async def _queued(
         key=identity.key,
         policy=identity.policy,
         settings=identity.settings,
+        preferences=preferences,
         deadline_epoch_s=deadline_s,
         reply_to=state.queue.reply_channel,
+        health=view.loaded(),
+        catalog_version=state.catalogs.version,
     )
     submit = await unless_client_leaves(request, state.queue.submit(payload))
     if submit is None:
@@ -136,9 +169,15 @@ async def _streamed(
     identity: Identity,
     request_id: str,
     deadline: Deadline,
+    planned: tuple[Plan, HealthView, Catalog],
 ) -> Response:
-    """Streaming: the direct path, its OpenAI frames translated into Anthropic events."""
-    response = await serve_stream(state, request, body, identity, request_id, deadline=deadline)
+    """Streaming: the direct path on the `planned` (plan, health view, catalog) of the
+    pre-flight check, so the request's preferences hold; its OpenAI frames translated
+    into Anthropic events."""
+    plan, view, catalog = planned
+    response = await serve_stream(
+        state, request, body, identity, request_id, deadline=deadline, plan=plan, view=view, catalog=catalog
+    )
     if isinstance(response, StreamingResponse):
         response.body_iterator = anthropic_stream(response.body_iterator, model=str(body["model"]))
         return response
@@ -153,7 +192,8 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
     Args:
         app: the ingress app.
         state: the ingress's shared objects (queue, router, keyring).
-        check_plan: the app's pre-flight check (unknown model, all OPEN).
+        check_plan: the app's pre-flight check (unknown model, no offer left by the
+            request's preferences, all OPEN), whose plan the streaming path serves.
     """
 
     @app.post("/v1/messages")
@@ -162,13 +202,11 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
         request_id = messages_routes.new_request_id(request)
         try:
             identity, raw = await messages_routes.caller_and_body(request, state)
-            try:
-                body = to_openai_request(parse_messages_request(raw))
-            except WireError as exc:
-                raise RequestRejected(400, exc.message, param=exc.param) from exc
+            body, preferences = openai_request_of(raw)
             identity = await budgeted(state, identity)
             deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
-            await check_plan(state, str(body["model"]), identity)
+            catalog = state.catalog  # this request's catalog to its end, as on the chat route
+            plan, view = await check_plan(state, str(body["model"]), identity, preferences, catalog)
             held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
             key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
@@ -182,13 +220,15 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
                         identity,
                         request_id,
                         deadline,
-                        lambda: _streamed(state, request, body, identity, request_id, deadline),
+                        lambda: _streamed(state, request, body, identity, request_id, deadline, (plan, view, catalog)),
                     ),
                 )
 
             async def queued() -> Response:
                 owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)
-                return await _queued(state, request, _encode.encode(body), identity, request_id, owner, deadline)
+                return await _queued(
+                    state, request, _encode.encode(body), identity, request_id, owner, deadline, preferences, view
+                )
 
             return await state.limiter.answer(held, queued())
         except RequestRejected as exc:

@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from support.gateway import SIM_PROVIDERS, Gateway, running_gateway
+from support.malformed_provider import MALFORMED_PROVIDERS
 
 pytestmark = pytest.mark.integration
 
@@ -237,17 +238,7 @@ def test_request_preferences_honour_only_under_a_reroute(gw: Gateway) -> None:
     assert _prefs(gw, "prefs", {"only": ["sim-a"]}, KEY_REROUTED)[:2] == (200, "only-a")
 
 
-@pytest.mark.parametrize(
-    ("provider", "param"),
-    [
-        ("sim-a", "provider"),
-        ({"sort": "cheapest"}, "provider.sort"),
-        ({"only": ["sim-a", 7]}, "provider.only[1]"),
-        ({"max_price": {"prompt": -1}}, "provider.max_price.prompt"),
-        ({"fallbacks": False}, "provider.fallbacks"),
-    ],
-    ids=["not-an-object", "unknown-sort", "only-not-a-name", "negative-price", "unknown-field"],
-)
+@pytest.mark.parametrize(("provider", "param"), MALFORMED_PROVIDERS)
 def test_request_preferences_are_validated_naming_the_field(gw: Gateway, provider: Any, param: str) -> None:
     with pytest.raises(openai.BadRequestError) as info:
         _client(gw).chat.completions.create(model="prefs", messages=MESSAGES, extra_body={"provider": provider})
