@@ -60,7 +60,8 @@ async def _check_plan(
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip), after refusing
     an unknown model (404), preferences that leave no offer (400) or a plan
-    whose every target is OPEN (503); `catalog`: the request's snapshot (default: the one in force)."""
+    whose every target is OPEN (503; its message says when the request's own
+    preferences narrowed the plan); `catalog`: the request's snapshot (default: the one in force)."""
     try:
         plan, view = await state.router.plan(
             model, identity.settings, identity.policy, identity.org, preferences, catalog=catalog
@@ -72,8 +73,14 @@ async def _check_plan(
     wait_s = view.unavailable_for([e.target.key for e in plan.entries])
     if wait_s is not None:
         retry_after = client_retry_after_s(wait_s, state.rng.random())
+        allowed = " that the request's `provider` preferences allow" if preferences.narrows else ""
         raise GatewayUnavailable(
-            f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
+            f"Every provider of `{model}`{allowed} is temporarily out of rotation; retry after {retry_after} s."
+            + (
+                " Other providers of the model may be in rotation: widen the preferences to use them."
+                if allowed
+                else ""
+            ),
             retry_after_s=retry_after,
             code="circuit_open",
         )

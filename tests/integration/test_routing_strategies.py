@@ -68,6 +68,9 @@ models:
   prefs-failing:
     order: priority
     offers: [{{provider: sim-a, model: "pff-a~503"}}, {{provider: sim-b, model: pff-b}}]
+  prefs-open:
+    order: priority
+    offers: [{{provider: sim-a, model: "po-a~503"}}, {{provider: sim-b, model: po-b}}]
   only-a:          {{offers: [{{provider: sim-a, model: only-a}}]}}
   capped:          {{offers: [{{provider: sim-a, model: "cap-a~usagecap3s,200"}}]}}
   covered:         {{offers: [{{provider: sim-b, model: covered-b}}]}}
@@ -232,6 +235,27 @@ def test_request_preferences_cannot_widen_the_keys_settings(
         _client(gw, key).chat.completions.create(model=model, messages=MESSAGES, extra_body={"provider": provider})
     assert info.value.code == "no_matching_offer" and info.value.param == "provider"
     assert len(gw.sim_log("pr-dear")) == before
+
+
+def test_circuit_open_caused_by_the_requests_preferences_says_so(gw: Gateway) -> None:
+    """sim-a's offer fails until its breaker opens (each request served by sim-b); then a request
+    narrowed to sim-a is a 503 `circuit_open` naming its preferences, and one without them is served."""
+    client = _client(gw, KEY_NO_RETRY)
+    for _ in range(10):
+        status, model, attempts = _served(client, "prefs-open")
+        assert (status, model) == (200, "po-b")
+        if attempts == 1:  # sim-a skipped: its breaker is open
+            break
+    else:
+        pytest.fail("sim-a's breaker did not open in 10 requests")
+    with pytest.raises(openai.InternalServerError) as info:
+        client.chat.completions.create(
+            model="prefs-open", messages=MESSAGES, extra_body={"provider": {"only": ["sim-a"]}}
+        )
+    assert info.value.status_code == 503 and info.value.code == "circuit_open"
+    assert "that the request's `provider` preferences allow" in info.value.message
+    assert "widen the preferences" in info.value.message
+    assert _served(client, "prefs-open")[:2] == (200, "po-b")
 
 
 def test_request_preferences_honour_only_under_a_reroute(gw: Gateway) -> None:

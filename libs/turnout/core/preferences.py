@@ -63,6 +63,13 @@ class Preferences(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     max_price: MaxPrice | None = None
     allow_fallbacks: bool = True
 
+    @property
+    def narrows(self) -> bool:
+        """Whether these preferences may leave out some of the offers and fallbacks the key
+        would get (`only`, `ignore`, `max_price`, `allow_fallbacks: false`); `order` and
+        `sort` alone only reorder."""
+        return bool(self.only is not None or self.ignore or self.max_price is not None or not self.allow_fallbacks)
+
 
 class InvalidPreferences(ValueError):
     """The `provider` object is malformed.

@@ -273,3 +273,24 @@ def test_plan_fallbacks_form_their_own_list_and_go_with_allow_fallbacks_false() 
     assert [e.target.key for e in p.plan_cap] == ["deepinfra/small@d"]
     assert all(e.role.value == "plan_fallback" for e in p.plan_cap)
     assert with_plan_cap(Preferences(allow_fallbacks=False)).plan_cap == ()
+
+
+@pytest.mark.parametrize(
+    ("prefs", "narrows"),
+    [
+        (Preferences(), False),
+        (Preferences(order=("sim-b",)), False),
+        (Preferences(sort="price"), False),
+        (Preferences(order=("sim-b",), sort="latency"), False),
+        (Preferences(only=("sim-a",)), True),
+        (Preferences(only=()), True),
+        (Preferences(ignore=("sim-a",)), True),
+        (Preferences(max_price=MaxPrice(prompt=1.0)), True),
+        (Preferences(max_price=MaxPrice()), True),
+        (Preferences(allow_fallbacks=False), True),
+        (Preferences(order=("sim-b",), allow_fallbacks=False), True),
+    ],
+)
+def test_narrows_is_true_exactly_when_a_field_may_leave_offers_out(prefs: Preferences, narrows: bool) -> None:
+    """What the 503 `circuit_open` message leans on: `order` and `sort` only reorder."""
+    assert prefs.narrows is narrows
