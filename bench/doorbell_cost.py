@@ -5,7 +5,7 @@ Starts on 127.0.0.1, per worker count: a private redis-server, the fast mock
 upstream (`mock-d0` answers at once), `W` workers and one ingress; sends
 `--warmup` requests, then `--requests` non-streaming requests `--concurrency`
 at a time, and prints per request: the Redis commands (from `INFO
-commandstats` deltas: all calls, `evalsha`, `blpop`, `publish`; commands run
+commandstats` deltas: all calls, `evalsha`, the doorbell waits (`blpop` column: `BLMOVE`, `BLPOP` before), `publish`; commands run
 inside scripts are counted by Redis too) and the CPU time (`/proc` utime +
 stime deltas) of the workers, the ingress and redis-server; the workers'
 CPU also net of their idle rate (their timers: scan, heartbeat, lease
@@ -100,7 +100,7 @@ def _measure(workers: int, args: argparse.Namespace) -> dict[str, float]:
         "req_s": n / elapsed,
         "cmds": sum(delta.values()) / n,
         "evalsha": delta.get("evalsha", 0) / n,
-        "blpop": delta.get("blpop", 0) / n,
+        "blpop": (delta.get("blpop", 0) + delta.get("blmove", 0)) / n,  # the doorbell's wait: BLMOVE since it picks too
         "publish": delta.get("publish", 0) / n,
     }
     row.update({f"cpu_{k}_ms": (cpu_after[k] - cpu_before[k]) * 1000 / n for k in cpu_before})

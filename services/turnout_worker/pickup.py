@@ -13,12 +13,15 @@ trips, re-checking every in-flight job on every scan. Here:
   ring (a slot freeing), never by the backlog's length;
 - a doorbell ring wakes one worker, not all: the ingress pushes one entry
   per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
-  pops one (`BLPOP`) and picks; a worker with no free slot does not pop, so
-  the entry waits for one that has. The pick removes the entries of the
-  extra jobs it claimed, and all of them once no job waits, so the list
-  stays about one entry per waiting job;
-- a job's end pops the doorbell again: with jobs waiting their entries are
-  there, so the freed slot is filled at once, and with none it costs no pick;
+  takes one (`BLMOVE` into its own list) and picks in the same round trip
+  (one pipeline: Redis runs the pick as soon as the block ends); a worker
+  with no free slot does not wait on the list, so the entry waits for one
+  that has. The pick removes the entries of the extra jobs it claimed, and
+  all of them once no job waits, so the list stays about one entry per
+  waiting job; after a block that timed out (`DOORBELL_BLOCK_S`) the pick
+  still runs, claiming any job that waits without an entry;
+- a job's end lets the doorbell wait again: with jobs waiting their entries
+  are there, so the freed slot is filled at once;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
   arq's queue that are in no fair queue (one re-queued after its worker
   died), oldest first, each with the `_CLAIM` script (in-progress check,
@@ -34,9 +37,14 @@ trips, re-checking every in-flight job on every scan. Here:
   ingress has already withdrawn a job still queued);
 - a job's answer is stored, published and the job's arq keys removed in one
   Lua round trip (`deliver`), replacing arq's own finishing transaction;
-- a worker claims at most its free slots (`worker_max_jobs` minus the jobs it
-  runs, counted under one lock), and its slot semaphore admits exactly
-  `worker_max_jobs` (arq's admits one more);
+- a worker's fair picks claim at most its free slots (`worker_max_jobs`
+  minus the jobs it runs and the slots promised to the fair picks in
+  flight: the doorbell's, which waits for a ring, and the scan's), and its
+  slot semaphore admits exactly `worker_max_jobs` (arq's admits one more).
+  The scan's claim of re-queued jobs does not wait for the doorbell's
+  promise (it would wait as long as the worker is idle): when both claim at
+  once, a job may be claimed beyond the free slots, and waits for one with
+  its lease renewed;
 - a job waiting 1 s or more before its next attempt (a backoff, a
   provider's `Retry-After`) lends its slot to the next queued job meanwhile;
 - the in-progress key of a running job (or one claimed and waiting for its
@@ -81,7 +89,7 @@ from turnout_worker.start_gate import START_PASSES, StartGate
 log = logging.getLogger("turnout.worker")
 
 DOORBELL_BLOCK_S = 1
-"""Longest one `BLPOP` on the doorbell blocks (seconds) before it is issued again."""
+"""Longest one wait on the doorbell (`BLMOVE`) blocks (seconds) before its pick runs and it is issued again."""
 
 DOORBELL_BACKOFF = Backoff()
 """The doorbell's retry backoff after a lost Redis (jittered, as every listener's: `turnout.state.listen`)."""
@@ -186,11 +194,12 @@ class PushWorker(Worker):
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
         self._claims: dict[str, Claimed] = {}  # picked with arq's opening reads, not yet in `run_job`
-        self._rung = 0  # doorbell entries popped and not yet answered by a pick
-        self._pop_again = asyncio.Event()  # a slot freed or popped entries were answered: the doorbell may pop
+        self._promised = 0  # free slots promised to the fair picks in flight (the doorbell's, the scan's)
+        self._pop_again = asyncio.Event()  # a slot freed: the doorbell may wait for a ring again
         self._doorbell: asyncio.Task[None] | None = None
         self.service_times = RecentServiceTimes()  # fed by the job function: jobs that were served
         self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self._taken_key = keys.doorbell_taken_key(self.fleet_id)
         self._beat: FleetBeat | None = None
 
     @property
@@ -297,33 +306,40 @@ class PushWorker(Worker):
         return self.max_jobs - self.job_counter if self.allow_pick_jobs else 0
 
     async def _answer_doorbell(self) -> None:
-        """Pop one doorbell entry at a time while a slot is free, and pick for it.
+        """Wait for a doorbell entry while a slot is free, and pick, in one round trip each time.
 
         One enqueue pushes one entry, so one ring wakes one worker. A worker
         without a free slot waits for one to free (or `poll_delay`) before it
-        pops again; the job that rang is then picked by whoever pops it, by
-        this worker's next job end, or by a scan.
+        waits on the doorbell again; the job that rang is then picked by
+        whoever takes its entry, by this worker's next job end, or by a scan.
         """
         failures = 0
         self._want_pick.set()  # catch up on anything enqueued before this worker started
         while True:
-            if self._free_slots() - self._rung <= 0:  # every free slot already has a popped entry
+            free = self._fair_free()
+            if free <= 0:  # every free slot is promised to a pick in flight, or none is free
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._pop_again.wait(), self.poll_delay_s)
                 self._pop_again.clear()
                 continue
+            self._promised += free
             try:
-                rung = await self.store.pop_doorbell(DOORBELL_BLOCK_S)
+                now_ms, picked = await self.store.ring_and_pick(self._taken_key, DOORBELL_BLOCK_S, free)
+                for job in picked:
+                    await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
             except StateUnavailable as exc:
                 failures += 1
                 delay = DOORBELL_BACKOFF.delay_s(failures, self._rng.random())
                 log.warning("doorbell lost Redis (%s); retrying in %.2f s", exc.kind, delay)
                 await asyncio.sleep(delay)
                 continue
+            finally:
+                self._promised -= free
             failures = 0
-            if rung:
-                self._rung += 1
-                self._want_pick.set()
+
+    def _fair_free(self) -> int:
+        """Free slots not promised to a fair pick in flight."""
+        return self._free_slots() - self._promised
 
     async def _renew_leases(self) -> None:
         """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
@@ -348,32 +364,20 @@ class PushWorker(Worker):
                 log.warning("fair pick failed (%s); the scan will retry", exc.kind)
 
     async def pick_fair(self) -> None:
-        """Claim up to the free slots from the orgs' fair queues, round robin, in one Lua call.
-
-        The doorbell entries this worker popped are accounted in the same
-        call; popped with no slot left to fill (a scan took it meanwhile),
-        they are pushed back for another worker.
-        """
+        """Claim up to the free slots not promised to the doorbell's pick from the orgs' fair
+        queues, round robin, in one Lua call (the scan, a slot lent during a long wait, the start)."""
         async with self._claiming:
+            free = self._fair_free()
+            if free <= 0:
+                return
+            self._promised += free
             try:
-                await self._pick_fair()
+                now_ms, picked = await self.store.pick(free)
+                for job in picked:
+                    await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
             finally:
-                self._pop_again.set()
-
-    async def _pick_fair(self) -> None:
-        free = self._free_slots()
-        rung, self._rung = self._rung, 0
-        if free <= 0:
-            if rung:
-                await self.store.ring_back(rung)
-            return
-        try:
-            now_ms, picked = await self.store.pick(free, rung)
-        except BaseException:
-            self._rung += rung  # not answered: the next pick accounts for them
-            raise
-        for job in picked:
-            await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
+                self._promised -= free
+                self._pop_again.set()  # the slots it promised and did not fill are free for the doorbell again
 
     async def _poll_iteration(self) -> None:
         """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""

@@ -27,8 +27,9 @@ CONFIG = one_model_config("count-ok")
 QUEUED_MAX = 5
 """Commands per queued (non-streaming) request (18 before folding, 6 before the ingress kept its
 health reads): the ingress's enqueue (1 script; the health read serves its requests for 0.1 s and
-travels with the job); the worker's doorbell pop (`BLPOP`), its claim with arq's opening reads and
-Redis's clock, the breaker record with the speed sample, deliver-and-finish (3 scripts). The
+travels with the job); the worker's doorbell wait (`BLMOVE`) and, in the same round trip, its claim
+with arq's opening reads and Redis's clock, then the breaker record with the speed sample and
+deliver-and-finish (3 scripts). The
 attempt records' writes are counted apart (`support.redis_count`)."""
 QUEUED_MAX_TWO_WORKERS = QUEUED_MAX + 1
 """With two workers (19 before, 6 before): one doorbell ring wakes one worker; one request at a

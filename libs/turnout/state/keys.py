@@ -40,7 +40,18 @@ def fair_org_key(org: str) -> str:
 
 DOORBELL = "turnout:doorbell:rings"
 """List: one entry per job enqueued and not yet claimed; a worker with a free slot
-pops one (`BLPOP`) and picks, so one ring wakes one worker (`turnout_worker.pickup`)."""
+moves one (`BLMOVE`) into its own `doorbell_taken_key` and picks in the same round
+trip, so one ring wakes one worker (`turnout_worker.pickup`)."""
+
+DOORBELL_TAKEN_PREFIX = "turnout:doorbell:taken:"
+"""List per worker: the doorbell entries it moved out of `DOORBELL` for the pick that
+follows in the same round trip, which counts and deletes them (empty between picks)."""
+
+
+def doorbell_taken_key(worker_id: str) -> str:
+    """Key of the doorbell entries `worker_id` took for its next pick."""
+    return DOORBELL_TAKEN_PREFIX + worker_id
+
 
 FLEET_WORKERS = "turnout:fleet:workers"
 """Hash worker id -> `<slots>:<service ms>:<expires ms, Redis time>`: the workers' heartbeats

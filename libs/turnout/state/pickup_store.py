@@ -33,7 +33,7 @@ return s
 """
 
 
-# KEYS: fair ring, queue, doorbell
+# KEYS: fair ring, queue, doorbell[, the doorbell entries taken for this pick (a list, deleted here)]
 # ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped,
 #       retry prefix, job prefix
 # Returns {Redis TIME ms, job id, queue score, job bytes, try, ...}: the claimed jobs, round robin
@@ -41,7 +41,7 @@ return s
 # and given arq's expiry), so the job starts without another round trip. A fair-queue entry whose job
 # left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 # The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
-# the ones the caller popped) are removed, popped ones left unanswered while jobs still wait are put
+# the ones the caller popped or took into KEYS[4]) are removed, popped ones left unanswered while jobs still wait are put
 # back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
 # did not match.
 _PICK = """
@@ -79,7 +79,12 @@ while #picked < 1 + 4 * want and turns > 0 do
   end
   if redis.call('zcard', fair) > 0 then redis.call('rpush', KEYS[1], org) end
 end
-local extra = (#picked - 1) / 4 - tonumber(ARGV[5])
+local rung = tonumber(ARGV[5])
+if KEYS[4] then
+  rung = rung + redis.call('llen', KEYS[4])
+  redis.call('del', KEYS[4])
+end
+local extra = (#picked - 1) / 4 - rung
 if drained then
   if extra ~= 0 then redis.call('del', KEYS[3]) end
 elseif extra > 0 then
@@ -128,6 +133,22 @@ class Picked(NamedTuple):
     job_try: int
 
 
+def _picked(reply: list[Any]) -> tuple[int, list[Picked]]:
+    """`_PICK`'s reply as (Redis `TIME` ms, the claimed jobs in pick order)."""
+    jobs = []
+    for i in range(1, len(reply), 4):
+        job_id, score, job, job_try = reply[i : i + 4]
+        jobs.append(
+            Picked(
+                job_id=job_id.decode() if isinstance(job_id, bytes) else job_id,
+                score=score,
+                job=job or None,
+                job_try=int(job_try),
+            )
+        )
+    return int(reply[0]), jobs
+
+
 @maps_state_errors
 class PickupStore:
     """The pickup scripts of one worker over `redis` (arq's pool).
@@ -148,6 +169,18 @@ class PickupStore:
         self._deliveries: list[_Delivery] = []  # waiting for the next round trip
         self._delivering: asyncio.Task[None] | None = None
 
+    def _pick_args(self, free: int, rung: int) -> list[Any]:
+        """`_PICK`'s arguments: claim up to `free` jobs, `rung` doorbell entries popped by the caller."""
+        return [
+            free,
+            self._ttl_ms,
+            keys.IN_PROGRESS_PREFIX,
+            keys.FAIR_ORG_PREFIX,
+            rung,
+            keys.RETRY_PREFIX,
+            keys.JOB_PREFIX,
+        ]
+
     async def pick(self, free: int, rung: int = 0) -> tuple[int, list[Picked]]:
         """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), reading for each
         what arq's `run_job` opens with (its bytes; its try counter, incremented), and account for
@@ -156,48 +189,41 @@ class PickupStore:
         Returns:
             Redis `TIME` at the pick (epoch ms), and each claimed job in pick order.
         """
-        picked = await self._pick(
-            keys=[keys.FAIR_RING, self._queue, keys.DOORBELL],
-            args=[
-                free,
-                self._ttl_ms,
-                keys.IN_PROGRESS_PREFIX,
-                keys.FAIR_ORG_PREFIX,
-                rung,
-                keys.RETRY_PREFIX,
-                keys.JOB_PREFIX,
-            ],
-        )
-        jobs = []
-        for i in range(1, len(picked), 4):
-            job_id, score, job, job_try = picked[i : i + 4]
-            jobs.append(
-                Picked(
-                    job_id=job_id.decode() if isinstance(job_id, bytes) else job_id,
-                    score=score,
-                    job=job or None,
-                    job_try=int(job_try),
-                )
-            )
-        return int(picked[0]), jobs
+        picked = await self._pick(keys=[keys.FAIR_RING, self._queue, keys.DOORBELL], args=self._pick_args(free, rung))
+        return _picked(picked)
+
+    async def ring_and_pick(self, taken_key: str, timeout_s: int, free: int) -> tuple[int, list[Picked]]:
+        """Wait up to `timeout_s` (whole seconds) for a doorbell entry and pick, in one round trip.
+
+        One pipeline: `BLMOVE` of one entry from `keys.DOORBELL` into `taken_key` (this
+        worker's `keys.doorbell_taken_key`), blocking until one comes or `timeout_s` passes,
+        then `_PICK` of up to `free` jobs, which counts the entries in `taken_key` as popped
+        and deletes them. Redis runs a blocked client's next command as soon as its block
+        ends, so the pick follows the ring at once; it runs after a timeout too, claiming
+        any job that waits without an entry. A script Redis lost (`NOSCRIPT`) is loaded and
+        run again, the taken entry still counted.
+
+        Returns:
+            As `pick`: Redis `TIME` at the pick (epoch ms) and the claimed jobs.
+        """
+        pick_keys = [keys.FAIR_RING, self._queue, keys.DOORBELL, taken_key]
+        args = self._pick_args(free, 0)
+        pipe = self._redis.pipeline(transaction=False)
+        pipe.blmove(keys.DOORBELL, taken_key, timeout_s, "LEFT", "RIGHT")
+        pipe.evalsha(self._pick.sha, len(pick_keys), *pick_keys, *args)
+        moved, picked = await pipe.execute(raise_on_error=False)
+        if isinstance(moved, Exception):
+            raise moved
+        if isinstance(picked, NoScriptError):
+            picked = await self._pick(keys=pick_keys, args=args)
+        elif isinstance(picked, Exception):
+            raise picked
+        return _picked(picked)
 
     async def now_ms(self) -> int:
         """Redis `TIME` (epoch ms), one round trip."""
         seconds, micros = await self._redis.time()
         return int(seconds) * 1000 + int(micros) // 1000
-
-    async def pop_doorbell(self, timeout_s: float) -> bool:
-        """Pop one doorbell entry (`BLPOP keys.DOORBELL`), waiting up to `timeout_s` seconds.
-
-        Returns:
-            True when an entry was popped (a job was queued), False on timeout.
-        """
-        rung = await self._redis.blpop([keys.DOORBELL], timeout=timeout_s)  # type: ignore[misc, arg-type]  # seconds, fractions allowed
-        return rung is not None
-
-    async def ring_back(self, entries: int) -> None:
-        """Push back `entries` (>= 1) popped doorbell entries no pick answered (for another worker)."""
-        await self._redis.lpush(keys.DOORBELL, *["1"] * entries)  # type: ignore[misc]
 
     async def claim(self, job_ids: Sequence[str]) -> list[Any]:
         """Claim each of `job_ids` (`_CLAIM`; one job: no pipeline, no SCRIPT EXISTS).
