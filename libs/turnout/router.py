@@ -289,6 +289,25 @@ class Router:
         health = view.ordering_health(self._breakers.settings)
         return self._build(catalog, model, settings, policy, health, preferences=preferences), view
 
+    def listed_targets(
+        self,
+        model: str,
+        settings: RoutingSettings,
+        policy: Policy,
+        preferences: Preferences = Preferences(),
+        catalog: Catalog | None = None,
+    ) -> list[str]:
+        """Every target key a plan for `model` may hold under `preferences`, whatever the health
+        (the listing `plan()` reads health for; no I/O). `catalog` as in `plan()`.
+
+        Raises:
+            turnout.core.plan.UnknownModel, turnout.core.plan.NoMatchingOffer: as `plan()`.
+        """
+        listing = self._build(
+            catalog or self.catalog, model, settings, policy, {}, capped=False, preferences=preferences
+        )
+        return plan_targets(listing)
+
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""
         tenant = self._credentials.credentials(org) if self._credentials is not None and org else None

@@ -73,18 +73,33 @@ async def _check_plan(
     wait_s = view.unavailable_for([e.target.key for e in plan.entries])
     if wait_s is not None:
         retry_after = client_retry_after_s(wait_s, state.rng.random())
-        allowed = " that the request's `provider` preferences allow" if preferences.narrows else ""
+        left_out = _left_out_by_preferences(state, model, identity, preferences, catalog)
+        allowed = " that the request's `provider` preferences allow" if left_out else ""
         raise GatewayUnavailable(
             f"Every provider of `{model}`{allowed} is temporarily out of rotation; retry after {retry_after} s."
-            + (
-                " Other providers of the model may be in rotation: widen the preferences to use them."
-                if allowed
-                else ""
-            ),
+            + (f" The preferences left out {_some(left_out)}: without them, those may serve it." if left_out else ""),
             retry_after_s=retry_after,
             code="circuit_open",
         )
     return plan, view
+
+
+def _left_out_by_preferences(
+    state: IngressState, model: str, identity: Identity, preferences: Preferences, catalog: Catalog | None
+) -> list[str]:
+    """The targets (`provider/model`) a request for `model` could use without its `provider`
+    preferences and cannot with them, in plan order; none when the preferences only reorder."""
+    if not preferences.narrows:
+        return []
+    kept = set(state.router.listed_targets(model, identity.settings, identity.policy, preferences, catalog))
+    every = state.router.listed_targets(model, identity.settings, identity.policy, catalog=catalog)
+    return [t for t in dict.fromkeys(every) if t not in kept]
+
+
+def _some(targets: list[str], shown: int = 3) -> str:
+    """`a/x`, `b/y` and 2 more: the first `shown` targets named, the rest counted."""
+    named = ", ".join(f"`{t}`" for t in targets[:shown])
+    return named + (f" and {len(targets) - shown} more" if len(targets) > shown else "")
 
 
 def _budget_exhausted(request_id: str) -> Response:

@@ -110,14 +110,16 @@ def install(app: FastAPI, state: IngressState) -> None:
             headers["x-turnout-provider"] = provider
         return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)
 
-    @app.api_route("/v1/messages", methods=OTHER_METHODS, include_in_schema=False)  # answers 405 only
     async def messages_other_method(request: Request) -> Response:
         return anthropic_error(
             405,
-            f"Method {request.method} is not allowed on /v1/messages; use POST.",
+            f"Method {request.method} is not allowed on {request.url.path}; use POST.",
             uuid.uuid4().hex,
             {"allow": "POST"},
         )
+
+    for path in ("/v1/messages", "/v1/messages/count_tokens"):  # 405 only; before the 404 catch-all below
+        app.add_api_route(path, messages_other_method, methods=OTHER_METHODS, include_in_schema=False)
 
     @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)  # 404 only
     async def messages_unknown(request: Request, rest: str) -> Response:

@@ -38,6 +38,10 @@ from turnout.json_reason import json_reason
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
 
+MAX_TOKENS: Final = 2**31 - 1
+"""The largest `max_tokens` a Messages body may ask (token counts are int32 upstream; the chat
+route's bound too)."""
+
 STOP_REASON: Final[dict[str, str]] = {
     "stop": "end_turn",
     "length": "max_tokens",
@@ -138,10 +142,12 @@ def decode_messages_body(raw: bytes) -> dict[str, Any]:
 def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     """Check a decoded Messages body (the API's required fields); `data` itself.
 
-    Checks: `model` a non-empty string; `max_tokens` a positive integer;
-    `messages` a non-empty array of `user` / `assistant` turns whose content
-    is a string or an array of blocks; `system` a string or an array of text
-    blocks; `stream` a boolean.
+    Checks: `model` a non-empty string; `max_tokens` a positive integer up to
+    `MAX_TOKENS`; `messages` a non-empty array of `user` / `assistant` turns
+    whose content is a string or an array of blocks; `system` a string or an
+    array of text blocks; `stream` a boolean; `temperature` and `top_p` from
+    0 to 1; `top_k` a non-negative integer; `stop_sequences` an array of
+    strings.
 
     Raises:
         WireError: with `param` naming the field (answered as a 400).
@@ -154,6 +160,8 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     limit = data.get("max_tokens")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise _fail(_wanted(data, "max_tokens", "a positive integer"), "max_tokens")
+    if limit > MAX_TOKENS:
+        raise _fail(f"must be at most {MAX_TOKENS} (got {limit})", "max_tokens")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _fail(_wanted(data, "messages", "a non-empty array"), "messages")
@@ -176,6 +184,13 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     top_k = data.get("top_k")
     if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 0):
         raise _fail("Input should be a non-negative integer", "top_k")
+    stops = data.get("stop_sequences")
+    if stops is not None:
+        if not isinstance(stops, list):
+            raise _fail(_wanted(data, "stop_sequences", "an array of strings"), "stop_sequences")
+        for i, stop in enumerate(stops):
+            if not isinstance(stop, str):
+                raise _fail("Input should be a string", f"stop_sequences.{i}")
     return data
 
 

@@ -361,8 +361,10 @@ def test_models_list_is_anthropic_shaped_for_anthropic_callers(gw: Gateway, clau
         ("POST", "/v1/messages/batches", 404, "not_found_error"),
         ("GET", "/v1/messages/abc/def", 404, "not_found_error"),
         ("GET", "/v1/messages", 405, "invalid_request_error"),
+        ("GET", "/v1/messages/count_tokens", 405, "invalid_request_error"),
+        ("DELETE", "/v1/messages/count_tokens", 405, "invalid_request_error"),
     ],
-    ids=["unknown-subroute", "unknown-nested-get", "wrong-method"],
+    ids=["unknown-subroute", "unknown-nested-get", "wrong-method", "count-tokens-get", "count-tokens-delete"],
 )
 def test_every_messages_path_answers_in_anthropic_shape(
     gw: Gateway, method: str, path: str, status: int, etype: str
@@ -371,6 +373,7 @@ def test_every_messages_path_answers_in_anthropic_shape(
     assert response.status_code == status
     body = response.json()
     assert body["type"] == "error" and body["error"]["type"] == etype and response.headers["x-request-id"]
+    assert status != 405 or response.headers["allow"] == "POST"
 
 
 def test_a_wrong_key_on_messages_is_told_to_use_x_api_key(gw: Gateway) -> None:

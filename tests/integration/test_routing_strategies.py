@@ -254,8 +254,13 @@ def test_circuit_open_caused_by_the_requests_preferences_says_so(gw: Gateway) ->
         )
     assert info.value.status_code == 503 and info.value.code == "circuit_open"
     assert "that the request's `provider` preferences allow" in info.value.message
-    assert "widen the preferences" in info.value.message
+    assert "The preferences left out `sim-b/po-b`" in info.value.message
     assert _served(client, "prefs-open")[:2] == (200, "po-b")
+    with pytest.raises(openai.InternalServerError) as pinned:  # pinned to sim-a: the preferences leave out nothing
+        client.chat.completions.create(
+            model="sim-a/prefs-open", messages=MESSAGES, extra_body={"provider": {"only": ["sim-a"]}}
+        )
+    assert pinned.value.code == "circuit_open" and "preferences" not in pinned.value.message
 
 
 def test_request_preferences_honour_only_under_a_reroute(gw: Gateway) -> None:

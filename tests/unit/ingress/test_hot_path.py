@@ -4,6 +4,7 @@ status, body and headers for every outcome (the error handlers' bodies included)
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -124,3 +125,17 @@ def test_a_hot_route_with_a_dependency_is_refused() -> None:
     app.add_api_route("/v1/messages", endpoint, methods=["POST"])
     with pytest.raises(TypeError, match="must take only the request"):
         app.serve_hot(RouteCounts(Metrics()))
+
+
+@pytest.mark.parametrize(
+    ("path", "shape"),
+    [("/v1/chat/completions", "openai"), ("/v1/messages", "anthropic")],
+)
+async def test_the_500_of_a_bug_is_in_the_routes_error_shape_and_closes_the_connection(path: str, shape: str) -> None:
+    status, body, headers = await _ask(_app(Metrics(), hot=True), "POST", path, "boom")
+    error = json.loads(body)
+    assert status == 500 and ("connection", "close") in headers
+    if shape == "anthropic":
+        assert error["type"] == "error" and error["error"]["type"] == "api_error"
+    else:
+        assert error["error"]["code"] == "internal_error" and error["error"]["type"] == "server_error"

@@ -81,6 +81,12 @@ def test_bad_messages_request_is_refused_naming_the_field(raw: bytes, param: str
         ({"temperature": 7}, "temperature: Input should be a number from 0 to 1"),
         ({"top_p": True}, "top_p: Input should be a number from 0 to 1"),
         ({"top_k": -1}, "top_k: Input should be a non-negative integer"),
+        ({"max_tokens": 10**20}, "max_tokens: must be at most 2147483647 (got 100000000000000000000)"),
+        ({"stop_sequences": True}, "stop_sequences: Input should be an array of strings"),
+        ({"stop_sequences": -1}, "stop_sequences: Input should be an array of strings"),
+        ({"stop_sequences": "END"}, "stop_sequences: Input should be an array of strings"),
+        ({"stop_sequences": {"a": 1}}, "stop_sequences: Input should be an array of strings"),
+        ({"stop_sequences": ["END", 1]}, "stop_sequences.1: Input should be a string"),
     ],
 )
 def test_a_missing_field_and_a_wrong_one_are_told_apart(fields: dict[str, Any], message: str) -> None:
