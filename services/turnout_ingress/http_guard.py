@@ -42,6 +42,7 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from turnout.config import GatewayConfig
+from turnout_ingress.messages_wire import error_body as anthropic_error_body
 
 _REASONS = {
     400: b"Bad Request",
@@ -79,22 +80,27 @@ class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-def refusal(status: int, message: str, request_id: str) -> bytes:
-    """A complete HTTP/1.1 answer with `connection: close`, an `x-request-id` and a JSON error body (OpenAI format).
+def refusal(status: int, message: str, request_id: str, *, anthropic: bool = False) -> bytes:
+    """A complete HTTP/1.1 answer with `connection: close`, an `x-request-id` and a JSON error body:
+    OpenAI's format, or Anthropic's when `anthropic` (the request line named a `/v1/messages` path).
 
     `status` is one of 400 (not HTTP/1.1 at all), 408, 431 or 503 (with
     `Retry-After: 1`, as every 503 of the gateway); `request_id` is minted by
     the caller (the request's own header was never read, or not whole).
     """
-    body = msgspec.json.encode(
-        {
-            "error": {
-                "message": message,
-                "type": "service_unavailable" if status == 503 else "invalid_request_error",
-                "param": None,
-                "code": _CODES[status],
+    body = (
+        anthropic_error_body(status, message, request_id)
+        if anthropic
+        else msgspec.json.encode(
+            {
+                "error": {
+                    "message": message,
+                    "type": "service_unavailable" if status == 503 else "invalid_request_error",
+                    "param": None,
+                    "code": _CODES[status],
+                }
             }
-        }
+        )
     )
     return b"".join(
         [
@@ -135,7 +141,9 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
         def _refuse(self, status: int, message: str) -> None:
             self._disarm()
             if not self._refused and not self.transport.is_closing():
-                self.transport.write(refusal(status, message, uuid.uuid4().hex))
+                path = getattr(self, "url", b"").split(b"?", 1)[0]  # the request line's target, when it came
+                anthropic = path == b"/v1/messages" or path.startswith(b"/v1/messages/")
+                self.transport.write(refusal(status, message, uuid.uuid4().hex, anthropic=anthropic))
                 self.transport.close()
             self._refused = True
 

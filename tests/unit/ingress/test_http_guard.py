@@ -139,6 +139,15 @@ async def test_http_guard_slow_body_gets_408_at_the_body_deadline(port: int) -> 
     assert answer.startswith(b"HTTP/1.1 408")
 
 
+async def test_http_guard_a_slow_body_on_the_anthropic_surface_gets_anthropics_error_shape(port: int) -> None:
+    answer = await exchange(port, b"POST /v1/messages HTTP/1.1\r\nhost: x\r\ncontent-length: 100\r\n\r\nabc")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408") and b"x-request-id: " in head
+    error = json.loads(body)
+    assert error["type"] == "error" and error["error"]["type"] == "timeout_error"
+    assert "body did not arrive" in error["error"]["message"]
+
+
 async def test_http_guard_connections_beyond_the_cap_get_503(port: int) -> None:
     held = [await asyncio.open_connection("127.0.0.1", port) for _ in range(LIMITS.max_connections)]
     try:
