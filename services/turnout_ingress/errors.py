@@ -17,6 +17,7 @@ from starlette.responses import Response
 from turnout.answer import error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout_ingress.messages_wire import error_body as anthropic_error_body
+from turnout_ingress.messages_wire import on_anthropic_surface
 
 JSON = "application/json"
 
@@ -87,7 +88,7 @@ async def _http(request: Request, exc: Exception) -> Response:
     headers = {"x-request-id": rid, **(exc.headers or {})}
     path = request.url.path
     shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
-    if _anthropic(path):  # Anthropic callers get Anthropic's shape
+    if on_anthropic_surface(path):  # Anthropic callers get Anthropic's shape
         body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {shown})", rid)
         return Response(body, status_code=exc.status_code, media_type=JSON, headers=headers)
     return error_response(
@@ -127,17 +128,12 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=499)  # the client left while sending its body; nobody reads this
 
 
-def _anthropic(path: str) -> bool:
-    """Whether `path` is on the Anthropic surface, whose errors are in Anthropic's shape."""
-    return path == "/v1/messages" or path.startswith("/v1/messages/")
-
-
 async def _unexpected(request: Request, exc: Exception) -> Response:
     """A 500 for a fault of the gateway's own, in the route's error shape, closing the connection
     (the server drops it after the error; the header tells the client not to reuse it)."""
     message = "The gateway hit an internal error; the request was not completed."
     headers = {**_request_id(request), "connection": "close"}
-    if _anthropic(request.url.path):
+    if on_anthropic_surface(request.url.path):
         rid = headers.get("x-request-id") or uuid.uuid4().hex
         body = anthropic_error_body(500, message, rid)
         return Response(body, status_code=500, media_type=JSON, headers={**headers, "x-request-id": rid})

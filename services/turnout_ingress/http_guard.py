@@ -43,6 +43,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from turnout.config import GatewayConfig
 from turnout_ingress.messages_wire import error_body as anthropic_error_body
+from turnout_ingress.messages_wire import on_anthropic_surface
 
 _REASONS = {
     400: b"Bad Request",
@@ -142,7 +143,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             self._disarm()
             if not self._refused and not self.transport.is_closing():
                 path = getattr(self, "url", b"").split(b"?", 1)[0]  # the request line's target, when it came
-                anthropic = path == b"/v1/messages" or path.startswith(b"/v1/messages/")
+                anthropic = on_anthropic_surface(path.decode("latin-1"))
                 self.transport.write(refusal(status, message, uuid.uuid4().hex, anthropic=anthropic))
                 self.transport.close()
             self._refused = True

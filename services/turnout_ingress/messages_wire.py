@@ -32,15 +32,12 @@ from typing import Any, Final
 import msgspec
 
 from turnout.adapters.anthropic_wire import WireError
+from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.json_reason import json_reason
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
-
-MAX_TOKENS: Final = 2**31 - 1
-"""The largest `max_tokens` a Messages body may ask (token counts are int32 upstream; the chat
-route's bound too)."""
 
 STOP_REASON: Final[dict[str, str]] = {
     "stop": "end_turn",
@@ -66,6 +63,11 @@ _ERROR_TYPE: Final[dict[int, str]] = {
     504: "timeout_error",
     529: "overloaded_error",
 }
+
+
+def on_anthropic_surface(path: str) -> bool:
+    """Whether a request `path` is `/v1/messages` or under it, where every error is in Anthropic's shape."""
+    return path == "/v1/messages" or path.startswith("/v1/messages/")
 
 
 def error_type_for(status: int) -> str:
@@ -143,7 +145,7 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     """Check a decoded Messages body (the API's required fields); `data` itself.
 
     Checks: `model` a non-empty string; `max_tokens` a positive integer up to
-    `MAX_TOKENS`; `messages` a non-empty array of `user` / `assistant` turns
+    `MAX_REQUEST_TOKENS`; `messages` a non-empty array of `user` / `assistant` turns
     whose content is a string or an array of blocks; `system` a string or an
     array of text blocks; `stream` a boolean; `temperature` and `top_p` from
     0 to 1; `top_k` a non-negative integer; `stop_sequences` an array of
@@ -160,8 +162,8 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     limit = data.get("max_tokens")
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise _fail(_wanted(data, "max_tokens", "a positive integer"), "max_tokens")
-    if limit > MAX_TOKENS:
-        raise _fail(f"must be at most {MAX_TOKENS} (got {limit})", "max_tokens")
+    if limit > MAX_REQUEST_TOKENS:
+        raise _fail(f"must be at most {MAX_REQUEST_TOKENS} (got {limit})", "max_tokens")
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _fail(_wanted(data, "messages", "a non-empty array"), "messages")

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from starlette.requests import Request
 
+from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
@@ -198,7 +199,7 @@ _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
 """`response_format.type` values of the OpenAI Chat Completions reference."""
 
 
-_INTEGERS = {"max_tokens": 2**31 - 1, "max_completion_tokens": 2**31 - 1, "n": 128}
+_INTEGERS = {"max_tokens": MAX_REQUEST_TOKENS, "max_completion_tokens": MAX_REQUEST_TOKENS, "n": 128}
 """Integer fields and their largest value (OpenAI's documented `n` ceiling is 128; token counts are int32)."""
 _NUMBERS = {
     "temperature": (0.0, 2.0),

@@ -42,6 +42,9 @@ WINDOW_MS = 60_000
 LIMIT_MAX = 1_000_000_000
 """Largest value any limit may take (keeps `limit · WINDOW_MS` below 2⁵³)."""
 
+MAX_REQUEST_TOKENS = 2**31 - 1
+"""The largest `max_tokens` a request may ask, on either route (token counts are int32 upstream)."""
+
 Positive = Annotated[int, msgspec.Meta(ge=1, le=LIMIT_MAX)]
 
 ScopeKind = Literal["org", "squad", "key"]
