@@ -49,6 +49,7 @@ from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
+from turnout.listing import Listings
 from turnout.scrub import Scrubber
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, cap_subject
 from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
@@ -210,6 +211,7 @@ class Router:
         self._credentials = credentials
         self._custom_http = custom_http
         self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.current.providers.values() if p.api_key)
+        self._listings = Listings(self._listing_plan)
 
     @property
     def catalog(self) -> Catalog:
@@ -240,6 +242,11 @@ class Router:
             capped=capped,
             preferences=preferences,
         )
+
+    def _listing_plan(
+        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy, preferences: Preferences
+    ) -> Plan:
+        return self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences)
 
     async def plan(
         self,
@@ -276,10 +283,10 @@ class Router:
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
         catalog = catalog or self.catalog
-        every = self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences)
-        targets = plan_targets(every)
+        listing = self._listings.of(catalog, model, settings, policy, preferences)
+        targets = list(listing.targets)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
-        caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if every.plan_cap else []
+        caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if listing.plan_cap else []
         subjects = [*targets, *self._credential_subjects(org, targets)]
         view = None
         if shipped is not None and not caps:
@@ -303,10 +310,7 @@ class Router:
         Raises:
             turnout.core.plan.UnknownModel, turnout.core.plan.NoMatchingOffer: as `plan()`.
         """
-        listing = self._build(
-            catalog or self.catalog, model, settings, policy, {}, capped=False, preferences=preferences
-        )
-        return plan_targets(listing)
+        return list(self._listings.of(catalog or self.catalog, model, settings, policy, preferences).targets)
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""
@@ -666,11 +670,6 @@ def _spec(
         stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,
     )
-
-
-def plan_targets(plan: Plan) -> list[str]:
-    """Every target key a plan may attempt (main sequence and special lists)."""
-    return [e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy, *plan.plan_cap)]
 
 
 def output_rate(usage: Usage, duration_ms: float) -> float | None:

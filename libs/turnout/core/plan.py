@@ -181,7 +181,7 @@ def _dedupe(models: Sequence[str], exclude: frozenset[str]) -> list[str]:
 def cap_offers(entries: Sequence[PlanEntry], max_offers: int | None) -> tuple[PlanEntry, ...]:
     """The entries whose target is among the first `max_offers` distinct
     targets (by key), in order; all of them when `max_offers` is None."""
-    if max_offers is None:
+    if max_offers is None or len(entries) <= max_offers:
         return tuple(entries)
     kept: list[str] = []
     for e in entries:
@@ -248,14 +248,19 @@ def build_plan(
     if base_model not in catalog:
         raise UnknownModel(requested_model)
     fb = policy.fallback
+    reshapes = bool(preferences.order) or preferences.narrows
 
     def offers_of(model: str, pin: str | None, *, narrowed: bool = True) -> tuple[Target, ...]:
         offers = tuple(catalog.get(model, ()))
-        ordering = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")]
-        ranked = ordering(offers, health, order_settings, rng)
+        if len(offers) > 1:
+            ranked = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")](
+                offers, health, order_settings, rng
+            )
+        else:
+            ranked = offers  # one offer ranks as itself under every ordering
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
-        if narrowed:
+        if narrowed and reshapes:  # else `apply` keeps `ranked` as is (every ordering ranks DOWN targets last)
             ranked = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
         if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
             ranked = ranked[:1]
@@ -292,7 +297,7 @@ def build_plan(
     limit = policy.plan.max_offers if capped else None
 
     def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
-        if not preferences.allow_fallbacks:
+        if not model_map or not preferences.allow_fallbacks:
             return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):

@@ -154,9 +154,24 @@ job_serializer = payload_encoder.encode
 """arq's job envelope serializer (msgpack), shared by ingress and worker."""
 
 
+class JobBytes(bytes):
+    """A job's payload bytes whose `repr` names only their length.
+
+    arq formats every job's arguments for its start log line before it
+    checks the log level; the payload (the client's request) would be
+    copied into that string for each job, and into the log at INFO.
+    """
+
+    def __repr__(self) -> str:
+        return f"<job payload: {len(self)} bytes>"
+
+
 def job_deserializer(data: bytes) -> dict[str, Any]:
-    """arq's job envelope deserializer (msgpack)."""
+    """arq's job envelope deserializer (msgpack); the job's byte arguments come back as `JobBytes`."""
     decoded: dict[str, Any] = msgspec.msgpack.decode(data)
+    args = decoded.get("a")
+    if isinstance(args, list):
+        decoded["a"] = [JobBytes(a) if isinstance(a, bytes) else a for a in args]
     return decoded
 
 

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from turnout.core.ordering import OfferPrice, OrderSettings, Standing, TargetHealth
+from turnout.core.ordering import ORDERINGS, OfferPrice, OrderSettings, Standing, TargetHealth
 from turnout.core.plan import NoMatchingOffer, Plan, RoutingSettings, UnknownModel, build_plan
 from turnout.core.policy import PlanPolicy, Policy
 from turnout.core.preferences import (
@@ -294,3 +294,30 @@ def test_plan_fallbacks_form_their_own_list_and_go_with_allow_fallbacks_false() 
 def test_narrows_is_true_exactly_when_a_field_may_leave_offers_out(prefs: Preferences, narrows: bool) -> None:
     """What the 503 `circuit_open` message leans on: `order` and `sort` only reorder."""
     assert prefs.narrows is narrows
+
+
+@hsettings(max_examples=300, deadline=None)
+@given(
+    strategy=st.sampled_from(sorted(ORDERINGS)),
+    health=st.dictionaries(
+        st.sampled_from(sorted(PRICES)),
+        st.builds(
+            TargetHealth,
+            score=st.floats(0.01, 1.0),
+            standing=st.sampled_from(Standing),
+            back_in_s=st.floats(0.0, 100.0),
+            ttft_ms=st.none() | st.floats(1.0, 5000.0),
+        ),
+    ),
+    sort=st.none() | st.sampled_from(("price", "latency", "throughput")),
+    seed=st.integers(0, 2**32),
+)
+def test_property_preferences_that_neither_narrow_nor_order_keep_every_ranking_as_is(
+    strategy: str, health: dict[str, TargetHealth], sort: Any, seed: int
+) -> None:
+    """What lets `build_plan` skip `apply` for such preferences: every ordering already ranks DOWN targets last."""
+    prefs = Preferences(sort=sort)
+    assert not prefs.narrows and not prefs.order
+    ranked = ORDERINGS[strategy](CATALOG["llama"], health, SETTINGS, random.Random(seed))
+    assert apply(ranked, prefs, PRICES, health) == ranked
+    assert apply(ranked, prefs, PRICES, health, listing=True) == ranked
