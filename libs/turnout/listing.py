@@ -8,7 +8,8 @@ usage caps that read also covers).
 Why: each plan is built twice, once with no health to learn which targets'
 health to read, then with that health. The first build depends only on the
 catalog snapshot, the requested model, the routing settings, the fallback
-policy's `enabled` and `models`, and the request's preferences, never on
+policy's `enabled` and `models`, the request's preferences and which
+credentials its org has (`KeyFacts`: provider names only), never on
 health or time; so one build serves every request that shares them, in the
 ingress and in the worker (bench/README.md "The plan's listing, built once").
 A catalog swap starts a new memo: the old snapshot's listings are dropped
@@ -24,7 +25,7 @@ from typing import Final
 import msgspec
 
 from turnout.catalog import Catalog
-from turnout.core.plan import Plan, RoutingSettings
+from turnout.core.plan import KeyFacts, Plan, RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
 
@@ -52,19 +53,27 @@ class Listings:
     """Memo of listings for the catalog snapshot in use (module doc).
 
     Args:
-        build: (catalog, model, settings, policy, preferences) -> the
+        build: (catalog, model, settings, policy, preferences, keys) -> the
             uncapped plan with no health (`build_plan(capped=False)`); it
             may raise `UnknownModel` or `NoMatchingOffer`, which pass
             through and are not kept.
     """
 
-    def __init__(self, build: Callable[[Catalog, str, RoutingSettings, Policy, Preferences], Plan]) -> None:
+    def __init__(
+        self, build: Callable[[Catalog, str, RoutingSettings, Policy, Preferences, KeyFacts | None], Plan]
+    ) -> None:
         self._build = build
         self._catalog: Catalog | None = None
         self._memo: dict[tuple[object, ...], Listing] = {}
 
     def of(
-        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy, preferences: Preferences
+        self,
+        catalog: Catalog,
+        model: str,
+        settings: RoutingSettings,
+        policy: Policy,
+        preferences: Preferences,
+        keys: KeyFacts | None = None,
     ) -> Listing:
         """The listing of a request for `model` on `catalog` (built on the first request that needs it).
 
@@ -74,10 +83,10 @@ class Listings:
         if catalog is not self._catalog:
             self._catalog, self._memo = catalog, {}
         fallback = policy.fallback
-        key = (model, _encode_settings(settings), fallback.enabled, fallback.models, preferences)
+        key = (model, _encode_settings(settings), fallback.enabled, fallback.models, preferences, keys)
         found = self._memo.get(key)
         if found is None:
-            plan = self._build(catalog, model, settings, policy, preferences)
+            plan = self._build(catalog, model, settings, policy, preferences, keys)
             found = Listing(
                 targets=tuple(
                     e.target.key for e in (*plan.entries, *plan.context_window, *plan.content_policy, *plan.plan_cap)

@@ -42,7 +42,7 @@ from turnout.core.loop import (
     on_skip,
 )
 from turnout.core.ordering import TargetHealth
-from turnout.core.plan import Plan, PlanEntry, Role, RoutingSettings, build_plan
+from turnout.core.plan import KeyFacts, NoMatchingOffer, Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
 from turnout.core.scopes import KeyMode
@@ -228,6 +228,7 @@ class Router:
         *,
         capped: bool = True,
         preferences: Preferences = Preferences(),
+        keys: KeyFacts | None = None,
     ) -> Plan:
         return build_plan(
             model,
@@ -241,12 +242,25 @@ class Router:
             order_settings=catalog.order_settings(self._breakers.order_settings),
             capped=capped,
             preferences=preferences,
+            keys=keys,
         )
 
     def _listing_plan(
-        self, catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy, preferences: Preferences
+        self,
+        catalog: Catalog,
+        model: str,
+        settings: RoutingSettings,
+        policy: Policy,
+        preferences: Preferences,
+        keys: KeyFacts | None,
     ) -> Plan:
-        return self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences)
+        return self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences, keys=keys)
+
+    def _key_facts(self, catalog: Catalog, org: str) -> KeyFacts:
+        """Which credentials `org` has (`turnout.core.plan.KeyFacts`): its own keys' providers, the platform's."""
+        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
+        own = tenant.own_providers if tenant is not None else frozenset()
+        return KeyFacts(own_providers=own, shared_providers=catalog.keyed_providers)
 
     async def plan(
         self,
@@ -283,7 +297,14 @@ class Router:
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
         catalog = catalog or self.catalog
-        listing = self._listings.of(catalog, model, settings, policy, preferences)
+        keys: KeyFacts | None = self._key_facts(catalog, org)
+        try:
+            listing = self._listings.of(catalog, model, settings, policy, preferences, keys)
+        except NoMatchingOffer:
+            if preferences.narrows:
+                raise
+            keys = None  # no offer has a credential: plan them all, and the attempts say so (NO_CREDENTIAL)
+            listing = self._listings.of(catalog, model, settings, policy, preferences, keys)
         targets = list(listing.targets)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
         caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if listing.plan_cap else []
@@ -294,7 +315,7 @@ class Router:
         if view is None:
             view = await self._breakers.view(subjects, caps)
         health = view.ordering_health(self._breakers.settings)
-        return self._build(catalog, model, settings, policy, health, preferences=preferences), view
+        return self._build(catalog, model, settings, policy, health, preferences=preferences, keys=keys), view
 
     def listed_targets(
         self,
@@ -310,7 +331,7 @@ class Router:
         Raises:
             turnout.core.plan.UnknownModel, turnout.core.plan.NoMatchingOffer: as `plan()`.
         """
-        return list(self._listings.of(catalog or self.catalog, model, settings, policy, preferences).targets)
+        return list(self._listings.of(catalog or self.catalog, model, settings, policy, preferences, None).targets)
 
     def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
         """Credential health subjects of `org`'s own keys among `targets`' providers."""

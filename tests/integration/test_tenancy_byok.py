@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -99,6 +100,33 @@ def test_byok_mode_matrix(gw: Gateway, keys: dict[str, str], model: str, mode: s
     assert response.status_code == 200, response.text
     assert [(e["model"], e["auth_fingerprint"]) for e in entries] == [(m, fp(k)) for m, k in expected]
     assert response.headers["x-turnout-byok-fallback"] == "0"
+    assert response.headers["x-turnout-fallback"] == "0"  # an offer no credential reaches is not in the plan
+    assert response.headers["x-turnout-attempts"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("mode", "model", "provider", "status", "served"),
+    [
+        ("own_only", "bk-ab", {"allow_fallbacks": False}, 200, "bkab-a"),  # first usable, not first configured
+        ("own_only", "bk-ab", {"order": ["sim-b"]}, 200, "bkab-a"),
+        ("own_only", "bk-ab", {"only": ["sim-b"]}, 400, None),  # only an offer the org has no key for
+        ("shared_only", "bk-noshared", {"allow_fallbacks": False}, 400, None),
+        ("own_then_shared", "bk-ab", {"only": ["sim-b"]}, 200, "bkab-b"),
+    ],
+)
+def test_preferences_choose_among_the_offers_a_credential_reaches(
+    gw: Gateway, keys: dict[str, str], mode: str, model: str, provider: dict[str, Any], status: int, served: str | None
+) -> None:
+    response = chat(gw.base_url, keys[mode], model, provider=provider)
+    assert response.status_code == status, response.text
+    entries = sim_entries(gw, response.headers["x-request-id"])
+    if served is None:
+        assert response.json()["error"]["code"] == "no_matching_offer"
+        assert response.json()["error"]["param"] == "provider"
+        assert entries == []
+        return
+    assert [e["model"] for e in entries] == [served]
+    assert response.headers["x-turnout-fallback"] == "0"
 
 
 def test_tenant_keys_only_ever_reached_their_own_provider(gw: Gateway, keys: dict[str, str]) -> None:

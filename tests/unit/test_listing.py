@@ -15,7 +15,7 @@ import turnout.listing
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.ordering import OrderSettings
-from turnout.core.plan import NoMatchingOffer, Plan, RoutingSettings, UnknownModel, build_plan
+from turnout.core.plan import KeyFacts, NoMatchingOffer, Plan, RoutingSettings, UnknownModel, build_plan
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
 from turnout.listing import Listings
@@ -55,12 +55,25 @@ PREFERENCES = (
 )
 
 
-def uncapped(catalog: Catalog, model: str, settings: RoutingSettings, policy: Policy, prefs: Preferences) -> Plan:
+def uncapped(
+    catalog: Catalog,
+    model: str,
+    settings: RoutingSettings,
+    policy: Policy,
+    prefs: Preferences,
+    keys: KeyFacts | None = None,
+) -> Plan:
     """What the router builds for a listing, with a fixed draw so that two builds compare equal."""
     facts: dict[str, Any] = {"catalog": catalog.models, "providers": catalog.provider_names, "orders": catalog.orders}
-    rest: dict[str, Any] = {"settings": settings, "policy": policy, "preferences": prefs, "health": {}, "capped": False}
+    rest: dict[str, Any] = {"settings": settings, "policy": policy, "preferences": prefs, "keys": keys}
     return build_plan(
-        model, rng=random.Random(0), order_settings=catalog.order_settings(OrderSettings()), **facts, **rest
+        model,
+        rng=random.Random(0),
+        order_settings=catalog.order_settings(OrderSettings()),
+        health={},
+        capped=False,
+        **facts,
+        **rest,
     )
 
 
@@ -100,8 +113,9 @@ def test_one_build_serves_every_request_with_the_same_inputs() -> None:
         {"policy": POLICIES[2]},
         {"prefs": Preferences(only=("b",))},
         {"catalog": CATALOGS[1]},
+        {"keys": KeyFacts(own_providers=frozenset({"a"}))},
     ],
-    ids=["model", "settings", "fallback-enabled", "fallback-models", "preferences", "catalog"],
+    ids=["model", "settings", "fallback-enabled", "fallback-models", "preferences", "catalog", "keys"],
 )
 def test_each_input_that_shapes_the_listing_builds_anew(change: dict[str, object]) -> None:
     build = Counted()
@@ -112,6 +126,7 @@ def test_each_input_that_shapes_the_listing_builds_anew(change: dict[str, object
         "settings": SETTINGS[1],
         "policy": POLICIES[0],
         "prefs": Preferences(),
+        "keys": None,
     }
     listings.of(*base.values())  # type: ignore[arg-type]
     listings.of(*{**base, **change}.values())  # type: ignore[arg-type]

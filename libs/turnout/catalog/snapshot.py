@@ -36,6 +36,7 @@ class Catalog:
         models: catalog model id -> its targets in configured order.
         providers: provider name -> its configuration (holds the shared key;
             never log this object).
+        keyed_providers: names of the providers whose platform key is configured.
         prices: target key -> price.
         supports_prefill: target key -> the offer accepts an assistant prefill.
         orders: model id -> its ordering strategy (`turnout.core.ordering`).
@@ -53,6 +54,7 @@ class Catalog:
         }
         self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)
         self.provider_names = frozenset(raw.providers)
+        self.keyed_providers = frozenset(name for name, p in raw.providers.items() if p.api_key)
         self.prices: dict[str, Price] = {}
         for spec in raw.models.values():
             for o in spec.offers:

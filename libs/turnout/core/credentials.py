@@ -21,7 +21,10 @@ Rules (SPEC §6, and the issue that made them precise):
   key only (no credential fallback: "only" means only); when it has none
   for the model, the platform keys serve.
 - No choice at all means NO_CREDENTIAL: the target is skipped, fallback-now,
-  never counted against provider health (SPEC §3).
+  never counted against provider health (SPEC §3). The plan already leaves
+  such targets out when it knows the org's keys (`turnout.core.plan.KeyFacts`),
+  so an attempt meets NO_CREDENTIAL only for a key it cannot read, or when
+  no offer of the request has a credential (the router then plans them all).
 """
 
 from __future__ import annotations

@@ -17,6 +17,7 @@ from typing import Final
 
 import msgspec
 
+from turnout.core.credentials import credential_choices
 from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences, apply
@@ -114,6 +115,33 @@ class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
     strategy_rule: str | None = None
 
 
+class KeyFacts(msgspec.Struct, frozen=True, kw_only=True):
+    """Which credentials exist for the request's org (names only, never a secret; SPEC §6 "BYOK").
+
+    Attributes:
+        own_providers: providers the org registered a key for.
+        shared_providers: providers whose platform key is configured.
+    """
+
+    own_providers: frozenset[str] = frozenset()
+    shared_providers: frozenset[str] = frozenset()
+
+    def usable(self, target: Target, model_providers: frozenset[str], key_mode: KeyMode) -> bool:
+        """Whether an attempt on `target` may carry some credential under `key_mode`
+        (`turnout.core.credentials.credential_choices`; `model_providers`: the providers of
+        every offer of its catalog model)."""
+        return bool(
+            credential_choices(
+                key_mode=key_mode,
+                provider=target.provider,
+                own_providers=self.own_providers,
+                model_providers=model_providers,
+                shared_available=target.provider in self.shared_providers,
+                credential_fallback=False,
+            )
+        )
+
+
 MAX_MODEL_ID_CHARS: Final = 256
 """The longest `model` a request may name (characters); a longer one is a 400
 naming `model`, so no error ever echoes an unbounded client string."""
@@ -203,6 +231,7 @@ def build_plan(
     order_settings: OrderSettings = OrderSettings(),
     capped: bool = True,
     preferences: Preferences = Preferences(),
+    keys: KeyFacts | None = None,
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -227,6 +256,11 @@ def build_plan(
             ordering, the others narrow each model's offers; without
             `allow_fallbacks` the plan keeps only its first model and no
             special lists.
+        keys: the org's credentials, when known: an offer no attempt could
+            carry a credential to under `settings.key_mode` is left out
+            before preferences and the cap (SPEC §6: under `own_only`, only
+            the offers of providers the org has a key for are eligible).
+            None: every offer stays (the attempt skips it as NO_CREDENTIAL).
 
     Returns:
         The plan. With a reroute list, its models replace the requested one,
@@ -240,7 +274,7 @@ def build_plan(
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
-        NoMatchingOffer: the preferences leave no target in the main sequence.
+        NoMatchingOffer: the preferences (and `keys`) leave no target in the main sequence.
     """
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
@@ -260,6 +294,9 @@ def build_plan(
             ranked = offers  # one offer ranks as itself under every ordering
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
+        if narrowed and keys is not None:
+            providers = frozenset(t.provider for t in offers)
+            ranked = tuple(t for t in ranked if keys.usable(t, providers, settings.key_mode))
         if narrowed and reshapes:  # else `apply` keeps `ranked` as is (every ordering ranks DOWN targets last)
             ranked = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
         if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
