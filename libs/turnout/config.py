@@ -513,12 +513,20 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
+    facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
         for i, offer in enumerate(spec.offers):
             check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
                 raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
+            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill)
+            first, theirs = facts.setdefault((offer.provider, offer.model), (f"models.{model}.offers[{i}]", mine))
+            if theirs != mine:  # one upstream model is one target: one breaker, one price, one prefill answer
+                raise ConfigError(
+                    f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} is also {first}, with other "
+                    "prices or supports_prefill; give every offer of one provider's model the same"
+                )
     _, clamps = clamp_policy(policy, raw.ceilings)
     if clamps:
         c = clamps[0]

@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 from fastapi import FastAPI, Request
 from redis.asyncio import Redis
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from turnout.catalog import Catalog
@@ -41,7 +42,7 @@ from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
-from turnout_ingress.messages_routes import anthropic_models
+from turnout_ingress.messages_routes import anthropic_models, model_object
 from turnout_ingress.ops_routes import RouteCounts
 from turnout_ingress.state import IngressState
 from turnout_ingress.streaming import serve_stream
@@ -281,6 +282,13 @@ def create_app(
         if "anthropic-version" in request.headers:  # an Anthropic SDK: its shape
             return anthropic_models(state)
         return Response(_json.encode({"object": "list", "data": state.catalog.model_list()}), media_type=errors.JSON)
+
+    @app.get("/v1/models/{model_id:path}")
+    async def model(request: Request, model_id: str) -> Response:
+        authenticate(request, state.keyring)
+        if not model_id:
+            raise StarletteHTTPException(404)  # `/v1/models/`: no such route
+        return model_object(state, model_id, anthropic="anthropic-version" in request.headers)
 
     @app.get("/health/liveness")
     async def liveness() -> dict[str, Any]:

@@ -22,10 +22,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from turnout.adapters.anthropic_wire import WireError
-from turnout.core.plan import UnknownModel
+from turnout.core.plan import MAX_MODEL_ID_CHARS, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
-from turnout_ingress.errors import JSON
+from turnout_ingress.errors import JSON, error_response
 from turnout_ingress.messages_tokens import count_input_tokens
 from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body
 from turnout_ingress.validation import authenticate, read_body
@@ -63,6 +63,33 @@ def anthropic_models(state: IngressState) -> Response:
     data = [{"type": "model", "id": m, "display_name": m, "created_at": "1970-01-01T00:00:00Z"} for m in ids]
     page = {"data": data, "has_more": False, "first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
     return Response(_encode.encode(page), media_type=JSON)
+
+
+def model_object(state: IngressState, model_id: str, *, anthropic: bool) -> Response:
+    """`GET /v1/models/{model_id}`: the catalog model as OpenAI's model object (Anthropic's with
+    `anthropic`), or 404 `model_not_found` in that caller's error shape (the id cut to
+    `MAX_MODEL_ID_CHARS`)."""
+    if model_id in state.catalog.models:
+        found: dict[str, object]
+        if anthropic:
+            found = {"type": "model", "id": model_id, "display_name": model_id, "created_at": "1970-01-01T00:00:00Z"}
+        else:
+            found = {"id": model_id, "object": "model", "created": 0, "owned_by": "turnout"}
+        return Response(_encode.encode(found), media_type=JSON)
+    shown = model_id if len(model_id) <= MAX_MODEL_ID_CHARS else f"{model_id[:MAX_MODEL_ID_CHARS]}…"
+    message = str(UnknownModel(shown))
+    rid = uuid.uuid4().hex
+    if anthropic:
+        body = error_body(404, message, rid)
+        return Response(body, status_code=404, media_type=JSON, headers={"x-request-id": rid})
+    return error_response(
+        404,
+        message,
+        error_type="invalid_request_error",
+        code="model_not_found",
+        param="model",
+        headers={"x-request-id": rid},
+    )
 
 
 def new_request_id(request: Request) -> str:

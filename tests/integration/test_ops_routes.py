@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 import httpx
+import openai
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -97,3 +98,18 @@ def test_unknown_routes_and_methods_get_one_json_shape(
     message = response.json()["error"]["message"]
     assert len(message) < 400 and ("characters)" in message) == (len(path) > 200)
     assert re.fullmatch(r"[0-9a-f]{32}", response.headers.get("x-request-id", "")), "every answer names its request"
+
+
+def test_one_model_is_retrievable_with_the_sdks_and_an_unknown_one_is_404_in_each_shape(gateway: Gateway) -> None:
+    client = openai.OpenAI(base_url=f"{gateway.base_url}/v1", api_key=KEY, max_retries=0)
+    assert client.models.retrieve("ok").id == "ok"
+    with pytest.raises(openai.NotFoundError) as info:
+        client.models.retrieve("no-such-model")
+    assert info.value.body["code"] == "model_not_found" and info.value.body["param"] == "model"  # type: ignore[index]
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    found = httpx.get(f"{gateway.base_url}/v1/models/ok", headers=headers)
+    assert found.status_code == 200 and found.json()["type"] == "model" and found.json()["id"] == "ok"
+    missing = httpx.get(f"{gateway.base_url}/v1/models/{'x' * 5000}", headers=headers)
+    assert missing.status_code == 404 and missing.json()["type"] == "error"
+    assert missing.json()["error"]["type"] == "not_found_error" and len(missing.text) < 600
+    assert httpx.get(f"{gateway.base_url}/v1/models/ok").status_code == 401  # a gateway key is needed

@@ -550,3 +550,16 @@ def test_config_a_policy_may_use_raised_ceilings() -> None:
     data = yaml.safe_load(text)
     data["policy"] = {"retry": {"max_retries": 8}}
     assert parse_config(yaml.safe_dump(data), env={}).policy.retry.max_retries == 8
+
+
+def test_one_providers_model_offered_by_two_models_has_one_price() -> None:
+    base = (
+        'providers:\n  p: {kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", api_key: k}\n'
+        "models:\n"
+        "  cheap: {offers: [{provider: p, model: m, input_usd_per_mtok: 0}]}\n"
+    )
+    parse_config(base + "  same: {offers: [{provider: p, model: m, input_usd_per_mtok: 0}]}\n", env={})
+    for other in ("input_usd_per_mtok: 5", "output_usd_per_mtok: 1", "supports_prefill: false"):
+        with pytest.raises(ConfigError) as info:
+            parse_config(base + f"  dear: {{offers: [{{provider: p, model: m, {other}}}]}}\n", env={})
+        assert str(info.value).startswith("models.dear.offers[0]: p/m is also models.cheap.offers[0], with other")

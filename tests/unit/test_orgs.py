@@ -181,6 +181,22 @@ def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:
         validate_org(bad, CONFIG, AllowList())
 
 
+def test_a_provider_key_held_before_its_provider_left_the_catalog_does_not_block_later_writes() -> None:
+    from turnout.tenancy.orgs import ProviderKeyDoc
+    from turnout.tenancy.vault import Sealed
+
+    d, k = doc()
+    stale = {"gone": ProviderKeyDoc(secret=Sealed(token="t", tail=""))}  # "gone" is not in CONFIG's providers
+    stored = msgspec.structs.replace(d, provider_keys=stale)
+    revoked = msgspec.structs.replace(stored, keys={"k": msgspec.structs.replace(k, revoked_s=1.0)})
+    validate_org(revoked, CONFIG, AllowList(), previous=stored)  # e.g. revoking a gateway key
+    added = {**stale, "zzz": ProviderKeyDoc(secret=Sealed(token="t", tail=""))}
+    with pytest.raises(ConfigError, match="^provider_keys.zzz: unknown provider"):  # a new one still is refused
+        validate_org(msgspec.structs.replace(stored, provider_keys=added), CONFIG, AllowList(), previous=stored)
+    with pytest.raises(ConfigError, match="^provider_keys.gone: unknown provider"):  # and with no stored document
+        validate_org(stored, CONFIG, AllowList())
+
+
 def test_a_stored_policy_over_a_ceiling_is_clamped_not_refused() -> None:
     d, _ = doc(org=s(policy={"budget": {"max_attempts": 50}}))
     validate_org(d, CONFIG, AllowList())
@@ -204,3 +220,16 @@ def test_generated_gateway_keys_are_prefixed_long_and_distinct() -> None:
         assert key.startswith("tk-") and len(key) == 3 + 32  # 24 random bytes = 192 bits
         assert lookup_prefix(key) == key[:11]
         assert len(hash_token(key)) == 64 and key not in hash_token(key)
+
+
+def test_an_admin_error_never_repeats_a_huge_value_whole() -> None:
+    with pytest.raises(AdminError) as info:
+        decode(b'{"key_mode": "' + b"a" * 100_000 + b'"}', ScopeSettings, "settings")
+    assert info.value.param == "settings.key_mode"
+    assert len(info.value.message) < 400 and "(100000 characters)" in info.value.message
+    long_name = "p" * 5000
+    error = AdminError(400, f"provider_keys.{long_name}: unknown provider", code="invalid_value", param=long_name)
+    assert error.message.endswith("… (5000 characters): unknown provider")
+    assert error.param is not None and len(error.param) < 250
+    short = AdminError(400, "keys.k.squad: unknown squad 'ghost'", code="invalid_value", param="keys.k.squad")
+    assert short.message == "keys.k.squad: unknown squad 'ghost'" and short.param == "keys.k.squad"  # untouched

@@ -255,8 +255,12 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
         status_code=502,
         error_type="upstream_error",
         error_code="provider_failed",
-        message=f"No provider could serve `{model}` after {len(records)} attempt(s); a later retry may succeed"
-        + (f". {quoted[0].capitalize()}: {_describe(quoted[1])}" if quoted else ". No target had a usable credential."),
+        message=f"No provider could serve `{model}` after {len(records)} attempt(s)"
+        + (
+            f"; a later retry may succeed. {quoted[0].capitalize()}: {_describe(quoted[1])}"
+            if quoted
+            else ". No target had a usable credential; a retry cannot succeed until a key is configured."
+        ),
         retry_after_s=None,
         should_retry=False,
         summary=summary,

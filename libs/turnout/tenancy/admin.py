@@ -38,6 +38,27 @@ from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, mask, provide
 
 T = TypeVar("T")
 
+ECHO_MAX_CHARS = 200
+"""The longest run of a client's text an admin error repeats: a longer quoted value
+or unbroken word (a 100 KB `key_mode`, a 5,000-character name in a path) is cut to
+this many characters and its length named."""
+
+
+_QUOTED = re.compile(r"(['`\"])([^'`\"]{" + str(ECHO_MAX_CHARS + 1) + r",})\1")
+_WORD = re.compile(r"[^\s'`\".:,;()\[\]]{" + str(ECHO_MAX_CHARS + 1) + ",}")
+
+
+def _cut(run: str) -> str:
+    return f"{run[:ECHO_MAX_CHARS]} … ({len(run)} characters)"
+
+
+def bounded(text: str) -> str:
+    """`text` with every quoted value and unbroken word longer than `ECHO_MAX_CHARS` cut (`_cut`)."""
+    if len(text) <= ECHO_MAX_CHARS:
+        return text
+    text = _QUOTED.sub(lambda m: f"{m[1]}{_cut(m[2])}{m[1]}", text)
+    return _WORD.sub(lambda m: _cut(m[0]), text)
+
 
 class AdminError(Exception):
     """An admin request refused; nothing was written.
@@ -45,15 +66,17 @@ class AdminError(Exception):
     Attributes:
         status_code: 400 (invalid, `param` names the path), 404 (no such
             object, or another org's: the same answer), 409 (conflict).
-        message / code / param: the OpenAI-format error fields.
+        message / code / param: the OpenAI-format error fields; a client's
+            text in them is cut to `ECHO_MAX_CHARS` (`bounded`).
     """
 
     def __init__(self, status_code: int, message: str, *, code: str, param: str | None = None) -> None:
+        message = bounded(message)  # never an unbounded echo of what the client sent
         super().__init__(message)
         self.status_code = status_code
         self.message = message
         self.code = code
-        self.param = param
+        self.param = None if param is None else bounded(param)
 
 
 NOT_FOUND_MESSAGE = "No such object."

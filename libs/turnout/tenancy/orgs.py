@@ -192,8 +192,15 @@ def _check_settings(path: str, settings: ScopeSettings, config: Config, org: Org
     check_scope_settings(path, clamped, config, org)
 
 
-def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
+def validate_org(doc: OrgDoc, config: Config, allow: AllowList, previous: OrgDoc | None = None) -> None:
     """Check a whole org document, as the configuration file is checked (SPEC §6, §11).
+
+    Args:
+        previous: the stored document this one replaces, if any. A provider
+            key it already held stays allowed after the operator removed
+            that provider from the catalog: the key is inert (no offer can
+            use it), and refusing it would refuse every later write to the
+            org, revoking its gateway keys included, until it is deleted.
 
     Raises:
         ConfigError: the first problem, its path relative to the org
@@ -210,8 +217,9 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList) -> None:
             check_base_url(endpoint.base_url, allow)
         except UnsafeURL as exc:
             raise ConfigError(f"custom_endpoints.{name}.base_url: refused: {exc}") from None
+    kept = previous.provider_keys if previous is not None else {}
     for provider in doc.provider_keys:
-        if provider not in config.raw.providers:
+        if provider not in config.raw.providers and provider not in kept:
             raise ConfigError(f"provider_keys.{provider}: unknown provider (not in `providers`)")
     _check_settings("settings", doc.settings, config, org)
     for name, squad in doc.squads.items():

@@ -138,7 +138,7 @@ class AdminAPI:
             new, result = edit(current)
             if new is not current:
                 try:
-                    validate_org(new, config, allow)
+                    validate_org(new, config, allow, previous=current)
                 except ConfigError as exc:
                     path = str(exc).split(":", 1)[0]
                     raise AdminError(400, str(exc), code="invalid_value", param=path) from None

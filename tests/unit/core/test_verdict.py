@@ -252,6 +252,7 @@ def test_verdict_exhausted_without_any_attempt_says_no_credential() -> None:
     v = conclude(state_with(skips=skips), StopReason.EXHAUSTED)
     assert (v.status_code, v.error_code) == (502, "provider_failed")
     assert "No target had a usable credential" in v.message
+    assert "a later retry may succeed" not in v.message and v.should_retry is False
 
 
 def test_verdict_reroute_exhausted_is_the_same_502_naming_the_requested_model() -> None:
