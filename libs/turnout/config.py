@@ -509,6 +509,7 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         check_model(f"providers.{short_name(name)}", name)  # provider names travel in headers (`x-turnout-provider`)
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
+        check_url(f"providers.{name}.base_url", provider.base_url)
         if "/" in name:
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
         if provider.api_key:

@@ -51,7 +51,9 @@ def naming_the_object(message: str, code: str | None, request: Request) -> str:
     object and a missing one still answer alike: the path is the caller's own."""
     if code != "not_found":
         return message
-    return f"{message.rstrip('.')}: {request.method} {request.url.path}."
+    path = request.url.path
+    shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
+    return f"{message.rstrip('.')}: {request.method} {shown}."
 
 
 async def _rejected(request: Request, exc: Exception) -> Response:

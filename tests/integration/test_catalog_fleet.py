@@ -180,12 +180,26 @@ def test_a_bad_edit_is_refused_naming_the_field_and_changes_nothing(gw: Gateway,
         ),
         ("DELETE", "/catalog/providers/sim-a", None, "models.base.offers[0].provider"),
         ("DELETE", "/catalog/models/never", None, "model"),
+        (
+            "PUT",
+            "/catalog/providers/p",
+            {"kind": "openai", "base_url": "https://x/" + "a" * 100_000},
+            "providers.p.base_url",
+        ),
+        (
+            "PUT",
+            "/catalog/providers/p",
+            {"kind": "openai", "base_url": "https://x", "api_key_env": "A" * 5000},
+            "api_key_env",
+        ),
+        ("DELETE", "/catalog/models/" + "Q" * 60_000, None, "model"),
     ]
     for method, path, body, param in cases:
         answer = operator.call(method, path, body)
         assert answer.status_code in (400, 404), (path, answer.text)
         error = answer.json()["error"]
         assert error["param"] == param, (path, error)
+        assert len(answer.content) < 2000, (path[:80], len(answer.content))  # never the whole input echoed
     assert operator.call("GET", "/catalog").json() == before
     user = Admin(gw.base_url, KEY).call("PUT", "/catalog/models/x", {"offers": [{"provider": "sim-a", "model": "x"}]})
     assert user.status_code in (401, 403)
@@ -207,3 +221,18 @@ def test_a_provider_added_with_a_sealed_key_serves_and_its_key_is_never_shown(gw
     assert sent and {e["auth_fingerprint"] for e in sent} == {auth_fingerprint(f"Bearer {secret}")}
     assert all(secret not in text for text in operator.seen)
     assert secret not in json.dumps(operator.call("GET", "/catalog").json())
+
+
+def test_a_model_write_reprices_the_same_provider_model_in_every_other_model(gw: Gateway, operator: Admin) -> None:
+    offer = {"provider": "sim-b", "model": "shared-b", "input_usd_per_mtok": 5, "output_usd_per_mtok": 5}
+    for name in ("pa", "pb"):
+        assert operator.call("PUT", f"/catalog/models/{name}", {"offers": [offer]}).status_code == 200
+    other = {**offer, "input_usd_per_mtok": 3}
+    refused = operator.call("PUT", "/catalog/models/pc", {"offers": [offer, {**other, "model": "x"}, other]})
+    assert refused.status_code == 400 and "models.pc.offers[0]" in refused.json()["error"]["message"]
+    repriced = operator.call("PUT", "/catalog/models/pa", {"offers": [other]})
+    assert repriced.status_code == 200, repriced.text
+    models = operator.call("GET", "/catalog").json()["models"]
+    assert models["pb"]["offers"][0]["input_usd_per_mtok"] == 3  # one provider's model, one price
+    for name in ("pa", "pb"):
+        assert operator.call("DELETE", f"/catalog/models/{name}").status_code == 200

@@ -563,3 +563,17 @@ def test_one_providers_model_offered_by_two_models_has_one_price() -> None:
         with pytest.raises(ConfigError) as info:
             parse_config(base + f"  dear: {{offers: [{{provider: p, model: m, {other}}}]}}\n", env={})
         assert str(info.value).startswith("models.dear.offers[0]: p/m is also models.cheap.offers[0], with other")
+
+
+@pytest.mark.parametrize("entry", ['"Z"', "99999", "-1", '"abc"', '"5x"', '"' + "Z" * 1000 + '"'])
+def test_a_status_list_entry_that_is_no_status_nor_class_is_refused_naming_it(entry: str) -> None:
+    text = (
+        'providers:\n  p: {kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", api_key: k}\n'
+        "models:\n  m: {offers: [{provider: p, model: m}]}\n"
+        f"policy:\n  retry: {{retry_on_status: [429, {entry}]}}\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert str(info.value).startswith("policy.retry.retry_on_status[1]:")
+    good = text.replace(entry, '"5xx", " 503 ", 529')
+    assert parse_config(good, env={}).policy.retry.retry_on_status == (429, "5xx", " 503 ", 529)

@@ -15,13 +15,17 @@ name.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
-StatusEntry = int | str
-"""One entry of a status list: an HTTP status (429) or a class ("5xx")."""
+StatusEntry = (
+    Annotated[int, msgspec.Meta(ge=100, le=599)]
+    | Annotated[str, msgspec.Meta(pattern=r"^ *([1-5][0-9][0-9]|[1-5][xX][xX]) *$", max_length=16)]
+)
+"""One entry of a status list: an HTTP status (429, also "429") or a class ("5xx");
+anything else is refused where a policy is decoded (file, admin API), naming the entry."""
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -81,8 +81,8 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
     if not isinstance(spec.api_key_env, msgspec.UnsetType):
         if not isinstance(spec.api_key, msgspec.UnsetType):
             raise rejected(invalid("api_key_env", "give `api_key` or `api_key_env`, not both"))
-        if not spec.api_key_env.isidentifier():
-            raise rejected(invalid("api_key_env", "must be an environment variable name"))
+        if not spec.api_key_env.isidentifier() or len(spec.api_key_env) > 128:
+            raise rejected(invalid("api_key_env", "must be an environment variable name (at most 128 characters)"))
         return KeyRef(source="env", name=spec.api_key_env)
     if isinstance(spec.api_key, msgspec.UnsetType):
         return current.key if current is not None else None
@@ -133,9 +133,36 @@ async def get_catalog(watch: Watch, _: Operator) -> Response:
 
 @router.put(P + "/models/{model}")
 async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> Response:
-    """Add or replace a model (the body as in the file)."""
+    """Add or replace a model (the body as in the file); its offers' prices and `supports_prefill`
+    carry over to every other model's offer of the same provider model (`carried`)."""
     spec = decode(await body(request), ModelConfig, f"models.{model}")
-    return await write(watch, lambda doc: msgspec.structs.replace(doc, models={**doc.models, model: spec}))
+    return await write(
+        watch, lambda doc: msgspec.structs.replace(doc, models=carried({**doc.models, model: spec}, model))
+    )
+
+
+def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConfig]:
+    """`models` with the prices and `supports_prefill` of `written`'s offers set on every other
+    model's offer of the same provider and upstream model: one provider's model is one target,
+    with one price (`turnout.config`), so a write that reprices it reprices it everywhere."""
+    facts = {(o.provider, o.model): o for o in models[written].offers}
+    out: dict[str, ModelConfig] = {}
+    for name, spec in models.items():
+        if name != written and any((o.provider, o.model) in facts for o in spec.offers):
+            offers = [
+                msgspec.structs.replace(
+                    o,
+                    input_usd_per_mtok=facts[(o.provider, o.model)].input_usd_per_mtok,
+                    output_usd_per_mtok=facts[(o.provider, o.model)].output_usd_per_mtok,
+                    supports_prefill=facts[(o.provider, o.model)].supports_prefill,
+                )
+                if (o.provider, o.model) in facts
+                else o
+                for o in spec.offers
+            ]
+            spec = msgspec.structs.replace(spec, offers=offers)
+        out[name] = spec
+    return out
 
 
 @router.delete(P + "/models/{model}")
