@@ -256,12 +256,6 @@ class Router:
     ) -> Plan:
         return self._build(catalog, model, settings, policy, {}, capped=False, preferences=preferences, keys=keys)
 
-    def _key_facts(self, catalog: Catalog, org: str) -> KeyFacts:
-        """Which credentials `org` has (`turnout.core.plan.KeyFacts`): its own keys' providers, the platform's."""
-        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
-        own = tenant.own_providers if tenant is not None else frozenset()
-        return KeyFacts(own_providers=own, shared_providers=catalog.keyed_providers)
-
     async def plan(
         self,
         model: str,
@@ -297,7 +291,9 @@ class Router:
             GatewayUnavailable: the breaker store is down under policy `fail`.
         """
         catalog = catalog or self.catalog
-        keys: KeyFacts | None = self._key_facts(catalog, org)
+        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
+        own = tenant.own_providers if tenant is not None else None  # None: the org registered no credentials
+        keys: KeyFacts | None = KeyFacts(own_providers=own or frozenset(), shared_providers=catalog.keyed_providers)
         try:
             listing = self._listings.of(catalog, model, settings, policy, preferences, keys)
         except NoMatchingOffer:
@@ -308,7 +304,7 @@ class Router:
         targets = list(listing.targets)
         scopes = (plan_cap_scope(Credential.SHARED, org), plan_cap_scope(Credential.OWN, org)) if org else ("shared",)
         caps = [cap_subject(s, t) for t in targets for s in dict.fromkeys(scopes)] if listing.plan_cap else []
-        subjects = [*targets, *self._credential_subjects(org, targets)]
+        subjects = [*targets, *_credential_subjects(org, own, targets)]
         view = None
         if shipped is not None and not caps:
             view = self._breakers.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
@@ -332,16 +328,6 @@ class Router:
             turnout.core.plan.UnknownModel, turnout.core.plan.NoMatchingOffer: as `plan()`.
         """
         return list(self._listings.of(catalog or self.catalog, model, settings, policy, preferences, None).targets)
-
-    def _credential_subjects(self, org: str, targets: list[str]) -> list[str]:
-        """Credential health subjects of `org`'s own keys among `targets`' providers."""
-        tenant = self._credentials.credentials(org) if self._credentials is not None and org else None
-        if tenant is None:
-            return []
-        providers = {t.split("/", 1)[0] for t in targets}
-        return [
-            credential_subject(org, p) for p in sorted(providers) if p in tenant.own_providers or is_custom_provider(p)
-        ]
 
     async def route(
         self,
@@ -691,6 +677,15 @@ def _spec(
         stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,
     )
+
+
+def _credential_subjects(org: str, own_providers: frozenset[str] | None, targets: list[str]) -> list[str]:
+    """Credential health subjects of `org`'s own keys (`own_providers`; None: it registered no
+    credentials) among `targets`' providers, custom endpoints included."""
+    if own_providers is None:
+        return []
+    providers = {t.split("/", 1)[0] for t in targets}
+    return [credential_subject(org, p) for p in sorted(providers) if p in own_providers or is_custom_provider(p)]
 
 
 def output_rate(usage: Usage, duration_ms: float) -> float | None:

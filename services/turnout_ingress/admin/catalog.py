@@ -27,7 +27,7 @@ from starlette.responses import Response
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
 from turnout.catalog.watch import CatalogWatch
-from turnout.config import ModelConfig, ProviderKind
+from turnout.config import ModelConfig, OfferConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
@@ -146,22 +146,23 @@ def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConf
     model's offer of the same provider and upstream model: one provider's model is one target,
     with one price (`turnout.config`), so a write that reprices it reprices it everywhere."""
     facts = {(o.provider, o.model): o for o in models[written].offers}
+
+    def repriced(o: OfferConfig) -> OfferConfig:
+        f = facts.get((o.provider, o.model))
+        if f is None:
+            return o
+        return msgspec.structs.replace(
+            o,
+            input_usd_per_mtok=f.input_usd_per_mtok,
+            output_usd_per_mtok=f.output_usd_per_mtok,
+            supports_prefill=f.supports_prefill,
+        )
+
     out: dict[str, ModelConfig] = {}
     for name, spec in models.items():
-        if name != written and any((o.provider, o.model) in facts for o in spec.offers):
-            offers = [
-                msgspec.structs.replace(
-                    o,
-                    input_usd_per_mtok=facts[(o.provider, o.model)].input_usd_per_mtok,
-                    output_usd_per_mtok=facts[(o.provider, o.model)].output_usd_per_mtok,
-                    supports_prefill=facts[(o.provider, o.model)].supports_prefill,
-                )
-                if (o.provider, o.model) in facts
-                else o
-                for o in spec.offers
-            ]
-            spec = msgspec.structs.replace(spec, offers=offers)
-        out[name] = spec
+        out[name] = (
+            spec if name == written else msgspec.structs.replace(spec, offers=[repriced(o) for o in spec.offers])
+        )
     return out
 
 
