@@ -50,7 +50,7 @@ from turnout.core.types import FailureKind
 from turnout.errors import GatewayUnavailable
 from turnout.health.view import Clock as Clock
 from turnout.health.view import HealthView as HealthView
-from turnout.health.writes import SnapshotWrites, lost_write_logger
+from turnout.health.writes import QUIET_WINDOW_S, SnapshotWrites, lost_write_logger
 from turnout.state.bounds import RECORD_TIMEOUT_S as RECORD_BOUND_S
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.breaker_store import (
@@ -150,6 +150,8 @@ class Breakers:
             announced on `keys.HEALTH_CHANNEL` (`forget`: a failure, a trip, a
             close, a rest, a usage cap, from any process), is seen at once; only
             the decay of scores and the rolling measures may lag by `cache_s`.
+        quiet_window_s: longest a plain success waits for others of its subject
+            to share its write (seconds; `turnout.health.writes.QUIET_WINDOW_S`).
     """
 
     def __init__(
@@ -168,6 +170,7 @@ class Breakers:
         wall: Clock = time.time,
         rng: random.Random | None = None,
         cache_s: float = 0.0,
+        quiet_window_s: float = QUIET_WINDOW_S,
     ) -> None:
         self._wall = wall
         self._cache_s = cache_s
@@ -192,6 +195,7 @@ class Breakers:
             on_written=self._written,
             on_announced=self.forget,
             on_lost=lost_write_logger(lambda exc: self._outage(exc, refuse=False)),
+            quiet_window_s=quiet_window_s,
         )
         self._renewals: dict[str, asyncio.Task[None]] = {}
         self._credits: dict[str, tuple[float, float]] = {}  # target -> (closed_at_s, slow-start credit)

@@ -4,7 +4,9 @@ Owns: the latest snapshot a process has seen of each subject (a target or a
 tenant credential), and the compare-and-set writes of changes to it. Changes
 of one subject queued while a write is in flight go together in the next
 write, applied in arrival order to the latest snapshot seen: the same
-snapshot as writing them one by one, in one round trip. A write runs in its
+snapshot as writing them one by one, in one round trip. Plain successes
+(quiet changes) wait up to `QUIET_WINDOW_S` for company before their write;
+anything else is written at once. A write runs in its
 own task, so a caller that stops waiting loses nothing queued. The decisions
 (what a change is, what it announces) come from the caller; `turnout.health`
 is the one caller. Clock and RNG are injected.
@@ -14,6 +16,7 @@ Must not import: services, FastAPI, httpx.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections.abc import Callable
@@ -32,6 +35,11 @@ CAS_TRIES = 100
 """Compare-and-set rounds one batch may lose before it is given up (logged)."""
 KNOWN_MAX = 100_000
 """Subjects whose latest snapshot a process remembers at most."""
+QUIET_WINDOW_S = 0.1
+"""Longest a subject's quiet changes (plain successes) wait for more to join their write (seconds).
+
+A change that is not quiet ends the wait at once, and `drain` ends every wait.
+Measured in bench/README.md ("Plain successes written together")."""
 _UNKNOWN = Versioned(0, CLOSED)
 
 Change = Callable[[BreakerSnapshot, float], BreakerSnapshot]
@@ -83,6 +91,8 @@ class SnapshotWrites:
         on_announced: called after a stored write that was announced (the process's own
             kept reads are dropped as the others' are).
         on_lost: called with (subject, exception) when a batch nobody waits for fails.
+        quiet_window_s: longest quiet changes wait for company before their write
+            (seconds, >= 0; `QUIET_WINDOW_S`). 0 writes them at once.
     """
 
     def __init__(
@@ -94,8 +104,12 @@ class SnapshotWrites:
         on_written: Callable[[str, BreakerSnapshot, list[tuple[BreakerSnapshot, float]]], None],
         on_announced: Callable[[str], None],
         on_lost: Callable[[str, Exception], None],
+        quiet_window_s: float = QUIET_WINDOW_S,
     ) -> None:
         self._store = store
+        self._quiet_window_s = quiet_window_s
+        self._hurry: dict[str, asyncio.Event] = {}  # subject -> ends its writer's quiet wait
+        self._draining = 0  # `drain` calls under way: no quiet wait begins
         self._clock = clock
         self._rng = rng
         self._on_written = on_written
@@ -141,18 +155,45 @@ class SnapshotWrites:
         writer = self._writers.get(subject)
         if writer is None or writer.done() or writer.get_loop() is not loop:
             self._writers[subject] = loop.create_task(self._write_queued(subject), name=f"breaker-write {subject}")
+        elif not quiet and (hurry := self._hurry.get(subject)) is not None:
+            hurry.set()  # news: written now, with the quiet changes queued before it
         if quiet:  # nobody need wait for it: the answer goes out while it is written (`drain` waits)
             return speed is not None
         return await asyncio.shield(done)
 
     async def drain(self) -> None:
-        """Wait until every change queued so far is written (or failed): a process stopping, a test."""
-        while self._writers:
-            await asyncio.wait(list(self._writers.values()))
+        """Wait until every change queued so far is written (or failed): a process stopping, a test.
+        Quiet changes waiting for company are written at once."""
+        self._draining += 1
+        try:
+            while self._writers:
+                for hurry in self._hurry.values():
+                    hurry.set()
+                await asyncio.wait(list(self._writers.values()))
+        finally:
+            self._draining -= 1
 
     async def _write_queued(self, subject: str) -> None:
-        """Write `subject`'s queued changes, a batch per round trip, until none is left."""
+        """Write `subject`'s queued changes, a batch per round trip, until none is left.
+
+        When only quiet changes are queued, the first write waits up to the quiet
+        window for more of them (other jobs' successes) to join it: a success
+        changes no standing, so its write may come later, and one write then
+        carries many (one round trip instead of one per success, measured).
+        """
         try:
+            if (
+                self._quiet_window_s > 0
+                and not self._draining
+                and all(item.quiet for item in self._queued.get(subject, ()))
+            ):
+                hurry = self._hurry[subject] = asyncio.Event()
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self._quiet_window_s):
+                            await hurry.wait()
+                finally:
+                    del self._hurry[subject]
             while batch := self._queued.pop(subject, None):
                 try:
                     carried = await self._commit(subject, batch)

@@ -199,7 +199,30 @@ def started_row(info: RequestInfo, dispatch: Dispatch, *, attempt_id: str, ts: f
     }
 
 
-_Item = tuple[dict[str, Any], "asyncio.Future[None] | None"]
+class Receipt:
+    """A started row's proof of storage: `stored` turns True once the row is in Redis.
+
+    One waiter at a time (`RecordWriter.settle`) holds a future of its own in
+    `waiter`, so a wait that runs out cancels only itself, and the flush that
+    stores the row later still marks it (a shield would cost the waiter a step
+    of the event loop after the reply).
+    """
+
+    __slots__ = ("stored", "waiter")
+
+    def __init__(self) -> None:
+        self.stored = False
+        self.waiter: asyncio.Future[None] | None = None
+
+    def mark_stored(self) -> None:
+        """The row is in Redis: wake its waiter, if any."""
+        self.stored = True
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+
+_Item = tuple[dict[str, Any], Receipt | None]
 
 
 class RecordWriter:
@@ -251,40 +274,47 @@ class RecordWriter:
         """Queue `row` for writing (never blocks). False when dropped: buffer full."""
         return self._push(row, None)
 
-    def add_started(self, row: dict[str, Any]) -> asyncio.Future[None] | None:
+    def add_started(self, row: dict[str, Any]) -> Receipt | None:
         """Queue a `started` row and start a flush now (never blocks).
 
         Returns:
-            A future done once the row is in Redis (pass it to `settle`), or
-            None when the row was dropped (buffer full).
+            The row's receipt, stored once the row is in Redis (pass it to
+            `settle`), or None when the row was dropped (buffer full).
         """
-        written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        if not self._push(row, written):
+        receipt = Receipt()
+        if not self._push(row, receipt):
             return None
         self._flusher.wake()
-        return written
+        return receipt
 
-    async def settle(self, written: asyncio.Future[None] | None, timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
-        """Wait until `written` (from `add_started`) is done, at most `timeout_s`
-        seconds, and not at all while Redis is failing or the flusher is not
-        running. True when written."""
-        if written is None:
+    async def settle(self, receipt: Receipt | None, timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
+        """Wait until the row of `receipt` (from `add_started`) is stored, at most
+        `timeout_s` seconds, and not at all while Redis is failing or the flusher
+        is not running. True when stored."""
+        if receipt is None:
             return False
-        if not written.done() and (self.failing or not self._flusher.running):
+        if receipt.stored:
+            return True
+        if self.failing or not self._flusher.running:
             return False
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        receipt.waiter = waiter
         try:
             async with asyncio.timeout(timeout_s):  # not `wait_for`: no task, one step fewer after the reply
-                await asyncio.shield(written)  # a bound that runs out leaves `written` to its flush
+                await waiter
         except TimeoutError:
             self.failing = True  # Redis hangs: the next attempts do not wait, until a flush succeeds
             return False
+        finally:
+            if receipt.waiter is waiter:
+                receipt.waiter = None
         return True
 
-    def _push(self, row: dict[str, Any], written: asyncio.Future[None] | None) -> bool:
+    def _push(self, row: dict[str, Any], receipt: Receipt | None) -> bool:
         if len(self._buffer) >= self._buffer_max:
             self._drop(1)
             return False
-        self._buffer.append((row, written))
+        self._buffer.append((row, receipt))
         if len(self._buffer) >= self._batch_max:
             self._flusher.wake()
         return True
@@ -331,9 +361,9 @@ class RecordWriter:
                 log.warning("attempt records not written (%s); %d buffered", exc.kind, len(self._buffer))
                 break
             self.failing = False
-            for _, written in batch:
-                if written is not None and not written.done():
-                    written.set_result(None)
+            for _, receipt in batch:
+                if receipt is not None:
+                    receipt.mark_stored()
             total += len(batch)
             self.written += len(batch)
         return total
@@ -373,11 +403,11 @@ class RecordWriter:
 
 
 class _Started(msgspec.Struct, frozen=True):
-    """`RecordsObserver`'s handle: the attempt's id, start (epoch s) and its started row's write."""
+    """`RecordsObserver`'s handle: the attempt's id, start (epoch s) and its started row's receipt."""
 
     attempt_id: str
     ts: float
-    written: Any  # asyncio.Future[None] | None
+    written: Any  # Receipt | None
 
 
 class RecordsObserver:

@@ -275,7 +275,7 @@ class PickupStore:
         self._deliveries.append((names, [result, ttl_s, reply_to, job_id], done))
         if self._delivering is None or self._delivering.done() or self._delivering.get_loop() is not loop:
             self._delivering = loop.create_task(self._deliver_queued(), name="turnout-deliver")
-        await asyncio.shield(done)
+        await done  # not shielded (a step fewer): a caller cancelled cancels only its wait, `_deliver_queued` skips it
 
     async def _deliver_queued(self) -> None:
         """Deliver what is queued, a round trip per batch, until nothing is."""

@@ -516,17 +516,25 @@ class JobQueue:
             raise GatewayUnavailable(f"A job with id {job_id} already exists.", retry_after_s=1, code="duplicate_job")
 
     async def _wait(self, job_id: str, org: str, fut: asyncio.Future[JobResult], deadline_epoch_s: float) -> JobResult:
-        while True:
-            remaining = deadline_epoch_s + self._grace_s - self._clock()
-            if remaining <= 0:
-                break
-            try:
-                async with asyncio.timeout(min(remaining, self._result_poll_s)):  # no task per wait
-                    return await asyncio.shield(fut)
-            except TimeoutError:
-                stored = await self._stored(job_id)
-                if stored is not None:
-                    return stored
+        waiting = fut  # not shielded (a step fewer after the answer): a bound that runs out cancels it
+        try:
+            while True:
+                remaining = deadline_epoch_s + self._grace_s - self._clock()
+                if remaining <= 0:
+                    break
+                try:
+                    async with asyncio.timeout(min(remaining, self._result_poll_s)):  # no task per wait
+                        return await waiting
+                except TimeoutError:
+                    if waiting is not fut:
+                        self._unregister(job_id, waiting)
+                    waiting = self._register(job_id)  # before the read: an answer published meanwhile is not missed
+                    stored = await self._stored(job_id)
+                    if stored is not None:
+                        return stored
+        finally:
+            if waiting is not fut:  # `submit` unregisters the first
+                self._unregister(job_id, waiting)
         stored = await self._stored(job_id)
         if stored is not None:
             return stored
