@@ -8,6 +8,7 @@ import httpx
 import msgspec
 import pytest
 
+from support.answers import OPENAI_COMPLETION
 from turnout.catalog.live import LiveCatalog
 from turnout.config import Config, ProviderConfig, parse_config
 from turnout.core.plan import RoutingSettings, UnknownModel
@@ -38,17 +39,7 @@ def moved(config: Config) -> Config:
 
 
 def completion(request: httpx.Request) -> httpx.Response:
-    return httpx.Response(
-        200,
-        json={
-            "id": "c",
-            "object": "chat.completion",
-            "created": 0,
-            "model": "m",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        },
-    )
+    return httpx.Response(200, json=OPENAI_COMPLETION)
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ import httpx
 
 from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, describe_error
 from turnout.adapters.commit import until_commit
+from turnout.adapters.direct import send_json
 from turnout.adapters.families import FAMILIES
-from turnout.adapters.transport import transport_error_of
+from turnout.adapters.transport import direct_transport, transport_error_of
 from turnout.core.types import Outcome, TransportError
 
 
@@ -64,9 +65,14 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
     request = _build(family, client, spec, stream=False)
     if isinstance(request, AttemptResult):
         return request
+    transport = direct_transport(client)
     try:
         async with asyncio.timeout(spec.timeout_s):
-            response = await client.send(request)
+            if transport is not None:  # the shared client, uninstrumented: httpx's layers skipped
+                status, headers, content = await send_json(client, transport, request)
+            else:
+                response = await client.send(request)
+                status, headers, content = response.status_code, response.headers, response.content
     except TimeoutError:
         return AttemptResult(
             outcome=Outcome(
@@ -77,7 +83,7 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
         kind = transport_error_of(exc)
         return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
-    return family.read_outcome(response.status_code, response.headers, response.content, time.time())
+    return family.read_outcome(status, headers, content, time.time())
 
 
 async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:

@@ -26,6 +26,7 @@ an upgrade cannot go unmapped.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import aiohttp
@@ -136,6 +137,25 @@ class UpstreamClient(httpx.AsyncClient):
         self._jar = _SetCookiesOnly(cookies)
 
 
+_DIRECT: weakref.WeakKeyDictionary[httpx.AsyncClient, AiohttpTransport] = weakref.WeakKeyDictionary()
+"""The clients `make_http_client` made, with their transports: their complete JSON
+calls go straight through the transport's session (`turnout.adapters.direct`)."""
+
+
+def direct_transport(client: httpx.AsyncClient) -> AiohttpTransport | None:
+    """The transport whose session `client`'s complete JSON calls use directly, or None.
+
+    None for a client `make_http_client` did not make, and for one whose transport
+    was wrapped since (OpenTelemetry's `instrument_client` wraps its
+    `handle_async_request` on the instance): its calls then all go through httpx,
+    so each has its client span.
+    """
+    transport = _DIRECT.get(client)
+    if transport is None or "handle_async_request" in vars(transport):
+        return None
+    return transport
+
+
 def make_http_client(*, max_connections: int) -> httpx.AsyncClient:
     """The shared upstream client of one process.
 
@@ -145,12 +165,11 @@ def make_http_client(*, max_connections: int) -> httpx.AsyncClient:
             queues attempts behind long generations.
 
     Redirects are never followed (a provider answering 3xx is malformed) and
-    timeouts are set per attempt by the caller, so the client has none.
+    timeouts are set per attempt by the caller, so the client has none. Its
+    complete JSON calls skip httpx's layers (`direct_transport`).
     """
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
-    return UpstreamClient(
-        timeout=None,
-        follow_redirects=False,
-        transport=AiohttpTransport(limits=limits, trust_env=False),
-        trust_env=False,
-    )
+    transport = AiohttpTransport(limits=limits, trust_env=False)
+    client = UpstreamClient(timeout=None, follow_redirects=False, transport=transport, trust_env=False)
+    _DIRECT[client] = transport
+    return client

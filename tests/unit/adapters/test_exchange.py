@@ -15,6 +15,7 @@ import httpx
 import msgspec
 import pytest
 
+from support.answers import ANTHROPIC_MESSAGE, ERROR, SUCCESS
 from turnout.adapters.base import AttemptResult, CallSpec
 from turnout.adapters.exchange import call_json, open_stream
 from turnout.config import ProviderKind
@@ -22,30 +23,6 @@ from turnout.core.classify import classify
 from turnout.core.types import FailureKind, Target, TransportError
 
 Handler = Callable[[httpx.Request], Any]
-
-OPENAI_COMPLETION = {
-    "id": "c1",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "m",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
-}
-ANTHROPIC_MESSAGE = {
-    "id": "msg_1",
-    "type": "message",
-    "role": "assistant",
-    "model": "m",
-    "content": [{"type": "text", "text": "hi"}],
-    "stop_reason": "end_turn",
-    "stop_sequence": None,
-    "usage": {"input_tokens": 3, "output_tokens": 2},
-}
-SUCCESS: dict[str, dict[str, Any]] = {"openai": OPENAI_COMPLETION, "anthropic": ANTHROPIC_MESSAGE}
-ERROR: dict[str, dict[str, Any]] = {
-    "openai": {"error": {"message": "slow down", "type": "rate_limit_exceeded", "code": "rate_limit_exceeded"}},
-    "anthropic": {"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}},
-}
 
 
 def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
