@@ -14,10 +14,12 @@ import pytest
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
 
+from turnout.adapters.base import CallSpec
+from turnout.adapters.exchange import call_json
 from turnout.adapters.guarded import REFUSED, make_guarded_client
-from turnout.adapters.transport import transport_error_of
+from turnout.adapters.transport import direct_transport, transport_error_of
 from turnout.config import parse_config
-from turnout.core.types import TransportError
+from turnout.core.types import Target, TransportError
 from turnout.errors import ConfigError
 from turnout.tenancy.directory import egress_policy
 from turnout.tenancy.ssrf import (
@@ -253,6 +255,25 @@ async def test_guarded_client_refuses_a_loopback_literal_before_connecting(local
             await client.post(f"http://{hostport}/v1/chat/completions", content=b"{}")
     assert hits == []
     assert transport_error_of(info.value) is TransportError.CONNECT
+
+
+async def test_a_json_attempt_through_the_guarded_client_is_refused_too(local_server: tuple[str, list[str]]) -> None:
+    """`call_json` skips httpx's layers only for the shared client (`direct_transport`): the guard stays."""
+    hostport, hits = local_server
+    spec = CallSpec(
+        target=Target(provider="p", model="m", catalog_model="m"),
+        base_url=f"http://{hostport}/v1/",
+        api_key="sk-test",
+        body=b'{"model": "m", "messages": [{"role": "user", "content": "hi"}]}',
+        timeout_s=5.0,
+        request_id="rid-1",
+        kind="openai_compatible",
+    )
+    async with make_guarded_client(max_connections=4, allow=ANY_HTTP) as client:
+        assert direct_transport(client) is None
+        result = await call_json(client, spec)
+    assert hits == []
+    assert result.outcome.transport is TransportError.CONNECT
 
 
 async def test_guarded_client_refuses_a_name_resolving_to_loopback_at_connect_time(
