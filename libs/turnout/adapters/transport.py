@@ -26,7 +26,6 @@ an upgrade cannot go unmapped.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import aiohttp
@@ -121,10 +120,18 @@ class _SetCookiesOnly(httpx.Cookies):
 
 
 class UpstreamClient(httpx.AsyncClient):
-    """`httpx.AsyncClient` whose cookie jar is `_SetCookiesOnly` (same cookies kept and sent)."""
+    """`httpx.AsyncClient` whose cookie jar is `_SetCookiesOnly` (same cookies kept and sent).
 
-    def __init__(self, **kwargs: Any) -> None:
+    Args:
+        direct: the client's own transport when its complete JSON calls may go
+            straight through that transport's session (`direct_transport`); None
+            (the default) keeps every call on httpx's path, e.g. behind a guard.
+        kwargs: `httpx.AsyncClient`'s.
+    """
+
+    def __init__(self, *, direct: AiohttpTransport | None = None, **kwargs: Any) -> None:
         self._jar = _SetCookiesOnly()
+        self.direct = direct
         super().__init__(**kwargs)
 
     @property
@@ -137,20 +144,15 @@ class UpstreamClient(httpx.AsyncClient):
         self._jar = _SetCookiesOnly(cookies)
 
 
-_DIRECT: weakref.WeakKeyDictionary[httpx.AsyncClient, AiohttpTransport] = weakref.WeakKeyDictionary()
-"""The clients `make_http_client` made, with their transports: their complete JSON
-calls go straight through the transport's session (`turnout.adapters.direct`)."""
-
-
 def direct_transport(client: httpx.AsyncClient) -> AiohttpTransport | None:
     """The transport whose session `client`'s complete JSON calls use directly, or None.
 
-    None for a client `make_http_client` did not make, and for one whose transport
-    was wrapped since (OpenTelemetry's `instrument_client` wraps its
-    `handle_async_request` on the instance): its calls then all go through httpx,
-    so each has its client span.
+    None for a client not made with `direct` (only `make_http_client` makes one), and
+    for one whose transport was wrapped since (OpenTelemetry's `instrument_client`
+    wraps its `handle_async_request` on the instance): its calls then all go through
+    httpx, so each has its client span.
     """
-    transport = _DIRECT.get(client)
+    transport = client.direct if isinstance(client, UpstreamClient) else None
     if transport is None or "handle_async_request" in vars(transport):
         return None
     return transport
@@ -170,6 +172,4 @@ def make_http_client(*, max_connections: int) -> httpx.AsyncClient:
     """
     limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
     transport = AiohttpTransport(limits=limits, trust_env=False)
-    client = UpstreamClient(timeout=None, follow_redirects=False, transport=transport, trust_env=False)
-    _DIRECT[client] = transport
-    return client
+    return UpstreamClient(timeout=None, follow_redirects=False, transport=transport, trust_env=False, direct=transport)
