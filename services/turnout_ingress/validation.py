@@ -62,7 +62,21 @@ def keys_not_loaded() -> GatewayUnavailable:
 
 
 async def read_body(request: Request, limit_bytes: int) -> bytes:
-    """The request body, refusing more than `limit_bytes` (413) without reading it all."""
+    """The request body, refusing more than `limit_bytes` (413) without reading it all.
+
+    Raises:
+        RequestRejected: 413 `request_too_large`; 415 `unsupported_content_encoding` for a
+            body sent with a `Content-Encoding` other than `identity` (it would otherwise
+            be read as JSON and refused as malformed, naming a byte, not the encoding).
+    """
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding not in ("", "identity"):
+        raise RequestRejected(
+            415,
+            f"Request bodies sent with Content-Encoding `{encoding[:40]}` are not accepted; "
+            "send the JSON body uncompressed.",
+            code="unsupported_content_encoding",
+        )
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit_bytes:
         raise _too_large(limit_bytes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import threading
 import time
 
@@ -260,6 +261,17 @@ def test_ingress_bad_input_is_an_openai_error_and_nothing_is_enqueued(
     assert set(error) >= {"message", "type", "param", "code"}
     assert error["message"]
     assert error["param"] == param
+    assert _queue_size(gateway) == before == 0
+
+
+def test_ingress_compressed_body_is_a_415_naming_the_encoding(gateway: Gateway) -> None:
+    body = b'{"model": "ok", "messages": [{"role": "user", "content": "x"}]}'
+    before = _queue_size(gateway)
+    response = _post(gateway, gzip.compress(body), **{"content-encoding": "gzip"})
+    assert response.status_code == 415
+    error = msgspec.json.decode(response.content)["error"]
+    assert error["code"] == "unsupported_content_encoding" and "`gzip`" in error["message"]
+    assert _post(gateway, body, **{"content-encoding": "identity"}).status_code == 200
     assert _queue_size(gateway) == before == 0
 
 
