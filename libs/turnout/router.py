@@ -178,7 +178,7 @@ class Router:
         paused: called (no arguments, in the request's task) each time the
             request's work stops to wait on the upstream or on the clock:
             just before an upstream call (after the attempt's started record
-            is stored) and before a wait between attempts. A worker gives its
+            is sent to Redis) and before a wait between attempts. A worker gives its
             job's start pass back there (`turnout_worker.start_gate`).
             Default: nothing.
     """
@@ -411,7 +411,7 @@ class Router:
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
-            if not view.degraded:  # Redis answered this request's health read: store the started record first
+            if not view.degraded:  # Redis answered this request's health read: send the started record first
                 await self._observer.attempt_dispatched(handle)
             self._paused()
             result = await upstream(self._client_for(call), spec)
@@ -555,7 +555,7 @@ class Router:
         handle = self._observer.attempt_started(info, dispatch)
         started = self._clock()
         try:
-            if not view.degraded:  # Redis answered this request's health read: store the started record first
+            if not view.degraded:  # Redis answered this request's health read: send the started record first
                 await self._observer.attempt_dispatched(handle)
             self._paused()
             spec = _spec(target, call.provider, request, info, policy, timeout_s)

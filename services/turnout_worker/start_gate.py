@@ -16,9 +16,9 @@ the bench's 50 ms upstream at 50 concurrent requests (bench/README.md,
 "The start gate"): about a fifth more requests per second.
 
 A pass is given back (`leave`, the router's `paused` hook) just before the
-job's first upstream call, once its attempt's started record is stored, or
-before a wait between attempts; at the job's end; or after `hold_s`,
-whichever comes first. The started record's round trip stays inside the
+job's first upstream call, once its attempt's started record is sent to
+Redis, or before a wait between attempts; at the job's end; or after
+`hold_s`, whichever comes first. The started record's send stays inside the
 pass: given back before it, the gate did no better than none (measured:
 "The start gate"), most likely because the jobs of one records batch
 resume together and reach the upstream together again. The last bound

@@ -10,11 +10,14 @@ re-run can write the dead run's attempts as lost. Reading them back for
 export is `turnout.observability.records_export`.
 Must not import: services, FastAPI, arq.
 
-Durability: a started row is flushed at once and the attempt waits for it
-(at most `REQUEST_REDIS_TIMEOUT_S`, and not at all while Redis is failing
-or hangs, nor when the request's health read found Redis unreachable)
-before its upstream call, so a process killed mid-call leaves its trace.
-Ended rows are batched (at most `flush_interval_s` late).
+Durability: a started row is flushed at once and the attempt waits until
+the row is sent to Redis (written to the connection; at most
+`REQUEST_REDIS_TIMEOUT_S`, and not at all while Redis is failing or hangs,
+nor when the request's health read found Redis unreachable) before its
+upstream call, so a process killed mid-call leaves its trace. Redis's reply
+is read while the call runs: a flush Redis refuses puts the row back in the
+buffer, as any flush's. Ended rows are batched (at most `flush_interval_s`
+late).
 
 Bounds: the buffer holds at most `buffer_max` rows; a row that finds it full
 is dropped and counted (`dropped`, and the `on_drop` hook). The stream keeps
@@ -29,6 +32,7 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -200,29 +204,46 @@ def started_row(info: RequestInfo, dispatch: Dispatch, *, attempt_id: str, ts: f
 
 
 class Receipt:
-    """A started row's proof of storage: `stored` turns True once the row is in Redis.
+    """A started row's progress: `sent` turns True once the row is written to
+    Redis's connection, `stored` once Redis has answered that it holds it.
 
     One waiter at a time (`RecordWriter.settle`) holds a future of its own in
     `waiter`, so a wait that runs out cancels only itself, and the flush that
-    stores the row later still marks it (a shield would cost the waiter a step
-    of the event loop after the reply).
+    sends the row later still marks it (a shield would cost the waiter a step
+    of the event loop after the send). A flush that fails wakes the waiter too,
+    with `sent` still False.
     """
 
-    __slots__ = ("stored", "waiter")
+    __slots__ = ("sent", "stored", "waiter")
 
     def __init__(self) -> None:
+        self.sent = False
         self.stored = False
         self.waiter: asyncio.Future[None] | None = None
 
+    def mark_sent(self) -> None:
+        """The row is on its way to Redis: wake its waiter, if any."""
+        self.sent = True
+        self.wake()
+
     def mark_stored(self) -> None:
-        """The row is in Redis: wake its waiter, if any."""
-        self.stored = True
+        """Redis holds the row."""
+        self.sent = self.stored = True
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the waiter, if any, whatever became of the row."""
         waiter, self.waiter = self.waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
 
 _Item = tuple[dict[str, Any], Receipt | None]
+
+
+def _mark_sent(receipts: list[Receipt]) -> None:
+    for receipt in receipts:
+        receipt.mark_sent()
 
 
 class RecordWriter:
@@ -278,8 +299,9 @@ class RecordWriter:
         """Queue a `started` row and start a flush now (never blocks).
 
         Returns:
-            The row's receipt, stored once the row is in Redis (pass it to
-            `settle`), or None when the row was dropped (buffer full).
+            The row's receipt, sent once the row is written to Redis and stored
+            once Redis holds it (pass it to `settle`), or None when the row was
+            dropped (buffer full).
         """
         receipt = Receipt()
         if not self._push(row, receipt):
@@ -288,12 +310,13 @@ class RecordWriter:
         return receipt
 
     async def settle(self, receipt: Receipt | None, timeout_s: float = REQUEST_REDIS_TIMEOUT_S) -> bool:
-        """Wait until the row of `receipt` (from `add_started`) is stored, at most
-        `timeout_s` seconds, and not at all while Redis is failing or the flusher
-        is not running. True when stored."""
+        """Wait until the row of `receipt` (from `add_started`) is sent to Redis, at
+        most `timeout_s` seconds, and not at all while Redis is failing or the
+        flusher is not running; a flush that fails ends the wait. True when sent
+        (Redis's reply may still be on its way)."""
         if receipt is None:
             return False
-        if receipt.stored:
+        if receipt.sent:
             return True
         if self.failing or not self._flusher.running:
             return False
@@ -308,7 +331,7 @@ class RecordWriter:
         finally:
             if receipt.waiter is waiter:
                 receipt.waiter = None
-        return True
+        return receipt.sent
 
     def _push(self, row: dict[str, Any], receipt: Receipt | None) -> bool:
         if len(self._buffer) >= self._buffer_max:
@@ -345,12 +368,14 @@ class RecordWriter:
         total = 0
         while self._buffer:
             batch = [self._buffer.popleft() for _ in range(min(self._batch_max, len(self._buffer)))]
+            receipts = [receipt for _, receipt in batch if receipt is not None]
             try:
                 await records_stream.append(
                     self._redis,
                     [self._entry(row) for row, _ in batch],
                     max_len=self._max_len,
                     open_ttl_s=OPEN_ATTEMPTS_TTL_S,
+                    on_sent=partial(_mark_sent, receipts) if receipts else None,
                 )
             except StateUnavailable as exc:
                 self.failing = True
@@ -358,12 +383,13 @@ class RecordWriter:
                 self._buffer.extendleft(reversed(batch[:room]))
                 if len(batch) > room:
                     self._drop(len(batch) - room)
+                for receipt in receipts:
+                    receipt.wake()  # its attempt goes on without waiting out its bound
                 log.warning("attempt records not written (%s); %d buffered", exc.kind, len(self._buffer))
                 break
             self.failing = False
-            for _, receipt in batch:
-                if receipt is not None:
-                    receipt.mark_stored()
+            for receipt in receipts:
+                receipt.mark_stored()
             total += len(batch)
             self.written += len(batch)
         return total
@@ -426,7 +452,7 @@ class RecordsObserver:
         return _Started(attempt_id, ts, written)
 
     async def attempt_dispatched(self, handle: object) -> None:
-        """Wait (bounded, `RecordWriter.settle`) until the started row is in Redis."""
+        """Wait (bounded, `RecordWriter.settle`) until the started row is sent to Redis."""
         if isinstance(handle, _Started):
             await self._writer.settle(handle.written)
 

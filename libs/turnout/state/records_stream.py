@@ -14,8 +14,8 @@ Must not import: services, FastAPI, httpx.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Sequence
-from typing import NamedTuple
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
@@ -64,14 +64,26 @@ return #KEYS - 1
 _APPEND_SHA = hashlib.sha1(_APPEND.encode()).hexdigest()  # Redis names a script by its SHA-1
 
 
-async def append(redis: Redis, rows: Sequence[Entry], *, max_len: int, open_ttl_s: int) -> None:
+async def append(
+    redis: Redis,
+    rows: Sequence[Entry],
+    *,
+    max_len: int,
+    open_ttl_s: int,
+    on_sent: Callable[[], None] | None = None,
+) -> None:
     """Append `rows` in one round trip (one script: the rows packed once, written at once),
     trimming the stream to about `max_len` entries, and keep each row's request's
     open-attempts hash (`keys.open_attempts_key`, expiring `open_ttl_s` seconds after its
     last start).
 
+    `on_sent`, when given, is called once the script's bytes are written to
+    the connection, before Redis's reply is read (`_run_telling_sent`); it is
+    not called when the send itself fails.
+
     Raises:
-        StateUnavailable: Redis unreachable (nothing was written).
+        StateUnavailable: Redis unreachable (nothing was written), or the
+            connection lost before the reply (the rows may or may not be in).
     """
     if not rows:
         return
@@ -85,10 +97,52 @@ async def append(redis: Redis, rows: Sequence[Entry], *, max_len: int, open_ttl_
             names.append(keys.open_attempts_key(row.request_id))
             args += ["s" if row.started else "e", row.org, row.raw, row.attempt_id]
     with state_errors():
+        if on_sent is not None:
+            await _run_telling_sent(redis, names, args, on_sent)
+            return
         try:
             await redis.evalsha(_APPEND_SHA, len(names), *names, *args)  # type: ignore[misc, arg-type]
         except NoScriptError:  # Redis restarted, or the first append: send the script itself
             await redis.eval(_APPEND, len(names), *names, *args)  # type: ignore[misc, arg-type]
+
+
+async def _run_telling_sent(redis: Redis, names: list[str], args: list[Any], on_sent: Callable[[], None]) -> None:
+    """Run the append script on a connection of `redis`'s pool, calling `on_sent` between
+    the send and the read of the reply.
+
+    Why not `redis.evalsha`: the client's command sends and reads in one call,
+    and a started row's attempt needs only the send (a process killed after it
+    still leaves the row: its bytes are on their way), so it can call its
+    upstream while the reply travels. bench/README.md "The started record sent,
+    not answered" has the figures.
+
+    After a Redis restart the first EVALSHA comes back NOSCRIPT and the script
+    itself follows at once; a process killed in that one round trip loses the
+    rows it carried.
+
+    The connection is used as the client's own command does (redis-py 5.x
+    `Redis.execute_command`): taken from the pool, dropped on any failure or
+    cancellation, so no reply is left unread, and given back.
+
+    Raises:
+        redis.exceptions.RedisError, OSError: as the client's command raises
+            them (the caller maps them).
+    """
+    pool = redis.connection_pool
+    connection = await pool.get_connection("EVALSHA")  # type: ignore[no-untyped-call]
+    try:
+        try:
+            await connection.send_command("EVALSHA", _APPEND_SHA, len(names), *names, *args)
+            on_sent()
+            await connection.read_response()
+        except NoScriptError:  # Redis restarted, or the first append: send the script itself
+            await connection.send_command("EVAL", _APPEND, len(names), *names, *args)
+            await connection.read_response()
+    except BaseException:
+        await connection.disconnect()
+        raise
+    finally:
+        await pool.release(connection)
 
 
 async def open_attempts(redis: Redis, request_id: str) -> list[bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import io
 import json
@@ -23,7 +24,8 @@ from turnout.core.plan import RoutingSettings
 from turnout.observability.records import FIELDS, RecordsObserver, RecordWriter, attempt_row
 from turnout.observability.records_export import attempts, csv_lines, iso_ts, jsonl_lines, read_rows
 from turnout.router import RequestInfo, Router
-from turnout.state import keys
+from turnout.state import keys, records_stream
+from turnout.state.errors import StateUnavailable
 
 CONFIG = (
     TWO_PROVIDERS
@@ -280,6 +282,67 @@ async def test_settle_does_not_wait_without_a_flusher_or_while_redis_fails() -> 
     writer.start()
     try:
         assert await writer.settle(writer.add_started(_phase_row(2, "started")), timeout_s=3600) is False
+    finally:
+        await writer.stop(timeout_s=0.5)
+
+
+async def test_a_started_row_is_waited_for_until_it_is_sent_not_until_redis_answers(
+    redis_client: Redis, redis_url: str
+) -> None:
+    """The attempt calls its upstream once its started row is written to Redis's
+    connection; the reply is read meanwhile. Redis is held with `CLIENT PAUSE`
+    (scripts wait), so the row is sent and not yet stored when the wait ends."""
+    writer = RecordWriter(redis_client, max_len=100)
+    writer.start()
+    admin = Redis.from_url(redis_url)
+    await admin.execute_command("CLIENT", "PAUSE", 3_600_000, "WRITE")
+    try:
+        written = writer.add_started(_phase_row(1, "started"))
+        assert written is not None
+        async with asyncio.timeout(60):  # a bound against a hang, never reached when the wait ends at the send
+            assert await writer.settle(written, timeout_s=3600) is True
+        assert (written.sent, written.stored) == (True, False)
+        assert await admin.xlen(keys.RECORDS_STREAM) == 0  # reads are served while paused: the row is not in yet
+    finally:
+        await admin.execute_command("CLIENT", "UNPAUSE")
+    try:
+        await eventually(lambda: written.stored)
+        assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
+        assert writer.failing is False
+    finally:
+        await admin.aclose()
+        await writer.stop()
+
+
+async def test_an_append_tells_when_it_is_sent_also_when_redis_lost_the_script(redis_client: Redis) -> None:
+    """`on_sent` fires once per append, between the send and the reply; after
+    `SCRIPT FLUSH` (a restarted Redis) the script itself follows and the rows
+    are in; a connection that cannot be made never calls it."""
+    entry = records_stream.Entry(org="acme", raw=b"{}", request_id="job-1", attempt_id="a1", started=True)
+    for flushed in (True, False):
+        if flushed:
+            await redis_client.script_flush()
+        sent: list[int] = []
+        await records_stream.append(redis_client, [entry], max_len=100, open_ttl_s=60, on_sent=lambda: sent.append(1))
+        assert sent == [1]
+    assert await redis_client.xlen(keys.RECORDS_STREAM) == 2
+    assert await redis_client.hkeys(keys.open_attempts_key("job-1")) == [b"a1"]  # type: ignore[misc]
+    nowhere = Redis(port=1, socket_connect_timeout=0.2)
+    with pytest.raises(StateUnavailable):
+        await records_stream.append(nowhere, [entry], max_len=100, open_ttl_s=60, on_sent=lambda: sent.append(2))
+    assert sent == [1]
+    await nowhere.aclose()
+
+
+async def test_a_flush_redis_refuses_ends_the_started_rows_wait_at_once() -> None:
+    writer = RecordWriter(Redis(port=1, socket_connect_timeout=0.2), max_len=10)
+    writer.start()
+    try:
+        written = writer.add_started(_phase_row(1, "started"))
+        async with asyncio.timeout(60):  # the wait's own bound is an hour: only the failed flush ends it
+            assert await writer.settle(written, timeout_s=3600) is False
+        assert written is not None and (written.sent, written.stored) == (False, False)
+        assert writer.failing is True and writer.rows() == [_phase_row(1, "started")]  # kept for the next flush
     finally:
         await writer.stop(timeout_s=0.5)
 
