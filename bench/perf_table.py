@@ -4,8 +4,9 @@
 Starts on 127.0.0.1: a private redis-server, the fast mock upstream, one
 Turnout ingress and one worker; measures every figure of the table below
 with the yardstick's load generator (direct-to-mock and through-gateway
-interleaved, so the direct run is the baseline of the same run), then the
-same fleet with two workers; then, when the yardstick's LiteLLM is installed
+interleaved, so the direct run is the baseline of the same run), then a
+second fleet with two workers beside it, the two loaded in turn for the
+two-worker row; then, when the yardstick's LiteLLM is installed
 (`../shared/bench/litellm/run_litellm.sh prod 1` once), LiteLLM's proxy in
 its production logging setup with one worker against the same mock.
 
@@ -16,7 +17,8 @@ Figures (medians of `--reps` runs of `--duration` s each):
   streaming req/s (20 chunks, 0 ms, c=50) and CPU per 20-chunk stream
   Redis commands per queued request (1 and 2 workers) and per stream
   RSS at rest (ingress + 1 worker, after a warm-up)
-  2 workers vs 1: CPU per queued request
+  2 workers vs 1: CPU per queued request (c=50, 0 ms), the two fleets
+    loaded in turn, one rep each, `--reps` times
 
 Usage:
     .venv/bin/python bench/perf_table.py [--duration 8] [--reps 3] [--litellm auto|off] [--quick]
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -193,12 +196,16 @@ def figures_of(rows: dict[tuple[str, int, int], Any]) -> dict[str, float | None]
     }
 
 
-def turnout_fleet(fleet: Fleet, py: str, yardstick: Path, mock_port: int, workers: int) -> tuple[str, str, list[int]]:
-    """Redis, the mock (under the yardstick's python), `workers` workers, one ingress: (gateway, mock, PIDs)."""
+def turnout_fleet(
+    fleet: Fleet, py: str, yardstick: Path, mock_port: int, workers: int, *, mock: str | None = None
+) -> tuple[str, str, list[int]]:
+    """Redis, the mock (under the yardstick's python; `mock`: one already running), `workers`
+    workers and one ingress: (gateway, mock, PIDs)."""
     _, redis_url = fleet.redis()
-    fleet.spawn("mock", [py, str(yardstick / "mock_upstream.py"), "--port", str(mock_port)])
-    mock = f"http://127.0.0.1:{mock_port}"
-    wait_until(lambda: http_ok(f"{mock}/health"), 10, "mock upstream")
+    if mock is None:
+        fleet.spawn("mock", [py, str(yardstick / "mock_upstream.py"), "--port", str(mock_port)])
+        mock = f"http://127.0.0.1:{mock_port}"
+        wait_until(lambda: http_ok(f"{mock}/health"), 10, "mock upstream")
     config = fleet.workdir / "bench.yaml"
     config.write_text(CONFIG.format(mock=mock, key=KEY, max_jobs=500))
     pids = [fleet.worker(config, redis_url, name=f"worker-{i}").popen.pid for i in range(workers)]
@@ -216,36 +223,72 @@ def at_rest_rss(send: Any, pids: list[int]) -> float:
 
 
 def measure_turnout(args: argparse.Namespace, py: str, mock_port: int, workdir: Path) -> dict[str, Any]:
-    """Every Turnout figure: one worker (all), then two workers (commands and CPU per request)."""
+    """Every Turnout figure with one worker, then the two-worker figures: a second fleet
+    (two workers, the same mock) beside the first, and the two loaded in turn (`paired_cpu`)."""
     out: dict[str, Any] = {}
-    for workers in (1, 2):
-        fleet = Fleet()
-        try:
-            base, mock, pids = turnout_fleet(fleet, py, args.yardstick, mock_port, workers)
-            redis_url = fleet.redis_url  # type: ignore[attr-defined]
-            send = chat_sender(base, KEY, "mock-d0")
-            print(f"turnout {workers} worker(s): {base} pids {pids}, logs in {fleet.workdir}", flush=True)
-            if workers == 1:
-                out["rss_at_rest_mib"] = at_rest_rss(send, pids)
-                out["rss_ingress_mib"] = proc_tree_stats(pids[:1])[0]
-                out["rss_worker_mib"] = proc_tree_stats(pids[1:])[0]
-            counted = commands_per_request(redis_url, send, n=args.count)
-            out[f"redis_cmds_per_req_{workers}w"] = counted.fewest
-            out[f"redis_cmds_breakdown_{workers}w"] = dict(counted.breakdown)
-            if workers == 1:
-                streamed = commands_per_request(redis_url, chat_sender(base, KEY, "mock-d0", stream=True), n=args.count)
-                out["redis_cmds_per_stream"] = streamed.fewest
-                out["redis_cmds_breakdown_stream"] = dict(streamed.breakdown)
-                out.update(
-                    figures_of(load(py, args.yardstick, base, KEY, mock, pids, "turnout-1w", CELLS, args, workdir))
-                )
-            else:
-                rows = load(py, args.yardstick, base, KEY, mock, pids, "turnout-2w", [CELLS[0]], args, workdir)
-                out["cpu_ms_per_req_2w"] = rows[("nonstream", 0, 50)]["gateway"]["gw_cpu_ms_per_req"]
-                out["rps_0ms_c50_2w"] = rows[("nonstream", 0, 50)]["gateway"]["rps"]
-        finally:
-            fleet.stop_all()
+    one, two = Fleet(), Fleet()
+    try:
+        base, mock, pids = turnout_fleet(one, py, args.yardstick, mock_port, 1)
+        print(f"turnout 1 worker: {base} pids {pids}, logs in {one.workdir}", flush=True)
+        send = chat_sender(base, KEY, "mock-d0")
+        out["rss_at_rest_mib"] = at_rest_rss(send, pids)
+        out["rss_ingress_mib"] = proc_tree_stats(pids[:1])[0]
+        out["rss_worker_mib"] = proc_tree_stats(pids[1:])[0]
+        counted = commands_per_request(one.redis_url, send, n=args.count)  # type: ignore[attr-defined]
+        out["redis_cmds_per_req_1w"] = counted.fewest
+        out["redis_cmds_breakdown_1w"] = dict(counted.breakdown)
+        streamed = commands_per_request(
+            one.redis_url,  # type: ignore[attr-defined]
+            chat_sender(base, KEY, "mock-d0", stream=True),
+            n=args.count,
+        )
+        out["redis_cmds_per_stream"] = streamed.fewest
+        out["redis_cmds_breakdown_stream"] = dict(streamed.breakdown)
+        out.update(figures_of(load(py, args.yardstick, base, KEY, mock, pids, "turnout-1w", CELLS, args, workdir)))
+        base2, _, pids2 = turnout_fleet(two, py, args.yardstick, mock_port, 2, mock=mock)
+        print(f"turnout 2 workers: {base2} pids {pids2}, logs in {two.workdir}", flush=True)
+        counted = commands_per_request(two.redis_url, chat_sender(base2, KEY, "mock-d0"), n=args.count)  # type: ignore[attr-defined]
+        out["redis_cmds_per_req_2w"] = counted.fewest
+        out["redis_cmds_breakdown_2w"] = dict(counted.breakdown)
+        out.update(paired_cpu(args, py, mock, workdir, (base, pids), (base2, pids2)))
+    finally:
+        two.stop_all()
+        one.stop_all()
     return out
+
+
+def paired_cpu(
+    args: argparse.Namespace,
+    py: str,
+    mock: str,
+    workdir: Path,
+    one: tuple[str, list[int]],
+    two: tuple[str, list[int]],
+) -> dict[str, float]:
+    """CPU per queued request (c=50, 0 ms) of the one-worker and the two-worker fleet, loaded in
+    turn, one rep each, `args.reps` times: medians (ms), and the two-worker fleet's req/s.
+
+    In turn, because the machine's speed drifts by several per cent within minutes: measured
+    one after the other, the row compared two moments of the machine as much as two fleets
+    (bench/README.md "Two workers against one, in turn").
+    """
+    once = argparse.Namespace(**{**vars(args), "reps": 1})
+    cpu: dict[int, list[float]] = {1: [], 2: []}
+    rps: list[float] = []
+    for rep in range(args.reps):
+        for workers, (base, pids) in ((1, one), (2, two)):
+            rows = load(
+                py, args.yardstick, base, KEY, mock, pids, f"paired-{workers}w-{rep}", [CELLS[0]], once, workdir
+            )
+            gateway = rows[("nonstream", 0, 50)]["gateway"]
+            cpu[workers].append(gateway["gw_cpu_ms_per_req"])
+            if workers == 2:
+                rps.append(gateway["rps"])
+    return {
+        "cpu_ms_per_req_1w_paired": statistics.median(cpu[1]),
+        "cpu_ms_per_req_2w": statistics.median(cpu[2]),
+        "rps_0ms_c50_2w": statistics.median(rps),
+    }
 
 
 def litellm_dir(args: argparse.Namespace) -> Path | None:
@@ -334,8 +377,12 @@ def print_table(t: dict[str, Any], lite: dict[str, Any] | None) -> None:
         f"{fmt(t.get('rss_at_rest_mib'), 0)} (ingress {fmt(t.get('rss_ingress_mib'), 0)}, "
         f"worker {fmt(t.get('rss_worker_mib'), 0)}) | |"
     )
-    one, two = t.get("cpu_ms_per_req"), t.get("cpu_ms_per_req_2w")
-    more = "—" if not one or two is None else f"{100 * (two - one) / one:+.0f} % ({fmt(two, 2)} ms)"
+    one, two = t.get("cpu_ms_per_req_1w_paired"), t.get("cpu_ms_per_req_2w")
+    more = (
+        "—"
+        if not one or two is None
+        else f"{100 * (two - one) / one:+.0f} % ({fmt(one, 2)} → {fmt(two, 2)} ms, in turn; {fmt(t.get('rps_0ms_c50_2w'), 0)} req/s)"
+    )
     print(f"| 2 workers vs 1, CPU per queued request | — | {more} | |")
     print(f"\nerrors: turnout {t.get('errors')}, litellm {l_.get('errors', '—')}")
     for key in ("redis_cmds_breakdown_1w", "redis_cmds_breakdown_2w", "redis_cmds_breakdown_stream"):
