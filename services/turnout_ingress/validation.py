@@ -151,7 +151,13 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
             raise _invalid(f"`messages[{i}]` must be an object.", f"messages[{i}]")
         role = message.get("role")
         if not isinstance(role, str) or role not in _ROLES:
-            raise _invalid(f"`messages[{i}].role` must be one of {', '.join(sorted(_ROLES))}.", f"messages[{i}].role")
+            roles = ", ".join(sorted(_ROLES))
+            said = (
+                f"is required: one of {roles}."
+                if role is None
+                else f"must be one of {roles} (got {msgspec.json.encode(role).decode()[:40]})."
+            )
+            raise _invalid(f"`messages[{i}].role` {said}", f"messages[{i}].role")
         _check_content(message, role, f"messages[{i}]")
     if "stream" in data and not isinstance(data["stream"], bool) and data["stream"] is not None:
         raise _invalid("`stream` must be a boolean.", "stream")

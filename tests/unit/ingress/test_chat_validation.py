@@ -82,3 +82,17 @@ def test_an_over_long_model_is_refused_without_echoing_it() -> None:
     assert (info.value.status_code, info.value.param) == (400, "model")
     assert "m" * 300 not in str(info.value) and "10000" in str(info.value)
     assert parse_chat_request(body(model="m" * 256))["model"] == "m" * 256
+
+
+@pytest.mark.parametrize(
+    ("message", "said"),
+    [
+        ({"content": "hi"}, "`messages[0].role` is required: one of assistant, "),
+        ({"role": "bot", "content": "hi"}, '(got "bot")'),
+        ({"role": 7, "content": "hi"}, "(got 7)"),
+    ],
+)
+def test_a_missing_role_is_called_missing_and_a_wrong_one_is_quoted(message: dict[str, Any], said: str) -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(messages=[message]))
+    assert info.value.param == "messages[0].role" and said in info.value.message
