@@ -126,8 +126,11 @@ def load(
     cells: list[tuple[str, str, str]],
     args: argparse.Namespace,
     workdir: Path,
+    *,
+    direct: bool = True,
 ) -> dict[tuple[str, int, int], Any]:
-    """Run the load generator over `cells` (modes, delays, concurrencies); {(mode, delay, c): summary row}."""
+    """Run the load generator over `cells` (modes, delays, concurrencies); {(mode, delay, c): summary row}
+    (`direct` False: the gateway alone, no direct-to-mock run beside it)."""
     rows: dict[tuple[str, int, int], Any] = {}
     for i, (modes, delays, concurrency) in enumerate(cells):
         out = workdir / f"{label}-{i}.json"
@@ -159,6 +162,7 @@ def load(
                 label,
                 "--json",
                 str(out),
+                *([] if direct else ["--skip-direct"]),
             ],
             check=True,
             stdout=subprocess.DEVNULL if args.quiet else None,
@@ -170,6 +174,9 @@ def load(
 
 CELLS = [("nonstream", "0,50", "50"), ("nonstream", "0", "1"), ("stream", "0", "50")]
 """The load generator's cells the table needs: (modes, delays, concurrencies)."""
+
+PAIRED_CELL = ("nonstream", "0", "50")
+"""The cell of the two-worker row (CPU per queued request, c=50, 0 ms)."""
 
 
 def figures_of(rows: dict[tuple[str, int, int], Any]) -> dict[str, float | None]:
@@ -277,9 +284,8 @@ def paired_cpu(
     rps: list[float] = []
     for rep in range(args.reps):
         for workers, (base, pids) in ((1, one), (2, two)):
-            rows = load(
-                py, args.yardstick, base, KEY, mock, pids, f"paired-{workers}w-{rep}", [CELLS[0]], once, workdir
-            )
+            label = f"paired-{workers}w-{rep}"
+            rows = load(py, args.yardstick, base, KEY, mock, pids, label, [PAIRED_CELL], once, workdir, direct=False)
             gateway = rows[("nonstream", 0, 50)]["gateway"]
             cpu[workers].append(gateway["gw_cpu_ms_per_req"])
             if workers == 2:
