@@ -97,13 +97,11 @@ async def append(
             names.append(keys.open_attempts_key(row.request_id))
             args += ["s" if row.started else "e", row.org, row.raw, row.attempt_id]
     with state_errors():
-        if on_sent is not None:
-            await _run_telling_sent(redis, names, args, on_sent)
-            return
-        try:
-            await redis.evalsha(_APPEND_SHA, len(names), *names, *args)  # type: ignore[misc, arg-type]
-        except NoScriptError:  # Redis restarted, or the first append: send the script itself
-            await redis.eval(_APPEND, len(names), *names, *args)  # type: ignore[misc, arg-type]
+        await _run_telling_sent(redis, names, args, on_sent or _nothing)
+
+
+def _nothing() -> None:
+    """The default `on_sent`."""
 
 
 async def _run_telling_sent(redis: Redis, names: list[str], args: list[Any], on_sent: Callable[[], None]) -> None:
