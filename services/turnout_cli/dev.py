@@ -28,6 +28,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -112,6 +113,31 @@ async def forget_demo(redis_url: str) -> bool:
         return False
     finally:
         await client.aclose()
+
+
+def worker_metrics_ports(
+    setting: str | None, workers: int, free_port: Callable[[], int], available: Callable[[int], bool]
+) -> list[int]:
+    """The `/metrics` port of each of `workers` dev workers.
+
+    `setting` (`TURNOUT_METRICS_PORT`) set: it and the ports after it; none when
+    it is 0 (metrics off). Unset: 9464 and the ports after it, each one another
+    process holds (`available` False) replaced by a free port (`free_port`), so
+    the banner never prints a port that is not this stack's.
+    """
+    if setting is not None:
+        base = int(setting)
+        return [base + i for i in range(workers)] if base else []
+    return [port if available(port) else free_port() for port in range(9464, 9464 + workers)]
+
+
+def _port_available(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _free_port() -> int:
@@ -287,15 +313,16 @@ def run_dev(args: argparse.Namespace) -> int:
                 [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
             )
         )
-        base_port = int(os.environ.get("TURNOUT_METRICS_PORT", "9464"))
-        for i in range(max(1, args.workers)):  # each worker's /metrics on its own port
-            env = {**os.environ, "TURNOUT_METRICS_PORT": str(base_port + i if base_port else 0)}
+        ports = worker_metrics_ports(
+            os.environ.get("TURNOUT_METRICS_PORT"), max(1, args.workers), _free_port, _port_available
+        )
+        for port in ports or [0] * max(1, args.workers):  # each worker's /metrics on its own port
+            env = {**os.environ, "TURNOUT_METRICS_PORT": str(port)}
             procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common], env=env))
         base = f"http://{args.host}:{args.port}"
         if not _wait_http(f"{base}/health/readiness", 30, procs):
             print("turnout dev: the fleet did not become ready; see the messages above.", file=sys.stderr)
             return 1
-        ports = [base_port + i for i in range(max(1, args.workers))] if base_port else []
         print(_banner(base, key, demo, ports), flush=True)
         while all(p.poll() is None for p in procs):
             time.sleep(0.5)

@@ -67,3 +67,13 @@ def test_the_banner_names_the_ingress_and_every_worker_metrics_url() -> None:
     assert "http://127.0.0.1:8080/metrics (ingress)" in text
     assert "workers: http://127.0.0.1:9464/metrics, http://127.0.0.1:9465/metrics" in text
     assert "workers: off" in _banner("http://127.0.0.1:8080", DEMO_KEY, True, [])
+
+
+def test_dev_workers_metrics_ports_skip_a_port_another_process_holds() -> None:
+    from turnout_cli.dev import worker_metrics_ports
+
+    free = iter([40001, 40002])
+    held = {9465}
+    assert worker_metrics_ports(None, 3, lambda: next(free), lambda p: p not in held) == [9464, 40001, 9466]
+    assert worker_metrics_ports("9500", 2, lambda: 1, lambda p: False) == [9500, 9501]  # set: taken as is
+    assert worker_metrics_ports("0", 2, lambda: 1, lambda p: True) == []  # metrics off
