@@ -3,15 +3,20 @@
 Owns: `json_reason`, the reason quoted in a 400 for a body msgspec refused
 (chat, messages and count_tokens routes, the admin API). msgspec's reasons are kept, except one that
 misleads: for a high surrogate escape not followed by another escape
-(`"\\ud800"` in a JSON string), msgspec says "Input data was truncated".
-Only called on the error path, and linear in the body (one regular
-expression, no second parse).
+(`"\\ud800"` in a JSON string), msgspec says "Input data was truncated";
+and one that names no field: a number out of range inside an object is "at
+`$[...]`" (an untyped decode knows no keys), so the field is found and named
+(`temperature`, `messages[0].content`). Only called on the error path, and
+linear in the body (one regular expression; for a number out of range, one
+more parse by the standard library's `json`).
 Must not import: services, FastAPI, httpx.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 import msgspec
 
@@ -23,14 +28,88 @@ _HIGH_SURROGATE_ALONE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]
 """A `\\uD800`-`\\uDBFF` escape (an odd run of backslashes before the `u`) followed by anything but another escape."""
 
 
-def json_reason(raw: bytes, exc: msgspec.DecodeError) -> str:
-    """msgspec's reason for refusing `raw`; `LONE_SURROGATE` where msgspec says "truncated" of a lone surrogate.
+_OUT_OF_RANGE = re.compile(r"^(Number out of range|Integer value out of range) - at `\$[^`]*`$")
+"""msgspec's reasons for a number it cannot hold: a float beyond a 64-bit double, an integer of too many digits."""
 
-    RFC 8259 §8.2 leaves unpaired surrogates undefined; msgspec refuses them,
-    and for a high surrogate escape followed by anything but another escape
-    its reason is "Input data was truncated", though nothing was cut.
+NUMBER_SHOWN_CHARS = 24
+"""Characters of an out-of-range number quoted in its reason; a longer one is cut and its length given."""
+
+
+def json_reason(raw: bytes, exc: msgspec.DecodeError) -> str:
+    """msgspec's reason for refusing `raw`, with two of its reasons made clearer.
+
+    - `LONE_SURROGATE` where msgspec says "truncated" of a lone surrogate:
+      RFC 8259 §8.2 leaves unpaired surrogates undefined; msgspec refuses
+      them, and for a high surrogate escape followed by anything but another
+      escape its reason is "Input data was truncated", though nothing was cut.
+    - A number out of range (`1e400`, an integer of thousands of digits) names
+      its field and quotes the number: "Number out of range - at
+      `temperature` (1e400)", where msgspec says "at `$[...]`".
     """
     reason = str(exc)
     if reason == "Input data was truncated" and _HIGH_SURROGATE_ALONE.search(raw):
         return LONE_SURROGATE
+    match = _OUT_OF_RANGE.match(reason)
+    if match is not None:
+        found = _first_out_of_range(raw)
+        if found is not None:
+            path, number = found
+            return f"{match.group(1)} - at `{path}` ({_shown(number)})"
     return reason
+
+
+class _Huge(str):
+    """A number's text that no float or int of this process holds (a marker in the second parse)."""
+
+
+def _float_or_huge(text: str) -> float | _Huge:
+    value = float(text)
+    return _Huge(text) if value in (float("inf"), float("-inf")) else value
+
+
+def _int_or_huge(text: str) -> int | _Huge:
+    try:
+        return int(text)
+    except ValueError:  # more digits than `sys.get_int_max_str_digits()`
+        return _Huge(text)
+
+
+def _first_out_of_range(raw: bytes) -> tuple[str, str] | None:
+    """(path, number text) of the first number in `raw` no float or int holds, or None if none is found."""
+    try:
+        document = json.loads(raw, parse_float=_float_or_huge, parse_int=_int_or_huge)
+    except (ValueError, RecursionError):  # not a document json reads the same way: keep msgspec's words
+        return None
+    return _find(document, "")
+
+
+def _find(value: Any, path: str) -> tuple[str, str] | None:
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, _Huge):
+            return path or "body", str(value)
+        if isinstance(value, dict):
+            children = [(v, _member(path, k)) for k, v in value.items()]
+        elif isinstance(value, list):
+            children = [(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        else:
+            continue
+        stack.extend(reversed(children))  # depth first, in document order
+    return None
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+"""A key written bare in a path (`messages[0].content`); any other is quoted, and cut when long."""
+
+
+def _member(path: str, key: str) -> str:
+    if _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key[:64] + ('…' if len(key) > 64 else ''))}]"
+
+
+def _shown(number: str) -> str:
+    if len(number) <= NUMBER_SHOWN_CHARS:
+        return number
+    return f"{number[:NUMBER_SHOWN_CHARS]}…, {len(number)} characters"

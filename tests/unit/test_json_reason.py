@@ -1,9 +1,14 @@
-"""`turnout_ingress.json_reason`: a lone surrogate escape is named as such, not as "truncated"."""
+"""`turnout.json_reason`: a lone surrogate escape is named as such, not as "truncated"; a number out of range names its field."""
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import msgspec
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import RequestRejected
@@ -49,3 +54,67 @@ def test_both_routes_quote_it_in_their_400() -> None:
     with pytest.raises(WireError) as messages:
         parse_messages_request(b'{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"\\ud800"}]}')
     assert LONE_SURROGATE in messages.value.message
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b'{"model":"m","temperature":1e400}', "Number out of range - at `temperature` (1e400)"),
+        (b'{"a":[1,2,{"x":-1e400}]}', "Number out of range - at `a[2].x` (-1e400)"),
+        (
+            b'{"a":1,"b":[1e-400, 2e308]}',
+            "Number out of range - at `b[1]` (2e308)",
+        ),  # underflow is 0.0, not out of range
+        (b"[1, 1e999]", "Number out of range - at `[1]` (1e999)"),
+        (b'{"a.b":{"` x":1E+999}}', 'Number out of range - at `["a.b"]["` x"]` (1E+999)'),
+        (
+            b'{"n":' + b"7" * 5000 + b"}",
+            "Integer value out of range - at `n` (777777777777777777777777…, 5000 characters)",
+        ),
+    ],
+    ids=["top-level-field", "nested", "second-of-two", "array", "odd-keys", "too-many-digits"],
+)
+def test_a_number_out_of_range_names_its_field(raw: bytes, reason: str) -> None:
+    assert _reason(raw) == reason
+
+
+def test_a_number_out_of_range_with_no_field_keeps_msgspecs_words() -> None:
+    assert _reason(b"1e999") == "Number out of range"
+
+
+def test_the_chat_route_names_the_field_in_its_400() -> None:
+    body = b'{"model":"m","messages":[{"role":"user","content":"hi"}],"top_p":1e400}'
+    with pytest.raises(RequestRejected) as chat:
+        parse_chat_request(body)
+    assert chat.value.status_code == 400
+    assert "Number out of range - at `top_p` (1e400)" in str(chat.value.message)
+
+
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=5))
+_KEY = st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True)
+
+
+@st.composite
+def _document_with_a_huge_number(draw: st.DrawFn) -> tuple[bytes, str]:
+    """A JSON document with `1e400` at one place, and that place's path as the reason names it."""
+    doc: Any = "__HUGE__"
+    path: list[str | int] = []
+    for _ in range(draw(st.integers(1, 5))):
+        if draw(st.booleans()):
+            others = draw(st.lists(_LEAF, max_size=3))
+            at = draw(st.integers(0, len(others)))
+            doc = [*others[:at], doc, *others[at:]]
+            path.insert(0, at)
+        else:
+            key = draw(_KEY)
+            others_d = draw(st.dictionaries(_KEY.filter(lambda k: k != key), _LEAF, max_size=3))
+            doc = {**others_d, key: doc}
+            path.insert(0, key)
+    shown = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in path).lstrip(".")
+    return json.dumps(doc).replace('"__HUGE__"', "1e400").encode(), shown
+
+
+@given(_document_with_a_huge_number())
+def test_the_named_field_is_where_the_number_is(case: tuple[bytes, str]) -> None:
+    raw, path = case
+    assert _reason(raw) == f"Number out of range - at `{path}` (1e400)"
