@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
@@ -30,6 +31,7 @@ import msgspec
 from turnout.adapters.guarded import make_guarded_client
 from turnout.adapters.transport import make_http_client
 from turnout.catalog import Catalog, CatalogSource
+from turnout.catalog.key_check import SealedKeysRefused
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
 from turnout.catalog.watch import attach as attach_catalog
@@ -52,6 +54,8 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
 Role = Literal["ingress", "worker"]
+
+log = logging.getLogger("turnout.runtime")
 
 
 class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,6 +173,7 @@ class Runtime:
 
     Attributes:
         config, settings: what the process was started with.
+        role: `ingress` or `worker`.
         catalogs: the catalog in force (providers, models, offers), swapped whole on change.
         catalog_watch: keeps `catalogs` in step with Redis (the bootstrap rule at start).
         directory: gateway keys, BYOK keys and custom endpoints (from Redis).
@@ -186,6 +191,7 @@ class Runtime:
         *,
         config: Config,
         settings: Settings,
+        role: Role,
         catalogs: LiveCatalog,
         catalog_watch: CatalogWatch,
         directory: TenantDirectory,
@@ -199,6 +205,7 @@ class Runtime:
     ) -> None:
         self.config = config
         self.settings = settings
+        self.role = role
         self.catalogs = catalogs
         self.catalog_watch = catalog_watch
         self.directory = directory
@@ -225,10 +232,15 @@ class Runtime:
 
         Raises:
             ConfigError: the file's orgs cannot be merged (path named).
+            SealedKeysRefused: the catalog loaded at start seals provider keys and
+                this process opens none of them (`turnout.catalog.key_check`; logged).
         """
         self.obs.start()
         self.clock_check.start()
         await self.catalog_watch.start(listen_redis)
+        if (why := self.catalog_watch.start_refusal(f"turnout {self.role}")) is not None:
+            log.error(why)
+            raise SealedKeysRefused(why)
         await self.directory.start(listen_redis, bootstrap=bootstrap)
 
     async def stop(self) -> None:
@@ -307,6 +319,7 @@ def build_runtime(
     return Runtime(
         config=config,
         settings=settings,
+        role=role,
         catalogs=catalog,
         catalog_watch=catalog_watch,
         directory=directory,

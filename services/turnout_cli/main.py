@@ -84,14 +84,20 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         server.run()
     except KeyboardInterrupt:
         pass
+    except SystemExit:  # uvicorn's own exit (3) when the app's start-up failed
+        if not state.keys_refused:
+            raise
     if state.persistence_refused:
         return EXIT_NO_PERSISTENCE
+    if state.keys_refused:
+        return EXIT_SEALED_KEYS
     return 0 if server.started else EXIT_STARTUP_FAILURE
 
 
 def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
     leave_out_unused_imports()
+    from turnout.catalog.key_check import SealedKeysRefused
     from turnout.observability.jsonlog import configure_logging
     from turnout.state.persistence import PersistenceRefused
     from turnout_worker.app import run
@@ -104,11 +110,17 @@ def cmd_worker(args: argparse.Namespace) -> int:
         run(_config_path(args), _redis_url(args), _settings(args), persistence_check=args.persistence_check)
     except PersistenceRefused:  # Redis answered only after the start, without AOF (logged)
         return EXIT_NO_PERSISTENCE
+    except SealedKeysRefused:  # logged
+        return EXIT_SEALED_KEYS
     return 0
 
 
 EXIT_NO_PERSISTENCE = 3
 """Exit code of `turnout ingress` / `turnout worker` refusing a Redis without AOF (at start, or once it answers)."""
+
+EXIT_SEALED_KEYS = 4
+"""Exit code of `turnout ingress` / `turnout worker` that opens none of the catalog's sealed provider keys
+(`turnout.catalog.key_check`: no `TURNOUT_SECRET_KEY`, or not the fleet's)."""
 
 EXIT_STARTUP_FAILURE = 3
 """Exit code of `turnout ingress` when its server did not start (uvicorn's own code for it)."""

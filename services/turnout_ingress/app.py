@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
 from turnout.catalog import Catalog
+from turnout.catalog.key_check import SealedKeysRefused
 from turnout.config import Config
 from turnout.core.deadline import Deadline
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
@@ -167,7 +168,11 @@ def create_app(
         await state.queue.start()
         state.fleet.start()
         state.limiter.start()
-        await state.runtime.start(listen_redis, bootstrap=True)
+        try:
+            await state.runtime.start(listen_redis, bootstrap=True)
+        except SealedKeysRefused:  # logged; the CLI exits with EXIT_SEALED_KEYS
+            state.keys_refused = True
+            raise
         later = asyncio.create_task(_check_later(state, persistence_check)) if persistence_check else None
         try:
             yield

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 from redis.asyncio import Redis
 
 from turnout.catalog.doc import CatalogDoc, config_of
+from turnout.catalog.key_check import refusal
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import FROM_FILE_ENV, seed
 from turnout.catalog.snapshot import Catalog
@@ -75,6 +76,8 @@ class CatalogWatch:
         self._poll_s = poll_s
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
+        self.doc: CatalogDoc | None = None
+        """The stored catalog in force (None until the first load)."""
 
     def config_of(self, doc: CatalogDoc) -> Config:
         """This process's configuration with `doc` as its catalog, validated as a file is.
@@ -103,6 +106,7 @@ class CatalogWatch:
             )
             config = config_of(doc, self.file, self._env, self.vault, check=False)
         self.live.swap(config, version)
+        self.doc = doc
         log.info(
             "catalog: version %d in force (%d model(s), %d provider(s))", version, len(doc.models), len(doc.providers)
         )
@@ -120,6 +124,14 @@ class CatalogWatch:
         self._task = asyncio.create_task(self._watch(listen_redis), name="turnout-catalog-watch")
         if not await wait_ready(self._ready, wait_s):
             log.warning("catalog: Redis not reachable yet; serving the file's catalog until the first load")
+
+    def start_refusal(self, service: str) -> str | None:
+        """Why this process must not serve the catalog loaded at start (`turnout.catalog.key_check`), or None.
+
+        None too when nothing was loaded yet (Redis did not answer in time: the
+        process serves its file's catalog and is not refused later).
+        """
+        return None if self.doc is None else refusal(self.doc, self.vault, service=service)
 
     async def stop(self) -> None:
         """Stop watching."""

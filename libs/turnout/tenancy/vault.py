@@ -164,6 +164,11 @@ class Vault:
         value = (os.environ if env is None else env).get(SECRET_KEY_ENV, "")
         return cls([k for k in value.split(",") if k.strip()])
 
+    @property
+    def configured(self) -> bool:
+        """True when at least one key is configured (else every operation raises `VaultUnavailable`)."""
+        return bool(self._aeads)
+
     def _require(self) -> list[AESGCM]:
         if not self._aeads:
             raise VaultUnavailable(
