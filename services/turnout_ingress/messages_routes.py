@@ -27,7 +27,7 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON, error_response
 from turnout_ingress.messages_tokens import count_input_tokens
-from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body
+from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body, to_openai_request
 from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
@@ -119,6 +119,7 @@ def install(app: FastAPI, state: IngressState) -> None:
             identity, raw = await caller_and_body(request, state)
             try:  # count_tokens takes no max_tokens: any stands in for the Messages checks
                 body = check_messages_request({"max_tokens": 1, **decode_messages_body(raw)})
+                to_openai_request(body)  # its blocks checked as `POST /v1/messages` checks them
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             try:

@@ -205,8 +205,16 @@ def _block_text(blocks: Any, param: str) -> str:
     for j, block in enumerate(blocks):
         if not isinstance(block, dict) or block.get("type") != "text":
             raise _fail("only text blocks are supported here", f"{param}.{j}")
-        texts.append(str(block.get("text", "")))
+        texts.append(_text(block, f"{param}.{j}"))
     return "".join(texts)
+
+
+def _text(block: dict[str, Any], param: str) -> str:
+    """A text block's `text`, which the Messages API requires as a string."""
+    text = block.get("text")
+    if not isinstance(text, str):
+        raise _fail(_wanted(block, "text", "a string"), f"{param}.text")
+    return text
 
 
 def _image_url(source: Any, param: str) -> str:
@@ -229,7 +237,7 @@ def _user_turn(content: list[Any], param: str, out: list[dict[str, Any]]) -> Non
     for j, block in enumerate(content):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            parts.append({"type": "text", "text": str(block.get("text", ""))})
+            parts.append({"type": "text", "text": _text(block, f"{param}.{j}")})
         elif kind == "image":
             parts.append({"type": "image_url", "image_url": {"url": _image_url(block.get("source"), f"{param}.{j}")}})
         elif kind == "tool_result":
@@ -247,7 +255,7 @@ def _assistant_turn(content: list[Any], param: str) -> dict[str, Any]:
     for j, block in enumerate(content):
         kind = block.get("type") if isinstance(block, dict) else None
         if kind == "text":
-            texts.append(str(block.get("text", "")))
+            texts.append(_text(block, f"{param}.{j}"))
         elif kind == "tool_use":
             arguments = json.dumps(block.get("input") or {}, separators=(",", ":"))
             calls.append(

@@ -175,7 +175,16 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         shaped = data.get(name)
         if shaped is not None and not isinstance(shaped, kind):
             raise _invalid(f"`{name}` must be {what}.", name)
+    for name in _BOOLEANS:
+        flag = data.get(name)
+        if flag is not None and not isinstance(flag, bool):
+            raise _invalid(f"`{name}` must be a boolean.", name)
+    options = data.get("stream_options")
+    if options is not None and options.get("include_usage") is not None:
+        if not isinstance(options["include_usage"], bool):
+            raise _invalid("`stream_options.include_usage` must be a boolean.", "stream_options.include_usage")
     _check_tools(data.get("tools"))
+    _check_tool_choice(data.get("tool_choice"))
     response_format = data.get("response_format")
     if response_format is not None and response_format.get("type") not in _RESPONSE_FORMATS:
         raise _invalid(
@@ -213,6 +222,23 @@ def _check_tools(tools: Any) -> None:
                 )
 
 
+def _check_tool_choice(choice: Any) -> None:
+    """`tool_choice`: `none`, `auto`, `required`, or an object naming a tool by its string `type`
+    (OpenAI Chat Completions reference; the object's content is the provider's to check)."""
+    if choice is None or isinstance(choice, dict) and isinstance(choice.get("type"), str):
+        return
+    modes = ", ".join(sorted(_TOOL_CHOICES))
+    if isinstance(choice, str) and choice not in _TOOL_CHOICES:
+        got = msgspec.json.encode(choice).decode()[:40]
+        raise _invalid(f"`tool_choice` must be one of {modes}, or an object naming a tool (got {got}).", "tool_choice")
+    if not isinstance(choice, str):
+        raise _invalid(f"`tool_choice` must be one of {modes}, or an object with a string `type`.", "tool_choice")
+
+
+_TOOL_CHOICES = frozenset({"none", "auto", "required"})
+"""`tool_choice` strings of the OpenAI Chat Completions reference."""
+_BOOLEANS = ("parallel_tool_calls", "logprobs", "store")
+"""Boolean fields beside `stream` (OpenAI Chat Completions reference)."""
 _CONTENT_OPTIONAL = frozenset({"assistant", "function"})
 """Roles whose `content` may be absent or null (an assistant turn with tool calls; a legacy function call)."""
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema"})
@@ -235,5 +261,6 @@ _SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "response_format": (dict, "an object"),
     "metadata": (dict, "an object"),
     "logit_bias": (dict, "an object"),
+    "user": (str, "a string"),
 }
 """Fields that must have a JSON shape when given (their content is the provider's to check)."""

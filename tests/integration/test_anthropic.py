@@ -341,6 +341,10 @@ def test_count_tokens_errors_are_in_anthropic_shape(gw: Gateway, claude: anthrop
     for raw, says in [
         (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
         (b'{"model":"claude-ok","messages":[{"role":"user","content":"\\ud800"}]}', "lone UTF-16 surrogate"),
+        (
+            b'{"model":"claude-ok","messages":[{"role":"user","content":[{"type":"text"}]}]}',
+            "messages.0.content.0.text: Field required",
+        ),
     ]:
         bad = httpx.post(url, content=raw, headers=headers, timeout=10)
         body = bad.json()

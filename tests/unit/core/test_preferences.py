@@ -321,3 +321,11 @@ def test_property_preferences_that_neither_narrow_nor_order_keep_every_ranking_a
     ranked = ORDERINGS[strategy](CATALOG["llama"], health, SETTINGS, random.Random(seed))
     assert apply(ranked, prefs, PRICES, health) == ranked
     assert apply(ranked, prefs, PRICES, health, listing=True) == ranked
+
+
+def test_an_unknown_sort_lists_the_strategies() -> None:
+    with pytest.raises(InvalidPreferences) as info:
+        decode_preferences({"sort": "cheap"})
+    assert str(info.value) == (
+        "`provider.sort` is invalid: Invalid enum value 'cheap' (one of latency, price, throughput)."
+    )

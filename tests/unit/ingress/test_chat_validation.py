@@ -43,6 +43,13 @@ def body(**extra: Any) -> bytes:
         ({"response_format": {"type": "nope"}}, "response_format.type"),
         ({"tools": [{"type": "function"}]}, "tools[0].function.name"),
         ({"tools": ["f"]}, "tools[0]"),
+        ({"tool_choice": 5}, "tool_choice"),
+        ({"tool_choice": "sometimes"}, "tool_choice"),
+        ({"tool_choice": {"function": {"name": "f"}}}, "tool_choice"),
+        ({"user": 5}, "user"),
+        ({"stream_options": {"include_usage": "yes"}}, "stream_options.include_usage"),
+        ({"parallel_tool_calls": "true"}, "parallel_tool_calls"),
+        ({"logprobs": 1}, "logprobs"),
     ],
 )
 def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -> None:
@@ -70,6 +77,12 @@ def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -
         {"response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {}}}},
         {"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]},
         {"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:,"}}]}]},
+        {"tool_choice": "required"},
+        {"tool_choice": {"type": "function", "function": {"name": "f"}}},
+        {"user": "user-1234"},
+        {"stream_options": {"include_usage": False}},
+        {"stream_options": {}},
+        {"parallel_tool_calls": False, "logprobs": True, "store": False},
     ],
 )
 def test_valid_fields_pass(extra: dict[str, Any]) -> None:
@@ -96,3 +109,11 @@ def test_a_missing_role_is_called_missing_and_a_wrong_one_is_quoted(message: dic
     with pytest.raises(RequestRejected) as info:
         parse_chat_request(body(messages=[message]))
     assert info.value.param == "messages[0].role" and said in info.value.message
+
+
+def test_a_wrong_tool_choice_lists_the_modes_and_quotes_what_came() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(tool_choice="sometimes"))
+    assert '`tool_choice` must be one of auto, none, required, or an object naming a tool (got "sometimes").' == str(
+        info.value.message
+    )

@@ -201,6 +201,32 @@ def test_unsupported_blocks_are_refused(block: dict[str, Any]) -> None:
         to_openai_request(_body(messages=[{"role": "user", "content": [block]}]))
 
 
+@pytest.mark.parametrize(
+    ("role", "content", "message"),
+    [
+        ("user", [{"type": "text"}], "messages.0.content.0.text: Field required (a string)"),
+        ("user", [{"type": "text", "text": 5}], "messages.0.content.0.text: Input should be a string"),
+        ("assistant", [{"type": "text", "text": None}], "messages.0.content.0.text: Field required (a string)"),
+        (
+            "user",
+            [{"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": ["x"]}]}],
+            "messages.0.content.0.content.0.text: Input should be a string",
+        ),
+    ],
+    ids=["user-missing", "user-number", "assistant-null", "tool-result-list"],
+)
+def test_a_text_block_needs_its_text_as_a_string(role: str, content: list[Any], message: str) -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(messages=[{"role": role, "content": content}]))
+    assert caught.value.message == message
+
+
+def test_a_system_text_block_needs_its_text_too() -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(system=[{"type": "text"}]))
+    assert caught.value.message == "system.0.text: Field required (a string)"
+
+
 # ------------------------------------------------------------ round trips
 
 TOOL_CONVERSATION_OPENAI: dict[str, Any] = {

@@ -1,0 +1,72 @@
+"""The values a field of a msgspec type accepts, for a 400 that lists them.
+
+Owns: `enum_values`. msgspec refuses a string outside a `Literal` or an
+`Enum` with "Invalid enum value 'cheap' - at `$.sort`" and names no value it
+would take; the caller finds the field's type from the path msgspec gives
+and lists them ("one of latency, price, throughput"). Only called on the
+error path.
+Must not import: anything outside the standard library, msgspec and `turnout.core`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+_STEP = re.compile(r"\.([^.\[]+)|\[(\.\.\.|\d+)\]")
+"""One step of a msgspec error path: `.name` (a field) or `[3]` / `[...]` (an item, a map value)."""
+
+
+def enum_values(tp: Any, path: str) -> list[str] | None:
+    """The values the enum field at `path` of `tp` accepts, sorted, or None when `path` leads to none.
+
+    Args:
+        tp: the type decoded into (a `msgspec.Struct` class, or any type msgspec inspects).
+        path: msgspec's path after `$` (`.sort`, `.policy.retry.mode`, `.items[2].kind`, `[...]`).
+
+    Returns:
+        The accepted values as strings, sorted; None for a path that does not
+        parse, leaves the type, or ends at a field that is not a `Literal` or an `Enum`.
+    """
+    info: Any = msgspec.inspect.type_info(tp)
+    at = 0
+    while at < len(path):
+        step = _STEP.match(path, at)
+        if step is None:
+            return None
+        at = step.end()
+        info = _step(info, step.group(1))
+        if info is None:
+            return None
+    return _values(info)
+
+
+def _candidates(info: Any) -> list[Any]:
+    return list(info.types) if isinstance(info, msgspec.inspect.UnionType) else [info]
+
+
+def _step(info: Any, field: str | None) -> Any:
+    """The type one step down: a struct's field by its JSON name (`field`), or an item / map value (None)."""
+    for candidate in _candidates(info):
+        if field is not None and isinstance(candidate, msgspec.inspect.StructType):
+            for f in candidate.fields:
+                if f.encode_name == field:
+                    return f.type
+        if field is None and isinstance(candidate, msgspec.inspect.DictType):
+            return candidate.value_type
+        if field is None and isinstance(
+            candidate, (msgspec.inspect.ListType, msgspec.inspect.VarTupleType, msgspec.inspect.SetType)
+        ):
+            return candidate.item_type
+    return None
+
+
+def _values(info: Any) -> list[str] | None:
+    for candidate in _candidates(info):
+        if isinstance(candidate, msgspec.inspect.LiteralType):
+            return sorted(str(v) for v in candidate.values)
+        if isinstance(candidate, msgspec.inspect.EnumType):
+            return sorted(str(member.value) for member in candidate.cls)
+    return None
