@@ -3,7 +3,9 @@
 Owns: the YAML schema of `turnout.yaml`, `${NAME}` environment interpolation,
 and every validation that refuses a bad file at start with the offending path
 named (unknown provider, unknown model, malformed `custom:` entry, fallback
-cycle, a value over a ceiling). Nothing half-loads: `load_config` returns a
+cycle, a value over a ceiling, a provider key read from one of Turnout's own
+`TURNOUT_*` variables or a provider at a cloud metadata address:
+`turnout.catalog.provider_rules`). Nothing half-loads: `load_config` returns a
 complete `Config` or raises `ConfigError`.
 Must not import: services, FastAPI, arq, httpx.
 """
@@ -12,13 +14,14 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import msgspec
 import yaml
 
+from turnout.catalog import provider_rules
 from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
@@ -315,6 +318,44 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
     return out
 
 
+def _upstream_keys(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    """Each key of the file that Turnout sends to an upstream, with its path, as written:
+    `providers.*.api_key`, `orgs.*.provider_keys.*`, `orgs.*.custom_endpoints.*.api_key`."""
+    providers = data.get("providers")
+    for name, provider in providers.items() if isinstance(providers, dict) else ():
+        if isinstance(provider, dict):
+            yield f"providers.{name}.api_key", provider.get("api_key")
+    orgs = data.get("orgs")
+    for org_name, org in orgs.items() if isinstance(orgs, dict) else ():
+        if not isinstance(org, dict):
+            continue
+        byok = org.get("provider_keys")
+        for provider_name, secret in byok.items() if isinstance(byok, dict) else ():
+            yield f"orgs.{org_name}.provider_keys.{provider_name}", secret
+        endpoints = org.get("custom_endpoints")
+        for endpoint_name, endpoint in endpoints.items() if isinstance(endpoints, dict) else ():
+            if isinstance(endpoint, dict):
+                yield f"orgs.{org_name}.custom_endpoints.{endpoint_name}.api_key", endpoint.get("api_key")
+
+
+def _check_key_references(data: Mapping[str, Any]) -> None:
+    """Refuse a `${NAME}` of one of Turnout's own variables in a key sent upstream, before interpolation
+    (`turnout.catalog.provider_rules`: `${TURNOUT_SECRET_KEY}` would send the vault's key to a provider).
+
+    Raises:
+        ConfigError: one line per reference, naming the field and the variable.
+    """
+    errors = [
+        f"{path}: `${{{m.group(1)}}}` {provider_rules.OWN_VARIABLE}"
+        for path, value in _upstream_keys(data)
+        if isinstance(value, str)
+        for m in _ENV.finditer(value)
+        if provider_rules.is_own_variable(m.group(1))
+    ]
+    if errors:
+        raise ConfigError(report(errors), errors)
+
+
 def _path_of(exc: msgspec.ValidationError) -> str:
     """The dotted path of a validation error of a policy (an unknown field is named too)."""
     text = str(exc)
@@ -352,6 +393,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping with `providers` and `models`")
+    _check_key_references(data)
     data = _interpolate(data, os.environ if env is None else env, "")
     try:
         raw = msgspec.convert(data, RawConfig)
@@ -510,6 +552,7 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
         check_url(f"providers.{name}.base_url", provider.base_url)
+        provider_rules.check_base_url(f"providers.{name}.base_url", provider.base_url)
         if "/" in name:
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
         if provider.api_key:

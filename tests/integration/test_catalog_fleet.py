@@ -37,9 +37,12 @@ orgs:
 )
 
 
+PROVIDER_KEY = "sk-my-provider-key-from-env-0001"
+
+
 @pytest.fixture(scope="module")
 def env() -> dict[str, str]:
-    return tenancy_env()
+    return {**tenancy_env(), "MY_PROVIDER_KEY": PROVIDER_KEY}
 
 
 @pytest.fixture(scope="module")
@@ -221,6 +224,56 @@ def test_a_provider_added_with_a_sealed_key_serves_and_its_key_is_never_shown(gw
     assert sent and {e["auth_fingerprint"] for e in sent} == {auth_fingerprint(f"Bearer {secret}")}
     assert all(secret not in text for text in operator.seen)
     assert secret not in json.dumps(operator.call("GET", "/catalog").json())
+
+
+def test_a_provider_never_reads_turnouts_own_variables_nor_points_at_link_local_or_metadata(
+    gw: Gateway, operator: Admin, env: dict[str, str]
+) -> None:
+    """The reported exfiltration: a provider at a listener with `api_key_env: TURNOUT_SECRET_KEY`
+    would be sent the vault's key as its bearer token. Refused with a 400 naming the field, as are
+    link-local and cloud metadata base URLs; any other variable, and private or loopback hosts, work."""
+    before = operator.call("GET", "/catalog").json()
+    sim = f"{gw.sim_url}/v1"
+    own = "must not name one of Turnout's own variables (TURNOUT_*"
+    url = "providers.exfil.base_url"
+    refused = [
+        ({"base_url": sim, "api_key_env": "TURNOUT_SECRET_KEY"}, "api_key_env", own),
+        ({"base_url": sim, "api_key_env": "TURNOUT_OPERATOR_KEY"}, "api_key_env", own),
+        ({"base_url": sim, "api_key_env": "turnout_secret_key"}, "api_key_env", own),
+        ({"base_url": sim, "api_key_env": "KEY\u00e9"}, "api_key_env", "must be an environment variable name"),
+        ({"base_url": "http://169.254.169.254/v1"}, url, "169.254.169.254 is a cloud metadata address"),
+        ({"base_url": "http://[fd00:ec2::254]/v1"}, url, "fd00:ec2::254 is a cloud metadata address"),
+        ({"base_url": "http://metadata.google.internal/v1"}, url, "metadata.google.internal is a cloud metadata"),
+        ({"base_url": "http://169.254.10.1:8000/v1"}, url, "169.254.10.1 is a link-local address"),
+        ({"base_url": "http://[fe80::1]:8000/v1"}, url, "fe80::1 is a link-local address"),
+    ]
+    for fields, param, why in refused:
+        answer = operator.call("PUT", "/catalog/providers/exfil", {"kind": "openai_compatible", **fields})
+        assert answer.status_code == 400, (fields, answer.text)
+        error = answer.json()["error"]
+        assert (error["param"], error["code"]) == (param, "invalid_value"), (fields, error)
+        assert error["message"].startswith(f"{param}: ") and why in error["message"], (fields, error)
+    assert operator.call("GET", "/catalog").json() == before
+    assert env["TURNOUT_SECRET_KEY"] not in "".join(operator.seen)
+
+    made = operator.call(
+        "PUT",
+        "/catalog/providers/mine",
+        {"kind": "openai_compatible", "base_url": sim, "api_key_env": "MY_PROVIDER_KEY"},
+    )
+    assert made.status_code == 200, made.text
+    assert made.json()["providers"]["mine"]["api_key"] == {"source": "env", "name": "MY_PROVIDER_KEY"}
+    private = operator.call(
+        "PUT", "/catalog/providers/private", {"kind": "openai", "base_url": "http://10.0.0.5:8000/v1"}
+    )
+    assert private.status_code == 200, private.text
+    put = operator.call("PUT", "/catalog/models/on-mine", {"offers": [{"provider": "mine", "model": "on-mine"}]})
+    assert put.status_code == 200, put.text
+    with _client(gw.base_url) as client:  # streamed: served by this ingress, which reads its own writes
+        assert _streamed(client, "on-mine") == 200
+    assert {e["auth_fingerprint"] for e in gw.sim_log("on-mine")} == {auth_fingerprint(f"Bearer {PROVIDER_KEY}")}
+    for path in ("/catalog/models/on-mine", "/catalog/providers/mine", "/catalog/providers/private"):
+        assert operator.call("DELETE", path).status_code == 200, path
 
 
 def test_a_model_write_reprices_the_same_provider_model_in_every_other_model(gw: Gateway, operator: Admin) -> None:

@@ -178,8 +178,8 @@ def test_config_env_interpolation_inside_a_url() -> None:
 
 
 def test_config_env_defaults_to_the_process_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TURNOUT_TEST_OPENAI_KEY", "sk-from-environ")
-    config = parse_config(minimal(key="${TURNOUT_TEST_OPENAI_KEY}"))
+    monkeypatch.setenv("TEST_OPENAI_KEY_FROM_ENVIRON", "sk-from-environ")
+    config = parse_config(minimal(key="${TEST_OPENAI_KEY_FROM_ENVIRON}"))
     assert config.raw.providers["openai"].api_key == "sk-from-environ"
 
 

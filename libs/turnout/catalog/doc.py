@@ -10,7 +10,9 @@ an admin edit and a file obey the same rules.
 Provider key references (`KeyRef.source`):
     `sealed`  the key sealed by the vault (`TURNOUT_SECRET_KEY`), bound to
               the provider (`platform_key_binding`); every process opens it.
-    `env`     the environment variable `name` of each process.
+    `env`     the environment variable `name` of each process; never one of
+              Turnout's own (`TURNOUT_*`, `provider_rules`): refused when
+              written, and read as no key if a stored document names one.
     `file`    the key the provider has in each process's own configuration
               file (a file applied while no `TURNOUT_SECRET_KEY` is set).
 Must not import: services, FastAPI, arq, httpx.
@@ -25,6 +27,7 @@ from typing import Literal
 
 import msgspec
 
+from turnout.catalog.provider_rules import check_key_env, key_env_refusal
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
 
@@ -123,11 +126,17 @@ def same_catalog(doc: CatalogDoc, config: Config) -> bool:
 def resolve_key(name: str, ref: KeyRef | None, file: Config, env: Mapping[str, str], vault: Vault) -> str | None:
     """The clear key of provider `name` for this process, or None (its offers are skipped as NO_CREDENTIAL).
 
-    A key that does not open is logged (its name, never the key) and treated as none.
+    A key that does not open is logged (its name, never the key) and treated as none, and so
+    is an `env` reference to a variable no provider key may come from (`key_env_refusal`:
+    `TURNOUT_SECRET_KEY`, ...), which a document stored before that rule may hold.
     """
     if ref is None:
         return None
     if ref.source == "env":
+        reason = key_env_refusal(ref.name)
+        if reason is not None:
+            log.error("catalog: provider %s: api_key_env %s (offers skipped as no credential)", name, reason)
+            return None
         return env.get(ref.name) or None
     if ref.source == "file":
         own = file.raw.providers.get(name)
@@ -154,8 +163,14 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
 
     Raises:
         ConfigError: the catalog breaks a rule of the file (the path named,
-            e.g. `models.gpt.offers[0].provider: unknown provider 'x'`).
+            e.g. `models.gpt.offers[0].provider: unknown provider 'x'`), or
+            an `env` key reference names a variable no provider key may come
+            from (`providers.p.api_key_env: must not name ...`).
     """
+    if check:
+        for name, p in doc.providers.items():
+            if p.key is not None and p.key.source == "env":
+                check_key_env(f"providers.{name}.api_key_env", p.key.name)
     providers = {
         name: ProviderConfig(kind=p.kind, base_url=p.base_url, api_key=resolve_key(name, p.key, file, env, vault))
         for name, p in doc.providers.items()

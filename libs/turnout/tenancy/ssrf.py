@@ -188,7 +188,14 @@ class AllowList(msgspec.Struct, frozen=True, kw_only=True):
 _NOTHING_ALLOWED = AllowList()
 
 
-def _embedded_v4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> tuple[str, ipaddress.IPv4Address] | None:
+    """The IPv4 address an IPv6 address carries, with what form carries it, or None.
+
+    Returns:
+        `("an IPv4-mapped IPv6 address", 169.254.169.254)` for `::ffff:169.254.169.254`;
+        likewise IPv4-compatible (`::a.b.c.d`), NAT64 (`64:ff9b::/96`), 6to4
+        (`2002::/16`) and Teredo (the client address) forms. None for any other address.
+    """
     if ip.ipv4_mapped is not None:
         return "an IPv4-mapped IPv6 address", ip.ipv4_mapped
     if ip in _V4_COMPAT and int(ip) > 1:
@@ -216,7 +223,7 @@ def address_refusal(ip: IPAddress, allow: AllowList) -> str | None:
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.scope_id:
             return f"{ip} carries a zone id"
-        embedded = _embedded_v4(ip)
+        embedded = embedded_ipv4(ip)
         if embedded is not None:
             what, v4 = embedded
             if what.startswith(("an IPv4-mapped", "an IPv4-compatible")):

@@ -26,6 +26,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
@@ -55,7 +56,8 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     `api_key` (the key itself: sealed with `TURNOUT_SECRET_KEY`, 409 without
     it) or `api_key_env` (the name of an environment variable every process
-    reads); neither keeps the provider's current key; `api_key: null` removes it.
+    reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
+    neither keeps the provider's current key; `api_key: null` removes it.
     """
 
     kind: ProviderKind
@@ -81,8 +83,9 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
     if not isinstance(spec.api_key_env, msgspec.UnsetType):
         if not isinstance(spec.api_key, msgspec.UnsetType):
             raise rejected(invalid("api_key_env", "give `api_key` or `api_key_env`, not both"))
-        if not spec.api_key_env.isidentifier() or len(spec.api_key_env) > 128:
-            raise rejected(invalid("api_key_env", "must be an environment variable name (at most 128 characters)"))
+        reason = key_env_refusal(spec.api_key_env)
+        if reason is not None:
+            raise rejected(invalid("api_key_env", reason))
         return KeyRef(source="env", name=spec.api_key_env)
     if isinstance(spec.api_key, msgspec.UnsetType):
         return current.key if current is not None else None
