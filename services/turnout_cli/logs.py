@@ -1,13 +1,15 @@
 """`turnout logs export` and `turnout audit export`: download attempt records or the audit log.
 
-    turnout logs export --url URL --key KEY --format jsonl|csv [--since T] [--until T] [--output FILE]
+    turnout logs export --url URL --key KEY [--org ORG] --format jsonl|csv [--since T] [--until T] [-o FILE]
     turnout audit export --url URL --key OPERATOR_KEY [--since T] [--until T] [--output FILE]
 
-`logs export` calls `GET /admin/v1/logs/export` of a running ingress with an
-admin key (its org's attempt records, SPEC §9; key default
-`$TURNOUT_ADMIN_KEY`); `audit export` calls `GET /admin/v1/audit/export`
-with the operator key (every admin write as JSON lines; key default
-`$TURNOUT_OPERATOR_KEY`). Both stream the answer to stdout (or `--output`).
+`logs export` calls `GET /admin/v1/logs/export` of a running ingress (one
+org's attempt records, SPEC §9) with an org's admin key (its own org;
+`--org` may be left out) or the operator key (`--org` required); key
+default `$TURNOUT_ADMIN_KEY`, else `$TURNOUT_OPERATOR_KEY`, as `turnout
+admin`. `audit export` calls `GET /admin/v1/audit/export` with the operator
+key (every admin write as JSON lines; key default `$TURNOUT_OPERATOR_KEY`).
+Both stream the answer to stdout (or `--output`).
 `--since` / `--until` are ISO-8601 or epoch seconds. The key is sent only
 as the bearer token and never printed.
 """
@@ -26,7 +28,7 @@ if TYPE_CHECKING:
 def _export_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],
     help_text: str,
-    key_env: str,
+    *key_envs: str,
 ) -> argparse.ArgumentParser:
     e = sub.add_parser("export", help=help_text)
     e.add_argument(
@@ -34,7 +36,9 @@ def _export_parser(
         default=os.environ.get("TURNOUT_URL", "http://127.0.0.1:8080"),
         help="ingress base URL (default: $TURNOUT_URL or http://127.0.0.1:8080)",
     )
-    e.add_argument("--key", default=os.environ.get(key_env), help=f"the key (default: ${key_env})")
+    default = next((os.environ[name] for name in key_envs if os.environ.get(name)), None)
+    shown = ", else ".join(f"${name}" for name in key_envs)
+    e.add_argument("--key", default=default, help=f"the key (default: {shown})")
     e.add_argument("--since", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--until", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--output", "-o", help="file to write (default: stdout)")
@@ -47,9 +51,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("logs", help="attempt records")
     e = _export_parser(
         p.add_subparsers(dest="logs_command", required=True),
-        "export your org's attempt records (admin key)",
+        "export one org's attempt records (an org's admin key, or the operator key with --org)",
         "TURNOUT_ADMIN_KEY",
+        "TURNOUT_OPERATOR_KEY",
     )
+    e.add_argument("--org", help="the org whose records to export (required with the operator key)")
     e.add_argument("--format", choices=("jsonl", "csv"), default="jsonl")
     e.set_defaults(func=cmd_logs_export)
     p = sub.add_parser("audit", help="the audit log of admin writes")
@@ -62,8 +68,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def cmd_logs_export(args: argparse.Namespace) -> int:
-    """Stream the records export to `--output` or stdout. Returns 0, or 1 on an error answer."""
-    return _export(args, "logs", "/admin/v1/logs/export", {"format": args.format}, "an admin key", "TURNOUT_ADMIN_KEY")
+    """Stream the records export (`--org`'s, else the admin key's org) to `--output` or stdout.
+    Returns 0, 1 on an error answer (the gateway's message printed), 2 without a key."""
+    params = {"format": args.format, **({"org": args.org} if args.org else {})}
+    return _export(
+        args,
+        "logs",
+        "/admin/v1/logs/export",
+        params,
+        "an admin or operator key",
+        "TURNOUT_ADMIN_KEY or $TURNOUT_OPERATOR_KEY",
+    )
 
 
 def cmd_audit_export(args: argparse.Namespace) -> int:

@@ -6,7 +6,7 @@
     turnout worker               one worker process (arq)
     turnout sim                  the provider simulator
     turnout config check FILE    validate a configuration file
-    turnout logs export          download your org's attempt records (admin key)
+    turnout logs export          download one org's attempt records (admin key, or operator key and --org)
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 

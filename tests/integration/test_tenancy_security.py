@@ -2,7 +2,8 @@
 
 - Every admin route, called by one org's admin key on another org's objects,
   answers exactly as for a missing object (404, one body) and changes nothing.
-- The attempt-record export of an org holds only that org's rows.
+- The attempt-record export of an org holds only that org's rows; the operator
+  exports the org it names, an org admin never another org's (404, as missing).
 - Every hostile base URL of `tests/data/hostile_urls.txt` is refused by the API.
 - The canary provider key (org `acme`'s BYOK key for `sim-a`, from the
   environment) never appears in process logs, response bodies, admin reads,
@@ -16,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -209,6 +212,36 @@ def test_log_export_holds_only_the_callers_org(gw: Gateway) -> None:
         assert not rids[other] & {r["request_id"] for r in exported}
         csv_text = admin.call("GET", "/logs/export", params={"format": "csv"}).text
         assert all(rid not in csv_text for rid in rids[other])
+
+
+def test_the_operator_exports_the_org_it_names_and_an_org_admin_only_its_own(gw: Gateway, tmp_path: Path) -> None:
+    rid = chat(gw.base_url, BETA_USER, "t-ok").headers["x-request-id"]
+    operator, acme = Admin(gw.base_url, OPERATOR), Admin(gw.base_url, ACME_ADMIN)
+
+    def rows(admin: Admin, **params: str) -> list[dict[str, object]]:
+        answer = admin.call("GET", "/logs/export", params=params)
+        assert answer.status_code == 200, answer.text
+        return [json.loads(line) for line in answer.text.splitlines()]
+
+    wait_for(lambda: rid in {r["request_id"] for r in rows(operator, org="beta")}, 5, "beta's records")
+    assert {r["org"] for r in rows(operator, org="beta")} == {"beta"}
+    assert {r["org"] for r in rows(acme, org="acme")} <= {"acme"}  # its own org, named
+    unnamed = operator.call("GET", "/logs/export")
+    assert unnamed.status_code == 400, unnamed.text
+    error = unnamed.json()["error"]
+    assert (error["param"], error["code"], error["type"]) == ("org", "invalid_request", "invalid_request_error")
+    assert "`org` is required with the operator key" in error["message"]
+    expected = not_found("GET", "/admin/v1/logs/export")
+    for admin, org in ((acme, "beta"), (acme, "no-such-org"), (operator, "no-such-org")):
+        answer = admin.call("GET", "/logs/export", params={"org": org})
+        assert (answer.status_code, answer.json()) == (404, expected), (org, answer.text)
+    out = tmp_path / "beta.jsonl"
+    cli = [sys.executable, "-m", "turnout_cli.main", "logs", "export", "--url", gw.base_url, "--key", OPERATOR]
+    done = subprocess.run([*cli, "--org", "beta", "-o", str(out)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert rid in {json.loads(line)["request_id"] for line in out.read_text().splitlines()}
+    refused = subprocess.run(cli, capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "400: `org` is required with the operator key" in refused.stderr
 
 
 def test_every_hostile_base_url_is_refused_by_the_admin_api(gw: Gateway) -> None:

@@ -22,7 +22,8 @@ gateway key's secret only in the answer that creates it.
     endpoints       GET .../custom-endpoints    GET|PUT|DELETE .../custom-endpoints/{id}
     spend           GET .../spend?period=day|month&at=…    the spend ledger (SPEC §10)
     secrets         POST /admin/v1/secrets/rotate (operator)
-    records         GET /admin/v1/logs/export?format=jsonl|csv&since=…&until=… (admin key)
+    records         GET /admin/v1/logs/export?org=…&format=jsonl|csv&since=…&until=… (admin key: its org;
+                    the operator: the org `org` names)
     audit_export    GET /admin/v1/audit/export?since=…&until=… (operator)
     catalog         GET /admin/v1/catalog    PUT|DELETE /admin/v1/catalog/models/{model}
                     PUT|DELETE /admin/v1/catalog/providers/{provider}    models and providers (operator)

@@ -1,7 +1,10 @@
 """Admin route of attempt records: the export (SPEC §9).
 
-Owns: `GET /admin/v1/logs/export?format=jsonl|csv&since=…&until=…`. Only an
-admin key may call it, and it returns only the rows of that key's org,
+Owns: `GET /admin/v1/logs/export?org=…&format=jsonl|csv&since=…&until=…`.
+An org's admin key exports its own org's rows and only those (`org` may be
+left out; another org's id answers 404, as a missing org does); the
+operator key exports the org `org` names (required: 400 without it, 404 for
+an org that does not exist), as the dashboard's export does. Rows are
 streamed page by page from the records stream (never held in memory whole).
 `since` / `until` are ISO-8601 (`2025-06-01T12:00:00Z`; no zone means UTC)
 or epoch seconds, both inclusive.
@@ -21,8 +24,9 @@ from starlette.responses import Response, StreamingResponse
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
 from turnout.state.errors import StateUnavailable
+from turnout.tenancy.admin import not_found
+from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.deps import Admin
-from turnout_ingress.validation import authenticate
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 PAGE_SIZE = 500
@@ -119,6 +123,34 @@ async def export_response(
     )
 
 
+def export_org(caller: Caller, asked: str | None) -> str:
+    """The org whose records `caller` may export, given the query's `org` (`asked`; None or "" when absent).
+
+    An org admin exports its own org: `asked` may be left out, and another
+    org's id is refused exactly as an org that does not exist (tenant
+    isolation, README "Admin API"). The operator names the org (the
+    dashboard's export asks the same); whether that org exists is the
+    caller's to check.
+
+    Raises:
+        RequestRejected: 400 `invalid_request` (param `org`) for the operator
+            without `org`; 404 `not_found` for an org admin naming another org.
+    """
+    if caller.org is not None:
+        if asked and asked != caller.org:
+            raise rejected(not_found())
+        return caller.org
+    if not asked:
+        raise RequestRejected(
+            400,
+            "`org` is required with the operator key: name the org whose records to export "
+            "(`/admin/v1/logs/export?org=<org>`).",
+            param="org",
+            code="invalid_request",
+        )
+    return asked
+
+
 def ingress_redis(request: Request) -> Redis:
     """The ingress's Redis client."""
     redis: Redis = request.app.state.turnout.redis
@@ -127,15 +159,16 @@ def ingress_redis(request: Request) -> Redis:
 
 @router.get("/admin/v1/logs/export")
 async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depends(ingress_redis)]) -> Response:
-    """The caller's org's attempt records as a JSONL or CSV download (an admin key only)."""
-    identity = authenticate(request, api.directory)
-    if not identity.admin:
-        raise RequestRejected(
-            403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
-        )
+    """One org's attempt records as a JSONL or CSV download: an org admin's own org, or the operator's
+    `org` (`export_org`; 401 unknown key, 403 not an admin key, 404 an org the caller may not see or
+    that does not exist)."""
+    caller = api.caller(request)
+    org = export_org(caller, request.query_params.get("org"))
+    if caller.operator:
+        await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
         raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code="invalid_request")
     since_s = parse_time(request.query_params.get("since"), "since")
     until_s = parse_time(request.query_params.get("until"), "until")
-    return await export_response(redis, identity.org, fmt, since_s, until_s)
+    return await export_response(redis, org, fmt, since_s, until_s)

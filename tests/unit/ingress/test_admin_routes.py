@@ -1,11 +1,14 @@
-"""The export route's time bounds: ISO-8601 or epoch seconds, else a 400 naming the parameter."""
+"""The export route: its time bounds (ISO-8601 or epoch seconds, else a 400 naming the parameter),
+and whose records a caller exports (an org admin its own org, the operator the org it names)."""
 
 from __future__ import annotations
 
 import pytest
 
 from turnout.errors import RequestRejected
-from turnout_ingress.admin.records import parse_time
+from turnout.tenancy.admin import not_found
+from turnout_ingress.admin.access import Caller, rejected
+from turnout_ingress.admin.records import export_org, parse_time
 
 
 @pytest.mark.parametrize(
@@ -38,3 +41,30 @@ def test_parse_time_rejects_moments_no_calendar_holds(value: str) -> None:
     with pytest.raises(RequestRejected) as info:
         parse_time(value, "at")
     assert (info.value.status_code, info.value.param, info.value.code) == (400, "at", "invalid_request")
+
+
+def test_an_org_admin_exports_its_own_org_named_or_not() -> None:
+    admin = Caller(org="acme")
+    assert export_org(admin, None) == export_org(admin, "") == export_org(admin, "acme") == "acme"
+
+
+def test_an_org_admin_naming_another_org_gets_the_404_of_a_missing_org() -> None:
+    with pytest.raises(RequestRejected) as info:
+        export_org(Caller(org="acme"), "beta")
+    missing = rejected(not_found())
+    assert (info.value.status_code, info.value.message, info.value.code, info.value.param) == (
+        missing.status_code,
+        missing.message,
+        missing.code,
+        missing.param,
+    )
+
+
+def test_the_operator_exports_the_org_it_names_and_must_name_one() -> None:
+    operator = Caller(org=None)
+    assert export_org(operator, "demo") == "demo"
+    for asked in (None, ""):
+        with pytest.raises(RequestRejected) as info:
+            export_org(operator, asked)
+        assert (info.value.status_code, info.value.param, info.value.code) == (400, "org", "invalid_request")
+        assert "`org` is required with the operator key" in info.value.message
