@@ -31,6 +31,8 @@ models:
   base: {{offers: [{{provider: sim-a, model: base}}]}}
 orgs:
   acme:
+    squads:
+      spare: {{settings: {{fallbacks: [base]}}}}   # no key in it: names `base` without routing anything
     keys:
       - {{name: main, key: {key}}}
 """
@@ -199,13 +201,37 @@ def test_a_bad_edit_is_refused_naming_the_field_and_changes_nothing(gw: Gateway,
     ]
     for method, path, body, param in cases:
         answer = operator.call(method, path, body)
-        assert answer.status_code in (400, 404), (path, answer.text)
+        assert answer.status_code in (400, 404, 409), (path, answer.text)
         error = answer.json()["error"]
         assert error["param"] == param, (path, error)
         assert len(answer.content) < 2000, (path[:80], len(answer.content))  # never the whole input echoed
     assert operator.call("GET", "/catalog").json() == before
     user = Admin(gw.base_url, KEY).call("PUT", "/catalog/models/x", {"offers": [{"provider": "sim-a", "model": "x"}]})
     assert user.status_code in (401, 403)
+
+
+def test_a_delete_of_what_is_still_used_is_a_409_listing_every_use(operator: Admin) -> None:
+    before = operator.call("GET", "/catalog").json()
+    model = operator.call("DELETE", "/catalog/models/base")
+    assert model.status_code == 409, model.text
+    assert model.json()["error"] == {
+        "message": "model `base` is still used by: orgs.acme.squads.spare.settings.fallbacks[0]; remove those first",
+        "type": "conflict_error",
+        "param": "orgs.acme.squads.spare.settings.fallbacks[0]",
+        "code": "conflict",
+    }
+    provider = operator.call("DELETE", "/catalog/providers/sim-a")
+    assert provider.status_code == 409, provider.text
+    error = provider.json()["error"]
+    uses = [
+        f"models.{name}.offers[{i}].provider"
+        for name, spec in before["models"].items()
+        for i, offer in enumerate(spec["offers"])
+        if offer["provider"] == "sim-a"
+    ]
+    assert (error["type"], error["code"], error["param"]) == ("conflict_error", "conflict", uses[0])
+    assert error["message"] == f"provider `sim-a` is still used by: {', '.join(uses)}; remove those first"
+    assert operator.call("GET", "/catalog").json() == before
 
 
 def test_a_provider_added_with_a_sealed_key_serves_and_its_key_is_never_shown(gw: Gateway, operator: Admin) -> None:

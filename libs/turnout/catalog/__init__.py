@@ -8,7 +8,8 @@ Owns, one job per module:
   (no `TURNOUT_*` variable, no link-local or cloud metadata address);
 - `seed`: the bootstrap rule between a process's file and Redis;
 - `live`: the catalog in force in one process, swapped whole;
-- `watch`: keeping it in step with Redis (pub/sub + version re-check).
+- `watch`: keeping it in step with Redis (pub/sub + version re-check);
+- `references`: what still names a model or a provider (why a delete is refused).
 
 The names below are re-exported; each module is imported on first use
 (PEP 562), like the other packages of the library.

@@ -9,14 +9,14 @@ Must not import: anything outside the standard library, msgspec and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from turnout.core.limits import Limits, ScopeLimits
-from turnout.core.policy import PolicyOverrides
+from turnout.core.policy import FallbackOverrides, PolicyOverrides
 from turnout.core.spend import Budget, StrategyRule
 
 KeyMode = Literal["own_only", "own_then_shared", "shared_only"]
@@ -93,6 +93,40 @@ def as_model_map(value: Mapping[str, list[str]] | list[str] | UnsetType) -> dict
     if isinstance(value, list):
         return {"*": tuple(value)}
     return {k: tuple(v) for k, v in value.items()}
+
+
+MODEL_MAPS: tuple[str, ...] = ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks")
+"""The settings that map a model (or `*`) to a list of models (`as_model_map`)."""
+
+
+def named_models(settings: ScopeSettings) -> Iterator[tuple[str, str]]:
+    """Every model a scope's settings name, as (path within the settings, entry), in order.
+
+    Paths are as the configuration's validation names them
+    (`turnout.config.check_scope_settings`): `reroutes[0]`;
+    `fallbacks.gpt-5` for a map's key and `fallbacks.gpt-5[0]` for its
+    entries (`fallbacks[0]` for a plain list); `policy.fallback.models[0]`;
+    `strategy[0].model` and `strategy[0].fallback`. Entries are as written:
+    a catalog model, `*` (a map's key) or `custom:<endpoint>:<model>`.
+    """
+    if isinstance(settings.reroutes, list):
+        yield from ((f"reroutes[{i}]", model) for i, model in enumerate(settings.reroutes))
+    for name in MODEL_MAPS:
+        value = getattr(settings, name)
+        for key, models in as_model_map(value).items():
+            sub = name if isinstance(value, list) else f"{name}.{key}"
+            if not isinstance(value, list):
+                yield sub, key
+            yield from ((f"{sub}[{i}]", model) for i, model in enumerate(models))
+    if isinstance(settings.policy, PolicyOverrides):
+        fallback = settings.policy.fallback
+        if isinstance(fallback, FallbackOverrides) and isinstance(fallback.models, tuple):
+            yield from ((f"policy.fallback.models[{i}]", model) for i, model in enumerate(fallback.models))
+    if isinstance(settings.strategy, list):
+        for i, rule in enumerate(settings.strategy):
+            yield f"strategy[{i}].model", rule.model
+            if rule.fallback is not None:
+                yield f"strategy[{i}].fallback", rule.fallback
 
 
 def scope_limits(

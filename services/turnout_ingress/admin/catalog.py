@@ -4,14 +4,15 @@ Owns: the routes below, mapping HTTP onto one versioned write of the catalog
 document (`turnout.state.catalog_store`). Each edit builds the whole new
 catalog and validates it with the file's rules (`turnout.config.with_catalog`)
 before the write, so a refused edit changes nothing (400 naming the field,
-e.g. `models.m.offers[0].provider: unknown provider 'x'`), and an accepted
-one is in force on every ingress and worker within 2 s
+e.g. `models.m.offers[0].provider: unknown provider 'x'`; a delete of a
+model or provider something still names is a 409 listing what,
+`turnout.catalog.references`), and an accepted one is in force on every ingress and worker within 2 s
 (`turnout.catalog.watch`). Provider keys are stored sealed or as a
 reference, never shown (a read shows the source and the last characters).
 
     GET    /admin/v1/catalog                          the catalog in Redis and its version
     PUT    /admin/v1/catalog/models/{model}           add or replace a model (body: as in the file)
-    DELETE /admin/v1/catalog/models/{model}           remove a model
+    DELETE /admin/v1/catalog/models/{model}           remove a model no setting of the file names
     PUT    /admin/v1/catalog/providers/{provider}     add or replace a provider
     DELETE /admin/v1/catalog/providers/{provider}     remove a provider no model offers
 """
@@ -27,6 +28,7 @@ from starlette.responses import Response
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
 from turnout.catalog.provider_rules import key_env_refusal
+from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
@@ -171,8 +173,8 @@ def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConf
 
 @router.delete(P + "/models/{model}")
 async def delete_model(model: str, watch: Watch, _: Operator) -> Response:
-    """Remove a model (refused while the file's fallbacks or orgs name it)."""
-    return await write(watch, lambda doc: _without(doc, "models", "model", model))
+    """Remove a model (404 when absent; 409 listing them while the file's policy or orgs name it)."""
+    return await write(watch, lambda doc: _without(doc, "models", "model", model, model_users(watch.file, model)))
 
 
 @router.put(P + "/providers/{provider}")
@@ -191,15 +193,27 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
 
 @router.delete(P + "/providers/{provider}")
 async def delete_provider(provider: str, watch: Watch, _: Operator) -> Response:
-    """Remove a provider no model offers."""
-    return await write(watch, lambda doc: _without(doc, "providers", "provider", provider))
+    """Remove a provider (404 when absent; 409 listing them while offers or the file's orgs' keys use it)."""
+    return await write(
+        watch,
+        lambda doc: _without(
+            doc, "providers", "provider", provider, provider_users(doc.models, watch.file.raw.orgs, provider)
+        ),
+    )
 
 
-def _without(doc: CatalogDoc, field: str, what: str, name: str) -> CatalogDoc:
-    """`doc` without `name` in its `models` or `providers` (404 naming `what` when absent)."""
+def _without(doc: CatalogDoc, field: str, what: str, name: str, users: list[str]) -> CatalogDoc:
+    """`doc` without `name` in its `models` or `providers`.
+
+    Raises:
+        AdminError: 404 naming `what` when absent; 409 `conflict` listing
+            `users` (the paths that still name it; `param` the first) when any.
+    """
     entries: dict[str, Any] = getattr(doc, field)
     if name not in entries:
         raise AdminError(404, f"no {what} {name!r} in the catalog", code="not_found", param=what)
+    if users:
+        raise AdminError(409, still_used(what, name, users), code="conflict", param=users[0])
     return msgspec.structs.replace(doc, **{field: {k: v for k, v in entries.items() if k != name}})
 
 

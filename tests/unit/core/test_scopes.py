@@ -10,7 +10,14 @@ from msgspec import UNSET
 
 from turnout.core.limits import Limits
 from turnout.core.policy import PolicyOverrides, RetryOverrides
-from turnout.core.scopes import RESOLVED_NAMES, SETTING_NAMES, ScopeSettings, as_model_map, resolve_settings
+from turnout.core.scopes import (
+    RESOLVED_NAMES,
+    SETTING_NAMES,
+    ScopeSettings,
+    as_model_map,
+    named_models,
+    resolve_settings,
+)
 from turnout.core.spend import Budget, StrategyRule
 
 EMPTY = ScopeSettings()
@@ -133,3 +140,30 @@ def test_scope_settings_decode_rejects_unknown_fields_and_bad_key_modes() -> Non
 )
 def test_as_model_map(value: Any, expected: dict[str, tuple[str, ...]]) -> None:
     assert as_model_map(value) == expected
+
+
+def test_named_models_lists_every_model_a_scope_names_with_its_path() -> None:
+    settings = msgspec.convert(
+        {
+            "reroutes": ["r"],
+            "fallbacks": {"*": ["f1", "custom:vllm:f2"]},
+            "context_window_fallbacks": ["cw"],
+            "plan_fallbacks": {"m": ["pc"]},
+            "policy": {"fallback": {"models": ["pf"]}},
+            "strategy": [{"name": "eco", "at_percent": 80, "model": "s", "fallback": "sf"}],
+        },
+        ScopeSettings,
+    )
+    assert list(named_models(settings)) == [
+        ("reroutes[0]", "r"),
+        ("fallbacks.*", "*"),
+        ("fallbacks.*[0]", "f1"),
+        ("fallbacks.*[1]", "custom:vllm:f2"),
+        ("context_window_fallbacks[0]", "cw"),
+        ("plan_fallbacks.m", "m"),
+        ("plan_fallbacks.m[0]", "pc"),
+        ("policy.fallback.models[0]", "pf"),
+        ("strategy[0].model", "s"),
+        ("strategy[0].fallback", "sf"),
+    ]
+    assert list(named_models(EMPTY)) == []
