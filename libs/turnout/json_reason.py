@@ -6,7 +6,8 @@ misleads: for a high surrogate escape not followed by another escape
 (`"\\ud800"` in a JSON string), msgspec says "Input data was truncated";
 and one that names no field: a number out of range inside an object is "at
 `$[...]`" (an untyped decode knows no keys), so the field is found and named
-(`temperature`, `messages[0].content`). Only called on the error path, and
+(`temperature`, `messages[0].content`; `out_of_range`, also for a caller
+that names the field itself, as the admin API's `param`). Only called on the error path, and
 linear in the body (one regular expression; for a number out of range, one
 more parse by the standard library's `json`).
 Must not import: services, FastAPI, httpx.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -49,13 +50,38 @@ def json_reason(raw: bytes, exc: msgspec.DecodeError) -> str:
     reason = str(exc)
     if reason == "Input data was truncated" and _HIGH_SURROGATE_ALONE.search(raw):
         return LONE_SURROGATE
-    match = _OUT_OF_RANGE.match(reason)
-    if match is not None:
-        found = _first_out_of_range(raw)
-        if found is not None:
-            path, number = found
-            return f"{match.group(1)} - at `{path}` ({_shown(number)})"
+    found = out_of_range(raw, reason)
+    if found is not None:
+        return f"{found.reason} - at `{found.path or 'body'}` ({found.number})"
     return reason
+
+
+class OutOfRange(NamedTuple):
+    """A number of a body that no float or int holds.
+
+    Attributes:
+        reason: msgspec's words (`Number out of range`, `Integer value out of range`).
+        path: its field (`budget.usd`, `messages[0].content`, `["a b"]`); "" for the body itself.
+        number: the number as written, cut when long (`1e400`, `123456…, 5000 characters`).
+    """
+
+    reason: str
+    path: str
+    number: str
+
+
+def out_of_range(raw: bytes, reason: str) -> OutOfRange | None:
+    """The number msgspec's `reason` (the text of its `DecodeError` or `ValidationError` for `raw`)
+    says is out of range, with its field; None for any other reason, or when no such number is
+    found (`raw` not a document the standard library's `json` reads alike)."""
+    match = _OUT_OF_RANGE.match(reason)
+    if match is None:
+        return None
+    found = _first_out_of_range(raw)
+    if found is None:
+        return None
+    path, number = found
+    return OutOfRange(reason=match.group(1), path=path, number=_shown(number))
 
 
 class _Huge(str):
@@ -75,7 +101,7 @@ def _int_or_huge(text: str) -> int | _Huge:
 
 
 def _first_out_of_range(raw: bytes) -> tuple[str, str] | None:
-    """(path, number text) of the first number in `raw` no float or int holds, or None if none is found."""
+    """(path, number text) of the first number in `raw` no float or int holds ("" the body itself), or None."""
     try:
         document = json.loads(raw, parse_float=_float_or_huge, parse_int=_int_or_huge)
     except (ValueError, RecursionError):  # not a document json reads the same way: keep msgspec's words
@@ -88,7 +114,7 @@ def _find(value: Any, path: str) -> tuple[str, str] | None:
     while stack:
         value, path = stack.pop()
         if isinstance(value, _Huge):
-            return path or "body", str(value)
+            return path, str(value)
         if isinstance(value, dict):
             children = [(v, _member(path, k)) for k, v in value.items()]
         elif isinstance(value, list):

@@ -108,8 +108,20 @@ def test_settings_put_patch_and_inherit_reach_the_worker(gw: Gateway, acme: Admi
         ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected `int`"),
         ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
         ({"strategies": {}}, "settings.strategies", "unknown setting"),
+        ({"policy": {"retry": {"max_retries": -1}}}, "settings.policy.retry.max_retries", "Expected `int` >= 0"),
+        ({"policy": {"budget": {"max_attempts": 0}}}, "settings.policy.budget.max_attempts", "Expected `int` >= 1"),
     ],
-    ids=["cycle", "malformed-custom", "other-orgs-endpoint", "unknown-model", "policy-type", "key-mode", "unknown"],
+    ids=[
+        "cycle",
+        "malformed-custom",
+        "other-orgs-endpoint",
+        "unknown-model",
+        "policy-type",
+        "key-mode",
+        "unknown",
+        "negative-retries",
+        "no-attempts",
+    ],
 )
 def test_refused_settings_name_the_path_and_change_nothing(acme: Admin, body: object, param: str, words: str) -> None:
     before = acme.call("GET", "/orgs/acme/settings").json()
@@ -117,6 +129,23 @@ def test_refused_settings_name_the_path_and_change_nothing(acme: Admin, body: ob
     assert refused.status_code == 400, refused.text
     error = refused.json()["error"]
     assert error["param"] == param and words in error["message"]
+    assert acme.call("GET", "/orgs/acme/settings").json() == before
+
+
+def test_a_number_out_of_range_is_refused_naming_its_field(acme: Admin) -> None:
+    before = acme.call("GET", "/orgs/acme/settings").json()
+    body = b'{"budget": {"usd": 1e309, "period": "day"}}'
+    for method in ("PATCH", "PUT"):
+        refused = acme.call(method, "/orgs/acme/settings", content=body)
+        assert refused.status_code == 400, refused.text
+        assert refused.json() == {
+            "error": {
+                "message": "settings.budget.usd: Number out of range (1e309)",
+                "type": "invalid_request_error",
+                "param": "settings.budget.usd",
+                "code": "invalid_value",
+            }
+        }
     assert acme.call("GET", "/orgs/acme/settings").json() == before
 
 

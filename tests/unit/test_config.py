@@ -406,6 +406,13 @@ INVALID: list[tuple[str, str, str]] = [
         "orgs.acme.settings.budget.period: ",
         "Invalid enum value 'week'",
     ),
+    (with_("orgs.acme.settings.budget", {"usd": float("inf")}), "orgs.acme.settings.budget.usd: ", "<= 1.79"),
+    (
+        with_("orgs.acme.squads.research.settings", {"policy": {"retry": {"max_retries": -1}}}),
+        "orgs.acme.squads.research.settings.policy.retry.max_retries: ",
+        "Expected `int` >= 0",
+    ),
+    (with_("policy", {"budget": {"max_attempts": 0}}), "policy.budget.max_attempts: ", "Expected `int` >= 1"),
 ]
 INVALID_IDS = [
     "unknown-provider-in-offer",
@@ -464,6 +471,9 @@ INVALID_IDS = [
     "strategy-negative-percent",
     "budget-zero",
     "budget-unknown-period",
+    "budget-infinite",
+    "squad-policy-negative-retries",
+    "policy-no-attempts",
 ]
 
 

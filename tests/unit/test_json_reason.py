@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from turnout.adapters.anthropic_wire import WireError
 from turnout.errors import RequestRejected
-from turnout.json_reason import LONE_SURROGATE, json_reason
+from turnout.json_reason import LONE_SURROGATE, OutOfRange, json_reason, out_of_range
 from turnout_ingress.messages_wire import parse_messages_request
 from turnout_ingress.validation import parse_chat_request
 
@@ -118,3 +118,14 @@ def _document_with_a_huge_number(draw: st.DrawFn) -> tuple[bytes, str]:
 def test_the_named_field_is_where_the_number_is(case: tuple[bytes, str]) -> None:
     raw, path = case
     assert _reason(raw) == f"Number out of range - at `{path}` (1e400)"
+
+
+def test_out_of_range_gives_the_field_apart_for_a_caller_that_names_it() -> None:
+    raw = b'{"budget": {"usd": 1e309}}'
+    untyped = "Number out of range - at `$[...][...]`"
+    assert out_of_range(raw, untyped) == OutOfRange(reason="Number out of range", path="budget.usd", number="1e309")
+    assert out_of_range(b"[1e999]", "Number out of range - at `$[...]`") == OutOfRange(
+        reason="Number out of range", path="[0]", number="1e999"
+    )
+    assert out_of_range(raw, "Expected `int`, got `str` - at `$.budget.usd`") is None  # another reason
+    assert out_of_range(b'{"a": 1}', untyped) is None  # no such number in the body

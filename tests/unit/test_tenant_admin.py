@@ -177,3 +177,54 @@ def test_a_stored_time_out_of_range_is_still_shown() -> None:
 
     assert iso(1e300) == "9999-12-31T23:59:59Z"
     assert iso(-5.0) == "1970-01-01T00:00:00Z"
+
+
+# (body, param, words) of settings whose policy value is outside its domain
+OUT_OF_DOMAIN = [
+    (b'{"policy": {"retry": {"max_retries": -1}}}', "settings.policy.retry.max_retries", "Expected `int` >= 0"),
+    (b'{"policy": {"retry": {"ttft_timeout_ms": -5}}}', "settings.policy.retry.ttft_timeout_ms", ">= 0"),
+    (b'{"policy": {"retry": {"base_ms": -250}}}', "settings.policy.retry.base_ms", ">= 0"),
+    (b'{"policy": {"budget": {"max_attempts": 0}}}', "settings.policy.budget.max_attempts", "Expected `int` >= 1"),
+    (b'{"policy": {"fallback": {"max_cycles": -2}}}', "settings.policy.fallback.max_cycles", ">= 1"),
+    (b'{"policy": {"plan": {"max_offers": 0}}}', "settings.policy.plan.max_offers", ">= 1"),
+    (b'{"budget": {"usd": -1, "period": "day"}}', "settings.budget.usd", "Expected `float` > 0.0"),
+]
+
+
+@pytest.mark.parametrize(("body", "param", "words"), OUT_OF_DOMAIN, ids=[p for _, p, _ in OUT_OF_DOMAIN])
+def test_a_setting_outside_its_domain_is_refused_naming_it_by_put_and_patch(
+    body: bytes, param: str, words: str
+) -> None:
+    current = msgspec.convert({"reroutes": ["m1"]}, ScopeSettings)
+    writes: list[Callable[[], ScopeSettings]] = [
+        lambda: decode(body, ScopeSettings, "settings"),  # PUT
+        lambda: settings_patch(current, body, "settings"),  # PATCH
+    ]
+    for write in writes:
+        with pytest.raises(AdminError) as info:
+            write()
+        assert (info.value.status_code, info.value.param) == (400, param)
+        assert info.value.message.startswith(f"{param}: ") and words in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "number"),
+    [
+        (b'{"budget": {"usd": 1e309, "period": "day"}}', "settings.budget.usd", "1e309"),
+        (b'{"limits": {"rpm": ' + b"9" * 5000 + b"}}", "settings.limits.rpm", "5000 characters"),
+        (b'{"fallbacks": {"a b": [1e999]}}', 'settings.fallbacks["a b"][0]', "1e999"),
+    ],
+    ids=["float", "integer", "odd-key"],
+)
+def test_a_number_out_of_range_is_refused_naming_its_field_by_put_and_patch(
+    body: bytes, param: str, number: str
+) -> None:
+    writes: list[Callable[[], ScopeSettings]] = [
+        lambda: decode(body, ScopeSettings, "settings"),  # PUT
+        lambda: settings_patch(ScopeSettings(), body, "settings"),  # PATCH
+    ]
+    for write in writes:
+        with pytest.raises(AdminError) as info:
+            write()
+        assert (info.value.status_code, info.value.param) == (400, param)
+        assert "out of range" in info.value.message and number in info.value.message

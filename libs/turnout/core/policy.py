@@ -240,8 +240,22 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
     return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan), tuple(clamps)
 
 
+Count = Annotated[int, msgspec.Meta(ge=0)]
+"""A count that may be 0 (`max_retries`) or a duration where 0 means none or no wait (`ttft_timeout_ms`)."""
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
+"""A count or a duration with no meaning at 0 (`max_attempts`, `per_attempt_timeout_ms`)."""
+
+
 class _Overrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A section of a partial policy: the fields a layer sets (UNSET: keep the lower layer's)."""
+    """A section of a partial policy: the fields a layer sets (UNSET: keep the lower layer's).
+
+    Each number's type holds its domain (`Count`: at least 0; `AtLeastOne`),
+    so a negative count or duration, or a 0 where none has a meaning, is
+    refused where a partial policy is decoded (the file, the admin API),
+    naming the field (`Expected `int` >= 0 - at `$.retry.max_retries``),
+    as `limits` values are. Within its domain a value is brought inside the
+    ceilings and the SPEC's ranges by `clamp_policy`, and the clamp reported.
+    """
 
     def set_fields(self) -> dict[str, Any]:
         """The fields this layer sets, by name."""
@@ -249,17 +263,18 @@ class _Overrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class RetryOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The `retry` fields a layer sets (see `RetryPolicy`)."""
+    """The `retry` fields a layer sets (see `RetryPolicy`); a value outside its domain is refused
+    where it is decoded (`_Overrides`)."""
 
-    max_retries: int | UnsetType = UNSET
+    max_retries: Count | UnsetType = UNSET
     retry_on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
-    base_ms: int | UnsetType = UNSET
-    max_ms: int | UnsetType = UNSET
+    base_ms: Count | UnsetType = UNSET
+    max_ms: Count | UnsetType = UNSET
     respect_retry_after: bool | UnsetType = UNSET
-    per_attempt_timeout_ms: int | UnsetType = UNSET
-    fallback_target_retries: int | UnsetType = UNSET
-    ttft_timeout_ms: int | UnsetType = UNSET
-    stall_timeout_ms: int | UnsetType = UNSET
+    per_attempt_timeout_ms: AtLeastOne | UnsetType = UNSET
+    fallback_target_retries: Count | UnsetType = UNSET
+    ttft_timeout_ms: Count | UnsetType = UNSET
+    stall_timeout_ms: Count | UnsetType = UNSET
     stream_recovery: Literal["none", "continue"] | UnsetType = UNSET
 
 
@@ -269,23 +284,23 @@ class FallbackOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fi
     enabled: bool | UnsetType = UNSET
     cross_provider_same_model: bool | UnsetType = UNSET
     models: tuple[str, ...] | UnsetType = UNSET
-    backoff_ms: int | UnsetType = UNSET
+    backoff_ms: Count | UnsetType = UNSET
     on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
-    max_cycles: int | UnsetType = UNSET
+    max_cycles: AtLeastOne | UnsetType = UNSET
     credential_fallback: bool | UnsetType = UNSET
 
 
 class BudgetOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The `budget` fields a layer sets (see `BudgetPolicy`)."""
 
-    max_attempts: int | UnsetType = UNSET
-    max_total_latency_ms: int | UnsetType = UNSET
+    max_attempts: AtLeastOne | UnsetType = UNSET
+    max_total_latency_ms: AtLeastOne | UnsetType = UNSET
 
 
 class PlanOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The `plan` fields a layer sets (see `PlanPolicy`)."""
 
-    max_offers: int | UnsetType = UNSET
+    max_offers: AtLeastOne | UnsetType = UNSET
 
 
 class PolicyOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -325,8 +340,9 @@ def merge_policy(base: Policy, override: PolicyOverrides | Mapping[str, Any]) ->
 
     Raises:
         msgspec.ValidationError: (a mapping only) an unknown section or
-            field, or a value of the wrong type; msgspec's message names the
-            offending path (`$.retry.max_retries`).
+            field, a value of the wrong type or outside its domain
+            (`_Overrides`); msgspec's message names the offending path
+            (`$.retry.max_retries`).
     """
     if not isinstance(override, PolicyOverrides):
         override = msgspec.convert(override, PolicyOverrides)

@@ -12,6 +12,7 @@ Must not import: anything outside the standard library, msgspec and
 from __future__ import annotations
 
 import math
+import sys
 from datetime import UTC, datetime
 from typing import Annotated, Final, Literal
 
@@ -20,7 +21,8 @@ import msgspec
 Period = Literal["day", "month"]
 PERIODS: Final[tuple[Period, ...]] = ("day", "month")
 
-Usd = Annotated[float, msgspec.Meta(gt=0)]
+Usd = Annotated[float, msgspec.Meta(gt=0, le=sys.float_info.max)]
+"""An amount above 0 and finite: JSON has no infinity (YAML's `.inf` would be stored as `null`)."""
 Percent = Annotated[float, msgspec.Meta(ge=0, le=1000)]
 RuleName = Annotated[str, msgspec.Meta(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]
 

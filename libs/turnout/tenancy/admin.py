@@ -20,7 +20,7 @@ from msgspec import UNSET, UnsetType
 
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
-from turnout.json_reason import json_reason
+from turnout.json_reason import json_reason, out_of_range
 from turnout.scrub import redact_shapes
 from turnout.tenancy.orgs import (
     NAME_RE,
@@ -139,11 +139,22 @@ class EndpointPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 def decode(body: bytes, tp: type[T], root: str = "") -> T:
-    """Decode a JSON body into `tp`, or a 400 naming the offending field path."""
+    """Decode a JSON body into `tp`, or a 400 naming the offending field path.
+
+    `param` is `root` joined with the field's path in the body
+    (`settings.policy.retry.max_retries`); a number no float or int holds
+    is found in the body and named too (`settings.budget.usd`, where msgspec
+    says `$[...][...]` of an untyped decode), its reason quoting the number
+    (`Number out of range (1e309)`; `turnout.json_reason.out_of_range`).
+    """
     try:
         return msgspec.json.decode(body or b"{}", type=tp)
     except msgspec.ValidationError as exc:
         text = str(exc)
+        huge = out_of_range(body, text)
+        if huge is not None:
+            at = huge.path if not huge.path or huge.path.startswith("[") else f".{huge.path}"
+            raise invalid((root + at).lstrip(".") or "body", f"{huge.reason} ({huge.number})") from None
         where = re.search(r" - at `\$(.*)`", text)
         unknown = re.match(r"Object contains unknown field `([^`]*)`", text)
         path = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")

@@ -1,8 +1,10 @@
 """Admin routes of scope settings: `GET|PUT|PATCH` the settings of an org, a squad or a key (SPEC §6).
 
 PUT replaces a scope's settings whole (`{}` sets every setting to inherit),
-PATCH changes the fields it names; either way the policy is clamped to the
-ceilings and the clamps are returned.
+PATCH changes the fields it names; either way a value outside its field's
+domain (a negative count, a number out of range) is refused with a 400
+naming the field (`turnout.tenancy.admin.decode`), and the policy is
+clamped to the ceilings and the clamps are returned.
 """
 
 from __future__ import annotations

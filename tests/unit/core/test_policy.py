@@ -165,7 +165,53 @@ def test_merge_policy_errors_name_the_path(override: dict[str, Any], path: str |
         assert message.endswith(f"- at `{path}`")
 
 
+# (section.field, the least value its domain holds)
+FLOORS: list[tuple[str, int]] = [
+    ("retry.max_retries", 0),
+    ("retry.base_ms", 0),
+    ("retry.max_ms", 0),
+    ("retry.per_attempt_timeout_ms", 1),
+    ("retry.fallback_target_retries", 0),
+    ("retry.ttft_timeout_ms", 0),
+    ("retry.stall_timeout_ms", 0),
+    ("fallback.backoff_ms", 0),
+    ("fallback.max_cycles", 1),
+    ("budget.max_attempts", 1),
+    ("budget.max_total_latency_ms", 1),
+    ("plan.max_offers", 1),
+]
+
+
+@pytest.mark.parametrize(("path", "floor"), FLOORS, ids=[path for path, _ in FLOORS])
+def test_a_partial_policy_below_a_fields_domain_is_refused_naming_the_field(path: str, floor: int) -> None:
+    section, name = path.split(".")
+    for value in (floor - 1, -1, -(10**12)):
+        with pytest.raises(msgspec.ValidationError) as info:
+            merge_policy(Policy(), {section: {name: value}})
+        assert str(info.value) == f"Expected `int` >= {floor} - at `$.{path}`"
+    merged = merge_policy(Policy(), {section: {name: floor}})  # the floor itself is in the domain
+    assert getattr(getattr(merged, section), name) == floor
+
+
+def test_every_number_of_a_partial_policy_has_its_floor_in_the_table() -> None:
+    numbers = {
+        f"{section}.{name}"
+        for section, tp in SECTION_OVERRIDES.items()
+        for name, hint in typing.get_type_hints(tp, include_extras=True).items()
+        if "int" in str(hint) and "tuple" not in str(hint)
+    }
+    assert numbers == {path for path, _ in FLOORS}
+
+
 # --------------------------------------------------------------------- clamp
+
+
+def built(fields: dict[str, dict[str, int]]) -> Policy:
+    """`Policy()` with `fields` set as a policy built in code is, outside any decode (so outside the
+    partial policy's domain too): what `clamp_policy` still brings within range."""
+    base = Policy()
+    sections = {name: msgspec.structs.replace(getattr(base, name), **values) for name, values in fields.items()}
+    return msgspec.structs.replace(base, **sections)
 
 
 def test_clamp_policy_leaves_defaults_alone() -> None:
@@ -219,7 +265,7 @@ CLAMPS: list[tuple[dict[str, Any], str, int, int]] = [
     ids=[f"{path}-{'up' if applied > requested else 'down'}-{requested}" for _, path, requested, applied in CLAMPS],
 )
 def test_clamp_policy_reports_each_clamp(override: dict[str, Any], path: str, requested: int, applied: int) -> None:
-    policy, clamps = clamp_policy(merge_policy(Policy(), override), Ceilings())
+    policy, clamps = clamp_policy(built(override), Ceilings())
     assert clamps == (Clamp(path=path, requested=requested, applied=applied),)
     section, name = path.split(".")
     assert getattr(getattr(policy, section), name) == applied
@@ -303,7 +349,7 @@ def test_clamp_policy_is_idempotent() -> None:
 def test_policy_plan_max_offers_is_clamped_to_1_and_the_ceiling(asked: int, applied: int) -> None:
     from turnout.core.policy import Ceilings
 
-    policy, clamps = clamp_policy(merge_policy(Policy(), {"plan": {"max_offers": asked}}), Ceilings(max_offers=10))
+    policy, clamps = clamp_policy(built({"plan": {"max_offers": asked}}), Ceilings(max_offers=10))
     assert policy.plan.max_offers == applied
     assert [c.path for c in clamps] == ([] if asked == applied else ["plan.max_offers"])
 
