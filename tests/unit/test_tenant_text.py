@@ -10,6 +10,7 @@ from test_orgs import CONFIG, doc, s
 
 from turnout.config import parse_config
 from turnout.errors import ConfigError
+from turnout.tenancy.admin import AdminError, check_name
 from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
 from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
@@ -136,3 +137,25 @@ def test_the_configuration_file_is_checked_the_same_way(body: str, path: str) ->
 def test_a_long_name_in_an_error_path_is_cut() -> None:
     assert short_name("gpt") == "'gpt'"
     assert short_name("m" * 300) == f"{'m' * 40!r}… (300 characters)"
+
+
+@pytest.mark.parametrize("name", ["a?b#c", "-x", "a b", "a:b", "x" * 65, "", "é"])
+def test_the_admin_api_creates_ids_of_letters_digits_dot_underscore_dash_only(name: str) -> None:
+    """README "Admin API": ids created through the admin API are 1–64 of `A-Z a-z 0-9 . _ -`, starting
+    with a letter or digit."""
+    with pytest.raises(AdminError) as info:
+        check_name("id", name)
+    assert info.value.param == "id" and "A-Z a-z 0-9 . _ -" in info.value.message
+    for fit in ("a", "9lives", "a.b_c-1", "x" * 64):
+        check_name("id", fit)
+
+
+def test_the_file_declares_ids_of_any_printable_ascii_as_the_readme_says() -> None:
+    config = parse_config(
+        FILE.format(body='    squads: {"r&d": {}}\n    keys: [{name: "ci?bot", key: tk-abcdefgh}]').replace(
+            "  acme:", '  "a?b#c":'
+        ),
+        env={},
+    )
+    assert list(config.raw.orgs) == ["a?b#c"]
+    assert list(config.raw.orgs["a?b#c"].squads) == ["r&d"] and config.raw.orgs["a?b#c"].keys[0].name == "ci?bot"

@@ -12,15 +12,18 @@ Must not import: services, FastAPI, arq, httpx.
 Rules (violations raise `ConfigError("<path>: <why>")`; the value itself is
 never quoted, since it may be a secret):
 - ids (orgs, squads, keys, custom endpoints): 1–`MAX_ID_CHARS` printable
-  ASCII characters, no spaces;
+  ASCII characters, no spaces (what the file may declare); the admin API
+  creates them under a narrower rule, `A-Z a-z 0-9 . _ -` starting with a
+  letter or digit (`turnout.tenancy.admin.check_name`; README "Admin API"
+  lists the rule of every kind of string);
 - API keys (BYOK, custom endpoint, gateway keys from the file):
   1–`MAX_SECRET_CHARS` printable ASCII characters, no spaces; the
   operator's platform keys: no control characters;
 - model and provider names (catalog ids, offers' upstream models, models in
   settings, `custom:<endpoint>:<model>` entries): 1–`MAX_MODEL_CHARS`
   printable ASCII characters without spaces, since they travel in headers;
-- endpoint URLs: at most `MAX_URL_CHARS` characters (their other rules are
-  `turnout.tenancy.ssrf.check_base_url`).
+- endpoint URLs: at most `MAX_URL_CHARS` printable ASCII characters (their
+  other rules are `turnout.tenancy.ssrf.check_base_url`).
 """
 
 from __future__ import annotations
