@@ -18,6 +18,7 @@ from turnout.answer import error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout_ingress.messages_wire import error_body as anthropic_error_body
 from turnout_ingress.messages_wire import on_anthropic_surface
+from turnout_ingress.methods import allowed
 
 JSON = "application/json"
 
@@ -88,6 +89,9 @@ async def _http(request: Request, exc: Exception) -> Response:
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
     rid = _request_id(request).get("x-request-id") or uuid.uuid4().hex  # a route's error, or no route's
     headers = {"x-request-id": rid, **(exc.headers or {})}
+    allow = allowed(request.app.router.routes, request.scope) if exc.status_code == 405 else None
+    if allow is not None:  # every method the path takes, not only those of the route Starlette tried
+        headers = {k: v for k, v in headers.items() if k.lower() != "allow"} | {"allow": allow}
     path = request.url.path
     shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
     if on_anthropic_surface(path):  # Anthropic callers get Anthropic's shape

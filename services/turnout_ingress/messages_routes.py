@@ -28,6 +28,7 @@ from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON, error_response
 from turnout_ingress.messages_tokens import count_input_tokens
 from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body, to_openai_request
+from turnout_ingress.methods import REFUSAL
 from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def install(app: FastAPI, state: IngressState) -> None:
         )
 
     for path in ("/v1/messages", "/v1/messages/count_tokens"):  # 405 only; before the 404 catch-all below
-        app.add_api_route(path, messages_other_method, methods=OTHER_METHODS, include_in_schema=False)
+        app.add_api_route(path, messages_other_method, methods=OTHER_METHODS, include_in_schema=False, name=REFUSAL)
 
     @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)  # 404 only
     async def messages_unknown(request: Request, rest: str) -> Response:

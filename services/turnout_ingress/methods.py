@@ -1,0 +1,51 @@
+"""HTTP methods of the ingress's routes: the `Allow` of a 405.
+
+Owns:
+- `allowed`: the `Allow` header of a 405, "the target resource's currently supported
+  methods" (RFC 9110 §15.5.6, §10.2.1): every method of every route on the request's
+  path. Starlette's 405 names only the methods of the first route it matched, so a
+  path served by one route per method (`GET` and `POST /admin/v1/orgs`) listed one.
+- `REFUSAL`: the name of a route that takes methods only to refuse them with a 405 of
+  its own (the Anthropic surface's), so those methods are not listed as taken.
+
+None of this runs on the hot path (`turnout_ingress.hot_path`): it serves `POST` only.
+Must not import: `turnout_ingress.app`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from fastapi.routing import iter_route_contexts
+from starlette._utils import get_route_path  # what the router matches: the path less any `root_path`
+from starlette.routing import BaseRoute
+from starlette.types import Scope
+
+REFUSAL = "method_refusal"
+"""The route name that keeps a route's methods out of `allowed` (a route that answers them 405)."""
+
+
+def allowed(routes: Sequence[BaseRoute], scope: Scope) -> str | None:
+    """The `Allow` value of a 405 for the request of `scope`, from the app's `routes`.
+
+    The methods, sorted and joined by ", ", of every route whose path template is that of
+    the first route matching the request's path (the one Starlette answered 405 with;
+    routes of included routers counted where they are included). Routes named `REFUSAL`
+    and routes without methods (mounts) are left out. None when no route with methods
+    matches the path: the 405 came from elsewhere (a mount's app) and its own `Allow`
+    stands. RFC 9110 §15.5.6, §10.2.1.
+    """
+    path = get_route_path(scope)
+    template: str | None = None
+    methods: set[str] = set()
+    for route in iter_route_contexts(routes):
+        if not route.methods or route.name == REFUSAL:
+            continue
+        if template is None:
+            regex = getattr(route, "path_regex", None)
+            if regex is None or not regex.match(path):
+                continue
+            template = route.path
+        if route.path == template:
+            methods |= route.methods
+    return ", ".join(sorted(methods)) or None
