@@ -1,9 +1,10 @@
 """The ingress: FastAPI app factory and the OpenAI-compatible routes.
 
-Owns: the HTTP surface (chat completions, models, health), the per-process
-objects (config, catalog, key ring, Redis client, job queue) built in the
-factory, and the hand-off of each non-streaming request to the queue. It
-makes no upstream call on the non-streaming path (SPEC §1).
+Owns: the HTTP surface (chat completions, models, health; `HEAD` on every
+`GET` route, `turnout_ingress.methods`), the per-process objects (config,
+catalog, key ring, Redis client, job queue) built in the factory, and the
+hand-off of each non-streaming request to the queue. It makes no upstream
+call on the non-streaming path (SPEC §1).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models, model_object
+from turnout_ingress.methods import HeadAsGet
 from turnout_ingress.ops_routes import RouteCounts
 from turnout_ingress.state import IngressState
 from turnout_ingress.streaming import serve_stream
@@ -193,6 +195,7 @@ def create_app(
     )
     app.state.turnout = state
     errors.install(app)
+    app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
     ops_routes.install(app, state)
     admin.install(app, state)
     observability.install(app, state)

@@ -14,7 +14,8 @@ What the whole stack does for these two routes is done here, the same way:
   exception goes to the server unhandled.
 What it leaves out does nothing for these routes: matching the path against every route,
 FastAPI's dependency solving (the endpoints take only the `Request`: checked at start),
-the audit middleware (admin writes only), the body-limit wrapper (no limit is set), the
+the audit middleware (admin writes only), the `HEAD` middleware (`HEAD` only,
+`turnout_ingress.methods`), the body-limit wrapper (no limit is set), the
 exit stack (no dependency with `yield`) and FastAPI's own telemetry (it acts only with
 global OpenTelemetry providers, which Turnout never installs).
 

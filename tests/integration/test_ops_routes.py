@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import socket
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 import openai
@@ -113,3 +115,40 @@ def test_one_model_is_retrievable_with_the_sdks_and_an_unknown_one_is_404_in_eac
     assert missing.status_code == 404 and missing.json()["type"] == "error"
     assert missing.json()["error"]["type"] == "not_found_error" and len(missing.text) < 600
     assert httpx.get(f"{gateway.base_url}/v1/models/ok").status_code == 401  # a gateway key is needed
+
+
+def _raw_answer(gateway: Gateway, request: bytes) -> bytes:
+    """Every byte the ingress sends for one `request` (it says `connection: close`), until it closes."""
+    url = urlparse(gateway.base_url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as conn:
+        conn.sendall(request)
+        answer = b""
+        while chunk := conn.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("path", "key"), [("/health/liveness", None), ("/health/readiness", None), ("/v1/models", KEY)]
+)
+def test_head_answers_a_get_route_with_its_status_and_headers_and_no_content(
+    gateway: Gateway, path: str, key: str | None
+) -> None:
+    auth = f"authorization: Bearer {key}\r\n".encode() if key else b""
+    request = b"%s %s HTTP/1.1\r\nhost: x\r\n%sconnection: close\r\n\r\n"
+    get = _raw_answer(gateway, request % (b"GET", path.encode(), auth))
+    head = _raw_answer(gateway, request % (b"HEAD", path.encode(), auth))
+    get_head, _, content = get.partition(b"\r\n\r\n")
+    assert get_head.startswith(b"HTTP/1.1 200 ") and content
+    assert head.endswith(b"\r\n\r\n") and head.count(b"\r\n\r\n") == 1  # the head only
+    shown = {line.partition(b":")[0].lower() for line in get_head.split(b"\r\n")[1:]}
+    assert {line.partition(b":")[0].lower() for line in head.split(b"\r\n")[1:-2]} == shown
+    assert head.split(b"\r\n")[0] == get_head.split(b"\r\n")[0]
+    assert re.search(rb"\r\ncontent-length: %d\r\n" % len(content), head), head
+
+
+def test_a_405_allows_every_method_of_the_path_head_included(gateway: Gateway) -> None:
+    operator = {"authorization": f"Bearer {OPERATOR}"}
+    refused = httpx.request("TRACE", f"{gateway.base_url}/admin/v1/orgs", headers=operator)
+    assert refused.status_code == 405 and refused.headers.get_list("allow") == ["GET, HEAD, POST"]
+    assert httpx.head(f"{gateway.base_url}/admin/v1/orgs", headers=operator).status_code == 200
