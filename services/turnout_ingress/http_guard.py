@@ -1,10 +1,11 @@
-"""HTTP/1.1 hardening of the ingress: header size, header and body deadlines, a connection cap.
+"""HTTP/1.1 hardening of the ingress: header size, header and body deadlines, a connection cap,
+no keep-alive past an unread body.
 
 Owns: `guarded_protocol`, uvicorn's httptools protocol with four guards
 uvicorn does not have (its own limits: `--limit-concurrency` answers 503
 only once a request's headers are complete, and `--timeout-keep-alive`
 only runs between requests, so a client that never finishes its headers is
-held forever and its headers are buffered without bound):
+held forever and its headers are buffered without bound), and one rule:
 
 - **header size**: a request's head (request line and headers) larger than
   `max_header_bytes` → `431 Request Header Fields Too Large`, connection
@@ -21,6 +22,14 @@ held forever and its headers are buffered without bound):
   the client leave.
 - **connection cap**: a connection beyond `max_connections` open at once is
   answered `503` and closed at once, before anything is read.
+- **no keep-alive past an unread body**: an answer that starts before the
+  request's body has all arrived (a `413` for a declared `Content-Length`
+  over `max_body_bytes`, a `401` sent before the body is read) carries
+  `connection: close`, and the connection is closed once it is sent: a server
+  reads the whole body or closes after its answer (RFC 9112 §9.3), and says
+  so when it closes (§9.6). uvicorn kept such a connection open, taking
+  whatever the client sent next for the rest of the body until the body
+  deadline. A body that has all arrived, read or not, keeps the connection.
 
 Each refusal, and the `400` for bytes that are not HTTP/1.1 at all (uvicorn's
 own is plain text), is an OpenAI-format error body with a minted
@@ -129,6 +138,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             self._head_size = 0  # the current head's request line and headers, as parsed
             self._refused = False
             self._deadline: asyncio.TimerHandle | None = None
+            self._keep_alive_held = False  # the request's keep-alive, given back once its body is whole
 
         def _arm(self, seconds: float, what: str) -> None:
             self._disarm()
@@ -171,6 +181,10 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             self._disarm()
             super().connection_lost(exc)
 
+        def shutdown(self) -> None:
+            self._keep_alive_held = False  # the server is stopping: nothing to give back
+            super().shutdown()
+
         def data_received(self, data: bytes) -> None:
             if self._refused:
                 return
@@ -206,7 +220,11 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             if self._refused:
                 return
             self._arm(limits.body_timeout_s, "body")
+            before = self.cycle
             super().on_headers_complete()
+            if self.cycle is not before and self.cycle.keep_alive:  # a new request that may keep the connection
+                self.cycle.keep_alive = False  # until its body is whole: an answer before then closes it
+                self._keep_alive_held = True
 
         def on_body(self, body: bytes) -> None:
             if not self._refused:
@@ -217,6 +235,9 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
                 return
             self._disarm()
             self._in_head = True
+            if self._keep_alive_held and not self.cycle.response_started:  # whole before any answer
+                self.cycle.keep_alive = True
+            self._keep_alive_held = False
             super().on_message_complete()
 
     return GuardedHttpToolsProtocol

@@ -16,6 +16,7 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
 import pytest
 import uvicorn
 
@@ -40,13 +41,24 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-@pytest.fixture
-async def port() -> AsyncIterator[int]:
+async def refusing_app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """`app`, but a request declaring a body over 100 bytes is answered 413 at once, its body unread
+    (as the ingress refuses a declared `Content-Length` over `max_body_bytes`)."""
+    if scope["type"] == "http" and int(dict(scope["headers"]).get(b"content-length", b"0")) > 100:
+        await send({"type": "http.response.start", "status": 413, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"no"})
+        return
+    await app(scope, receive, send)
+
+
+@contextlib.asynccontextmanager
+async def serving(asgi: Any, limits: GuardLimits) -> AsyncIterator[int]:
+    """`asgi` served by uvicorn with the guards of `limits` on a free port of 127.0.0.1, yielded."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = int(s.getsockname()[1])
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=free, http=guarded_protocol(LIMITS), log_level="critical", lifespan="off"
+        asgi, host="127.0.0.1", port=free, http=guarded_protocol(limits), log_level="critical", lifespan="off"
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())
@@ -58,6 +70,19 @@ async def port() -> AsyncIterator[int]:
         server.should_exit = True
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait_for(task, 5)
+
+
+@pytest.fixture
+async def port() -> AsyncIterator[int]:
+    async with serving(app, LIMITS) as free:
+        yield free
+
+
+@pytest.fixture
+async def refusing_port() -> AsyncIterator[int]:
+    """`refusing_app` with a body deadline far beyond any wait here: only the answer can close the connection."""
+    async with serving(refusing_app, msgspec.structs.replace(LIMITS, body_timeout_s=600)) as free:
+        yield free
 
 
 async def exchange(port: int, data: bytes, *, then_wait_s: float = 5.0) -> bytes:
@@ -146,6 +171,42 @@ async def test_http_guard_a_slow_body_on_the_anthropic_surface_gets_anthropics_e
     error = json.loads(body)
     assert error["type"] == "error" and error["error"]["type"] == "timeout_error"
     assert "body did not arrive" in error["error"]["message"]
+
+
+async def _one_answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """The head and content of one answer with a `content-length`, read off `reader` (5 s at most)."""
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    length = re.search(rb"\r\ncontent-length: (\d+)", head, re.IGNORECASE)
+    assert length is not None, head
+    return head, await asyncio.wait_for(reader.readexactly(int(length[1])), 5)
+
+
+async def test_http_guard_an_answer_before_the_body_arrived_closes_the_connection(refusing_port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", refusing_port)
+    try:
+        writer.write(b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 5000000000\r\n\r\n{}")
+        head, _ = await _one_answer(reader)
+        assert head.startswith(b"HTTP/1.1 413") and b"\r\nconnection: close" in head, head
+        writer.write(b"GET / HTTP/1.1\r\nhost: x\r\n\r\n")  # not taken for the rest of the body
+        with contextlib.suppress(ConnectionError):
+            assert await asyncio.wait_for(reader.read(4096), 5) == b""  # closed: no answer, no wait
+    finally:
+        writer.close()
+
+
+async def test_http_guard_a_body_all_arrived_keeps_the_connection_read_or_not(refusing_port: int) -> None:
+    unread = b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 200\r\n\r\n" + b"a" * 200
+    read = b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: 2\r\n\r\nhi"
+    reader, writer = await asyncio.open_connection("127.0.0.1", refusing_port)
+    try:
+        heads = []
+        for request in (unread, read, unread):
+            writer.write(request)
+            heads.append((await _one_answer(reader))[0])
+    finally:
+        writer.close()
+    assert [h[:12] for h in heads] == [b"HTTP/1.1 413", b"HTTP/1.1 200", b"HTTP/1.1 413"]
+    assert not any(b"connection: close" in h for h in heads), heads
 
 
 async def test_http_guard_connections_beyond_the_cap_get_503(port: int) -> None:
