@@ -1,4 +1,6 @@
-"""HTTP error mapping of the ingress: every error is an OpenAI-format body.
+"""HTTP error mapping of the ingress: every error is an OpenAI-format body, or Anthropic's for a
+request that gets that shape (`messages_wire.answers_anthropic`: the `/v1/messages` paths, and
+`/v1/models` with `anthropic-version`).
 
 Owns: one handler table from exception class to (status, body, headers).
 """
@@ -16,8 +18,8 @@ from starlette.responses import Response
 
 from turnout.answer import error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout_ingress.messages_wire import ANTHROPIC_UNAUTHORIZED, answers_anthropic
 from turnout_ingress.messages_wire import error_body as anthropic_error_body
-from turnout_ingress.messages_wire import on_anthropic_surface
 from turnout_ingress.methods import allowed
 
 JSON = "application/json"
@@ -41,6 +43,14 @@ def error_response(
     )
 
 
+def _anthropic(status: int, message: str, headers: Mapping[str, str]) -> Response:
+    """An Anthropic-format error answer with `headers`; its `x-request-id` (minted when `headers`
+    has none) is also the body's `request_id`."""
+    rid = headers.get("x-request-id") or uuid.uuid4().hex
+    body = anthropic_error_body(status, message, rid)
+    return Response(body, status_code=status, media_type=JSON, headers={**headers, "x-request-id": rid})
+
+
 def _request_id(request: Request) -> dict[str, str]:
     rid = getattr(request.state, "request_id", None)
     return {"x-request-id": rid} if rid else {}
@@ -62,9 +72,12 @@ async def _rejected(request: Request, exc: Exception) -> Response:
     headers = {**exc.headers, **_request_id(request)}
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
+    message = naming_the_object(exc.message, exc.code, request)
+    if answers_anthropic(request.scope["path"], request.headers):  # the 401 names `x-api-key`, as they send it
+        return _anthropic(exc.status_code, ANTHROPIC_UNAUTHORIZED if exc.status_code == 401 else message, headers)
     return error_response(
         exc.status_code,
-        naming_the_object(exc.message, exc.code, request),
+        message,
         error_type=exc.error_type,
         code=exc.code,
         param=exc.param,
@@ -75,6 +88,8 @@ async def _rejected(request: Request, exc: Exception) -> Response:
 async def _unavailable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayUnavailable)
     headers = {**_request_id(request), "retry-after": str(exc.retry_after_s)}
+    if answers_anthropic(request.scope["path"], request.headers):  # scope's path: no URL built on the hot path
+        return _anthropic(503, exc.message, headers)
     return error_response(503, exc.message, error_type="service_unavailable", code=exc.code, headers=headers)
 
 
@@ -94,9 +109,8 @@ async def _http(request: Request, exc: Exception) -> Response:
         headers = {k: v for k, v in headers.items() if k.lower() != "allow"} | {"allow": allow}
     path = request.url.path
     shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
-    if on_anthropic_surface(path):  # Anthropic callers get Anthropic's shape
-        body = anthropic_error_body(exc.status_code, f"{message} ({request.method} {shown})", rid)
-        return Response(body, status_code=exc.status_code, media_type=JSON, headers=headers)
+    if answers_anthropic(path, request.headers):  # Anthropic callers get Anthropic's shape
+        return _anthropic(exc.status_code, f"{message} ({request.method} {shown})", headers)
     return error_response(
         exc.status_code,
         f"{message} ({request.method} {shown})",
@@ -139,10 +153,8 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     (the server drops it after the error; the header tells the client not to reuse it)."""
     message = "The gateway hit an internal error; the request was not completed."
     headers = {**_request_id(request), "connection": "close"}
-    if on_anthropic_surface(request.url.path):
-        rid = headers.get("x-request-id") or uuid.uuid4().hex
-        body = anthropic_error_body(500, message, rid)
-        return Response(body, status_code=500, media_type=JSON, headers={**headers, "x-request-id": rid})
+    if answers_anthropic(request.url.path, request.headers):
+        return _anthropic(500, message, headers)
     return error_response(500, message, error_type="server_error", code="internal_error", headers=headers)
 
 

@@ -7,7 +7,8 @@ Owns:
 - Anthropic-format errors for every other path and method under
   `/v1/messages` (404 `not_found_error`, 405), so an Anthropic SDK never
   meets an OpenAI-format body there;
-- the 401 text for Anthropic callers, naming `x-api-key`.
+- Anthropic-format refusals of its routes (`rejected`; the 401's text, naming
+  `x-api-key`, is `messages_wire.ANTHROPIC_UNAUTHORIZED`).
 Must not import: `turnout_ingress.app`.
 """
 
@@ -27,17 +28,19 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON, error_response
 from turnout_ingress.messages_tokens import count_input_tokens
-from turnout_ingress.messages_wire import check_messages_request, decode_messages_body, error_body, to_openai_request
+from turnout_ingress.messages_wire import (
+    ANTHROPIC_UNAUTHORIZED,
+    check_messages_request,
+    decode_messages_body,
+    error_body,
+    to_openai_request,
+)
 from turnout_ingress.methods import REFUSAL
 from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
 
-ANTHROPIC_UNAUTHORIZED = (
-    "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
-)
-"""The 401 message on Anthropic routes (the Anthropic SDKs send `x-api-key`)."""
 OTHER_METHODS = ["GET", "PUT", "PATCH", "DELETE"]
 _encode = msgspec.json.Encoder()
 

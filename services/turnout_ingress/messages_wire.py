@@ -2,9 +2,10 @@
 
 Owns: checking a `POST /v1/messages` body, translating it into the internal
 OpenAI chat request, translating the OpenAI `chat.completion` the fleet
-answers back into an Anthropic `message`, and every error body of that
-route in Anthropic's shape `{"type": "error", "error": {"type", "message"},
-"request_id"}`. The stream translation is in `messages_events`.
+answers back into an Anthropic `message`, every error body of that route in
+Anthropic's shape `{"type": "error", "error": {"type", "message"},
+"request_id"}`, and which requests' errors take that shape
+(`answers_anthropic`). The stream translation is in `messages_events`.
 Must not import: FastAPI, starlette, Redis; no I/O.
 
 Sources: https://docs.anthropic.com/en/api/messages and /en/api/errors.
@@ -27,6 +28,7 @@ Decisions (lossy where OpenAI has no field):
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -65,9 +67,25 @@ _ERROR_TYPE: Final[dict[int, str]] = {
 }
 
 
+ANTHROPIC_UNAUTHORIZED: Final = (
+    "Invalid or missing gateway key. Send it as `x-api-key: <key>` (or `Authorization: Bearer <key>`)."
+)
+"""The 401 message for Anthropic callers (the Anthropic SDKs send `x-api-key`)."""
+
+
 def on_anthropic_surface(path: str) -> bool:
     """Whether a request `path` is `/v1/messages` or under it, where every error is in Anthropic's shape."""
     return path == "/v1/messages" or path.startswith("/v1/messages/")
+
+
+def answers_anthropic(path: str, headers: Mapping[str, str]) -> bool:
+    """Whether a request to `path` with `headers` (lower-case names) gets its errors in Anthropic's shape:
+    on the Anthropic surface (`on_anthropic_surface`) always; on `/v1/models` and under it when it sends
+    `anthropic-version`, as the Anthropic SDKs always do (README "The Anthropic surface": that route then
+    answers in Anthropic's shape, its errors included)."""
+    if on_anthropic_surface(path):
+        return True
+    return (path == "/v1/models" or path.startswith("/v1/models/")) and "anthropic-version" in headers
 
 
 def error_type_for(status: int) -> str:

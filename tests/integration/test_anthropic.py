@@ -388,6 +388,16 @@ def test_a_wrong_key_on_messages_is_told_to_use_x_api_key(gw: Gateway) -> None:
     assert "x-api-key" in info.value.body["error"]["message"]  # type: ignore[index]
 
 
+def test_a_wrong_key_listing_models_with_the_anthropic_sdk_is_told_to_use_x_api_key(gw: Gateway) -> None:
+    bad_key = anthropic.Anthropic(base_url=gw.base_url, api_key="tk-wrong-key-000", max_retries=0)
+    with pytest.raises(anthropic.AuthenticationError) as info:
+        bad_key.models.list()
+    bad_key.close()
+    body = info.value.body
+    assert isinstance(body, dict) and body["type"] == "error" and body["request_id"]
+    assert body["error"]["type"] == "authentication_error" and "x-api-key" in body["error"]["message"]
+
+
 def _post_messages(gw: Gateway, key: str, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(
         f"{gw.base_url}/v1/messages",

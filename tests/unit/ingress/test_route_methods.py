@@ -1,4 +1,4 @@
-"""The methods of the ingress's routes, on the app `create_app` builds (no Redis: nothing here needs it):
+"""The methods of the ingress's routes, on the app `create_app` builds (`support.ingress_app`, in-process):
 every `GET` route answers `HEAD` with the `GET`'s status and headers and no content (RFC 9110 §9.3.2);
 a 405's `Allow` lists every method the path takes (RFC 9110 §15.5.6), not only those of the
 first route Starlette matched."""
@@ -14,36 +14,15 @@ from fastapi import FastAPI
 from fastapi.routing import iter_route_contexts
 from starlette.types import Message
 
-from turnout.config import parse_config
-from turnout.settings import Settings
-from turnout_ingress.app import create_app
+from support.ingress_app import KEY, ingress_app
 
-CONFIG = """
-providers:
-  p: {kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", api_key: k}
-models:
-  m: {offers: [{provider: p, model: m}]}
-"""
-KEY = "tk-route-methods-0001"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 """The methods any route of the ingress takes (TRACE: none does)."""
 
 
-class Keyring:
-    """A key ring that knows `KEY` (`/v1/models` only authenticates its caller)."""
-
-    loaded = True
-
-    def authenticate(self, token: str | None) -> object | None:
-        return object() if token == KEY else None
-
-
 @pytest.fixture(scope="module")
 def app() -> FastAPI:
-    config = parse_config(CONFIG, env={})
-    app = create_app(config, redis_url="redis://127.0.0.1:9", settings=Settings.from_env({}))
-    app.state.turnout.keyring = Keyring()
-    return app
+    return ingress_app()
 
 
 async def _ask(app: FastAPI, method: str, path: str) -> httpx.Response:
