@@ -130,9 +130,28 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
             env=dict(env),
         )
+        for check in (_secret_keys, _ssrf_allow):  # read again where used; checked here to fail at start
+            try:
+                check(env)
+            except ValueError as exc:  # names the variable (and an entry), never a key's value
+                errors.append(str(exc))
         if errors:
             raise SettingsError("; ".join(errors), errors)
         return settings
+
+
+def _secret_keys(env: Mapping[str, str]) -> None:
+    """`TURNOUT_SECRET_KEY` parses (each key 32 URL-safe base64 bytes). Raises ValueError naming it."""
+    from turnout.tenancy.vault import Vault
+
+    Vault.from_env(env)
+
+
+def _ssrf_allow(env: Mapping[str, str]) -> None:
+    """`TURNOUT_SSRF_ALLOW` parses (each entry a host or network). Raises ValueError naming the entry."""
+    from turnout.tenancy.ssrf import AllowList
+
+    AllowList.from_env(env)
 
 
 def _seconds(raw: str) -> float:

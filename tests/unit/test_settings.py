@@ -6,6 +6,7 @@ import pytest
 
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings, SettingsError
+from turnout.tenancy.vault import generate_key
 
 
 def test_settings_defaults_from_an_empty_environment() -> None:
@@ -108,3 +109,29 @@ def test_settings_python_optimize_defaults_to_two_and_reads_each_level() -> None
     assert Settings.from_env({}).python_optimize == 2, "server processes run under -OO unless told otherwise"
     for level in (0, 1, 2):
         assert Settings.from_env({"TURNOUT_PYTHON_OPTIMIZE": f" {level} "}).python_optimize == level
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"TURNOUT_SECRET_KEY": "garbage-not-a-key"}, "TURNOUT_SECRET_KEY: key #1 is not a Fernet key"),
+        ({"TURNOUT_SECRET_KEY": f"{generate_key()},short"}, "TURNOUT_SECRET_KEY: key #2 is not a Fernet key"),
+        (
+            {"TURNOUT_SSRF_ALLOW": "not a host!!"},
+            "TURNOUT_SSRF_ALLOW: 'not a host!!' is neither a CIDR nor a host name",
+        ),
+    ],
+    ids=["secret-key", "second-secret-key", "ssrf-allow"],
+)
+def test_settings_a_malformed_secret_key_or_allow_list_stops_the_start_naming_it(
+    env: dict[str, str], message: str
+) -> None:
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env(env)
+    assert message in str(info.value)
+    assert "garbage-not-a-key" not in str(info.value)  # a key's value is never echoed
+
+
+def test_settings_well_formed_secret_keys_and_allow_list_pass() -> None:
+    env = {"TURNOUT_SECRET_KEY": f"{generate_key()},{generate_key()}", "TURNOUT_SSRF_ALLOW": "127.0.0.1,10.0.0.0/8"}
+    assert Settings.from_env(env).env == env
