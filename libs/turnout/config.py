@@ -319,12 +319,12 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
 
 
 def _upstream_keys(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
-    """Each key of the file that Turnout sends to an upstream, with its path, as written:
-    `providers.*.api_key`, `orgs.*.provider_keys.*`, `orgs.*.custom_endpoints.*.api_key`."""
-    providers = data.get("providers")
-    for name, provider in providers.items() if isinstance(providers, dict) else ():
-        if isinstance(provider, dict):
-            yield f"providers.{name}.api_key", provider.get("api_key")
+    """Each string of the file that Turnout sends to an upstream or keeps in the catalog, with its
+    path, as written: every string of `providers:` and `models:` (keys, base URLs, model names:
+    a URL or a model name reaches the provider, and the catalog in Redis shows them in clear),
+    `orgs.*.provider_keys.*`, `orgs.*.custom_endpoints.*.api_key`."""
+    for section in ("providers", "models"):
+        yield from _strings(data.get(section), section)
     orgs = data.get("orgs")
     for org_name, org in orgs.items() if isinstance(orgs, dict) else ():
         if not isinstance(org, dict):
@@ -338,6 +338,23 @@ def _upstream_keys(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
                 yield f"orgs.{org_name}.custom_endpoints.{endpoint_name}.api_key", endpoint.get("api_key")
 
 
+def _strings(node: Any, path: str) -> Iterator[tuple[str, Any]]:
+    """Every string under `node`, with its dotted path (`models.m.offers[0].model`)."""
+    if isinstance(node, str):
+        yield path, node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _strings(value, f"{path}[{i}]")
+
+
+def _is_key(path: str) -> bool:
+    """Whether the field at `path` (from `_upstream_keys`) is a key, not a URL or a model name."""
+    return path.endswith(".api_key") or not path.startswith(("providers.", "models."))
+
+
 def _check_key_references(data: Mapping[str, Any]) -> None:
     """Refuse a `${NAME}` of one of Turnout's own variables in a key sent upstream, before interpolation
     (`turnout.catalog.provider_rules`: `${TURNOUT_SECRET_KEY}` would send the vault's key to a provider).
@@ -346,7 +363,8 @@ def _check_key_references(data: Mapping[str, Any]) -> None:
         ConfigError: one line per reference, naming the field and the variable.
     """
     errors = [
-        f"{path}: `${{{m.group(1)}}}` {provider_rules.OWN_VARIABLE}"
+        f"{path}: `${{{m.group(1)}}}` "
+        + (provider_rules.OWN_VARIABLE if _is_key(path) else provider_rules.OWN_VARIABLE_SENT)
         for path, value in _upstream_keys(data)
         if isinstance(value, str)
         for m in _ENV.finditer(value)

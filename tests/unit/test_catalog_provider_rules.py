@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, config_of, resolve_key
-from turnout.catalog.provider_rules import OWN_VARIABLE, check_key_env, key_env_refusal
+from turnout.catalog.provider_rules import OWN_VARIABLE, OWN_VARIABLE_SENT, check_key_env, key_env_refusal
 from turnout.config import ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
 from turnout.tenancy.vault import Vault, generate_key
@@ -132,11 +132,38 @@ def test_a_file_key_read_from_one_of_turnouts_own_variables_is_refused_at_load(
     parse_config(file_text(**mine), env=ENV)  # any other variable reads as before
 
 
+@pytest.mark.parametrize(
+    ("text", "path"),
+    [
+        (
+            (
+                'providers:\n  p: {kind: openai_compatible, base_url: "http://127.0.0.1:1/${TURNOUT_SECRET_KEY}/v1"}\n'
+                "models:\n  m: {offers: [{provider: p, model: m}]}\n"
+            ),
+            "providers.p.base_url",
+        ),
+        (
+            (
+                'providers:\n  p: {kind: openai_compatible, base_url: "http://127.0.0.1:1/v1"}\n'
+                'models:\n  m: {offers: [{provider: p, model: "${TURNOUT_SECRET_KEY}"}]}\n'
+            ),
+            "models.m.offers[0].model",
+        ),
+    ],
+    ids=["base-url", "offer-model"],
+)
+def test_a_url_or_model_name_read_from_one_of_turnouts_own_variables_is_refused_at_load(text: str, path: str) -> None:
+    with pytest.raises(ConfigError) as load:
+        parse_config(text, env=ENV)
+    assert str(load.value) == f"{path}: `${{TURNOUT_SECRET_KEY}}` {OWN_VARIABLE_SENT}"
+    parse_config(text.replace("TURNOUT_SECRET_KEY", "MY_PATH"), env={**ENV, "MY_PATH": "x"})
+
+
 def test_turnout_config_check_names_the_field(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for name in ("TURNOUT_KEY_APP", "TURNOUT_SECRET_KEY"):  # the file would load without the rule
-        monkeypatch.setenv(name, ENV[name])
+    monkeypatch.setenv("TURNOUT_KEY_APP", ENV["TURNOUT_KEY_APP"])  # the file would load without the rule
+    monkeypatch.setenv("TURNOUT_SECRET_KEY", generate_key())  # a well-formed key: the process's settings check it
     path = tmp_path / "turnout.yaml"
     path.write_text(file_text(provider_key="${TURNOUT_SECRET_KEY}"), encoding="utf-8")
     assert main(["config", "check", str(path)]) == 1
