@@ -315,3 +315,19 @@ def test_a_model_write_reprices_the_same_provider_model_in_every_other_model(gw:
     assert models["pb"]["offers"][0]["input_usd_per_mtok"] == 3  # one provider's model, one price
     for name in ("pa", "pb"):
         assert operator.call("DELETE", f"/catalog/models/{name}").status_code == 200
+
+
+def test_a_model_an_org_made_through_the_api_names_is_not_deleted_under_it(operator: Admin) -> None:
+    assert operator.call("PUT", "/catalog/models/m-refs", {"offers": [{"provider": "sim-a", "model": "x"}]}).is_success
+    assert operator.call("POST", "/orgs", {"id": "refs-org"}).status_code == 201
+    try:
+        patched = operator.call("PATCH", "/orgs/refs-org/settings", {"reroutes": ["m-refs"]})
+        assert patched.is_success, patched.text
+        refused = operator.call("DELETE", "/catalog/models/m-refs")
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["error"]["param"] == "orgs.refs-org.settings.reroutes[0]"
+        assert operator.call("PATCH", "/orgs/refs-org/settings", {"reroutes": None}).is_success
+        assert operator.call("DELETE", "/catalog/models/m-refs").is_success
+    finally:
+        operator.call("DELETE", "/orgs/refs-org")
+        operator.call("DELETE", "/catalog/models/m-refs")

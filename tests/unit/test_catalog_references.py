@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
 from turnout.catalog.references import MAX_LISTED, model_users, provider_users, still_used
 from turnout.config import parse_config, with_catalog
+from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout.tenancy.orgs import KeyDoc, OrgDoc, ProviderKeyDoc, SquadDoc
+from turnout.tenancy.vault import Binding, Vault, generate_key
 
 CATALOG: dict[str, Any] = {
     "providers": {
@@ -123,3 +127,45 @@ def test_the_refusal_names_the_thing_as_still_used_and_lists_what_uses_it() -> N
     assert message.startswith("provider `sim-west` is still used by: models.m0.offers[0].provider, ")
     assert message.endswith(f"models.m{MAX_LISTED - 1}.offers[0].provider and 3 more; remove those first")
     assert f"m{MAX_LISTED}." not in message
+
+
+def _stored(org_id: str, settings: dict[str, Any], *, squad: bool = False, key: bool = False) -> OrgDoc:
+    """An org as stored in Redis (made through the admin API) with `settings` on it, a squad or a key."""
+    scope = msgspec.convert(settings, ScopeSettings)
+    return OrgDoc(
+        id=org_id,
+        settings=ScopeSettings() if squad or key else scope,
+        squads={"lab": SquadDoc(settings=scope)} if squad else {},
+        keys={"bot": KeyDoc(name="bot", digest="0" * 64, prefix="tk-refere", settings=scope)} if key else {},
+    )
+
+
+def test_orgs_stored_in_redis_and_in_no_file_name_models_too() -> None:
+    file = config(orgs=org({"reroutes": ["gpt"]}))
+    stored = {
+        "acme": _stored("acme", {"fallbacks": ["gpt"]}),  # the file's org: its paths come from the file
+        "beta": _stored("beta", {"reroutes": ["gpt"]}),
+        "gamma": _stored("gamma", {"fallbacks": {"claude": ["gpt"]}}, squad=True),
+        "delta": _stored("delta", {"content_policy_fallbacks": ["gpt"]}, key=True),
+        "omega": _stored("omega", {"reroutes": ["claude"]}),
+    }
+    assert model_users(file, "gpt", stored) == [
+        "orgs.acme.settings.reroutes[0]",
+        "orgs.beta.settings.reroutes[0]",
+        "orgs.delta.keys.bot.settings.content_policy_fallbacks[0]",
+        "orgs.gamma.squads.lab.settings.fallbacks.claude[0]",
+    ]
+    assert model_users(file, "spare", stored) == []
+
+
+def test_a_stored_orgs_own_key_for_a_provider_names_it() -> None:
+    file = config()
+    sealed = Vault([generate_key()]).seal("sk-beta-own-0001", Binding(org="beta", kind="provider_key", name="west"))
+    stored = {
+        "beta": msgspec.structs.replace(_stored("beta", {}), provider_keys={"west": ProviderKeyDoc(secret=sealed)})
+    }
+    assert provider_users(file.raw.models, file.raw.orgs, "west", stored)[-1] == "orgs.beta.provider_keys.west"
+    assert provider_users(file.raw.models, file.raw.orgs, "east", stored) == [
+        "models.gpt.offers[0].provider",
+        "models.spare.offers[0].provider",
+    ]

@@ -35,6 +35,7 @@ from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
+from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
 from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import Admin, Operator, body
@@ -172,9 +173,10 @@ def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConf
 
 
 @router.delete(P + "/models/{model}")
-async def delete_model(model: str, watch: Watch, _: Operator) -> Response:
-    """Remove a model (404 when absent; 409 listing them while the file's policy or orgs name it)."""
-    return await write(watch, lambda doc: _without(doc, "models", "model", model, model_users(watch.file, model)))
+async def delete_model(model: str, api: Admin, watch: Watch, _: Operator) -> Response:
+    """Remove a model (404 when absent; 409 listing them while the file's policy or any org names it)."""
+    users = model_users(watch.file, model, await _stored_orgs(api))
+    return await write(watch, lambda doc: _without(doc, "models", "model", model, users))
 
 
 @router.put(P + "/providers/{provider}")
@@ -192,14 +194,28 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
 
 
 @router.delete(P + "/providers/{provider}")
-async def delete_provider(provider: str, watch: Watch, _: Operator) -> Response:
-    """Remove a provider (404 when absent; 409 listing them while offers or the file's orgs' keys use it)."""
+async def delete_provider(provider: str, api: Admin, watch: Watch, _: Operator) -> Response:
+    """Remove a provider (404 when absent; 409 listing them while offers or any org's keys use it)."""
+    stored = await _stored_orgs(api)
     return await write(
         watch,
         lambda doc: _without(
-            doc, "providers", "provider", provider, provider_users(doc.models, watch.file.raw.orgs, provider)
+            doc, "providers", "provider", provider, provider_users(doc.models, watch.file.raw.orgs, provider, stored)
         ),
     )
+
+
+async def _stored_orgs(api: AdminAPI) -> dict[str, OrgDoc]:
+    """Every org stored in Redis, by id (a delete's references; `turnout.catalog.references`).
+
+    Raises:
+        GatewayUnavailable: Redis unreachable (503; nothing deleted).
+    """
+    try:
+        loaded = await api.store.load_many(list(await api.store.org_versions()))
+    except StateUnavailable as exc:
+        raise _unavailable() from exc
+    return {org: doc for org, (doc, _) in loaded.items()}
 
 
 def _without(doc: CatalogDoc, field: str, what: str, name: str, users: list[str]) -> CatalogDoc:
