@@ -235,6 +235,14 @@ def _text(block: dict[str, Any], param: str) -> str:
     return text
 
 
+def _string(block: dict[str, Any], field: str, param: str) -> str:
+    """A block's required non-empty string `field` (a tool block's `id`, `name`, `tool_use_id`)."""
+    value = block.get(field)
+    if not isinstance(value, str) or not value:
+        raise _fail(_wanted(block, field, "a non-empty string"), f"{param}.{field}")
+    return value
+
+
 def _image_url(source: Any, param: str) -> str:
     if isinstance(source, dict) and source.get("type") == "base64":
         return f"data:{source.get('media_type', '')};base64,{source.get('data', '')}"
@@ -261,7 +269,8 @@ def _user_turn(content: list[Any], param: str, out: list[dict[str, Any]]) -> Non
         elif kind == "tool_result":
             flush()
             text = _block_text(block.get("content", ""), f"{param}.{j}.content")
-            out.append({"role": "tool", "tool_call_id": str(block.get("tool_use_id", "")), "content": text})
+            call_id = _string(block, "tool_use_id", f"{param}.{j}")
+            out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         else:
             raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
     flush()
@@ -278,9 +287,9 @@ def _assistant_turn(content: list[Any], param: str) -> dict[str, Any]:
             arguments = json.dumps(block.get("input") or {}, separators=(",", ":"))
             calls.append(
                 {
-                    "id": str(block.get("id", "")),
+                    "id": _string(block, "id", f"{param}.{j}"),
                     "type": "function",
-                    "function": {"name": str(block.get("name", "")), "arguments": arguments},
+                    "function": {"name": _string(block, "name", f"{param}.{j}"), "arguments": arguments},
                 }
             )
         elif kind not in ("thinking", "redacted_thinking"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 import msgspec
 import pytest
@@ -228,3 +229,14 @@ def test_a_number_out_of_range_is_refused_naming_its_field_by_put_and_patch(
             write()
         assert (info.value.status_code, info.value.param) == (400, param)
         assert "out of range" in info.value.message and number in info.value.message
+
+
+class _Pick(msgspec.Struct, forbid_unknown_fields=True):
+    period: Literal["day", "month"] = "day"
+
+
+def test_decode_lists_the_values_of_an_enum_it_refuses() -> None:
+    with pytest.raises(AdminError) as info:
+        decode(b'{"period": "week"}', _Pick, "settings.budget")
+    assert info.value.param == "settings.budget.period"
+    assert str(info.value.message).endswith("Invalid enum value 'week' (one of day, month)")

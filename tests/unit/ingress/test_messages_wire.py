@@ -221,6 +221,22 @@ def test_a_text_block_needs_its_text_as_a_string(role: str, content: list[Any], 
     assert caught.value.message == message
 
 
+@pytest.mark.parametrize(
+    ("role", "block", "message"),
+    [
+        ("user", {"type": "tool_result", "content": "ok"}, "messages.0.content.0.tool_use_id: Field required"),
+        ("user", {"type": "tool_result", "tool_use_id": 7}, "messages.0.content.0.tool_use_id: Input should be"),
+        ("assistant", {"type": "tool_use", "name": "f", "input": {}}, "messages.0.content.0.id: Field required"),
+        ("assistant", {"type": "tool_use", "id": "t1", "name": "", "input": {}}, "messages.0.content.0.name: Input"),
+    ],
+    ids=["result-without-id", "result-numeric-id", "use-without-id", "use-empty-name"],
+)
+def test_a_tool_block_needs_its_ids_and_name_as_strings(role: str, block: dict[str, Any], message: str) -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(messages=[{"role": role, "content": [block]}]))
+    assert caught.value.message.startswith(message)
+
+
 def test_a_system_text_block_needs_its_text_too() -> None:
     with pytest.raises(WireError) as caught:
         to_openai_request(_body(system=[{"type": "text"}]))
