@@ -318,7 +318,7 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
     return out
 
 
-def _upstream_keys(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _sent_strings(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
     """Each string of the file that Turnout sends to an upstream or keeps in the catalog, with its
     path, as written: every string of `providers:` and `models:` (keys, base URLs, model names:
     a URL or a model name reaches the provider, and the catalog in Redis shows them in clear),
@@ -351,13 +351,14 @@ def _strings(node: Any, path: str) -> Iterator[tuple[str, Any]]:
 
 
 def _is_key(path: str) -> bool:
-    """Whether the field at `path` (from `_upstream_keys`) is a key, not a URL or a model name."""
+    """Whether the field at `path` (from `_sent_strings`) is a key, not a URL or a model name."""
     return path.endswith(".api_key") or not path.startswith(("providers.", "models."))
 
 
 def _check_key_references(data: Mapping[str, Any]) -> None:
-    """Refuse a `${NAME}` of one of Turnout's own variables in a key sent upstream, before interpolation
-    (`turnout.catalog.provider_rules`: `${TURNOUT_SECRET_KEY}` would send the vault's key to a provider).
+    """Refuse a `${NAME}` of one of Turnout's own variables in any string sent upstream (`_sent_strings`:
+    keys, base URLs, model names), before interpolation (`turnout.catalog.provider_rules`:
+    `${TURNOUT_SECRET_KEY}` would send the vault's key to a provider).
 
     Raises:
         ConfigError: one line per reference, naming the field and the variable.
@@ -365,7 +366,7 @@ def _check_key_references(data: Mapping[str, Any]) -> None:
     errors = [
         f"{path}: `${{{m.group(1)}}}` "
         + (provider_rules.OWN_VARIABLE if _is_key(path) else provider_rules.OWN_VARIABLE_SENT)
-        for path, value in _upstream_keys(data)
+        for path, value in _sent_strings(data)
         if isinstance(value, str)
         for m in _ENV.finditer(value)
         if provider_rules.is_own_variable(m.group(1))

@@ -47,13 +47,22 @@ def json_reason(raw: bytes, exc: msgspec.DecodeError) -> str:
       its field and quotes the number: "Number out of range - at
       `temperature` (1e400)", where msgspec says "at `$[...]`".
     """
+    return json_refusal(raw, exc)[0]
+
+
+def json_refusal(raw: bytes, exc: msgspec.DecodeError) -> tuple[str, str]:
+    """`json_reason`, and the field it names (`temperature`), or "" when it names none.
+
+    For a caller that also names the field as the error's `param`: the body
+    is parsed a second time once, not once per use.
+    """
     reason = str(exc)
     if reason == "Input data was truncated" and _HIGH_SURROGATE_ALONE.search(raw):
-        return LONE_SURROGATE
+        return LONE_SURROGATE, ""
     found = out_of_range(raw, reason)
     if found is not None:
-        return f"{found.reason} - at `{found.path or 'body'}` ({found.number})"
-    return reason
+        return f"{found.reason} - at `{found.path or 'body'}` ({found.number})", found.path
+    return reason, ""
 
 
 class OutOfRange(NamedTuple):

@@ -228,18 +228,16 @@ def _block_text(blocks: Any, param: str) -> str:
 
 
 def _text(block: dict[str, Any], param: str) -> str:
-    """A text block's `text`, which the Messages API requires as a string."""
-    text = block.get("text")
-    if not isinstance(text, str):
-        raise _fail(_wanted(block, "text", "a string"), f"{param}.text")
-    return text
+    """A text block's `text`, which the Messages API requires as a string (empty allowed)."""
+    return _string(block, "text", param, empty=True)
 
 
-def _string(block: dict[str, Any], field: str, param: str) -> str:
-    """A block's required non-empty string `field` (a tool block's `id`, `name`, `tool_use_id`)."""
+def _string(block: dict[str, Any], field: str, param: str, *, empty: bool = False) -> str:
+    """A block's required string `field` (a tool block's `id`, `name`, `tool_use_id`: not empty
+    unless `empty`), or a `WireError` naming `<param>.<field>`."""
     value = block.get(field)
-    if not isinstance(value, str) or not value:
-        raise _fail(_wanted(block, field, "a non-empty string"), f"{param}.{field}")
+    if not isinstance(value, str) or not (value or empty):
+        raise _fail(_wanted(block, field, "a string" if empty else "a non-empty string"), f"{param}.{field}")
     return value
 
 

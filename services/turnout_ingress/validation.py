@@ -16,7 +16,7 @@ from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.json_reason import json_reason, out_of_range
+from turnout.json_reason import json_refusal
 from turnout.tenancy.identity import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
@@ -133,9 +133,8 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
     try:
         data = _decode.decode(body)
     except msgspec.DecodeError as exc:
-        huge = out_of_range(body, str(exc))  # a number no float holds: named as its field's error
-        param = huge.path if huge is not None and huge.path else "body"
-        raise _invalid(f"The request body is not valid JSON: {json_reason(body, exc)}", param) from exc
+        reason, field = json_refusal(body, exc)  # a number no float holds: its field is the `param`
+        raise _invalid(f"The request body is not valid JSON: {reason}", field or "body") from exc
     except RecursionError as exc:
         raise _invalid("The request body is nested too deeply.", "body") from exc
     if not isinstance(data, dict):

@@ -38,12 +38,13 @@ OWN_VARIABLE = (
     f"must not name one of Turnout's own variables ({OWN_PREFIX}*, such as TURNOUT_SECRET_KEY): "
     "a provider's key is sent to its base URL"
 )
+"""Why a provider's key may not come from one of Turnout's own variables (`is_own_variable`)."""
+
 OWN_VARIABLE_SENT = (
     f"must not name one of Turnout's own variables ({OWN_PREFIX}*, such as TURNOUT_SECRET_KEY): "
     "what this field holds reaches a provider"
 )
 """The same refusal for a `${...}` in a field of the file that is not a key (a base URL, a model name)."""
-"""Why a provider's key may not come from one of Turnout's own variables (`is_own_variable`)."""
 
 MAX_KEY_ENV_CHARS = 128
 """The longest variable name `api_key_env` may give."""

@@ -1,6 +1,6 @@
 """The values a field of a msgspec type accepts, for a 400 that lists them.
 
-Owns: `enum_values`. msgspec refuses a string outside a `Literal` or an
+Owns: `enum_values` and `with_enum_values`. msgspec refuses a string outside a `Literal` or an
 `Enum` with "Invalid enum value 'cheap' - at `$.sort`" and names no value it
 would take; the caller finds the field's type from the path msgspec gives
 and lists them ("one of latency, price, throughput"). Only called on the
@@ -70,3 +70,11 @@ def _values(info: Any) -> list[str] | None:
         if isinstance(candidate, msgspec.inspect.EnumType):
             return sorted(str(member.value) for member in candidate.cls)
     return None
+
+
+def with_enum_values(reason: str, tp: Any, path: str) -> str:
+    """msgspec's `reason` for the field at `path` of `tp`, with " (one of a, b)" added when it
+    refused an enum value ("Invalid enum value 'cheap' (one of latency, price, throughput)");
+    any other reason as it is."""
+    values = enum_values(tp, path) if reason.startswith("Invalid enum value") else None
+    return f"{reason} (one of {', '.join(values)})" if values else reason

@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from turnout.core.field_values import enum_values
+from turnout.core.field_values import with_enum_values
 from turnout.core.ordering import OfferPrice, SortName, Standing, TargetHealth
 from turnout.core.types import Target
 
@@ -109,9 +109,8 @@ def decode_preferences(value: Any) -> Preferences:
         if unknown:
             path += f".{unknown.group(1)}"
         reason = text.split(" - at ")[0]
-        values = enum_values(Preferences, at.group(1)) if at and reason.startswith("Invalid enum value") else None
-        if values:
-            reason += f" (one of {', '.join(values)})"
+        if at:
+            reason = with_enum_values(reason, Preferences, at.group(1))
         raise InvalidPreferences(f"`{path}` is invalid: {reason}.", path) from exc
 
 

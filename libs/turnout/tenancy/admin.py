@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from turnout.core.field_values import enum_values
+from turnout.core.field_values import with_enum_values
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.json_reason import json_reason, out_of_range
@@ -161,9 +161,8 @@ def decode(body: bytes, tp: type[T], root: str = "") -> T:
         path = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")
         full = (root + path).lstrip(".") or "body"
         reason = text.split(" - at ")[0]
-        values = enum_values(tp, where.group(1)) if where and reason.startswith("Invalid enum value") else None
-        if values:  # msgspec names no value it would take
-            reason += f" (one of {', '.join(values)})"
+        if where:  # msgspec names no value of an enum it refuses
+            reason = with_enum_values(reason, tp, where.group(1))
         raise invalid(full, reason) from None
     except msgspec.DecodeError as exc:
         raise invalid("body", f"not valid JSON: {json_reason(body or b'{}', exc)}") from None

@@ -12,9 +12,9 @@ reference, never shown (a read shows the source and the last characters).
 
     GET    /admin/v1/catalog                          the catalog in Redis and its version
     PUT    /admin/v1/catalog/models/{model}           add or replace a model (body: as in the file)
-    DELETE /admin/v1/catalog/models/{model}           remove a model no setting of the file names
+    DELETE /admin/v1/catalog/models/{model}           remove a model no policy or setting names
     PUT    /admin/v1/catalog/providers/{provider}     add or replace a provider
-    DELETE /admin/v1/catalog/providers/{provider}     remove a provider no model offers
+    DELETE /admin/v1/catalog/providers/{provider}     remove a provider no model offers and no org holds a key for
 """
 
 from __future__ import annotations
