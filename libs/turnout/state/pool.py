@@ -35,7 +35,9 @@ from __future__ import annotations
 from typing import Any
 
 from redis.asyncio import ConnectionPool, Redis
-from redis.asyncio.connection import AbstractConnection
+from redis.asyncio.connection import AbstractConnection, Connection
+
+from turnout.state.packing import hiredis_packing
 
 
 def received_nothing(connection: AbstractConnection) -> bool:
@@ -62,8 +64,14 @@ def received_nothing(connection: AbstractConnection) -> bool:
 class BufferCheckedPool(ConnectionPool):
     """`redis.asyncio.ConnectionPool` that hands out a connection with nothing received at once (module doc).
 
+    Its connections pack their commands with hiredis (`turnout.state.packing`).
     Same constructor and behaviour as the library's pool otherwise.
     """
+
+    def __init__(
+        self, connection_class: type[AbstractConnection] = Connection, max_connections: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(connection_class=hiredis_packing(connection_class), max_connections=max_connections, **kwargs)
 
     async def ensure_connection(self, connection: AbstractConnection) -> None:
         """Hand out `connection` as is when `received_nothing`, else check it the library's way.

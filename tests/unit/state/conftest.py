@@ -19,6 +19,8 @@ import pytest
 import redis
 from redis.asyncio import Redis
 
+from turnout.state.pool import BufferCheckedPool
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -113,4 +115,14 @@ async def redis_client(redis_url: str) -> AsyncIterator[Redis]:
         yield client
     finally:
         await client.flushdb()
+        await client.aclose()
+
+
+@pytest.fixture
+async def pooled_client(redis_url: str) -> AsyncIterator[Redis]:
+    """A client of the session's server on a `BufferCheckedPool` (as the ingress and worker have); closed after."""
+    client = Redis.from_pool(BufferCheckedPool.from_url(redis_url))
+    try:
+        yield client
+    finally:
         await client.aclose()

@@ -5,7 +5,7 @@ and every connection the library's check would have refused or replaced still is
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
 
@@ -20,15 +20,6 @@ from turnout.settings import Settings
 from turnout.state.pool import BufferCheckedPool, received_nothing, use_buffer_checked_pool
 from turnout_ingress.app import create_app
 from turnout_worker.pickup import PushWorker
-
-
-@pytest.fixture
-async def client(redis_url: str) -> AsyncIterator[Redis]:
-    client = Redis.from_pool(BufferCheckedPool.from_url(redis_url))
-    try:
-        yield client
-    finally:
-        await client.aclose()
 
 
 def _count_library_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
@@ -70,7 +61,8 @@ async def test_only_a_new_connection_goes_through_the_library_check(
     assert calls[0] == checks  # the library's pool (the control) checks every command
 
 
-async def test_a_reply_nobody_read_is_never_taken_for_the_next_answer(client: Redis) -> None:
+async def test_a_reply_nobody_read_is_never_taken_for_the_next_answer(pooled_client: Redis) -> None:
+    client = pooled_client
     pool = client.connection_pool
     connection = await pool.get_connection("ECHO")  # type: ignore[no-untyped-call]
     await connection.send_command("ECHO", "stale")  # the reply is left unread
@@ -80,7 +72,8 @@ async def test_a_reply_nobody_read_is_never_taken_for_the_next_answer(client: Re
     assert await client.echo("again") == b"again"
 
 
-async def test_a_connection_the_server_closed_is_replaced_transparently(client: Redis, redis_url: str) -> None:
+async def test_a_connection_the_server_closed_is_replaced_transparently(pooled_client: Redis, redis_url: str) -> None:
+    client = pooled_client
     assert await client.ping()
     connection = client.connection_pool._available_connections[0]
     client_id = await client.client_id()
