@@ -13,6 +13,7 @@ import asyncio
 import random
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any, Protocol
 
 import httpx
@@ -50,6 +51,7 @@ from turnout.core.types import FailureKind, Outcome, Target
 from turnout.core.verdict import Served, Verdict, conclude, served_facts
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
 from turnout.listing import Listings
+from turnout.observability.after_answer import later
 from turnout.scrub import Scrubber
 from turnout.state.breaker_store import Loaded, MemoryBreakerStore, Speed, cap_subject
 from turnout.tenancy.byok import CredentialSource, ResolvedCall, resolve_call
@@ -445,7 +447,9 @@ class Router:
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
             return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
-        await self._ended(handle, info, record, result, gate, view, call)
+        ended = partial(self._ended, handle, info, record, result, gate, view, call)
+        if record.kind is not FailureKind.SUCCESS or gate.probe_token is not None or not later(ended):
+            await ended()  # a failure or a probe's success counts before the next attempt; else after the answer
         return state, (result, gate, handle, call)
 
     async def _credential_admits(self, call: ResolvedCall, target: Target, info: RequestInfo, view: HealthView) -> bool:

@@ -24,6 +24,7 @@ from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config, load_config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
+from turnout.observability.after_answer import answer_first
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
@@ -116,28 +117,36 @@ async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
-        try:
-            result = await _serve(ctx, payload)
-        except Exception:
-            # every accepted job is answered: a bug here must not leave the client hanging
-            log.exception("job %s failed inside the gateway", payload.request_id)
-            await _deliver(
-                ctx,
-                payload,
-                JobResult(
-                    request_id=payload.request_id,
-                    status_code=500,
-                    headers={"x-request-id": payload.request_id},
-                    body=error_body(
-                        "The gateway hit an internal error; the request was not completed.",
-                        error_type="server_error",
-                        code="internal_error",
-                    ),
-                ),
-            )
-            result = "error 500"
+        async with (
+            answer_first()
+        ):  # a plain success's bookkeeping after its delivery (`turnout.observability.after_answer`)
+            result = await _serve_or_500(ctx, payload)
         observe.set_job_result(span, result)
     return result
+
+
+async def _serve_or_500(ctx: dict[str, Any], payload: JobPayload) -> str:
+    """`_serve`, or a 500 delivered when it raises (every accepted job is answered:
+    a bug here must not leave the client hanging)."""
+    try:
+        return await _serve(ctx, payload)
+    except Exception:
+        log.exception("job %s failed inside the gateway", payload.request_id)
+        await _deliver(
+            ctx,
+            payload,
+            JobResult(
+                request_id=payload.request_id,
+                status_code=500,
+                headers={"x-request-id": payload.request_id},
+                body=error_body(
+                    "The gateway hit an internal error; the request was not completed.",
+                    error_type="server_error",
+                    code="internal_error",
+                ),
+            ),
+        )
+        return "error 500"
 
 
 def _time_left_s(ctx: dict[str, Any], payload: JobPayload, store_now_ms: int) -> float:

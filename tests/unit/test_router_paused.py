@@ -12,7 +12,7 @@ import random
 import httpx
 
 from support.clocks import FakeClock
-from support.two_providers import TWO_PROVIDERS, completion
+from support.two_providers import CHAIN, TWO_PROVIDERS, a_down_b_up
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
@@ -20,27 +20,12 @@ from turnout.router import NullObserver, RequestInfo, Router
 
 CONFIG = (
     TWO_PROVIDERS
+    + CHAIN
     + """\
-models:
-  chain:
-    order: priority
-    offers:
-      - {provider: pa, model: m-a}
-      - {provider: pb, model: m-b}
 policy:
   retry: {max_retries: 1, base_ms: 250}
 """
 )
-
-
-def _upstream(events: list[str]) -> httpx.MockTransport:
-    def answer(request: httpx.Request) -> httpx.Response:
-        events.append(f"upstream {request.url.host}")
-        if request.url.host == "pa.test":
-            return httpx.Response(503, json={"error": {"message": "overloaded", "type": "server_error"}})
-        return completion("m-b")
-
-    return httpx.MockTransport(answer)
 
 
 async def test_paused_comes_before_every_upstream_call_and_every_wait() -> None:
@@ -59,7 +44,7 @@ async def test_paused_comes_before_every_upstream_call_and_every_wait() -> None:
 
     router = Router(
         catalog=catalog,
-        http=httpx.AsyncClient(transport=_upstream(events)),
+        http=httpx.AsyncClient(transport=a_down_b_up(events)),
         observer=Spy(),
         sleep=sleep,
         clock=clock,
@@ -94,7 +79,7 @@ async def test_without_paused_nothing_is_called() -> None:
     clock = FakeClock(0.0)
     router = Router(
         catalog=catalog,
-        http=httpx.AsyncClient(transport=_upstream([])),
+        http=httpx.AsyncClient(transport=a_down_b_up([])),
         sleep=clock.sleep,
         clock=clock,
         rng=random.Random(5),

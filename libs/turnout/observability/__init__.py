@@ -10,7 +10,10 @@ Owns the telemetry wing, one job per module:
 - `records`: each attempt's rows (started, then ended or lost) in a bounded
   Redis Stream, written in the background;
 - `records_export`: reading them back, one row per attempt, as JSONL or CSV;
-- `observers`: the standard set of observers every router gets.
+- `observers`: the standard set of observers every router gets;
+- `after_answer`: a worker's scope in which a plain success's bookkeeping
+  (records, metrics, spend, span end, breaker count) waits until the answer
+  is delivered.
 
 The names below are re-exported; each module is imported on first use
 (PEP 562), so a process that only logs never loads the OpenTelemetry SDK.

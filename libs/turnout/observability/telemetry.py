@@ -27,6 +27,7 @@ from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from turnout.core.types import FailureKind, Target
+from turnout.observability.after_answer import ended_at_ns
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage
@@ -314,7 +315,7 @@ class SpanObserver:
             )
             if not ok:
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
-        span.end()
+        span.end(end_time=ended_at_ns())  # recorded after the answer: the attempt's own end
 
     def _measure(self, duration: Histogram, tokens: Histogram, record: AttemptRecord, usage: Usage, ok: bool) -> None:
         target = record.target
