@@ -16,9 +16,9 @@ sends four to six commands from the worker and one or two from the ingress
 Same bytes, same errors: a command name of several words (`"CONFIG GET"`) is
 split as redis-py splits it, and an argument of a type Redis cannot take
 (`None`, `bool`, `bytearray`) goes to the Python packer, which raises its
-`redis.exceptions.DataError` naming the type. A connection whose encoder is not UTF-8 with strict
-errors (the client's `encoding` / `encoding_errors` options) keeps the Python
-packer, since hiredis always encodes text as UTF-8.
+`redis.exceptions.DataError` naming the type. A connection whose encoder is
+not UTF-8 with strict errors (the client's `encoding` / `encoding_errors`
+options) keeps the Python packer, since hiredis always encodes text as UTF-8.
 Must not import: services, FastAPI, httpx.
 """
 
