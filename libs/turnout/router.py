@@ -447,9 +447,9 @@ class Router:
         record = state.records[-1]
         if result.stream is not None and record.kind is FailureKind.SUCCESS:
             return state, (result, gate, handle, call)  # a committed stream: recorded when it ends
-        ended = partial(self._ended, handle, info, record, result, gate, view, call)
-        if record.kind is not FailureKind.SUCCESS or gate.probe_token is not None or not later(ended):
-            await ended()  # a failure or a probe's success counts before the next attempt; else after the answer
+        plain_success = record.kind is FailureKind.SUCCESS and gate.probe_token is None
+        if not (plain_success and later(partial(self._ended, handle, info, record, result, gate, view, call))):
+            await self._ended(handle, info, record, result, gate, view, call)  # a failure, a probe: before the next
         return state, (result, gate, handle, call)
 
     async def _credential_admits(self, call: ResolvedCall, target: Target, info: RequestInfo, view: HealthView) -> bool:
