@@ -29,7 +29,7 @@ from turnout.tenancy.admin import (
     rotate_secrets,
     settings_patch,
 )
-from turnout.tenancy.orgs import EndpointDoc, OrgDoc, hash_token
+from turnout.tenancy.orgs import FALLBACK_MAPS, EndpointDoc, OrgDoc, hash_token
 from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
@@ -104,6 +104,29 @@ def test_endpoint_named_by_a_setting_cannot_be_deleted() -> None:
     with pytest.raises(AdminError) as info:
         remove_endpoint(doc, "vllm")
     assert info.value.status_code == 409 and info.value.param == "settings.fallbacks"
+
+
+@pytest.mark.parametrize("field", ["reroutes", *FALLBACK_MAPS])
+def test_every_setting_that_makes_custom_targets_keeps_its_endpoint(field: str) -> None:
+    """Each setting `identity_of` turns into custom targets blocks the endpoint's deletion, at
+    every scope; a setting naming another endpoint does not."""
+    doc = put_endpoint(org(), "vllm", "https://vllm.example/v1", None, 1.0)
+    value = ["custom:vllm:llama"] if field == "reroutes" else {"m1": ["custom:vllm:llama"]}
+    named = msgspec.convert({field: value}, ScopeSettings)
+    scoped = {
+        "settings": msgspec.structs.replace(doc, settings=named),
+        "keys.ci.settings": msgspec.structs.replace(
+            doc, keys={**doc.keys, "ci": msgspec.structs.replace(doc.keys["ci"], settings=named)}
+        ),
+    }
+    for path, edited in scoped.items():
+        with pytest.raises(AdminError) as info:
+            remove_endpoint(edited, "vllm")
+        assert info.value.status_code == 409 and info.value.param == f"{path}.{field}"
+    other = msgspec.convert(
+        {field: ["custom:other:llama"] if field == "reroutes" else {"m1": ["custom:other:x"]}}, ScopeSettings
+    )
+    assert "vllm" not in remove_endpoint(msgspec.structs.replace(doc, settings=other), "vllm").custom_endpoints
 
 
 def test_settings_patch_sets_replaces_and_inherits_with_null() -> None:

@@ -234,6 +234,11 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList, previous: OrgDoc
         _check_settings(f"keys.{name}.settings", key.settings, config, org)
 
 
+FALLBACK_MAPS: tuple[str, ...] = ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks")
+"""The settings that map a model to the models tried after it; with `reroutes`, the model lists
+whose `custom:<endpoint>:<model>` entries become targets (`identity_of`)."""
+
+
 def references(doc: OrgDoc, entry_prefix: str) -> list[str]:
     """Paths of settings whose model lists hold an entry starting with `entry_prefix`.
 
@@ -246,7 +251,7 @@ def references(doc: OrgDoc, entry_prefix: str) -> list[str]:
     for path, settings in scopes:
         if isinstance(settings.reroutes, list) and any(m.startswith(entry_prefix) for m in settings.reroutes):
             found.append(f"{path}.reroutes")
-        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks"):
+        for name in FALLBACK_MAPS:
             models = [m for ms in as_model_map(getattr(settings, name)).values() for m in ms]
             if any(m.startswith(entry_prefix) for m in models):
                 found.append(f"{path}.{name}")
@@ -271,10 +276,7 @@ def identity_of(doc: OrgDoc, key: KeyDoc, config: Config) -> Identity:
     if isinstance(scope.policy, PolicyOverrides):
         policy = merge_policy(policy, scope.policy)
     policy, _ = clamp_policy(policy, config.raw.ceilings)
-    maps = {
-        name: as_model_map(getattr(scope, name))
-        for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks")
-    }
+    maps = {name: as_model_map(getattr(scope, name)) for name in FALLBACK_MAPS}
     reroutes = tuple(scope.reroutes) if scope.reroutes is not UNSET else ()
     custom: dict[str, Target] = {}
     for entry in [*reroutes, *(m for mm in maps.values() for ms in mm.values() for m in ms)]:
