@@ -1,9 +1,22 @@
-"""YAML for configuration files: PyYAML's safe loader, refusing a key written twice in one mapping.
+"""YAML for configuration files: PyYAML's safe loader, refusing a key written twice in one
+mapping, a value that contains itself, and values nested or multiplied past sane bounds.
 
 Owns: turning the file's text into plain data. YAML itself lets a later key
 silently replace an earlier one (two `models:` sections, a model listed twice);
 in a configuration that loses what the operator wrote, so it is an error here,
 naming the key and both lines.
+
+Anchors and aliases (`&defaults` / `*defaults`) stay allowed, within bounds
+checked while the file is read, before any value is built:
+- an alias inside the value its own anchor names (`a: &a [*a]`) would make
+  a value that contains itself, which no setting can be;
+- aliases of aliases multiply (ten aliases of a list of ten aliases of ...
+  a few hundred bytes that stand for a hundred million values), so the
+  values the aliases add, counted as if copied out, are capped
+  (`MAX_ALIAS_VALUES`);
+- nesting is capped (`MAX_DEPTH`): reading a value nested thousands of
+  levels deep would exhaust Python's recursion limit.
+Each is a `yaml.YAMLError` naming the line, as any other malformed file.
 Must not import: anything of Turnout's.
 """
 
@@ -12,16 +25,84 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
 from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode
+from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
+from yaml.nodes import MappingNode, Node
+
+MAX_DEPTH = 100
+"""Deepest nesting of mappings and lists a configuration file may have (levels; the document's
+own mapping is the first)."""
+
+MAX_ALIAS_VALUES = 100_000
+"""Most values (scalars, lists, mappings) a file's aliases may add, counted as if each alias were
+a copy of the value its anchor names."""
+
+
+_MERGE = "tag:yaml.org,2002:merge"
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` whose mappings refuse a repeated key."""
+    """`yaml.SafeLoader` whose mappings refuse a repeated key (a merge key's `<<: *x` keys
+    excepted: the mapping overrides them), and which refuses a value containing itself and
+    nesting or alias expansion past the bounds (module doc)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._values = 0  # values composed so far, an alias counting as a copy of its anchor's
+        self._alias_values = 0  # of which the aliases added
+        self._open: set[str] = set()  # anchors whose values are being composed
+        self._sizes: dict[str, int] = {}  # anchor -> values of the value it names
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node:
+        event = self.peek_event()
+        anchor = event.anchor
+        if self.check_event(AliasEvent):
+            if anchor in self._open:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"found the alias *{anchor} inside the value its anchor &{anchor} names: "
+                    "a value cannot contain itself",
+                    event.start_mark,
+                )
+            node: Node = super().compose_node(parent, index)
+            added = self._sizes.get(anchor, 1)
+            self._values += added
+            self._alias_values += added
+            if self._alias_values > MAX_ALIAS_VALUES:
+                raise ComposerError(
+                    None,
+                    None,
+                    f"found the alias *{anchor}, past which the file's aliases stand for more than "
+                    f"{MAX_ALIAS_VALUES:,} values",
+                    event.start_mark,
+                )
+            return node
+        nests = self.check_event(SequenceStartEvent, MappingStartEvent)
+        if nests and self._depth >= MAX_DEPTH:
+            raise ComposerError(None, None, f"found a value nested more than {MAX_DEPTH} levels deep", event.start_mark)
+        first = self._values
+        self._values += 1
+        self._depth += nests
+        if anchor is not None:
+            self._open.add(anchor)
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= nests
+            if anchor is not None:
+                self._open.discard(anchor)
+        if anchor is not None:
+            self._sizes[anchor] = self._values - first
+        return node
 
     def construct_mapping(self, node: MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, Any] = {}
         for key_node, _ in node.value:
+            if key_node.tag == _MERGE:  # `<<: *defaults`: its keys may be overridden here (YAML 1.1 merge)
+                continue
             key = self.construct_object(key_node, deep=deep)
             try:
                 first = seen.setdefault(key, key_node)
@@ -41,7 +122,9 @@ def load_yaml(text: str) -> Any:
     """The data of one YAML document (safe types only).
 
     Raises:
-        yaml.YAMLError: not valid YAML, or a key repeated within one mapping
-            (the message names the key and both lines).
+        yaml.YAMLError: not valid YAML, a key repeated within one mapping
+            (the message names the key and both lines), an alias inside the
+            value of its own anchor, more than `MAX_ALIAS_VALUES` values added
+            by aliases, or nesting deeper than `MAX_DEPTH` (module doc).
     """
     return yaml.load(text, Loader=_UniqueKeyLoader)
