@@ -55,8 +55,10 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         self._open: set[str] = set()  # anchors whose values are being composed
         self._sizes: dict[str, int] = {}  # anchor -> values of the value it names
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
-        event = self.peek_event()
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        """The next node, refusing a value that contains itself, alias expansion past
+        `MAX_ALIAS_VALUES` and nesting past `MAX_DEPTH` (`yaml.composer.ComposerError`)."""
+        event = self.peek_event()  # type: ignore[no-untyped-call]
         anchor = event.anchor
         if self.check_event(AliasEvent):
             if anchor in self._open:
@@ -67,7 +69,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     "a value cannot contain itself",
                     event.start_mark,
                 )
-            node: Node = super().compose_node(parent, index)
+            node: Node | None = super().compose_node(parent, index)
             added = self._sizes.get(anchor, 1)
             self._values += added
             self._alias_values += added
