@@ -87,6 +87,7 @@ def answer_of(result: RouteResult, request_id: str) -> tuple[int, dict[str, str]
         verdict.message,
         error_type=verdict.error_type,
         code=verdict.error_code,
+        param=verdict.param,
         attempts=[msgspec.to_builtins(s) for s in verdict.summary],
     )
     return verdict.status_code, headers, body

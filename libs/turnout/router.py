@@ -21,6 +21,7 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
+from turnout.adapters.families import FAMILIES
 from turnout.catalog import Catalog, CatalogSource
 from turnout.config import ProviderConfig
 from turnout.core.breaker import BreakerSettings
@@ -393,6 +394,18 @@ class Router:
         call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
+        refused = FAMILIES[call.provider.kind].refusal(request, target.model)
+        if refused is not None:  # its API has no form for the request: the next target may have one
+            skipped = on_skip(
+                state,
+                step,
+                reason=SkipReason.UNSUPPORTED,
+                reopen_in_s=None,
+                now_s=self._clock(),
+                detail=refused.message,
+                param=refused.param,
+            )
+            return skipped, None
         if not await self._credential_admits(call, target, info, view):
             return on_credential_open(state, step, may_fall_back=call.may_fall_back, now_s=self._clock()), None
         capped_s = (

@@ -50,6 +50,7 @@ from turnout.adapters.anthropic_wire import (
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
+    Refusal,
     Usage,
     envelope_outcome,
     error_status_outcome,
@@ -183,11 +184,22 @@ class AnthropicMessages:
 
     stream_end: Final = "message_stop"
 
+    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
+        """What `to_anthropic_request` refuses of `request` (`n` > 1, a role or content part
+        Anthropic has no form for), or None; see `ApiFamily`. Translates the request once more
+        than the call itself does: a few microseconds, for Anthropic targets only."""
+        try:
+            to_anthropic_request(request, model)
+        except WireError as exc:
+            return Refusal(exc.message, exc.param)
+        return None
+
     def build_request(
         self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
     ) -> httpx.Request | AttemptResult:
         """`POST {base_url}/v1/messages` (`messages_request`), or a 400
-        without a call for a body Anthropic cannot express; see `ApiFamily`."""
+        without a call for a body Anthropic cannot express (the router skips such a target
+        first: `refusal`); see `ApiFamily`."""
         try:
             return messages_request(
                 client,

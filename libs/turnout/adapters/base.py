@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import httpx
 import msgspec
@@ -139,6 +139,18 @@ Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
 (`turnout.adapters.exchange.call_json`, `...exchange.open_stream`)."""
 
 
+class Refusal(NamedTuple):
+    """What an API family cannot express of a request (`ApiFamily.refusal`).
+
+    Attributes:
+        message: the reason, naming the field (a sentence).
+        param: the request field, as an error body's `param` names it (`n`, `messages[2].role`).
+    """
+
+    message: str
+    param: str
+
+
 class ApiFamily(Protocol):
     """One upstream API family: how a call is asked and how its answer is read.
 
@@ -150,6 +162,19 @@ class ApiFamily(Protocol):
     @property
     def stream_end(self) -> str:
         """The family's end-of-stream marker as named in failure messages (`[DONE]`)."""
+        ...
+
+    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
+        """Why the family's API has no form for `request`, or None when it can express it; pure.
+
+        Asked before an attempt starts: a target whose API cannot express the
+        request is skipped (not attempted, not counted against its health) and
+        the next target of the plan is tried (`turnout.core.loop.SkipReason.UNSUPPORTED`).
+
+        Args:
+            request: the OpenAI Chat Completions request (decoded JSON).
+            model: the target's model name at its provider.
+        """
         ...
 
     def build_request(

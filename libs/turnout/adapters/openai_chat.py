@@ -25,6 +25,7 @@ from httpx_sse import ServerSentEvent
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
+    Refusal,
     Usage,
     envelope_outcome,
     error_status_outcome,
@@ -76,6 +77,10 @@ class OpenAIChat:
     """The `ApiFamily` of OpenAI Chat Completions and the APIs compatible with it."""
 
     stream_end: Final = DONE
+
+    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
+        """None: the request is sent as it came; see `ApiFamily`."""
+        return None
 
     def build_request(self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request:
         """`POST {base_url}/chat/completions` with `spec.body` as is; see `ApiFamily`.

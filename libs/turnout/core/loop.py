@@ -53,6 +53,7 @@ class SkipReason(enum.StrEnum):
     NO_CREDENTIAL = "no_credential"
     CREDENTIAL_OPEN = "credential_open"  # the tenant's own key keeps failing (SPEC §5 "What counts")
     PLAN_CAPPED = "plan_capped"  # the account's usage cap has not reset yet (SPEC §10 plan-cap continuity)
+    UNSUPPORTED = "unsupported"  # the target's API has no form for a field of the request (Anthropic: `n` > 1)
 
 
 UNAVAILABLE_SKIPS = frozenset({SkipReason.CIRCUIT_OPEN, SkipReason.RESTING, SkipReason.RAMPING})
@@ -120,11 +121,15 @@ class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
         reason: why.
         reopen_in_s: for an unavailable target (`UNAVAILABLE_SKIPS`), seconds
             until it may be attempted again.
+        detail: for UNSUPPORTED, what the target's API cannot express ("" otherwise).
+        param: for UNSUPPORTED, the request field it names, or None.
     """
 
     target: Target
     reason: SkipReason
     reopen_in_s: float | None = None
+    detail: str = ""
+    param: str | None = None
 
 
 class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
@@ -436,19 +441,25 @@ def _try_retry(
 
 
 def on_skip(
-    state: LoopState, dispatch: Dispatch, *, reason: SkipReason, reopen_in_s: float | None, now_s: float
+    state: LoopState,
+    dispatch: Dispatch,
+    *,
+    reason: SkipReason,
+    reopen_in_s: float | None,
+    now_s: float,
+    detail: str = "",
+    param: str | None = None,
 ) -> LoopState:
     """Pass over the dispatched target without an attempt (SPEC §5).
 
     A skipped target is not an attempt and falls through to the next one with
     no backoff. When the plan ends with no attempt made and at least one
     target out of rotation (`UNAVAILABLE_SKIPS`: OPEN, resting, slow start),
-    the loop stops with `ALL_OPEN` (answer 503 + Retry-After).
+    the loop stops with `ALL_OPEN` (answer 503 + Retry-After). `detail` and
+    `param`: see `SkipRecord` (UNSUPPORTED).
     """
-    state = msgspec.structs.replace(
-        state,
-        skips=state.skips + (SkipRecord(target=dispatch.entry.target, reason=reason, reopen_in_s=reopen_in_s),),
-    )
+    skip = SkipRecord(target=dispatch.entry.target, reason=reason, reopen_in_s=reopen_in_s, detail=detail, param=param)
+    state = msgspec.structs.replace(state, skips=state.skips + (skip,))
     advanced = _advance(state, now_s, backoff=False)
     if advanced.stop is StopReason.EXHAUSTED and not state.records:
         if any(s.reason in UNAVAILABLE_SKIPS for s in state.skips):

@@ -12,7 +12,7 @@ import math
 
 import msgspec
 
-from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, StopReason
+from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, SkipReason, StopReason
 from turnout.core.types import FailureKind
 
 _TERMINAL_TYPE = {
@@ -76,6 +76,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         should_retry: value of `x-should-retry` (False after an exhausted chain).
         summary: per-attempt rows, one per attempt made.
         served: facts for the `x-turnout-*` headers.
+        param: the request field the error names (the body's `param`), or None.
     """
 
     status_code: int
@@ -86,6 +87,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     should_retry: bool | None
     summary: tuple[AttemptSummary, ...]
     served: Served
+    param: str | None = None
 
 
 def served_facts(state: LoopState) -> Served:
@@ -172,6 +174,10 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
         - TERMINAL: the provider's status, its message quoted.
         - EXHAUSTED with every failure a rate limit: 429, Retry-After from the
           shortest hint seen (else the shortest breaker reopen, else 1 s).
+        - EXHAUSTED with no attempt made and a target whose API cannot express
+          the request (an UNSUPPORTED skip): 400 `unsupported_by_providers`,
+          naming the first such target, what it cannot express and the field
+          (`param`); no provider was asked, so no retry can succeed.
         - EXHAUSTED otherwise (also a reroute list exhausted): 502
           `provider_failed` with the last attempt and the summary.
         Both EXHAUSTED answers quote the original (first) attempt instead of
@@ -235,6 +241,21 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
             should_retry=None,
             summary=summary,
             served=served,
+        )
+    unsupported = [s for s in state.skips if s.reason is SkipReason.UNSUPPORTED]
+    if not records and unsupported:
+        first = unsupported[0]
+        return Verdict(
+            status_code=400,
+            error_type="invalid_request_error",
+            error_code="unsupported_by_providers",
+            message=f"No provider of `{model}` can take this request as sent (none was called): "
+            f"{first.target.provider}: {first.detail}",
+            retry_after_s=None,
+            should_retry=False,
+            summary=summary,
+            served=served,
+            param=first.param,
         )
     quoted = _quoted(records)
     rate_limited = bool(records) and all(r.kind is FailureKind.RATE_LIMITED for r in records)

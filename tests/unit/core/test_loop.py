@@ -596,6 +596,17 @@ def test_loop_skipped_target_is_not_an_attempt() -> None:
     assert served_facts(run.state).attempts == 1
 
 
+def test_loop_an_unsupported_target_is_passed_over_even_with_fallback_off() -> None:
+    """The skip is no attempt and no failure: the next target is tried with fallback disabled,
+    and a plan ending in nothing but such skips is EXHAUSTED (the verdict's 400), never ALL_OPEN."""
+    unsupported = lambda d, now: (SkipReason.UNSUPPORTED, None) if d.entry is A else None
+    run = drive(ABC, pol(fallback={"enabled": False}), {KB: [ok()]}, skip=unsupported)
+    assert run.keys == [KB] and run.records[0].number == 1
+    everything = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.UNSUPPORTED, None))
+    assert everything.records == () and everything.give_up.reason is StopReason.EXHAUSTED
+    assert everything.verdict is not None and everything.verdict.status_code == 400
+
+
 def test_loop_every_target_skipped_open_answers_503_with_the_shortest_cooldown() -> None:
     reopen = {KA: 12.5, KB: 3.2, KC: 30.0}
     run = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, reopen[d.entry.target.key]))

@@ -255,6 +255,28 @@ def test_verdict_exhausted_without_any_attempt_says_no_credential() -> None:
     assert "a later retry may succeed" not in v.message and v.should_retry is False
 
 
+def test_verdict_exhausted_without_any_attempt_and_an_unsupported_skip_is_a_400_naming_the_field() -> None:
+    unsupported = SkipRecord(
+        target=A.target, reason=SkipReason.UNSUPPORTED, detail="`n` greater than 1 is not supported.", param="n"
+    )
+    no_key = SkipRecord(target=B.target, reason=SkipReason.NO_CREDENTIAL)
+    for skips in ((unsupported,), (no_key, unsupported)):
+        v = conclude(state_with(skips=skips), StopReason.EXHAUSTED)
+        assert (v.status_code, v.error_type, v.error_code, v.param) == (
+            400,
+            "invalid_request_error",
+            "unsupported_by_providers",
+            "n",
+        )
+        assert v.message == (
+            "No provider of `gpt-5` can take this request as sent (none was called): "
+            "openai: `n` greater than 1 is not supported."
+        )
+        assert v.should_retry is False and v.summary == () and v.served.attempts == 0
+    attempted = conclude(state_with(rec(1, K.SERVER_ERROR, 500, at=B), skips=(unsupported,)), StopReason.EXHAUSTED)
+    assert (attempted.status_code, attempted.error_code, attempted.param) == (502, "provider_failed", None)
+
+
 def test_verdict_reroute_exhausted_is_the_same_502_naming_the_requested_model() -> None:
     state = msgspec.structs.replace(
         begin(plan_of(R, requested_model="gpt-5", rerouted=True), Policy(), deadline_s=10.0),
