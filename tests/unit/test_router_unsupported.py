@@ -9,13 +9,13 @@ anyone.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import httpx
 import msgspec
 
 from support.clocks import FakeClock
+from support.routers import fake_router
 from support.two_providers import completion
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.base import Refusal
@@ -24,7 +24,7 @@ from turnout.answer import answer_of
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.plan import RoutingSettings
-from turnout.router import NullObserver, RequestInfo, Router
+from turnout.router import NullObserver, RequestInfo
 
 CONFIG = """\
 providers:
@@ -69,15 +69,7 @@ async def _route(model: str, request: dict[str, Any]) -> tuple[Any, list[str], l
         events.append(f"upstream {call.url.host}")
         return completion("g-1")
 
-    router = Router(
-        catalog=catalog,
-        http=httpx.AsyncClient(transport=httpx.MockTransport(answer)),
-        observer=Spy(),
-        sleep=clock.sleep,
-        clock=clock,
-        rng=random.Random(3),
-        breakers=breakers,
-    )
+    router = fake_router(catalog, httpx.MockTransport(answer), clock=clock, observer=Spy(), breakers=breakers)
     plan, view = await router.plan(model, RoutingSettings(), config.policy)
     info = RequestInfo(request_id="rid", org="acme", requested_model=model)
     routed = await router.route(

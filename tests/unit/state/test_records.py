@@ -15,6 +15,7 @@ import pytest
 from redis.asyncio import Redis
 
 from support.clocks import FakeClock
+from support.routers import fake_router
 from support.two_providers import TWO_PROVIDERS, completion
 from support.waiting import eventually
 from turnout.adapters.base import Usage
@@ -426,15 +427,7 @@ async def test_the_started_record_is_awaited_before_each_call_unless_the_health_
             awaited.append(handle)
 
     fake = FakeClock(0.0)
-    router = Router(
-        catalog=catalog,
-        http=httpx.AsyncClient(transport=httpx.MockTransport(_upstream)),
-        observer=Spy(),
-        sleep=fake.sleep,
-        clock=fake,
-        rng=random.Random(5),
-        breakers=fake.breakers(catalog),
-    )
+    router = fake_router(catalog, httpx.MockTransport(_upstream), clock=fake, observer=Spy())
     plan, view = await router.plan("chain", RoutingSettings(), config.policy)
     info = RequestInfo(request_id="rid", org="acme", requested_model="chain")
     body = {"model": "chain", "messages": []}
