@@ -22,6 +22,7 @@ from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, 
 from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
+from turnout_ingress.admin.audit import ADMIN_PREFIX
 from turnout_ingress.errors import JSON
 
 if TYPE_CHECKING:
@@ -102,7 +103,8 @@ async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict
 
 class RouteCounts:
     """`turnout_requests_total` by route and status: the `route` label is the path of a
-    public route (`_ROUTES`), else "other"."""
+    public route (`_ROUTES`), "admin" for any path under `/admin/v1/` (the admin API, one
+    label whatever the org, key or id in the path), else "other"."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -112,10 +114,12 @@ class RouteCounts:
         """Count one answer of `status` (HTTP status) to a request for `path`."""
         child = self._children.get((path, status))
         if child is None:
-            route = path if path in _ROUTES else "other"
-            child = self._metrics.requests.labels(route=route, status=str(status))
-            if route != "other":  # kept only for the closed set of routes: the cache stays bounded
+            if path in _ROUTES:  # kept only for the closed set of routes, keyed by path: the cache stays bounded
+                child = self._metrics.requests.labels(route=path, status=str(status))
                 self._children[(path, status)] = child
+            else:
+                route = "admin" if path.startswith(ADMIN_PREFIX) else "other"
+                child = self._metrics.requests.labels(route=route, status=str(status))
         child.inc()
 
 
@@ -152,7 +156,7 @@ _ROUTES = frozenset(
         "/health/readiness",
     }
 )
-"""The `route` label values besides "other" (a closed set: the label's cardinality stays bounded)."""
+"""The `route` label values besides "admin" and "other" (a closed set: the label's cardinality stays bounded)."""
 
 
 def install(app: FastAPI, state: IngressState) -> None:

@@ -120,10 +120,13 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
     Checks: a JSON object; `model` a non-empty string; `messages` a non-empty
     array of objects each with a known `role` and a string or array (or
     null) `content`; `stream` a boolean; when given, `max_tokens` /
-    `max_completion_tokens` / `n` integers in range, `temperature`, `top_p`
-    and the penalties numbers in OpenAI's ranges, and `tools`,
-    `stream_options`, `stop`, `response_format`, `metadata` of the right JSON
-    shape. Other fields pass through to the provider untouched.
+    `max_completion_tokens` / `n` integers in range, `seed` a 64-bit integer,
+    `temperature`, `top_p` and the penalties numbers in OpenAI's ranges,
+    `stop` a string or at most 4 strings, `logit_bias` token ids (decimal
+    strings) mapped to numbers from -100 to 100, each of `tools` a `function`
+    or `custom` tool, and `stream_options`, `response_format`, `metadata` of
+    the right JSON shape. Other fields, unknown ones included, pass through to
+    the provider untouched (new provider fields keep working).
 
     Raises:
         RequestRejected: 400 naming the field (`param`).
@@ -166,6 +169,11 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         value = data.get(name)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high):
             raise _invalid(f"`{name}` must be an integer from 1 to {high}.", name)
+    seed = data.get("seed")
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, int) or not _SEED_LOW <= seed <= _SEED_HIGH
+    ):
+        raise _invalid(f"`seed` must be an integer from {_SEED_LOW} to {_SEED_HIGH}.", "seed")
     for name, (low, top) in _NUMBERS.items():
         number = data.get(name)
         if number is not None and (
@@ -176,6 +184,12 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         shaped = data.get(name)
         if shaped is not None and not isinstance(shaped, kind):
             raise _invalid(f"`{name}` must be {what}.", name)
+    stop = data.get("stop")
+    if isinstance(stop, list):
+        _check_stop(stop)
+    bias = data.get("logit_bias")
+    if bias:
+        _check_logit_bias(bias)
     for name in _BOOLEANS:
         flag = data.get(name)
         if flag is not None and not isinstance(flag, bool):
@@ -210,11 +224,39 @@ def _check_content(message: dict[str, Any], role: str, path: str) -> None:
                 raise _invalid(f"`{path}.content[{j}]` must be an object with a string `type`.", f"{path}.content[{j}]")
 
 
+def _check_stop(stop: list[Any]) -> None:
+    """`stop` given as an array: at most `_MAX_STOPS` strings (OpenAI Chat Completions reference:
+    "Up to 4 sequences"). Raises `RequestRejected` 400 on `stop` (too many) or `stop[i]`."""
+    if len(stop) > _MAX_STOPS:
+        raise _invalid(f"`stop` must hold at most {_MAX_STOPS} sequences (got {len(stop)}).", "stop")
+    for i, sequence in enumerate(stop):
+        if not isinstance(sequence, str):
+            raise _invalid(f"`stop[{i}]` must be a string.", f"stop[{i}]")
+
+
+def _check_logit_bias(bias: dict[str, Any]) -> None:
+    """`logit_bias` (an object, `_SHAPES`): each key a token id, a string of decimal digits, each value
+    a number from -100 to 100 (OpenAI Chat Completions reference). Raises `RequestRejected` 400 on
+    `logit_bias` (a key that is no token id) or `logit_bias.<token id>` (its value)."""
+    for token, value in bias.items():
+        if not (token.isascii() and token.isdigit()):
+            got = msgspec.json.encode(token).decode()[:40]
+            raise _invalid(f"`logit_bias` keys must be token ids, strings of decimal digits (got {got}).", "logit_bias")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not -100 <= value <= 100:
+            raise _invalid(f"`logit_bias.{token[:40]}` must be a number from -100 to 100.", f"logit_bias.{token[:40]}")
+
+
 def _check_tools(tools: Any) -> None:
-    """Each tool an object with a `type`; a `function` tool names its function (OpenAI Chat Completions)."""
+    """Each tool an object whose `type` is `function` or `custom` (`_TOOL_TYPES`); a `function` tool
+    names its function (OpenAI Chat Completions reference). Raises `RequestRejected` 400 on `tools[i]`,
+    `tools[i].type` or `tools[i].function.name`."""
     for i, tool in enumerate(tools or ()):
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise _invalid(f"`tools[{i}]` must be an object with a string `type`.", f"tools[{i}]")
+        if tool["type"] not in _TOOL_TYPES:
+            got = msgspec.json.encode(tool["type"]).decode()[:40]
+            types = ", ".join(sorted(_TOOL_TYPES))
+            raise _invalid(f"`tools[{i}].type` must be one of {types} (got {got}).", f"tools[{i}].type")
         if tool["type"] == "function":
             function = tool.get("function")
             if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
@@ -238,6 +280,12 @@ def _check_tool_choice(choice: Any) -> None:
 
 _TOOL_CHOICES = frozenset({"none", "auto", "required"})
 """`tool_choice` strings of the OpenAI Chat Completions reference."""
+_TOOL_TYPES = frozenset({"function", "custom"})
+"""`tools[].type` values of the OpenAI Chat Completions reference."""
+_MAX_STOPS = 4
+"""Most stop sequences in an array `stop` (OpenAI Chat Completions reference: "Up to 4 sequences")."""
+_SEED_LOW, _SEED_HIGH = -(2**63), 2**63 - 1
+"""`seed`'s range: a 64-bit signed integer (OpenAI's OpenAPI specification of Chat Completions)."""
 _BOOLEANS = ("parallel_tool_calls", "logprobs", "store")
 """Boolean fields beside `stream` (OpenAI Chat Completions reference)."""
 _CONTENT_OPTIONAL = frozenset({"assistant", "function"})
@@ -264,4 +312,5 @@ _SHAPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "logit_bias": (dict, "an object"),
     "user": (str, "a string"),
 }
-"""Fields that must have a JSON shape when given (their content is the provider's to check)."""
+"""Fields that must have a JSON shape when given (their content is the provider's to check, but
+`stop`'s and `logit_bias`'s: `_check_stop`, `_check_logit_bias`)."""

@@ -264,6 +264,36 @@ def test_ingress_bad_input_is_an_openai_error_and_nothing_is_enqueued(
     assert _queue_size(gateway) == before == 0
 
 
+OPENAI_REFUSES = [
+    pytest.param({"seed": "x"}, "seed", id="seed-not-an-integer"),
+    pytest.param({"logit_bias": {"x": 1000}}, "logit_bias", id="logit-bias-not-a-token-id"),
+    pytest.param({"logit_bias": {"50256": 1000}}, "logit_bias.50256", id="logit-bias-out-of-range"),
+    pytest.param({"stop": [str(i) for i in range(10)]}, "stop", id="ten-stop-sequences"),
+    pytest.param({"tools": [{"type": "zzz", "function": {"name": "f"}}]}, "tools[0].type", id="unknown-tool-type"),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+@pytest.mark.parametrize(("extra", "param"), OPENAI_REFUSES)
+def test_ingress_refuses_what_openai_refuses_streaming_or_not(
+    gateway: Gateway, extra: dict[str, object], param: str, stream: bool
+) -> None:
+    before = _queue_size(gateway)
+    content = msgspec.json.encode({"model": "ok", "messages": MESSAGES, "stream": stream, **extra})
+    response = _post(gateway, content)
+    assert response.status_code == 400
+    error = msgspec.json.decode(response.content)["error"]
+    assert (error["param"], error["code"], error["type"]) == (param, "invalid_request", "invalid_request_error")
+    assert _queue_size(gateway) == before == 0
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
+def test_ingress_passes_an_unknown_field_through(gateway: Gateway, stream: bool) -> None:
+    content = msgspec.json.encode({"model": "ok", "messages": MESSAGES, "stream": stream, "frobnicate": {"a": 1}})
+    response = _post(gateway, content)
+    assert response.status_code == 200, response.text
+
+
 def test_ingress_compressed_body_is_a_415_naming_the_encoding(gateway: Gateway) -> None:
     body = b'{"model": "ok", "messages": [{"role": "user", "content": "x"}]}'
     before = _queue_size(gateway)

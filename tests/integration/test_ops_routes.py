@@ -81,6 +81,19 @@ def test_metrics_parse_and_count_requests(gateway: Gateway) -> None:
     assert ("turnout_queue_depth", ()) in after
 
 
+def test_metrics_count_admin_requests_apart_from_unknown_paths(gateway: Gateway) -> None:
+    admin = ("turnout_requests_total", (("route", "admin"), ("status", "200")))
+    unknown = ("turnout_requests_total", (("route", "other"), ("status", "404")))
+    before = _samples(gateway)
+    listed = httpx.get(f"{gateway.base_url}/admin/v1/orgs", headers={"authorization": f"Bearer {OPERATOR}"})
+    assert listed.status_code == 200
+    assert httpx.get(f"{gateway.base_url}/no/such/path").status_code == 404
+    after = _samples(gateway)
+    assert after[admin] == before.get(admin, 0.0) + 1
+    assert after[unknown] == before.get(unknown, 0.0) + 1
+    assert not any(name == "turnout_requests_total" and "/admin" in dict(labels)["route"] for name, labels in after)
+
+
 @pytest.mark.parametrize(
     ("method", "path", "status", "code"),
     [

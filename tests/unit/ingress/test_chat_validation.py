@@ -50,6 +50,24 @@ def body(**extra: Any) -> bytes:
         ({"stream_options": {"include_usage": "yes"}}, "stream_options.include_usage"),
         ({"parallel_tool_calls": "true"}, "parallel_tool_calls"),
         ({"logprobs": 1}, "logprobs"),
+        ({"seed": "x"}, "seed"),
+        ({"seed": True}, "seed"),
+        ({"seed": 1.5}, "seed"),
+        ({"seed": 2**63}, "seed"),
+        ({"logit_bias": {"x": 1000}}, "logit_bias"),
+        ({"logit_bias": {"x": 1}}, "logit_bias"),
+        ({"logit_bias": {"-1": 1}}, "logit_bias"),
+        ({"logit_bias": {"\u0661": 1}}, "logit_bias"),
+        ({"logit_bias": {"50256": 1000}}, "logit_bias.50256"),
+        ({"logit_bias": {"50256": -100.5}}, "logit_bias.50256"),
+        ({"logit_bias": {"50256": "1"}}, "logit_bias.50256"),
+        ({"logit_bias": {"50256": True}}, "logit_bias.50256"),
+        ({"stop": [str(i) for i in range(10)]}, "stop"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+        ({"stop": ["a", 5]}, "stop[1]"),
+        ({"stop": [None]}, "stop[0]"),
+        ({"tools": [{"type": "zzz", "function": {"name": "f"}}]}, "tools[0].type"),
+        ({"tools": [{"type": "function", "function": {"name": "f"}}, {"type": "web_search"}]}, "tools[1].type"),
     ],
 )
 def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -> None:
@@ -83,6 +101,19 @@ def test_a_wrong_field_is_refused_naming_it(extra: dict[str, Any], param: str) -
         {"stream_options": {"include_usage": False}},
         {"stream_options": {}},
         {"parallel_tool_calls": False, "logprobs": True, "store": False},
+        {"seed": 42},
+        {"seed": -(2**63)},
+        {"seed": 2**63 - 1},
+        {"seed": None},
+        {"logit_bias": None},
+        {"logit_bias": {}},
+        {"logit_bias": {"50256": 100, "0": -100, "12": 0.5}},
+        {"stop": None},
+        {"stop": []},
+        {"stop": ["a", "b", "c", "d"]},
+        {"tools": [{"type": "custom", "custom": {"name": "grammar"}}]},
+        {"tools": [{"type": "custom"}]},
+        {"frobnicate": {"any": ["shape"]}, "reasoning_effort": "low"},
     ],
 )
 def test_valid_fields_pass(extra: dict[str, Any]) -> None:
@@ -117,3 +148,26 @@ def test_a_wrong_tool_choice_lists_the_modes_and_quotes_what_came() -> None:
     assert '`tool_choice` must be one of auto, none, required, or an object naming a tool (got "sometimes").' == str(
         info.value.message
     )
+
+
+def test_unknown_fields_reach_the_provider_untouched() -> None:
+    """Forward compatibility: a field the gateway does not know is neither refused nor dropped."""
+    assert parse_chat_request(body(frobnicate=[1, "x"]))["frobnicate"] == [1, "x"]
+
+
+def test_a_wrong_tool_type_lists_the_types_and_quotes_what_came() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(tools=[{"type": "zzz", "function": {"name": "f"}}]))
+    assert info.value.message == '`tools[0].type` must be one of custom, function (got "zzz").'
+
+
+def test_too_many_stop_sequences_says_the_limit_and_the_count() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(stop=["s"] * 10))
+    assert info.value.message == "`stop` must hold at most 4 sequences (got 10)."
+
+
+def test_a_long_logit_bias_key_is_not_echoed_whole() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_chat_request(body(logit_bias={"x" * 10_000: 1}))
+    assert info.value.param == "logit_bias" and "x" * 100 not in info.value.message

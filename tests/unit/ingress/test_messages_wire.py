@@ -202,6 +202,26 @@ def test_unsupported_blocks_are_refused(block: dict[str, Any]) -> None:
 
 
 @pytest.mark.parametrize(
+    "tool",
+    [
+        {"type": "zzz", "name": "f", "input_schema": {}},
+        {"type": "web_search_20250305", "name": "web_search"},
+        {"name": "f"},
+    ],
+    ids=["unknown-type", "server-tool", "no-input-schema"],
+)
+def test_a_tool_other_than_a_client_tool_is_refused_naming_it(tool: dict[str, Any]) -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(tools=[{"name": "ok", "input_schema": {}}, tool]))
+    assert caught.value.param == "tools.1"
+
+
+def test_a_custom_or_untyped_client_tool_is_carried_as_a_function() -> None:
+    tools = [{"name": "a", "input_schema": {}}, {"type": "custom", "name": "b", "input_schema": {}}]
+    assert [t["type"] for t in to_openai_request(_body(tools=tools))["tools"]] == ["function", "function"]
+
+
+@pytest.mark.parametrize(
     ("role", "content", "message"),
     [
         ("user", [{"type": "text"}], "messages.0.content.0.text: Field required (a string)"),

@@ -1,4 +1,4 @@
-"""`/metrics` labels: the request counter names each public route, anything else "other"."""
+"""`/metrics` labels: the request counter names each public route, the admin API "admin", anything else "other"."""
 
 from __future__ import annotations
 
@@ -24,8 +24,23 @@ async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
         ("/v1/messages/nope", "other"),
         ("/v1/models", "/v1/models"),
         ("/anything/else", "other"),
+        ("/admin/v1/orgs", "admin"),
+        ("/admin/v1/orgs/acme/keys/ci-bot/settings", "admin"),
+        ("/admin/v1", "other"),
+        ("/adminx/v1/orgs", "other"),
     ],
-    ids=["chat", "messages", "count-tokens", "unknown-messages-subroute", "models", "unknown"],
+    ids=[
+        "chat",
+        "messages",
+        "count-tokens",
+        "unknown-messages-subroute",
+        "models",
+        "unknown",
+        "admin",
+        "admin-deep",
+        "admin-root",
+        "not-admin",
+    ],
 )
 async def test_request_counter_labels_the_route(path: str, route: str) -> None:
     metrics = Metrics()
@@ -33,3 +48,21 @@ async def test_request_counter_labels_the_route(path: str, route: str) -> None:
     async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
         assert (await client.post(path)).status_code == 200
     assert metrics.registry.get_sample_value("turnout_requests_total", {"route": route, "status": "200"}) == 1.0
+
+
+async def test_admin_requests_share_one_label_apart_from_unknown_paths() -> None:
+    metrics = Metrics()
+    transport = httpx.ASGITransport(app=RequestCounter(_created, metrics))
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        for path in ("/admin/v1/orgs", "/admin/v1/orgs/acme/keys", "/admin/v1/orgs/beta/keys", "/nope"):
+            assert (await client.post(path)).status_code == 201
+    sample = metrics.registry.get_sample_value
+    assert sample("turnout_requests_total", {"route": "admin", "status": "201"}) == 3.0
+    assert sample("turnout_requests_total", {"route": "other", "status": "201"}) == 1.0
+    routes = {s.labels["route"] for m in metrics.registry.collect() for s in m.samples if m.name == "turnout_requests"}
+    assert routes == {"admin", "other"}
+
+
+async def _created(scope: Scope, receive: Receive, send: Send) -> None:
+    await send({"type": "http.response.start", "status": 201, "headers": []})
+    await send({"type": "http.response.body", "body": b"{}"})
