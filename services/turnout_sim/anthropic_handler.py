@@ -22,7 +22,9 @@ fault DSL is the OpenAI side's (`scenarios`); the Anthropic specifics:
   `fail<P>`, `i<N>` and `+<N>ms` behave as on the OpenAI side (counts over
   the `content_block_delta` events; a failed `fail` roll answers 503
   `api_error`);
-- `cap<N>` over capacity answers 529 `overloaded_error`, as the bare `529`.
+- `cap<N>` over capacity answers 529 `overloaded_error`, as the bare `529`;
+- `len<N>` with `max_tokens` < N: the first `max_tokens` tokens, with
+  `stop_reason: max_tokens`.
 Must not import: turnout's gateway packages.
 """
 
@@ -230,6 +232,8 @@ async def answer(
         attempt.status = error[0]
         return _json(env, *error)
     attempt.status = 200
+    if step.answer_tokens is not None:  # len<N>: the model's answer has a length of its own
+        req = wire.with_answer_length(req, step.answer_tokens)
     message_id = f"msg_sim{attempt.seq:012d}"
     try:
         if req.stream:

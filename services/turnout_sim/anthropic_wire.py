@@ -15,7 +15,9 @@ The answer is the OpenAI side's deterministic text (`tok0 tok1 ...`, N =
 `openai_wire` from an equivalent `ChatRequest`. A request whose `tool_choice`
 forces a tool (`{"type": "tool", "name"}`, or `{"type": "any"}` with tools)
 gets one `tool_use` block instead, whose input is `{"answer": "<the text>"}`,
-with `stop_reason: tool_use`.
+with `stop_reason: tool_use`. An answer cut by `max_tokens` (step `len<N>`
+with `max_tokens` < N; see `scenarios`) has `stop_reason: max_tokens`, in
+the message and in the stream's `message_delta`, as Anthropic reports it.
 Sources: https://docs.anthropic.com/en/api/messages, /en/api/errors,
 /en/docs/build-with-claude/streaming.
 """
@@ -23,7 +25,7 @@ Sources: https://docs.anthropic.com/en/api/messages, /en/api/errors,
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from turnout_sim import openai_wire
@@ -162,8 +164,23 @@ def parse_request(body: object) -> MessagesRequest:
         prompt_tokens=sum(len(t.split()) for t in texts),
         prefill=prefill,
         prefill_words=None if prefill is None else openai_wire.prefill_match(prefill, count),
+        limit=limit,
     )
     return MessagesRequest(model=model, stream=chat.stream, chat=chat, tool=_forced_tool(body))
+
+
+def with_answer_length(req: MessagesRequest, answer_tokens: int) -> MessagesRequest:
+    """`req` answered by a model whose full answer is `answer_tokens` long (step `len<N>`):
+    cut to `max_tokens` when that is smaller (`openai_wire.with_answer_length`)."""
+    return replace(req, chat=openai_wire.with_answer_length(req.chat, answer_tokens))
+
+
+def stop_reason(req: MessagesRequest) -> str:
+    """The answer's `stop_reason`: `max_tokens` when `max_tokens` cut it, else
+    `tool_use` for a forced tool, else `end_turn` (docs: /en/api/messages)."""
+    if req.chat.cut:
+        return "max_tokens"
+    return "tool_use" if req.tool else "end_turn"
 
 
 def pieces(req: MessagesRequest) -> list[str]:
@@ -199,7 +216,7 @@ def message(req: MessagesRequest, *, message_id: str, seq: int) -> dict[str, Any
         "role": "assistant",
         "model": req.model,
         "content": [_block(req, seq, True)],
-        "stop_reason": "tool_use" if req.tool else "end_turn",
+        "stop_reason": stop_reason(req),
         "stop_sequence": None,
         "usage": usage(req),
     }
@@ -245,7 +262,7 @@ def closing_events(req: MessagesRequest, *, with_stop: bool = True) -> list[byte
             "message_delta",
             {
                 "type": "message_delta",
-                "delta": {"stop_reason": "tool_use" if req.tool else "end_turn", "stop_sequence": None},
+                "delta": {"stop_reason": stop_reason(req), "stop_sequence": None},
                 "usage": {"output_tokens": openai_wire.produced_tokens(req.chat)},
             },
         ),

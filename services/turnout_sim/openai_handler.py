@@ -230,6 +230,8 @@ async def answer(
         attempt.status = status
         return json_response(env, status, body, headers)
     attempt.status = 200
+    if step.answer_tokens is not None:  # len<N>: the model's answer has a length of its own
+        req = wire.with_answer_length(req, step.answer_tokens)
     completion_id = f"chatcmpl-sim{attempt.seq:012d}"
     created_s = int(env.clock())
     try:
@@ -303,6 +305,7 @@ async def _stream(
         delta: dict[str, object] | None = None,
         finish_reason: str | None = None,
         final_usage: bool = False,
+        choice: int = 0,
     ) -> bytes:
         obj = wire.chunk(
             req,
@@ -311,6 +314,7 @@ async def _stream(
             delta=delta,
             finish_reason=finish_reason,
             final_usage=final_usage,
+            choice=choice,
         )
         return wire.sse_event(obj)
 
@@ -318,12 +322,13 @@ async def _stream(
         await resp.write(wire.sse_event(errors.body_error(kind is StepKind.BODY_ERROR_429, req.model)))
         await resp.write_eof()
         return resp
-    await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}))
+    for choice in range(req.n):
+        await resp.write(chunk(delta={"role": "assistant", "content": "", "refusal": None}, choice=choice))
     if kind is StepKind.SLOW and not await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
         return resp
-    pieces = wire.answer_pieces(req)  # after a matching prefill: the rest only
+    pieces = wire.stream_pieces(req)  # after a matching prefill: the rest only
     stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
-    for index, piece in enumerate(pieces[:stop_after]):
+    for index, (choice, piece) in enumerate(pieces[:stop_after]):
         # Between chunks, notice a departed client within one interval (a
         # write to its closed transport raises ConnectionError in any case).
         if index and step.interval_ms:
@@ -332,14 +337,15 @@ async def _stream(
         if kind is StepKind.BAD_CHUNK and index + 1 == step.count:
             await resp.write(wire.MALFORMED_EVENT)
         else:
-            await resp.write(chunk(delta={"content": piece}))
+            await resp.write(chunk(delta={"content": piece}, choice=choice))
     if kind is StepKind.CUT:
         _fault_close(request, attempt, env)
         return resp
     if kind is StepKind.STALL:
         await _hold(request, attempt, env)
         return resp
-    await resp.write(chunk(delta={}, finish_reason="stop"))
+    for choice in range(req.n):
+        await resp.write(chunk(delta={}, finish_reason=wire.finish_reason(req), choice=choice))
     if req.include_usage:
         await resp.write(chunk(final_usage=True))
     if kind is not StepKind.NO_DONE:

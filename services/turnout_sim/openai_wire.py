@@ -4,8 +4,10 @@ Owns: the success bytes specific to OpenAI's API — `chat.completion`
 objects, `chat.completion.chunk` events, the SSE framing
 (`data: ...\\n\\n`, `data: [DONE]`), the models list — and reading the
 request fields the simulator honours (`model`, `stream`, `max_tokens`,
-`max_completion_tokens`, `stream_options`, an assistant prefill as the last
-message) — and the deterministic answer text, continued after a prefill.
+`max_completion_tokens`, `n`, `stream_options`, an assistant prefill as the
+last message) — and the deterministic answer text of each choice, continued
+after a prefill, cut by the limit when the model's answer is longer
+(`len<N>`; see `scenarios`).
 Error envelopes live in `openai_errors`.
 Must not import: aiohttp or any I/O; pure functions of their arguments.
 """
@@ -13,7 +15,7 @@ Must not import: aiohttp or any I/O; pure functions of their arguments.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from turnout_sim.openai_errors import ErrorBody, envelope, invalid_json_error
@@ -22,6 +24,8 @@ DEFAULT_TOKENS = 12
 """Completion length in tokens when the request gives no `max_tokens`."""
 MAX_TOKENS_CAP = 4096
 """Largest completion the simulator generates, in tokens."""
+MAX_N = 128
+"""Largest `n` (choices per request) accepted, as OpenAI's API documents."""
 
 MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5")
 """Model ids listed by `GET /v1/models`."""
@@ -51,8 +55,13 @@ class ChatRequest:
             in all message texts.
         prefill: the last message's content when that message has role
             `assistant` and string content (possibly ""), else None.
-        prefill_words: K when `prefill` is the first K words of the answer
-            (see `prefill_match`), else None (no prefill, or no match).
+        prefill_words: K when `prefill` is the first K words of choice 0's
+            answer (see `prefill_match`), else None (no prefill, or no match).
+        n: number of choices wanted (`n`, 1..`MAX_N`).
+        limit: the request's `max_completion_tokens` / `max_tokens` as sent,
+            in tokens; None when it gives neither.
+        cut: the answer was cut by `limit` (the model's answer is longer;
+            see `with_answer_length`): `finish_reason: length`.
     """
 
     model: str
@@ -62,12 +71,15 @@ class ChatRequest:
     prompt_tokens: int
     prefill: str | None = None
     prefill_words: int | None = None
+    n: int = 1
+    limit: int | None = None
+    cut: bool = False
 
 
 # ---------------------------------------------------------------- requests
 
 
-def _int_param(body: dict[str, Any], name: str) -> int | None:
+def _int_param(body: dict[str, Any], name: str, maximum: int | None = None) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -86,6 +98,16 @@ def _int_param(body: dict[str, Any], name: str) -> int | None:
                 f"Invalid '{name}': integer below minimum value. Expected a value >= 1, but got {value} instead.",
                 "invalid_request_error",
                 "integer_below_min_value",
+                name,
+            )
+        )
+    if maximum is not None and value > maximum:
+        raise RequestError(
+            envelope(
+                f"Invalid '{name}': integer above maximum value. Expected a value <= {maximum}, "
+                f"but got {value} instead.",
+                "invalid_request_error",
+                "integer_above_max_value",
                 name,
             )
         )
@@ -117,23 +139,31 @@ def _prefill(messages: list[Any]) -> str | None:
     return None
 
 
-def prefill_match(prefill: str, count: int) -> int | None:
+def _word(index: int, choice: int) -> str:
+    """Word `index` of choice `choice`'s answer: `tok3`, or `c1tok3` for choice 1."""
+    return f"tok{index}" if choice == 0 else f"c{choice}tok{index}"
+
+
+def prefill_match(prefill: str, count: int, choice: int = 0) -> int | None:
     """How many answer words a prefill already holds, if it continues the answer.
 
     Args:
         prefill: the assistant prefill text.
         count: N, the full answer's length in tokens.
+        choice: the choice whose answer is matched (0 for `tok0 tok1 ...`,
+            k for `c<k>tok0 c<k>tok1 ...`).
 
     Returns:
-        K (0 <= K <= N) when `prefill` is exactly `tok0 tok1 ... tok{K-1}`
-        (words joined by single spaces; "" for K = 0), optionally followed
-        by one space; None for any other text.
+        K (0 <= K <= N) when `prefill` is exactly the answer's first K words
+        (`tok0 tok1 ... tok{K-1}` for choice 0, joined by single spaces;
+        "" for K = 0), optionally followed by one space; None for any other
+        text.
     """
     text = prefill.removesuffix(" ")
     if not text:
         return 0
     words = text.split(" ")
-    if len(words) > count or words != [f"tok{i}" for i in range(len(words))]:
+    if len(words) > count or words != [_word(i, choice) for i in range(len(words))]:
         return None
     return len(words)
 
@@ -142,7 +172,8 @@ def parse_request(body: object) -> ChatRequest:
     """Read the honoured fields of a decoded chat completion request body.
 
     Raises:
-        RequestError: a required field is missing or has the wrong type.
+        RequestError: a required field is missing or has the wrong type, or
+            `n` is outside 1..`MAX_N` (OpenAI's 400 body naming the field).
     """
     if not isinstance(body, dict):
         raise RequestError(invalid_json_error())
@@ -160,6 +191,7 @@ def parse_request(body: object) -> ChatRequest:
             )
         )
     limit = _int_param(body, "max_completion_tokens") or _int_param(body, "max_tokens")
+    n = _int_param(body, "n", MAX_N) or 1
     options = body.get("stream_options")
     completion_tokens = min(limit, MAX_TOKENS_CAP) if limit else DEFAULT_TOKENS
     prefill = _prefill(messages)
@@ -171,30 +203,68 @@ def parse_request(body: object) -> ChatRequest:
         prompt_tokens=_count_words(messages),
         prefill=prefill,
         prefill_words=None if prefill is None else prefill_match(prefill, completion_tokens),
+        n=n,
+        limit=limit,
     )
+
+
+def with_answer_length(req: ChatRequest, answer_tokens: int) -> ChatRequest:
+    """`req` answered by a model whose full answer is `answer_tokens` long (step `len<N>`).
+
+    Args:
+        req: the parsed request.
+        answer_tokens: the model's answer length, in tokens (1..4096).
+
+    Returns:
+        `req` with `completion_tokens` = `answer_tokens`, or `req.limit` when
+        that is smaller, and then `cut` (the providers' `finish_reason:
+        length` / `stop_reason: max_tokens`); the prefill re-matched against
+        the new length.
+    """
+    cut = req.limit is not None and req.limit < answer_tokens
+    count = req.limit if cut and req.limit is not None else answer_tokens
+    return replace(
+        req,
+        completion_tokens=count,
+        cut=cut,
+        prefill_words=None if req.prefill is None else prefill_match(req.prefill, count),
+    )
+
+
+def finish_reason(req: ChatRequest) -> str:
+    """Every choice's `finish_reason`: `length` when the limit cut the answer, else `stop`."""
+    return "length" if req.cut else "stop"
 
 
 # ---------------------------------------------------------------- answers
 
 
-def tokens(count: int) -> list[str]:
+def tokens(count: int, choice: int = 0) -> list[str]:
     """The deterministic completion, one string per token: `tok0`, ` tok1`, ...
 
-    Joined, they give the full answer text `tok0 tok1 ... tok{count-1}`.
+    Joined, they give the full answer text `tok0 tok1 ... tok{count-1}`
+    (choice k >= 1: `c<k>tok0 c<k>tok1 ...`).
     """
-    return [f"tok{i}" if i == 0 else f" tok{i}" for i in range(count)]
+    return [_word(i, choice) if i == 0 else f" {_word(i, choice)}" for i in range(count)]
 
 
-def answer_pieces(req: ChatRequest) -> list[str]:
-    """The content this request gets, one string per streamed chunk.
+def _prefill_words(req: ChatRequest, choice: int) -> int | None:
+    if choice == 0 or req.prefill is None:
+        return req.prefill_words
+    return prefill_match(req.prefill, req.completion_tokens, choice)
 
-    Without a matching prefill: `tokens(N)`. With a prefill holding the first
-    K words: the remaining tokens `[" tok{K}", ..., " tok{N-1}"]`, the first
-    one without its leading space when the prefill ends with a space, so that
-    prefill + "".join(pieces) == the full answer text (empty when K = N).
+
+def answer_pieces(req: ChatRequest, choice: int = 0) -> list[str]:
+    """The content choice `choice` of this request gets, one string per streamed chunk.
+
+    Without a matching prefill: `tokens(N, choice)`. With a prefill holding
+    the choice's first K words: the remaining tokens `[" tok{K}", ...,
+    " tok{N-1}"]`, the first one without its leading space when the prefill
+    ends with a space, so that prefill + "".join(pieces) == the full answer
+    text (empty when K = N).
     """
-    pieces = tokens(req.completion_tokens)
-    skip = req.prefill_words
+    pieces = tokens(req.completion_tokens, choice)
+    skip = _prefill_words(req, choice)
     if skip is None:
         return pieces
     rest = pieces[skip:]
@@ -203,13 +273,26 @@ def answer_pieces(req: ChatRequest) -> list[str]:
     return rest
 
 
+def stream_pieces(req: ChatRequest) -> list[tuple[int, str]]:
+    """The content chunks of a streamed answer, in send order, as (choice, piece).
+
+    Round-robin over the `n` choices: word i of choice 0, of choice 1, ...,
+    then word i + 1 of each (a choice with fewer pieces, after a prefill,
+    drops out when done). With n = 1: `answer_pieces(req)`, each as (0, piece).
+    """
+    per_choice = [answer_pieces(req, choice) for choice in range(req.n)]
+    longest = max(len(pieces) for pieces in per_choice)
+    return [(choice, pieces[i]) for i in range(longest) for choice, pieces in enumerate(per_choice) if i < len(pieces)]
+
+
 def produced_tokens(req: ChatRequest) -> int:
-    """Completion tokens actually produced: N, or N - K after a matching prefill."""
-    return req.completion_tokens - (req.prefill_words or 0)
+    """Completion tokens actually produced over all `n` choices: N each, or
+    N - K for a choice whose answer continues a matching prefill."""
+    return sum(req.completion_tokens - (_prefill_words(req, choice) or 0) for choice in range(req.n))
 
 
 def usage(req: ChatRequest) -> dict[str, int]:
-    """The `usage` object for a full answer of `req` (tokens produced)."""
+    """The `usage` object for a full answer of `req` (tokens produced, every choice)."""
     produced = produced_tokens(req)
     return {
         "prompt_tokens": req.prompt_tokens,
@@ -225,6 +308,10 @@ def completion(req: ChatRequest, *, completion_id: str, created_s: int) -> dict[
         req: the request being answered.
         completion_id: `chatcmpl-...` id.
         created_s: creation time, integer epoch seconds.
+
+    Returns:
+        The object, with `req.n` choices (index 0..n-1), each with its own
+        content and `finish_reason` (`finish_reason(req)`).
     """
     return {
         "id": completion_id,
@@ -233,15 +320,16 @@ def completion(req: ChatRequest, *, completion_id: str, created_s: int) -> dict[
         "model": req.model,
         "choices": [
             {
-                "index": 0,
+                "index": choice,
                 "message": {
                     "role": "assistant",
-                    "content": "".join(answer_pieces(req)),
+                    "content": "".join(answer_pieces(req, choice)),
                     "refusal": None,
                 },
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": finish_reason(req),
             }
+            for choice in range(req.n)
         ],
         "usage": usage(req),
         "system_fingerprint": "fp_sim",
@@ -256,6 +344,7 @@ def chunk(
     delta: dict[str, Any] | None = None,
     finish_reason: str | None = None,
     final_usage: bool = False,
+    choice: int = 0,
 ) -> dict[str, Any]:
     """One `chat.completion.chunk` object.
 
@@ -265,8 +354,10 @@ def chunk(
         created_s: creation time, integer epoch seconds.
         delta: the choice's delta (`{"role": "assistant", "content": ""}`,
             `{"content": " tok3"}`, `{}` with the finish reason).
-        finish_reason: None while streaming, `"stop"` on the last choice.
+        finish_reason: None while streaming, `"stop"` or `"length"` on the
+            choice's last chunk.
         final_usage: build the trailing usage chunk (`choices: []`).
+        choice: the choice's index (0..n-1).
     """
     obj: dict[str, Any] = {
         "id": completion_id,
@@ -278,7 +369,7 @@ def chunk(
         if final_usage
         else [
             {
-                "index": 0,
+                "index": choice,
                 "delta": delta or {},
                 "logprobs": None,
                 "finish_reason": finish_reason,

@@ -14,7 +14,7 @@ Grammar (case-insensitive, whitespace around steps ignored)::
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
               | "nodone" | "down" INT "s" | "noprefill"
-              | "fail" INT | "cap" INT
+              | "fail" INT | "cap" INT | "len" INT
 
 `i<N>` spaces streamed content chunks N ms apart (only on steps that stream
 content); `+<N>ms` waits N ms before the response head (any step).
@@ -22,6 +22,22 @@ content); `+<N>ms` waits N ms before the response head (any step).
 Steps that answer 200 produce a deterministic completion: the words
 `tok0 tok1 ... tok{N-1}`, N = `max_completion_tokens` / `max_tokens` (capped
 at 4096) or 12; streamed, one content chunk per word (`tok0`, ` tok1`, ...).
+That answer ends on its own (`finish_reason: stop`, `stop_reason: end_turn`):
+the model happened to say exactly as much as the limit allowed.
+
+`len<N>` (N = 1..4096 tokens) answers like `200` (and takes `i<N>`) from a
+model whose full answer is N tokens long: a request whose `max_tokens` /
+`max_completion_tokens` is below N gets the first `max_tokens` of them, cut,
+with `finish_reason: length` on the OpenAI wire and `stop_reason:
+max_tokens` on the Anthropic one (as the providers report a truncated
+answer); any other request gets all N with `stop` / `end_turn`.
+
+On the OpenAI wire `n` (1..128) asks for n choices, index 0..n-1: choice 0
+is the answer above, choice k >= 1 the same with each word prefixed by
+`c<k>` (`c1tok0 c1tok1 ...`), each the same length and cut alike;
+`usage.completion_tokens` counts every choice's tokens. Streamed, each
+choice gets its role chunk, then the content chunks go round-robin over the
+choices (one word of each in turn), then each choice's finish chunk.
 
 Assistant prefill: when the request's last message has role `assistant` and
 string content, that content is a prefill. If it is exactly the first K words
@@ -111,6 +127,7 @@ class StepKind(enum.StrEnum):
     NO_PREFILL = "no_prefill"  # 400 if the request has an assistant prefill, else 200
     FAIL = "fail"  # 503 with probability P % (seeded roll per request), else 200
     CAP = "cap"  # 200 within N requests per second, else overloaded
+    LENGTH = "length"  # 200 from a model whose full answer is N tokens (cut by a smaller max_tokens)
 
 
 # Kinds whose response streams content chunks, so `i<N>` makes sense.
@@ -126,6 +143,7 @@ _STREAMING_KINDS = frozenset(
         StepKind.NO_PREFILL,
         StepKind.FAIL,
         StepKind.CAP,
+        StepKind.LENGTH,
     }
 )
 
@@ -147,6 +165,7 @@ _FIXED_STATUS = {
     StepKind.STALL: 200,
     StepKind.BAD_CHUNK: 200,
     StepKind.NO_DONE: 200,
+    StepKind.LENGTH: 200,
 }
 
 _KEYWORDS = {
@@ -183,6 +202,7 @@ _NUMBERED = (
     (re.compile(r"^down(\d+)s$"), StepKind.DOWN, "seconds", 1, MAX_SECONDS),
     (re.compile(r"^fail(\d+)$"), StepKind.FAIL, "percent", 0, 100),
     (re.compile(r"^cap(\d+)$"), StepKind.CAP, "capacity_per_s", 1, MAX_CAPACITY_PER_S),
+    (re.compile(r"^len(\d+)$"), StepKind.LENGTH, "answer_tokens", 1, MAX_CHUNKS),
 )
 
 
@@ -190,7 +210,7 @@ _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, usagecap<duration>, ctx, policy, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
-    "nodone, down<s>s, noprefill, fail<percent>, cap<per second>; optionally followed by i<ms> and/or +<ms>ms"
+    "nodone, down<s>s, noprefill, fail<percent>, cap<per second>, len<tokens>; optionally followed by i<ms> and/or +<ms>ms"
 )
 
 
@@ -217,6 +237,8 @@ class Step:
         percent: failure probability of `fail`, percent 0..100; None otherwise.
         capacity_per_s: requests per second `cap` serves, 1..100000; None
             otherwise.
+        answer_tokens: length of the model's full answer for `len`, in
+            tokens (1..4096; a smaller `max_tokens` cuts it); None otherwise.
         interval_ms: gap between streamed content chunks, in ms (`i<N>`).
         latency_ms: wait before the response head, in ms (`+<N>ms`).
     """
@@ -230,6 +252,7 @@ class Step:
     duration: str | None = None
     percent: int | None = None
     capacity_per_s: int | None = None
+    answer_tokens: int | None = None
     interval_ms: int = 0
     latency_ms: int = 0
 
@@ -277,6 +300,7 @@ def _parse_base(base: str, token: str) -> Step:
                 seconds=number if field == "seconds" else None,
                 percent=number if field == "percent" else None,
                 capacity_per_s=number if field == "capacity_per_s" else None,
+                answer_tokens=number if field == "answer_tokens" else None,
             )
     raise ValueError(f"unknown step; expected one of: {_FORMS}")
 

@@ -40,6 +40,8 @@ models:
   claude-over-m:   {{offers: [{{provider: claude, model: "coverm~bodyerr"}}]}}
   claude-400:      {{offers: [{{provider: claude, model: "c400~400"}}]}}
   claude-cut:      {{offers: [{{provider: claude, model: "ccut~cut3"}}]}}
+  claude-long:     {{offers: [{{provider: claude, model: "clong~len20"}}]}}
+  gpt-long:        {{offers: [{{provider: gpt, model: "glong~len20"}}]}}
   gpt-down:        {{offers: [{{provider: gpt, model: "gdown~503"}}]}}
   gpt-backup:      {{offers: [{{provider: gpt, model: gpt-backup}}]}}
   gpt-backup-m:    {{offers: [{{provider: gpt, model: gpt-backup-m}}]}}
@@ -194,6 +196,15 @@ def test_stream_cut_after_content_ends_with_an_error_event(gw: Gateway) -> None:
     assert text.startswith("tok0") and _text(3).startswith(text)
 
 
+def test_anthropic_max_tokens_cut_reaches_the_openai_sdk_as_length(oai: openai.OpenAI) -> None:
+    completion = oai.chat.completions.create(model="claude-long", messages=USER, max_tokens=5)
+    assert completion.choices[0].message.content == _text(5)
+    assert completion.choices[0].finish_reason == "length"
+    chunks = list(oai.chat.completions.create(model="claude-long", messages=USER, max_tokens=3, stream=True))
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == _text(3)
+    assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["length"]
+
+
 # ----------------------------------------------------- anthropic SDK -> /v1/messages
 
 
@@ -225,6 +236,18 @@ def test_anthropic_sdk_streaming(claude: anthropic.Anthropic, model: str, provid
     assert text == _text(4)
     assert final.stop_reason == "end_turn"
     assert final.usage.output_tokens == 4 and final.usage.input_tokens == 1
+
+
+def test_openai_length_cut_reaches_the_anthropic_sdk_as_max_tokens(claude: anthropic.Anthropic) -> None:
+    message = claude.messages.create(model="gpt-long", max_tokens=5, messages=USER)
+    assert message.content[0].text == _text(5)  # type: ignore[union-attr]
+    assert message.stop_reason == "max_tokens"
+    with claude.messages.stream(model="gpt-long", max_tokens=3, messages=USER) as stream:
+        text = "".join(stream.text_stream)
+        final = stream.get_final_message()
+    assert text == _text(3) and final.stop_reason == "max_tokens"
+    within = claude.messages.create(model="gpt-long", max_tokens=50, messages=USER)
+    assert within.stop_reason == "end_turn" and within.usage.output_tokens == 20
 
 
 def test_anthropic_sdk_529_twice_then_gpt_fallback(gw: Gateway, claude: anthropic.Anthropic) -> None:

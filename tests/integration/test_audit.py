@@ -71,6 +71,12 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
     assert PROVIDER_SECRET not in dump and secret not in dump and PROVIDER_SECRET[-8:] not in dump
 
     assert _export(gw, since=str(time.time() + 3600)) == []
+    reversed_range = Admin(gw.base_url, OPERATOR).call(
+        "GET", "/audit/export", params={"since": "2030-01-01", "until": "2020-01-01"}
+    )
+    assert reversed_range.status_code == 400, reversed_range.text
+    error = reversed_range.json()["error"]
+    assert (error["param"], error["code"], error["type"]) == ("since", "invalid_value", "invalid_request_error")
     refused = acme.call("GET", "/audit/export")
     assert refused.status_code == 403
 

@@ -74,6 +74,21 @@ def blocks() -> list[Block]:
 BLOCKS = blocks()
 
 
+CLI_USE = re.compile(r"(?<![\w./-])turnout (?:dev|sim|ingress|worker|config|admin|audit|logs)\b")
+ACTIVATE = ". .venv/bin/activate"
+
+
+def test_the_cli_is_first_used_after_saying_how_to_reach_it() -> None:
+    """`turnout` is `.venv/bin/turnout` after `scripts/dev`, not on PATH: the README says to
+    activate the venv before its first `turnout …` command, and every block then calls it bare."""
+    lines = [line for line in README.read_text().splitlines() if not line.startswith("<!--")]
+    first_use = next(i for i, line in enumerate(lines) if CLI_USE.search(line))
+    note = next((i for i, line in enumerate(lines) if ACTIVATE in line), None)
+    assert note is not None and note < first_use, f"first `turnout` command: {lines[first_use]!r}"
+    prefixed = [b.line for b in BLOCKS if ".venv/bin/turnout" in b.text]
+    assert not prefixed, f"blocks calling .venv/bin/turnout rather than turnout (venv active): {prefixed}"
+
+
 def test_every_readme_block_is_classified() -> None:
     missing = [b.line for b in BLOCKS if b.kind == "missing"]
     assert not missing, f"README.md fences without a `<!-- readme-test: ... -->` line before them: {missing}"

@@ -371,6 +371,12 @@ def test_spend_ledger_sums_the_records_costs_by_org_squad_and_key(gw: Gateway) -
     assert json.loads(cli.stdout)["spend"]["keys"]["spender"] == pytest.approx(cost)
     other = httpx.get(f"{gw.base_url}/admin/v1/orgs/globex/spend", headers={"authorization": f"Bearer {KEY_ADMIN}"})
     assert other.status_code == 404  # another org's ledger reads as missing
+    for params, param in (({"period": "year"}, "period"), ({"at": "garbage"}, "at")):
+        bad = httpx.get(
+            f"{gw.base_url}/admin/v1/orgs/acme/spend", params=params, headers={"authorization": f"Bearer {KEY_ADMIN}"}
+        )
+        assert bad.status_code == 400, bad.text
+        assert (bad.json()["error"]["param"], bad.json()["error"]["code"]) == (param, "invalid_value")
 
 
 def _premium(gw: Gateway, key: str) -> Any:

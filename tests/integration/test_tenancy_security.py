@@ -229,8 +229,16 @@ def test_the_operator_exports_the_org_it_names_and_an_org_admin_only_its_own(gw:
     unnamed = operator.call("GET", "/logs/export")
     assert unnamed.status_code == 400, unnamed.text
     error = unnamed.json()["error"]
-    assert (error["param"], error["code"], error["type"]) == ("org", "invalid_request", "invalid_request_error")
+    assert (error["param"], error["code"], error["type"]) == ("org", "invalid_value", "invalid_request_error")
     assert "`org` is required with the operator key" in error["message"]
+    for params, param in (
+        ({"since": "2030-01-01", "until": "2020-01-01"}, "since"),
+        ({"until": "garbage"}, "until"),
+        ({"format": "xml"}, "format"),
+    ):
+        bad = operator.call("GET", "/logs/export", params={"org": "beta", **params})
+        assert bad.status_code == 400, (params, bad.text)
+        assert (bad.json()["error"]["param"], bad.json()["error"]["code"]) == (param, "invalid_value")
     expected = not_found("GET", "/admin/v1/logs/export")
     for admin, org in ((acme, "beta"), (acme, "no-such-org"), (operator, "no-such-org")):
         answer = admin.call("GET", "/logs/export", params={"org": org})

@@ -45,6 +45,9 @@ if TYPE_CHECKING:  # `cryptography` is imported once a key is configured or used
 
 SECRET_KEY_ENV = "TURNOUT_SECRET_KEY"
 TAIL_CHARS = 4
+"""Characters of a secret an admin read shows (`…a1b2`), and only for a secret longer than
+twice as many: a shorter one's tail would give away half of it or more (README "Secrets and the
+SSRF guard")."""
 TOKEN_PREFIX = "v2."
 NONCE_BYTES = 12
 _HKDF_INFO = b"turnout vault aes-256-gcm v2"
@@ -99,7 +102,8 @@ class Sealed(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         token: `v2.` + URL-safe base64 of nonce, ciphertext and tag (module
             doc); a token without the prefix is a legacy Fernet token.
         tail: the secret's last `TAIL_CHARS` characters (what admin reads
-            show after `…`).
+            show after `…`); "" for a secret of `2 * TAIL_CHARS` characters
+            or fewer (`TAIL_CHARS`).
     """
 
     token: str

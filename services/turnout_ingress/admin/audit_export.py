@@ -1,7 +1,9 @@
 """Admin route of the audit log: `GET /admin/v1/audit/export?since=…&until=…` (operator key only).
 
 JSON lines, oldest first; `since` / `until` as for the records export
-(`turnout_ingress.admin.records.parse_time`). What is recorded, and when,
+(`turnout_ingress.admin.time_query.parse_range`: a 400 `invalid_value`
+naming the parameter for a bad one, naming `since` when it is later than
+`until`). What is recorded, and when,
 is `turnout_ingress.admin.audit`.
 """
 
@@ -18,7 +20,7 @@ from turnout.errors import GatewayUnavailable
 from turnout.state.audit_log import AuditLog
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.deps import Operator
-from turnout_ingress.admin.records import parse_time
+from turnout_ingress.admin.time_query import parse_range
 
 router = APIRouter()
 _encode = msgspec.json.Encoder()
@@ -37,8 +39,7 @@ async def export_audit(
     audit: Annotated[AuditLog, Depends(audit_log)],
 ) -> Response:
     """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable)."""
-    since_s = parse_time(request.query_params.get("since"), "since")
-    until_s = parse_time(request.query_params.get("until"), "until")
+    since_s, until_s = parse_range(request.query_params)
     entries = audit.read(since_s=since_s, until_s=until_s)
     try:
         first = await anext(entries, None)

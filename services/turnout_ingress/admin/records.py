@@ -7,14 +7,15 @@ operator key exports the org `org` names (required: 400 without it, 404 for
 an org that does not exist), as the dashboard's export does. Rows are
 streamed page by page from the records stream (never held in memory whole).
 `since` / `until` are ISO-8601 (`2025-06-01T12:00:00Z`; no zone means UTC)
-or epoch seconds, both inclusive.
+or epoch seconds, both inclusive (`time_query.parse_range`: `since` later
+than `until` is a 400). Every query-parameter error is a 400 `invalid_value`
+naming the parameter.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -27,50 +28,13 @@ from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import not_found
 from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.deps import Admin
+from turnout_ingress.admin.time_query import INVALID_VALUE, parse_range
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 PAGE_SIZE = 500
 """Stream entries read per XRANGE call."""
 
 router = APIRouter()
-MAX_EPOCH_S = 253_370_764_799
-"""9998-12-31T23:59:59Z in epoch seconds: the last moment a query may name (its month
-still ends in a year `datetime` holds)."""
-
-
-def parse_time(value: str | None, param: str) -> float | None:
-    """`value` (ISO-8601 or epoch seconds) as epoch seconds; None when absent.
-
-    Raises:
-        RequestRejected: 400 naming `param` when `value` is neither.
-    """
-    if value is None or value == "":
-        return None
-    try:
-        epoch_s = float(value)
-    except ValueError:
-        epoch_s = None
-    if epoch_s is None:
-        try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
-        except ValueError as exc:
-            raise RequestRejected(
-                400,
-                f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.",
-                param=param,
-                code="invalid_request",
-            ) from exc
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        epoch_s = parsed.timestamp()
-    if not 0 <= epoch_s <= MAX_EPOCH_S:  # also refuses nan; inf and 1e400 are out of range
-        raise RequestRejected(
-            400,
-            f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
-            param=param,
-            code="invalid_request",
-        )
-    return epoch_s
 
 
 async def export_response(
@@ -133,7 +97,7 @@ def export_org(caller: Caller, asked: str | None) -> str:
     caller's to check.
 
     Raises:
-        RequestRejected: 400 `invalid_request` (param `org`) for the operator
+        RequestRejected: 400 `invalid_value` (param `org`) for the operator
             without `org`; 404 `not_found` for an org admin naming another org.
     """
     if caller.org is not None:
@@ -146,7 +110,7 @@ def export_org(caller: Caller, asked: str | None) -> str:
             "`org` is required with the operator key: name the org whose records to export "
             "(`/admin/v1/logs/export?org=<org>`).",
             param="org",
-            code="invalid_request",
+            code=INVALID_VALUE,
         )
     return asked
 
@@ -168,7 +132,6 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
         await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
-        raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code="invalid_request")
-    since_s = parse_time(request.query_params.get("since"), "since")
-    until_s = parse_time(request.query_params.get("until"), "until")
+        raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code=INVALID_VALUE)
+    since_s, until_s = parse_range(request.query_params)
     return await export_response(redis, org, fmt, since_s, until_s)

@@ -13,7 +13,7 @@ from turnout.state.spend_store import SpendLedger
 from turnout.tenancy.admin import AdminError
 from turnout_ingress.admin.access import ok, unavailable
 from turnout_ingress.admin.deps import ORG, Doc, now
-from turnout_ingress.admin.records import parse_time
+from turnout_ingress.admin.time_query import parse_time
 
 router = APIRouter()
 

@@ -39,7 +39,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import iso_ts
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.access import AdminAPI, Caller
-from turnout_ingress.admin.records import MEDIA_TYPES, export_response, parse_time
+from turnout_ingress.admin.records import MEDIA_TYPES, export_response
+from turnout_ingress.admin.time_query import parse_range
 from turnout_ingress.ops_routes import provider_rows
 from turnout_ingress.ui import figures, reader, samples, session
 from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
@@ -103,9 +104,11 @@ class _Spend(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:
-    """`since` and `until` of a query (epoch s, None when absent), or an error message for the page."""
+    """`since` and `until` of a query (epoch s, None when absent), or an error message for the page
+    (a bad moment, or `since` later than `until`: `time_query.parse_range`)."""
     try:
-        return parse_time(q.get("since"), "since"), parse_time(q.get("until"), "until"), None
+        since_s, until_s = parse_range(q)
+        return since_s, until_s, None
     except RequestRejected as exc:
         return None, None, exc.message
 

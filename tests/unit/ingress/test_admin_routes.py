@@ -1,4 +1,5 @@
-"""The export route: its time bounds (ISO-8601 or epoch seconds, else a 400 naming the parameter),
+"""The export route: its time bounds (ISO-8601 or epoch seconds, `since` <= `until`, else a 400
+`invalid_value` naming the parameter),
 and whose records a caller exports (an org admin its own org, the operator the org it names)."""
 
 from __future__ import annotations
@@ -8,7 +9,9 @@ import pytest
 from turnout.errors import RequestRejected
 from turnout.tenancy.admin import not_found
 from turnout_ingress.admin.access import Caller, rejected
-from turnout_ingress.admin.records import export_org, parse_time
+from turnout_ingress.admin.records import export_org
+from turnout_ingress.admin.time_query import parse_range, parse_time
+from turnout_ingress.ui import _times
 
 
 @pytest.mark.parametrize(
@@ -33,14 +36,42 @@ def test_parse_time_rejects_garbage_naming_the_parameter() -> None:
     with pytest.raises(RequestRejected) as info:
         parse_time("yesterday", "until")
     assert info.value.status_code == 400 and info.value.param == "until"
-    assert info.value.code == "invalid_request"
+    assert info.value.code == "invalid_value"
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e400", "99999999999999999999", "-1e20", "-1", "9999-01-01"])
 def test_parse_time_rejects_moments_no_calendar_holds(value: str) -> None:
     with pytest.raises(RequestRejected) as info:
         parse_time(value, "at")
-    assert (info.value.status_code, info.value.param, info.value.code) == (400, "at", "invalid_request")
+    assert (info.value.status_code, info.value.param, info.value.code) == (400, "at", "invalid_value")
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ({}, (None, None)),
+        ({"since": "2020-01-01"}, (1_577_836_800.0, None)),
+        ({"until": "2020-01-01"}, (None, 1_577_836_800.0)),
+        ({"since": "2020-01-01", "until": "2020-01-01"}, (1_577_836_800.0, 1_577_836_800.0)),
+        ({"since": "1577836800", "until": "2030-01-01T00:00:00Z"}, (1_577_836_800.0, 1_893_456_000.0)),
+    ],
+    ids=["open", "since-only", "until-only", "one-moment", "ordered"],
+)
+def test_parse_range_reads_both_bounds(query: dict[str, str], expected: tuple[float | None, float | None]) -> None:
+    assert parse_range(query) == expected
+
+
+def test_parse_range_refuses_since_later_than_until_naming_since() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_range({"since": "2030-01-01", "until": "2020-01-01"})
+    assert (info.value.status_code, info.value.param, info.value.code) == (400, "since", "invalid_value")
+    assert "`since` (2030-01-01) is later than `until` (2020-01-01)" in info.value.message
+
+
+def test_parse_range_names_a_bad_bound_before_comparing() -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_range({"since": "2030-01-01", "until": "soon"})
+    assert (info.value.param, info.value.code) == ("until", "invalid_value")
 
 
 def test_an_org_admin_exports_its_own_org_named_or_not() -> None:
@@ -66,5 +97,12 @@ def test_the_operator_exports_the_org_it_names_and_must_name_one() -> None:
     for asked in (None, ""):
         with pytest.raises(RequestRejected) as info:
             export_org(operator, asked)
-        assert (info.value.status_code, info.value.param, info.value.code) == (400, "org", "invalid_request")
+        assert (info.value.status_code, info.value.param, info.value.code) == (400, "org", "invalid_value")
         assert "`org` is required with the operator key" in info.value.message
+
+
+def test_the_dashboard_shows_a_reversed_range_as_an_error() -> None:
+    assert _times({"since": "2020-01-01", "until": "2030-01-01"}) == (1_577_836_800.0, 1_893_456_000.0, None)
+    since_s, until_s, error = _times({"since": "2030-01-01", "until": "2020-01-01"})
+    assert (since_s, until_s) == (None, None)
+    assert error is not None and "is later than `until`" in error

@@ -1,0 +1,79 @@
+"""The admin API's time query parameters: `since` / `until` / `at` read as epoch seconds.
+
+Owns: parsing one moment (`parse_time`) and a `since`..`until` range
+(`parse_range`) from a query, and the 400 answered for a bad one: code
+`invalid_value` (the admin API's code for a bad parameter value, README
+"Admin API" and "Error codes"), `param` naming the parameter. Used by the
+records export, the audit export, the spend route and the dashboard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+
+from turnout.errors import RequestRejected
+
+INVALID_VALUE = "invalid_value"
+"""`error.code` of a bad admin query parameter value."""
+MAX_EPOCH_S = 253_370_764_799
+"""9998-12-31T23:59:59Z in epoch seconds: the last moment a query may name (its month
+still ends in a year `datetime` holds)."""
+
+
+def parse_time(value: str | None, param: str) -> float | None:
+    """`value` (ISO-8601 such as `2025-06-01T12:00:00Z`, no zone meaning UTC, or epoch
+    seconds) as epoch seconds; None when absent or empty.
+
+    Raises:
+        RequestRejected: 400 `invalid_value` naming `param` when `value` is neither,
+            or names a moment outside 1970-01-01 .. 9998-12-31.
+    """
+    if value is None or value == "":
+        return None
+    try:
+        epoch_s = float(value)
+    except ValueError:
+        epoch_s = None
+    if epoch_s is None:
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError as exc:
+            raise RequestRejected(
+                400,
+                f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.",
+                param=param,
+                code=INVALID_VALUE,
+            ) from exc
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        epoch_s = parsed.timestamp()
+    if not 0 <= epoch_s <= MAX_EPOCH_S:  # also refuses nan; inf and 1e400 are out of range
+        raise RequestRejected(
+            400,
+            f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
+            param=param,
+            code=INVALID_VALUE,
+        )
+    return epoch_s
+
+
+def parse_range(query: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """The query's `since` and `until` (both inclusive) as epoch seconds, None where absent.
+
+    Raises:
+        RequestRejected: 400 `invalid_value` naming the parameter that is not a moment
+            (`parse_time`), or naming `since` when `since` is later than `until`
+            (an empty range is a mistake, not an empty export).
+    """
+    since_s = parse_time(query.get("since"), "since")
+    until_s = parse_time(query.get("until"), "until")
+    if since_s is not None and until_s is not None and since_s > until_s:
+        raise RequestRejected(
+            400,
+            f"`since` ({query.get('since')}) is later than `until` ({query.get('until')}): "
+            "the range is empty; give `since` <= `until`.",
+            param="since",
+            code=INVALID_VALUE,
+        )
+    return since_s, until_s
