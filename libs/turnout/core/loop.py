@@ -308,14 +308,21 @@ def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopSta
 def attempt_record(
     dispatch: Dispatch, outcome: Outcome, kind: FailureKind, *, cycle: int, started_s: float, now_s: float
 ) -> AttemptRecord:
-    """The decision record of one performed dispatch (times in seconds of the loop clock)."""
+    """The decision record of one performed dispatch (times in seconds of the loop clock).
+
+    `is_fallback` is the entry's, but for the request's first attempt on another provider of
+    the requested model: the targets before it were skipped (out of rotation, slow start, an
+    API that cannot express the request), not tried, and a target a plan leaves out for being
+    out of rotation makes the next provider its primary (SPEC §5: skipped, not tried).
+    """
     entry = dispatch.entry
+    first_in_place = dispatch.number == 1 and entry.role is Role.PROVIDER_FALLBACK
     return AttemptRecord(
         number=dispatch.number,
         target=entry.target,
         role=entry.role,
         is_retry=dispatch.is_retry,
-        is_fallback=entry.is_fallback,
+        is_fallback=entry.is_fallback and not first_in_place,
         is_reroute=entry.is_reroute,
         resend_count=dispatch.resend_count,
         cycle=cycle,

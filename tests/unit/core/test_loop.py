@@ -607,6 +607,20 @@ def test_loop_an_unsupported_target_is_passed_over_even_with_fallback_off() -> N
     assert everything.verdict is not None and everything.verdict.status_code == 400
 
 
+@pytest.mark.parametrize("reason", [SkipReason.CIRCUIT_OPEN, SkipReason.RAMPING, SkipReason.UNSUPPORTED])
+def test_loop_another_provider_reached_by_skips_alone_is_no_fallback(reason: SkipReason) -> None:
+    """Skipped, not tried: the next provider of the requested model serves as the plan's
+    primary would (a plan that left the target out says fallback 0 too); after a failed
+    attempt it is a fallback, and so is another model after skips alone."""
+    skipped_a = drive(ABC, Policy(), {KB: [ok()]}, skip=lambda d, now: (reason, 5.0) if d.entry is A else None)
+    assert [(r.target.key, r.is_fallback) for r in skipped_a.records] == [(KB, False)]
+    assert served_facts(skipped_a.state).fallback is False
+    failed_a = drive(ABC, Policy(), {KA: [err(500)] * 10, KB: [ok()]})
+    assert [(r.target.key, r.is_fallback) for r in failed_a.records][-1] == (KB, True)
+    skipped_ab = drive(ABC, Policy(), {KC: [ok()]}, skip=lambda d, now: (reason, 5.0) if d.entry is not C else None)
+    assert [(r.target.key, r.is_fallback) for r in skipped_ab.records] == [(KC, True)]
+
+
 def test_loop_every_target_skipped_open_answers_503_with_the_shortest_cooldown() -> None:
     reopen = {KA: 12.5, KB: 3.2, KC: 30.0}
     run = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, reopen[d.entry.target.key]))
