@@ -7,6 +7,7 @@ Nothing is enqueued for a rejected request.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import msgspec
@@ -247,9 +248,10 @@ def _check_logit_bias(bias: dict[str, Any]) -> None:
 
 
 def _check_tools(tools: Any) -> None:
-    """Each tool an object whose `type` is `function` or `custom` (`_TOOL_TYPES`); a `function` tool
-    names its function (OpenAI Chat Completions reference). Raises `RequestRejected` 400 on `tools[i]`,
-    `tools[i].type` or `tools[i].function.name`."""
+    """Each tool an object whose `type` is `function` or `custom` (`_TOOL_TYPES`); a `function`
+    tool names its function with 1 to 64 letters, digits, `_` or `-` (OpenAI Chat Completions
+    reference). An empty array passes, as clients that always send `tools` do. Raises
+    `RequestRejected` 400 on `tools[i]`, `tools[i].type` or `tools[i].function.name`."""
     for i, tool in enumerate(tools or ()):
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise _invalid(f"`tools[{i}]` must be an object with a string `type`.", f"tools[{i}]")
@@ -262,6 +264,11 @@ def _check_tools(tools: Any) -> None:
             if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
                 raise _invalid(
                     f"`tools[{i}].function.name` is required for a function tool.", f"tools[{i}].function.name"
+                )
+            if not _FUNCTION_NAME.fullmatch(function["name"]):
+                raise _invalid(
+                    f"`tools[{i}].function.name` must be 1 to 64 letters, digits, `_` or `-`.",
+                    f"tools[{i}].function.name",
                 )
 
 
@@ -280,6 +287,8 @@ def _check_tool_choice(choice: Any) -> None:
 
 _TOOL_CHOICES = frozenset({"none", "auto", "required"})
 """`tool_choice` strings of the OpenAI Chat Completions reference."""
+_FUNCTION_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A function tool's name (OpenAI Chat Completions reference: a-z, A-Z, 0-9, `_` and `-`, at most 64)."""
 _TOOL_TYPES = frozenset({"function", "custom"})
 """`tools[].type` values of the OpenAI Chat Completions reference."""
 _MAX_STOPS = 4
