@@ -80,6 +80,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     )
     state = app.state.turnout
     state.stop_serving = lambda: setattr(server, "should_exit", True)  # a later persistence refusal stops it
+    state.freeze_heap = True  # this process serves until it stops: `freeze_startup_heap` after start-up
     try:
         server.run()
     except KeyboardInterrupt:

@@ -33,6 +33,7 @@ from turnout.core.verdict import client_retry_after_s
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.health import HealthView
 from turnout.observability.tracing import Telemetry
+from turnout.runtime import freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.persistence import PersistenceRefused
 from turnout.state.pool import BufferCheckedPool
@@ -176,6 +177,8 @@ def create_app(
             state.keys_refused = True
             raise
         later = asyncio.create_task(_check_later(state, persistence_check)) if persistence_check else None
+        if state.freeze_heap:
+            log.info("start-up heap frozen: %d objects", freeze_startup_heap())
         try:
             yield
         finally:

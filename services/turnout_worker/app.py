@@ -28,7 +28,7 @@ from turnout.observability.after_answer import answer_first
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
-from turnout.runtime import Runtime, build_runtime
+from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
@@ -89,6 +89,8 @@ async def startup(ctx: dict[str, Any]) -> None:
     await runtime.start(ctx["redis"], bootstrap=False)
     ctx["turnout"] = WorkerServices(config, runtime, obs)
     obs.start()
+    if ctx.get("freeze_heap"):  # set by the process entry point (`run`)
+        log.info("start-up heap frozen: %d objects", freeze_startup_heap())
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
@@ -343,4 +345,5 @@ def run(
     settings = settings if settings is not None else Settings.from_env(os.environ)
     config = load_config(config_path, env=settings.env)
     worker = build_worker(config, redis_url, settings=settings, persistence_check=persistence_check)
+    worker.ctx["freeze_heap"] = True  # this process serves until it stops: `freeze_startup_heap` after start-up
     worker.run()

@@ -286,3 +286,13 @@ def test_worker_logs_are_json_lines(obs: ObsGateway) -> None:
     lines = [json.loads(line) for line in worker_log.splitlines() if line.startswith("{")]
     assert any(line.get("message", "").startswith("worker ready") for line in lines)
     assert all(line.get("service") == "turnout-worker" for line in lines)
+
+
+def test_each_process_freezes_its_start_up_heap_once_started(obs: ObsGateway) -> None:
+    """The ingress and the worker, started by the CLI, log the start-up objects they froze
+    (`turnout.runtime.freeze_startup_heap`): a whole process's modules and app, thousands."""
+    for prefix in ("ingress", "worker"):
+        log_text = next(p for p in obs.gw.fleet.procs if p.name.startswith(prefix)).log()
+        frozen = [json.loads(line)["message"] for line in log_text.splitlines() if "start-up heap frozen" in line]
+        assert len(frozen) == 1, (prefix, frozen)
+        assert int(frozen[0].rsplit(": ", 1)[1].split()[0]) > 10_000, frozen
