@@ -119,9 +119,8 @@ async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
-        async with (
-            answer_first()
-        ):  # a plain success's bookkeeping after its delivery (`turnout.observability.after_answer`)
+        # a plain success's bookkeeping runs after its delivery (`turnout.observability.after_answer`)
+        async with answer_first():
             result = await _serve_or_500(ctx, payload)
         observe.set_job_result(span, result)
     return result
