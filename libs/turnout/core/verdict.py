@@ -12,7 +12,7 @@ import math
 
 import msgspec
 
-from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, SkipReason, StopReason
+from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, SkipReason, SkipRecord, StopReason
 from turnout.core.types import FailureKind
 
 _TERMINAL_TYPE = {
@@ -161,6 +161,15 @@ def client_retry_after_s(wait_s: float, draw: float) -> int:
     return _ceil_s(wait + min(max(draw, 0.0), 1.0) * max(1.0, wait))
 
 
+def _refusals(skips: list[SkipRecord]) -> str:
+    """`a, b: what they cannot express. c: ...`: each distinct refusal once, after the
+    providers that gave it, in plan order (a provider named once per refusal)."""
+    by_detail: dict[str, dict[str, None]] = {}
+    for skip in skips:
+        by_detail.setdefault(skip.detail or "cannot express the request.", {})[skip.target.provider] = None
+    return " ".join(f"{', '.join(providers)}: {detail}" for detail, providers in by_detail.items())
+
+
 def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verdict:
     """Turn a stopped loop into the client's error answer (SPEC §7).
 
@@ -176,8 +185,9 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
           shortest hint seen (else the shortest breaker reopen, else 1 s).
         - EXHAUSTED with no attempt made and a target whose API cannot express
           the request (an UNSUPPORTED skip): 400 `unsupported_by_providers`,
-          naming the first such target, what it cannot express and the field
-          (`param`); no provider was asked, so no retry can succeed.
+          naming every such target's provider beside what it cannot express
+          (`_refusals`), and the first one's field (`param`); no provider was
+          asked, so no retry can succeed.
         - EXHAUSTED otherwise (also a reroute list exhausted): 502
           `provider_failed` with the last attempt and the summary.
         Both EXHAUSTED answers quote the original (first) attempt instead of
@@ -250,7 +260,7 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
             error_type="invalid_request_error",
             error_code="unsupported_by_providers",
             message=f"No provider of `{model}` can take this request as sent (none was called): "
-            f"{first.target.provider}: {first.detail}",
+            + _refusals(unsupported),
             retry_after_s=None,
             should_retry=False,
             summary=summary,

@@ -277,6 +277,24 @@ def test_verdict_exhausted_without_any_attempt_and_an_unsupported_skip_is_a_400_
     assert (attempted.status_code, attempted.error_code, attempted.param) == (502, "provider_failed", None)
 
 
+def test_verdict_unsupported_by_every_offer_names_each_refusal_once_with_its_providers() -> None:
+    n_refused = "`n` greater than 1 is not supported."
+    skips = (
+        SkipRecord(target=A.target, reason=SkipReason.UNSUPPORTED, detail=n_refused, param="n"),
+        SkipRecord(
+            target=B.target, reason=SkipReason.UNSUPPORTED, detail="`logprobs` is not supported.", param="logprobs"
+        ),
+        SkipRecord(target=R.target, reason=SkipReason.UNSUPPORTED, detail=n_refused, param="n"),
+        SkipRecord(target=A.target, reason=SkipReason.UNSUPPORTED, detail=n_refused, param="n"),  # a second cycle
+    )
+    v = conclude(state_with(skips=skips), StopReason.EXHAUSTED)
+    assert (v.status_code, v.error_code, v.param) == (400, "unsupported_by_providers", "n")  # the first one's field
+    assert v.message == (
+        "No provider of `gpt-5` can take this request as sent (none was called): "
+        "openai, anthropic: `n` greater than 1 is not supported. azure: `logprobs` is not supported."
+    )
+
+
 def test_verdict_reroute_exhausted_is_the_same_502_naming_the_requested_model() -> None:
     state = msgspec.structs.replace(
         begin(plan_of(R, requested_model="gpt-5", rerouted=True), Policy(), deadline_s=10.0),
