@@ -87,7 +87,7 @@ def test_route_every_offer_failing_is_502_provider_failed_with_summary(gateway: 
     body = err.body
     assert isinstance(body, dict)
     assert body["code"] == "provider_failed"
-    assert "later retry may succeed" in body["message"]
+    assert "a request sent later may succeed" in body["message"]
     assert [(a["provider"], a["status"]) for a in body["attempts"]] == [("sim-a", 503), ("sim-a", 503), ("sim-b", 500)]
     assert err.response.headers["x-should-retry"] == "false"
 

@@ -224,7 +224,7 @@ def test_verdict_exhausted_otherwise_is_502_provider_failed(kinds: list[tuple[Fa
     assert v.should_retry is False
     assert v.retry_after_s is None
     assert "No provider could serve `gpt-5`" in v.message
-    assert "a later retry may succeed" in v.message
+    assert "every retry the policy allows was made (a request sent later may succeed)" in v.message
     last_status = kinds[-1][1] if kinds[-1][1] is not None else kinds[-1][0]
     assert f"answered {last_status}: msg {len(kinds) - 1}" in v.message
     assert len(v.summary) == len(kinds)
@@ -252,7 +252,7 @@ def test_verdict_exhausted_without_any_attempt_says_no_credential() -> None:
     v = conclude(state_with(skips=skips), StopReason.EXHAUSTED)
     assert (v.status_code, v.error_code) == (502, "provider_failed")
     assert "No target had a usable credential" in v.message
-    assert "a later retry may succeed" not in v.message and v.should_retry is False
+    assert "sent later may succeed" not in v.message and v.should_retry is False
 
 
 def test_verdict_exhausted_without_any_attempt_and_an_unsupported_skip_is_a_400_naming_the_field() -> None:
