@@ -131,13 +131,33 @@ def worker_metrics_ports(
     return [port if available(port) else free_port() for port in range(9464, 9464 + workers)]
 
 
-def _port_available(port: int) -> bool:
+def _port_available(port: int, host: str = "127.0.0.1") -> bool:
+    """True when a server could listen on `host`:`port` now (bound with SO_REUSEADDR, as
+    uvicorn and the metrics server bind: a port left in TIME_WAIT counts as free)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((host, port))
         except OSError:
             return False
     return True
+
+
+def busy_ports(
+    host: str, port: int, sim_port: int | None, available: Callable[[int, str], bool] = _port_available
+) -> list[str]:
+    """What `turnout dev` would fail to listen on, one line each naming the port and the
+    option that moves it (empty when all are free): the ingress's `--port` on `host`, and
+    the simulator's `--sim-port` on 127.0.0.1 when it is started (`sim_port` not None).
+    Checked before anything starts, so the readiness check never asks another process."""
+    lines = []
+    if not available(port, host):
+        lines.append(f"port {port} on {host} is in use by another process: choose the ingress's port with --port")
+    if sim_port is not None and not available(sim_port, "127.0.0.1"):
+        lines.append(
+            f"port {sim_port} on 127.0.0.1 is in use by another process: choose the simulator's port with --sim-port"
+        )
+    return lines
 
 
 def _free_port() -> int:
@@ -245,12 +265,19 @@ def run_dev(args: argparse.Namespace) -> int:
     def stop_on_term(signum: int, frame: object) -> None:
         raise KeyboardInterrupt  # SIGTERM, SIGHUP, and SIGINT even where inherited as ignored, stop the children too
 
+    config_path = args.config or os.environ.get("TURNOUT_CONFIG")
+    sim_port = DEFAULT_SIM_PORT if args.sim_port is None else args.sim_port
+    starts_sim = not config_path or args.sim_port is not None
+    busy = busy_ports(args.host, args.port, sim_port if starts_sim else None)
+    if busy:
+        for line in busy:
+            print(f"turnout dev: {line}.", file=sys.stderr)
+        return 1
     signal.signal(signal.SIGINT, stop_on_term)  # a shell starts a background job (`scripts/dev &`) with SIGINT ignored
     signal.signal(signal.SIGTERM, stop_on_term)
     signal.signal(signal.SIGHUP, stop_on_term)
     try:
         redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
-        config_path = args.config or os.environ.get("TURNOUT_CONFIG")
         demo = not config_path
         started: subprocess.Popen[bytes] | None = None
         if not redis_url:
@@ -298,12 +325,11 @@ def run_dev(args: argparse.Namespace) -> int:
         if not demo and asyncio.run(forget_demo(redis_url)):
             print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
-        sim_port = DEFAULT_SIM_PORT if args.sim_port is None else args.sim_port
         if demo:
             config_path = str(home / "demo.yaml")
             Path(config_path).write_text(DEMO_CONFIG.format(sim_port=sim_port, key=DEMO_KEY))
             _demo_tenancy_env(home)
-        if demo or args.sim_port is not None:  # with --config, only when asked for
+        if starts_sim:  # with --config, only when asked for
             procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(sim_port)]))
             catalog = f"demo catalog in {config_path}" if demo else "for your catalog's providers"
             print(f"simulator : http://127.0.0.1:{sim_port} ({catalog})")

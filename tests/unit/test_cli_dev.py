@@ -77,3 +77,45 @@ def test_dev_workers_metrics_ports_skip_a_port_another_process_holds() -> None:
     assert worker_metrics_ports(None, 3, lambda: next(free), lambda p: p not in held) == [9464, 40001, 9466]
     assert worker_metrics_ports("9500", 2, lambda: 1, lambda p: False) == [9500, 9501]  # set: taken as is
     assert worker_metrics_ports("0", 2, lambda: 1, lambda p: True) == []  # metrics off
+
+
+def test_busy_ports_name_each_port_taken_and_the_option_that_moves_it() -> None:
+    from turnout_cli.dev import busy_ports
+
+    taken = {(8080, "127.0.0.1"), (9100, "127.0.0.1")}
+
+    def available(port: int, host: str) -> bool:
+        return (port, host) not in taken
+
+    assert busy_ports("127.0.0.1", 8080, 9100, available) == [
+        "port 8080 on 127.0.0.1 is in use by another process: choose the ingress's port with --port",
+        "port 9100 on 127.0.0.1 is in use by another process: choose the simulator's port with --sim-port",
+    ]
+    assert busy_ports("127.0.0.1", 8080, None, available) == [  # no simulator started: its port is not checked
+        "port 8080 on 127.0.0.1 is in use by another process: choose the ingress's port with --port"
+    ]
+    assert busy_ports("127.0.0.1", 8081, 9101, available) == []
+
+
+def test_dev_refuses_a_port_another_process_listens_on_before_starting_anything(tmp_path: Path) -> None:
+    """Another process answering on the ingress's port must not pass for the stack: nothing
+    starts, no banner, the port and `--port` are named, exit 1."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            sim_port = free.getsockname()[1]  # closed again: free
+        done = subprocess.run(
+            [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(port), "--sim-port", str(sim_port)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert f"port {port} on 127.0.0.1 is in use by another process: choose the ingress's port with --port" in (
+        done.stderr
+    )
+    assert "Turnout is up" not in done.stdout and "redis" not in done.stdout  # nothing was started
