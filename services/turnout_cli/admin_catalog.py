@@ -18,6 +18,7 @@ import argparse
 import json
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import quote
 
 P = "/catalog"
 
@@ -28,12 +29,12 @@ def request(args: argparse.Namespace, secret: Callable[[argparse.Namespace], str
     if action == "get":
         return "GET", P, None
     if action == "delete-model":
-        return "DELETE", f"{P}/models/{args.id}", None
+        return "DELETE", f"{P}/models/{quote(args.id, safe='')}", None
     if action == "delete-provider":
         return "DELETE", f"{P}/providers/{args.name}", None
     if action == "set-model":
         try:
-            return "PUT", f"{P}/models/{args.id}", json.loads(args.json)
+            return "PUT", f"{P}/models/{quote(args.id, safe='')}", json.loads(args.json)
         except json.JSONDecodeError as exc:
             raise SystemExit(f"turnout admin: the model is not valid JSON: {exc}") from None
     body: dict[str, Any] = {"kind": args.kind, "base_url": args.base_url}

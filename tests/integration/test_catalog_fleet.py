@@ -131,6 +131,25 @@ def test_a_model_added_then_removed_through_the_admin_api_reaches_every_process_
     print(f"catalog remove: 404 everywhere {removed_s:.3f} s after the admin write")
 
 
+def test_a_model_id_holding_a_slash_is_written_served_and_deleted_through_the_api(gw: Gateway, operator: Admin) -> None:
+    """Model ids may hold `/` (`meta-llama/llama-3`, as the file allows): the admin routes take the
+    id whole, written as is or percent-encoded (as `turnout admin catalog` sends it)."""
+    put = operator.call(
+        "PUT", "/catalog/models/meta-llama/llama-3", {"offers": [{"provider": "sim-b", "model": "ll3"}]}
+    )
+    assert put.status_code == 200, put.text
+    assert "meta-llama/llama-3" in put.json()["models"]
+    version = put.json()["version"]
+    wait_for(lambda: _workers_at(gw, version), BOUND_S, "every worker on the catalog with the model")
+    with _client(gw.base_url) as client:
+        wait_for(lambda: _queued(client, "meta-llama/llama-3") == 200, BOUND_S, "the model served")
+    gone = operator.call("DELETE", "/catalog/models/meta-llama%2Fllama-3")
+    assert gone.status_code == 200, gone.text
+    assert "meta-llama/llama-3" not in gone.json()["models"]
+    again = operator.call("DELETE", "/catalog/models/meta-llama/llama-3")
+    assert again.status_code == 404 and "meta-llama/llama-3" in again.json()["error"]["message"], again.text
+
+
 def test_a_restarted_ingress_with_a_stale_file_serves_the_catalog_in_redis(
     gw: Gateway, operator: Admin, env: dict[str, str]
 ) -> None:

@@ -59,6 +59,10 @@ from turnout_cli.main import build_parser
         ),
         (["catalog", "delete-model", "m"], ("DELETE", "/catalog/models/m", None)),
         (
+            ["catalog", "delete-model", "meta-llama/llama 3?"],
+            ("DELETE", "/catalog/models/meta-llama%2Fllama%203%3F", None),
+        ),
+        (
             [
                 "catalog",
                 "set-provider",

@@ -137,7 +137,7 @@ async def get_catalog(watch: Watch, _: Operator) -> Response:
     return ok(catalog_view(doc, version))
 
 
-@router.put(P + "/models/{model}")
+@router.put(P + "/models/{model:path}")  # a model id may hold `/` (`org/model`)
 async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> Response:
     """Add or replace a model (the body as in the file); its offers' prices and `supports_prefill`
     carry over to every other model's offer of the same provider model (`carried`)."""
@@ -172,7 +172,7 @@ def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConf
     return out
 
 
-@router.delete(P + "/models/{model}")
+@router.delete(P + "/models/{model:path}")
 async def delete_model(model: str, api: Admin, watch: Watch, _: Operator) -> Response:
     """Remove a model (404 when absent; 409 listing them while the file's policy or any org names it)."""
     users = model_users(watch.file, model, await _stored_orgs(api))
