@@ -127,9 +127,19 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
     `org` (`export_org`; 401 unknown key, 403 not an admin key, 404 an org the caller may not see or
     that does not exist)."""
     caller = api.caller(request)
-    org = export_org(caller, request.query_params.get("org"))
-    if caller.operator:
-        await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
+    asked = request.query_params.get("org")
+    try:
+        org = export_org(caller, asked)
+        if caller.operator:
+            await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
+    except RequestRejected as exc:
+        if exc.code != "not_found":
+            raise
+        # the org is in the query, not the path: say which (the caller's own words; another org's
+        # and a missing one still answer alike)
+        raise RequestRejected(
+            404, f"No such org `{asked}`", error_type=exc.error_type, code=exc.code, param="org"
+        ) from None
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
         raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code=INVALID_VALUE)
