@@ -29,6 +29,9 @@ _HIGH_SURROGATE_ALONE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]
 """A `\\uD800`-`\\uDBFF` escape (an odd run of backslashes before the `u`) followed by anything but another escape."""
 
 
+OUT_OF_RANGE_REASONS = ("Number out of range", "Integer value out of range")
+"""How msgspec's reason starts for a number it cannot hold (valid JSON: RFC 8259 §6 sets no range)."""
+
 _OUT_OF_RANGE = re.compile(r"^(Number out of range|Integer value out of range) - at `\$[^`]*`$")
 """msgspec's reasons for a number it cannot hold: a float beyond a 64-bit double, an integer of too many digits."""
 

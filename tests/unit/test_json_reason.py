@@ -87,7 +87,12 @@ def test_the_chat_route_names_the_field_in_its_400() -> None:
     with pytest.raises(RequestRejected) as chat:
         parse_chat_request(body)
     assert (chat.value.status_code, chat.value.param) == (400, "top_p")
-    assert "Number out of range - at `top_p` (1e400)" in str(chat.value.message)
+    assert (
+        chat.value.message == "The request body holds a number out of range: Number out of range - at `top_p` (1e400)"
+    )
+    with pytest.raises(RequestRejected) as broken:
+        parse_chat_request(b'{"model":"m",')
+    assert broken.value.message.startswith("The request body is not valid JSON: ")
 
 
 _LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.text(max_size=5))
@@ -129,3 +134,17 @@ def test_out_of_range_gives_the_field_apart_for_a_caller_that_names_it() -> None
     )
     assert out_of_range(raw, "Expected `int`, got `str` - at `$.budget.usd`") is None  # another reason
     assert out_of_range(b'{"a": 1}', untyped) is None  # no such number in the body
+
+
+def test_the_messages_route_says_a_number_out_of_range_not_invalid_json() -> None:
+    from turnout.adapters.anthropic_wire import WireError
+    from turnout_ingress.messages_wire import decode_messages_body
+
+    with pytest.raises(WireError) as huge:
+        decode_messages_body(b'{"model":"m","max_tokens":1e400}')
+    assert str(huge.value).startswith(
+        "body: the request body holds a number out of range (Number out of range - at `max_tokens`"
+    )
+    with pytest.raises(WireError) as broken:
+        decode_messages_body(b'{"model":')
+    assert str(broken.value).startswith("body: the request body is not valid JSON (")
