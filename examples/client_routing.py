@@ -26,15 +26,19 @@ HELLO = [{"role": "user", "content": "hello"}]
 
 
 def show(event: GatewayRouting) -> None:
-    print(f"  [{event.status}] model={event.requested_model or '-'} served by {event.provider}/{event.model} "
-          f"after {event.attempts} attempt(s); fallback={event.fallback} replay={event.idempotent_replay} "
-          f"chain_index={event.chain_index}")
+    asked = f"{event.requested_model} " if event.requested_model else ""  # known with a model chain only
+    print(
+        f"  [{event.status}] {asked}served by {event.provider}/{event.model} "
+        f"after {event.attempts} attempt(s); fallback={event.fallback} replay={event.idempotent_replay} "
+        f"chain_index={event.chain_index}"
+    )
 
 
 def main() -> None:
     print("OpenAI SDK, demo-gpt (its first provider always answers 503):")
-    with openai.OpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY,
-                       http_client=gateway_http_client(on_routing=show)) as client:
+    with openai.OpenAI(
+        base_url=f"{BASE_URL}/v1", api_key=KEY, http_client=gateway_http_client(on_routing=show)
+    ) as client:
         raw = client.chat.completions.with_raw_response.create(model="demo-gpt", messages=HELLO)  # type: ignore[arg-type]
         event = routing_of(raw)
         print("  answer:", raw.parse().choices[0].message.content, "| request id:", event and event.request_id)
@@ -43,18 +47,19 @@ def main() -> None:
         stream = client.chat.completions.create(model="demo-gpt", messages=HELLO, stream=True)  # type: ignore[arg-type]
         print("  text:", "".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 
-
     # `sim-east/demo-gpt` pins the provider that always answers 503: the gateway's chain is exhausted (502)
     chain = {"sim-east/demo-gpt": ["demo-small"]}
-    with openai.OpenAI(base_url=f"{BASE_URL}/v1", api_key=KEY,
-                       http_client=gateway_http_client(on_routing=show, model_chain=chain)) as client:
+    with openai.OpenAI(
+        base_url=f"{BASE_URL}/v1", api_key=KEY, http_client=gateway_http_client(on_routing=show, model_chain=chain)
+    ) as client:
         print("client-side model chain: sim-east/demo-gpt, then demo-small:")
         answer = client.chat.completions.create(model="sim-east/demo-gpt", messages=HELLO)  # type: ignore[arg-type]
         print("  answer:", answer.choices[0].message.content)
 
     print("Anthropic SDK:")
-    with anthropic.Anthropic(base_url=BASE_URL, api_key=KEY,
-                             http_client=gateway_http_client(on_routing=show)) as claude:
+    with anthropic.Anthropic(
+        base_url=BASE_URL, api_key=KEY, http_client=gateway_http_client(on_routing=show)
+    ) as claude:
         message = claude.messages.create(model="demo-claude", max_tokens=8, messages=HELLO)  # type: ignore[arg-type]
         print("  answer:", message.content[0].text)  # type: ignore[union-attr]
 

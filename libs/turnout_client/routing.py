@@ -53,7 +53,8 @@ class GatewayRouting:
         retry_after_s: `Retry-After` in seconds (delta-seconds form only),
             None when absent or not a number.
         requested_model: the model this HTTP request asked for (as sent;
-            with a client-side model chain, the chain's model).
+            with a client-side model chain, the chain's model); None without
+            a chain (the body is then never parsed).
         chain_index: 0 for the caller's own model, n for the n-th model of
             the client-side chain.
         error_code: the body's `error.code` where the transport read it (an
