@@ -409,6 +409,9 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     try:
         data = _unshield(load_yaml(shielded), token, refs)
     except yaml.YAMLError as exc:
+        for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
+            if mark is not None:
+                mark.name = source  # PyYAML names a string `<unicode string>`: name the file instead
         raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping with `providers` and `models`")

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
 import pytest
 
-from turnout.config import parse_config
+from turnout.config import load_config, parse_config
 from turnout.config_errors import MAX_ERRORS, collect, report
 from turnout.errors import ConfigError
 
@@ -159,3 +160,11 @@ def test_a_key_written_twice_in_one_mapping_is_refused_with_both_lines() -> None
         info.value
     )
     assert "line 6" in str(info.value)
+
+
+def test_a_yaml_error_names_the_file_not_pyyamls_string(tmp_path: Path) -> None:
+    path = tmp_path / "turnout.yaml"
+    path.write_text("providers: [\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert f'in "{path}", line 2' in str(info.value) and "<unicode string>" not in str(info.value)
