@@ -103,6 +103,24 @@ class _Spend(msgspec.Struct, frozen=True, kw_only=True):
     made_monotonic_s: float
 
 
+LAST_MAX_MIN = 60 * 24 * 30
+"""The longest `last` window of the activity page (minutes: 30 days)."""
+
+
+def _last_minutes(value: str | None) -> tuple[int, str | None]:
+    """The activity page's `last` (minutes; 0 = no window), or 0 and an error message for the page
+    when it is not a whole number of minutes from 1 to `LAST_MAX_MIN` (its select offers only such)."""
+    if not value:
+        return 0, None
+    try:
+        minutes = int(value)
+    except ValueError:
+        minutes = 0
+    if 1 <= minutes <= LAST_MAX_MIN:
+        return minutes, None
+    return 0, f"`last` must be a whole number of minutes from 1 to {LAST_MAX_MIN}, not `{value[:40]}`."
+
+
 def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:
     """`since` and `until` of a query (epoch s, None when absent), or an error message for the page
     (a bad moment, or `since` later than `until`: `time_query.parse_range`)."""
@@ -193,7 +211,8 @@ def install(app: FastAPI, state: IngressState) -> None:
     async def activity(request: Request, caller: Caller) -> Response:
         q = request.query_params
         since_s, until_s, error = _times(q)
-        last_min = _int(q.get("last"), 0, 0, 60 * 24 * 30)
+        last_min, last_error = _last_minutes(q.get("last"))
+        error = error or last_error
         if last_min and since_s is None:
             since_s = time.time() - last_min * 60
         filters = Filters(

@@ -224,3 +224,24 @@ def test_ledger_rows_carry_each_scopes_budget_and_the_share_used() -> None:
     assert rows["acme"].used == 0.5
     assert rows["acme / key ci-bot"].used == 0.25 and rows["acme / key ci-bot"].budget.hard  # type: ignore[union-attr]
     assert rows["acme / squad quiet"].month_usd == 0.0 and rows["acme / squad quiet"].used == 0.0
+
+
+@pytest.mark.parametrize(
+    ("value", "minutes", "error"),
+    [
+        (None, 0, None),
+        ("", 0, None),
+        ("15", 15, None),
+        ("43200", 43200, None),
+        ("forever", 0, "`last` must be a whole number of minutes from 1 to 43200, not `forever`."),
+        ("0", 0, "`last` must be a whole number of minutes from 1 to 43200, not `0`."),
+        ("43201", 0, "`last` must be a whole number of minutes from 1 to 43200, not `43201`."),
+        ("1.5", 0, "`last` must be a whole number of minutes from 1 to 43200, not `1.5`."),
+    ],
+)
+def test_the_last_window_is_a_whole_number_of_minutes_else_the_page_says_so(
+    value: str | None, minutes: int, error: str | None
+) -> None:
+    from turnout_ingress.ui import _last_minutes
+
+    assert _last_minutes(value) == (minutes, error)
