@@ -137,8 +137,9 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
             raise
         # the org is in the query, not the path: say which (the caller's own words; another org's
         # and a missing one still answer alike)
+        shown = asked if asked is None or len(asked) <= 64 else f"{asked[:64]}… ({len(asked)} characters)"
         raise RequestRejected(
-            404, f"No such org `{asked}`", error_type=exc.error_type, code=exc.code, param="org"
+            404, f"No such org `{shown}`", error_type=exc.error_type, code=exc.code, param="org"
         ) from None
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
