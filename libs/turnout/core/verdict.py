@@ -288,7 +288,8 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
         error_code="provider_failed",
         message=f"No provider could serve `{model}` after {len(records)} attempt(s)"
         + (
-            f"; every retry the policy allows was made (a request sent later may succeed). "
+            f"; the gateway made every attempt its policy and the targets' health allowed "
+            f"(a request sent later may succeed). "
             f"{quoted[0].capitalize()}: {_describe(quoted[1])}"
             if quoted
             else ". No target had a usable credential; a retry cannot succeed until a key is configured."

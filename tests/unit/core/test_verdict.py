@@ -224,7 +224,10 @@ def test_verdict_exhausted_otherwise_is_502_provider_failed(kinds: list[tuple[Fa
     assert v.should_retry is False
     assert v.retry_after_s is None
     assert "No provider could serve `gpt-5`" in v.message
-    assert "every retry the policy allows was made (a request sent later may succeed)" in v.message
+    assert (
+        "the gateway made every attempt its policy and the targets' health allowed (a request sent later may succeed)"
+        in v.message
+    )
     last_status = kinds[-1][1] if kinds[-1][1] is not None else kinds[-1][0]
     assert f"answered {last_status}: msg {len(kinds) - 1}" in v.message
     assert len(v.summary) == len(kinds)
