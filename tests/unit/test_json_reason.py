@@ -143,8 +143,9 @@ def test_the_messages_route_says_a_number_out_of_range_not_invalid_json() -> Non
     with pytest.raises(WireError) as huge:
         decode_messages_body(b'{"model":"m","max_tokens":1e400}')
     assert str(huge.value).startswith(
-        "body: the request body holds a number out of range (Number out of range - at `max_tokens`"
+        "max_tokens: the request body holds a number out of range (Number out of range - at `max_tokens`"
     )
+    assert huge.value.param == "max_tokens"
     with pytest.raises(WireError) as broken:
         decode_messages_body(b'{"model":')
     assert str(broken.value).startswith("body: the request body is not valid JSON (")
