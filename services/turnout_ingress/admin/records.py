@@ -14,6 +14,7 @@ naming the parameter.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -115,6 +116,16 @@ def export_org(caller: Caller, asked: str | None) -> str:
     return asked
 
 
+def _quoted_org(asked: str | None) -> str:
+    """`asked` as a 404 quotes it: in backticks, cut after 64 characters (an org id's most); a
+    JSON string instead when it holds a backtick or a character that is not printable (a
+    newline never splits the message, nor a backtick its quoting)."""
+    text = asked or ""
+    cut = text[:64]
+    quoted = f"`{cut}`" if cut.isprintable() and "`" not in cut else json.dumps(cut, ensure_ascii=False)
+    return quoted if len(text) <= 64 else f"{quoted}… ({len(text)} characters)"
+
+
 def ingress_redis(request: Request) -> Redis:
     """The ingress's Redis client."""
     redis: Redis = request.app.state.turnout.redis
@@ -137,9 +148,8 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
             raise
         # the org is in the query, not the path: say which (the caller's own words; another org's
         # and a missing one still answer alike)
-        shown = asked if asked is None or len(asked) <= 64 else f"{asked[:64]}… ({len(asked)} characters)"
         raise RequestRejected(
-            404, f"No such org `{shown}`", error_type=exc.error_type, code=exc.code, param="org"
+            404, f"No such org {_quoted_org(asked)}", error_type=exc.error_type, code=exc.code, param="org"
         ) from None
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:

@@ -106,3 +106,12 @@ def test_the_dashboard_shows_a_reversed_range_as_an_error() -> None:
     since_s, until_s, error = _times({"since": "2030-01-01", "until": "2020-01-01"})
     assert (since_s, until_s) == (None, None)
     assert error is not None and "is later than `until`" in error
+
+
+def test_a_logs_export_404_quotes_the_org_asked_for_without_letting_it_break_the_message() -> None:
+    from turnout_ingress.admin.records import _quoted_org
+
+    assert _quoted_org("zzz") == "`zzz`"
+    assert _quoted_org("a\nb`c") == '"a\\nb`c"'  # a JSON string: the newline escaped, the backtick inside quotes
+    assert _quoted_org("x" * 300) == f"`{'x' * 64}`… (300 characters)"
+    assert _quoted_org("\x00" * 70) == '"' + "\\u0000" * 64 + '"… (70 characters)'
