@@ -59,10 +59,10 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
+    settings = _settings(args)
+    config = load_config(_config_path(args), env=settings.env)  # a bad file is refused before Redis is asked
     if (refused := _persistence_refused(args, "ingress")) is not None:
         return refused
-    settings = _settings(args)
-    config = load_config(_config_path(args), env=settings.env)
     app = create_app(config, redis_url=_redis_url(args), settings=settings, persistence_check=args.persistence_check)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -99,16 +99,19 @@ def cmd_worker(args: argparse.Namespace) -> int:
     """Run one worker process."""
     leave_out_unused_imports()
     from turnout.catalog.key_check import SealedKeysRefused
+    from turnout.config import load_config
     from turnout.observability.jsonlog import configure_logging
     from turnout.state.persistence import PersistenceRefused
     from turnout_worker.app import run
     from turnout_worker.observe import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
+    settings = _settings(args)
+    config = load_config(_config_path(args), env=settings.env)  # a bad file is refused before Redis is asked
     if (refused := _persistence_refused(args, "worker")) is not None:
         return refused
     try:
-        run(_config_path(args), _redis_url(args), _settings(args), persistence_check=args.persistence_check)
+        run(config, _redis_url(args), settings, persistence_check=args.persistence_check)
     except PersistenceRefused:  # Redis answered only after the start, without AOF (logged)
         return EXIT_NO_PERSISTENCE
     except SealedKeysRefused:  # logged

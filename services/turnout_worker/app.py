@@ -323,13 +323,14 @@ def build_worker(
 
 
 def run(
-    config_path: str,
+    config: Config | str,
     redis_url: str,
     settings: Settings | None = None,
     persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
-    """Run one worker process until SIGINT / SIGTERM (blocking; settings: read from the
-    process environment by default; `persistence_check`: see `build_worker`).
+    """Run one worker process until SIGINT / SIGTERM (blocking; `config`: loaded, or the path of
+    its file; settings: read from the process environment by default; `persistence_check`: see
+    `build_worker`).
 
     Raises:
         PersistenceRefused: from `persistence_check` (the CLI exits 3).
@@ -342,7 +343,8 @@ def run(
         pass
     configure_logging(observe.SERVICE_NAME)
     settings = settings if settings is not None else Settings.from_env(os.environ)
-    config = load_config(config_path, env=settings.env)
+    if not isinstance(config, Config):
+        config = load_config(config, env=settings.env)
     worker = build_worker(config, redis_url, settings=settings, persistence_check=persistence_check)
     worker.ctx["freeze_heap"] = True  # this process serves until it stops: `freeze_startup_heap` after start-up
     worker.run()

@@ -119,3 +119,33 @@ def test_dev_refuses_a_port_another_process_listens_on_before_starting_anything(
         done.stderr
     )
     assert "Turnout is up" not in done.stdout and "redis" not in done.stdout  # nothing was started
+
+
+@pytest.mark.parametrize("role", ["ingress", "worker"])
+def test_a_bad_configuration_is_refused_before_redis_is_asked(role: str, tmp_path: Path) -> None:
+    """A broken file is the only complaint (exit 2), even with no Redis to answer: the
+    persistence check, which would warn that Redis is unreachable, never runs."""
+    broken = tmp_path / "turnout.yaml"
+    broken.write_text("providers: [\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: no Redis there
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "turnout_cli.main",
+            role,
+            "--config",
+            str(broken),
+            "--redis-url",
+            f"redis://127.0.0.1:{port}/0",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert f"turnout: configuration error: {broken}: not valid YAML" in done.stderr
+    assert "redis" not in done.stderr.lower() and "persistence" not in done.stderr.lower()
