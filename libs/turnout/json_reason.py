@@ -29,14 +29,21 @@ _HIGH_SURROGATE_ALONE = re.compile(rb"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]
 """A `\\uD800`-`\\uDBFF` escape (an odd run of backslashes before the `u`) followed by anything but another escape."""
 
 
-OUT_OF_RANGE_REASONS = ("Number out of range", "Integer value out of range")
+_OUT_OF_RANGE_REASONS = ("Number out of range", "Integer value out of range")
 """How msgspec's reason starts for a number it cannot hold (valid JSON: RFC 8259 §6 sets no range)."""
 
-_OUT_OF_RANGE = re.compile(r"^(Number out of range|Integer value out of range) - at `\$[^`]*`$")
+_OUT_OF_RANGE = re.compile(rf"^({'|'.join(_OUT_OF_RANGE_REASONS)}) - at `\$[^`]*`$")
 """msgspec's reasons for a number it cannot hold: a float beyond a 64-bit double, an integer of too many digits."""
 
 NUMBER_SHOWN_CHARS = 24
 """Characters of an out-of-range number quoted in its reason; a longer one is cut and its length given."""
+
+
+def body_fault(reason: str) -> str:
+    """What a refused body does wrong, for a sentence about it: `holds a number out of range`
+    when `reason` (from `json_refusal`) is msgspec's for a number it cannot hold (the body is
+    valid JSON then), else `is not valid JSON`."""
+    return "holds a number out of range" if reason.startswith(_OUT_OF_RANGE_REASONS) else "is not valid JSON"
 
 
 def json_reason(raw: bytes, exc: msgspec.DecodeError) -> str:

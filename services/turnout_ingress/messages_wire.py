@@ -36,7 +36,7 @@ import msgspec
 from turnout.adapters.anthropic_wire import WireError
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
-from turnout.json_reason import OUT_OF_RANGE_REASONS, json_refusal
+from turnout.json_reason import body_fault, json_refusal
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -152,8 +152,7 @@ def decode_messages_body(raw: bytes) -> dict[str, Any]:
         data = _decode.decode(raw)
     except msgspec.DecodeError as exc:
         reason, field = json_refusal(raw, exc)  # a number no float holds: its field leads, as other fields' errors
-        what = "holds a number out of range" if reason.startswith(OUT_OF_RANGE_REASONS) else "is not valid JSON"
-        raise _fail(f"the request body {what} ({reason})", field or "body") from exc
+        raise _fail(f"the request body {body_fault(reason)} ({reason})", field or "body") from exc
     except RecursionError as exc:
         raise _fail("the request body is nested too deeply", "body") from exc
     if not isinstance(data, dict):

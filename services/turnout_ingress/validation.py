@@ -17,7 +17,7 @@ from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.json_reason import OUT_OF_RANGE_REASONS, json_refusal
+from turnout.json_reason import body_fault, json_refusal
 from turnout.tenancy.identity import Authenticator, Identity
 
 _decode = msgspec.json.Decoder()
@@ -138,8 +138,7 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         data = _decode.decode(body)
     except msgspec.DecodeError as exc:
         reason, field = json_refusal(body, exc)  # a number no float holds: its field is the `param`
-        what = "holds a number out of range" if reason.startswith(OUT_OF_RANGE_REASONS) else "is not valid JSON"
-        raise _invalid(f"The request body {what}: {reason}", field or "body") from exc
+        raise _invalid(f"The request body {body_fault(reason)}: {reason}", field or "body") from exc
     except RecursionError as exc:
         raise _invalid("The request body is nested too deeply.", "body") from exc
     if not isinstance(data, dict):

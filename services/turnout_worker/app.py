@@ -21,7 +21,7 @@ from arq.worker import func
 
 from turnout.answer import answer_of, error_body
 from turnout.catalog.watch import CatalogWatch
-from turnout.config import Config, load_config
+from turnout.config import Config
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.observability.after_answer import answer_first
@@ -323,14 +323,13 @@ def build_worker(
 
 
 def run(
-    config: Config | str,
+    config: Config,
     redis_url: str,
     settings: Settings | None = None,
     persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
-    """Run one worker process until SIGINT / SIGTERM (blocking; `config`: loaded, or the path of
-    its file; settings: read from the process environment by default; `persistence_check`: see
-    `build_worker`).
+    """Run one worker process for `config` until SIGINT / SIGTERM (blocking; settings: read from
+    the process environment by default; `persistence_check`: see `build_worker`).
 
     Raises:
         PersistenceRefused: from `persistence_check` (the CLI exits 3).
@@ -343,8 +342,6 @@ def run(
         pass
     configure_logging(observe.SERVICE_NAME)
     settings = settings if settings is not None else Settings.from_env(os.environ)
-    if not isinstance(config, Config):
-        config = load_config(config, env=settings.env)
     worker = build_worker(config, redis_url, settings=settings, persistence_check=persistence_check)
     worker.ctx["freeze_heap"] = True  # this process serves until it stops: `freeze_startup_heap` after start-up
     worker.run()
