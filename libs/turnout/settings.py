@@ -12,7 +12,8 @@ Must not import: services, FastAPI, httpx.
 
 Variables (README "Configuration"):
     TURNOUT_CONFIG         configuration file (default `turnout.yaml`)
-    TURNOUT_REDIS_URL      Redis URL (default `redis://127.0.0.1:6379/0`)
+    TURNOUT_REDIS_URL      Redis URL (default `redis://127.0.0.1:6379/0`; its form is
+                           checked by `turnout.state.redis_url.check_redis_url`)
     TURNOUT_HOST           listen address of the ingress (default 127.0.0.1)
     TURNOUT_PORT           listen port of the ingress (default 8080)
     TURNOUT_DRAIN_S        seconds a stopping worker waits for its jobs (default 25)
@@ -41,6 +42,7 @@ import msgspec
 from turnout.errors import ConfigError
 from turnout.state.bounds import call_timeout_s
 from turnout.state.persistence import allowed_by
+from turnout.state.redis_url import check_redis_url
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
@@ -115,9 +117,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         except ValueError as exc:  # names the variable, the expected form and the value
             errors.append(str(exc))
             redis_call_timeout_s = call_timeout_s({})
+        redis_url = env.get("TURNOUT_REDIS_URL") or DEFAULT_REDIS_URL
+        try:
+            check_redis_url(redis_url, name="TURNOUT_REDIS_URL")
+        except ValueError as exc:  # names the variable and what is wrong, the password masked
+            errors.append(str(exc))
         settings = cls(
             config_path=env.get("TURNOUT_CONFIG") or "turnout.yaml",
-            redis_url=env.get("TURNOUT_REDIS_URL") or DEFAULT_REDIS_URL,
+            redis_url=redis_url,
             host=host,
             port=read("TURNOUT_PORT", _port, "a port number (1-65535)", 8080),
             drain_s=read("TURNOUT_DRAIN_S", _seconds, "a number of seconds", 25.0),

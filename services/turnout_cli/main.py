@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings
+from turnout.state.redis_url import ACCEPTED, redacted, redis_url_fault
 from turnout_cli.admin import add_parser as add_admin_parser
 from turnout_cli.lean import leave_out_unused_imports
 from turnout_cli.logs import add_parser as add_logs_parser
@@ -204,6 +205,18 @@ def port_number(text: str) -> int:
     return value
 
 
+def redis_url_arg(text: str) -> str:
+    """`--redis-url`: a Redis URL of a form the clients read (`turnout.state.redis_url.redis_url_fault`).
+
+    Raises:
+        argparse.ArgumentTypeError: why not, the URL's user and password masked (argparse names the option).
+    """
+    fault = redis_url_fault(text)
+    if fault is not None:
+        raise argparse.ArgumentTypeError(f"not a Redis URL ({ACCEPTED}): {fault}; got {redacted(text)!r}")
+    return text
+
+
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     """The argument parser of every subcommand (defaults from `settings`, else the process environment;
     a malformed variable there exits 2 naming it, as argparse does for a flag)."""
@@ -217,7 +230,9 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
 
     def common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG or turnout.yaml)")
-        p.add_argument("--redis-url", help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})")
+        p.add_argument(
+            "--redis-url", type=redis_url_arg, help=f"Redis URL (default: $TURNOUT_REDIS_URL or {DEFAULT_REDIS_URL})"
+        )
         p.add_argument(
             "--allow-no-aof",
             action="store_true",
@@ -231,6 +246,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     p.add_argument("--config", help="configuration file (default: $TURNOUT_CONFIG, else the demo catalog)")
     p.add_argument(
         "--redis-url",
+        type=redis_url_arg,
         help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started on a free port, printed at start)",
     )
     p.add_argument("--host", default=host)

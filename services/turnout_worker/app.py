@@ -32,6 +32,7 @@ from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
+from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
@@ -302,7 +303,7 @@ def build_worker(
     timeout_s = config.raw.ceilings.max_total_latency_s + 5
     return PushWorker(
         functions=[func(chat_completion, name=JOB_FUNCTION, timeout=timeout_s, max_tries=3)],
-        redis_settings=RedisSettings.from_dsn(redis_url),
+        redis_settings=RedisSettings.from_dsn(arq_dsn(redis_url)),
         on_startup=startup,
         on_shutdown=shutdown,
         ctx={"config": config, "settings": settings, "persistence_check": persistence_check},

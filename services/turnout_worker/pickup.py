@@ -257,7 +257,7 @@ class PushWorker(Worker):
             once = dataclasses.replace(self.redis_settings or RedisSettings(), conn_retries=0)  # we wait instead
             self._pool = await connect_when_ready(
                 lambda: self.open_pool(once),
-                where=f"{once.host}:{once.port}",
+                where=once.unix_socket_path or f"{once.host}:{once.port}",
                 rng=self._rng,
             )
         self._store = PickupStore(self.pool, self.queue_name, self.lease_s)

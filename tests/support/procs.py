@@ -120,23 +120,23 @@ class Fleet:
         self.procs.append(proc)
         return proc
 
-    def redis(self, aof: bool = True) -> tuple[Proc, str]:
+    def redis(self, aof: bool = True, unix: bool = False) -> tuple[Proc, str]:
         """Start a private `redis-server` (AOF on, as Turnout's processes require;
-        `aof=False` for the tests of their refusal); returns it and its URL."""
+        `aof=False` for the tests of their refusal; `unix=True`: on a Unix socket
+        only, no TCP port); returns it and its URL."""
         server = shutil.which("redis-server")
         if server is None:
             raise FileNotFoundError("redis-server is not on PATH (apt-get install -y redis-server)")
-        port = free_port()
-        data = self.workdir / f"redis-{port}"
-        data.mkdir()
+        port = 0 if unix else free_port()
+        data = Path(tempfile.mkdtemp(prefix="redis-", dir=self.workdir))
+        socket_path = data / "redis.sock"
         proc = self.spawn(
-            f"redis-{port}",
+            data.name,
             [
                 server,
                 "--port",
                 str(port),
-                "--bind",
-                "127.0.0.1",
+                *(["--unixsocket", str(socket_path), "--unixsocketperm", "700"] if unix else ["--bind", "127.0.0.1"]),
                 "--dir",
                 str(data),
                 "--appendonly",
@@ -147,7 +147,7 @@ class Fleet:
                 "warning",
             ],
         )
-        url = f"redis://127.0.0.1:{port}/0"
+        url = f"unix://{socket_path}" if unix else f"redis://127.0.0.1:{port}/0"
         import redis
 
         def ping() -> bool:
