@@ -14,7 +14,6 @@ naming the parameter.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
@@ -29,9 +28,12 @@ from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import not_found
 from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.deps import Admin
+from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.time_query import INVALID_VALUE, parse_range
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
+ORG_SHOWN_CHARS = 64
+"""Characters of an unknown org id quoted in its 404 (an org id's most)."""
 PAGE_SIZE = 500
 """Stream entries read per XRANGE call."""
 
@@ -116,16 +118,6 @@ def export_org(caller: Caller, asked: str | None) -> str:
     return asked
 
 
-def _quoted_org(asked: str | None) -> str:
-    """`asked` as a 404 quotes it: in backticks, cut after 64 characters (an org id's most); a
-    JSON string instead when it holds a backtick or a character that is not printable (a
-    newline never splits the message, nor a backtick its quoting)."""
-    text = asked or ""
-    cut = text[:64]
-    quoted = f"`{cut}`" if cut.isprintable() and "`" not in cut else json.dumps(cut, ensure_ascii=False)
-    return quoted if len(text) <= 64 else f"{quoted}… ({len(text)} characters)"
-
-
 def ingress_redis(request: Request) -> Redis:
     """The ingress's Redis client."""
     redis: Redis = request.app.state.turnout.redis
@@ -149,7 +141,7 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
         # the org is in the query, not the path: say which (the caller's own words; another org's
         # and a missing one still answer alike)
         raise RequestRejected(
-            404, f"No such org {_quoted_org(asked)}", error_type=exc.error_type, code=exc.code, param="org"
+            404, f"No such org {quoted(asked, ORG_SHOWN_CHARS)}", error_type=exc.error_type, code=exc.code, param="org"
         ) from None
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:

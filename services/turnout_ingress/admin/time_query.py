@@ -13,9 +13,12 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 
 from turnout.errors import RequestRejected
+from turnout_ingress.admin.quote import quoted
 
 INVALID_VALUE = "invalid_value"
 """`error.code` of a bad admin query parameter value."""
+SHOWN_CHARS = 40
+"""Characters of a refused value quoted in its message."""
 MAX_EPOCH_S = 253_370_764_799
 """9998-12-31T23:59:59Z in epoch seconds: the last moment a query may name (its month
 still ends in a year `datetime` holds)."""
@@ -41,7 +44,7 @@ def parse_time(value: str | None, param: str) -> float | None:
         except ValueError as exc:
             raise RequestRejected(
                 400,
-                f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds.",
+                f"`{param}` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds, not {quoted(value, SHOWN_CHARS)}.",
                 param=param,
                 code=INVALID_VALUE,
             ) from exc
@@ -51,7 +54,8 @@ def parse_time(value: str | None, param: str) -> float | None:
     if not 0 <= epoch_s <= MAX_EPOCH_S:  # also refuses nan; inf and 1e400 are out of range
         raise RequestRejected(
             400,
-            f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}).",
+            f"`{param}` must be a moment between 1970-01-01 and 9998-12-31 (epoch seconds 0 to {MAX_EPOCH_S}), "
+            f"not {quoted(value, SHOWN_CHARS)}.",
             param=param,
             code=INVALID_VALUE,
         )
@@ -71,7 +75,8 @@ def parse_range(query: Mapping[str, str]) -> tuple[float | None, float | None]:
     if since_s is not None and until_s is not None and since_s > until_s:
         raise RequestRejected(
             400,
-            f"`since` ({query.get('since')}) is later than `until` ({query.get('until')}): "
+            f"`since` ({quoted(query.get('since'), SHOWN_CHARS)}) is later than `until` "
+            f"({quoted(query.get('until'), SHOWN_CHARS)}): "
             "the range is empty; give `since` <= `until`.",
             param="since",
             code=INVALID_VALUE,

@@ -39,6 +39,7 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import iso_ts
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.access import AdminAPI, Caller
+from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.records import MEDIA_TYPES, export_response
 from turnout_ingress.admin.time_query import parse_range
 from turnout_ingress.ops_routes import provider_rows
@@ -118,7 +119,7 @@ def _last_minutes(value: str | None) -> tuple[int, str | None]:
         minutes = 0
     if 1 <= minutes <= LAST_MAX_MIN:
         return minutes, None
-    return 0, f"`last` must be a whole number of minutes from 1 to {LAST_MAX_MIN}, not `{value[:40]}`."
+    return 0, f"`last` must be a whole number of minutes from 1 to {LAST_MAX_MIN}, not {quoted(value, 40)}."
 
 
 def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:

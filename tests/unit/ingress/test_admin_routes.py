@@ -9,6 +9,7 @@ import pytest
 from turnout.errors import RequestRejected
 from turnout.tenancy.admin import not_found
 from turnout_ingress.admin.access import Caller, rejected
+from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.records import export_org
 from turnout_ingress.admin.time_query import parse_range, parse_time
 from turnout_ingress.ui import _times
@@ -44,6 +45,21 @@ def test_parse_time_rejects_moments_no_calendar_holds(value: str) -> None:
     with pytest.raises(RequestRejected) as info:
         parse_time(value, "at")
     assert (info.value.status_code, info.value.param, info.value.code) == (400, "at", "invalid_value")
+    assert info.value.message.endswith(f"not `{value}`."), "the refused value is quoted"
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ("soon", "`soon`"),
+        ("a\nb", '"a\\nb"'),
+        ("x" * 100, f"`{'x' * 40}`… (100 characters)"),
+    ],
+)
+def test_parse_time_quotes_what_it_refuses_without_letting_it_break_the_message(value: str, shown: str) -> None:
+    with pytest.raises(RequestRejected) as info:
+        parse_time(value, "since")
+    assert info.value.message == f"`since` must be ISO-8601 (2025-06-01T12:00:00Z) or epoch seconds, not {shown}."
 
 
 @pytest.mark.parametrize(
@@ -65,7 +81,7 @@ def test_parse_range_refuses_since_later_than_until_naming_since() -> None:
     with pytest.raises(RequestRejected) as info:
         parse_range({"since": "2030-01-01", "until": "2020-01-01"})
     assert (info.value.status_code, info.value.param, info.value.code) == (400, "since", "invalid_value")
-    assert "`since` (2030-01-01) is later than `until` (2020-01-01)" in info.value.message
+    assert "`since` (`2030-01-01`) is later than `until` (`2020-01-01`)" in info.value.message
 
 
 def test_parse_range_names_a_bad_bound_before_comparing() -> None:
@@ -108,10 +124,9 @@ def test_the_dashboard_shows_a_reversed_range_as_an_error() -> None:
     assert error is not None and "is later than `until`" in error
 
 
-def test_a_logs_export_404_quotes_the_org_asked_for_without_letting_it_break_the_message() -> None:
-    from turnout_ingress.admin.records import _quoted_org
-
-    assert _quoted_org("zzz") == "`zzz`"
-    assert _quoted_org("a\nb`c") == '"a\\nb`c"'  # a JSON string: the newline escaped, the backtick inside quotes
-    assert _quoted_org("x" * 300) == f"`{'x' * 64}`… (300 characters)"
-    assert _quoted_org("\x00" * 70) == '"' + "\\u0000" * 64 + '"… (70 characters)'
+def test_quoted_keeps_a_client_value_from_breaking_the_message() -> None:
+    assert quoted("zzz", 64) == "`zzz`"
+    assert quoted(None, 64) == "``"
+    assert quoted("a\nb`c", 64) == '"a\\nb`c"'  # a JSON string: the newline escaped, the backtick inside quotes
+    assert quoted("x" * 300, 64) == f"`{'x' * 64}`… (300 characters)"
+    assert quoted("\x00" * 70, 64) == '"' + "\\u0000" * 64 + '"… (70 characters)'
