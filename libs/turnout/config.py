@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 import yaml
@@ -30,6 +30,9 @@ from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverr
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
+
+if TYPE_CHECKING:
+    from turnout.tenancy.ssrf import AllowList
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 
@@ -171,7 +174,8 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         records_max: attempt records kept in the Redis stream (approximate,
             `XADD MAXLEN ~`); 0 writes none (SPEC §9).
         max_header_bytes: largest request head (request line + headers) the
-            ingress reads; above it, 431.
+            ingress reads; above it, 431. At least 4096: an SDK's request head
+            is about 1 KB, and a smaller limit refuses every request.
         header_timeout_s: seconds the ingress waits for a whole request head
             (408 after; slow-loris guard).
         body_timeout_s: seconds it waits for a whole body after its head (408 after).
@@ -186,7 +190,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     ingress_max_streams: AtLeastOne = 2000
     job_lease_s: Annotated[float, msgspec.Meta(ge=1, description="at least 1 s")] = 10.0
     records_max: int = 100_000
-    max_header_bytes: Annotated[int, msgspec.Meta(ge=1)] = 64 * 1024
+    max_header_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 64 * 1024
     header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
     body_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     max_connections: Annotated[int, msgspec.Meta(ge=1)] = 10_000
@@ -423,8 +427,47 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
         raise ConfigError(report(errors), errors) from exc
     policy = merge_policy(Policy(), raw.policy)
-    _validate(raw, policy)
-    return Config(raw=raw, policy=policy, source=source)
+    config = Config(raw=raw, policy=policy, source=source)
+    _validate(raw, policy, _egress_allow(config, os.environ if env is None else env))
+    return config
+
+
+def egress_policy(config: Config, env: Mapping[str, str]) -> AllowList:
+    """The egress policy for tenant endpoints: https on 443 / 8443, widened by the configuration's
+    `egress:` section, with `TURNOUT_SSRF_ALLOW` and `egress.allow` admitted past the SSRF guard.
+
+    Raises:
+        ValueError: a malformed allow-list entry (the entry named).
+    """
+    from turnout.tenancy.ssrf import AllowList
+
+    egress = config.raw.egress
+    return AllowList.from_env(env).widened(
+        schemes=egress.schemes,
+        ports=None if egress.ports == "any" else egress.ports,
+        entries=egress.allow,
+    )
+
+
+def _egress_allow(config: Config, env: Mapping[str, str]) -> AllowList:
+    """`egress_policy`, the policy the fleet checks the file's custom endpoints against when it merges
+    its orgs, for the file's own check.
+
+    Raises:
+        ConfigError: an `egress.allow` entry that is neither a CIDR nor a host name (its index named),
+            or a malformed `TURNOUT_SSRF_ALLOW`.
+    """
+    from turnout.tenancy.ssrf import AllowList
+
+    for i, entry in enumerate(config.raw.egress.allow):
+        try:
+            AllowList.parse(entry)
+        except ValueError:
+            raise ConfigError(f"egress.allow[{i}]: {entry!r} is neither a CIDR nor a host name") from None
+    try:
+        return egress_policy(config, env)
+    except ValueError as exc:  # names TURNOUT_SSRF_ALLOW and its entry
+        raise ConfigError(str(exc)) from None
 
 
 def load_config(path: str | os.PathLike[str], *, env: Mapping[str, str] | None = None) -> Config:
@@ -560,7 +603,19 @@ def check_scope_settings(path: str, settings: ScopeSettings, config: Config, org
     _check_scope(path, settings, config.raw, config.policy, org)
 
 
-def _validate(raw: RawConfig, policy: Policy) -> None:
+def _check_endpoint_url(path: str, url: str, allow: AllowList) -> None:
+    """The SSRF check of a custom endpoint's base URL (`turnout.tenancy.ssrf.check_base_url`, no DNS)."""
+    from turnout.tenancy.ssrf import UnsafeURL, check_base_url
+
+    try:
+        check_base_url(url, allow)
+    except UnsafeURL as exc:
+        raise ConfigError(f"{path}: refused: {exc}") from None
+
+
+def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) -> None:
+    """Every rule of a file beyond its types; `allow`: check the orgs' custom endpoint base URLs
+    as the ingress does when it merges them into Redis (None: a catalog edit, orgs checked at load)."""
     if not raw.models:
         raise ConfigError("models: the catalog is empty; declare at least one model with an offer")
     r = raw.routing
@@ -582,10 +637,17 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
+        listed: dict[tuple[str, str], int] = {}
         for i, offer in enumerate(spec.offers):
             check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
                 raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
+            j = listed.setdefault((offer.provider, offer.model), i)
+            if j != i:  # one target, one breaker: a second listing would be attempted again, past max_retries
+                raise ConfigError(
+                    f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} repeats offers[{j}]; "
+                    "list each provider's model once in a model"
+                )
             mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill)
             first, theirs = facts.setdefault((offer.provider, offer.model), (f"models.{model}.offers[{i}]", mine))
             if theirs != mine:  # one upstream model is one target: one breaker, one price, one prefill answer
@@ -608,8 +670,13 @@ def _validate(raw: RawConfig, policy: Policy) -> None:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
             check_secret(f"{base}.provider_keys.{provider_name}", secret)
         for endpoint_name, endpoint in org.custom_endpoints.items():
-            check_id(f"{base}.custom_endpoints.{endpoint_name}", endpoint_name)
-            check_url(f"{base}.custom_endpoints.{endpoint_name}.base_url", endpoint.base_url)
+            epath = f"{base}.custom_endpoints.{endpoint_name}"
+            if ":" in endpoint_name:  # `custom:<endpoint>:<model>` entries split on it
+                raise ConfigError(f"{epath}: an endpoint id cannot contain ':'")
+            check_id(epath, endpoint_name)
+            check_url(f"{epath}.base_url", endpoint.base_url)
+            if allow is not None:
+                _check_endpoint_url(f"{epath}.base_url", endpoint.base_url, allow)
             if endpoint.api_key:
                 check_secret(f"{base}.custom_endpoints.{endpoint_name}.api_key", endpoint.api_key)
         for squad_name, squad in org.squads.items():

@@ -31,6 +31,7 @@ orgs:
       research: {{settings: {{fallbacks: [m2]}}}}
     keys:
       - {{name: ci, squad: research, key: tk-ci-key-000000001}}
+egress: {{schemes: [http], ports: [8000], allow: [10.0.0.0/8]}}   # as ALLOW: the file is checked at load too
 """
 
 

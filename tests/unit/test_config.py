@@ -6,6 +6,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -58,8 +59,14 @@ SPEC_ENV = {
 }
 
 
-def spec_example(with_azure_east: bool = True) -> str:
-    return SPEC_EXAMPLE.replace("AZURE_EAST_LINE\n", AZURE_EAST + "\n" if with_azure_east else "")
+EGRESS_LINE = "egress: {schemes: [http], ports: any, allow: [10.0.0.0/8]}\n"
+
+
+def spec_example(with_azure_east: bool = True, with_egress: bool = True) -> str:
+    """The SPEC's example file; as printed it lacks the `azure-east` provider its catalog names, and the
+    `egress:` section its org's on-prem endpoint needs (the file's orgs are checked as the ingress merges them)."""
+    text = SPEC_EXAMPLE.replace("AZURE_EAST_LINE\n", AZURE_EAST + "\n" if with_azure_east else "")
+    return text + EGRESS_LINE if with_egress else text
 
 
 # --------------------------------------------------------------------- the SPEC example
@@ -92,6 +99,21 @@ def test_config_spec_example_parses() -> None:
     assert acme.custom_endpoints["local-vllm"].api_key == "vllm-secret"
     assert acme.squads["research"].settings.reroutes == ["gpt-5"]
     assert [(k.name, k.squad, k.key) for k in acme.keys] == [("ci-bot", "research", "tk-ci-bot-0123456789")]
+
+
+def test_config_spec_example_without_egress_refuses_its_on_prem_endpoint_as_the_ingress_would() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(spec_example(with_egress=False), env=SPEC_ENV)
+    assert str(info.value) == (
+        "orgs.acme.custom_endpoints.local-vllm.base_url: refused: the base URL must start with https:// "
+        "(the operator's egress policy)"
+    )
+    with pytest.raises(ConfigError, match=r"local-vllm\.base_url: refused: .*10\.0\.0\.5 is a private address"):
+        parse_config(spec_example(with_egress=False).replace("http://10.0.0.5:8000", "https://10.0.0.5"), env=SPEC_ENV)
+    allowed = {**SPEC_ENV, "TURNOUT_SSRF_ALLOW": "10.0.0.0/8"}  # the variable admits the address, not http
+    assert parse_config(
+        spec_example(with_egress=False).replace("http://10.0.0.5:8000", "https://10.0.0.5"), env=allowed
+    )
 
 
 def test_config_spec_example_as_printed_lacks_the_azure_east_provider() -> None:
@@ -196,6 +218,9 @@ def test_config_env_reference_in_a_comment_is_ignored() -> None:
 # --------------------------------------------------------------------- invalid files
 
 
+EGRESS_ON_PREM: dict[str, Any] = {"schemes": ["http"], "ports": "any", "allow": ["10.0.0.0/8"]}
+"""The egress policy under which the on-prem endpoint `http://10.0.0.5:8000/v1` may be registered."""
+
 BASE: dict[str, Any] = {
     "providers": {
         "openai": {"kind": "openai", "base_url": "https://api.openai.com/v1", "api_key": "sk"},
@@ -213,6 +238,7 @@ BASE: dict[str, Any] = {
             "keys": [{"name": "ci-bot", "squad": "research", "key": "tk-acme-0001"}],
         },
     },
+    "egress": EGRESS_ON_PREM,
 }
 
 
@@ -413,6 +439,32 @@ INVALID: list[tuple[str, str, str]] = [
         "Expected `int` >= 0",
     ),
     (with_("policy", {"budget": {"max_attempts": 0}}), "policy.budget.max_attempts: ", "Expected `int` >= 1"),
+    (
+        with_(
+            "models.gpt-5.offers", [{"provider": "openai", "model": "gpt-5"}, {"provider": "openai", "model": "gpt-5"}]
+        ),
+        "models.gpt-5.offers[1]: ",
+        "openai/gpt-5 repeats offers[0]; list each provider's model once in a model",
+    ),
+    (
+        with_("orgs.acme.custom_endpoints", {"a:b": {"base_url": "http://10.0.0.5:8000/v1"}}),
+        "orgs.acme.custom_endpoints.a:b: ",
+        "an endpoint id cannot contain ':'",
+    ),
+    (
+        with_("orgs.acme.custom_endpoints", {"meta": {"base_url": "http://169.254.169.254/v1"}}),
+        "orgs.acme.custom_endpoints.meta.base_url: refused: ",
+        "metadata",
+    ),
+    (
+        with_("egress", {"allow": ["10.0.0.0/8", "10.0.0.0/33"]}),
+        "egress.allow[1]: ",
+        "'10.0.0.0/33' is neither a CIDR nor a host name",
+    ),
+    (with_("ceilings", {"max_retries": -2}), "ceilings.max_retries: ", "Expected `int` >= 0"),
+    (with_("ceilings", {"max_offers": 0}), "ceilings.max_offers: ", "Expected `int` >= 1"),
+    (with_("ceilings", {"max_total_latency_ms": -5}), "ceilings.max_total_latency_ms: ", "Expected `int` >= 1"),
+    (with_("gateway", {"max_header_bytes": 10}), "gateway.max_header_bytes: ", "Expected `int` >= 4096"),
 ]
 INVALID_IDS = [
     "unknown-provider-in-offer",
@@ -474,6 +526,14 @@ INVALID_IDS = [
     "budget-infinite",
     "squad-policy-negative-retries",
     "policy-no-attempts",
+    "offer-listed-twice",
+    "endpoint-id-with-colon",
+    "endpoint-at-metadata-address",
+    "egress-allow-bad-cidr",
+    "ceiling-negative-retries",
+    "ceiling-no-offers",
+    "ceiling-negative-latency",
+    "header-limit-too-small",
 ]
 
 
@@ -587,3 +647,21 @@ def test_a_status_list_entry_that_is_no_status_nor_class_is_refused_naming_it(en
     assert str(info.value).startswith("policy.retry.retry_on_status[1]:")
     good = text.replace(entry, '"5xx", " 503 ", 529')
     assert parse_config(good, env={}).policy.retry.retry_on_status == (429, "5xx", " 503 ", 529)
+
+
+def test_a_stored_catalog_with_a_repeated_offer_plans_it_once() -> None:
+    from turnout.catalog.snapshot import Catalog
+    from turnout.config import OfferConfig, with_catalog
+
+    config = parse_config(yaml.safe_dump(BASE), env={})
+    twice = msgspec.structs.replace(
+        config.raw.models["gpt-5"],
+        offers=(OfferConfig(provider="openai", model="gpt-5"), OfferConfig(provider="openai", model="gpt-5")),
+    )
+    # written before the file check refused repeats: read back unchecked, as a process reads Redis's catalog
+    stored = with_catalog(config, config.raw.providers, {**config.raw.models, "gpt-5": twice}, check=False)
+    catalog = Catalog(stored)
+    assert [t.key for t in catalog.models["gpt-5"]] == ["openai/gpt-5"], "one target, attempted once"
+    assert "openai/gpt-5" in catalog.sole_targets
+    with pytest.raises(ConfigError, match=r"offers\[1\]: openai/gpt-5 repeats offers\[0\]"):
+        with_catalog(config, config.raw.providers, {**config.raw.models, "gpt-5": twice})

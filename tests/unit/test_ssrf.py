@@ -18,10 +18,9 @@ from turnout.adapters.base import CallSpec
 from turnout.adapters.exchange import call_json
 from turnout.adapters.guarded import REFUSED, make_guarded_client
 from turnout.adapters.transport import direct_transport, transport_error_of
-from turnout.config import parse_config
+from turnout.config import egress_policy, parse_config
 from turnout.core.types import Target, TransportError
 from turnout.errors import ConfigError
-from turnout.tenancy.directory import egress_policy
 from turnout.tenancy.ssrf import (
     AllowList,
     UnsafeURL,

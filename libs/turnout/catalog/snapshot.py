@@ -49,7 +49,10 @@ class Catalog:
     def __init__(self, config: Config) -> None:
         raw = config.raw
         self.models: dict[str, tuple[Target, ...]] = {
-            model_id: tuple(Target(provider=o.provider, model=o.model, catalog_model=model_id) for o in spec.offers)
+            # a repeated offer is one target (a catalog stored before the file check refused repeats)
+            model_id: tuple(
+                dict.fromkeys(Target(provider=o.provider, model=o.model, catalog_model=model_id) for o in spec.offers)
+            )
             for model_id, spec in raw.models.items()
         }
         self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)

@@ -150,13 +150,15 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 
 class Ceilings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Operator ceilings (SPEC §4, §11 `ceilings`). Defaults are the SPEC's;
-    `max_offers` bounds `plan.max_offers`."""
+    `max_offers` bounds `plan.max_offers`. Each is at least the least value of
+    the policy field it bounds (`clamp_policy`): 0 for `max_retries`, 1 for the
+    others, so a file below that is refused naming the ceiling itself."""
 
-    max_retries: int = 6
-    max_attempts: int = 6
-    max_total_latency_ms: int = 180_000
-    max_cycles: int = 3
-    max_offers: int = 20
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 6
+    max_attempts: Annotated[int, msgspec.Meta(ge=1)] = 6
+    max_total_latency_ms: Annotated[int, msgspec.Meta(ge=1)] = 180_000
+    max_cycles: Annotated[int, msgspec.Meta(ge=1)] = 3
+    max_offers: Annotated[int, msgspec.Meta(ge=1)] = 20
 
     @property
     def max_total_latency_s(self) -> float:

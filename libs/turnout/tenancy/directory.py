@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 import msgspec
 from redis.asyncio import Redis
 
-from turnout.config import Config, ProviderConfig
+from turnout.config import Config, ProviderConfig, egress_policy
 from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.scrub import Scrubber
@@ -138,21 +138,6 @@ def directory_from_env(config: Config, redis: Redis, env: Mapping[str, str]) -> 
         Vault.from_env(env),
         egress_policy(config, env),
         scrubber=Scrubber(static_secrets(config, env)),
-    )
-
-
-def egress_policy(config: Config, env: Mapping[str, str]) -> AllowList:
-    """The egress policy for tenant endpoints: https on 443 / 8443, widened by the configuration's
-    `egress:` section, with `TURNOUT_SSRF_ALLOW` and `egress.allow` admitted past the SSRF guard.
-
-    Raises:
-        ValueError: a malformed allow-list entry (the entry named).
-    """
-    egress = config.raw.egress
-    return AllowList.from_env(env).widened(
-        schemes=egress.schemes,
-        ports=None if egress.ports == "any" else egress.ports,
-        entries=egress.allow,
     )
 
 
