@@ -31,6 +31,7 @@ import sys
 from typing import Any
 
 from turnout_cli import admin_catalog
+from turnout_cli.arg_types import api_key, ingress_url
 
 DEFAULT_URL = "http://127.0.0.1:8080"
 
@@ -142,6 +143,12 @@ def cmd_admin(args: argparse.Namespace) -> int:
     if not key:
         print("turnout admin: a key is needed (--key, $TURNOUT_ADMIN_KEY or $TURNOUT_OPERATOR_KEY)", file=sys.stderr)
         return 2
+    if not args.key:  # from the environment: checked as --key is
+        try:
+            api_key(key)
+        except argparse.ArgumentTypeError as exc:
+            print(f"turnout admin: $TURNOUT_ADMIN_KEY / $TURNOUT_OPERATOR_KEY: {exc}", file=sys.stderr)
+            return 2
     method, path, body = _request(args)
     url = args.url.rstrip("/") + "/admin/v1" + path
     try:
@@ -159,8 +166,12 @@ def cmd_admin(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register `admin` on the top-level subcommands."""
     p = sub.add_parser("admin", help="admin API: orgs, squads, keys, settings, BYOK, endpoints, catalog")
-    p.add_argument("--url", default=os.environ.get("TURNOUT_URL", DEFAULT_URL), help="ingress base URL")
-    p.add_argument("--key", help="admin or operator key (default: $TURNOUT_ADMIN_KEY, else $TURNOUT_OPERATOR_KEY)")
+    p.add_argument(
+        "--url", type=ingress_url, default=os.environ.get("TURNOUT_URL", DEFAULT_URL), help="ingress base URL"
+    )
+    p.add_argument(
+        "--key", type=api_key, help="admin or operator key (default: $TURNOUT_ADMIN_KEY, else $TURNOUT_OPERATOR_KEY)"
+    )
     res = p.add_subparsers(dest="resource", required=True)
     g = res.add_parser("gen-secret-key", help="print a new TURNOUT_SECRET_KEY value (no server needed)")
     g.set_defaults(func=cmd_gen_secret_key)

@@ -21,6 +21,8 @@ import os
 import sys
 from typing import IO, TYPE_CHECKING
 
+from turnout_cli.arg_types import api_key, ingress_url, seconds
+
 if TYPE_CHECKING:
     import httpx
 
@@ -33,16 +35,17 @@ def _export_parser(
     e = sub.add_parser("export", help=help_text)
     e.add_argument(
         "--url",
+        type=ingress_url,
         default=os.environ.get("TURNOUT_URL", "http://127.0.0.1:8080"),
         help="ingress base URL (default: $TURNOUT_URL or http://127.0.0.1:8080)",
     )
     default = next((os.environ[name] for name in key_envs if os.environ.get(name)), None)
     shown = ", else ".join(f"${name}" for name in key_envs)
-    e.add_argument("--key", default=default, help=f"the key (default: {shown})")
+    e.add_argument("--key", type=api_key, default=default, help=f"the key (default: {shown})")
     e.add_argument("--since", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--until", help="ISO-8601 or epoch seconds (inclusive)")
     e.add_argument("--output", "-o", help="file to write (default: stdout)")
-    e.add_argument("--timeout", type=float, default=60.0, help="seconds without data before giving up")
+    e.add_argument("--timeout", type=seconds, default=60.0, help="seconds without data before giving up")
     return e
 
 
@@ -97,21 +100,25 @@ def _export(args: argparse.Namespace, what: str, path: str, params: dict[str, st
             params[name] = getattr(args, name)
     url = args.url.rstrip("/") + path
     headers = {"authorization": f"Bearer {args.key}"}
-    out: IO[bytes] = open(args.output, "wb") if args.output else sys.stdout.buffer  # noqa: SIM115 - closed below
+    out: IO[bytes] | None = None
     try:
         with httpx.stream("GET", url, params=params, headers=headers, timeout=args.timeout) as response:
             if response.status_code != 200:
                 response.read()
                 print(f"turnout {what} export: {response.status_code}: {_message(response)}", file=sys.stderr)
                 return 1
+            out = open(args.output, "wb") if args.output else sys.stdout.buffer  # noqa: SIM115 - closed below
             for chunk in response.iter_bytes():
                 out.write(chunk)
-        out.flush()
+            out.flush()
     except httpx.HTTPError as exc:
         print(f"turnout {what} export: {url}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:  # the output file: a missing directory, no permission, a full disk
+        print(f"turnout {what} export: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
+        return 1
     finally:
-        if args.output:
+        if args.output and out is not None:
             out.close()
     return 0
 

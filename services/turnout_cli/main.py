@@ -265,7 +265,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     common(p)
     p.add_argument("--host", default=host)
     p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
-    p.add_argument("--log-level", default="warning")
+    p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug", "trace"))
     p.set_defaults(func=cmd_ingress)
 
     p = sub.add_parser("worker", help="run one worker process")
