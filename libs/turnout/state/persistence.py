@@ -29,6 +29,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from turnout.errors import ConfigError
+
 log = logging.getLogger("turnout.persistence")
 
 ALLOW_ENV = "TURNOUT_ALLOW_NO_AOF"
@@ -115,13 +117,30 @@ def decide(persistence: Persistence, *, allowed: bool, service: str) -> Decision
     )
 
 
+class DatabaseOutOfRange(ConfigError):
+    """The Redis URL names a database the server does not have (`SELECT` refused: `DB index is out of range`).
+
+    A `ConfigError`: the process stops with one line (exit 2) instead of starting and reconnecting forever.
+    """
+
+
 def read_persistence(client: redis.Redis) -> Persistence:
-    """`CONFIG GET appendonly` through `client` (synchronous, its own timeouts)."""
+    """`CONFIG GET appendonly` through `client` (synchronous, its own timeouts).
+
+    Raises:
+        DatabaseOutOfRange: the server refused the URL's database when the connection selected it.
+    """
     try:
         answer: Any = client.config_get("appendonly")
     except (RedisConnectionError, RedisTimeoutError, TimeoutError, OSError):
         return Persistence.UNREACHABLE
-    except ResponseError:
+    except ResponseError as exc:
+        if "DB index is out of range" in str(exc):
+            database = client.connection_pool.connection_kwargs.get("db", 0)
+            raise DatabaseOutOfRange(
+                f"the Redis URL's database {database} is out of range for this Redis (it answered: {exc}); "
+                "a Redis has databases 0 to its `databases` setting minus 1 (16 by default)"
+            ) from None
         return Persistence.UNKNOWN  # unknown command (renamed / disabled) or NOPERM
     except RedisError:
         return Persistence.UNKNOWN
@@ -160,6 +179,7 @@ def require_persistence(
 
     Raises:
         PersistenceRefused: AOF is off and not allowed (the message says why and how to allow).
+        DatabaseOutOfRange: the URL's database does not exist on this Redis.
     """
     allowed = allow or allowed_by(os.environ if env is None else env)
     with redis.Redis.from_url(

@@ -1,4 +1,5 @@
-"""A fleet on a Redis reached by a Unix socket (`unix:///path/redis.sock`), as README "Configuration" offers.
+"""How processes reach their Redis: a Unix socket (`unix:///path/redis.sock`, README "Configuration"), and a
+URL that cannot work refused at start.
 
 Real processes: a `redis-server` listening on a Unix socket only (no TCP
 port), the simulator, a worker started before that Redis and an ingress,
@@ -10,7 +11,8 @@ both given the `unix://` URL; the `openai` SDK as the client.
   ingress (redis-py) and the worker (arq) both reach Redis by the socket.
 - A malformed `--redis-url` stops `turnout worker` and `turnout ingress`
   with exit 2 and one line naming the fault, the password masked, and no
-  traceback.
+  traceback; so does a well-formed one naming a database the server does
+  not have (it was diagnosed as a refused `CONFIG GET`, then retried forever).
 """
 
 from __future__ import annotations
@@ -82,3 +84,20 @@ def test_a_malformed_redis_url_stops_the_process_with_one_line(fleet: Fleet, com
     assert "argument --redis-url: not a Redis URL (" in done.stderr
     assert "its port is not a number from 1 to 65535; got 'redis://***@127.0.0.1:notaport/0'" in done.stderr
     assert "s3cret" not in done.stderr + done.stdout and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("command", ["worker", "ingress"])
+def test_a_database_the_redis_does_not_have_stops_the_process_naming_it(fleet: Fleet, command: str) -> None:
+    _, redis_url = fleet.redis()
+    config = fleet.workdir / "turnout.yaml"
+    config.write_text(CONFIG.format(sim="http://127.0.0.1:9", key=KEY))
+    url = redis_url.rsplit("/", 1)[0] + "/99999"  # a well-formed URL; the server has databases 0-15
+    done = subprocess.run(
+        [sys.executable, "-m", "turnout_cli.main", command, "--config", str(config), "--redis-url", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "turnout: configuration error: the Redis URL's database 99999 is out of range for this Redis" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout and "could not be checked" not in done.stderr + done.stdout
