@@ -69,17 +69,21 @@ def test_a_fleet_on_a_unix_socket_redis_serves_and_names_the_socket(fleet: Fleet
     assert "Traceback" not in worker.log()
 
 
-@pytest.mark.parametrize("command", ["worker", "ingress"])
-def test_a_malformed_redis_url_stops_the_process_with_one_line(fleet: Fleet, command: str) -> None:
+def _refused_start(fleet: Fleet, command: str, url: str) -> subprocess.CompletedProcess[str]:
+    """`turnout <command>` run to its end against `url` (it must stop at start)."""
     config = fleet.workdir / "turnout.yaml"
     config.write_text(CONFIG.format(sim="http://127.0.0.1:9", key=KEY))
-    url = "redis://:s3cret@127.0.0.1:notaport/0"
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "-m", "turnout_cli.main", command, "--config", str(config), "--redis-url", url],
         capture_output=True,
         text=True,
         timeout=60,
     )
+
+
+@pytest.mark.parametrize("command", ["worker", "ingress"])
+def test_a_malformed_redis_url_stops_the_process_with_one_line(fleet: Fleet, command: str) -> None:
+    done = _refused_start(fleet, command, "redis://:s3cret@127.0.0.1:notaport/0")
     assert done.returncode == 2, done.stderr
     assert "argument --redis-url: not a Redis URL (" in done.stderr
     assert "its port is not a number from 1 to 65535; got 'redis://***@127.0.0.1:notaport/0'" in done.stderr
@@ -89,15 +93,7 @@ def test_a_malformed_redis_url_stops_the_process_with_one_line(fleet: Fleet, com
 @pytest.mark.parametrize("command", ["worker", "ingress"])
 def test_a_database_the_redis_does_not_have_stops_the_process_naming_it(fleet: Fleet, command: str) -> None:
     _, redis_url = fleet.redis()
-    config = fleet.workdir / "turnout.yaml"
-    config.write_text(CONFIG.format(sim="http://127.0.0.1:9", key=KEY))
-    url = redis_url.rsplit("/", 1)[0] + "/99999"  # a well-formed URL; the server has databases 0-15
-    done = subprocess.run(
-        [sys.executable, "-m", "turnout_cli.main", command, "--config", str(config), "--redis-url", url],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = _refused_start(fleet, command, redis_url.rsplit("/", 1)[0] + "/99999")  # databases are 0-15
     assert done.returncode == 2, done.stderr
     assert "turnout: configuration error: the Redis URL's database 99999 is out of range for this Redis" in done.stderr
     assert "Traceback" not in done.stderr + done.stdout and "could not be checked" not in done.stderr + done.stdout
