@@ -28,6 +28,7 @@ Decisions (lossy where OpenAI has no field):
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -168,7 +169,9 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     whose content is a string or an array of blocks; `system` a string or an
     array of text blocks; `stream` a boolean; `temperature` and `top_p` from
     0 to 1; `top_k` a non-negative integer; `stop_sequences` an array of
-    strings.
+    strings; `tools` client tools with a `name` (`TOOL_NAME`) and an
+    `input_schema` object; `metadata` an object (`user_id` a string);
+    `thinking` an object with a string `type`.
 
     Raises:
         WireError: with `param` naming the field (answered as a 400).
@@ -212,7 +215,41 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
         for i, stop in enumerate(stops):
             if not isinstance(stop, str):
                 raise _fail("Input should be a string", f"stop_sequences.{i}")
+    _check_tools(data.get("tools"))
+    metadata = data.get("metadata")
+    if metadata is not None:
+        if not isinstance(metadata, dict):
+            raise _fail(_wanted(data, "metadata", "an object"), "metadata")
+        if metadata.get("user_id") is not None and not isinstance(metadata["user_id"], str):
+            raise _fail("Input should be a string", "metadata.user_id")
+    thinking = data.get("thinking")
+    if thinking is not None and not (isinstance(thinking, dict) and isinstance(thinking.get("type"), str)):
+        raise _fail("must be an object with a string `type` (`enabled` or `disabled`)", "thinking")
     return data
+
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+"""A client tool's name this route accepts: what both APIs take (the Messages API's pattern, and OpenAI's
+function names, 1 to 64 of these characters), since the request may be sent on to either."""
+
+
+def _check_tools(tools: Any) -> None:
+    """`tools`, when given: an array of objects; each client tool (no `type`, or `custom`) with a `name`
+    (`TOOL_NAME`) and an `input_schema` object. Server tools are refused later (`_tools`)."""
+    if tools is None:
+        return
+    if not isinstance(tools, list):
+        raise _fail("must be an array", "tools")
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            raise _fail("must be an object", f"tools.{i}")
+        if tool.get("type") not in (None, "custom"):
+            continue
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            raise _fail("must be 1 to 64 letters, digits, `_` or `-`", f"tools.{i}.name")
+        if not isinstance(tool.get("input_schema"), dict):
+            raise _fail("must be an object (a JSON Schema)", f"tools.{i}.input_schema")
 
 
 def _block_text(blocks: Any, param: str) -> str:
@@ -321,7 +358,7 @@ def _tool_choice(choice: Any, out: dict[str, Any]) -> None:
     elif mapped is not None:
         out["tool_choice"] = mapped
     else:
-        raise _fail("must be one of auto, any, tool, none", "tool_choice")
+        raise _fail("must be an object whose `type` is auto, any, tool or none", "tool_choice")
     if choice.get("disable_parallel_tool_use") is True:
         out["parallel_tool_calls"] = False
 

@@ -216,6 +216,56 @@ def test_a_tool_other_than_a_client_tool_is_refused_naming_it(tool: dict[str, An
     assert caught.value.param == "tools.1"
 
 
+@pytest.mark.parametrize(
+    ("fields", "param", "message"),
+    [
+        ({"tools": {"name": "f"}}, "tools", "must be an array"),
+        ({"tools": [5]}, "tools.0", "must be an object"),
+        ({"tools": [{"name": "bad name!", "input_schema": {}}]}, "tools.0.name", "must be 1 to 64 letters"),
+        ({"tools": [{"name": "f" * 65, "input_schema": {}}]}, "tools.0.name", "must be 1 to 64 letters"),
+        ({"tools": [{"type": "custom", "input_schema": {}}]}, "tools.0.name", "must be 1 to 64 letters"),
+        ({"tools": [{"name": "f", "input_schema": 5}]}, "tools.0.input_schema", "must be an object (a JSON Schema)"),
+        ({"metadata": 5}, "metadata", "an object"),
+        ({"metadata": {"user_id": 7}}, "metadata.user_id", "Input should be a string"),
+        ({"thinking": 5}, "thinking", "must be an object with a string `type`"),
+        ({"thinking": {"budget_tokens": 2048}}, "thinking", "must be an object with a string `type`"),
+    ],
+    ids=[
+        "tools-object",
+        "tool-number",
+        "tool-name-space",
+        "tool-name-65",
+        "tool-without-name",
+        "input-schema-number",
+        "metadata-number",
+        "user-id-number",
+        "thinking-number",
+        "thinking-without-type",
+    ],
+)
+def test_tools_metadata_and_thinking_of_the_wrong_shape_are_refused_naming_the_field(
+    fields: dict[str, Any], param: str, message: str
+) -> None:
+    with pytest.raises(WireError) as caught:
+        parse_messages_request(json.dumps(_body(**fields)).encode())
+    assert caught.value.param == param and message in caught.value.message
+
+
+def test_tools_metadata_and_thinking_of_the_right_shape_pass() -> None:
+    body = _body(
+        tools=[{"name": "get_weather-2", "input_schema": {"type": "object"}}, {"type": "web_search_20250305"}],
+        metadata={"user_id": "u-1"},
+        thinking={"type": "enabled", "budget_tokens": 2048},
+    )
+    assert parse_messages_request(json.dumps(body).encode())["metadata"] == {"user_id": "u-1"}
+
+
+def test_a_tool_choice_that_is_not_an_object_says_what_it_must_be() -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(tool_choice="auto"))
+    assert caught.value.message == "tool_choice: must be an object whose `type` is auto, any, tool or none"
+
+
 def test_a_custom_or_untyped_client_tool_is_carried_as_a_function() -> None:
     tools = [{"name": "a", "input_schema": {}}, {"type": "custom", "name": "b", "input_schema": {}}]
     assert [t["type"] for t in to_openai_request(_body(tools=tools))["tools"]] == ["function", "function"]
