@@ -24,7 +24,7 @@ Variables (README "Configuration"):
     TURNOUT_REDIS_CALL_TIMEOUT_MS  the request path's Redis bound (ms, default 400,
                            at most 60000; parsed by `turnout.state.bounds.call_timeout_s`,
                            whose module constant the request path reads)
-    TURNOUT_ALLOW_NO_AOF   `1` (`true`, `yes`): start on a Redis without AOF
+    TURNOUT_ALLOW_NO_AOF   on (`1`, `true`, `yes`, `on`; `turnout.state.switches`): start on a Redis without AOF
                            (`turnout.state.persistence`)
     TURNOUT_PYTHON_OPTIMIZE  Python optimization level of `turnout ingress` and
                            `turnout worker` (0, 1 or 2; default 2, Python's `-OO`:
@@ -41,8 +41,9 @@ import msgspec
 
 from turnout.errors import ConfigError
 from turnout.state.bounds import call_timeout_s
-from turnout.state.persistence import allowed_by
+from turnout.state.persistence import ALLOW_ENV
 from turnout.state.redis_url import check_redis_url
+from turnout.state.switches import CATALOG_FROM_FILE, switch_on
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
@@ -111,6 +112,14 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
                 errors.append(f"{name} must be {expected}, got {raw!r}")
                 return default
 
+        def read_switch(name: str) -> bool:
+            try:
+                return switch_on(env, name)
+            except ValueError as exc:  # names the variable and the values it takes
+                errors.append(str(exc))
+                return False
+
+        read_switch(CATALOG_FROM_FILE)  # read where used (`turnout.catalog.watch`); checked here to fail at start
         host = env.get("TURNOUT_HOST") or "127.0.0.1"
         try:
             redis_call_timeout_s = call_timeout_s(env)
@@ -133,7 +142,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             operator_key=env.get(OPERATOR_KEY_ENV) or None,
             trace_url=env.get("TURNOUT_UI_TRACE_URL") or None,
             redis_call_timeout_s=redis_call_timeout_s,
-            allow_no_aof=allowed_by(env),
+            allow_no_aof=read_switch(ALLOW_ENV),
             python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
             env=dict(env),
         )

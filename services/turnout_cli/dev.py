@@ -149,8 +149,11 @@ def busy_ports(
     """What `turnout dev` would fail to listen on, one line each naming the port and the
     option that moves it (empty when all are free): the ingress's `--port` on `host`, and
     the simulator's `--sim-port` on 127.0.0.1 when it is started (`sim_port` not None).
-    Checked before anything starts, so the readiness check never asks another process."""
+    Checked before anything starts, so the readiness check never asks another process.
+    The same port given to both is one line naming the two options."""
     lines = []
+    if sim_port == port:
+        return [f"--port and --sim-port are both {port}: the ingress and the simulator need a port each"]
     if not available(port, host):
         lines.append(f"port {port} on {host} is in use by another process: choose the ingress's port with --port")
     if sim_port is not None and not available(sim_port, "127.0.0.1"):

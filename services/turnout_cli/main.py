@@ -205,6 +205,21 @@ def port_number(text: str) -> int:
     return value
 
 
+def worker_count(text: str) -> int:
+    """`turnout dev --workers`: a whole number from 1 to 64.
+
+    Raises:
+        argparse.ArgumentTypeError: anything else, quoting the value (argparse names the option).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 64:
+        raise argparse.ArgumentTypeError(f"a number of workers is a whole number from 1 to 64, got {text[:40]!r}")
+    return value
+
+
 def redis_url_arg(text: str) -> str:
     """`--redis-url`: a Redis URL of a form the clients read (`turnout.state.redis_url.redis_url_fault`).
 
@@ -251,7 +266,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default=host)
     p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
-    p.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--workers", type=worker_count, default=1, help="worker processes (default 1, at most 64)")
     p.add_argument(
         "--sim-port",
         type=port_number,

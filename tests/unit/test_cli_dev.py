@@ -149,3 +149,21 @@ def test_a_bad_configuration_is_refused_before_redis_is_asked(role: str, tmp_pat
     assert done.returncode == 2, done.stderr
     assert f"turnout: configuration error: {broken}: not valid YAML" in done.stderr
     assert "redis" not in done.stderr.lower() and "persistence" not in done.stderr.lower()
+
+
+def test_one_port_for_both_the_ingress_and_the_simulator_is_named_before_anything_starts() -> None:
+    from turnout_cli.dev import busy_ports
+
+    assert busy_ports("127.0.0.1", 18110, 18110, lambda port, host: True) == [
+        "--port and --sim-port are both 18110: the ingress and the simulator need a port each"
+    ]
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "65", "two"])
+def test_a_worker_count_out_of_range_is_refused(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["dev", "--workers", value])
+    assert f"argument --workers: a number of workers is a whole number from 1 to 64, got {value!r}" in (
+        capsys.readouterr().err
+    )
+    assert build_parser().parse_args(["dev", "--workers", "4"]).workers == 4

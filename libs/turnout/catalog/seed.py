@@ -27,13 +27,15 @@ from typing import Literal
 from turnout.catalog.doc import CatalogDoc, doc_from_config, file_digest, same_catalog
 from turnout.config import Config
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
+from turnout.state.switches import CATALOG_FROM_FILE
 from turnout.state.tenant_store import CAS_ATTEMPTS
 from turnout.tenancy.vault import Vault
 
 log = logging.getLogger("turnout.catalog")
 
-FROM_FILE_ENV = "TURNOUT_CATALOG_FROM_FILE"
-"""Set to `1` on a process to make its file replace the catalog in Redis at start (rule 2)."""
+FROM_FILE_ENV = CATALOG_FROM_FILE
+"""Turned on (`1`, `true`, `yes`, `on`: `turnout.state.switches`) on a process, its file replaces the catalog
+in Redis at start (rule 2)."""
 
 Outcome = Literal["seeded", "applied", "forced", "kept"]
 

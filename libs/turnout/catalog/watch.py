@@ -34,6 +34,7 @@ from turnout.errors import ConfigError
 from turnout.state import keys
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
 from turnout.state.follow import follow, stop_task, wait_ready
+from turnout.state.switches import switch_on
 from turnout.tenancy.vault import Vault
 
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ class CatalogWatch:
 
     async def _watch(self, listen_redis: Redis) -> None:
         async def first() -> None:
-            await seed(self.store, self.file, self.vault, force=self._env.get(FROM_FILE_ENV) == "1")
+            await seed(self.store, self.file, self.vault, force=switch_on(self._env, FROM_FILE_ENV))
 
         assert self._ready is not None
         await follow(

@@ -30,6 +30,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from turnout.errors import ConfigError
+from turnout.state.switches import switch_on
 
 log = logging.getLogger("turnout.persistence")
 
@@ -153,8 +154,12 @@ def read_persistence(client: redis.Redis) -> Persistence:
 
 
 def allowed_by(env: Mapping[str, str]) -> bool:
-    """True when `env` sets `TURNOUT_ALLOW_NO_AOF` to 1, true or yes."""
-    return env.get(ALLOW_ENV, "").strip().lower() in ("1", "true", "yes")
+    """True when `env` turns `TURNOUT_ALLOW_NO_AOF` on (1, true, yes, on: `turnout.state.switches`).
+
+    Raises:
+        ValueError: a value that is neither on nor off (the variable named).
+    """
+    return switch_on(env, ALLOW_ENV)
 
 
 def require_persistence(
