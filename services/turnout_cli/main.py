@@ -190,19 +190,28 @@ def cmd_dev(args: argparse.Namespace) -> int:
     return run_dev(args)
 
 
+def _whole_number(text: str, low: int, high: int, what: str) -> int:
+    """`text` as a whole number from `low` to `high`.
+
+    Raises:
+        argparse.ArgumentTypeError: `<what> is a whole number from <low> to <high>, got '<text>'`.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{what} is a whole number from {low} to {high}, got {text[:40]!r}")
+    return value
+
+
 def port_number(text: str) -> int:
     """A TCP port from the command line or `$TURNOUT_PORT`: a whole number from 1 to 65535.
 
     Raises:
         argparse.ArgumentTypeError: anything else, quoting the value (argparse names the option).
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"a port is a whole number from 1 to 65535, got {text[:40]!r}")
-    return value
+    return _whole_number(text, 1, 65535, "a port")
 
 
 def worker_count(text: str) -> int:
@@ -211,13 +220,7 @@ def worker_count(text: str) -> int:
     Raises:
         argparse.ArgumentTypeError: anything else, quoting the value (argparse names the option).
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= 64:
-        raise argparse.ArgumentTypeError(f"a number of workers is a whole number from 1 to 64, got {text[:40]!r}")
-    return value
+    return _whole_number(text, 1, 64, "a number of workers")
 
 
 def redis_url_arg(text: str) -> str:
