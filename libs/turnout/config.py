@@ -259,7 +259,8 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_ENV_REF = re.compile(r"\$\{[^}\n]*\}")
+_ENV_REF = re.compile(r"""\$\{[^}\n"']*\}""")
+"""A `${...}` to shield from YAML: no `}`, newline or quote inside (a quote closes the scalar it is in)."""
 
 
 def _shield_env(text: str) -> tuple[str, re.Pattern[str], list[str]]:
@@ -295,7 +296,8 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
     """`node` with `${NAME}` / `${NAME:-default}` replaced from `env`.
 
     Raises:
-        ConfigError: every unset variable without a default, one line each.
+        ConfigError: every unset variable without a default, and every `${` that starts no
+            reference (a missing `}`, a name with a space), one line each.
     """
     top = missing is None
     missing = [] if missing is None else missing
@@ -315,6 +317,12 @@ def _interpolate(node: Any, env: Mapping[str, str], path: str, missing: list[str
             return ""
 
         out = _ENV.sub(sub, node)
+        stray = _ENV.sub(lambda m: " " * len(m.group(0)), node).find("${")  # a reference's own `${` is blanked
+        if stray >= 0:  # a typo (`${KEY`, `${A B}`) would be sent as is; the value is not shown (it may be a key)
+            missing.append(
+                f"{path}: `${{` at character {stray + 1} does not start a variable reference: write ${{NAME}} or "
+                "${NAME:-default} (NAME: letters, digits and _, not starting with a digit)"
+            )
     else:
         out = node
     if top and missing:
@@ -416,7 +424,8 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
             if mark is not None:
                 mark.name = source  # PyYAML names a string `<unicode string>`: name the file instead
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        shown = token.sub(lambda m: refs[int(m.group(1))], str(exc))  # the file's own text, not the placeholders
+        raise ConfigError(f"{source}: not valid YAML: {shown}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping with `providers` and `models`")
     _check_key_references(data)

@@ -90,6 +90,40 @@ models:
     ]
 
 
+@pytest.mark.parametrize(
+    ("value", "at"),
+    [
+        ('"${A_KEY"', 1),  # the closing brace outside the quotes
+        ('"${A_KEY:-sk-default"', 1),
+        ("${NOT VALID NAME}", 1),
+        ('"sk-${A_KEY}-${B"', 13),  # a good reference, then a stray one
+    ],
+)
+def test_a_dollar_brace_that_starts_no_reference_is_named_not_sent_as_a_key(value: str, at: int) -> None:
+    text = f"""
+providers:
+  a: {{kind: openai, base_url: "https://a.example/v1", api_key: {value}}}
+models:
+  m: {{offers: [{{provider: a, model: m}}]}}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={"A_KEY": "k"})
+    assert info.value.errors == [
+        (
+            f"providers.a.api_key: `${{` at character {at} does not start a variable reference: write ${{NAME}} or "
+            "${NAME:-default} (NAME: letters, digits and _, not starting with a digit)"
+        )
+    ]
+    assert "sk-default" not in str(info.value), "the value is not shown: it may be a key"
+
+
+def test_a_yaml_error_shows_the_file_own_text_not_the_placeholders() -> None:
+    text = "providers:\n  a: {kind: openai, api_key: ${A_KEY}, x: [}\n"
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={}, source="f.yaml")
+    assert "api_key: ${A_KEY}, x: [}" in str(info.value) and "__turnout_env_" not in str(info.value)
+
+
 def test_a_range_error_says_the_rule_in_words_when_the_type_describes_it() -> None:
     described = Annotated[int, msgspec.Meta(ge=1, le=9, description="a digit from 1 to 9")]
     assert collect(0, described, "x") == ["x: Expected `int` >= 1 (a digit from 1 to 9)"]
