@@ -20,7 +20,7 @@ from turnout.errors import GatewayUnavailable
 from turnout.state.audit_log import AuditLog
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.deps import Operator
-from turnout_ingress.admin.time_query import parse_range
+from turnout_ingress.admin.time_query import parse_range, refuse_unknown
 
 router = APIRouter()
 _encode = msgspec.json.Encoder()
@@ -39,6 +39,7 @@ async def export_audit(
     audit: Annotated[AuditLog, Depends(audit_log)],
 ) -> Response:
     """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable)."""
+    refuse_unknown(request.query_params, ("since", "until"))
     since_s, until_s = parse_range(request.query_params)
     entries = audit.read(since_s=since_s, until_s=until_s)
     try:

@@ -29,7 +29,7 @@ from turnout.tenancy.admin import not_found
 from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.deps import Admin
 from turnout_ingress.admin.quote import quoted
-from turnout_ingress.admin.time_query import INVALID_VALUE, parse_range
+from turnout_ingress.admin.time_query import INVALID_VALUE, parse_range, refuse_unknown
 
 MEDIA_TYPES = {"jsonl": "application/x-ndjson", "csv": "text/csv; charset=utf-8"}
 ORG_SHOWN_CHARS = 64
@@ -130,6 +130,7 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
     `org` (`export_org`; 401 unknown key, 403 not an admin key, 404 an org the caller may not see or
     that does not exist)."""
     caller = api.caller(request)
+    refuse_unknown(request.query_params, ("org", "format", "since", "until"))
     asked = request.query_params.get("org")
     try:
         org = export_org(caller, asked)

@@ -13,7 +13,7 @@ from turnout.state.spend_store import SpendLedger
 from turnout.tenancy.admin import AdminError
 from turnout_ingress.admin.access import ok, unavailable
 from turnout_ingress.admin.deps import ORG, Doc, now
-from turnout_ingress.admin.time_query import parse_time
+from turnout_ingress.admin.time_query import parse_time, refuse_unknown
 
 router = APIRouter()
 
@@ -35,6 +35,7 @@ async def get_spend(
 
     The org's document is read first: another org's spend answers 404, as a missing org's.
     """
+    refuse_unknown(request.query_params, ("period", "at"))
     period = request.query_params.get("period", "month")
     if period not in PERIODS:
         raise AdminError(400, "`period` must be `day` or `month`.", code="invalid_value", param="period")

@@ -1,7 +1,8 @@
 """The admin API's time query parameters: `since` / `until` / `at` read as epoch seconds.
 
 Owns: parsing one moment (`parse_time`) and a `since`..`until` range
-(`parse_range`) from a query, and the 400 answered for a bad one: code
+(`parse_range`) from a query, refusing parameters a route does not read
+(`refuse_unknown`), and the 400 answered for a bad one: code
 `invalid_value` (the admin API's code for a bad parameter value, README
 "Admin API" and "Error codes"), `param` naming the parameter. Used by the
 records export, the audit export, the spend route and the dashboard.
@@ -82,3 +83,21 @@ def parse_range(query: Mapping[str, str]) -> tuple[float | None, float | None]:
             code=INVALID_VALUE,
         )
     return since_s, until_s
+
+
+def refuse_unknown(query: Mapping[str, str], known: tuple[str, ...]) -> None:
+    """Refuse a query parameter the route does not read (a misspelt `sinse` would export everything).
+
+    Raises:
+        RequestRejected: 400 `invalid_value` naming the first unknown parameter and the known ones.
+    """
+    for name in query:
+        if name not in known:
+            raise RequestRejected(
+                400,
+                f"Unknown query parameter {quoted(name, SHOWN_CHARS)}; this route reads "
+                + ", ".join(f"`{k}`" for k in known)
+                + ".",
+                param=name[:SHOWN_CHARS],
+                code=INVALID_VALUE,
+            )

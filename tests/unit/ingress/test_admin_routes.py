@@ -130,3 +130,16 @@ def test_quoted_keeps_a_client_value_from_breaking_the_message() -> None:
     assert quoted("a\nb`c", 64) == '"a\\nb`c"'  # a JSON string: the newline escaped, the backtick inside quotes
     assert quoted("x" * 300, 64) == f"`{'x' * 64}`… (300 characters)"
     assert quoted("\x00" * 70, 64) == '"' + "\\u0000" * 64 + '"… (70 characters)'
+
+
+def test_a_query_parameter_the_route_does_not_read_is_refused_naming_it() -> None:
+    from turnout_ingress.admin.time_query import refuse_unknown
+
+    refuse_unknown({"since": "1", "until": "2"}, ("since", "until"))
+    with pytest.raises(RequestRejected) as info:
+        refuse_unknown({"since": "1", "sinse": "2"}, ("since", "until"))
+    assert (info.value.status_code, info.value.param, info.value.code) == (400, "sinse", "invalid_value")
+    assert info.value.message == "Unknown query parameter `sinse`; this route reads `since`, `until`."
+    with pytest.raises(RequestRejected) as info:
+        refuse_unknown({"a\nb": "x"}, ("org",))
+    assert info.value.message.startswith('Unknown query parameter "a\\nb";')
