@@ -149,6 +149,27 @@ def test_a_number_out_of_range_is_refused_naming_its_field(acme: Admin) -> None:
     assert acme.call("GET", "/orgs/acme/settings").json() == before
 
 
+def test_empty_or_extra_bodies_are_refused_saying_what_the_route_takes(acme: Admin) -> None:
+    acme.call("POST", "/orgs/acme/keys", {"name": "lc-bodies"})
+    empty_patch = acme.call("PATCH", "/orgs/acme/keys/lc-bodies", content=b"")
+    assert empty_patch.status_code == 400 and empty_patch.json()["error"]["message"] == (
+        "The request body is empty; send a JSON object of the fields to change (`squad`, `admin`, `expires_at`)."
+    )
+    past = acme.call("PATCH", "/orgs/acme/keys/lc-bodies", {"expires_at": "2000-01-01T00:00:00Z"})
+    assert past.status_code == 400 and past.json()["error"]["param"] == "expires_at", past.text
+    settings = acme.call("PATCH", "/orgs/acme/settings", content=b"")
+    assert settings.json()["error"]["message"] == (
+        "The request body is empty; send a JSON object of the settings to change."
+    ), "`{}` in a PATCH changes nothing: it is not offered as the way to inherit"
+    extra = acme.call("POST", "/orgs/acme/keys/lc-bodies/revoke", {"x": 1})
+    assert extra.status_code == 400 and extra.json()["error"]["param"] == "x", extra.text
+    assert acme.call("GET", "/orgs/acme/keys/lc-bodies").json()["key"]["status"] == "active", "nothing changed"
+    no_bodies: tuple[dict[str, object] | None, ...] = ({}, None)
+    for no_body in no_bodies:
+        revoked = acme.call("POST", "/orgs/acme/keys/lc-bodies/revoke", no_body)
+        assert revoked.status_code == 200 and revoked.json()["key"]["status"] == "revoked", revoked.text
+
+
 def test_revoked_expired_and_unknown_keys_get_the_same_401(gw: Gateway, acme: Admin) -> None:
     expected = unknown_key_body(gw)
     revoked = acme.call("POST", "/orgs/acme/keys", {"name": "lc-revoked"}).json()["secret"]

@@ -79,6 +79,17 @@ def test_key_expiry_and_revocation_show_in_the_view() -> None:
     assert doc.keys["ci"].squad is None and doc.keys["ci"].admin
 
 
+def test_a_key_expiry_moved_into_the_past_is_refused_as_at_creation() -> None:
+    now_s = 1_900_000_000.0  # 2030-03-17
+    doc, _ = add_key(org(), KeyCreate(name="tmp", ttl_s=10), "tk-tmp-00000000000000", now_s)
+    with pytest.raises(AdminError) as info:
+        patch_key(doc, "tmp", KeyPatch(expires_at="2000-01-01T00:00:00Z"), now_s)
+    assert (info.value.status_code, info.value.param) == (400, "expires_at")
+    assert "is in the past; to end the key now, revoke it" in info.value.message
+    assert patch_key(doc, "tmp", KeyPatch(expires_at=now_s + 60), now_s).keys["tmp"].expires_s == now_s + 60
+    assert patch_key(doc, "tmp", KeyPatch(expires_at=None), now_s).keys["tmp"].expires_s is None
+
+
 def test_missing_objects_are_one_404() -> None:
     edits: list[Callable[[OrgDoc], object]] = [
         lambda d: revoke_key(d, "ghost", 1.0),

@@ -126,6 +126,10 @@ class KeyPatch(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=
     expires_at: str | float | None | UnsetType = UNSET
 
 
+class NoFields(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The body of an action that takes none (`POST .../keys/{key}/revoke`): empty, or `{}`."""
+
+
 class ProviderKeyPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """`PUT .../provider-keys/{provider}`."""
 
@@ -325,7 +329,12 @@ def add_key(doc: OrgDoc, body: KeyCreate, token: str, now_s: float) -> tuple[Org
 
 
 def patch_key(doc: OrgDoc, name: str, body: KeyPatch, now_s: float) -> OrgDoc:
-    """`doc` with a key's squad, admin flag or expiry changed."""
+    """`doc` with a key's squad, admin flag or expiry changed (`expires_at` null: no expiry).
+
+    Raises:
+        AdminError: 404 for a key the org does not have; 400 for an `expires_at` in the past
+            (refused as at creation, `create_key`).
+    """
     key = doc.keys.get(name)
     if key is None:
         raise not_found()
@@ -335,7 +344,10 @@ def patch_key(doc: OrgDoc, name: str, body: KeyPatch, now_s: float) -> OrgDoc:
     if body.admin is not UNSET:
         changes["admin"] = body.admin
     if body.expires_at is not UNSET:
-        changes["expires_s"] = parse_when(body.expires_at, "expires_at")
+        expires_s = parse_when(body.expires_at, "expires_at")
+        if expires_s is not None and expires_s <= now_s:  # as at creation; ending a key now is a revoke
+            raise invalid("expires_at", "is in the past; to end the key now, revoke it (POST .../revoke)")
+        changes["expires_s"] = expires_s
     return msgspec.structs.replace(doc, keys={**doc.keys, name: msgspec.structs.replace(key, **changes)})
 
 

@@ -8,8 +8,10 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from turnout.tenancy.admin import (
+    AdminError,
     KeyCreate,
     KeyPatch,
+    NoFields,
     add_key,
     clamps_view,
     decode,
@@ -82,15 +84,24 @@ async def effective(name: str, api: Admin, doc: Doc) -> Response:
 
 @router.patch(ORG + "/keys/{name}")
 async def update_key(request: Request, org: str, name: str, api: Admin, _: OrgAdmin) -> Response:
-    """Change a key's squad, admin flag or expiry; the key's new view."""
-    spec = decode(await body(request), KeyPatch)
+    """Change a key's squad, admin flag or expiry; the key's new view (an empty body is a 400, not a no-op)."""
+    raw = await body(request)
+    if not raw.strip():
+        raise AdminError(
+            400,
+            "The request body is empty; send a JSON object of the fields to change (`squad`, `admin`, `expires_at`).",
+            code="invalid_value",
+            param="body",
+        )
+    spec = decode(raw, KeyPatch)
     await api.write(request, org, lambda doc: (patch_key(doc, name, spec, now()), None))
     return key_answer(await api.read(request, org), name)
 
 
 @router.post(ORG + "/keys/{name}/revoke")
 async def revoke(request: Request, org: str, name: str, api: Admin) -> Response:
-    """Revoke a key (kept, refused from now on); the key's new view."""
+    """Revoke a key (kept, refused from now on); the key's new view. No body, or `{}`: any field is refused."""
+    decode(await body(request), NoFields)
     await api.write(request, org, lambda doc: (revoke_key(doc, name, now()), None))
     return key_answer(await api.read(request, org), name)
 

@@ -41,7 +41,9 @@ async def save(request: Request, api: Admin, org: str, scope: Scope, patch: bool
     if not raw.strip():  # an empty PUT must not wipe every setting by mistake
         raise AdminError(
             400,
-            "The request body is empty; send a JSON object (`{}` to set every setting to inherit).",
+            "The request body is empty; send a JSON object of the settings to change."
+            if patch
+            else "The request body is empty; send a JSON object (`{}` to set every setting to inherit).",
             code="invalid_value",
             param="body",
         )
