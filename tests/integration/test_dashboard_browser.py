@@ -254,3 +254,15 @@ def test_export_buttons_download_the_orgs_records(gw: Gateway, driver: Any) -> N
     lines = got.text.strip().splitlines()
     assert lines[0].startswith("ts,request_id,org") and len(lines) > 1
     assert all(",beta," in line for line in lines[1:])
+
+
+def test_the_operators_export_of_an_org_that_does_not_exist_is_a_404_not_an_empty_file(gw: Gateway) -> None:
+    r = httpx.post(
+        f"{gw.base_url}/ui/login",
+        content=f"key={OPERATOR}",
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    missing = httpx.get(f"{gw.base_url}/ui/export?org=nope&format=csv", cookies=r.cookies)
+    assert missing.status_code == 404 and "No such org `nope`." in missing.text, missing.text[:300]
+    found = httpx.get(f"{gw.base_url}/ui/export?org=beta&format=csv", cookies=r.cookies)
+    assert found.status_code == 200 and found.text.startswith("ts,request_id,org")

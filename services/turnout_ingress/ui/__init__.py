@@ -357,4 +357,8 @@ def install(app: FastAPI, state: IngressState) -> None:
         since_s, until_s, error = _times(q)
         if error is not None:
             return page("error.html", caller, status=400, message=error)
+        if caller.operator:  # an org's admin exports its own org; the operator's pick may not exist
+            doc, _ = await access.store.load(org)  # unreachable: the view's 503 (`register`)
+            if doc is None:
+                return page("error.html", caller, status=404, message=f"No such org {quoted(org, 64)}.")
         return await export_response(state.redis, org, fmt, since_s, until_s)
