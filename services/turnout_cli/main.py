@@ -223,6 +223,26 @@ def worker_count(text: str) -> int:
     return _whole_number(text, 1, 64, "a number of workers")
 
 
+def listen_host(text: str) -> str:
+    """`--host` (default `$TURNOUT_HOST`): an address or a name that resolves, so a typo is named at once
+    instead of failing the server's start with a resolver error (exit 3).
+
+    Raises:
+        argparse.ArgumentTypeError: the resolver's reason, quoting the value.
+    """
+    import socket
+
+    try:
+        socket.getaddrinfo(text, None, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise argparse.ArgumentTypeError(
+            f"{text[:80]!r} is no address to listen on ({reason}); give an IP address such as 127.0.0.1 or 0.0.0.0, "
+            "or a name that resolves (--host or $TURNOUT_HOST)"
+        ) from None
+    return text
+
+
 def redis_url_arg(text: str) -> str:
     """`--redis-url`: a Redis URL of a form the clients read (`turnout.state.redis_url.redis_url_fault`).
 
@@ -267,7 +287,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
         type=redis_url_arg,
         help="Redis URL (default: $TURNOUT_REDIS_URL, else a redis-server started on a free port, printed at start)",
     )
-    p.add_argument("--host", default=host)
+    p.add_argument("--host", type=listen_host, default=host)
     p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--workers", type=worker_count, default=1, help="worker processes (default 1, at most 64)")
     p.add_argument(
@@ -281,7 +301,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
 
     p = sub.add_parser("ingress", help="run one ingress process")
     common(p)
-    p.add_argument("--host", default=host)
+    p.add_argument("--host", type=listen_host, default=host)
     p.add_argument("--port", type=port_number, default=port, help="default: $TURNOUT_PORT, else 8080")
     p.add_argument("--log-level", default="warning", choices=("critical", "error", "warning", "info", "debug", "trace"))
     p.set_defaults(func=cmd_ingress)
@@ -291,7 +311,7 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_worker)
 
     p = sub.add_parser("sim", help="run the provider simulator")
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--host", type=listen_host, default="127.0.0.1")
     p.add_argument("--port", type=port_number, default=9100)
     p.set_defaults(func=cmd_sim)
 

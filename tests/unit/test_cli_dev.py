@@ -167,3 +167,15 @@ def test_a_worker_count_out_of_range_is_refused(value: str, capsys: pytest.Captu
         capsys.readouterr().err
     )
     assert build_parser().parse_args(["dev", "--workers", "4"]).workers == 4
+
+
+@pytest.mark.parametrize("command", ["ingress", "dev", "sim"])
+def test_a_listen_host_that_does_not_resolve_is_named_before_the_server_starts(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        build_parser().parse_args([command, "--host", "no-such-host.invalid"])
+    assert caught.value.code == 2
+    assert "argument --host: 'no-such-host.invalid' is no address to listen on (" in capsys.readouterr().err
+    for good in ("127.0.0.1", "0.0.0.0", "::1", "localhost"):
+        assert build_parser().parse_args([command, "--host", good]).host == good
