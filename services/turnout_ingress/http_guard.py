@@ -9,9 +9,10 @@ held forever and its headers are buffered without bound), and one rule:
 
 - **header size**: a request's head (request line and headers) larger than
   `max_header_bytes` → `431 Request Header Fields Too Large`, connection
-  closed, the app never called (RFC 6585 §5). An incomplete head is
-  checked after every read, so at most one read (≤ 256 KiB) is buffered
-  past the limit.
+  closed, the app never called (RFC 6585 §5); `414 URI Too Long` instead
+  when the request line's target is the larger part of that head (a long
+  URL, not many headers: RFC 9112 §3). An incomplete head is checked after
+  every read, so at most one read (≤ 256 KiB) is buffered past the limit.
 - **header deadline**: a head not complete `header_timeout_s` after the
   connection opened (first request) or after its first byte (later
   requests on a keep-alive connection) → `408 Request Timeout`, closed
@@ -57,10 +58,17 @@ from turnout_ingress.messages_wire import on_anthropic_surface
 _REASONS = {
     400: b"Bad Request",
     408: b"Request Timeout",
+    414: b"URI Too Long",
     431: b"Request Header Fields Too Large",
     503: b"Service Unavailable",
 }
-_CODES = {400: "invalid_http", 408: "request_timeout", 431: "headers_too_large", 503: "too_many_connections"}
+_CODES = {
+    400: "invalid_http",
+    408: "request_timeout",
+    414: "uri_too_long",
+    431: "headers_too_large",
+    503: "too_many_connections",
+}
 
 
 class GuardLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -94,7 +102,7 @@ def refusal(status: int, message: str, request_id: str, *, anthropic: bool = Fal
     """A complete HTTP/1.1 answer with `connection: close`, an `x-request-id` and a JSON error body:
     OpenAI's format, or Anthropic's when `anthropic` (the request line named a `/v1/messages` path).
 
-    `status` is one of 400 (not HTTP/1.1 at all), 408, 431 or 503 (with
+    `status` is one of 400 (not HTTP/1.1 at all), 408, 414, 431 or 503 (with
     `Retry-After: 1`, as every 503 of the gateway); `request_id` is minted by
     the caller (the request's own header was never read, or not whole).
     """
@@ -136,6 +144,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             self._in_head = True
             self._received_in_head = 0  # bytes read while a head is incomplete
             self._head_size = 0  # the current head's request line and headers, as parsed
+            self._url_size = 0  # the current request line's target, as parsed so far
             self._refused = False
             self._deadline: asyncio.TimerHandle | None = None
             self._keep_alive_held = False  # the request's keep-alive, given back once its body is whole
@@ -158,8 +167,16 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
                 self.transport.close()
             self._refused = True
 
-        def _too_large(self) -> None:
-            self._refuse(431, f"The request's headers are larger than {limits.max_header_bytes} bytes.")
+        def _too_large(self, head_bytes: int) -> None:
+            # `head_bytes`: the head's bytes read (incomplete) or parsed (whole); its target the larger part → 414
+            if self._url_size * 2 > head_bytes:
+                self._refuse(
+                    414,
+                    f"The request's URL is too long: the request line and headers may be "
+                    f"{limits.max_header_bytes} bytes at most, and the URL alone is {self._url_size} bytes or more.",
+                )
+            else:
+                self._refuse(431, f"The request's headers are larger than {limits.max_header_bytes} bytes.")
 
         def _expired(self, what: str) -> None:
             self._deadline = None
@@ -192,7 +209,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
                 self._received_in_head += len(data)
             super().data_received(data)
             if self._in_head and self._received_in_head > limits.max_header_bytes:
-                self._too_large()  # a head still incomplete after this many bytes
+                self._too_large(self._received_in_head)  # a head still incomplete after this many bytes
 
         def send_400_response(self, msg: str) -> None:
             # uvicorn's own answer is plain text with no request id; this one is the gateway's error body
@@ -201,11 +218,13 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
         def on_message_begin(self) -> None:
             super().on_message_begin()
             self._head_size = 0
+            self._url_size = 0
             if self._deadline is None:  # a later request on a keep-alive connection
                 self._arm(limits.header_timeout_s, "head")
 
         def on_url(self, url: bytes) -> None:
             self._head_size += len(url)
+            self._url_size += len(url)
             super().on_url(url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
@@ -216,7 +235,7 @@ def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
             self._in_head = False
             self._received_in_head = 0
             if self._head_size > limits.max_header_bytes:
-                self._too_large()  # a whole head that arrived at once
+                self._too_large(self._head_size)  # a whole head that arrived at once
             if self._refused:
                 return
             self._arm(limits.body_timeout_s, "body")

@@ -110,6 +110,53 @@ async def test_http_guard_headers_over_the_limit_get_431(port: int) -> None:
     assert unfinished.startswith(b"HTTP/1.1 431")
 
 
+async def test_http_guard_a_long_url_gets_414_not_431(port: int) -> None:
+    long_target = b"/v1/chat/completions?q=" + b"a" * 20_000
+    for request in (
+        b"GET " + long_target + b" HTTP/1.1\r\nhost: x\r\n\r\n",  # the whole head at once
+        b"GET " + long_target,  # the request line not even finished
+    ):
+        answer = await exchange(port, request)
+        head, _, body = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 414 URI Too Long"), answer[:200]
+        assert b"connection: close" in head and re.search(rb"\r\nx-request-id: [0-9a-f]{32}", head)
+        error = json.loads(body)["error"]
+        assert (error["code"], error["type"]) == ("uri_too_long", "invalid_request_error")
+        assert "URL is too long" in error["message"] and "8192 bytes" in error["message"]
+
+
+async def test_http_guard_a_url_sent_in_pieces_is_still_named_as_the_long_part(port: int) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        writer.write(b"GET /?q=")
+        for _ in range(4):  # 8 KB of target in pieces, each read checked on its own: 8,200 bytes in all
+            writer.write(b"a" * 2048)
+            await writer.drain()
+            await asyncio.sleep(0.02)
+        answer = await asyncio.wait_for(reader.read(4096), 5)
+    finally:
+        writer.close()
+    assert answer.startswith(b"HTTP/1.1 414"), answer[:200]
+
+
+async def test_http_guard_many_headers_after_a_fair_url_get_431(port: int) -> None:
+    # a 3 KB URL is the smaller part of a 12 KB head: the headers are what is too large
+    answer = await exchange(
+        port, b"GET /?q=" + b"a" * 3000 + b" HTTP/1.1\r\nhost: x\r\n" + b"x-pad: " + b"b" * 9000 + b"\r\n\r\n"
+    )
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    assert json.loads(answer.partition(b"\r\n\r\n")[2])["error"]["code"] == "headers_too_large"
+
+
+async def test_http_guard_a_long_url_on_the_anthropic_surface_gets_anthropics_error_shape(port: int) -> None:
+    answer = await exchange(port, b"POST /v1/messages?q=" + b"a" * 20_000 + b" HTTP/1.1\r\nhost: x\r\n\r\n")
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 414"), answer[:200]
+    document = json.loads(body)
+    assert document["type"] == "error" and document["error"]["type"] == "invalid_request_error"
+    assert "URL is too long" in document["error"]["message"]
+
+
 async def test_http_guard_bytes_that_are_not_http_get_a_json_400_with_a_request_id(port: int) -> None:
     for garbage in (b"HELLO THERE\r\n\r\n", b"POST / HTTP/1.1\r\nhost: x\r\ncontent-length: nope\r\n\r\n"):
         answer = await exchange(port, garbage)
