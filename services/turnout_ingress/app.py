@@ -218,8 +218,8 @@ def create_app(
         deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
         catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
         plan, view = await _check_plan(state, body["model"], identity, preferences, catalog)
+        key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
         held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
-        key = request.headers.get(idempotency.HEADER)
         if body.get("stream"):  # a stream is never replayed (turnout_ingress.idempotency)
             return await state.limiter.answer(
                 held,

@@ -207,8 +207,8 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
             deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
             catalog = state.catalog  # this request's catalog to its end, as on the chat route
             plan, view = await check_plan(state, str(body["model"]), identity, preferences, catalog)
+            key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
             held = await state.limiter.admit(identity, body, len(raw), request_id, stream=bool(body.get("stream")))
-            key = request.headers.get(idempotency.HEADER)
             if body.get("stream"):
                 body["stream_options"] = {"include_usage": True}
                 return await state.limiter.answer(

@@ -30,6 +30,7 @@ models:
   drain:    {{offers: [{{provider: sim-a, model: "drain~200+2000ms"}}]}}
   idem:     {{offers: [{{provider: sim-a, model: "idem~200+500ms"}}]}}
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
+  idem-bad: {{offers: [{{provider: sim-a, model: idem-bad}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
 """
     + BREAKER_OFF
@@ -176,6 +177,32 @@ def test_idempotency_key_is_scoped_to_the_gateway_key(fleet2: Gateway) -> None:
     assert "x-turnout-idempotent-replay" not in same_body_other_key.headers
     assert other_body_other_key.status_code == 409  # reused within the short key's own scope
     assert post(KEY).headers.get("x-turnout-idempotent-replay") == "1"
+
+
+def test_idempotency_key_refused_when_repeated_or_out_of_bounds_before_any_upstream_call(fleet2: Gateway) -> None:
+    def post(*keys: str, route: str = "/v1/chat/completions") -> httpx.Response:
+        headers = [("authorization", f"Bearer {KEY}"), ("anthropic-version", "2023-06-01")]
+        headers += [("idempotency-key", key) for key in keys]
+        body = {**_body("idem-bad"), "max_tokens": 5}
+        return httpx.post(f"{fleet2.base_url}{route}", json=body, headers=headers, timeout=30)
+
+    twice = post("order-44", "order-45")
+    assert twice.status_code == 400
+    assert twice.json()["error"] == {
+        "message": "Send one `Idempotency-Key` header; this request has 2.",
+        "type": "invalid_request_error",
+        "param": "Idempotency-Key",
+        "code": "invalid_request",
+    }
+    assert post("order-44", "order-44").status_code == 400  # even alike: one header per request
+    too_long = post("k" * 256)
+    assert (too_long.status_code, too_long.json()["error"]["param"]) == (400, "Idempotency-Key")
+    on_messages = post("order-46", "order-47", route="/v1/messages")
+    assert on_messages.status_code == 400
+    assert on_messages.json()["error"]["type"] == "invalid_request_error"
+    assert "Send one `Idempotency-Key` header" in on_messages.json()["error"]["message"]
+    assert fleet2.sim_log("idem-bad") == []  # nothing was attempted
+    assert post("order-44").status_code == 200  # the key was not bound by the refused requests
 
 
 def test_redis_down_answers_503_fast_and_service_resumes(fleet2: Gateway) -> None:
