@@ -62,9 +62,14 @@ def naming_the_object(message: str, code: str | None, request: Request) -> str:
     object and a missing one still answer alike: the path is the caller's own."""
     if code != "not_found":
         return message
-    path = request.url.path
-    shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
-    return f"{message.rstrip('.')}: {request.method} {shown}."
+    return f"{message.rstrip('.')}: {request.method} {path_shown(request)}."
+
+
+def path_shown(request: Request) -> str:
+    """The request's path for an error message: as the client sent it (still percent-encoded, so a
+    `%0A` does not become a line break), cut at `MAX_PATH_SHOWN` characters with its length given."""
+    sent = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+    return sent if len(sent) <= MAX_PATH_SHOWN else f"{sent[:MAX_PATH_SHOWN]}… ({len(sent)} characters)"
 
 
 async def _rejected(request: Request, exc: Exception) -> Response:
@@ -107,9 +112,8 @@ async def _http(request: Request, exc: Exception) -> Response:
     allow = allowed(request.app.router.routes, request.scope) if exc.status_code == 405 else None
     if allow is not None:  # every method the path takes, not only those of the route Starlette tried
         headers = {k: v for k, v in headers.items() if k.lower() != "allow"} | {"allow": allow}
-    path = request.url.path
-    shown = path if len(path) <= MAX_PATH_SHOWN else f"{path[:MAX_PATH_SHOWN]}… ({len(path)} characters)"
-    if answers_anthropic(path, request.headers):  # Anthropic callers get Anthropic's shape
+    shown = path_shown(request)
+    if answers_anthropic(request.url.path, request.headers):  # Anthropic callers get Anthropic's shape
         return _anthropic(exc.status_code, f"{message} ({request.method} {shown})", headers)
     return error_response(
         exc.status_code,

@@ -115,6 +115,12 @@ def test_unknown_routes_and_methods_get_one_json_shape(
     assert re.fullmatch(r"[0-9a-f]{32}", response.headers.get("x-request-id", "")), "every answer names its request"
 
 
+def test_an_unknown_route_names_the_path_as_sent_never_a_decoded_line_break(gateway: Gateway) -> None:
+    response = httpx.get(f"{gateway.base_url}/v1/no%0Asuch%20route", headers={"authorization": f"Bearer {KEY}"})
+    assert response.status_code == 404
+    assert response.json()["error"]["message"] == "Unknown route. (GET /v1/no%0Asuch%20route)"
+
+
 def test_one_model_is_retrievable_with_the_sdks_and_an_unknown_one_is_404_in_each_shape(gateway: Gateway) -> None:
     client = openai.OpenAI(base_url=f"{gateway.base_url}/v1", api_key=KEY, max_retries=0)
     assert client.models.retrieve("ok").id == "ok"
