@@ -122,6 +122,16 @@ def _last_minutes(value: str | None) -> tuple[int, str | None]:
     return 0, f"`last` must be a whole number of minutes from 1 to {LAST_MAX_MIN}, not {quoted(value, 40)}."
 
 
+def _outcome(value: str | None) -> tuple[str | None, str | None]:
+    """The activity page's `outcome` filter (None = any), or None and an error message for the page
+    when it is not one of `OUTCOMES` (its select offers only those)."""
+    if not value:
+        return None, None
+    if value in OUTCOMES:
+        return value, None
+    return None, f"`outcome` must be {' or '.join(OUTCOMES)}, not {quoted(value, 40)}."
+
+
 def _times(q: Mapping[str, str]) -> tuple[float | None, float | None, str | None]:
     """`since` and `until` of a query (epoch s, None when absent), or an error message for the page
     (a bad moment, or `since` later than `until`: `time_query.parse_range`)."""
@@ -213,7 +223,8 @@ def install(app: FastAPI, state: IngressState) -> None:
         q = request.query_params
         since_s, until_s, error = _times(q)
         last_min, last_error = _last_minutes(q.get("last"))
-        error = error or last_error
+        outcome, outcome_error = _outcome(q.get("outcome"))
+        error = error or last_error or outcome_error
         if last_min and since_s is None:
             since_s = time.time() - last_min * 60
         filters = Filters(
@@ -222,7 +233,7 @@ def install(app: FastAPI, state: IngressState) -> None:
             key=q.get("key") or None,
             model=q.get("model") or None,
             provider=q.get("provider") or None,
-            outcome=q.get("outcome") if q.get("outcome") in OUTCOMES else None,
+            outcome=outcome,
             since_s=since_s,
             until_s=until_s,
         )

@@ -245,3 +245,23 @@ def test_the_last_window_is_a_whole_number_of_minutes_else_the_page_says_so(
     from turnout_ingress.ui import _last_minutes
 
     assert _last_minutes(value) == (minutes, error)
+
+
+@pytest.mark.parametrize(
+    ("value", "outcome", "error"),
+    [
+        (None, None, None),
+        ("", None, None),
+        ("ok", "ok", None),
+        ("failed", "failed", None),
+        ("bogus", None, "`outcome` must be ok or failed, not `bogus`."),
+        ("OK", None, "`outcome` must be ok or failed, not `OK`."),
+        ("in_flight", None, "`outcome` must be ok or failed, not `in_flight`."),
+    ],
+)
+def test_the_outcome_filter_is_ok_or_failed_else_the_page_says_so(
+    value: str | None, outcome: str | None, error: str | None
+) -> None:
+    from turnout_ingress.ui import _outcome
+
+    assert _outcome(value) == (outcome, error)
