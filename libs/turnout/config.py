@@ -282,6 +282,30 @@ def _shield_env(text: str) -> tuple[str, re.Pattern[str], list[str]]:
     return _ENV_REF.sub(sub, text), re.compile(re.escape(prefix) + r"(\d+)__"), refs
 
 
+def _unshield_mark(mark: Any, shielded: str, original: str, token: re.Pattern[str], refs: list[str]) -> None:
+    """Point a PyYAML error mark of the shielded text at the same place in `original`.
+
+    A placeholder is longer than most `${...}` it stands for, so the mark's
+    column (and the snippet PyYAML quotes around it) would be off by the
+    difference, and the snippet could show a cut placeholder. A mark inside
+    a placeholder points at its reference's `$`. Line numbers need no
+    change: neither a placeholder nor a reference holds a line break.
+    """
+    line_start = mark.pointer - mark.column
+    before_line = in_line = 0
+    for m in token.finditer(shielded):
+        if m.start() >= mark.pointer:
+            break
+        shift = mark.pointer - m.start() if m.end() > mark.pointer else len(m.group(0)) - len(refs[int(m.group(1))])
+        if m.start() >= line_start:
+            in_line += shift
+        else:
+            before_line += shift
+    mark.buffer = original + "\0"  # as PyYAML's reader holds a string
+    mark.pointer = mark.index = mark.pointer - before_line - in_line
+    mark.column -= in_line
+
+
 def _unshield(node: Any, token: re.Pattern[str], refs: list[str]) -> Any:
     if isinstance(node, dict):
         return {_unshield(k, token, refs): _unshield(v, token, refs) for k, v in node.items()}
@@ -422,8 +446,9 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         data = _unshield(load_yaml(shielded), token, refs)
     except yaml.YAMLError as exc:
         for mark in (getattr(exc, "context_mark", None), getattr(exc, "problem_mark", None)):
-            if mark is not None:
+            if mark is not None and mark.buffer is not None:
                 mark.name = source  # PyYAML names a string `<unicode string>`: name the file instead
+                _unshield_mark(mark, shielded, text, token, refs)
         shown = token.sub(lambda m: refs[int(m.group(1))], str(exc))  # the file's own text, not the placeholders
         raise ConfigError(f"{source}: not valid YAML: {shown}") from exc
     if not isinstance(data, dict):

@@ -124,6 +124,26 @@ def test_a_yaml_error_shows_the_file_own_text_not_the_placeholders() -> None:
     assert "api_key: ${A_KEY}, x: [}" in str(info.value) and "__turnout_env_" not in str(info.value)
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        '  a: {kind: openai_compatible, api_key: ${KEY}, base_url: "http://x" ]',  # a long line: the snippet is cut
+        "  a: {api_key: ${KEY}, b: ${B:-x}} ]",  # two references before the fault
+        "  a: {kind: openai, api_key: ${K}:}",  # the fault right after one
+    ],
+)
+def test_a_yaml_errors_line_column_and_caret_point_into_the_files_own_text(line: str) -> None:
+    text = f"x: ${{A}}\nproviders:\n{line}\n"
+    fault = line.rindex("]") if "]" in line else line.rindex(":")
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={}, source="f.yaml")
+    message = str(info.value)
+    assert f'in "f.yaml", line 3, column {fault + 1}:' in message, message
+    snippet, caret = message.splitlines()[-2:]
+    assert caret.endswith("^") and snippet[len(caret) - 1] == line[fault], message
+    assert "_env_" not in message
+
+
 def test_a_range_error_says_the_rule_in_words_when_the_type_describes_it() -> None:
     described = Annotated[int, msgspec.Meta(ge=1, le=9, description="a digit from 1 to 9")]
     assert collect(0, described, "x") == ["x: Expected `int` >= 1 (a digit from 1 to 9)"]
