@@ -33,6 +33,8 @@ from pathlib import Path
 
 import httpx
 
+from turnout_cli.dev_lock import StackBusy, hold
+
 DEMO_KEY = "tk-demo-local-only-0001"
 DEMO_ORG = "demo"
 LEGACY_DATA = "redis"
@@ -276,12 +278,18 @@ def run_dev(args: argparse.Namespace) -> int:
         for line in busy:
             print(f"turnout dev: {line}.", file=sys.stderr)
         return 1
+    redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
+    demo = not config_path
+    if demo or not redis_url:  # a Redis data directory of ours, or the demo's `.turnout/demo.yaml`
+        try:
+            lock = hold(data_dir(home, config_path))  # noqa: F841  (held until this function returns)
+        except (StackBusy, OSError) as exc:
+            print(f"turnout dev: {exc}.", file=sys.stderr)
+            return 1
     signal.signal(signal.SIGINT, stop_on_term)  # a shell starts a background job (`scripts/dev &`) with SIGINT ignored
     signal.signal(signal.SIGTERM, stop_on_term)
     signal.signal(signal.SIGHUP, stop_on_term)
     try:
-        redis_url = args.redis_url or os.environ.get("TURNOUT_REDIS_URL")
-        demo = not config_path
         started: subprocess.Popen[bytes] | None = None
         if not redis_url:
             server = _find_redis_server()

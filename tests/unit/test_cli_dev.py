@@ -1,8 +1,9 @@
 """`turnout dev`: the demo catalogs agree, a redis-server that dies at start is named at once, ports are
-checked, the banner names every metrics URL."""
+checked, the banner names every metrics URL, one stack per data directory."""
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -179,3 +180,37 @@ def test_a_listen_host_that_does_not_resolve_is_named_before_the_server_starts(
     assert "argument --host: 'no-such-host.invalid' is no address to listen on (" in capsys.readouterr().err
     for good in ("127.0.0.1", "0.0.0.0", "::1", "localhost"):
         assert build_parser().parse_args([command, "--host", good]).host == good
+
+
+def test_a_stack_lock_is_refused_to_a_second_holder_naming_the_first_until_released(tmp_path: Path) -> None:
+    from turnout_cli.dev_lock import StackBusy, hold
+
+    first = hold(tmp_path / "redis-demo")
+    with pytest.raises(StackBusy, match=rf"another `turnout dev` \(pid {os.getpid()}\) is running the stack"):
+        hold(tmp_path / "redis-demo")
+    hold(tmp_path / "redis-other").close()  # another configuration's stack is its own
+    first.close()
+    hold(tmp_path / "redis-demo").close()  # released with its holder
+
+
+def test_a_second_demo_stack_in_one_directory_is_refused_before_starting_anything(tmp_path: Path) -> None:
+    """Two demo stacks from one directory would share one Redis data directory and one demo.yaml."""
+    from turnout_cli.dev_lock import hold
+
+    (tmp_path / ".turnout").mkdir()
+    ports = []
+    for _ in range(2):
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            ports.append(free.getsockname()[1])
+    with hold(tmp_path / ".turnout" / "redis-demo"):
+        done = subprocess.run(
+            [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(ports[0]), "--sim-port", str(ports[1])],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 1
+    assert f"turnout dev: another `turnout dev` (pid {os.getpid()}) is running the stack" in done.stderr
+    assert "redis" not in done.stdout and not (tmp_path / ".turnout" / "demo.yaml").exists()
