@@ -201,6 +201,30 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
     assert {r["org"] for r in records} == {"acme"} and {r["key"] for r in records} == {"main"}
 
 
+def test_a_clients_traceparent_is_continued_by_the_requests_trace(obs: ObsGateway) -> None:
+    client_trace, client_span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
+    response = httpx.post(
+        f"{obs.gw.base_url}/v1/chat/completions",
+        headers={"authorization": f"Bearer {KEY_ACME}", "traceparent": f"00-{client_trace}-{client_span}-01"},
+        json={"model": "obs-chain", "messages": [{"role": "user", "content": "hello there"}]},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    rid = response.headers["x-request-id"]
+
+    def server_span() -> list[dict[str, Any]]:
+        return [s for s in obs.spans() if s["kind"] == "SERVER" and s["attributes"].get("turnout.request_id") == rid]
+
+    [server] = _eventually(server_span)
+    assert (server["trace_id"], server["parent_span_id"]) == (client_trace, client_span)
+    attempts = _eventually(
+        lambda: [
+            s for s in obs.spans() if s["trace_id"] == client_trace and "turnout.attempt.number" in s["attributes"]
+        ]
+    )
+    assert attempts  # the worker's attempts are in the client's trace too
+
+
 def test_export_returns_only_the_callers_org(obs: ObsGateway) -> None:
     acme_rid = obs.chat(KEY_ACME, "obs-ok").headers["x-request-id"]
     globex_rid = obs.chat(KEY_GLOBEX, "obs-ok").headers["x-request-id"]
