@@ -277,9 +277,11 @@ def create_app(
             health=view.loaded(),
             catalog_version=state.catalogs.version,
         )
-        submit = await unless_client_leaves(request, state.queue.submit(payload))
+        # a keyed job outlives its client: its stored result answers the retry the key announces
+        submit = await unless_client_leaves(request, state.queue.submit(payload), outlive_client=key is not None)
         if submit is None:
-            await state.queue.cancel(request_id)
+            if key is None:
+                await state.queue.cancel(request_id)
             return Response(status_code=499)
         try:
             result = submit.result()

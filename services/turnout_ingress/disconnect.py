@@ -2,7 +2,10 @@
 
 Owns: the race between the work (a queued job, or the streaming loop up to
 its commit point) and the client's `http.disconnect`. When the client goes,
-the work is cancelled (its in-flight upstream call with it) before returning.
+the work is cancelled (its in-flight upstream call with it) before returning,
+unless the work is to outlive its client: a queued job whose request holds an
+`Idempotency-Key` runs on to its end, so its stored result answers the
+retry the client announced by sending a key (README "Reliability").
 """
 
 from __future__ import annotations
@@ -23,12 +26,19 @@ async def _disconnected(request: Request) -> None:
             return
 
 
-async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -> asyncio.Future[T] | None:
+_OUTLIVING: set[asyncio.Future[Any]] = set()
+"""Work running on after its client left (`outlive_client`): held here so it is not garbage-collected."""
+
+
+async def unless_client_leaves(
+    request: Request, work: Coroutine[Any, Any, T], *, outlive_client: bool = False
+) -> asyncio.Future[T] | None:
     """Run `work`; return its finished task, or None when the client left first.
 
     The body must have been read already (the next message is then the
     disconnect, if any). A None return means `work` was cancelled and has
-    finished unwinding.
+    finished unwinding; with `outlive_client`, that it runs on in the
+    background to its own end (its result, or error, is then nobody's).
     """
     task = asyncio.ensure_future(work)
     gone = asyncio.ensure_future(_disconnected(request))
@@ -38,8 +48,19 @@ async def unless_client_leaves(request: Request, work: Coroutine[Any, Any, T]) -
         gone.cancel()
     if task.done():
         return task
+    if outlive_client:
+        _OUTLIVING.add(task)
+        task.add_done_callback(_settled)
+        return None
     await _cancelled(task)
     return None
+
+
+def _settled(task: asyncio.Future[Any]) -> None:
+    """The end of work that outlived its client: released, its error retrieved (nobody reads it)."""
+    _OUTLIVING.discard(task)
+    if not task.cancelled():
+        task.exception()
 
 
 RECANCEL_S = 0.1

@@ -121,12 +121,16 @@ async def _queued(
     deadline: Deadline,
     preferences: Preferences,
     view: HealthView,
+    *,
+    keyed: bool,
 ) -> Response:
     """Non-streaming: the same job as `/v1/chat/completions` (its `preferences`, the health
     `view` it was planned with), answered in Anthropic's format.
 
     With `owner` (the request already holding this Idempotency-Key) nothing is
     submitted: its result is joined and replayed (`x-turnout-idempotent-replay: 1`).
+    A `keyed` job (its request holds an Idempotency-Key) outlives its client,
+    as on the chat route.
     """
     deadline_s = deadline.at_s
     if owner is not None:
@@ -151,9 +155,10 @@ async def _queued(
         health=view.loaded(),
         catalog_version=state.catalogs.version,
     )
-    submit = await unless_client_leaves(request, state.queue.submit(payload))
+    submit = await unless_client_leaves(request, state.queue.submit(payload), outlive_client=keyed)
     if submit is None:
-        await state.queue.cancel(request_id)
+        if not keyed:
+            await state.queue.cancel(request_id)
         return Response(status_code=499)
     try:
         result = submit.result()
@@ -227,7 +232,16 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
             async def queued() -> Response:
                 owner = await idempotency.claim(state, key, raw, identity, request_id, deadline)
                 return await _queued(
-                    state, request, _encode.encode(body), identity, request_id, owner, deadline, preferences, view
+                    state,
+                    request,
+                    _encode.encode(body),
+                    identity,
+                    request_id,
+                    owner,
+                    deadline,
+                    preferences,
+                    view,
+                    keyed=key is not None,
                 )
 
             return await state.limiter.answer(held, queued())

@@ -31,6 +31,7 @@ models:
   idem:     {{offers: [{{provider: sim-a, model: "idem~200+500ms"}}]}}
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
   idem-bad: {{offers: [{{provider: sim-a, model: idem-bad}}]}}
+  idem-left: {{offers: [{{provider: sim-a, model: "idem-left~200+800ms"}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
 """
     + BREAKER_OFF
@@ -177,6 +178,24 @@ def test_idempotency_key_is_scoped_to_the_gateway_key(fleet2: Gateway) -> None:
     assert "x-turnout-idempotent-replay" not in same_body_other_key.headers
     assert other_body_other_key.status_code == 409  # reused within the short key's own scope
     assert post(KEY).headers.get("x-turnout-idempotent-replay") == "1"
+
+
+def test_a_keyed_job_outlives_its_client_so_the_retry_gets_its_answer(fleet2: Gateway) -> None:
+    """The client times out; its retry with the same key and body must get the first job's
+    answer, not wait out the budget for a job that was cancelled when the client left."""
+    headers = {"authorization": f"Bearer {KEY}", "anthropic-version": "2023-06-01"}
+    for done, route in enumerate(("/v1/chat/completions", "/v1/messages"), start=1):
+        keyed = {**headers, "idempotency-key": f"left-{done}"}
+        body = _body("idem-left")
+        with pytest.raises(httpx.ReadTimeout):
+            httpx.post(f"{fleet2.base_url}{route}", json=body, headers=keyed, timeout=httpx.Timeout(30, read=0.3))
+        started = time.monotonic()
+        retry = httpx.post(f"{fleet2.base_url}{route}", json=body, headers=keyed, timeout=30)
+        assert retry.status_code == 200, retry.text
+        assert retry.headers.get("x-turnout-idempotent-replay") == "1"
+        assert time.monotonic() - started < 10  # the first job's answer, not the budget's end
+        calls = fleet2.sim_log("idem-left~200+800ms")
+        assert len(calls) == done and calls[-1]["end"] == "complete", calls  # one call each, run to its end
 
 
 def test_idempotency_key_refused_when_repeated_or_out_of_bounds_before_any_upstream_call(fleet2: Gateway) -> None:

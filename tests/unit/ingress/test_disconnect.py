@@ -1,4 +1,4 @@
-"""A request's work is stopped when its client leaves, even when a cancel is lost (`turnout_ingress.disconnect`)."""
+"""A request's work is stopped when its client leaves, even when a cancel is lost, unless it is to outlive its client (`turnout_ingress.disconnect`)."""
 
 from __future__ import annotations
 
@@ -74,3 +74,27 @@ async def test_a_cancel_the_work_swallows_is_sent_again_until_it_stops() -> None
     assert await unless_client_leaves(_request(leaves), work()) is None
     assert swallowed == 2
     await leaving
+
+
+async def test_work_that_outlives_its_client_runs_to_its_end_after_none_is_returned() -> None:
+    leaves, started, finish = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    ended: list[str] = []
+
+    async def work() -> str:
+        started.set()
+        await finish.wait()
+        ended.append("ran to its end")
+        return "stored for the retry"
+
+    async def leave_once_started() -> None:
+        await started.wait()
+        leaves.set()
+
+    leaving = asyncio.ensure_future(leave_once_started())
+    assert await unless_client_leaves(_request(leaves), work(), outlive_client=True) is None
+    await leaving
+    assert ended == []  # still running: not cancelled when the client left
+    finish.set()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert ended == ["ran to its end"]
