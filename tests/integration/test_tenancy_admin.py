@@ -314,3 +314,38 @@ def test_a_base_url_carrying_a_secret_is_refused_with_where_to_put_it(gw: Gatewa
         assert response.status_code == 400 and response.json()["error"]["param"] == "base_url"
         assert "api_key field" in response.text and "leaky-secret-0001" not in response.text
     assert acme.call("GET", "/orgs/acme/custom-endpoints/leaky").status_code == 404
+
+
+def test_an_org_deleted_and_created_again_starts_clean(gw: Gateway, operator: Admin) -> None:
+    """Its predecessor's records, spend and Idempotency-Key bindings are not the new org's."""
+
+    def born() -> str:
+        assert operator.call("POST", "/orgs", {"id": "reborn"}).status_code == 201
+        made = operator.call("POST", "/orgs/reborn/keys", {"name": "main", "admin": True})
+        assert made.status_code == 201, made.text
+        secret: str = made.json()["secret"]
+        wait_for(lambda: chat(gw.base_url, secret, "t-ok").status_code == 200, 10, "the new key to be loaded")
+        return secret
+
+    def priced(secret: str) -> httpx.Response:
+        return httpx.post(
+            f"{gw.base_url}/v1/chat/completions",
+            headers={"authorization": f"Bearer {secret}", "idempotency-key": "reborn-1"},
+            json={"model": "t-priced", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5},
+            timeout=30,
+        )
+
+    first = born()
+    assert priced(first).status_code == 200
+    old = Admin(gw.base_url, first)
+    wait_for(lambda: old.call("GET", "/orgs/reborn/spend").json()["spend"]["total_usd"] > 0, 10, "the spend")
+    wait_for(lambda: "t-priced" in old.call("GET", "/logs/export").text, 10, "the records")
+    assert operator.call("DELETE", "/orgs/reborn").status_code == 200
+
+    second = born()
+    new = Admin(gw.base_url, second)
+    spend = new.call("GET", "/orgs/reborn/spend").json()["spend"]
+    assert (spend["total_usd"], spend["squads"], spend["keys"]) == (0.0, {}, {})
+    assert "t-priced" not in new.call("GET", "/logs/export").text  # the old org's rows are not this org's
+    again = priced(second)
+    assert again.status_code == 200 and "x-turnout-idempotent-replay" not in again.headers  # run anew, not replayed

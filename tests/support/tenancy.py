@@ -35,6 +35,8 @@ providers:
   sim-noshared: {{kind: openai_compatible, base_url: "{sim}/v1"}}
 models:
   t-ok:            {{offers: [{{provider: sim-a, model: t-ok}}]}}
+  t-priced:
+    offers: [{{provider: sim-a, model: t-priced, input_usd_per_mtok: 1000, output_usd_per_mtok: 1000}}]
   t-alt:           {{offers: [{{provider: sim-b, model: t-alt}}]}}
   t-other:         {{offers: [{{provider: sim-b, model: t-other}}]}}
   bk-a:            {{offers: [{{provider: sim-a, model: bk-a}}]}}

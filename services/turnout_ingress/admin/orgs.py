@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 from fastapi import APIRouter, Request
+from redis.exceptions import RedisError
 from starlette.responses import Response
 
 from turnout.errors import ConfigError
 from turnout.state.errors import StateUnavailable
+from turnout.state.org_purge import purge_org_state
 from turnout.tenancy.admin import AdminError, OrgCreate, check_name, clamps_view, decode, not_found, org_view
 from turnout.tenancy.orgs import OrgDoc, validate_org
 from turnout_ingress.admin.access import clamped, ok, unavailable
 from turnout_ingress.admin.deps import ORG, Admin, Doc, Operator, body, now
 
 router = APIRouter()
+log = logging.getLogger(__name__)
 
 
 @router.get("/admin/v1/orgs")
@@ -29,11 +35,20 @@ async def list_orgs(request: Request, api: Admin) -> Response:
 
 @router.post("/admin/v1/orgs")
 async def create_org(request: Request, api: Admin, _: Operator) -> Response:
-    """A new org (201; 409 when it exists), its settings clamped to the ceilings."""
+    """A new org (201; 409 when it exists), its settings clamped to the ceilings. An id used by
+    a deleted org starts clean: what that org left (spend, limit counters, Idempotency-Key
+    bindings) is removed first (`purge_org_state`), and its records are not the new org's
+    (exports read from `created_s`)."""
     spec = decode(await body(request), OrgCreate)
     check_name("id", spec.id)
     settings, clamps = clamped(spec.settings, api, "settings")
     doc = OrgDoc(id=spec.id, settings=settings, created_s=now())
+    try:
+        existing, _version = await api.store.load(spec.id)
+        if existing is None:  # (an existing org is the 409 below, left untouched)
+            await purge_org_state(request.app.state.turnout.redis, spec.id)
+    except (StateUnavailable, RedisError, OSError) as exc:
+        raise unavailable() from exc
 
     def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, None]:
         if current is not None:
@@ -55,8 +70,9 @@ async def get_org(doc: Doc) -> Response:
 
 
 @router.delete(ORG)
-async def delete_org(org: str, api: Admin, _: Operator) -> Response:
-    """Delete an org and everything in it (404 when missing)."""
+async def delete_org(request: Request, org: str, api: Admin, _: Operator) -> Response:
+    """Delete an org and everything in it (404 when missing): its document, then what it left in
+    Redis (`purge_org_state`; best effort here, done again before the id is created anew)."""
 
     def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, None]:
         if current is None:
@@ -64,4 +80,7 @@ async def delete_org(org: str, api: Admin, _: Operator) -> Response:
         return None, None
 
     await api._update(org, mutate, delete=True)
+    with contextlib.suppress(RedisError, OSError):
+        purged = await purge_org_state(request.app.state.turnout.redis, org)
+        log.info("org %s deleted; %d keys of its spend, limits and Idempotency-Keys removed", org, purged)
     return ok({"deleted": org})

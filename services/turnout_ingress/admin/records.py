@@ -47,8 +47,11 @@ async def export_response(
     since_s: float | None,
     until_s: float | None,
     now_s: float | None = None,
+    *,
+    born_s: float,
 ) -> StreamingResponse:
     """One org's records with `since_s <= ts <= until_s` (epoch s; None: open) as a JSONL or CSV download,
+    none older than `born_s` (the org's `created_s`: a deleted org of the same id left the older ones),
     one row per attempt (`turnout.observability.records_export.attempts`: an attempt without an end is `in_flight`, or `lost`
     once past its deadline at `now_s`, epoch s, default now).
 
@@ -59,6 +62,7 @@ async def export_response(
         GatewayUnavailable: 503 when Redis is unreachable at the start.
     """
     now_s = time.time() if now_s is None else now_s
+    since_s = max(since_s, born_s) if since_s is not None else (born_s or None)
     rows = attempts(read_rows(redis, org=org, since_s=since_s, until_s=until_s, page_size=PAGE_SIZE), now_s)
     try:
         first = await anext(rows, None)
@@ -134,8 +138,7 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
     asked = request.query_params.get("org")
     try:
         org = export_org(caller, asked)
-        if caller.operator:
-            await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
+        doc = await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
     except RequestRejected as exc:
         if exc.code != "not_found":
             raise
@@ -148,4 +151,4 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
     if fmt not in MEDIA_TYPES:
         raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code=INVALID_VALUE)
     since_s, until_s = parse_range(request.query_params)
-    return await export_response(redis, org, fmt, since_s, until_s)
+    return await export_response(redis, org, fmt, since_s, until_s, born_s=doc.created_s)

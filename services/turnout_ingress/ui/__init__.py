@@ -237,6 +237,11 @@ def install(app: FastAPI, state: IngressState) -> None:
             since_s=since_s,
             until_s=until_s,
         )
+        if filters.org is not None:  # none of a deleted org of the same id: rows since this org's creation
+            doc, _ = await access.store.load(filters.org)  # unreachable: the view's 503 (`register`)
+            born_s = doc.created_s if doc is not None else 0.0
+            if born_s and (filters.since_s is None or filters.since_s < born_s):
+                filters = msgspec.structs.replace(filters, since_s=born_s)
         cursor = valid_cursor(q.get("cursor"))
         skip = frozenset(s for s in (q.get("skip") or "").split(",") if s)
         started = time.perf_counter()
@@ -368,8 +373,7 @@ def install(app: FastAPI, state: IngressState) -> None:
         since_s, until_s, error = _times(q)
         if error is not None:
             return page("error.html", caller, status=400, message=error)
-        if caller.operator:  # an org's admin exports its own org; the operator's pick may not exist
-            doc, _ = await access.store.load(org)  # unreachable: the view's 503 (`register`)
-            if doc is None:
-                return page("error.html", caller, status=404, message=f"No such org {quoted(org, 64)}.")
-        return await export_response(state.redis, org, fmt, since_s, until_s)
+        doc, _ = await access.store.load(org)  # unreachable: the view's 503 (`register`)
+        if doc is None:  # the operator's pick (an org's admin exports its own org)
+            return page("error.html", caller, status=404, message=f"No such org {quoted(org, 64)}.")
+        return await export_response(state.redis, org, fmt, since_s, until_s, born_s=doc.created_s)
