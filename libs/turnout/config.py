@@ -26,7 +26,15 @@ from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
 from turnout.core.ordering import OrderName, PriceMix
-from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
+from turnout.core.policy import (
+    MOST,
+    Ceilings,
+    FallbackOverrides,
+    Policy,
+    PolicyOverrides,
+    clamp_policy,
+    merge_policy,
+)
 from turnout.core.scopes import ScopeSettings, as_model_map
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
@@ -36,9 +44,12 @@ if TYPE_CHECKING:
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 
-AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
-"""A count or a size that must be at least 1."""
-SecondsAtLeastOne = Annotated[int, msgspec.Meta(ge=1, description="at least 1 s")]
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=MOST)]
+"""A count or a size that must be at least 1 (and at most 2^31-1, as every policy number)."""
+SecondsAtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=MOST, description="at least 1 s")]
+DAY_S = 86_400.0
+"""The longest deadline or lease in `gateway:` (seconds): a value past it means no deadline, which
+the guards exist to prevent, and overflowed Redis's expiries."""
 Port = Annotated[int, msgspec.Meta(ge=1, le=65535, description="a port is between 1 and 65535")]
 EgressEntry = Annotated[
     str,
@@ -188,12 +199,12 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     worker_max_jobs: AtLeastOne = 500
     worker_start_passes: AtLeastOne = 8
     ingress_max_streams: AtLeastOne = 2000
-    job_lease_s: Annotated[float, msgspec.Meta(ge=1, description="at least 1 s")] = 10.0
-    records_max: int = 100_000
-    max_header_bytes: Annotated[int, msgspec.Meta(ge=4096)] = 64 * 1024
-    header_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 10.0
-    body_timeout_s: Annotated[float, msgspec.Meta(gt=0)] = 30.0
-    max_connections: Annotated[int, msgspec.Meta(ge=1)] = 10_000
+    job_lease_s: Annotated[float, msgspec.Meta(ge=1, le=DAY_S, description="1 s to a day")] = 10.0
+    records_max: Annotated[int, msgspec.Meta(ge=0, le=MOST)] = 100_000
+    max_header_bytes: Annotated[int, msgspec.Meta(ge=4096, le=MOST)] = 64 * 1024
+    header_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=DAY_S, description="above 0, a day at most")] = 10.0
+    body_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=DAY_S, description="above 0, a day at most")] = 30.0
+    max_connections: AtLeastOne = 10_000
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

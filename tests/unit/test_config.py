@@ -665,3 +665,30 @@ def test_a_stored_catalog_with_a_repeated_offer_plans_it_once() -> None:
     assert "openai/gpt-5" in catalog.sole_targets
     with pytest.raises(ConfigError, match=r"offers\[1\]: openai/gpt-5 repeats offers\[0\]"):
         with_catalog(config, config.raw.providers, {**config.raw.models, "gpt-5": twice})
+
+
+@pytest.mark.parametrize(
+    ("section", "value", "path"),
+    [
+        ("policy: {budget: {max_total_latency_ms: 99999999999999999999}}", None, "policy.budget.max_total_latency_ms"),
+        ("ceilings: {max_total_latency_ms: 9223372036854775807}", None, "ceilings.max_total_latency_ms"),
+        ("policy: {retry: {max_retries: 2147483648}}", None, "policy.retry.max_retries"),
+        ("gateway: {result_ttl_s: 99999999999999999999}", None, "gateway.result_ttl_s"),
+        ("gateway: {records_max: -1}", None, "gateway.records_max"),
+        ("gateway: {job_lease_s: 1.0e+300}", None, "gateway.job_lease_s"),
+        ("breaker: {probe_ttl_s: 1.0e+300}", None, "breaker.probe_ttl_s"),
+        ("ceilings: {max_total_latency_ms: 2147483647}", 2147483647, None),
+    ],
+)
+def test_numbers_past_what_a_job_or_redis_can_hold_are_refused_naming_the_field(
+    section: str, value: int | None, path: str | None
+) -> None:
+    """Such values passed the check and then broke every queued request (500 from the job's
+    encoding, or a 503 naming Redis while Redis was fine)."""
+    text = minimal() + section + "\n"
+    if path is None:
+        assert parse_config(text, env={}).raw.ceilings.max_total_latency_ms == value
+        return
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert str(info.value).startswith(f"{path}: Expected"), str(info.value)

@@ -88,6 +88,13 @@ NOT_BEFORE_SLACK_S = 0.5
 got the hint retries on its own monotonic clock, a hair before the store's."""
 
 
+MOST_S = 86_400.0
+"""The longest breaker duration (seconds: a day). A larger cooldown, window or probe lifetime meant
+nothing the breaker could use, and overflowed Redis's expiries (a probe permit's `PX`)."""
+MOST_COUNT = 2**31 - 1
+"""The largest breaker count (failures in a run, results in a window)."""
+
+
 class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
     """Thresholds (SPEC §5, §11 `breaker:`); durations in seconds.
 
@@ -121,21 +128,21 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
         max_not_before_s: cap of a provider's Retry-After kept fleet-wide.
     """
 
-    consecutive_failures: Annotated[int, Meta(ge=1)] = 3
-    sole_consecutive_failures: Annotated[int, Meta(ge=1)] = 20
+    consecutive_failures: Annotated[int, Meta(ge=1, le=MOST_COUNT)] = 3
+    sole_consecutive_failures: Annotated[int, Meta(ge=1, le=MOST_COUNT)] = 20
     run_chance: Annotated[float, Meta(gt=0.0, lt=1.0)] = 1e-6
-    window: Annotated[float, Meta(gt=0.0)] = 20.0
+    window: Annotated[float, Meta(gt=0.0, le=MOST_S)] = 20.0
     failure_rate: Annotated[float, Meta(gt=0.0)] = 0.5
     sole_failure_rate: Annotated[float, Meta(gt=0.0)] = 0.9
-    min_results: Annotated[float, Meta(ge=1.0)] = 10.0
-    cooldown_s: Annotated[float, Meta(gt=0.0)] = 5.0
-    max_cooldown_s: Annotated[float, Meta(gt=0.0)] = 20.0
-    probe_ttl_s: Annotated[float, Meta(ge=0.3)] = 10.0
-    slow_start_s: Annotated[float, Meta(ge=0.0)] = 10.0
+    min_results: Annotated[float, Meta(ge=1.0, le=MOST_COUNT)] = 10.0
+    cooldown_s: Annotated[float, Meta(gt=0.0, le=MOST_S)] = 5.0
+    max_cooldown_s: Annotated[float, Meta(gt=0.0, le=MOST_S)] = 20.0
+    probe_ttl_s: Annotated[float, Meta(ge=0.3, le=MOST_S)] = 10.0
+    slow_start_s: Annotated[float, Meta(ge=0.0, le=MOST_S)] = 10.0
     slow_start_min_share: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.1
     tolerance: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.05
     explore: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.05
-    max_not_before_s: Annotated[float, Meta(ge=0.0)] = 300.0
+    max_not_before_s: Annotated[float, Meta(ge=0.0, le=MOST_S)] = 300.0
 
     @property
     def half_life_s(self) -> float:

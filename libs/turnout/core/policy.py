@@ -148,17 +148,28 @@ class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     plan: PlanPolicy = PlanPolicy()
 
 
+MOST = 2**31 - 1
+"""The largest count or duration (ms: 24.8 days) a policy or a ceiling holds. Larger values meant
+nothing a request could use, and broke the job's encoding (msgpack holds no int past 2^64) or
+Redis's expiries."""
+Count = Annotated[int, msgspec.Meta(ge=0, le=MOST)]
+"""A count that may be 0 (`max_retries`) or a duration where 0 means none or no wait (`ttft_timeout_ms`)."""
+AtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=MOST)]
+"""A count or a duration with no meaning at 0 (`max_attempts`, `per_attempt_timeout_ms`)."""
+
+
 class Ceilings(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Operator ceilings (SPEC §4, §11 `ceilings`). Defaults are the SPEC's;
     `max_offers` bounds `plan.max_offers`. Each is at least the least value of
     the policy field it bounds (`clamp_policy`): 0 for `max_retries`, 1 for the
-    others, so a file below that is refused naming the ceiling itself."""
+    others, so a file below that is refused naming the ceiling itself; and at
+    most `MOST`, as every policy number."""
 
-    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 6
-    max_attempts: Annotated[int, msgspec.Meta(ge=1)] = 6
-    max_total_latency_ms: Annotated[int, msgspec.Meta(ge=1)] = 180_000
-    max_cycles: Annotated[int, msgspec.Meta(ge=1)] = 3
-    max_offers: Annotated[int, msgspec.Meta(ge=1)] = 20
+    max_retries: Count = 6
+    max_attempts: AtLeastOne = 6
+    max_total_latency_ms: AtLeastOne = 180_000
+    max_cycles: AtLeastOne = 3
+    max_offers: AtLeastOne = 20
 
     @property
     def max_total_latency_s(self) -> float:
@@ -240,12 +251,6 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
     )
     plan = PlanPolicy(max_offers=_bounded("plan.max_offers", policy.plan.max_offers, 1, ceilings.max_offers, clamps))
     return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan), tuple(clamps)
-
-
-Count = Annotated[int, msgspec.Meta(ge=0)]
-"""A count that may be 0 (`max_retries`) or a duration where 0 means none or no wait (`ttft_timeout_ms`)."""
-AtLeastOne = Annotated[int, msgspec.Meta(ge=1)]
-"""A count or a duration with no meaning at 0 (`max_attempts`, `per_attempt_timeout_ms`)."""
 
 
 class _Overrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

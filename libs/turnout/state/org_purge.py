@@ -18,6 +18,7 @@ from urllib.parse import quote
 from redis.asyncio import Redis
 
 from turnout.state import keys
+from turnout.state.errors import state_errors
 
 LIMIT_KINDS = ("org", "squad", "key")
 """The scopes a limit counter is kept for (`turnout.core.limits.ScopeLimits.kind`)."""
@@ -44,16 +45,17 @@ async def purge_org_state(redis: Redis, org: str, *, batch: int = 500) -> int:
     deletion is rare, so the walk's cost is paid then, never on a request.
 
     Raises:
-        RedisError, OSError: Redis unreachable (what was deleted before stays deleted).
+        StateUnavailable: Redis unreachable (what was deleted before stays deleted).
     """
     deleted = 0
-    for pattern in org_state_patterns(org):
-        found: list[str] = []
-        async for key in redis.scan_iter(match=pattern, count=batch):
-            found.append(key)
-            if len(found) >= batch:
+    with state_errors():
+        for pattern in org_state_patterns(org):
+            found: list[str] = []
+            async for key in redis.scan_iter(match=pattern, count=batch):
+                found.append(key)
+                if len(found) >= batch:
+                    deleted += int(await redis.unlink(*found))
+                    found = []
+            if found:
                 deleted += int(await redis.unlink(*found))
-                found = []
-        if found:
-            deleted += int(await redis.unlink(*found))
     return deleted

@@ -6,7 +6,6 @@ import contextlib
 import logging
 
 from fastapi import APIRouter, Request
-from redis.exceptions import RedisError
 from starlette.responses import Response
 
 from turnout.errors import ConfigError
@@ -47,7 +46,7 @@ async def create_org(request: Request, api: Admin, _: Operator) -> Response:
         existing, _version = await api.store.load(spec.id)
         if existing is None:  # (an existing org is the 409 below, left untouched)
             await purge_org_state(request.app.state.turnout.redis, spec.id)
-    except (StateUnavailable, RedisError, OSError) as exc:
+    except StateUnavailable as exc:
         raise unavailable() from exc
 
     def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, None]:
@@ -80,7 +79,7 @@ async def delete_org(request: Request, org: str, api: Admin, _: Operator) -> Res
         return None, None
 
     await api._update(org, mutate, delete=True)
-    with contextlib.suppress(RedisError, OSError):
+    with contextlib.suppress(StateUnavailable):
         purged = await purge_org_state(request.app.state.turnout.redis, org)
         log.info("org %s deleted; %d keys of its spend, limits and Idempotency-Keys removed", org, purged)
     return ok({"deleted": org})
