@@ -151,9 +151,24 @@ def outcome_of(last: dict[str, Any]) -> str:
     return "ok" if kind == "success" else "in_flight" if kind == IN_FLIGHT_KIND else "failed"
 
 
+_SEQ_MAX = 2**64 - 1
+"""A Redis stream id's sequence is an unsigned 64-bit number; a larger one is a Redis error."""
+_MS_MAX = 253_402_300_799_999
+"""The latest stream id time a cursor may name (ms: 9999-12-31T23:59:59.999Z). The reader computes
+bounds from it, and a time near 2^64 ms would round past what Redis accepts."""
+
+
 def valid_cursor(value: str | None) -> str | None:
-    """`value` when it is a stream position the reader accepts (`<ms>-<seq>`, `(` for exclusive), else None."""
-    return value if value is not None and _CURSOR.match(value) else None
+    """`value` when it is a stream position the reader accepts (`<ms>-<seq>`, `(` for exclusive; its
+    time at most `_MS_MAX`, its sequence at most 2^64-1; an exclusive one after `0-0`), else None: the
+    first page, as a bad cursor is ignored (a page's own links never send one). Redis refuses the
+    others with an error the page once showed as Redis being unreachable."""
+    if value is None or not _CURSOR.match(value):
+        return None
+    ms, seq = (int(part) for part in value.lstrip("(").split("-"))
+    if ms > _MS_MAX or seq > _SEQ_MAX or (value.startswith("(") and ms == seq == 0):
+        return None
+    return value
 
 
 def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:

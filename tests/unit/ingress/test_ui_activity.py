@@ -154,6 +154,12 @@ def test_filters_match_requests(filters: Filters, shown: bool) -> None:
         ("+", False),
         ("1-0) or", False),
         (None, False),
+        ("253402300799999-18446744073709551615", True),  # 9999-12-31, and 2^64-1: the largest accepted
+        ("253402300800000-0", False),
+        ("18446744073709551616-0", False),  # past 2^64 Redis answers an error, once shown as Redis unreachable
+        ("(1-99999999999999999999", False),
+        ("(0-0", False),  # nothing is before it: Redis refuses the interval
+        ("0-0", True),
     ],
 )
 def test_cursor_accepts_only_stream_ids(value: str | None, valid: bool) -> None:

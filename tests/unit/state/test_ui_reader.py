@@ -135,3 +135,15 @@ async def test_a_rerun_request_shows_one_row_per_attempt_with_the_dead_runs_atte
     assert [(r.request_id, len(r.attempts)) for r in page.requests] == [("job1", 2)]
     rows, _ = await reader.window_rows(redis_client, scope_org=None, since_s=t0 - 1, scan_max=100)
     assert len(rows) == 1  # only ended (and lost) rows count in the figures
+
+
+async def test_every_cursor_the_pages_accept_is_one_redis_accepts(redis_client: Redis) -> None:
+    """A cursor past what Redis takes was answered 503 "records store unreachable" with Redis fine."""
+    from turnout_ingress.ui.activity import valid_cursor
+
+    await _write(redis_client, _interleaved(3))
+    for sent in ("253402300799999-18446744073709551615", "(253402300799999-18446744073709551615", "0-0", "(0-1"):
+        cursor = valid_cursor(sent)
+        assert cursor == sent
+        await reader.read_page(redis_client, scope_org=None, filters=Filters(), cursor=cursor, size=5)
+        await reader.find_request(redis_client, "r001", scope_org=None, at=cursor)
