@@ -287,6 +287,16 @@ def _image_url(source: Any, param: str) -> str:
     raise _fail("image sources must be `base64` or `url`", param)
 
 
+def _unsupported_block(block: Any, param: str) -> WireError:
+    """The error for a content block this gateway cannot take: a type it does not translate, or
+    something that is not a block at all (an object with a string `type`)."""
+    kind = block.get("type") if isinstance(block, dict) else None
+    if isinstance(kind, str):
+        return _fail(f"content block type {kind[:40]!r} is not supported by this gateway", param)
+    got = "an object without a string `type`" if isinstance(block, dict) else f"`{json.dumps(block)[:40]}`"
+    return _fail(f"each content block must be an object with a string `type`, got {got}", param)
+
+
 def _user_turn(content: list[Any], param: str, out: list[dict[str, Any]]) -> None:
     parts: list[dict[str, Any]] = []
 
@@ -308,7 +318,7 @@ def _user_turn(content: list[Any], param: str, out: list[dict[str, Any]]) -> Non
             call_id = _string(block, "tool_use_id", f"{param}.{j}")
             out.append({"role": "tool", "tool_call_id": call_id, "content": text})
         else:
-            raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
+            raise _unsupported_block(block, f"{param}.{j}")
     flush()
 
 
@@ -329,7 +339,7 @@ def _assistant_turn(content: list[Any], param: str) -> dict[str, Any]:
                 }
             )
         elif kind not in ("thinking", "redacted_thinking"):
-            raise _fail(f"content block type {kind!r} is not supported by this gateway", f"{param}.{j}")
+            raise _unsupported_block(block, f"{param}.{j}")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) if texts or not calls else None}
     if calls:
         message["tool_calls"] = calls

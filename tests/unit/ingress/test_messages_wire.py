@@ -294,6 +294,32 @@ def test_a_text_block_needs_its_text_as_a_string(role: str, content: list[Any], 
 @pytest.mark.parametrize(
     ("role", "block", "message"),
     [
+        ("user", 1, "messages.0.content.0: each content block must be an object with a string `type`, got `1`"),
+        (
+            "assistant",
+            {"text": "x"},
+            (
+                "messages.0.content.0: each content block must be an object with a string `type`, "
+                "got an object without a string `type`"
+            ),
+        ),
+        (
+            "user",
+            {"type": "audio"},
+            "messages.0.content.0: content block type 'audio' is not supported by this gateway",
+        ),
+    ],
+    ids=["a-number", "no-type", "unknown-type"],
+)
+def test_a_content_block_that_is_not_one_says_what_it_got(role: str, block: Any, message: str) -> None:
+    with pytest.raises(WireError) as caught:
+        to_openai_request(_body(messages=[{"role": role, "content": [block]}]))
+    assert caught.value.message == message
+
+
+@pytest.mark.parametrize(
+    ("role", "block", "message"),
+    [
         ("user", {"type": "tool_result", "content": "ok"}, "messages.0.content.0.tool_use_id: Field required"),
         ("user", {"type": "tool_result", "tool_use_id": 7}, "messages.0.content.0.tool_use_id: Input should be"),
         ("assistant", {"type": "tool_use", "name": "f", "input": {}}, "messages.0.content.0.id: Field required"),
