@@ -17,11 +17,15 @@ checked while the file is read, before any value is built:
 - nesting is capped (`MAX_DEPTH`): reading a value nested thousands of
   levels deep would exhaust Python's recursion limit.
 Each is a `yaml.YAMLError` naming the line, as any other malformed file.
+A number with an exponent (`1e300`) is read as a float, as YAML 1.2 and
+JSON read it (PyYAML's YAML 1.1 rules wanted a dot and a signed exponent).
 Must not import: anything of Turnout's.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 import yaml
@@ -118,6 +122,26 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     key_node.start_mark,
                 )
         return super().construct_mapping(node, deep=deep)
+
+
+_EXPONENT_FLOAT = re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$")
+"""A number written with an exponent and no dot or sign in it (`1e300`, `2E-3`): a float in YAML
+1.2 and JSON, but a string to PyYAML's YAML 1.1 rules, which want `1.0e+300`. A setting typed as
+a number then said "Expected `float`, got `str`" of what reads as one."""
+_EXPONENT_TAG = "tag:turnout,2026:exponent-float"
+
+
+def _exponent_float(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> float:
+    """The float a `_EXPONENT_FLOAT` scalar writes; one past a float's range (`1e400`) is an error
+    naming its line, not infinity."""
+    value = float(str(loader.construct_scalar(node)).replace("_", ""))
+    if math.isinf(value):
+        raise ConstructorError(None, None, f"the number {node.value[:40]} is out of range", node.start_mark)
+    return value
+
+
+_UniqueKeyLoader.add_implicit_resolver(_EXPONENT_TAG, _EXPONENT_FLOAT, list("-+0123456789"))
+_UniqueKeyLoader.add_constructor(_EXPONENT_TAG, _exponent_float)
 
 
 def load_yaml(text: str) -> Any:

@@ -112,3 +112,21 @@ _VALUES = st.recursive(
 @given(_VALUES)
 def test_any_plain_document_reads_back_as_written(value: Any) -> None:
     assert load_yaml(yaml.safe_dump({"v": value})) == {"v": value}
+
+
+@pytest.mark.parametrize(
+    ("written", "read"),
+    [("1e300", 1e300), ("2E-3", 0.002), ("-1e3", -1000.0), ("1_000e2", 100000.0), ("1.5e+3", 1500.0)],
+)
+def test_a_number_with_an_exponent_is_a_float_as_in_yaml_1_2(written: str, read: float) -> None:
+    assert load_yaml(f"n: {written}\n") == {"n": read}
+
+
+@pytest.mark.parametrize("written", ["'1e3'", "1e", "e5", "1e3x", "abc1e3"])
+def test_what_is_not_such_a_number_stays_text(written: str) -> None:
+    assert isinstance(load_yaml(f"n: {written}\n")["n"], str)
+
+
+def test_an_exponent_past_a_floats_range_is_an_error_naming_its_line() -> None:
+    with pytest.raises(yaml.YAMLError, match=r"the number 1e400 is out of range[\s\S]*line 2, column 4"):
+        load_yaml("a: 1\nb: 1e400\n")
