@@ -53,6 +53,7 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
     assert beta.call("DELETE", "/orgs/acme/keys/audited").status_code == 404
     assert Admin(gw.base_url, "tk-nobody-0000000000000").call("POST", "/orgs", {"id": "x"}).status_code == 401
     assert operator.call("POST", "/orgs", {"id": "audit-org"}).status_code == 201
+    assert acme.call("PATCH", "/orgs/acme/keys/no%20such/settings", {"limits": None}).status_code == 404
     assert acme.call("GET", "/orgs/acme").status_code == 200  # a read: not recorded
 
     entries = _export(gw, since=str(started - 1))
@@ -64,8 +65,9 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
         ("key beta/admin", "DELETE", "/admin/v1/orgs/acme/keys/audited", 404, []),
         ("unauthenticated", "POST", "/admin/v1/orgs", 401, []),
         ("operator", "POST", "/admin/v1/orgs", 201, ["id"]),
+        ("key acme/admin", "PATCH", "/admin/v1/orgs/acme/keys/no%20such/settings", 404, ["limits"]),  # as sent
     ]
-    assert [e["org"] for e in entries] == ["acme", "acme", "acme", "acme", None, None]
+    assert [e["org"] for e in entries] == ["acme", "acme", "acme", "acme", None, "audit-org", "acme"]
     assert all(e["at"].endswith("Z") and e["at"] >= time.strftime("%Y-%m-%dT", time.gmtime(started)) for e in entries)
     dump = json.dumps(entries)
     assert PROVIDER_SECRET not in dump and secret not in dump and PROVIDER_SECRET[-8:] not in dump

@@ -65,11 +65,12 @@ class AuditMiddleware:
             await self.app(scope, receive, send_status)
         finally:
             state: dict[str, Any] = scope.get("state") or {}
+            path = scope.get("raw_path", b"").decode("latin-1") or scope["path"]  # as sent: `%2F` stays apart from `/`
             entry = AuditEntry(
                 who=str(state.get("audit_who", "unauthenticated")),
-                org=org_of(scope["path"]),
+                org=state.get("audit_org") or org_of(scope["path"]),  # a created org names itself
                 method=scope["method"],
-                path=scope["path"],
+                path=path,
                 fields=tuple(state.get("audit_fields", ())),
                 status=status,
             )

@@ -40,6 +40,7 @@ async def create_org(request: Request, api: Admin, _: Operator) -> Response:
     (exports read from `created_s`)."""
     spec = decode(await body(request), OrgCreate)
     check_name("id", spec.id)
+    request.state.audit_org = spec.id  # the audit log's `org` of this write (its path names none)
     settings, clamps = clamped(spec.settings, api, "settings")
     doc = OrgDoc(id=spec.id, settings=settings, created_s=now())
     try:
