@@ -179,7 +179,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     r.set_defaults(func=cmd_admin, action="rotate")
 
     def actions(name: str, spec: dict[str, list[str]]) -> dict[str, argparse.ArgumentParser]:
-        parser = res.add_parser(name, help=f"{name} of an org")
+        parser = res.add_parser(name, help="orgs (operator key)" if name == "orgs" else f"{name} of an org")
         acts = parser.add_subparsers(dest="action", required=True)
         out = {}
         for action, positionals in spec.items():

@@ -282,7 +282,9 @@ def run_dev(args: argparse.Namespace) -> int:
     demo = not config_path
     if demo or not redis_url:  # a Redis data directory of ours, or the demo's `.turnout/demo.yaml`
         try:
-            lock = hold(data_dir(home, config_path))  # noqa: F841  (held until this function returns)
+            data = data_dir(home, config_path)
+            what = "the demo stack of this directory" if demo else f"the stack whose Redis data is in {data}"
+            lock = hold(data, what)  # noqa: F841  (held until this function returns)
         except (StackBusy, OSError) as exc:
             print(f"turnout dev: {exc}.", file=sys.stderr)
             return 1

@@ -22,8 +22,9 @@ class StackBusy(Exception):
     """Another process holds the stack's lock; the message names it and what to do."""
 
 
-def hold(data: Path) -> IO[str]:
-    """Lock the stack whose Redis keeps its data in `data` (a path; it need not exist yet).
+def hold(data: Path, what: str) -> IO[str]:
+    """Lock the stack whose Redis keeps (or would keep) its data in `data` (a path; it need not exist
+    yet); `what` names that stack in the refusal (`the demo stack of this directory`).
 
     Returns:
         The open lock file, holding the lock: keep it open while the stack
@@ -41,7 +42,7 @@ def hold(data: Path) -> IO[str]:
         holder = handle.read().strip()[:20] or "unknown"
         handle.close()
         raise StackBusy(
-            f"another `turnout dev` (pid {holder}) is running the stack whose Redis data is in {data}; "
+            f"another `turnout dev` (pid {holder}) is running {what}; "
             "stop it first, or start this one from another directory"
         ) from None
     handle.seek(0)

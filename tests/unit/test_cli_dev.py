@@ -185,12 +185,12 @@ def test_a_listen_host_that_does_not_resolve_is_named_before_the_server_starts(
 def test_a_stack_lock_is_refused_to_a_second_holder_naming_the_first_until_released(tmp_path: Path) -> None:
     from turnout_cli.dev_lock import StackBusy, hold
 
-    first = hold(tmp_path / "redis-demo")
-    with pytest.raises(StackBusy, match=rf"another `turnout dev` \(pid {os.getpid()}\) is running the stack"):
-        hold(tmp_path / "redis-demo")
-    hold(tmp_path / "redis-other").close()  # another configuration's stack is its own
+    first = hold(tmp_path / "redis-demo", "the demo stack")
+    with pytest.raises(StackBusy, match=rf"another `turnout dev` \(pid {os.getpid()}\) is running the demo stack;"):
+        hold(tmp_path / "redis-demo", "the demo stack")
+    hold(tmp_path / "redis-other", "another").close()  # another configuration's stack is its own
     first.close()
-    hold(tmp_path / "redis-demo").close()  # released with its holder
+    hold(tmp_path / "redis-demo", "the demo stack").close()  # released with its holder
 
 
 def test_a_second_demo_stack_in_one_directory_is_refused_before_starting_anything(tmp_path: Path) -> None:
@@ -203,7 +203,7 @@ def test_a_second_demo_stack_in_one_directory_is_refused_before_starting_anythin
         with socket.socket() as free:
             free.bind(("127.0.0.1", 0))
             ports.append(free.getsockname()[1])
-    with hold(tmp_path / ".turnout" / "redis-demo"):
+    with hold(tmp_path / ".turnout" / "redis-demo", "the demo stack"):
         done = subprocess.run(
             [sys.executable, "-m", "turnout_cli.main", "dev", "--port", str(ports[0]), "--sim-port", str(ports[1])],
             cwd=tmp_path,
@@ -212,5 +212,5 @@ def test_a_second_demo_stack_in_one_directory_is_refused_before_starting_anythin
             timeout=60,
         )
     assert done.returncode == 1
-    assert f"turnout dev: another `turnout dev` (pid {os.getpid()}) is running the stack" in done.stderr
+    assert f"turnout dev: another `turnout dev` (pid {os.getpid()}) is running the demo stack" in done.stderr
     assert "redis" not in done.stdout and not (tmp_path / ".turnout" / "demo.yaml").exists()
