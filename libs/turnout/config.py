@@ -269,6 +269,10 @@ class Config(msgspec.Struct, frozen=True, kw_only=True):
     source: str = "<memory>"
 
 
+EXTENSION_PREFIX = "x-"
+"""Top-level keys starting with it are the file's own (blocks for YAML anchors: `x-defaults: &d ...`),
+read by YAML and then ignored."""
+
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _ENV_REF = re.compile(r"""\$\{[^}\n"']*\}""")
 """A `${...}` to shield from YAML: no `}`, newline or quote inside (a quote closes the scalar it is in)."""
@@ -464,6 +468,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
         raise ConfigError(f"{source}: not valid YAML: {shown}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the configuration must be a mapping with `providers` and `models`")
+    data = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(EXTENSION_PREFIX))}
     _check_key_references(data)
     data = _interpolate(data, os.environ if env is None else env, "")
     try:

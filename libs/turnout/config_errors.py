@@ -44,6 +44,14 @@ def _description(tp: Any) -> str | None:
     return _description(get_args(tp)[0])
 
 
+def _union_description(tp: Any) -> str | None:
+    """The one description every arm of a union shares (`StatusEntry`: an int or a string), if any."""
+    if get_origin(tp) not in (typing.Union, types.UnionType):
+        return None
+    found = {_description(arm) for arm in get_args(tp)}
+    return found.pop() if len(found) == 1 else None
+
+
 def _literals(tp: Any) -> tuple[Any, ...]:
     """The allowed values of a `Literal` (or an optional one), else ()."""
     tp = _strip(tp)
@@ -138,8 +146,10 @@ def collect(value: Any, tp: Any, path: str = "") -> list[str]:
     allowed = _literals(tp)
     if allowed and "enum" in message.lower():
         message += f" (allowed: {', '.join(repr(a) for a in allowed)})"
-    described = _description(tp)
-    if described:
+    described = _description(tp) or _union_description(tp)
+    if described and "matching regex" in message:  # the rule in words, not the pattern, and what was written
+        message = f"Expected {described}, got {str(value)[:40]!r}"
+    elif described:
         message += f" ({described})"
     return [f"{path or '<document>'}: {message}"]
 

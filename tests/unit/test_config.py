@@ -692,3 +692,23 @@ def test_numbers_past_what_a_job_or_redis_can_hold_are_refused_naming_the_field(
     with pytest.raises(ConfigError) as info:
         parse_config(text, env={})
     assert str(info.value).startswith(f"{path}: Expected"), str(info.value)
+
+
+def test_top_level_x_keys_hold_anchors_and_are_otherwise_ignored() -> None:
+    text = (
+        "x-retry: &retry {max_retries: 1, retry_on_status: [429, 5xx]}\n"
+        "x-notes: anything at all\n" + minimal() + "policy: {retry: {<<: *retry, base_ms: 500}}\n"
+    )
+    config = parse_config(text, env={})
+    assert (config.policy.retry.max_retries, config.policy.retry.base_ms) == (1, 500)
+    with pytest.raises(ConfigError, match=r"^defaults: unknown field `defaults`"):
+        parse_config("defaults: {a: 1}\n" + minimal(), env={})  # only `x-` keys are the file's own
+
+
+def test_a_status_entry_error_says_the_rule_in_words_and_quotes_what_was_written() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(minimal() + "policy: {retry: {retry_on_status: [429, abc]}}\n", env={})
+    assert str(info.value) == (
+        "policy.retry.retry_on_status[1]: Expected an HTTP status from 100 to 599 "
+        "(429, also \"429\") or a class (5xx), got 'abc'"
+    )

@@ -20,9 +20,13 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+_STATUS_WORDS = 'an HTTP status from 100 to 599 (429, also "429") or a class (5xx)'
 StatusEntry = (
-    Annotated[int, msgspec.Meta(ge=100, le=599)]
-    | Annotated[str, msgspec.Meta(pattern=r"^ *([1-5][0-9][0-9]|[1-5][xX][xX]) *$", max_length=16)]
+    Annotated[int, msgspec.Meta(ge=100, le=599, description=_STATUS_WORDS)]
+    | Annotated[
+        str,
+        msgspec.Meta(pattern=r"^ *([1-5][0-9][0-9]|[1-5][xX][xX]) *$", max_length=16, description=_STATUS_WORDS),
+    ]
 )
 """One entry of a status list: an HTTP status (429, also "429") or a class ("5xx");
 anything else is refused where a policy is decoded (file, admin API), naming the entry."""
