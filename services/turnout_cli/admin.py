@@ -61,7 +61,11 @@ def _secret(args: argparse.Namespace) -> str:
         return value
     if sys.stdin.isatty():
         print("API key (one line): ", end="", file=sys.stderr, flush=True)
-    return sys.stdin.readline().strip()
+        return sys.stdin.readline().strip()
+    lines = [line.strip() for line in sys.stdin.read().splitlines() if line.strip()]
+    if len(lines) != 1:  # a key is one line: more would have been cut to the first, silently (never shown)
+        raise SystemExit(f"turnout admin: standard input must hold the key alone on one line; it holds {len(lines)}")
+    return lines[0]
 
 
 def _with_settings(body: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

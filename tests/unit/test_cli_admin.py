@@ -144,3 +144,29 @@ def test_a_catalog_provider_key_comes_from_stdin_never_argv(monkeypatch: pytest.
                 "sk-x",
             ]
         )
+
+
+@pytest.mark.parametrize(("stdin", "lines"), [("sk-a\nsk-b\n", 2), ("\n\n", 0)])
+def test_a_piped_key_must_be_one_line_never_cut_to_the_first(
+    monkeypatch: pytest.MonkeyPatch, stdin: str, lines: int
+) -> None:
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    args = build_parser().parse_args(
+        [
+            "admin",
+            "catalog",
+            "set-provider",
+            "a",
+            "--kind",
+            "openai",
+            "--base-url",
+            "https://a.example/v1",
+            "--with-key",
+        ]
+    )
+    with pytest.raises(SystemExit) as info:
+        _request(args)
+    assert str(info.value) == f"turnout admin: standard input must hold the key alone on one line; it holds {lines}"
+    assert "sk-a" not in str(info.value)

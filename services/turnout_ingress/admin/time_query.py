@@ -86,11 +86,22 @@ def parse_range(query: Mapping[str, str]) -> tuple[float | None, float | None]:
 
 
 def refuse_unknown(query: Mapping[str, str], known: tuple[str, ...]) -> None:
-    """Refuse a query parameter the route does not read (a misspelt `sinse` would export everything).
+    """Refuse a query parameter the route does not read (a misspelt `sinse` would export everything),
+    and one given more than once (`period=day&period=month`: which was meant is not known; the last
+    one had been used silently). `query` may be any mapping; repeats are seen in a multi-valued one
+    (Starlette's `QueryParams`, its `getlist`).
 
     Raises:
-        RequestRejected: 400 `invalid_value` naming the first unknown parameter and the known ones.
+        RequestRejected: 400 `invalid_value` naming the first unknown parameter and the known ones,
+            or the first repeated one and how many times it came.
     """
+    getlist = getattr(query, "getlist", None)
+    for name in known:
+        times = len(getlist(name)) if getlist is not None else 0
+        if times > 1:
+            raise RequestRejected(
+                400, f"`{name}` is given {times} times; send it once.", param=name, code=INVALID_VALUE
+            )
     for name in query:
         if name not in known:
             raise RequestRejected(

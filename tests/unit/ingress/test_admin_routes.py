@@ -143,3 +143,15 @@ def test_a_query_parameter_the_route_does_not_read_is_refused_naming_it() -> Non
     with pytest.raises(RequestRejected) as info:
         refuse_unknown({"a\nb": "x"}, ("org",))
     assert info.value.message.startswith('Unknown query parameter "a\\nb";')
+
+
+def test_a_query_parameter_given_twice_is_refused_naming_it_and_how_many_times() -> None:
+    from starlette.datastructures import QueryParams
+
+    from turnout_ingress.admin.time_query import refuse_unknown
+
+    refuse_unknown(QueryParams("period=day&at=2026-12-01"), ("period", "at"))
+    with pytest.raises(RequestRejected) as info:
+        refuse_unknown(QueryParams("period=day&period=month&org=a&org=b&org=c"), ("org", "period"))
+    assert (info.value.status_code, info.value.param, info.value.code) == (400, "org", "invalid_value")
+    assert info.value.message == "`org` is given 3 times; send it once."
