@@ -9,6 +9,9 @@ import pytest
 from turnout_cli.admin import _request
 from turnout_cli.main import build_parser
 
+SET_PROVIDER = ["catalog", "set-provider", "a", "--kind", "openai", "--base-url", "https://a.example/v1"]
+SET_PROVIDER_WITH_KEY = ["admin", *SET_PROVIDER, "--with-key"]
+
 
 @pytest.mark.parametrize(
     ("argv", "expected"),
@@ -63,17 +66,7 @@ from turnout_cli.main import build_parser
             ("DELETE", "/catalog/models/meta-llama%2Fllama%203%3F", None),
         ),
         (
-            [
-                "catalog",
-                "set-provider",
-                "a",
-                "--kind",
-                "openai",
-                "--base-url",
-                "https://a.example/v1",
-                "--key-env",
-                "A_KEY",
-            ],
+            [*SET_PROVIDER, "--key-env", "A_KEY"],
             (
                 "PUT",
                 "/catalog/providers/a",
@@ -111,39 +104,14 @@ def test_a_catalog_provider_key_comes_from_stdin_never_argv(monkeypatch: pytest.
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO("sk-from-stdin-0001\n"))
-    args = build_parser().parse_args(
-        [
-            "admin",
-            "catalog",
-            "set-provider",
-            "a",
-            "--kind",
-            "openai",
-            "--base-url",
-            "https://a.example/v1",
-            "--with-key",
-        ]
-    )
+    args = build_parser().parse_args(SET_PROVIDER_WITH_KEY)
     assert _request(args) == (
         "PUT",
         "/catalog/providers/a",
         {"kind": "openai", "base_url": "https://a.example/v1", "api_key": "sk-from-stdin-0001"},
     )
     with pytest.raises(SystemExit):
-        build_parser().parse_args(
-            [
-                "admin",
-                "catalog",
-                "set-provider",
-                "a",
-                "--kind",
-                "openai",
-                "--base-url",
-                "https://a.example/v1",
-                "--api-key",
-                "sk-x",
-            ]
-        )
+        build_parser().parse_args([*SET_PROVIDER_WITH_KEY[:-1], "--api-key", "sk-x"])
 
 
 @pytest.mark.parametrize(("stdin", "lines"), [("sk-a\nsk-b\n", 2), ("\n\n", 0)])
@@ -153,19 +121,7 @@ def test_a_piped_key_must_be_one_line_never_cut_to_the_first(
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
-    args = build_parser().parse_args(
-        [
-            "admin",
-            "catalog",
-            "set-provider",
-            "a",
-            "--kind",
-            "openai",
-            "--base-url",
-            "https://a.example/v1",
-            "--with-key",
-        ]
-    )
+    args = build_parser().parse_args(SET_PROVIDER_WITH_KEY)
     with pytest.raises(SystemExit) as info:
         _request(args)
     assert str(info.value) == f"turnout admin: standard input must hold the key alone on one line; it holds {lines}"
