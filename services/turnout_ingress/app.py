@@ -43,7 +43,7 @@ from turnout.wire import JobPayload
 from turnout_ingress import admin, errors, idempotency, observability, ops_routes, ui
 from turnout_ingress import messages as anthropic_messages
 from turnout_ingress.budgets import budgeted
-from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.disconnect import Outlived, unless_client_leaves
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models, model_object
 from turnout_ingress.methods import HeadAsGet
@@ -278,10 +278,12 @@ def create_app(
             catalog_version=state.catalogs.version,
         )
         # a keyed job outlives its client: its stored result answers the retry the key announces
-        submit = await unless_client_leaves(request, state.queue.submit(payload), outlive_client=key is not None)
+        work = asyncio.ensure_future(state.queue.submit(payload))
+        submit = await unless_client_leaves(request, work, outlive_client=key is not None)
         if submit is None:
-            if key is None:
-                await state.queue.cancel(request_id)
+            if key is not None:
+                return Outlived(work)  # its concurrency slots stay held until the job ends
+            await state.queue.cancel(request_id)
             return Response(status_code=499)
         try:
             result = submit.result()

@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 T = TypeVar("T")
 
@@ -26,12 +27,22 @@ async def _disconnected(request: Request) -> None:
             return
 
 
+class Outlived(Response):
+    """The answer (499, never sent: the client is gone) of a request whose `work` runs on after its
+    client left (`outlive_client`). The limiter keeps the request's concurrency slots until `work`
+    ends (`turnout_ingress.limits.Limiter.answer`), so leaving early frees no slot a running job holds."""
+
+    def __init__(self, work: asyncio.Future[Any]) -> None:
+        super().__init__(status_code=499)
+        self.work = work
+
+
 _OUTLIVING: set[asyncio.Future[Any]] = set()
 """Work running on after its client left (`outlive_client`): held here so it is not garbage-collected."""
 
 
 async def unless_client_leaves(
-    request: Request, work: Coroutine[Any, Any, T], *, outlive_client: bool = False
+    request: Request, work: Coroutine[Any, Any, T] | asyncio.Future[T], *, outlive_client: bool = False
 ) -> asyncio.Future[T] | None:
     """Run `work`; return its finished task, or None when the client left first.
 

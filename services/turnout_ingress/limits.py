@@ -41,6 +41,7 @@ from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import StateUnavailable
 from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
 from turnout.tenancy.identity import Identity
+from turnout_ingress.disconnect import Outlived
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",
@@ -82,6 +83,7 @@ class Limiter:
     def __init__(self, redis: Redis, *, lease_ms: int = 30_000) -> None:
         self.store = LimitStore(redis, lease_ms=lease_ms)
         self.keeper = LeaseKeeper(self.store)
+        self._releasing: set[asyncio.Task[None]] = set()  # releases started by work that outlived its client
 
     def start(self) -> None:
         """Start renewing held leases."""
@@ -191,7 +193,9 @@ class Limiter:
         """Await the route's response; add `held`'s headers; release `held` once it has been sent.
 
         The release runs however the sending ends — complete, failed, the
-        client gone before the first byte or in the middle of a stream.
+        client gone before the first byte or in the middle of a stream — or,
+        for an `Outlived` answer (the client left, the job runs on), once the
+        job's work ends.
         """
         try:
             response = await respond
@@ -202,7 +206,16 @@ class Limiter:
             response.headers.update(held.headers)
         if not held.lease.sets:
             return response
+        if isinstance(response, Outlived):  # the client left, its job runs on: the slots stay until it ends
+            response.work.add_done_callback(lambda _: self._release_soon(held))
+            return response
         return _Releasing(response, lambda: self.release(held))
+
+    def _release_soon(self, held: Held) -> None:
+        """Start `release(held)` from a callback, keeping the task until it ends."""
+        task = asyncio.get_running_loop().create_task(self.release(held))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
 
 
 class _Releasing(Response):

@@ -23,6 +23,7 @@ Must not import: `turnout_ingress.app` (the app factory passes what it needs).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -42,7 +43,7 @@ from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
 from turnout_ingress import idempotency, messages_routes
 from turnout_ingress.budgets import budgeted
-from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.disconnect import Outlived, unless_client_leaves
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_events import anthropic_stream
 from turnout_ingress.messages_wire import (
@@ -155,10 +156,12 @@ async def _queued(
         health=view.loaded(),
         catalog_version=state.catalogs.version,
     )
-    submit = await unless_client_leaves(request, state.queue.submit(payload), outlive_client=keyed)
+    work = asyncio.ensure_future(state.queue.submit(payload))
+    submit = await unless_client_leaves(request, work, outlive_client=keyed)
     if submit is None:
-        if not keyed:
-            await state.queue.cancel(request_id)
+        if keyed:
+            return Outlived(work)  # its concurrency slots stay held until the job ends
+        await state.queue.cancel(request_id)
         return Response(status_code=499)
     try:
         result = submit.result()

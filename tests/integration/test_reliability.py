@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 
 KEY = "tk-test-reliable-00000001"
 KEY_SHORT = "tk-test-short-budget-0001"
+KEY_ONE = "tk-test-one-at-a-time-001"
 LEASE_S = 2.0
 
 CONFIG = (
@@ -32,11 +33,13 @@ models:
   quick:    {{offers: [{{provider: sim-a, model: quick}}]}}
   idem-bad: {{offers: [{{provider: sim-a, model: idem-bad}}]}}
   idem-left: {{offers: [{{provider: sim-a, model: "idem-left~200+800ms"}}]}}
+  held:     {{offers: [{{provider: sim-a, model: "held~200+3000ms"}}]}}
 gateway: {{job_lease_s: {lease}, max_queue_depth: 1000}}
 """
     + BREAKER_OFF
     + ACME_ORG
     + """      - {{name: short, key: {key_short}, settings: {{policy: {{budget: {{max_total_latency_ms: 1500}}}}}}}}
+      - {{name: one, key: {key_one}, settings: {{limits: {{max_concurrent: 1}}}}}}
 """
 )
 
@@ -47,7 +50,7 @@ def fleet2() -> Iterator[Gateway]:
     require_redis()
     fleet = Fleet()
     try:
-        yield start_gateway(fleet, CONFIG, workers=2, key=KEY, key_short=KEY_SHORT, lease=str(LEASE_S))
+        yield start_gateway(fleet, CONFIG, workers=2, key=KEY, key_short=KEY_SHORT, key_one=KEY_ONE, lease=str(LEASE_S))
     finally:
         fleet.stop_all()
 
@@ -196,6 +199,32 @@ def test_a_keyed_job_outlives_its_client_so_the_retry_gets_its_answer(fleet2: Ga
         assert time.monotonic() - started < 10  # the first job's answer, not the budget's end
         calls = fleet2.sim_log("idem-left~200+800ms")
         assert len(calls) == done and calls[-1]["end"] == "complete", calls  # one call each, run to its end
+
+
+def test_a_keyed_job_that_outlives_its_client_keeps_its_concurrency_slot_until_it_ends(fleet2: Gateway) -> None:
+    """Leaving early must not free the slot of a job still running upstream (`max_concurrent: 1`)."""
+    headers = {"authorization": f"Bearer {KEY_ONE}"}
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            f"{fleet2.base_url}/v1/chat/completions",
+            json=_body("held"),
+            headers={**headers, "idempotency-key": "held-1"},
+            timeout=httpx.Timeout(30, read=0.3),
+        )
+    meanwhile = httpx.post(f"{fleet2.base_url}/v1/chat/completions", json=_body("quick"), headers=headers, timeout=30)
+    assert meanwhile.status_code == 429, meanwhile.text  # the 3 s job upstream still holds the one slot
+    assert meanwhile.json()["error"]["code"] == "rate_limit_exceeded"
+    wait_until(
+        lambda: (
+            httpx.post(
+                f"{fleet2.base_url}/v1/chat/completions", json=_body("quick"), headers=headers, timeout=30
+            ).status_code
+            == 200
+        ),
+        30,
+        "the slot to be freed when the job ended",
+    )
+    assert [e["end"] for e in fleet2.sim_log("held~200+3000ms")] == ["complete"]
 
 
 def test_idempotency_key_refused_when_repeated_or_out_of_bounds_before_any_upstream_call(fleet2: Gateway) -> None:
