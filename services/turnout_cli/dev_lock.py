@@ -4,8 +4,8 @@ Two stacks started from one directory for one configuration would run two
 redis-servers on one data directory (one append-only file written by both)
 and, for the demo, rewrite each other's `.turnout/demo.yaml` (the simulator
 port in it). The second is refused before it starts anything, naming the
-first's pid. The lock is `fcntl.flock` on `<data directory>.lock`: the
-kernel drops it when the holding process ends, however it ends, so a crash
+first's pid. The lock is `fcntl.flock` on `dev-<data directory's name>.lock`
+beside it (`.turnout/dev-redis-demo.lock`): the kernel drops it when the holding process ends, however it ends, so a crash
 leaves no stale lock to clean up. Children do not inherit it
 (`subprocess.Popen` closes other descriptors).
 """
@@ -34,7 +34,7 @@ def hold(data: Path, what: str) -> IO[str]:
         StackBusy: another process holds the lock (its pid, as it wrote it, in the message).
         OSError: the lock file cannot be opened (an unwritable `.turnout`).
     """
-    handle = data.with_name(f"{data.name}.lock").open("a+", encoding="ascii")
+    handle = data.with_name(f"dev-{data.name}.lock").open("a+", encoding="ascii")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
