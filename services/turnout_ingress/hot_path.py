@@ -1,10 +1,10 @@
-"""The ingress's hot path: the two chat routes served without the other routes' per-request plumbing.
+"""The ingress's hot path: the client surfaces' routes served without the other routes' per-request plumbing.
 
-Owns: `IngressApp`, the ingress's FastAPI app, which serves `POST /v1/chat/completions`
-and `POST /v1/messages` (`HOT_PATHS`, nearly every request) by calling their endpoints
-directly, and every other request through FastAPI's whole stack.
+Owns: `IngressApp`, the ingress's FastAPI app, which serves the `POST` of every client
+surface (`HOT_PATHS`: `/v1/chat/completions`, `/v1/messages`, ...; nearly every request) by
+calling their endpoints directly, and every other request through FastAPI's whole stack.
 
-What the whole stack does for these two routes is done here, the same way:
+What the whole stack does for these routes is done here, the same way:
 - the request counter (`turnout_requests_total` by route and status, `RouteCounts`, as
   the `RequestCounter` middleware counts);
 - the exception handlers (`turnout_ingress.errors`, looked up along the exception's
@@ -38,10 +38,11 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from turnout_ingress.ops_routes import RouteCounts
+from turnout_ingress.surfaces import SURFACES
 
-HOT_PATHS = frozenset({"/v1/chat/completions", "/v1/messages"})
-"""The paths nearly every request takes: matched first (Starlette tries routes in order) and,
-with tracing off, served by `IngressApp` directly."""
+HOT_PATHS = frozenset(surface.path for surface in SURFACES)
+"""The paths nearly every request takes, the client surfaces' (`turnout_ingress.surfaces`): matched
+first (Starlette tries routes in order) and, with tracing off, served by `IngressApp` directly."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 Handler = Callable[[Request, Exception], Awaitable[Response]]

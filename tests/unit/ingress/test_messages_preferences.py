@@ -12,9 +12,9 @@ import pytest
 from support.malformed_provider import MALFORMED_PROVIDERS
 from turnout.core.preferences import MaxPrice, Preferences
 from turnout.errors import RequestRejected
-from turnout_ingress.messages import openai_request_of
 from turnout_ingress.messages_routes import rejected
 from turnout_ingress.messages_wire import parse_messages_request, to_openai_request
+from turnout_ingress.surfaces.messages import openai_request_of
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
 

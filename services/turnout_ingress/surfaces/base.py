@@ -1,0 +1,80 @@
+"""The surface seam: what a client API (chat completions, messages, ...) gives the front door.
+
+Owns: `Surface`, the protocol each client surface implements, and `Inbound`, the one
+canonical request a surface parses its body into. The front door
+(`turnout_ingress.front_door`) runs the admission pipeline once for every surface:
+authentication, body size, budgets, the pre-flight plan, Idempotency-Key, limits, then
+the queue (non-streaming) or the direct path (streaming). A surface only reads its own
+request shape and writes its own answer shape; it performs no I/O and admits nothing.
+
+The fleet's answers are OpenAI Chat Completions JSON (a `chat.completion` body, or an
+OpenAI error body) and OpenAI `chat.completion.chunk` SSE frames; a surface of another
+shape translates them in `render` and `render_stream`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterable, Mapping
+from typing import Any, NamedTuple, Protocol
+
+from starlette.responses import Response
+
+from turnout.core.preferences import Preferences
+
+
+class Inbound(NamedTuple):
+    """A client request as the fleet serves it.
+
+    Attributes:
+        body: the canonical request, OpenAI Chat Completions form (decoded), which the
+            pre-flight plan, the limits and the direct path read; never holds `provider`.
+        preferences: the request's `provider` object (SPEC §10), checked.
+        job_body: the body a queued job carries (bytes, OpenAI chat JSON): the client's
+            bytes as received where they already are that form, else `body` encoded.
+    """
+
+    body: dict[str, Any]
+    preferences: Preferences
+    job_body: bytes
+
+    @property
+    def model(self) -> str:
+        """The model the client asked for."""
+        return str(self.body["model"])
+
+    @property
+    def stream(self) -> bool:
+        """Whether the client asked for a stream (`stream: true`)."""
+        return bool(self.body.get("stream"))
+
+
+class Surface(Protocol):
+    """One client API served by the front door (module doc).
+
+    Attributes:
+        name: the surface's name in README and records (`chat`, `messages`).
+        path: the route of its `POST` (`/v1/chat/completions`).
+    """
+
+    name: str
+    path: str
+
+    def parse(self, raw: bytes) -> Inbound:
+        """The canonical request for a body as received.
+
+        Raises:
+            turnout.errors.RequestRejected: 400 naming the field at fault.
+        """
+        ...
+
+    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+        """The client's answer for the fleet's answer: `status`, an OpenAI-format `body`
+        (`chat.completion` on 200, an OpenAI error body otherwise) and its `headers`
+        (`x-turnout-*`, `retry-after`, ...), in this surface's shape."""
+        ...
+
+    def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
+        """The client's stream for the direct path's OpenAI SSE `frames` (bytes as written), in
+        this surface's shape; the request's `inbound` names the model the client asked for."""
+        ...
