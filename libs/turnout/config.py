@@ -25,6 +25,7 @@ from turnout.catalog import provider_rules
 from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
+from turnout.core.model_types import ModelType, naming_embedding_models
 from turnout.core.ordering import OrderName, PriceMix
 from turnout.core.policy import (
     MOST,
@@ -35,7 +36,7 @@ from turnout.core.policy import (
     clamp_policy,
     merge_policy,
 )
-from turnout.core.scopes import ScopeSettings, as_model_map
+from turnout.core.scopes import ScopeSettings, as_model_map, named_models
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
 
@@ -43,6 +44,14 @@ if TYPE_CHECKING:
     from turnout.tenancy.ssrf import AllowList
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
+"""The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`)."""
+
+
+def embedding_models(raw: RawConfig) -> frozenset[str]:
+    """The catalog ids of `raw`'s models of `type: embedding`."""
+    return frozenset(name for name, spec in raw.models.items() if spec.type == "embedding")
+
 
 AtLeastOne = Annotated[int, msgspec.Meta(ge=1, le=MOST)]
 """A count or a size that must be at least 1 (and at most 2^31-1, as every policy number)."""
@@ -109,11 +118,15 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             `health` (SPEC §5: by recent success rate, ties shuffled),
             `priority` (the configured order: a primary and backups), `price`,
             `latency`, `throughput` or `balanced` (SPEC §10).
+        type: what it serves (`turnout.core.model_types`): `chat` (chat completions,
+            messages, legacy completions) or `embedding` (`POST /v1/embeddings`; its
+            offers only: no setting may name it, README "Embeddings").
     """
 
     offers: Annotated[list[OfferConfig], msgspec.Meta(min_length=1, description="a model needs at least one offer")]
     context_window: ContextWindow | None = None
     order: OrderName = "health"
+    type: ModelType = "chat"
 
 
 class KeyConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -608,6 +621,9 @@ def _check_cycles(path: str, model_map: Mapping[str, tuple[str, ...]]) -> None:
 
 
 def _check_scope(path: str, settings: ScopeSettings, raw: RawConfig, policy: Policy, org: OrgConfig | None) -> None:
+    refused = naming_embedding_models(((f"{path}.{p}", m) for p, m in named_models(settings)), embedding_models(raw))
+    if refused is not None:
+        raise ConfigError(refused)
     if isinstance(settings.reroutes, list):
         _check_models(f"{path}.reroutes", settings.reroutes, raw.models, org)
     for name in ("fallbacks", "context_window_fallbacks", "content_policy_fallbacks", "plan_fallbacks"):
@@ -692,6 +708,13 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             check_model(f"models.{model}.offers[{i}].model", offer.model)
             if offer.provider not in raw.providers:
                 raise ConfigError(f"models.{model}.offers[{i}].provider: unknown provider {offer.provider!r}")
+            kind = raw.providers[offer.provider].kind
+            if spec.type == "embedding" and kind not in EMBEDDING_KINDS:
+                raise ConfigError(
+                    f"models.{model}.offers[{i}].provider: {offer.provider!r} is an `{kind}` provider, which "
+                    f"serves no embeddings; an embedding model's offers need a provider of kind "
+                    f"{' or '.join(EMBEDDING_KINDS)}"
+                )
             j = listed.setdefault((offer.provider, offer.model), i)
             if j != i:  # one target, one breaker: a second listing would be attempted again, past max_retries
                 raise ConfigError(
@@ -710,6 +733,10 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         c = clamps[0]
         raise ConfigError(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
     _check_models("policy.fallback.models", list(policy.fallback.models), raw.models, None)
+    gateway_named = ((f"policy.fallback.models[{i}]", m) for i, m in enumerate(policy.fallback.models))
+    refused = naming_embedding_models(gateway_named, embedding_models(raw))
+    if refused is not None:
+        raise ConfigError(refused)
     seen_keys: set[str] = set()
     for org_name, org in raw.orgs.items():
         base = f"orgs.{org_name}"

@@ -19,9 +19,9 @@ from typing import Any, Protocol
 import httpx
 import msgspec
 
-from turnout.adapters.base import AttemptResult, CallSpec, Upstream, Usage, upstream_body
+from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Upstream, Usage, upstream_body
 from turnout.adapters.exchange import call_json
-from turnout.adapters.families import FAMILIES
+from turnout.adapters.families import family_for
 from turnout.catalog import Catalog, CatalogSource
 from turnout.config import ProviderConfig
 from turnout.core.breaker import BreakerSettings
@@ -43,6 +43,7 @@ from turnout.core.loop import (
     on_plan_capped,
     on_skip,
 )
+from turnout.core.model_types import Operation, confined
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import KeyFacts, NoMatchingOffer, Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
@@ -93,6 +94,8 @@ class RequestInfo(msgspec.Struct, frozen=True, kw_only=True):
     """The job's run, from 1: above 1 a re-run after the worker running it died (arq's job try)."""
     deadline_s: float | None = None
     """The client's deadline, epoch seconds of this host's clock (None: unknown)."""
+    operation: Operation = "chat"
+    """The upstream call asked for (`turnout.core.model_types.Operation`): the request body is its OpenAI form."""
 
 
 class RouteObserver(Protocol):
@@ -233,6 +236,8 @@ class Router:
         preferences: Preferences = Preferences(),
         keys: KeyFacts | None = None,
     ) -> Plan:
+        if catalog.type_of(model) == "embedding":  # its own offers only (turnout.core.model_types)
+            settings, policy = confined(settings, policy)
         return build_plan(
             model,
             catalog=catalog.models,
@@ -394,7 +399,12 @@ class Router:
         call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
-        refused = FAMILIES[call.provider.kind].refusal(request, target.model)
+        family = family_for(call.provider.kind, info.operation)
+        refused = (
+            family.refusal(request, target.model)
+            if family is not None
+            else Refusal(f"`{call.provider.kind}` providers have no {info.operation} API", "model")
+        )
         if refused is not None:  # its API has no form for the request: the next target may have one
             skipped = on_skip(
                 state,
@@ -693,6 +703,7 @@ def _spec(
         ttft_timeout_s=retry.ttft_timeout_s,
         stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,
+        operation=info.operation,
     )
 
 

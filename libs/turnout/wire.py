@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from turnout.core.model_types import Operation
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
@@ -42,6 +43,8 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             on (`turnout.catalog.live`); a worker on an older one catches up
             before planning, so a model the ingress knows is never 404 there.
             0: not stamped.
+        operation: the upstream call asked for (`turnout.core.model_types.Operation`);
+            `body` is that operation's OpenAI request.
     """
 
     request_id: str
@@ -58,6 +61,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     budget_ms: int = 0
     health: Loaded | None = None
     catalog_version: int = 0
+    operation: Operation = "chat"
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

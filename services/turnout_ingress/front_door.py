@@ -96,7 +96,7 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     identity = await budgeted(state, identity)
     deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
     catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
-    plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog)
+    plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
     key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
     held = await state.limiter.admit(identity, inbound.body, len(raw), request_id, stream=inbound.stream)
     admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog)
@@ -121,6 +121,7 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
         plan=admitted.plan,
         view=admitted.view,
         catalog=admitted.catalog,
+        operation=admitted.inbound.operation,
     )
     if isinstance(response, StreamingResponse):
         response.body_iterator = surface.render_stream(response.body_iterator, admitted.inbound)
@@ -156,6 +157,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         reply_to=state.queue.reply_channel,
         health=admitted.view.loaded(),
         catalog_version=state.catalogs.version,
+        operation=admitted.inbound.operation,
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
     work = asyncio.ensure_future(state.queue.submit(payload))

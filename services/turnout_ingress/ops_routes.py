@@ -24,6 +24,7 @@ from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.admin.audit import ADMIN_PREFIX
 from turnout_ingress.errors import JSON
+from turnout_ingress.surfaces import SURFACES
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -144,10 +145,8 @@ class RequestCounter:
         await self._app(scope, receive, counting_send)
 
 
-_ROUTES = frozenset(
+_ROUTES = frozenset(surface.path for surface in SURFACES) | frozenset(
     {
-        "/v1/chat/completions",
-        "/v1/messages",
         "/v1/messages/count_tokens",
         "/v1/models",
         "/v1/health/providers",

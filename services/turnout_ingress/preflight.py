@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from turnout.catalog import Catalog
+from turnout.core.model_types import Operation, mismatch_message, serves
 from turnout.core.plan import NoMatchingOffer, Plan, UnknownModel
 from turnout.core.preferences import Preferences
 from turnout.core.verdict import client_retry_after_s
@@ -28,6 +29,7 @@ async def check_plan(
     identity: Identity,
     preferences: Preferences = Preferences(),
     catalog: Catalog | None = None,
+    operation: Operation = "chat",
 ) -> tuple[Plan, HealthView]:
     """The request's plan and health view (one Redis round trip).
 
@@ -37,10 +39,14 @@ async def check_plan(
         identity: the caller (settings, policy, org).
         preferences: the request's `provider` object (SPEC §10).
         catalog: the request's snapshot (default: the one in force).
+        operation: the call the request asks for; the model's type must serve it
+            (`turnout.core.model_types.serves`).
 
     Raises:
         RequestRejected: 404 `model_not_found` for an unknown model; 400
-            `no_matching_offer` for preferences that leave no offer.
+            `no_matching_offer` for preferences that leave no offer; 400
+            `wrong_model_type` for a model whose type does not serve `operation`
+            (an embedding model asked to chat, a chat model asked for embeddings).
         GatewayUnavailable: 503 `circuit_open` when every target of the plan is OPEN
             (SPEC §5), with a jittered Retry-After (s); its message says when the
             request's own preferences narrowed the plan.
@@ -53,6 +59,11 @@ async def check_plan(
         raise RequestRejected(404, str(exc), code="model_not_found", param="model") from exc
     except NoMatchingOffer as exc:
         raise RequestRejected(400, str(exc), code="no_matching_offer", param="provider") from exc
+    model_type = (catalog or state.catalog).type_of(model)
+    if not serves(model_type, operation):  # a known model (planned): its type is the catalog's
+        raise RequestRejected(
+            400, mismatch_message(model, model_type, operation), code="wrong_model_type", param="model"
+        )
     wait_s = view.unavailable_for([e.target.key for e in plan.entries])
     if wait_s is not None:
         retry_after = client_retry_after_s(wait_s, state.rng.random())

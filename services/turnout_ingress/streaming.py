@@ -24,6 +24,7 @@ from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
+from turnout.core.model_types import Operation
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.observability.telemetry import request_span
@@ -90,8 +91,12 @@ async def serve_stream(
     plan: Plan | None = None,
     view: HealthView | None = None,
     catalog: Catalog | None = None,
+    operation: Operation = "chat",
 ) -> Response:
-    """Answer a `stream: true` chat completion (SPEC §8) within `deadline` (the request's, from its arrival).
+    """Answer a `stream: true` request (SPEC §8) within `deadline` (the request's, from its arrival):
+    `body` is the OpenAI request of `operation` (a chat completion, or a legacy completion).
+    Continuation after a mid-stream failure (`retry.stream_recovery: continue`) serves chat
+    only: it continues an assistant message.
 
     Errors before the commit point are ordinary JSON error answers (the
     client has received nothing yet); after it, the relay reports them as a
@@ -113,6 +118,7 @@ async def serve_stream(
         requested_model=str(body["model"]),
         streaming=True,
         strategy=identity.settings.strategy_rule,
+        operation=operation,
     )
 
     async def route_in_span() -> RouteResult:
@@ -138,7 +144,7 @@ async def serve_stream(
         status, headers, payload = answer_of(result, request_id)
         return Response(payload, status_code=status, headers=headers, media_type=JSON)
     continuation = None
-    if policy.retry.stream_recovery == "continue":
+    if policy.retry.stream_recovery == "continue" and operation == "chat":
         prefill = catalog.supports_prefill
         continuation = Continuation(
             router=state.router,

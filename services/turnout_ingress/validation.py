@@ -115,22 +115,13 @@ def take_preferences(data: dict[str, Any]) -> Preferences:
         raise _invalid(str(exc), exc.param) from exc
 
 
-def parse_chat_request(body: bytes) -> dict[str, Any]:
-    """Decode and check a chat completions body (OpenAI's required fields).
-
-    Checks: a JSON object; `model` a non-empty string; `messages` a non-empty
-    array of objects each with a known `role` and a string or array (or
-    null) `content`; `stream` a boolean; when given, `max_tokens` /
-    `max_completion_tokens` / `n` integers in range, `seed` a 64-bit integer,
-    `temperature`, `top_p` and the penalties numbers in OpenAI's ranges,
-    `stop` a string or at most 4 strings, `logit_bias` token ids (decimal
-    strings) mapped to numbers from -100 to 100, each of `tools` a `function`
-    or `custom` tool, and `stream_options`, `response_format`, `metadata` of
-    the right JSON shape. Other fields, unknown ones included, pass through to
-    the provider untouched (new provider fields keep working).
+def decode_request(body: bytes) -> dict[str, Any]:
+    """Decode a request body that every OpenAI-format route shares the first checks of: a
+    non-empty JSON object whose `model` is a non-empty string of at most `MAX_MODEL_ID_CHARS`.
 
     Raises:
-        RequestRejected: 400 naming the field (`param`).
+        RequestRejected: 400 naming the field (`body`, `model`, or the field holding a number
+            no float holds).
     """
     if not body.strip():
         raise _invalid("The request body is empty; send a JSON object.", "body")
@@ -148,6 +139,32 @@ def parse_chat_request(body: bytes) -> dict[str, Any]:
         raise _invalid("`model` is required and must be a non-empty string.", "model")
     if len(model) > MAX_MODEL_ID_CHARS:
         raise _invalid(f"`model` must be at most {MAX_MODEL_ID_CHARS} characters (got {len(model)}).", "model")
+    return data
+
+
+def invalid(message: str, param: str) -> RequestRejected:
+    """The 400 `invalid_request` naming `param`, as every request check raises it."""
+    return _invalid(message, param)
+
+
+def parse_chat_request(body: bytes) -> dict[str, Any]:
+    """Decode and check a chat completions body (OpenAI's required fields).
+
+    Checks: a JSON object; `model` a non-empty string; `messages` a non-empty
+    array of objects each with a known `role` and a string or array (or
+    null) `content`; `stream` a boolean; when given, `max_tokens` /
+    `max_completion_tokens` / `n` integers in range, `seed` a 64-bit integer,
+    `temperature`, `top_p` and the penalties numbers in OpenAI's ranges,
+    `stop` a string or at most 4 strings, `logit_bias` token ids (decimal
+    strings) mapped to numbers from -100 to 100, each of `tools` a `function`
+    or `custom` tool, and `stream_options`, `response_format`, `metadata` of
+    the right JSON shape. Other fields, unknown ones included, pass through to
+    the provider untouched (new provider fields keep working).
+
+    Raises:
+        RequestRejected: 400 naming the field (`param`).
+    """
+    data = decode_request(body)
     messages = data.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _invalid("`messages` is required and must be a non-empty array.", "messages")

@@ -261,6 +261,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         strategy=payload.settings.strategy_rule,
         run=run,
         deadline_s=time.time() + time_left_s,
+        operation=payload.operation,
     )
     started = time.monotonic()
     with request_span(services.obs.telemetry.tracing, info):

@@ -27,6 +27,7 @@ from httpx_sse import ServerSentEvent
 
 from turnout.config import ProviderKind
 from turnout.core.hints import retry_after_s
+from turnout.core.model_types import Operation
 from turnout.core.types import Outcome, Target, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -121,6 +122,10 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         request_id: Turnout's request id.
         kind: the provider's wire API (`ProviderConfig.kind`), the key of
             its family in `turnout.adapters.families.FAMILIES`.
+        operation: the call asked for (`turnout.core.model_types.Operation`):
+            `chat`, `embeddings` or `completions`; with `kind` it chooses the
+            family (`turnout.adapters.families.family_for`). `body` is that
+            operation's OpenAI request.
     """
 
     target: Target
@@ -132,6 +137,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     ttft_timeout_s: float | None = None
     stall_timeout_s: float | None = None
     kind: ProviderKind = "openai"
+    operation: Operation = "chat"
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

@@ -32,7 +32,8 @@ DONE: Final = "[DONE]"
 
 
 def is_content(chunk: dict[str, Any]) -> bool:
-    """True when a chunk carries content: text, refusal, tool calls, or a finish.
+    """True when a chunk carries content: text, refusal, tool calls, or a finish (chat chunks:
+    in `delta`; legacy completions chunks: `text`).
 
     Role-only deltas, empty content and usage-only chunks are not content.
     """
@@ -42,7 +43,7 @@ def is_content(chunk: dict[str, Any]) -> bool:
     for choice in choices:
         if not isinstance(choice, dict):
             continue
-        if choice.get("finish_reason"):
+        if choice.get("finish_reason") or choice.get("text"):  # `text`: a legacy completions chunk
             return True
         delta = choice.get("delta")
         if isinstance(delta, dict) and any(delta.get(k) for k in ("content", "refusal", "tool_calls", "function_call")):

@@ -2,8 +2,8 @@
 
 Owns: the two `Upstream`s the router calls — `call_json` (a complete
 answer) and `open_stream` (an SSE answer up to its commit point) — and
-therefore every upstream call: the family is looked up in `FAMILIES` by
-`CallSpec.kind`, its request sent within the attempt's time limit, and every
+therefore every upstream call: the family is looked up by `CallSpec.kind` and
+`CallSpec.operation` (`family_for`), its request sent within the attempt's time limit, and every
 way the exchange can fail (timeout, transport error) turned into an
 `AttemptResult`; a stream is held until the commit point
 (`turnout.adapters.commit`) and closed otherwise. The families only build
@@ -21,9 +21,22 @@ import httpx
 from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, describe_error
 from turnout.adapters.commit import until_commit
 from turnout.adapters.direct import send_json
-from turnout.adapters.families import FAMILIES
+from turnout.adapters.families import family_for
 from turnout.adapters.transport import direct_transport, transport_error_of
 from turnout.core.types import Outcome, TransportError
+
+
+def _family(spec: CallSpec) -> ApiFamily:
+    """The family of `spec`'s kind and operation (the router asks `family_for` before every
+    attempt and never dispatches a pair it does not have).
+
+    Raises:
+        LookupError: the kind's API has no such operation (a router fault).
+    """
+    family = family_for(spec.kind, spec.operation)
+    if family is None:
+        raise LookupError(f"`{spec.kind}` providers have no {spec.operation} call")
+    return family
 
 
 def _build(
@@ -52,7 +65,7 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
 
     Args:
         client: the process's shared client (or the SSRF-guarded one).
-        spec: the call; `spec.kind` chooses the family (`FAMILIES`),
+        spec: the call; `spec.kind` and `spec.operation` choose the family (`family_for`),
             `spec.timeout_s` bounds the whole attempt (connect + send + wait
             + read), seconds.
 
@@ -61,7 +74,7 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
         never raises for upstream trouble (every exception is mapped by
         `transport_error_of`). Cancellation propagates.
     """
-    family = FAMILIES[spec.kind]
+    family = _family(spec)
     request = _build(family, client, spec, stream=False)
     if isinstance(request, AttemptResult):
         return request
@@ -105,7 +118,7 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
         Never raises for upstream trouble; cancellation propagates (the
         response is closed).
     """
-    family = FAMILIES[spec.kind]
+    family = _family(spec)
     request = _build(family, client, spec, stream=True)
     if isinstance(request, AttemptResult):
         return request

@@ -1,8 +1,10 @@
 """The registry of upstream API families: a provider's `kind` -> its family.
 
 Owns: `FAMILIES`, the one place that says which `ApiFamily` speaks for a
-provider kind (`turnout.config.ProviderKind`). `turnout.adapters.exchange`
-looks every call up here; nothing else chooses a family.
+provider kind (`turnout.config.ProviderKind`), and `OTHER_OPERATIONS`, which
+family performs an operation other than chat (`turnout.core.model_types.Operation`:
+embeddings, legacy completions) on a kind whose API has it. `turnout.adapters.exchange`
+looks every call up here (`family_for`); nothing else chooses a family.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
 Adding a family: write its module in `turnout/adapters/` (a class
@@ -19,7 +21,9 @@ from typing import Final
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.base import ApiFamily
 from turnout.adapters.openai_chat import OPENAI_CHAT
+from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.config import ProviderKind
+from turnout.core.model_types import Operation
 
 FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
     {
@@ -29,3 +33,21 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""
+
+OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = MappingProxyType(
+    {
+        ("openai", "embeddings"): OPENAI_EMBEDDINGS,
+        ("openai_compatible", "embeddings"): OPENAI_EMBEDDINGS,
+        ("openai", "completions"): OPENAI_COMPLETIONS,
+        ("openai_compatible", "completions"): OPENAI_COMPLETIONS,
+    }
+)
+"""(provider kind, operation) -> the family that performs it, for every operation but `chat`
+(`FAMILIES`); a pair absent here is an operation the kind's API does not have."""
+
+
+def family_for(kind: ProviderKind, operation: Operation = "chat") -> ApiFamily | None:
+    """The family that performs `operation` on a provider of `kind`, or None when its API has no such call."""
+    if operation == "chat":
+        return FAMILIES[kind]
+    return OTHER_OPERATIONS.get((kind, operation))

@@ -13,8 +13,10 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.config import Config, ProviderConfig
+from turnout.config import Config, ProviderConfig, embedding_models
+from turnout.core.model_types import ModelType
 from turnout.core.ordering import OfferPrice, OrderSettings
+from turnout.core.plan import split_pinned
 from turnout.core.types import Target
 
 
@@ -44,6 +46,8 @@ class Catalog:
         price_mix: the `routing.price_mix` of the configuration.
         sole_targets: keys of targets that are the only offer of some model
             (their breaker opens only at a high failure rate, SPEC §5).
+        embedding_models: ids of the models of `type: embedding`
+            (`turnout.core.model_types`); every other model is a chat model.
     """
 
     def __init__(self, config: Config) -> None:
@@ -74,6 +78,13 @@ class Catalog:
         }
         self.price_mix = raw.routing.price_mix
         self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
+        self.embedding_models = embedding_models(raw)
+
+    def type_of(self, model: str) -> ModelType:
+        """The type of the model a request names: a catalog id, or a pinned `provider/model`
+        (`turnout.core.plan.split_pinned`); anything else (`custom:` entries, unknown ids) is `chat`."""
+        base, _ = split_pinned(model, self.models, self.provider_names)
+        return "embedding" if base in self.embedding_models else "chat"
 
     @property
     def current(self) -> Catalog:

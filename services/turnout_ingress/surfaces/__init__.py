@@ -13,9 +13,11 @@ from typing import Final
 
 from turnout_ingress.surfaces.base import Inbound, Surface
 from turnout_ingress.surfaces.chat import CHAT
+from turnout_ingress.surfaces.completions import COMPLETIONS
+from turnout_ingress.surfaces.embeddings import EMBEDDINGS
 from turnout_ingress.surfaces.messages import MESSAGES
 
-SURFACES: Final[tuple[Surface, ...]] = (CHAT, MESSAGES)
+SURFACES: Final[tuple[Surface, ...]] = (CHAT, MESSAGES, EMBEDDINGS, COMPLETIONS)
 """Every surface, in the order their routes are registered."""
 
 __all__ = ["SURFACES", "Inbound", "Surface"]

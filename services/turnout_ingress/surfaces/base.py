@@ -7,9 +7,9 @@ authentication, body size, budgets, the pre-flight plan, Idempotency-Key, limits
 the queue (non-streaming) or the direct path (streaming). A surface only reads its own
 request shape and writes its own answer shape; it performs no I/O and admits nothing.
 
-The fleet's answers are OpenAI Chat Completions JSON (a `chat.completion` body, or an
-OpenAI error body) and OpenAI `chat.completion.chunk` SSE frames; a surface of another
-shape translates them in `render` and `render_stream`.
+The fleet's answers are OpenAI JSON (the operation's body, e.g. a `chat.completion`, or
+an OpenAI error body) and OpenAI SSE frames; a surface of another shape translates them
+in `render` and `render_stream`, one of OpenAI's shape passes them (`FleetShaped`).
 Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 """
 
@@ -20,7 +20,9 @@ from typing import Any, NamedTuple, Protocol
 
 from starlette.responses import Response
 
+from turnout.core.model_types import Operation
 from turnout.core.preferences import Preferences
+from turnout_ingress.errors import JSON
 
 
 class Inbound(NamedTuple):
@@ -30,13 +32,17 @@ class Inbound(NamedTuple):
         body: the canonical request, OpenAI Chat Completions form (decoded), which the
             pre-flight plan, the limits and the direct path read; never holds `provider`.
         preferences: the request's `provider` object (SPEC §10), checked.
-        job_body: the body a queued job carries (bytes, OpenAI chat JSON): the client's
-            bytes as received where they already are that form, else `body` encoded.
+        job_body: the body a queued job carries (bytes, the operation's OpenAI JSON): the
+            client's bytes as received where they already are that form, else `body` encoded.
+        operation: the upstream call it asks for (`turnout.core.model_types.Operation`):
+            `chat` (chat completions, messages), `embeddings` or `completions`; only models
+            whose type serves it are planned (`preflight.check_plan`).
     """
 
     body: dict[str, Any]
     preferences: Preferences
     job_body: bytes
+    operation: Operation = "chat"
 
     @property
     def model(self) -> str:
@@ -78,3 +84,16 @@ class Surface(Protocol):
         """The client's stream for the direct path's OpenAI SSE `frames` (bytes as written), in
         this surface's shape; the request's `inbound` names the model the client asked for."""
         ...
+
+
+class FleetShaped:
+    """The `render` and `render_stream` of a surface whose shape is the fleet's own (OpenAI's):
+    the worker's answer and the direct path's frames go to the client as they are."""
+
+    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+        """The fleet's answer as it is; see `Surface.render`."""
+        return Response(body, status_code=status, headers=dict(headers), media_type=JSON)
+
+    def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
+        """The frames as they are; see `Surface.render_stream`."""
+        return frames

@@ -9,18 +9,14 @@ Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Mapping
-from typing import Any, Final
+from typing import Final
 
-from starlette.responses import Response
-
-from turnout_ingress.errors import JSON
-from turnout_ingress.surfaces.base import Inbound
+from turnout_ingress.surfaces.base import FleetShaped, Inbound
 from turnout_ingress.validation import parse_chat_request, take_preferences
 
 
-class ChatCompletions:
-    """The `Surface` of OpenAI Chat Completions (module doc)."""
+class ChatCompletions(FleetShaped):
+    """The `Surface` of OpenAI Chat Completions (module doc); answers as they are (`FleetShaped`)."""
 
     name = "chat"
     path = "/v1/chat/completions"
@@ -30,14 +26,6 @@ class ChatCompletions:
         again before any upstream call). See `Surface.parse`."""
         body = parse_chat_request(raw)
         return Inbound(body, take_preferences(body), raw)
-
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
-        """The fleet's answer as it is; see `Surface.render`."""
-        return Response(body, status_code=status, headers=dict(headers), media_type=JSON)
-
-    def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
-        """The frames as they are; see `Surface.render_stream`."""
-        return frames
 
 
 CHAT: Final = ChatCompletions()

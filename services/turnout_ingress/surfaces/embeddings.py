@@ -1,0 +1,71 @@
+"""`POST /v1/embeddings`: the OpenAI Embeddings surface.
+
+Owns: reading an embeddings body into the front door's `Inbound` (`parse_embeddings_request`;
+the `provider` object taken out and checked as on the chat route) and answering in the
+fleet's own shape, which is this surface's (OpenAI's `list` of `embedding` objects, or an
+OpenAI error body). The request goes through the queue and the same attempt loop as chat;
+only models of `type: embedding` serve it, and only by their own offers
+(`turnout.core.model_types`). A batch is one request: it is never split across models.
+Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+
+Source: https://platform.openai.com/docs/api-reference/embeddings/create (`input` a string,
+an array of strings, an array of token ids or an array of such arrays, at most 2048 items,
+no empty string; `dimensions`; `encoding_format` `float` or `base64`; `user`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from turnout_ingress.surfaces.base import FleetShaped, Inbound
+from turnout_ingress.surfaces.inputs import check_text_input
+from turnout_ingress.validation import decode_request, invalid, take_preferences
+
+MAX_DIMENSIONS: Final = 65_536
+"""Largest `dimensions` accepted (no embedding model has more; the provider checks its own)."""
+ENCODINGS: Final = frozenset({"float", "base64"})
+"""`encoding_format` values of the OpenAI reference."""
+
+
+def parse_embeddings_request(raw: bytes) -> dict[str, Any]:
+    """Decode and check an embeddings body: the shared first checks (`decode_request`), then
+    `input`, `dimensions` (an integer from 1 to `MAX_DIMENSIONS`), `encoding_format` (one of
+    `ENCODINGS`), `user` (a string) and `stream` (absent or false: embeddings are never
+    streamed). Other fields pass to the provider untouched.
+
+    Raises:
+        RequestRejected: 400 naming the field (`param`).
+    """
+    data = decode_request(raw)
+    check_text_input(data.get("input"), "input", empty=False)
+    dimensions = data.get("dimensions")
+    if dimensions is not None and (
+        isinstance(dimensions, bool) or not isinstance(dimensions, int) or not 1 <= dimensions <= MAX_DIMENSIONS
+    ):
+        raise invalid(f"`dimensions` must be an integer from 1 to {MAX_DIMENSIONS}.", "dimensions")
+    encoding = data.get("encoding_format")
+    if encoding is not None and encoding not in ENCODINGS:
+        raise invalid(f"`encoding_format` must be one of {', '.join(sorted(ENCODINGS))}.", "encoding_format")
+    user = data.get("user")
+    if user is not None and not isinstance(user, str):
+        raise invalid("`user` must be a string.", "user")
+    if data.get("stream") not in (None, False):
+        raise invalid("Embeddings are not streamed; leave `stream` out.", "stream")
+    return data
+
+
+class Embeddings(FleetShaped):
+    """The `Surface` of OpenAI Embeddings (module doc); answers as they are (`FleetShaped`)."""
+
+    name = "embeddings"
+    path = "/v1/embeddings"
+
+    def parse(self, raw: bytes) -> Inbound:
+        """The checked body; the job carries the client's bytes (the worker takes `provider` out
+        again before any upstream call). See `Surface.parse`."""
+        body = parse_embeddings_request(raw)
+        return Inbound(body, take_preferences(body), raw, "embeddings")
+
+
+EMBEDDINGS: Final = Embeddings()
+"""The embeddings surface."""
