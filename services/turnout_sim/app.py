@@ -1,16 +1,18 @@
 """The simulator's aiohttp server: routes, shared state, start/run helpers.
 
-Owns: the aiohttp `Application` (OpenAI routes, the Anthropic Messages
-route of `anthropic_handler`, `/sim/*` control routes,
-OpenAI-style 404 for unknown URLs), request admission (auth, JSON, scenario
-selection, attempt logging) and the ways to run it (blocking `run`, or
-`start_in_background` for tests).
+Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
+embeddings, responses, models — the Anthropic Messages route of
+`anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
+URLs), the admission every OpenAI route shares (auth, JSON, the route's
+fields, scenario selection, attempt logging; `openai_route`) and the ways
+to run it (blocking `run`, or `start_in_background` for tests).
 Must not import: turnout's gateway packages; the simulator stands alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
@@ -27,6 +29,8 @@ from turnout_sim import (
     embeddings_wire,
     openai_handler,
     openai_steps,
+    responses_handler,
+    responses_wire,
 )
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_wire as wire
@@ -245,6 +249,14 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app[STATE] = SimState(clock=clock, seed=seed)
     app.router.add_post("/v1/chat/completions", openai_route(wire.parse_request, _chat_answer))
     app.router.add_post("/v1/embeddings", openai_route(embeddings_wire.parse_request, embeddings_handler.answer))
+    responses = responses_handler.ResponseStore()
+    app.router.add_post(
+        "/v1/responses",
+        openai_route(
+            functools.partial(responses_wire.parse_request, known=responses.__contains__),
+            functools.partial(responses_handler.answer, store=responses),
+        ),
+    )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
     app.router.add_get("/v1/models", list_models)

@@ -95,7 +95,13 @@ class ChatRequest:
 # ---------------------------------------------------------------- requests
 
 
-def _int_param(body: dict[str, Any], name: str, maximum: int | None = None, minimum: int = 1) -> int | None:
+def int_param(body: dict[str, Any], name: str, maximum: int | None = None, minimum: int = 1) -> int | None:
+    """The integer field `name` of `body`, or None when absent or null.
+
+    Raises:
+        RequestError: not an integer, or outside `minimum`..`maximum`
+            (OpenAI's 400 body naming the field).
+    """
     value = body.get(name)
     if value is None:
         return None
@@ -209,8 +215,8 @@ def parse_request(body: object) -> ChatRequest:
                 "messages",
             )
         )
-    limit = _int_param(body, "max_completion_tokens") or _int_param(body, "max_tokens")
-    n = _int_param(body, "n", MAX_N) or 1
+    limit = int_param(body, "max_completion_tokens") or int_param(body, "max_tokens")
+    n = int_param(body, "n", MAX_N) or 1
     options = body.get("stream_options")
     completion_tokens = min(limit, MAX_TOKENS_CAP) if limit else DEFAULT_TOKENS
     prefill = _prefill(messages)
@@ -240,7 +246,7 @@ def parse_request(body: object) -> ChatRequest:
 def _logprobs(body: dict[str, Any]) -> tuple[bool, int]:
     """`(logprobs, top_logprobs)`; `top_logprobs` needs `logprobs: true`."""
     wanted = body.get("logprobs") is True
-    top = _int_param(body, "top_logprobs", MAX_TOP_LOGPROBS, minimum=0)
+    top = int_param(body, "top_logprobs", MAX_TOP_LOGPROBS, minimum=0)
     if top is not None and not wanted:
         raise RequestError(
             envelope(
