@@ -345,6 +345,8 @@ def stream_pieces(req: ChatRequest) -> list[tuple[int, str]]:
     Round-robin over the `n` choices: word i of choice 0, of choice 1, ...,
     then word i + 1 of each (a choice with fewer pieces, after a prefill,
     drops out when done). With n = 1: `answer_pieces(req)`, each as (0, piece).
+    A tool call's pieces are its arguments' JSON in fragments
+    (`tool_calls.fragments`).
     """
     if req.call is not None:
         per_choice = [tool_calls.fragments(call_arguments(req, choice)) for choice in range(req.n)]
