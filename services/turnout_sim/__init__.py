@@ -1,6 +1,7 @@
 """turnout_sim: a fake upstream LLM provider with scripted faults.
 
-Speaks the OpenAI Chat Completions wire format (JSON and SSE) and applies a
+Speaks OpenAI's Chat Completions, Embeddings and Responses wire formats and
+Anthropic's Messages (JSON and SSE; tool calls, logprobs) and applies a
 fault scenario chosen by the model name (`label~200,503,reset`) or the
 `x-sim-scenario` header. See `scenarios` for the DSL, `app` for the server.
 """

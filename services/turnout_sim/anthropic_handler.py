@@ -46,7 +46,7 @@ from turnout_sim import anthropic_wire as wire
 from turnout_sim import connection, credentials
 from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.faults import Verdict
-from turnout_sim.openai_handler import Env, deliver
+from turnout_sim.openai_steps import Env, deliver
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
 _SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})

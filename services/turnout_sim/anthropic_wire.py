@@ -12,10 +12,13 @@ Must not import: aiohttp or any I/O; pure functions of their arguments.
 
 The answer is the OpenAI side's deterministic text (`tok0 tok1 ...`, N =
 `max_tokens` capped at 4096, continued after a matching prefill), computed by
-`openai_wire` from an equivalent `ChatRequest`. A request whose `tool_choice`
-forces a tool (`{"type": "tool", "name"}`, or `{"type": "any"}` with tools)
-gets one `tool_use` block instead, whose input is `{"answer": "<the text>"}`,
-with `stop_reason: tool_use`. An answer cut by `max_tokens` (step `len<N>`
+`openai_wire` from an equivalent `ChatRequest`. A request with tools whose
+`tool_choice` is not `{"type": "none"}` gets one `tool_use` block instead
+(the tool `{"type": "tool", "name"}` names, else the first), whose input is
+built from the tool's `input_schema` (`{"answer": "<the text>"}` for a
+schema without properties; see `tool_calls`), with `stop_reason: tool_use`;
+streamed as `input_json_delta` fragments. A request whose last message holds
+a `tool_result` block gets text quoting it (`Tool result: ...`). An answer cut by `max_tokens` (step `len<N>`
 with `max_tokens` < N; see `scenarios`) has `stop_reason: max_tokens`, in
 the message and in the stream's `message_delta`, as Anthropic reports it.
 Sources: https://docs.anthropic.com/en/api/messages, /en/api/errors,
@@ -28,7 +31,8 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from turnout_sim import openai_wire
+from turnout_sim import openai_wire, tool_calls
+from turnout_sim.tool_calls import ToolCall
 
 ANTHROPIC_ERROR_TYPE: dict[int, str] = {
     400: "invalid_request_error",
@@ -107,14 +111,15 @@ class MessagesRequest:
     Attributes:
         model: requested model name, echoed in the answer.
         stream: SSE wanted.
-        chat: the equivalent OpenAI-side request (answer text, prefill, usage).
-        tool: the tool to call when `tool_choice` forces one, else None.
+        chat: the equivalent OpenAI-side request (answer text, prefill, usage,
+            a quoted tool result).
+        call: the tool call the answer makes (see `tool_calls`), else None.
     """
 
     model: str
     stream: bool
     chat: openai_wire.ChatRequest
-    tool: str | None = None
+    call: ToolCall | None = None
 
 
 def _text(content: Any) -> str | None:
@@ -122,17 +127,6 @@ def _text(content: Any) -> str | None:
         return content
     if isinstance(content, list):
         return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return None
-
-
-def _forced_tool(body: dict[str, Any]) -> str | None:
-    choice, tools = body.get("tool_choice"), body.get("tools")
-    if not isinstance(choice, dict):
-        return None
-    if choice.get("type") == "tool" and isinstance(choice.get("name"), str):
-        return str(choice["name"])
-    if choice.get("type") == "any" and isinstance(tools, list) and tools and isinstance(tools[0], dict):
-        return str(tools[0].get("name", ""))
     return None
 
 
@@ -156,6 +150,10 @@ def parse_request(body: object) -> MessagesRequest:
     last = messages[-1] if isinstance(messages[-1], dict) else {}
     prefill = _text(last.get("content")) if last.get("role") == "assistant" else None
     count = min(limit, openai_wire.MAX_TOKENS_CAP)
+    call, result = tool_calls.messages_decision(body)
+    text = None if result is None else tuple(tool_calls.quote_words(result))
+    if text is not None:
+        count, prefill = min(len(text), count), None
     chat = openai_wire.ChatRequest(
         model=model,
         stream=body.get("stream") is True,
@@ -165,8 +163,10 @@ def parse_request(body: object) -> MessagesRequest:
         prefill=prefill,
         prefill_words=None if prefill is None else openai_wire.prefill_match(prefill, count),
         limit=limit,
+        cut=text is not None and count < len(text),
+        text=text,
     )
-    return MessagesRequest(model=model, stream=chat.stream, chat=chat, tool=_forced_tool(body))
+    return MessagesRequest(model=model, stream=chat.stream, chat=chat, call=call)
 
 
 def with_answer_length(req: MessagesRequest, answer_tokens: int) -> MessagesRequest:
@@ -180,15 +180,18 @@ def stop_reason(req: MessagesRequest) -> str:
     `tool_use` for a forced tool, else `end_turn` (docs: /en/api/messages)."""
     if req.chat.cut:
         return "max_tokens"
-    return "tool_use" if req.tool else "end_turn"
+    return "tool_use" if req.call is not None else "end_turn"
 
 
 def pieces(req: MessagesRequest) -> list[str]:
-    """The content deltas of the answer: text pieces, or the tool input's JSON in pieces."""
+    """The content deltas of the answer: text pieces, or the tool input's JSON
+    in pieces (a free-form input `{"answer": "` + each text piece + `"}`)."""
     text = openai_wire.answer_pieces(req.chat)
-    if req.tool is None:
+    if req.call is None:
         return text
-    return ['{"answer": "', *text, '"}']
+    if req.call.arguments is None:
+        return ['{"answer": "', *text, '"}']
+    return tool_calls.fragments(tool_calls.arguments_json(req.call, ""))
 
 
 def usage(req: MessagesRequest, *, final: bool = True) -> dict[str, int]:
@@ -202,10 +205,10 @@ def usage(req: MessagesRequest, *, final: bool = True) -> dict[str, int]:
 
 
 def _block(req: MessagesRequest, seq: int, full: bool) -> dict[str, Any]:
-    if req.tool is None:
+    if req.call is None:
         return {"type": "text", "text": "".join(pieces(req)) if full else ""}
     tool_input = json.loads("".join(pieces(req))) if full else {}
-    return {"type": "tool_use", "id": f"toolu_sim{seq:012d}", "name": req.tool, "input": tool_input}
+    return {"type": "tool_use", "id": f"toolu_sim{seq:012d}", "name": req.call.name, "input": tool_input}
 
 
 def message(req: MessagesRequest, *, message_id: str, seq: int) -> dict[str, Any]:
@@ -248,7 +251,7 @@ def delta_event(req: MessagesRequest, piece: str) -> bytes:
     """One `content_block_delta` (`text_delta`, or `input_json_delta` for a tool)."""
     delta = (
         {"type": "text_delta", "text": piece}
-        if req.tool is None
+        if req.call is None
         else {"type": "input_json_delta", "partial_json": piece}
     )
     return event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})

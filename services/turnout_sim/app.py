@@ -1,29 +1,42 @@
 """The simulator's aiohttp server: routes, shared state, start/run helpers.
 
-Owns: the aiohttp `Application` (OpenAI routes, the Anthropic Messages
-route of `anthropic_handler`, `/sim/*` control routes,
-OpenAI-style 404 for unknown URLs), request admission (auth, JSON, scenario
-selection, attempt logging) and the ways to run it (blocking `run`, or
-`start_in_background` for tests).
+Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
+embeddings, responses, models — the Anthropic Messages route of
+`anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
+URLs), the admission every OpenAI route shares (auth, JSON, the route's
+fields, scenario selection, attempt logging; `openai_route`) and the ways
+to run it (blocking `run`, or `start_in_background` for tests).
 Must not import: turnout's gateway packages; the simulator stands alone.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from aiohttp import web
 
-from turnout_sim import anthropic_handler, credentials, openai_handler
+from turnout_sim import (
+    anthropic_handler,
+    credentials,
+    embeddings_handler,
+    embeddings_wire,
+    openai_handler,
+    openai_steps,
+    responses_handler,
+    responses_wire,
+)
 from turnout_sim import openai_errors as errors
 from turnout_sim import openai_wire as wire
 from turnout_sim.attempt_log import Attempt, AttemptLog, End, ScenarioCursors
 from turnout_sim.clock import Clock
-from turnout_sim.scenarios import scenario_for
+from turnout_sim.scenarios import Step, scenario_for
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9100
@@ -70,66 +83,95 @@ def _revoked(header: str | None) -> bool:
     return credentials.revoked((header or "").partition(" ")[2])
 
 
-def _env(state: SimState) -> openai_handler.Env:
-    return openai_handler.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+def _env(state: SimState) -> openai_steps.Env:
+    return openai_steps.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
 
 
-async def chat_completions(request: web.Request) -> web.StreamResponse:
-    """`POST /v1/chat/completions`: admit, log, consume a step, answer.
+class _Asked(Protocol):
+    @property
+    def model(self) -> str: ...
 
-    The response is completed here (`openai_handler.deliver`) so the log
+
+Parsed = TypeVar("Parsed", bound=_Asked)
+Parse = Callable[[object], Parsed]
+"""Reads a decoded body into a route's request; raises `wire.RequestError`."""
+Answer = Callable[..., Awaitable[web.StreamResponse]]
+"""`answer(request, parsed, step, *, verdict, attempt, env)`: the route's answer to one step."""
+
+
+def openai_route(parse: Parse[Parsed], answer: Answer) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A `POST` handler of an OpenAI route: admit, log, consume a step, answer.
+
+    Admission is the same for every OpenAI route: a Bearer key (401 without
+    one; a revoked key, see `credentials`, gets 401 too), a JSON body (400),
+    the route's own fields (`parse`; 400 with its body) and a valid scenario
+    (400). The request is logged in `/sim/log` at arrival, its scenario key
+    (model name, `x-sim-scenario`) consumes a step, and `answer` applies it.
+    The response is completed here (`openai_steps.deliver`) so the log
     records when and how the request ended (`ended_s`, `end`).
+
+    Args:
+        parse: the route's request reader.
+        answer: the route's answer to a step.
     """
-    state = request.app[STATE]
-    env = _env(state)
-    t_s = state.clock()
-    raw = await request.read()
-    try:
-        body: object = json.loads(raw)
-        parsed = True
-    except ValueError:  # includes UnicodeDecodeError
-        body, parsed = None, False
-    fields = body if isinstance(body, dict) else {}
-    model = fields.get("model")
-    authorization = request.headers.get("Authorization")
-    attempt = state.log.record(
-        t_s=t_s,
-        model=model if isinstance(model, str) else None,
-        stream=fields.get("stream") is True,
-        authorization=authorization,
-        request_id=request.headers.get("x-request-id"),
-    )
-    try:
-        resp = await _answer_chat(request, state, env, attempt, body, parsed)
-        return await openai_handler.deliver(request, resp, attempt, env)
-    except asyncio.CancelledError:  # shutdown cancelled the handler
-        attempt.finish(End.FAULT, state.clock())
-        raise
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        state = request.app[STATE]
+        env = _env(state)
+        raw = await request.read()
+        try:
+            body: object = json.loads(raw)
+            parsed = True
+        except ValueError:  # includes UnicodeDecodeError
+            body, parsed = None, False
+        fields = body if isinstance(body, dict) else {}
+        model = fields.get("model")
+        authorization = request.headers.get("Authorization")
+        attempt = state.log.record(
+            t_s=state.clock(),
+            model=model if isinstance(model, str) else None,
+            stream=fields.get("stream") is True,
+            authorization=authorization,
+            request_id=request.headers.get("x-request-id"),
+        )
+        try:
+            resp = await _admit(request, state, env, attempt, body if parsed else _UNPARSED, parse, answer)
+            return await openai_steps.deliver(request, resp, attempt, env)
+        except asyncio.CancelledError:  # shutdown cancelled the handler
+            attempt.finish(End.FAULT, state.clock())
+            raise
+
+    return handler
 
 
-async def _answer_chat(
+_UNPARSED = object()
+"""Stands for a body that is not JSON."""
+
+
+async def _admit(
     request: web.Request,
     state: SimState,
-    env: openai_handler.Env,
+    env: openai_steps.Env,
     attempt: Attempt,
     body: object,
-    parsed: bool,
+    parse: Parse[Parsed],
+    answer: Answer,
 ) -> web.StreamResponse:
     """Reject the request or apply its scenario step (not yet completed)."""
     authorization = request.headers.get("Authorization")
 
     def reject(status: int, error: errors.ErrorBody) -> web.Response:
         attempt.status = status
-        return openai_handler.json_response(env, status, error)
+        return openai_steps.json_response(env, status, error)
 
     if not _authorized(authorization):
         return reject(401, errors.missing_key_error())
     if _revoked(authorization):
         return reject(401, errors.status_error(401, ""))
-    if not parsed:
+    if body is _UNPARSED:
         return reject(400, errors.invalid_json_error())
     try:
-        req = wire.parse_request(body)
+        req = parse(body)
     except wire.RequestError as exc:
         return reject(400, exc.body)
     header = request.headers.get(SCENARIO_HEADER)
@@ -139,7 +181,12 @@ async def _answer_chat(
         return reject(400, errors.invalid_scenario_error(str(exc)))
     turn = state.cursors.turn((req.model, header), steps, attempt.t_s, seed=state.seed)
     attempt.step = turn.step.token
-    return await openai_handler.answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)
+    return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)
+
+
+async def _chat_answer(request: web.Request, req: wire.ChatRequest, step: Step, **kwargs: Any) -> web.StreamResponse:
+    # looked up at call time, so a test may wrap `openai_handler.answer`
+    return await openai_handler.answer(request, req, step, **kwargs)
 
 
 async def list_models(request: web.Request) -> web.Response:
@@ -147,8 +194,8 @@ async def list_models(request: web.Request) -> web.Response:
     state = request.app[STATE]
     env = _env(state)
     if not _authorized(request.headers.get("Authorization")):
-        return openai_handler.json_response(env, 401, errors.missing_key_error())
-    return openai_handler.json_response(env, 200, wire.models_list(1_700_000_000))
+        return openai_steps.json_response(env, 401, errors.missing_key_error())
+    return openai_steps.json_response(env, 200, wire.models_list(1_700_000_000))
 
 
 async def get_log(request: web.Request) -> web.Response:
@@ -180,7 +227,7 @@ async def health(request: web.Request) -> web.Response:
 async def not_found(request: web.Request) -> web.Response:
     """Any other URL: OpenAI's 404 `Invalid URL (METHOD /path)`."""
     env = _env(request.app[STATE])
-    return openai_handler.json_response(env, 404, errors.invalid_url_error(request.method, request.path))
+    return openai_steps.json_response(env, 404, errors.invalid_url_error(request.method, request.path))
 
 
 async def _on_shutdown(app: web.Application) -> None:
@@ -200,7 +247,16 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     """
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[STATE] = SimState(clock=clock, seed=seed)
-    app.router.add_post("/v1/chat/completions", chat_completions)
+    app.router.add_post("/v1/chat/completions", openai_route(wire.parse_request, _chat_answer))
+    app.router.add_post("/v1/embeddings", openai_route(embeddings_wire.parse_request, embeddings_handler.answer))
+    responses = responses_handler.ResponseStore()
+    app.router.add_post(
+        "/v1/responses",
+        openai_route(
+            functools.partial(responses_wire.parse_request, known=responses.__contains__),
+            functools.partial(responses_handler.answer, store=responses),
+        ),
+    )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
     app.router.add_get("/v1/models", list_models)

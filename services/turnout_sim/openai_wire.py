@@ -5,10 +5,12 @@ objects, `chat.completion.chunk` events, the SSE framing
 (`data: ...\\n\\n`, `data: [DONE]`), the models list — and reading the
 request fields the simulator honours (`model`, `stream`, `max_tokens`,
 `max_completion_tokens`, `n`, `stream_options`, an assistant prefill as the
-last message) — and the deterministic answer text of each choice, continued
-after a prefill, cut by the limit when the model's answer is longer
-(`len<N>`; see `scenarios`).
-Error envelopes live in `openai_errors`.
+last message, `tools` / `tool_choice` / a tool result as the last message,
+`logprobs` / `top_logprobs`) — and the deterministic answer text of each
+choice, continued after a prefill, cut by the limit when the model's answer
+is longer (`len<N>`; see `scenarios`), or quoting a tool result (see
+`tool_calls`). The `chat.completion` objects and chunks are built in
+`chat_answer`; error envelopes live in `openai_errors`.
 Must not import: aiohttp or any I/O; pure functions of their arguments.
 """
 
@@ -18,7 +20,9 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from turnout_sim import tool_calls
 from turnout_sim.openai_errors import ErrorBody, envelope, invalid_json_error
+from turnout_sim.tool_calls import ToolCall
 
 DEFAULT_TOKENS = 12
 """Completion length in tokens when the request gives no `max_tokens`."""
@@ -26,6 +30,8 @@ MAX_TOKENS_CAP = 4096
 """Largest completion the simulator generates, in tokens."""
 MAX_N = 128
 """Largest `n` (choices per request) accepted, as OpenAI's API documents."""
+MAX_TOP_LOGPROBS = 20
+"""Largest `top_logprobs` accepted, as OpenAI's API documents."""
 
 MODELS = ("gpt-4o-mini", "gpt-4o", "gpt-4.1", "gpt-5")
 """Model ids listed by `GET /v1/models`."""
@@ -62,6 +68,12 @@ class ChatRequest:
             in tokens; None when it gives neither.
         cut: the answer was cut by `limit` (the model's answer is longer;
             see `with_answer_length`): `finish_reason: length`.
+        call: the tool call every choice makes instead of text (see
+            `tool_calls`), or None.
+        text: fixed answer pieces replacing the `tok` words for every choice
+            (the quote of a tool result), or None.
+        logprobs: `logprobs: true` was asked (`choices[].logprobs.content`).
+        top_logprobs: alternatives per token, 0..`MAX_TOP_LOGPROBS`.
     """
 
     model: str
@@ -74,12 +86,22 @@ class ChatRequest:
     n: int = 1
     limit: int | None = None
     cut: bool = False
+    call: ToolCall | None = None
+    text: tuple[str, ...] | None = None
+    logprobs: bool = False
+    top_logprobs: int = 0
 
 
 # ---------------------------------------------------------------- requests
 
 
-def _int_param(body: dict[str, Any], name: str, maximum: int | None = None) -> int | None:
+def int_param(body: dict[str, Any], name: str, maximum: int | None = None, minimum: int = 1) -> int | None:
+    """The integer field `name` of `body`, or None when absent or null.
+
+    Raises:
+        RequestError: not an integer, or outside `minimum`..`maximum`
+            (OpenAI's 400 body naming the field).
+    """
     value = body.get(name)
     if value is None:
         return None
@@ -92,10 +114,11 @@ def _int_param(body: dict[str, Any], name: str, maximum: int | None = None) -> i
                 name,
             )
         )
-    if value < 1:
+    if value < minimum:
         raise RequestError(
             envelope(
-                f"Invalid '{name}': integer below minimum value. Expected a value >= 1, but got {value} instead.",
+                f"Invalid '{name}': integer below minimum value. Expected a value >= {minimum}, "
+                f"but got {value} instead.",
                 "invalid_request_error",
                 "integer_below_min_value",
                 name,
@@ -172,8 +195,10 @@ def parse_request(body: object) -> ChatRequest:
     """Read the honoured fields of a decoded chat completion request body.
 
     Raises:
-        RequestError: a required field is missing or has the wrong type, or
-            `n` is outside 1..`MAX_N` (OpenAI's 400 body naming the field).
+        RequestError: a required field is missing or has the wrong type,
+            `n` is outside 1..`MAX_N`, `top_logprobs` outside
+            0..`MAX_TOP_LOGPROBS` or given without `logprobs: true` (OpenAI's
+            400 body naming the field).
     """
     if not isinstance(body, dict):
         raise RequestError(invalid_json_error())
@@ -190,11 +215,16 @@ def parse_request(body: object) -> ChatRequest:
                 "messages",
             )
         )
-    limit = _int_param(body, "max_completion_tokens") or _int_param(body, "max_tokens")
-    n = _int_param(body, "n", MAX_N) or 1
+    limit = int_param(body, "max_completion_tokens") or int_param(body, "max_tokens")
+    n = int_param(body, "n", MAX_N) or 1
     options = body.get("stream_options")
     completion_tokens = min(limit, MAX_TOKENS_CAP) if limit else DEFAULT_TOKENS
     prefill = _prefill(messages)
+    call, result = tool_calls.chat_decision(body)
+    text = None if result is None else tuple(tool_calls.quote_words(result))
+    if text is not None:
+        completion_tokens, prefill = (min(len(text), limit) if limit else len(text)), None
+    logprobs, top_logprobs = _logprobs(body)
     return ChatRequest(
         model=model,
         stream=body.get("stream") is True,
@@ -205,7 +235,28 @@ def parse_request(body: object) -> ChatRequest:
         prefill_words=None if prefill is None else prefill_match(prefill, completion_tokens),
         n=n,
         limit=limit,
+        cut=text is not None and completion_tokens < len(text),
+        call=call,
+        text=text,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
     )
+
+
+def _logprobs(body: dict[str, Any]) -> tuple[bool, int]:
+    """`(logprobs, top_logprobs)`; `top_logprobs` needs `logprobs: true`."""
+    wanted = body.get("logprobs") is True
+    top = int_param(body, "top_logprobs", MAX_TOP_LOGPROBS, minimum=0)
+    if top is not None and not wanted:
+        raise RequestError(
+            envelope(
+                "Invalid value for 'top_logprobs': 'logprobs' must be set to true when 'top_logprobs' is used.",
+                "invalid_request_error",
+                "invalid_value",
+                "top_logprobs",
+            )
+        )
+    return wanted, top or 0
 
 
 def with_answer_length(req: ChatRequest, answer_tokens: int) -> ChatRequest:
@@ -221,6 +272,8 @@ def with_answer_length(req: ChatRequest, answer_tokens: int) -> ChatRequest:
         length` / `stop_reason: max_tokens`); the prefill re-matched against
         the new length.
     """
+    if req.text is not None:  # a quoted tool result has a length of its own
+        return req
     cut = req.limit is not None and req.limit < answer_tokens
     count = req.limit if cut and req.limit is not None else answer_tokens
     return replace(
@@ -232,7 +285,10 @@ def with_answer_length(req: ChatRequest, answer_tokens: int) -> ChatRequest:
 
 
 def finish_reason(req: ChatRequest) -> str:
-    """Every choice's `finish_reason`: `length` when the limit cut the answer, else `stop`."""
+    """Every choice's `finish_reason`: `tool_calls` for a tool call, `length`
+    when the limit cut the answer, else `stop`."""
+    if req.call is not None:
+        return "tool_calls"
     return "length" if req.cut else "stop"
 
 
@@ -249,6 +305,8 @@ def tokens(count: int, choice: int = 0) -> list[str]:
 
 
 def _prefill_words(req: ChatRequest, choice: int) -> int | None:
+    if req.text is not None:
+        return None
     if choice == 0 or req.prefill is None:
         return req.prefill_words
     return prefill_match(req.prefill, req.completion_tokens, choice)
@@ -263,6 +321,8 @@ def answer_pieces(req: ChatRequest, choice: int = 0) -> list[str]:
     ends with a space, so that prefill + "".join(pieces) == the full answer
     text (empty when K = N).
     """
+    if req.text is not None:
+        return list(req.text[: req.completion_tokens])
     pieces = tokens(req.completion_tokens, choice)
     skip = _prefill_words(req, choice)
     if skip is None:
@@ -273,14 +333,25 @@ def answer_pieces(req: ChatRequest, choice: int = 0) -> list[str]:
     return rest
 
 
+def call_arguments(req: ChatRequest, choice: int = 0) -> str:
+    """The JSON arguments of choice `choice`'s tool call (`req.call` set)."""
+    assert req.call is not None
+    return tool_calls.arguments_json(req.call, "".join(tokens(req.completion_tokens, choice)))
+
+
 def stream_pieces(req: ChatRequest) -> list[tuple[int, str]]:
     """The content chunks of a streamed answer, in send order, as (choice, piece).
 
     Round-robin over the `n` choices: word i of choice 0, of choice 1, ...,
     then word i + 1 of each (a choice with fewer pieces, after a prefill,
     drops out when done). With n = 1: `answer_pieces(req)`, each as (0, piece).
+    A tool call's pieces are its arguments' JSON in fragments
+    (`tool_calls.fragments`).
     """
-    per_choice = [answer_pieces(req, choice) for choice in range(req.n)]
+    if req.call is not None:
+        per_choice = [tool_calls.fragments(call_arguments(req, choice)) for choice in range(req.n)]
+    else:
+        per_choice = [answer_pieces(req, choice) for choice in range(req.n)]
     longest = max(len(pieces) for pieces in per_choice)
     return [(choice, pieces[i]) for i in range(longest) for choice, pieces in enumerate(per_choice) if i < len(pieces)]
 
@@ -299,86 +370,6 @@ def usage(req: ChatRequest) -> dict[str, int]:
         "completion_tokens": produced,
         "total_tokens": req.prompt_tokens + produced,
     }
-
-
-def completion(req: ChatRequest, *, completion_id: str, created_s: int) -> dict[str, Any]:
-    """A full non-streaming `chat.completion` object (continues a prefill).
-
-    Args:
-        req: the request being answered.
-        completion_id: `chatcmpl-...` id.
-        created_s: creation time, integer epoch seconds.
-
-    Returns:
-        The object, with `req.n` choices (index 0..n-1), each with its own
-        content and `finish_reason` (`finish_reason(req)`).
-    """
-    return {
-        "id": completion_id,
-        "object": "chat.completion",
-        "created": created_s,
-        "model": req.model,
-        "choices": [
-            {
-                "index": choice,
-                "message": {
-                    "role": "assistant",
-                    "content": "".join(answer_pieces(req, choice)),
-                    "refusal": None,
-                },
-                "logprobs": None,
-                "finish_reason": finish_reason(req),
-            }
-            for choice in range(req.n)
-        ],
-        "usage": usage(req),
-        "system_fingerprint": "fp_sim",
-    }
-
-
-def chunk(
-    req: ChatRequest,
-    *,
-    completion_id: str,
-    created_s: int,
-    delta: dict[str, Any] | None = None,
-    finish_reason: str | None = None,
-    final_usage: bool = False,
-    choice: int = 0,
-) -> dict[str, Any]:
-    """One `chat.completion.chunk` object.
-
-    Args:
-        req: the request being answered.
-        completion_id: same id for every chunk of one stream.
-        created_s: creation time, integer epoch seconds.
-        delta: the choice's delta (`{"role": "assistant", "content": ""}`,
-            `{"content": " tok3"}`, `{}` with the finish reason).
-        finish_reason: None while streaming, `"stop"` or `"length"` on the
-            choice's last chunk.
-        final_usage: build the trailing usage chunk (`choices: []`).
-        choice: the choice's index (0..n-1).
-    """
-    obj: dict[str, Any] = {
-        "id": completion_id,
-        "object": "chat.completion.chunk",
-        "created": created_s,
-        "model": req.model,
-        "system_fingerprint": "fp_sim",
-        "choices": []
-        if final_usage
-        else [
-            {
-                "index": choice,
-                "delta": delta or {},
-                "logprobs": None,
-                "finish_reason": finish_reason,
-            }
-        ],
-    }
-    if req.include_usage:
-        obj["usage"] = usage(req) if final_usage else None
-    return obj
 
 
 def json_bytes(obj: object) -> bytes:

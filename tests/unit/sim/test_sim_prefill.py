@@ -10,6 +10,7 @@ import httpx
 import openai
 import pytest
 
+from turnout_sim import chat_answer
 from turnout_sim import openai_wire as wire
 
 
@@ -138,7 +139,7 @@ def test_answer_pieces_continue_the_prefill(prefill: str | None, count: int, pie
     assert wire.usage(req)["completion_tokens"] == produced
     if prefill is not None and req.prefill_words is not None and pieces:
         assert prefill + "".join(pieces) == full(count)
-    body = wire.completion(req, completion_id="c", created_s=0)
+    body = chat_answer.completion(req, completion_id="c", created_s=0)
     assert body["choices"][0]["message"]["content"] == "".join(pieces)
     assert body["usage"]["total_tokens"] == req.prompt_tokens + produced
 
