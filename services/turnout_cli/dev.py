@@ -47,7 +47,8 @@ DEMO_CONFIG = """\
 # Demo catalog written by `turnout dev`: two simulated providers for one model.
 # sim-east always answers 503 (overloaded), so every request shows a retry and
 # a provider fallback to sim-west. demo-claude is served by a simulated
-# Anthropic API that is overloaded (529), so it falls back to demo-gpt.
+# Anthropic API that is overloaded (529), so it falls back to demo-gpt. demo-embed
+# is an embedding model, failing over to the same model at sim-west.
 # Replace with your own file: --config FILE.
 providers:
   sim-east: {{kind: openai_compatible, base_url: "http://127.0.0.1:{sim_port}/v1", api_key: sk-demo-4f1e9a7c}}
@@ -65,6 +66,12 @@ models:
   demo-small:
     offers:
       - {{provider: sim-west, model: small}}
+  demo-embed:
+    type: embedding
+    order: priority
+    offers:
+      - {{provider: sim-east, model: "embed~503"}}
+      - {{provider: sim-west, model: embed}}
 egress: {{schemes: [http], ports: any}}   # demo: custom endpoints may point at the plain-http simulator
 orgs:
   demo:

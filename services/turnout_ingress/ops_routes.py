@@ -23,8 +23,8 @@ from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Met
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.admin.audit import ADMIN_PREFIX
+from turnout_ingress.door import PUBLIC_ROUTES, route_label
 from turnout_ingress.errors import JSON
-from turnout_ingress.surfaces import SURFACES
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -104,8 +104,9 @@ async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict
 
 class RouteCounts:
     """`turnout_requests_total` by route and status: the `route` label is the path of a
-    public route (`_ROUTES`), "admin" for any path under `/admin/v1/` (the admin API, one
-    label whatever the org, key or id in the path), else "other"."""
+    public route (`PUBLIC_ROUTES`), "admin" for any path under `/admin/v1/` (the admin API, one
+    label whatever the org, key or id in the path), the family of a well-known provider API
+    route the gateway does not serve (`/v1/images`), else "other" (`door.route_label`)."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -115,11 +116,11 @@ class RouteCounts:
         """Count one answer of `status` (HTTP status) to a request for `path`."""
         child = self._children.get((path, status))
         if child is None:
-            if path in _ROUTES:  # kept only for the closed set of routes, keyed by path: the cache stays bounded
+            if path in PUBLIC_ROUTES:  # kept only for the closed set of routes, keyed by path: the cache stays bounded
                 child = self._metrics.requests.labels(route=path, status=str(status))
                 self._children[(path, status)] = child
-            else:
-                route = "admin" if path.startswith(ADMIN_PREFIX) else "other"
+            else:  # a closed set of labels too (`door.route_label`)
+                route = route_label(path, PUBLIC_ROUTES, ADMIN_PREFIX)
                 child = self._metrics.requests.labels(route=route, status=str(status))
         child.inc()
 
@@ -143,19 +144,6 @@ class RequestCounter:
             await send(message)
 
         await self._app(scope, receive, counting_send)
-
-
-_ROUTES = frozenset(surface.path for surface in SURFACES) | frozenset(
-    {
-        "/v1/messages/count_tokens",
-        "/v1/models",
-        "/v1/health/providers",
-        "/metrics",
-        "/health/liveness",
-        "/health/readiness",
-    }
-)
-"""The `route` label values besides "admin" and "other" (a closed set: the label's cardinality stays bounded)."""
 
 
 def install(app: FastAPI, state: IngressState) -> None:

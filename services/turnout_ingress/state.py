@@ -28,6 +28,8 @@ from turnout.settings import Settings
 from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
+from turnout_ingress.admin.audit import ADMIN_PREFIX
+from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
 from turnout_ingress.limits import Limiter
 
 
@@ -85,6 +87,7 @@ class IngressState:
         self.keys_refused = False  # the catalog's sealed provider keys do not open here (`turnout.catalog.key_check`)
         self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)
+        self.door = DoorRefusals(self.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler())  # refusals seen
         self.breakers = self.runtime.breakers
         self.http = self.runtime.http
         self.custom_http = self.runtime.custom_http
