@@ -1,7 +1,7 @@
 """The simulator's aiohttp server: routes, shared state, start/run helpers.
 
 Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
-embeddings, responses, models — the Anthropic Messages route of
+legacy text completions, embeddings, responses, models — the Anthropic Messages route of
 `anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
 URLs), the admission every OpenAI route shares (auth, JSON, the route's
 fields, scenario selection, attempt logging; `openai_route`) and the ways
@@ -24,6 +24,8 @@ from aiohttp import web
 
 from turnout_sim import (
     anthropic_handler,
+    completions_handler,
+    completions_wire,
     credentials,
     embeddings_handler,
     embeddings_wire,
@@ -248,6 +250,7 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app[STATE] = SimState(clock=clock, seed=seed)
     app.router.add_post("/v1/chat/completions", openai_route(wire.parse_request, _chat_answer))
+    app.router.add_post("/v1/completions", openai_route(completions_wire.parse_request, completions_handler.answer))
     app.router.add_post("/v1/embeddings", openai_route(embeddings_wire.parse_request, embeddings_handler.answer))
     responses = responses_handler.ResponseStore()
     app.router.add_post(
