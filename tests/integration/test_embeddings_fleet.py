@@ -36,6 +36,14 @@ models:
     offers: [{{provider: sim-a, model: "embr~429ra1,200"}}]
   chat:
     offers: [{{provider: sim-b, model: chat-b}}]
+  comp:
+    order: priority
+    offers: [{{provider: sim-a, model: "comp-a~503"}}, {{provider: sim-b, model: comp-b}}]
+  comp-claude:
+    order: priority
+    offers: [{{provider: claude, model: claude-c}}, {{provider: sim-b, model: compc-b}}]
+  claude-only:
+    offers: [{{provider: claude, model: claude-o}}]
 policy:
   retry: {{base_ms: 250, max_ms: 4000}}
 breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
@@ -45,7 +53,12 @@ orgs:
       fallbacks: [chat]
     keys:
       - {{name: main, key: {key}}}
+  plain:
+    keys:
+      - {{name: plain, key: tk-test-plain-00000000001}}
 """
+PLAIN = "tk-test-plain-00000000001"
+"""A key of an org with no fallbacks."""
 
 
 @pytest.fixture(scope="module")
@@ -157,3 +170,30 @@ def test_refusals_at_the_door_are_counted_under_their_route_and_code(gw: Gateway
     assert [a - b for a, b in zip(after, before, strict=True)] == [1, 1, 1]
     text = httpx.get(f"{gw.base_url}/metrics").text
     assert 'turnout_requests_total{route="/v1/images",status="404"}' in text
+
+
+def test_a_legacy_completion_falls_over_to_the_second_provider(gw: Gateway) -> None:
+    raw = gw.client().completions.with_raw_response.create(model="comp", prompt="def add(a, b):", max_tokens=5)
+    answer = raw.parse()
+    assert answer.object == "text_completion" and answer.choices[0].text
+    assert raw.headers["x-turnout-provider"] == "sim-b" and raw.headers["x-turnout-fallback"] == "1"
+    assert [e["status"] for e in gw.sim_log("comp-a~503")] == [503, 503]
+
+
+def test_a_legacy_completion_streams_on_the_direct_path(gw: Gateway) -> None:
+    pieces = [
+        chunk.choices[0].text
+        for chunk in gw.client().completions.create(model="comp", prompt="x", max_tokens=6, stream=True)
+        if chunk.choices
+    ]
+    assert "".join(pieces).split() == [f"tok{i}" for i in range(6)]
+
+
+def test_an_anthropic_offer_is_skipped_for_a_completion_and_a_model_with_no_other_is_a_400(gw: Gateway) -> None:
+    """(acme's wildcard fallback would serve `claude-only` by `chat`: the 400 is asked of an org without one.)"""
+    raw = gw.client().completions.with_raw_response.create(model="comp-claude", prompt="x", max_tokens=3)
+    assert raw.headers["x-turnout-provider"] == "sim-b" and raw.headers["x-turnout-attempts"] == "1"
+    with pytest.raises(openai.BadRequestError) as caught:
+        gw.client(PLAIN).completions.create(model="claude-only", prompt="x", max_tokens=3)
+    assert caught.value.code == "unsupported_by_providers"
+    assert "completions" in caught.value.message
