@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
+from turnout.core.native import CHAT, Native
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
@@ -42,6 +43,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             on (`turnout.catalog.live`); a worker on an older one catches up
             before planning, so a model the ingress knows is never 404 there.
             0: not stamped.
+        native: the client's own request when it came on another surface than
+            chat (`turnout.core.native.Native`: `/v1/messages`); `body` is then
+            its OpenAI translation. None: `body` is the client's chat request.
     """
 
     request_id: str
@@ -58,6 +62,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     budget_ms: int = 0
     health: Loaded | None = None
     catalog_version: int = 0
+    native: Native | None = None
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -68,12 +73,15 @@ class JobResult(msgspec.Struct, frozen=True, kw_only=True):
         status_code: HTTP status for the client.
         headers: response headers (`x-turnout-*`, `retry-after`, ...).
         body: response body bytes (JSON).
+        shape: the surface `body` is in on a success (`RouteResult.shape`):
+            `chat`, or a native answer's (`messages`), passed to its client as is.
     """
 
     request_id: str
     status_code: int
     headers: dict[str, str]
     body: bytes
+    shape: str = CHAT
 
 
 payload_encoder = msgspec.msgpack.Encoder()

@@ -6,7 +6,11 @@ internal OpenAI chat request and serves it through the same machinery as
 `/v1/chat/completions` — non-streaming through the queue (the same
 `JobPayload`, the worker's OpenAI answer translated back into an Anthropic
 `message`), streaming through the direct path (the relay's OpenAI frames
-translated into Anthropic events by `messages_events`). The body's
+translated into Anthropic events by `messages_events`). The client's own
+request rides beside it (`messages_native.carried`: SPEC §13 "same family,
+same bytes"): an Anthropic target is sent it as is, and its answer — the
+provider's `message`, or its stream's events — comes back as is
+(`messages_native.rendered`, and a native stream is not translated). The body's
 `provider` object (per-request routing preferences, SPEC §10) is read as on
 `/v1/chat/completions` (`take_preferences`): checked, planned with, carried
 in the job, never sent upstream. The `x-turnout-*`
@@ -25,16 +29,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from turnout.adapters.anthropic_wire import WireError
 from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
+from turnout.core.native import CHAT, MESSAGES, Native
 from turnout.core.plan import Plan
 from turnout.core.preferences import Preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
@@ -46,15 +50,9 @@ from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import Outlived, unless_client_leaves
 from turnout_ingress.errors import JSON
 from turnout_ingress.messages_events import anthropic_stream
-from turnout_ingress.messages_wire import (
-    error_body,
-    from_openai_error,
-    parse_messages_request,
-    to_anthropic_message,
-    to_openai_request,
-)
-from turnout_ingress.streaming import serve_stream
-from turnout_ingress.validation import take_preferences
+from turnout_ingress.messages_native import carried, rendered
+from turnout_ingress.messages_wire import error_body
+from turnout_ingress.streaming import EventStreamResponse, serve_stream
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -63,9 +61,7 @@ CheckPlan = Callable[["IngressState", str, Identity, Preferences, Catalog], Awai
 """The app's pre-flight check, (state, model, identity, preferences, catalog) → (plan, health view):
 unknown model (404), preferences that leave no offer (400), every breaker OPEN (503)."""
 
-_decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
-_DROPPED_HEADERS = frozenset({"content-length", "content-type"})
 
 
 def _error(status: int, message: str, request_id: str, headers: Mapping[str, str] | None = None) -> Response:
@@ -75,38 +71,6 @@ def _error(status: int, message: str, request_id: str, headers: Mapping[str, str
         media_type=JSON,
         headers={"x-request-id": request_id, **(headers or {})},
     )
-
-
-def _translated(status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
-    """The Anthropic answer for the fleet's OpenAI-format (status, body, headers)."""
-    kept = {k: v for k, v in headers.items() if k.lower() not in _DROPPED_HEADERS}
-    if status == 200:
-        try:
-            completion = _decode.decode(body)
-        except msgspec.DecodeError:
-            return _error(502, "The provider's answer could not be read.", request_id, kept)
-        return Response(
-            _encode.encode(to_anthropic_message(completion)), status_code=200, headers=kept, media_type=JSON
-        )
-    return Response(from_openai_error(status, body, request_id), status_code=status, headers=kept, media_type=JSON)
-
-
-def openai_request_of(raw: bytes) -> tuple[dict[str, Any], Preferences]:
-    """A `POST /v1/messages` body as the fleet serves it: the internal OpenAI chat request
-    (`messages_wire.to_openai_request`, which never carries `provider`) and the request's
-    routing preferences, its `provider` object (SPEC §10) taken out and checked as on the
-    chat route (`take_preferences`); absent: no preferences.
-
-    Raises:
-        RequestRejected: 400 naming the field (`max_tokens`, `messages.0.content`,
-            `provider.only[1]`): the Messages checks first, then the `provider` object.
-    """
-    try:
-        checked = parse_messages_request(raw)
-        body = to_openai_request(checked)
-    except WireError as exc:
-        raise RequestRejected(400, exc.message, param=exc.param) from exc
-    return body, take_preferences(checked)
 
 
 _BUDGET_RAN_OUT = "The request's time budget ran out before a worker answered."
@@ -124,9 +88,11 @@ async def _queued(
     view: HealthView,
     *,
     keyed: bool,
+    native: Native,
 ) -> Response:
     """Non-streaming: the same job as `/v1/chat/completions` (its `preferences`, the health
-    `view` it was planned with), answered in Anthropic's format.
+    `view` it was planned with, and the client's own request, `native`), answered in
+    Anthropic's format (`rendered`, by the shape of the worker's answer).
 
     With `owner` (the request already holding this Idempotency-Key) nothing is
     submitted: its result is joined and replayed (`x-turnout-idempotent-replay: 1`).
@@ -139,8 +105,12 @@ async def _queued(
             result = await state.queue.join(owner, deadline_s)
         except TimeoutError:
             return _error(504, _BUDGET_RAN_OUT, request_id, {"x-should-retry": "false"})
-        return _translated(
-            result.status_code, result.body, {**result.headers, "x-turnout-idempotent-replay": "1"}, request_id
+        return rendered(
+            result.status_code,
+            result.body,
+            {**result.headers, "x-turnout-idempotent-replay": "1"},
+            request_id,
+            shape=result.shape,
         )
     payload = JobPayload(
         request_id=request_id,
@@ -155,6 +125,7 @@ async def _queued(
         reply_to=state.queue.reply_channel,
         health=view.loaded(),
         catalog_version=state.catalogs.version,
+        native=native,
     )
     work = asyncio.ensure_future(state.queue.submit(payload))
     submit = await unless_client_leaves(request, work, outlive_client=keyed)
@@ -167,7 +138,7 @@ async def _queued(
         result = submit.result()
     except TimeoutError:
         return _error(504, _BUDGET_RAN_OUT, request_id, {"x-should-retry": "false"})
-    return _translated(result.status_code, result.body, result.headers, request_id)
+    return rendered(result.status_code, result.body, result.headers, request_id, shape=result.shape)
 
 
 async def _streamed(
@@ -178,20 +149,32 @@ async def _streamed(
     request_id: str,
     deadline: Deadline,
     planned: tuple[Plan, HealthView, Catalog],
+    native: Native,
 ) -> Response:
     """Streaming: the direct path on the `planned` (plan, health view, catalog) of the
     pre-flight check, so the request's preferences hold; its OpenAI frames translated
-    into Anthropic events."""
+    into Anthropic events, a native stream's events (an Anthropic target's) relayed as sent."""
     plan, view, catalog = planned
     response = await serve_stream(
-        state, request, body, identity, request_id, deadline=deadline, plan=plan, view=view, catalog=catalog
+        state,
+        request,
+        body,
+        identity,
+        request_id,
+        deadline=deadline,
+        plan=plan,
+        view=view,
+        catalog=catalog,
+        native=native,
     )
+    if isinstance(response, EventStreamResponse) and response.shape == MESSAGES:
+        return response
     if isinstance(response, StreamingResponse):
         response.body_iterator = anthropic_stream(response.body_iterator, model=str(body["model"]))
         return response
     if response.status_code == 499:
         return response
-    return _translated(response.status_code, bytes(response.body), response.headers, request_id)
+    return rendered(response.status_code, bytes(response.body), response.headers, request_id, shape=CHAT)
 
 
 def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None:
@@ -210,7 +193,7 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
         request_id = messages_routes.new_request_id(request)
         try:
             identity, raw = await messages_routes.caller_and_body(request, state)
-            body, preferences = openai_request_of(raw)
+            body, preferences, native = carried(raw, request.headers.items())
             identity = await budgeted(state, identity)
             deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
             catalog = state.catalog  # this request's catalog to its end, as on the chat route
@@ -228,7 +211,9 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
                         identity,
                         request_id,
                         deadline,
-                        lambda: _streamed(state, request, body, identity, request_id, deadline, (plan, view, catalog)),
+                        lambda: _streamed(
+                            state, request, body, identity, request_id, deadline, (plan, view, catalog), native
+                        ),
                     ),
                 )
 
@@ -245,6 +230,7 @@ def install(app: FastAPI, state: IngressState, *, check_plan: CheckPlan) -> None
                     preferences,
                     view,
                     keyed=key is not None,
+                    native=native,
                 )
 
             return await state.limiter.answer(held, queued())
