@@ -44,6 +44,7 @@ from turnout.core.loop import (
     on_skip,
 )
 from turnout.core.model_types import Operation, confined
+from turnout.core.native import CHAT, Native, native_body
 from turnout.core.ordering import TargetHealth
 from turnout.core.plan import KeyFacts, NoMatchingOffer, Plan, PlanEntry, Role, RoutingSettings, build_plan
 from turnout.core.policy import Policy
@@ -150,6 +151,8 @@ class RouteResult(msgspec.Struct, frozen=True, kw_only=True):
         served: facts for the `x-turnout-*` headers.
         records: every attempt's decision record (a committed stream's
             attempt as of its commit point).
+        shape: the surface `body` is in (`AttemptResult.shape`: `chat`, or
+            a native call's surface, the provider's body as is).
     """
 
     body: bytes | None
@@ -158,6 +161,7 @@ class RouteResult(msgspec.Struct, frozen=True, kw_only=True):
     records: tuple[AttemptRecord, ...]
     stream: Any = None
     finish: Finish | None = None
+    shape: str = CHAT
 
 
 class Router:
@@ -348,6 +352,7 @@ class Router:
         info: RequestInfo,
         upstream: Upstream = call_json,
         catalog: Catalog | None = None,
+        native: Native | None = None,
     ) -> RouteResult:
         """Serve one chat completion request through the attempt loop.
 
@@ -362,6 +367,11 @@ class Router:
                 commits at the first content).
             catalog: the snapshot `plan` used (default: the one in force
                 now); every attempt of the request resolves its provider in it.
+            native: the client's own request when it came on another surface
+                than chat (`turnout.core.native`): a target whose family speaks
+                that surface is sent it as is (SPEC §13 "same family, same
+                bytes"), any other the translated `request` (or skipped when
+                there is none, `Native.crossing`). None: `request` everywhere.
 
         Returns:
             A `RouteResult`. Cancellation (client gone) propagates after the
@@ -380,7 +390,7 @@ class Router:
                 self._paused()
                 await self._sleep(step.delay_s)
                 continue
-            state, outcome = await self._attempt(catalog, state, step, request, info, view, upstream)
+            state, outcome = await self._attempt(catalog, state, step, request, info, view, upstream, native)
             if outcome is not None and state.stop is StopReason.SERVED:
                 success = outcome
         return self._result(state, step.reason, success, info, view)
@@ -394,6 +404,7 @@ class Router:
         info: RequestInfo,
         view: HealthView,
         upstream: Upstream,
+        native: Native | None,
     ) -> tuple[LoopState, tuple[AttemptResult, Gate, object, ResolvedCall] | None]:
         target = step.entry.target
         call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
@@ -401,7 +412,7 @@ class Router:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
         family = family_for(call.provider.kind, info.operation)
         refused = (
-            family.refusal(request, target.model)
+            family.refusal(request, target.model, native)
             if family is not None
             else Refusal(f"`{call.provider.kind}` providers have no {info.operation} API", "model")
         )
@@ -432,7 +443,7 @@ class Router:
                 reopen_in_s=gate.reopen_in_s,
                 now_s=self._clock(),
             ), None
-        spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s)
+        spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s, native)
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
@@ -619,6 +630,7 @@ class Router:
                 records=(record,),
                 stream=result.stream,
                 finish=finish if result.stream is not None else None,
+                shape=result.shape,
             ), record
         await self._ended(handle, info, record, result, gate, view, call)
         return None, record
@@ -671,10 +683,18 @@ class Router:
             result, gate, handle, call = success
             served = served_facts(state)
             if result.stream is None:
-                return RouteResult(body=result.body, verdict=None, served=served, records=state.records)
+                return RouteResult(
+                    body=result.body, verdict=None, served=served, records=state.records, shape=result.shape
+                )
             finish = self._finisher(state.records[-1], gate, handle, info, view, call)
             return RouteResult(
-                body=None, verdict=None, served=served, records=state.records, stream=result.stream, finish=finish
+                body=None,
+                verdict=None,
+                served=served,
+                records=state.records,
+                stream=result.stream,
+                finish=finish,
+                shape=result.shape,
             )
         verdict = conclude(state, reason, draw=self._rng.random())
         return RouteResult(body=None, verdict=verdict, served=verdict.served, records=state.records)
@@ -691,19 +711,25 @@ def _spec(
     info: RequestInfo,
     policy: Policy,
     timeout_s: float,
+    native: Native | None = None,
 ) -> CallSpec:
+    """The call for one attempt: the client's own body for a target whose family speaks its
+    surface (`native_body`: model replaced, `provider` removed), else the OpenAI request."""
     retry = policy.retry
+    if native is not None and family_for(provider.kind).native_surface != native.surface:  # type: ignore[union-attr]
+        native = None  # another family: the translated request
     return CallSpec(
         target=target,
         base_url=provider.base_url,
         api_key=provider.api_key or "",
-        body=upstream_body(request, target),
+        body=upstream_body(request, target) if native is None else native_body(native.body, target.model),
         timeout_s=timeout_s,
         request_id=info.request_id,
         ttft_timeout_s=retry.ttft_timeout_s,
         stall_timeout_s=retry.stall_timeout_s,
         kind=provider.kind,
         operation=info.operation,
+        native=native,
     )
 
 

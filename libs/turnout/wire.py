@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from turnout.core.model_types import Operation
+from turnout.core.native import CHAT, Native
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
@@ -45,6 +46,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             0: not stamped.
         operation: the upstream call asked for (`turnout.core.model_types.Operation`);
             `body` is that operation's OpenAI request.
+        native: the client's own request when it came on another surface than
+            chat (`turnout.core.native.Native`: `/v1/messages`); `body` is then
+            its OpenAI translation. None: `body` is the client's chat request.
     """
 
     request_id: str
@@ -62,6 +66,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     health: Loaded | None = None
     catalog_version: int = 0
     operation: Operation = "chat"
+    native: Native | None = None
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,12 +77,15 @@ class JobResult(msgspec.Struct, frozen=True, kw_only=True):
         status_code: HTTP status for the client.
         headers: response headers (`x-turnout-*`, `retry-after`, ...).
         body: response body bytes (JSON).
+        shape: the surface `body` is in on a success (`RouteResult.shape`):
+            `chat`, or a native answer's (`messages`), passed to its client as is.
     """
 
     request_id: str
     status_code: int
     headers: dict[str, str]
     body: bytes
+    shape: str = CHAT
 
 
 payload_encoder = msgspec.msgpack.Encoder()

@@ -31,6 +31,7 @@ from starlette.responses import Response, StreamingResponse
 from turnout.answer import error_body
 from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
+from turnout.core.native import CHAT
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
@@ -39,7 +40,7 @@ from turnout_ingress import idempotency
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import Outlived, unless_client_leaves
 from turnout_ingress.preflight import check_plan
-from turnout_ingress.streaming import serve_stream
+from turnout_ingress.streaming import EventStreamResponse, serve_stream
 from turnout_ingress.surfaces import SURFACES, Inbound, Surface
 from turnout_ingress.validation import authenticate, read_body
 
@@ -93,7 +94,7 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     identity = authenticate(request, state.keyring)
     request.state.key = identity.key  # a later refusal names the key (`door.DoorRefusals`)
     raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
-    inbound = surface.parse(raw)
+    inbound = surface.parse(raw, request.headers)
     identity = await budgeted(state, identity)
     deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
     catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
@@ -123,7 +124,10 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
         view=admitted.view,
         catalog=admitted.catalog,
         operation=admitted.inbound.operation,
+        native=admitted.inbound.native,
     )
+    if isinstance(response, EventStreamResponse) and response.shape != CHAT:
+        return response  # a native stream: the provider's events, already in the surface's shape
     if isinstance(response, StreamingResponse):
         response.body_iterator = surface.render_stream(response.body_iterator, admitted.inbound)
         return response
@@ -144,7 +148,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         except TimeoutError:
             return _budget_exhausted(surface, request_id)
         headers = {**replayed.headers, "x-turnout-idempotent-replay": "1"}
-        return surface.render(replayed.status_code, replayed.body, headers, request_id)
+        return surface.render(replayed.status_code, replayed.body, headers, request_id, replayed.shape)
     payload = JobPayload(
         request_id=request_id,
         body=admitted.inbound.job_body,
@@ -159,6 +163,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         health=admitted.view.loaded(),
         catalog_version=state.catalogs.version,
         operation=admitted.inbound.operation,
+        native=admitted.inbound.native,
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
     work = asyncio.ensure_future(state.queue.submit(payload))
@@ -172,7 +177,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         result = submit.result()
     except TimeoutError:
         return _budget_exhausted(surface, request_id)
-    return surface.render(result.status_code, result.body, result.headers, request_id)
+    return surface.render(result.status_code, result.body, result.headers, request_id, result.shape)
 
 
 def _budget_exhausted(surface: Surface, request_id: str) -> Response:

@@ -12,10 +12,14 @@ Sources: https://docs.anthropic.com/en/api/messages and /en/api/errors.
 
 Decisions (lossy where OpenAI has no field):
 
-- `system` (string or text blocks) becomes the first `system` message;
+- `system` (string or text blocks) becomes the first `system` message; a
+  `system`-role message in `messages` (as Claude Code and the current SDK
+  send) becomes a `system` message in its place;
   `top_k`, `thinking`, `service_tier` and thinking blocks are dropped;
   `tool_result.is_error` is dropped; a `tool_result` with images, documents,
-  server tools and other block types are refused (400).
+  server tools and other block types have no translation (`WireError`): an
+  Anthropic target is sent the client's own body (SPEC §13, `messages_native`),
+  an OpenAI-family one is skipped as unable to express it.
 - A `tool_result` block becomes a `tool` message placed where it stood, so
   it directly follows the assistant's `tool_calls`.
 - `finish_reason` `stop` becomes `end_turn` (OpenAI does not say whether a
@@ -165,8 +169,8 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     """Check a decoded Messages body (the API's required fields); `data` itself.
 
     Checks: `model` a non-empty string; `max_tokens` a positive integer up to
-    `MAX_REQUEST_TOKENS`; `messages` a non-empty array of `user` / `assistant` turns
-    whose content is a string or an array of blocks; `system` a string or an
+    `MAX_REQUEST_TOKENS`; `messages` a non-empty array of `user` / `assistant` / `system`
+    turns whose content is a string or an array of blocks; `system` a string or an
     array of text blocks; `stream` a boolean; `temperature` and `top_p` from
     0 to 1; `top_k` a non-negative integer; `stop_sequences` an array of
     strings; `tools` client tools with a `name` (`TOOL_NAME`) and an
@@ -190,8 +194,8 @@ def check_messages_request(data: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(messages, list) or not messages:
         raise _fail(_wanted(data, "messages", "a non-empty array"), "messages")
     for i, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
-            raise _fail("each message needs a role of `user` or `assistant`", f"messages.{i}.role")
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant", "system"):
+            raise _fail("each message needs a role of `user`, `assistant` or `system`", f"messages.{i}.role")
         if not isinstance(message.get("content"), (str, list)):
             raise _fail("must be a string or an array of content blocks", f"messages.{i}.content")
     system = data.get("system")
@@ -384,7 +388,9 @@ def to_openai_request(body: dict[str, Any]) -> dict[str, Any]:
         messages.append({"role": "system", "content": _block_text(body["system"], "system")})
     for i, turn in enumerate(body["messages"]):
         content = turn["content"]
-        if isinstance(content, str):
+        if turn["role"] == "system":
+            messages.append({"role": "system", "content": _block_text(content, f"messages.{i}.content")})
+        elif isinstance(content, str):
             messages.append({"role": turn["role"], "content": content})
         elif turn["role"] == "user":
             _user_turn(content, f"messages.{i}.content", messages)

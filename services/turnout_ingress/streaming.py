@@ -25,6 +25,7 @@ from turnout.answer import answer_of, served_headers
 from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
 from turnout.core.model_types import Operation
+from turnout.core.native import CHAT, Native
 from turnout.core.plan import Plan
 from turnout.health import HealthView
 from turnout.observability.telemetry import request_span
@@ -52,7 +53,13 @@ class EventStreamResponse(StreamingResponse):
     in the request's task, inside an anyio cancel scope that the disconnect
     listener's task cancels (14 µs). Spec 2.4 servers and websockets use
     Starlette's own path.
+
+    Attributes:
+        shape: the surface its events are in: `chat` (OpenAI chunks), or a
+            native stream's (`messages`: the provider's own events, relayed as sent).
     """
+
+    shape: str = CHAT
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Send the response (ASGI); see the class doc."""
@@ -92,6 +99,7 @@ async def serve_stream(
     view: HealthView | None = None,
     catalog: Catalog | None = None,
     operation: Operation = "chat",
+    native: Native | None = None,
 ) -> Response:
     """Answer a `stream: true` request (SPEC §8) within `deadline` (the request's, from its arrival):
     `body` is the OpenAI request of `operation` (a chat completion, or a legacy completion).
@@ -100,7 +108,9 @@ async def serve_stream(
 
     Errors before the commit point are ordinary JSON error answers (the
     client has received nothing yet); after it, the relay reports them as a
-    final SSE error event.
+    final SSE error event. `native`: the client's own request, from another
+    surface (`Router.route`); a target of its family streams its own events,
+    and the response's `shape` says so.
     """
     raw_options = body.get("stream_options")
     options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
@@ -134,6 +144,7 @@ async def serve_stream(
                 info=info,
                 upstream=open_stream,
                 catalog=catalog,
+                native=native,
             )
 
     routing = await unless_client_leaves(request, route_in_span())
@@ -158,7 +169,7 @@ async def serve_stream(
             first_number=len(result.records) + 1,
         )
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
-    return EventStreamResponse(
+    response = EventStreamResponse(
         relay(
             result.stream,
             finish=result.finish,
@@ -172,3 +183,5 @@ async def serve_stream(
         headers=headers,
         media_type="text/event-stream",
     )
+    response.shape = result.shape
+    return response

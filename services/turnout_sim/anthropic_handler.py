@@ -4,7 +4,9 @@ Owns: admitting a Messages request (a key — `x-api-key`, or
 `Authorization: Bearer`, which the official `anthropic` SDK 2.x sends; a
 revoked key, see `credentials`, gets 401 `authentication_error` — and
 `anthropic-version` required, JSON, fields, scenario), logging it in the
-shared attempt log (`/sim/log`, the key's header value fingerprinted), and
+shared attempt log (`/sim/log`, the key's header value fingerprinted; the
+body as received and the `anthropic-*` headers kept as `received`, so a
+test reads what an upstream was sent), and
 applying its scenario step in Anthropic's wire format. The
 fault DSL is the OpenAI side's (`scenarios`); the Anthropic specifics:
 
@@ -270,6 +272,10 @@ def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.S
             authorization=api_key,
             request_id=request.headers.get("x-request-id"),
         )
+        attempt.received = {
+            "body": raw.decode("utf-8", "replace"),
+            "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("anthropic-")},
+        }
         try:
             resp = await _admit(request, state, env, attempt, body, api_key)
             return await deliver(request, resp, attempt, env)

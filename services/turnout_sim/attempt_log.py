@@ -70,6 +70,10 @@ class Attempt:
             (float): response fully written, connection reset/closed by a
             fault, or the client's disconnect noticed. None while still open.
         end: how it finished (see `End`), or None while still open.
+        received: what the request carried, for handlers that keep it (the
+            Anthropic one: `body`, its text as received, and `headers`, its
+            `anthropic-*` headers, never a key); None: not kept (and left out
+            of `/sim/log`).
     """
 
     seq: int
@@ -82,6 +86,7 @@ class Attempt:
     request_id: str | None
     ended_s: float | None = None
     end: End | None = None
+    received: dict[str, object] | None = None
 
     def finish(self, end: End, now_s: float) -> bool:
         """Record how and when the request ended; only the first call counts.
@@ -99,8 +104,8 @@ class Attempt:
         return True
 
     def to_json(self) -> dict[str, object]:
-        """The JSON object served by `/sim/log`."""
-        return {
+        """The JSON object served by `/sim/log` (`received` only when kept)."""
+        entry: dict[str, object] = {
             "seq": self.seq,
             "t_s": self.t_s,
             "model": self.model,
@@ -112,6 +117,9 @@ class Attempt:
             "ended_s": self.ended_s,
             "end": None if self.end is None else self.end.value,
         }
+        if self.received is not None:
+            entry["received"] = self.received
+        return entry
 
 
 @dataclass(slots=True)

@@ -273,13 +273,15 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
             time_left_s=time_left_s,
             info=info,
             catalog=catalog,
+            native=payload.native,
         )
     status, headers, body = answer_of(routed, payload.request_id)
     if status != 504:  # a job cut by its deadline says nothing of how long serving takes
         ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
-    await _deliver(
-        ctx, payload, JobResult(request_id=payload.request_id, status_code=status, headers=headers, body=body)
+    result = JobResult(
+        request_id=payload.request_id, status_code=status, headers=headers, body=body, shape=routed.shape
     )
+    await _deliver(ctx, payload, result)
     return "served" if status == 200 else f"error {status}"
 
 

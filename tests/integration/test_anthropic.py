@@ -314,7 +314,7 @@ def test_anthropic_sdk_errors_are_in_anthropic_shape(gw: Gateway, claude: anthro
         ),
         (
             {
-                "model": "claude-msg",
+                "model": "gpt-msg",  # an Anthropic target is sent it as is (test_messages_native)
                 "max_tokens": 3,
                 "messages": [{"role": "user", "content": [{"type": "document", "source": {}}]}],
             },

@@ -6,7 +6,13 @@ translated (`anthropic_wire.to_anthropic_request`) and sent as
 the reading of a complete answer (`outcome_of_message`: a `message` becomes
 an OpenAI `chat.completion` body), and the events of a stream translated on
 the fly into OpenAI `chat.completion.chunk` data (`translated_events`), so
-that everything downstream stays OpenAI-shaped. Sending, time limits and
+that everything downstream stays OpenAI-shaped. A native call (the client
+spoke the Messages API: `CallSpec.native`, SPEC §13) sends the client's body
+(`turnout.core.native.native_body`) with its `anthropic-version` and
+`anthropic-beta` (`anthropic_wire.upstream_headers`); its complete answer is
+the provider's `message` as is (`shape` `messages`), and its stream events are
+gathered as sent (`NativeFrames`) beside their translation, which still finds
+the commit point, usage, the finish and errors. Sending, time limits and
 the commit point are `turnout.adapters.exchange`'s.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
@@ -46,22 +52,38 @@ from turnout.adapters.anthropic_wire import (
     openai_usage,
     to_anthropic_request,
     to_openai_completion,
+    upstream_headers,
 )
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
+    NativeFrames,
     Refusal,
     Usage,
+    crossing_refusal,
     envelope_outcome,
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches
+from turnout.core.native import MESSAGES, Native
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
+
+END_FRAME: Final = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+"""The event that ends a Messages stream."""
+
+
+def error_event(message: str, code: str, error_type: str | None = None) -> bytes:
+    """The final `error` event of a broken native stream: the provider's error type when it
+    sent one, else `timeout_error` for a stall (`stream_stalled`) and `api_error` otherwise
+    (the types the ingress gives a translated stream's end, `turnout_ingress.messages_events`)."""
+    etype = error_type or ("timeout_error" if code == "stream_stalled" else "api_error")
+    data = {"type": "error", "error": {"type": etype, "message": message}}
+    return b"event: error\ndata: " + _encode.encode(data) + b"\n\n"
 
 
 def messages_request(
@@ -88,6 +110,21 @@ def messages_request(
     return post_request(client, base_url, MESSAGES_PATH, headers, _encode.encode(translated))
 
 
+def native_request(client: httpx.AsyncClient, spec: CallSpec, native: Native, *, stream: bool) -> httpx.Request:
+    """The HTTP request of a native call: `spec.body` (the client's body for this target) as is,
+    the target's key in `x-api-key`, the client's `anthropic-version` / `anthropic-beta`
+    (`upstream_headers`), Turnout's request id."""
+    headers = [
+        ("x-api-key", spec.api_key),
+        *upstream_headers(native.headers),
+        ("content-type", "application/json"),
+        ("x-request-id", spec.request_id),
+    ]
+    if stream:
+        headers.append(("accept", "text/event-stream"))
+    return post_request(client, spec.base_url, MESSAGES_PATH, headers, spec.body)
+
+
 def untranslatable(exc: WireError) -> AttemptResult:
     """The outcome of a request Anthropic cannot express: a 400 without a call."""
     return AttemptResult(
@@ -99,19 +136,23 @@ def untranslatable(exc: WireError) -> AttemptResult:
     )
 
 
-def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+def outcome_of_message(
+    status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+) -> AttemptResult:
     """An `AttemptResult` for a complete Anthropic response (pure).
 
-    A 2xx `message` is translated to an OpenAI `chat.completion` body; a 2xx
-    error body is `error_in_body` (classified by its type, never a success);
-    any other 2xx body is malformed (PROTOCOL). Error statuses keep the
-    provider's type and message.
+    A 2xx `message` is translated to an OpenAI `chat.completion` body (`native`:
+    kept as is, `shape` `messages`); a 2xx error body is `error_in_body`
+    (classified by its type, never a success); any other 2xx body is malformed
+    (PROTOCOL). Error statuses keep the provider's type and message. Usage is the
+    message's, cache reads and writes counted as input (`openai_usage`).
 
     Args:
         status: HTTP status.
         headers: response headers (rate-limit hints).
         content: the response body.
         now_epoch_s: current time, epoch seconds (hint dates, `created`).
+        native: the call was native (`CallSpec.native`).
     """
     if not 200 <= status < 300:
         return error_status_outcome(status, headers, content, now_epoch_s)
@@ -130,15 +171,18 @@ def outcome_of_message(status: int, headers: httpx.Headers, content: bytes, now_
             )
         )
     usage = openai_usage(data.get("usage"))
+    tokens = Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"])
+    if native:
+        return AttemptResult(outcome=Outcome(status=status), body=content, usage=tokens, shape=MESSAGES)
     return AttemptResult(
         outcome=Outcome(status=status),
         body=_encode.encode(to_openai_completion(data, created_s=int(now_epoch_s))),
-        usage=Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"]),
+        usage=tokens,
     )
 
 
 async def translated_events(
-    raw: AsyncIterator[list[ServerSentEvent]], translator: ChunkTranslator
+    raw: AsyncIterator[list[ServerSentEvent]], translator: ChunkTranslator, native: NativeFrames | None = None
 ) -> AsyncIterator[list[ServerSentEvent]]:
     """OpenAI-shaped events for an Anthropic event source, one list per list of `raw`.
 
@@ -149,9 +193,15 @@ async def translated_events(
     carrying `{"error": {"type", "message"}}` for an Anthropic `error` event
     (then ends), and malformed or non-object data unchanged (the consumer
     decides). Transport exceptions of `raw` propagate.
+
+    With `native`, every event whose data is a JSON object and not an `error`
+    is added to it as sent, before its list is yielded; a list that translates
+    to nothing but added events (pings, thinking and signature deltas) gives an
+    empty list, so the relay sends them at the pace they came.
     """
     async for batch in raw:
         out: list[ServerSentEvent] = []
+        added = False
         for sse in batch:
             if not sse.data.strip():
                 continue
@@ -165,6 +215,9 @@ async def translated_events(
                 continue
             try:
                 chunks = translator.feed(sse.event, data)
+                if native is not None:  # after `feed`: an error event raised and is never added
+                    native.add(sse)
+                    added = True
             except StreamError as exc:
                 error = {"error": {"type": exc.error_type, "message": exc.message}}
                 out.append(ServerSentEvent(event="error", data=_encode.encode(error).decode()))
@@ -175,7 +228,7 @@ async def translated_events(
                 yield out
                 return
             out.extend(ServerSentEvent(data=_encode.encode(chunk).decode()) for chunk in chunks)
-        if out:
+        if out or added:
             yield out
 
 
@@ -183,11 +236,18 @@ class AnthropicMessages:
     """The `ApiFamily` of the Anthropic Messages API."""
 
     stream_end: Final = "message_stop"
+    native_surface: Final = MESSAGES
 
-    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
+    def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:
         """What `to_anthropic_request` refuses of `request` (`n` > 1, a role or content part
         Anthropic has no form for), or None; see `ApiFamily`. Translates the request once more
-        than the call itself does: a few microseconds, for Anthropic targets only."""
+        than the call itself does: a few microseconds, for Anthropic targets only. A request that
+        came on the Messages surface is sent as it came: never refused."""
+        if native is not None and native.surface == MESSAGES:
+            return None
+        crossing = crossing_refusal(native, MESSAGES)
+        if crossing is not None:
+            return crossing
         try:
             to_anthropic_request(request, model)
         except WireError as exc:
@@ -197,9 +257,11 @@ class AnthropicMessages:
     def build_request(
         self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
     ) -> httpx.Request | AttemptResult:
-        """`POST {base_url}/v1/messages` (`messages_request`), or a 400
-        without a call for a body Anthropic cannot express (the router skips such a target
-        first: `refusal`); see `ApiFamily`."""
+        """`POST {base_url}/v1/messages` (`messages_request`; a native call: `native_request`),
+        or a 400 without a call for a body Anthropic cannot express (the router skips such a
+        target first: `refusal`); see `ApiFamily`."""
+        if spec.native is not None:
+            return native_request(client, spec, spec.native, stream=stream)
         try:
             return messages_request(
                 client,
@@ -212,14 +274,23 @@ class AnthropicMessages:
         except WireError as exc:
             return untranslatable(exc)
 
-    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-        """See `outcome_of_message`."""
-        return outcome_of_message(status, headers, content, now_epoch_s)
+    def native_frames(self) -> NativeFrames:
+        """A gatherer ending with `message_stop`, breaking with an `error` event (`error_event`)."""
+        return NativeFrames(end_frame=END_FRAME, error_frame=error_event)
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-        """The response's events translated to OpenAI chunks (`translated_events`), one list per read."""
+    def read_outcome(
+        self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+    ) -> AttemptResult:
+        """See `outcome_of_message`."""
+        return outcome_of_message(status, headers, content, now_epoch_s, native=native)
+
+    def stream_events(
+        self, response: httpx.Response, native: NativeFrames | None = None
+    ) -> AsyncIterator[list[ServerSentEvent]]:
+        """The response's events translated to OpenAI chunks (`translated_events`), one list per read;
+        with `native`, gathered as sent too."""
         translator = ChunkTranslator(created_s=int(time.time()))
-        return translated_events(event_batches(response), translator)
+        return translated_events(event_batches(response), translator, native)
 
 
 ANTHROPIC_MESSAGES: Final = AnthropicMessages()

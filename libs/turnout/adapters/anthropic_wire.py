@@ -56,6 +56,23 @@ FINISH_REASON: Final[dict[str, str]] = {
 """Anthropic `stop_reason` -> OpenAI `finish_reason` (unknown or null: `stop`)."""
 
 
+def upstream_headers(passed: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+    """The provider headers of a native call (SPEC §13): the client's `anthropic-version`
+    (the first one sent; `ANTHROPIC_VERSION` when it sent none) and its `anthropic-beta`,
+    value unchanged (several `anthropic-beta` lines: one header, their values joined by
+    `,` in order, as RFC 9110 §5.3 combines a list header; absent: none).
+
+    Args:
+        passed: the client's passed headers (`turnout.core.native.passed_headers`: lower-case names).
+    """
+    versions = [value for name, value in passed if name == "anthropic-version"]
+    betas = [value for name, value in passed if name == "anthropic-beta"]
+    headers = [("anthropic-version", versions[0] if versions else ANTHROPIC_VERSION)]
+    if betas:
+        headers.append(("anthropic-beta", ",".join(betas)))
+    return headers
+
+
 class WireError(ValueError):
     """A request that cannot be expressed in the other API; `param` names the field."""
 

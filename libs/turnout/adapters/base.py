@@ -10,7 +10,12 @@ Must not import: other `turnout.adapters` modules, services, FastAPI, arq.
 
 Bodies are OpenAI Chat Completions JSON on both sides of the seam: a family
 that speaks another API translates its request in `build_request` and its
-answers in `read_outcome` and `stream_events`.
+answers in `read_outcome` and `stream_events` — except a native call
+(`CallSpec.native`: the client spoke the family's own surface, SPEC §13 "same
+family, same bytes"), whose body is the client's own, whose complete answer is
+the provider's body as is (`AttemptResult.shape`), and whose stream events are
+also kept as the provider sent them (`NativeFrames`) while the OpenAI-shaped
+events still drive the commit point, usage and error detection.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from httpx_sse import ServerSentEvent
 from turnout.config import ProviderKind
 from turnout.core.hints import retry_after_s
 from turnout.core.model_types import Operation
+from turnout.core.native import CHAT, Native
 from turnout.core.types import Outcome, Target, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -39,6 +45,42 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True):
 
     input_tokens: int = 0
     output_tokens: int = 0
+
+
+class NativeFrames:
+    """A native stream's events as the provider sent them, gathered for the relay (SPEC §13).
+
+    The family's `stream_events` adds every event of a read (`add`) before it yields
+    that read's OpenAI-shaped events, so what the relay `take`s after handling a batch is
+    exactly the provider's events up to that read, in order. Error events and data that
+    is not a JSON object are never added: the relay ends a stream with its own final
+    event (`error_frame`, the provider's text scrubbed) and skips malformed data, as on
+    every stream.
+
+    Args:
+        end_frame: the event that ends a stream cleanly in this surface, sent when the
+            provider's body ended after its finish without it (`event: message_stop`).
+        error_frame: the surface's final error event for (message, code, provider error
+            type or None), code as the relay names it (`stream_interrupted`,
+            `stream_stalled`, `upstream_error`).
+    """
+
+    def __init__(self, *, end_frame: bytes, error_frame: Callable[[str, str, str | None], bytes]) -> None:
+        self.end_frame = end_frame
+        self.error_frame = error_frame
+        self._frames: list[bytes] = []
+
+    def add(self, sse: ServerSentEvent) -> None:
+        """Keep one event as sent: its `event:` line (when named) and its data, unchanged."""
+        name = sse.event
+        head = b"" if not name or name == "message" else b"event: " + name.encode() + b"\n"
+        self._frames.append(head + b"data: " + sse.data.encode() + b"\n\n")
+
+    def take(self) -> bytes:
+        """Every event added since the last `take`, as one write (empty: none), and forget them."""
+        out = b"".join(self._frames)
+        self._frames.clear()
+        return out
 
 
 class UpstreamStream:
@@ -54,6 +96,8 @@ class UpstreamStream:
             the relay sends them with `held`.
         events: the rest of the stream's events, OpenAI-shaped whatever the
             family, one list per read (`ApiFamily.stream_events`).
+        native: for a native call, the provider's own events (`NativeFrames`),
+            which the relay sends instead of the OpenAI-shaped ones; else None.
     """
 
     def __init__(
@@ -69,6 +113,7 @@ class UpstreamStream:
         self.held = held
         self.done = done
         self.pending = pending or []
+        self.native: NativeFrames | None = None
 
     async def aclose(self) -> None:
         """Close the upstream response (and its connection if unfinished).
@@ -95,17 +140,20 @@ class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         outcome: the classified-later facts for the loop.
-        body: the upstream's JSON body on success (bytes, OpenAI
-            `chat.completion`), else None.
+        body: the upstream's JSON body on success (bytes, in `shape`), else None.
         usage: token counts on success.
         stream: for a streaming call committed at its first content, the open
             upstream stream (`UpstreamStream`).
+        shape: the surface `body` is in: `chat` (an OpenAI `chat.completion`,
+            translated where the family speaks another API), or a native call's
+            surface (`messages`: the provider's own body, unchanged).
     """
 
     outcome: Outcome
     body: bytes | None = None
     usage: Usage = Usage()
     stream: Any = None
+    shape: str = CHAT
 
 
 class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,6 +174,9 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             `chat`, `embeddings` or `completions`; with `kind` it chooses the
             family (`turnout.adapters.families.family_for`). `body` is that
             operation's OpenAI request.
+        native: the client's own request when the family speaks its surface
+            (`body` is then the client's body for this target, `native_body`);
+            None: `body` is the OpenAI request.
     """
 
     target: Target
@@ -138,6 +189,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     stall_timeout_s: float | None = None
     kind: ProviderKind = "openai"
     operation: Operation = "chat"
+    native: Native | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
@@ -170,7 +222,12 @@ class ApiFamily(Protocol):
         """The family's end-of-stream marker as named in failure messages (`[DONE]`)."""
         ...
 
-    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
+    @property
+    def native_surface(self) -> str:
+        """The client surface this family speaks as is (`turnout.core.native`: `chat`, `messages`)."""
+        ...
+
+    def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:
         """Why the family's API has no form for `request`, or None when it can express it; pure.
 
         Asked before an attempt starts: a target whose API cannot express the
@@ -180,7 +237,14 @@ class ApiFamily(Protocol):
         Args:
             request: the OpenAI Chat Completions request (decoded JSON).
             model: the target's model name at its provider.
+            native: the client's own request, when it came on a surface other than
+                `chat`: of the family's own surface it is sent as is (no refusal);
+                of another, one that has no translation (`Native.crossing`) is refused.
         """
+        ...
+
+    def native_frames(self) -> NativeFrames:
+        """A fresh gatherer of a native stream's events, with this surface's end and error events."""
         ...
 
     def build_request(
@@ -199,7 +263,9 @@ class ApiFamily(Protocol):
         """
         ...
 
-    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+    def read_outcome(
+        self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+    ) -> AttemptResult:
         """The result of a complete (non-SSE) answer; pure.
 
         Args:
@@ -207,14 +273,19 @@ class ApiFamily(Protocol):
             headers: response headers (retry hints).
             content: the whole body.
             now_epoch_s: current time, epoch seconds (hint dates, `created`).
+            native: the call was native (`CallSpec.native`): a success keeps
+                `content` as is, `shape` the family's surface.
 
         Returns:
-            A success carries an OpenAI `chat.completion` body; a 2xx error
-            envelope is `error_in_body`; a 2xx that is neither is PROTOCOL.
+            A success carries an OpenAI `chat.completion` body (or, native, the
+            provider's); a 2xx error envelope is `error_in_body`; a 2xx that is
+            neither is PROTOCOL. Usage is read either way.
         """
         ...
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+    def stream_events(
+        self, response: httpx.Response, native: NativeFrames | None = None
+    ) -> AsyncIterator[list[ServerSentEvent]]:
         """The events of an SSE answer as OpenAI `chat.completion.chunk` data, one list per read.
 
         Each list holds the events that one read of the body completed, in
@@ -223,9 +294,22 @@ class ApiFamily(Protocol):
         write. Each event's data is a chunk's JSON text or `[DONE]`; an error
         is an event named `error` whose data is `{"error": {"type",
         "message"}}` (or an OpenAI error envelope); undecodable data passes
-        unchanged. Transport exceptions propagate.
+        unchanged. Transport exceptions propagate. With `native`, every event
+        fit to relay is also added to it, before the list of its read is
+        yielded, and a read whose events translate to nothing still yields an
+        empty list when it added any (a native stream's thinking deltas and
+        pings keep their pace).
         """
         ...
+
+
+def crossing_refusal(native: Native | None, surface: str) -> Refusal | None:
+    """The refusal of a family speaking `surface` for a client request that has no translation
+    to it: `native.crossing` when `native` came on another surface, else None (pure)."""
+    if native is None or native.surface == surface or native.crossing is None:
+        return None
+    message, param = native.crossing
+    return Refusal(message, param)
 
 
 def upstream_body(request: dict[str, Any], target: Target) -> bytes:

@@ -17,8 +17,9 @@ import asyncio
 import time
 
 import httpx
+import msgspec
 
-from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, describe_error
+from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, NativeFrames, describe_error
 from turnout.adapters.commit import until_commit
 from turnout.adapters.direct import send_json
 from turnout.adapters.families import family_for
@@ -70,7 +71,8 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
             + read), seconds.
 
     Returns:
-        An `AttemptResult` whose success body is an OpenAI `chat.completion`;
+        An `AttemptResult` whose success body is an OpenAI `chat.completion`
+        (a native call's: the provider's own body, `shape` its surface);
         never raises for upstream trouble (every exception is mapped by
         `transport_error_of`). Cancellation propagates.
     """
@@ -96,7 +98,7 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
     except Exception as exc:  # noqa: BLE001 - every transport failure becomes an Outcome
         kind = transport_error_of(exc)
         return AttemptResult(outcome=Outcome(transport=kind, message=describe_error(exc, kind)))
-    return family.read_outcome(status, headers, content, time.time())
+    return family.read_outcome(status, headers, content, time.time(), native=spec.native is not None)
 
 
 async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
@@ -112,7 +114,8 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
 
     Returns:
         An `AttemptResult` whose `stream` (OpenAI-shaped `UpstreamStream`,
-        holding the open response) is set when committed; otherwise the
+        holding the open response; a native call's also gathers the provider's
+        own events, `UpstreamStream.native`) is set when committed; otherwise the
         response is closed. A non-SSE answer is read by the family: an error
         status keeps its outcome, a success body is malformed (PROTOCOL).
         Never raises for upstream trouble; cancellation propagates (the
@@ -122,7 +125,14 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
     request = _build(family, client, spec, stream=True)
     if isinstance(request, AttemptResult):
         return request
-    return await _send_stream(client, request, family, timeout_s=spec.timeout_s, ttft_timeout_s=spec.ttft_timeout_s)
+    return await _send_stream(
+        client,
+        request,
+        family,
+        timeout_s=spec.timeout_s,
+        ttft_timeout_s=spec.ttft_timeout_s,
+        native=family.native_frames() if spec.native is not None else None,
+    )
 
 
 async def _send_stream(
@@ -132,6 +142,7 @@ async def _send_stream(
     *,
     timeout_s: float,
     ttft_timeout_s: float | None,
+    native: NativeFrames | None,
 ) -> AttemptResult:
     limit_s = timeout_s if ttft_timeout_s is None else min(timeout_s, ttft_timeout_s)
     ttft_bound = ttft_timeout_s is not None and ttft_timeout_s <= timeout_s
@@ -152,9 +163,12 @@ async def _send_stream(
                         )
                     )
                 return result
-            events = family.stream_events(response)
+            events = family.stream_events(response, native)
             result = await until_commit(response, events, stream_end=family.stream_end)
             committed = result.stream is not None
+            if committed and native is not None:
+                result.stream.native = native
+                return msgspec.structs.replace(result, shape=family.native_surface)
             return result
     except TimeoutError:
         kind = TransportError.FIRST_TOKEN_TIMEOUT if ttft_bound else TransportError.ATTEMPT_TIMEOUT

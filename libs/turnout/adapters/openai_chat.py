@@ -25,17 +25,47 @@ from httpx_sse import ServerSentEvent
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
+    NativeFrames,
     Refusal,
     Usage,
+    crossing_refusal,
     envelope_outcome,
     error_status_outcome,
 )
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
-from turnout.adapters.sse import event_batches
+from turnout.adapters.sse import EventBatch, event_batches
+from turnout.core.native import CHAT, Native
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+DONE_FRAME: Final = b"data: [DONE]\n\n"
+"""The event that ends a Chat Completions stream."""
+
+
+def error_frame(message: str, code: str, error_type: str | None = None) -> bytes:
+    """The final event of a broken Chat Completions stream: `data: {"error": {...}}` (type
+    `upstream_error` unless the provider named one)."""
+    body = {"error": {"message": message, "type": error_type or "upstream_error", "param": None, "code": code}}
+    return b"data: " + _encode.encode(body) + b"\n\n"
+
+
+async def _tapped(raw: AsyncIterator[EventBatch], native: NativeFrames) -> AsyncIterator[EventBatch]:
+    """`raw`'s batches, each event fit to relay (a JSON object that is no error) added to `native` first."""
+    async for batch in raw:
+        for sse in batch:
+            data = sse.data.strip()
+            if data == DONE:
+                native.add(sse)
+                continue
+            try:
+                chunk = _decode.decode(data) if data else None
+            except msgspec.DecodeError:
+                continue
+            if isinstance(chunk, dict) and not chunk.get("error") and sse.event != "error":
+                native.add(sse)
+        yield batch
 
 
 def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
@@ -77,13 +107,22 @@ class OpenAIChat:
     """The `ApiFamily` of OpenAI Chat Completions and the APIs compatible with it."""
 
     stream_end: Final = DONE
+    native_surface: Final = CHAT
+    path: str = "/chat/completions"
+    """The endpoint under the provider's `base_url` (the OpenAI family's other operations
+    change it: `turnout.adapters.openai_operations`)."""
 
-    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
-        """None: the request is sent as it came; see `ApiFamily`."""
-        return None
+    def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:
+        """None: the request is sent as it came, unless it came on another surface and has no
+        translation (`crossing_refusal`); see `ApiFamily`."""
+        return crossing_refusal(native, CHAT)
+
+    def native_frames(self) -> NativeFrames:
+        """A gatherer whose end is `data: [DONE]` and whose error is OpenAI's shape; see `ApiFamily`."""
+        return NativeFrames(end_frame=DONE_FRAME, error_frame=error_frame)
 
     def build_request(self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request:
-        """`POST {base_url}/chat/completions` with `spec.body` as is; see `ApiFamily`.
+        """`POST {base_url}{path}` (`/chat/completions`) with `spec.body` as is; see `ApiFamily`.
 
         The key goes in `authorization: Bearer` (never logged or echoed);
         Turnout's request id in `x-request-id`.
@@ -92,15 +131,21 @@ class OpenAIChat:
         if stream:
             headers.append(("accept", "text/event-stream"))
         headers.append(("x-request-id", spec.request_id))
-        return post_request(client, spec.base_url, "/chat/completions", headers, spec.body)
+        return post_request(client, spec.base_url, self.path, headers, spec.body)
 
-    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-        """See `outcome_of_response`."""
+    def read_outcome(
+        self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+    ) -> AttemptResult:
+        """See `outcome_of_response` (the body is the provider's either way: `native` changes nothing)."""
         return outcome_of_response(status, headers, content, now_epoch_s)
 
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-        """The response's SSE events, unchanged (they are OpenAI chunks already), one list per read."""
-        return event_batches(response)
+    def stream_events(
+        self, response: httpx.Response, native: NativeFrames | None = None
+    ) -> AsyncIterator[list[ServerSentEvent]]:
+        """The response's SSE events, unchanged (they are OpenAI chunks already), one list per read;
+        with `native`, each one fit to relay is also added to it (`ApiFamily.stream_events`)."""
+        batches = event_batches(response)
+        return batches if native is None else _tapped(batches, native)
 
 
 OPENAI_CHAT: Final = OpenAIChat()

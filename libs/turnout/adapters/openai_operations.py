@@ -1,8 +1,8 @@
 """The OpenAI family's other operations: embeddings and legacy completions (`openai`, `openai_compatible`).
 
 Owns: the request for one target (`POST {base_url}/embeddings`, `POST {base_url}/completions`,
-the body as the client sent it with the target's model, a Bearer key) and the reading of a
-complete answer (`outcome_of_embeddings`, `outcome_of_completion`: the body on success, an
+the body as the client sent it with the target's model, a Bearer key: as chat's,
+`turnout.adapters.openai_chat.OpenAIChat`, at another path) and the reading of a complete answer (`outcome_of_embeddings`, `outcome_of_completion`: the body on success, an
 `Outcome` for the loop otherwise, an error envelope in a 2xx included). A completions stream
 passes its events as they come (`text_completion` chunks; `turnout.adapters.commit` finds
 their first `text`). Sending, time limits and the commit point are `turnout.adapters.exchange`'s.
@@ -15,17 +15,13 @@ https://platform.openai.com/docs/api-reference/completions/create (`choices[].te
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any, Final
 
 import httpx
 import msgspec
-from httpx_sse import ServerSentEvent
 
-from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Usage, envelope_outcome, error_status_outcome
-from turnout.adapters.commit import DONE
-from turnout.adapters.prepared import post_request
-from turnout.adapters.sse import event_batches
+from turnout.adapters.base import AttemptResult, Usage, envelope_outcome, error_status_outcome
+from turnout.adapters.openai_chat import OpenAIChat
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -75,49 +71,31 @@ def outcome_of_completion(status: int, headers: httpx.Headers, content: bytes, n
     return _read(status, headers, content, now_epoch_s, field="choices", what="a text completion")
 
 
-class _Operation:
-    """One OpenAI endpoint beside chat completions, as an `ApiFamily`."""
+class OpenAIEmbeddings(OpenAIChat):
+    """`POST {base_url}/embeddings` (never streamed); the rest as chat's (`OpenAIChat`)."""
 
-    stream_end: Final = DONE
+    path = "/embeddings"
 
-    def __init__(self, path: str) -> None:
-        self._path = path
-
-    def refusal(self, request: dict[str, Any], model: str) -> Refusal | None:
-        """None: the request is sent as it came; see `ApiFamily`."""
-        return None
-
-    def build_request(self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request:
-        """`POST {base_url}{path}` with `spec.body` as is, the key as `authorization: Bearer`
-        (never logged or echoed), Turnout's request id in `x-request-id`; see `ApiFamily`."""
-        headers = [("authorization", f"Bearer {spec.api_key}"), ("content-type", "application/json")]
-        if stream:
-            headers.append(("accept", "text/event-stream"))
-        headers.append(("x-request-id", spec.request_id))
-        return post_request(client, spec.base_url, self._path, headers, spec.body)
-
-    def stream_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-        """The response's SSE events, unchanged, one list per read."""
-        return event_batches(response)
-
-
-class OpenAIEmbeddings(_Operation):
-    """`POST {base_url}/embeddings` (never streamed)."""
-
-    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-        """See `outcome_of_embeddings`."""
+    def read_outcome(
+        self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+    ) -> AttemptResult:
+        """See `outcome_of_embeddings` (`native` changes nothing: the body is the provider's)."""
         return outcome_of_embeddings(status, headers, content, now_epoch_s)
 
 
-class OpenAICompletions(_Operation):
-    """`POST {base_url}/completions`, the legacy text completions."""
+class OpenAICompletions(OpenAIChat):
+    """`POST {base_url}/completions`, the legacy text completions; streams and the rest as chat's."""
 
-    def read_outcome(self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-        """See `outcome_of_completion`."""
+    path = "/completions"
+
+    def read_outcome(
+        self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
+    ) -> AttemptResult:
+        """See `outcome_of_completion` (`native` changes nothing: the body is the provider's)."""
         return outcome_of_completion(status, headers, content, now_epoch_s)
 
 
-OPENAI_EMBEDDINGS: Final = OpenAIEmbeddings("/embeddings")
+OPENAI_EMBEDDINGS: Final = OpenAIEmbeddings()
 """Embeddings on `openai` and `openai_compatible` providers."""
-OPENAI_COMPLETIONS: Final = OpenAICompletions("/completions")
+OPENAI_COMPLETIONS: Final = OpenAICompletions()
 """Legacy completions on `openai` and `openai_compatible` providers."""

@@ -22,6 +22,17 @@ committed:
   (`turnout.streaming.continuation.whole_answer_usage`).
 The attempt's final outcome reaches the breaker and the observers through
 `finish`, exactly once, also when the client goes away (CANCELLED).
+
+A native stream (`UpstreamStream.native`: the client spoke the provider's own
+API, SPEC §13) is relayed as the provider sent it: each write carries the
+provider's events of that read (`NativeFrames.take`) instead of the
+OpenAI-shaped chunks, which are still read for the usage, the finish and
+errors; its own end and final error events are the surface's
+(`NativeFrames.end_frame`, `.error_frame`, the provider's error type kept).
+A native stream is never continued: a continuation's events (a second
+`message_start`, its block indexes from 0) cannot be spliced into it as one
+answer, so a native stream that breaks ends with the final error event, as
+every stream does without `stream_recovery: continue`.
 Must not import: services, FastAPI, arq.
 """
 
@@ -117,11 +128,11 @@ class _Tally:
 
 
 class _Broken(Exception):
-    """The current upstream stream broke after the commit point."""
+    """The current upstream stream broke after the commit point (`error_type`: the provider's, if it sent one)."""
 
-    def __init__(self, kind: FailureKind, error: str, code: str) -> None:
+    def __init__(self, kind: FailureKind, error: str, code: str, error_type: str | None = None) -> None:
         super().__init__(error)
-        self.kind, self.error, self.code = kind, error, code
+        self.kind, self.error, self.code, self.error_type = kind, error, code, error_type
 
 
 async def _next_batch(stream: UpstreamStream, stall_timeout_s: float | None, tally: _Tally) -> list[Any] | None:
@@ -188,14 +199,16 @@ async def relay(
     """
     tally = _Tally()
     clean = scrub or Scrubber().text
+    native = stream.native  # the provider's own events go out instead of the chunks (module doc)
     kind, error = FailureKind.SUCCESS, ""
     finished = False
     continuing = False
     delivered_before = 0  # content deltas the client had when the latest continuation began
 
     def client_frame(data: str, chunk: dict[str, Any]) -> bytes | None:
-        if tally.see(chunk) and not include_usage:
-            return None
+        usage_only = tally.see(chunk)
+        if native is not None or usage_only and not include_usage:
+            return None  # a native stream's client gets the provider's events (`take_native`)
         if not continuing:
             return _client_frame(data, chunk, include_usage)
         if tally.chunk_id is not None:
@@ -216,10 +229,13 @@ async def relay(
 
         Raises `_Broken` at an upstream error event, with the frames before it appended.
         """
+        if native is not None:
+            take_native(frames)
         for sse in batch:
             data = sse.data.strip()
             if data == DONE:
-                frames.append(DONE_FRAME)
+                if native is None:
+                    frames.append(DONE_FRAME)
                 return True
             if not data:
                 continue
@@ -234,15 +250,32 @@ async def relay(
             if sse.event == "error" or chunk.get("error"):
                 err = chunk.get("error")
                 message = err.get("message", "") if isinstance(err, dict) else str(err)
+                etype = err.get("type") if isinstance(err, dict) else None
                 raise _Broken(
                     FailureKind.SERVER_ERROR,
                     f"the upstream provider failed mid-stream: {clean(str(message))}",
                     "upstream_error",
+                    etype if isinstance(etype, str) else None,
                 )
             out = client_frame(sse.data, chunk)
             if out is not None:
                 frames.append(out)
         return False
+
+    def take_native(frames: list[bytes]) -> None:
+        """Append the provider's events read so far (a native stream)."""
+        assert native is not None
+        sent = native.take()
+        if sent:
+            frames.append(sent)
+
+    def end_frame() -> bytes:
+        return DONE_FRAME if native is None else native.end_frame
+
+    def broken_frame(broken: _Broken) -> bytes:
+        if native is None:
+            return error_frame(broken.error, code=broken.code)
+        return native.error_frame(broken.error, broken.code, broken.error_type)
 
     # Each read's events go out in one write (the held frames with the events read with them):
     # never more than one send per upstream read, and never one held back for a later read.
@@ -257,8 +290,11 @@ async def relay(
                     out = client_frame(data, held)
                     if out is not None:
                         frames.append(out)
+                if native is not None:
+                    take_native(frames)  # every event up to the commit point's read, its end included
                 if stream.done:
-                    frames.append(DONE_FRAME)
+                    if native is None:
+                        frames.append(DONE_FRAME)
                     yield _taken(frames)
                     return
                 batch: list[Any] | None = stream.pending
@@ -269,13 +305,19 @@ async def relay(
                     if frames:
                         yield _taken(frames)
                     batch = await _next_batch(stream, stall_timeout_s, tally)
-                frames.append(DONE_FRAME)
+                frames.append(end_frame())
                 yield _taken(frames)
                 return
             except _Broken as broken:
                 kind, error = broken.kind, broken.error
                 resumed = None
-                if continuation is not None and target is not None and not tally.tool_calls and tally.text:
+                if (
+                    continuation is not None
+                    and target is not None
+                    and native is None
+                    and not tally.tool_calls
+                    and tally.text
+                ):
                     if frames:
                         yield _taken(frames)  # what came before the break goes out before the continuation is sought
                     with anyio.CancelScope(shield=True):
@@ -285,7 +327,7 @@ async def relay(
                     log.warning("request %s: %s; continuing the stream", request_id, error)
                     resumed = await continuation.resume("".join(tally.text), target)
                 if resumed is None or resumed.stream is None or resumed.finish is None:
-                    frames.append(error_frame(error, code=broken.code))  # after the frames before the break
+                    frames.append(broken_frame(broken))  # after the frames before the break
                     yield _taken(frames)
                     return
                 stream, finish = resumed.stream, resumed.finish

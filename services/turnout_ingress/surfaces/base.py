@@ -21,6 +21,7 @@ from typing import Any, NamedTuple, Protocol
 from starlette.responses import Response
 
 from turnout.core.model_types import Operation
+from turnout.core.native import CHAT, Native
 from turnout.core.preferences import Preferences
 from turnout_ingress.errors import JSON
 
@@ -37,12 +38,17 @@ class Inbound(NamedTuple):
         operation: the upstream call it asks for (`turnout.core.model_types.Operation`):
             `chat` (chat completions, messages), `embeddings` or `completions`; only models
             whose type serves it are planned (`preflight.check_plan`).
+        native: the client's own request when it came on a surface of another shape than
+            the fleet's (`turnout.core.native.Native`: `/v1/messages`), sent as is to a
+            target whose family speaks that surface ("same family, same bytes"); None:
+            `body` is the client's request.
     """
 
     body: dict[str, Any]
     preferences: Preferences
     job_body: bytes
     operation: Operation = "chat"
+    native: Native | None = None
 
     @property
     def model(self) -> str:
@@ -66,18 +72,22 @@ class Surface(Protocol):
     name: str
     path: str
 
-    def parse(self, raw: bytes) -> Inbound:
-        """The canonical request for a body as received.
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
+        """The canonical request for a body as received, with the request's `headers`
+        (lower-case names; a surface that carries provider headers reads them).
 
         Raises:
             turnout.errors.RequestRejected: 400 naming the field at fault.
         """
         ...
 
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
-        """The client's answer for the fleet's answer: `status`, an OpenAI-format `body`
-        (`chat.completion` on 200, an OpenAI error body otherwise) and its `headers`
-        (`x-turnout-*`, `retry-after`, ...), in this surface's shape."""
+    def render(
+        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, shape: str = CHAT
+    ) -> Response:
+        """The client's answer for the fleet's answer: `status`, `body` and its `headers`
+        (`x-turnout-*`, `retry-after`, ...), in this surface's shape. `shape` is the body's:
+        `chat` (the fleet's OpenAI JSON: the operation's body on 200, an OpenAI error body
+        otherwise), or the surface's own when a target of its family served it natively."""
         ...
 
     def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
@@ -90,8 +100,10 @@ class FleetShaped:
     """The `render` and `render_stream` of a surface whose shape is the fleet's own (OpenAI's):
     the worker's answer and the direct path's frames go to the client as they are."""
 
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
-        """The fleet's answer as it is; see `Surface.render`."""
+    def render(
+        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, shape: str = CHAT
+    ) -> Response:
+        """The fleet's answer as it is (always `chat`-shaped here); see `Surface.render`."""
         return Response(body, status_code=status, headers=dict(headers), media_type=JSON)
 
     def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:

@@ -9,6 +9,7 @@ Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Final
 
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
@@ -21,7 +22,7 @@ class ChatCompletions(FleetShaped):
     name = "chat"
     path = "/v1/chat/completions"
 
-    def parse(self, raw: bytes) -> Inbound:
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The checked body; the job carries the client's bytes (the worker takes `provider` out
         again before any upstream call). See `Surface.parse`."""
         body = parse_chat_request(raw)

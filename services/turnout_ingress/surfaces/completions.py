@@ -13,6 +13,7 @@ Source: https://platform.openai.com/docs/api-reference/completions/create.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
@@ -65,7 +66,7 @@ class Completions(FleetShaped):
     name = "completions"
     path = "/v1/completions"
 
-    def parse(self, raw: bytes) -> Inbound:
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The checked body; the job carries the client's bytes. See `Surface.parse`."""
         body = parse_completions_request(raw)
         return Inbound(body, take_preferences(body), raw, "completions")

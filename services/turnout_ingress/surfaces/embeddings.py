@@ -15,6 +15,7 @@ no empty string; `dimensions`; `encoding_format` `float` or `base64`; `user`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
@@ -60,7 +61,7 @@ class Embeddings(FleetShaped):
     name = "embeddings"
     path = "/v1/embeddings"
 
-    def parse(self, raw: bytes) -> Inbound:
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The checked body; the job carries the client's bytes (the worker takes `provider` out
         again before any upstream call). See `Surface.parse`."""
         body = parse_embeddings_request(raw)

@@ -25,7 +25,15 @@ def test_registry_is_read_only() -> None:
 def test_family_has_every_member_of_the_protocol(kind: str) -> None:
     family = FAMILIES[kind]  # type: ignore[index]
     members = [name for name, _ in inspect.getmembers(ApiFamily) if not name.startswith("_")]
-    assert members == ["build_request", "read_outcome", "refusal", "stream_end", "stream_events"]
+    assert members == [
+        "build_request",
+        "native_frames",
+        "native_surface",
+        "read_outcome",
+        "refusal",
+        "stream_end",
+        "stream_events",
+    ]
     assert all(hasattr(family, name) for name in members)
     assert isinstance(family.stream_end, str) and family.stream_end
 

@@ -62,7 +62,7 @@ def test_a_bad_embeddings_request_names_its_field(fields: dict[str, Any], param:
 
 
 def test_the_embeddings_surface_takes_the_provider_object_out_and_asks_for_embeddings() -> None:
-    inbound = EMBEDDINGS.parse(_raw(input="x", provider={"only": ["oa"]}))
+    inbound = EMBEDDINGS.parse(_raw(input="x", provider={"only": ["oa"]}), {})
     assert inbound.operation == "embeddings" and not inbound.stream
     assert "provider" not in inbound.body and inbound.preferences.only == ("oa",)
 
@@ -101,7 +101,7 @@ def test_a_bad_completions_request_names_its_field(fields: dict[str, Any], param
 
 
 def test_the_completions_surface_asks_for_completions_and_may_stream() -> None:
-    inbound = COMPLETIONS.parse(_raw(prompt="x", stream=True))
+    inbound = COMPLETIONS.parse(_raw(prompt="x", stream=True), {})
     assert inbound.operation == "completions" and inbound.stream
 
 

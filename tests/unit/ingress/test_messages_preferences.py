@@ -12,9 +12,9 @@ import pytest
 from support.malformed_provider import MALFORMED_PROVIDERS
 from turnout.core.preferences import MaxPrice, Preferences
 from turnout.errors import RequestRejected
+from turnout_ingress.messages_native import carried
 from turnout_ingress.messages_routes import rejected
 from turnout_ingress.messages_wire import parse_messages_request, to_openai_request
-from turnout_ingress.surfaces.messages import openai_request_of
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
 
@@ -38,16 +38,17 @@ def _raw(provider: Any) -> bytes:
 def test_the_provider_object_is_the_requests_preferences_and_stays_out_of_the_upstream_body(
     provider: dict[str, Any], preferences: Preferences
 ) -> None:
-    body, got = openai_request_of(_raw(provider))
+    body, got, native = carried(_raw(provider), ())
     assert got == preferences
     assert "provider" not in body
+    assert native.body == _raw(provider)  # as sent: `provider` leaves it per attempt (`native_body`)
     assert body == to_openai_request(parse_messages_request(json.dumps(BODY).encode()))
 
 
 @pytest.mark.parametrize(("provider", "param"), MALFORMED_PROVIDERS)
 def test_a_malformed_provider_object_is_a_400_in_anthropic_shape_naming_the_field(provider: Any, param: str) -> None:
     with pytest.raises(RequestRejected) as info:
-        openai_request_of(_raw(provider))
+        carried(_raw(provider), ())
     assert (info.value.status_code, info.value.param) == (400, param)
     answer = rejected(info.value, "req-1")
     assert answer.status_code == 400

@@ -40,7 +40,7 @@ def _body(**fields: Any) -> dict[str, Any]:
         (json.dumps({"model": "m", "max_tokens": 0, "messages": [USER]}).encode(), "max_tokens"),
         (json.dumps({"model": "m", "max_tokens": 5, "messages": []}).encode(), "messages"),
         (
-            json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "system", "content": "x"}]}).encode(),
+            json.dumps({"model": "m", "max_tokens": 5, "messages": [{"role": "tool", "content": "x"}]}).encode(),
             "messages.0.role",
         ),
         (
@@ -167,6 +167,29 @@ REQUESTS = [
             ],
             "tool_choice": "required",
             "parallel_tool_calls": False,
+        },
+    ),
+    (
+        "system_role_message_in_place",
+        _body(
+            system="top",
+            messages=[
+                USER,
+                {"role": "system", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]},
+                {"role": "assistant", "content": "ok"},
+                {"role": "system", "content": "late"},
+            ],
+        ),
+        {
+            "model": "claude-x",
+            "messages": [
+                {"role": "system", "content": "top"},
+                USER,
+                {"role": "system", "content": "ab"},
+                {"role": "assistant", "content": "ok"},
+                {"role": "system", "content": "late"},
+            ],
+            "max_tokens": 64,
         },
     ),
     (

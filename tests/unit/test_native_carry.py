@@ -1,0 +1,127 @@
+"""The native carry from the door to the attempt and back (SPEC §13): which body each family's
+target is sent (`router._spec`), what a Messages request carries (`messages_native.carried`), how
+an answer is rendered by its shape (`messages_native.rendered`), and queued jobs and results of
+an older process still decoding."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+import pytest
+
+from turnout.config import ProviderConfig, ProviderKind
+from turnout.core.native import CHAT, MESSAGES, Native
+from turnout.core.policy import Policy
+from turnout.core.types import Target
+from turnout.errors import RequestRejected
+from turnout.router import RequestInfo, _spec
+from turnout.wire import JobPayload, JobResult, payload_decoder, result_decoder
+from turnout_ingress.messages_native import carried, rendered
+
+CLIENT: dict[str, Any] = {
+    "model": "claude-x",
+    "max_tokens": 64,
+    "system": [{"type": "text", "text": "s", "cache_control": {"type": "ephemeral"}}],
+    "messages": [{"role": "system", "content": "early"}, {"role": "user", "content": "hi"}],
+    "thinking": {"type": "enabled", "budget_tokens": 1024},
+    "provider": {"only": ["claude"]},
+    "next_years_field": True,
+}
+RAW = json.dumps(CLIENT).encode()
+HEADERS = [("x-api-key", "tk-1"), ("anthropic-version", "2023-06-01"), ("anthropic-beta", "b1")]
+
+
+def _call(kind: ProviderKind, native: Native | None) -> Any:
+    provider = ProviderConfig(kind=kind, base_url="http://up", api_key="k")
+    request = {"model": "claude-x", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 64}
+    target = Target(provider="p", model="up-model", catalog_model="claude-x")
+    return _spec(target, provider, request, RequestInfo(request_id="r"), Policy(), 5.0, native)
+
+
+def test_an_anthropic_target_is_sent_the_clients_body_with_its_model_and_without_provider() -> None:
+    native = carried(RAW, HEADERS).native
+    spec = _call("anthropic", native)
+    assert spec.native == native
+    expected = {k: v for k, v in CLIENT.items() if k != "provider"}
+    assert json.loads(spec.body) == {**expected, "model": "up-model"}
+
+
+@pytest.mark.parametrize("kind", ["openai", "openai_compatible"])
+def test_an_openai_family_target_is_sent_the_translation(kind: ProviderKind) -> None:
+    spec = _call(kind, carried(RAW, HEADERS).native)
+    assert spec.native is None
+    assert json.loads(spec.body) == {
+        "model": "up-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "max_tokens": 64,
+    }
+
+
+def test_without_a_carry_every_target_is_sent_the_openai_request() -> None:
+    assert _call("anthropic", None).native is None
+
+
+def test_a_messages_request_carries_its_body_its_headers_and_its_translation() -> None:
+    body, preferences, native = carried(RAW, HEADERS)
+    assert native == Native(
+        surface=MESSAGES,
+        body=RAW,
+        headers=(("anthropic-version", "2023-06-01"), ("anthropic-beta", "b1")),
+    )
+    assert preferences.only == ("claude",)
+    assert body["messages"][:2] == [{"role": "system", "content": "s"}, {"role": "system", "content": "early"}]
+
+
+def test_a_request_without_translation_is_carried_with_the_reason_not_refused() -> None:
+    document = {"type": "document", "source": {"type": "text", "media_type": "text/plain", "data": "x"}}
+    raw = json.dumps({**CLIENT, "stream": True, "messages": [{"role": "user", "content": [document]}]}).encode()
+    body, _, native = carried(raw, HEADERS)
+    assert native.crossing is not None and native.crossing[1] == "messages.0.content.0"
+    assert body == {"model": "claude-x", "messages": [], "max_tokens": 64, "stream": True}
+
+
+@pytest.mark.parametrize(
+    ("raw", "headers", "param"),
+    [
+        (json.dumps({**CLIENT, "max_tokens": 0}).encode(), [], "max_tokens"),
+        (json.dumps({**CLIENT, "messages": [{"role": "tool", "content": "x"}]}).encode(), [], "messages.0.role"),
+        (RAW, [("anthropic-beta", "caf\u00e9")], "anthropic-beta"),
+    ],
+    ids=["max_tokens", "unknown_role", "non_ascii_header"],
+)
+def test_a_bad_request_is_still_a_400_naming_the_field(raw: bytes, headers: list[tuple[str, str]], param: str) -> None:
+    with pytest.raises(RequestRejected) as refused:
+        carried(raw, headers)
+    assert (refused.value.status_code, refused.value.param) == (400, param)
+
+
+def test_a_native_answer_is_rendered_as_is_and_a_chat_one_translated() -> None:
+    message = b'{"id":"msg_1","type":"message","model":"claude-up","content":[],"usage":{"cache_read_input_tokens":9}}'
+    kept = rendered(200, message, {"x-turnout-provider": "claude", "content-length": "3"}, "rid", shape=MESSAGES)
+    assert bytes(kept.body) == message and kept.headers["x-turnout-provider"] == "claude"
+    completion = {"id": "c1", "model": "gpt", "choices": [{"message": {"content": "hey"}, "finish_reason": "stop"}]}
+    translated = rendered(200, json.dumps(completion).encode(), {}, "rid", shape=CHAT)
+    assert json.loads(bytes(translated.body))["content"] == [{"type": "text", "text": "hey"}]
+    error = rendered(502, b'{"error": {"message": "no", "code": "provider_failed"}}', {}, "rid", shape=CHAT)
+    assert json.loads(bytes(error.body))["error"]["type"] == "api_error"
+
+
+def test_a_job_and_a_result_from_an_older_process_still_decode() -> None:
+    old_payload = {
+        "request_id": "r",
+        "body": b"{}",
+        "org": "acme",
+        "squad": None,
+        "key": "k",
+        "policy": msgspec.to_builtins(Policy()),
+        "settings": {},
+        "deadline_epoch_s": 1.0,
+        "reply_to": "c",
+    }
+    payload = payload_decoder.decode(msgspec.msgpack.encode(old_payload))
+    assert isinstance(payload, JobPayload) and payload.native is None
+    old_result = {"request_id": "r", "status_code": 200, "headers": {}, "body": b"{}"}
+    result = result_decoder.decode(msgspec.msgpack.encode(old_result))
+    assert isinstance(result, JobResult) and result.shape == CHAT
