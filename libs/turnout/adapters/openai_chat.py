@@ -68,13 +68,14 @@ async def _tapped(raw: AsyncIterator[EventBatch], native: NativeFrames) -> Async
         yield batch
 
 
-def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-    """Turn a complete upstream response into an `AttemptResult` (pure).
-
-    A 2xx whose body is not JSON or lacks `choices` is malformed (PROTOCOL);
-    a 2xx carrying `{"error": {...}}` is flagged `error_in_body` so the core
-    classifies it by its type and code, never as a success (SPEC §3).
-    """
+def outcome_with_list(
+    status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, field: str, what: str
+) -> AttemptResult:
+    """A complete OpenAI answer whose success holds a list under `field` (pure): an error status
+    keeps the provider's outcome; a 2xx carrying `{"error": {...}}` is flagged `error_in_body`
+    so the core classifies it by its type and code, never as a success (SPEC §3); a 2xx that is
+    not JSON or lacks the list is malformed (PROTOCOL, the message naming `what` it is not).
+    Usage is read from `usage.prompt_tokens` / `usage.completion_tokens`."""
     if not 200 <= status < 300:
         return error_status_outcome(status, headers, content, now_epoch_s)
     try:
@@ -83,12 +84,12 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
         data = None
     if isinstance(data, dict) and "error" in data and data.get("error"):
         return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
-    if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+    if not isinstance(data, dict) or not isinstance(data.get(field), list):
         return AttemptResult(
             outcome=Outcome(
                 status=status,
                 transport=TransportError.PROTOCOL,
-                message="upstream answered 2xx with a body that is not a chat completion",
+                message=f"upstream answered 2xx with a body that is not {what}",
             )
         )
     raw_usage = data.get("usage")
@@ -101,6 +102,12 @@ def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now
             output_tokens=int(usage.get("completion_tokens") or 0),
         ),
     )
+
+
+def outcome_of_response(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
+    """Turn a complete chat completions response into an `AttemptResult` (pure): success is a
+    body with a `choices` list (`outcome_with_list`)."""
+    return outcome_with_list(status, headers, content, now_epoch_s, field="choices", what="a chat completion")
 
 
 class OpenAIChat:

@@ -15,60 +15,22 @@ https://platform.openai.com/docs/api-reference/completions/create (`choices[].te
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import httpx
-import msgspec
 
-from turnout.adapters.base import AttemptResult, Usage, envelope_outcome, error_status_outcome
-from turnout.adapters.openai_chat import OpenAIChat
-from turnout.core.types import Outcome, TransportError
-
-_decode = msgspec.json.Decoder()
-
-
-def _read(
-    status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, field: str, what: str
-) -> AttemptResult:
-    """A complete answer whose success holds a list under `field` (pure): an error status keeps its
-    outcome, a 2xx error envelope is `error_in_body`, a 2xx without the list is PROTOCOL; usage is
-    read from `usage.prompt_tokens` / `usage.completion_tokens`."""
-    if not 200 <= status < 300:
-        return error_status_outcome(status, headers, content, now_epoch_s)
-    try:
-        data = _decode.decode(content) if content else None
-    except msgspec.DecodeError:
-        data = None
-    if isinstance(data, dict) and data.get("error"):
-        return AttemptResult(outcome=envelope_outcome(status, data, headers, now_epoch_s))
-    if not isinstance(data, dict) or not isinstance(data.get(field), list):
-        return AttemptResult(
-            outcome=Outcome(
-                status=status,
-                transport=TransportError.PROTOCOL,
-                message=f"upstream answered 2xx with a body that is not {what}",
-            )
-        )
-    raw_usage = data.get("usage")
-    usage: dict[str, Any] = raw_usage if isinstance(raw_usage, dict) else {}
-    return AttemptResult(
-        outcome=Outcome(status=status),
-        body=content,
-        usage=Usage(
-            input_tokens=int(usage.get("prompt_tokens") or 0),
-            output_tokens=int(usage.get("completion_tokens") or 0),
-        ),
-    )
+from turnout.adapters.base import AttemptResult
+from turnout.adapters.openai_chat import OpenAIChat, outcome_with_list
 
 
 def outcome_of_embeddings(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-    """An embeddings answer (pure): success is a body with a `data` list (`_read`)."""
-    return _read(status, headers, content, now_epoch_s, field="data", what="an embedding list")
+    """An embeddings answer (pure): success is a body with a `data` list (`outcome_with_list`)."""
+    return outcome_with_list(status, headers, content, now_epoch_s, field="data", what="an embedding list")
 
 
 def outcome_of_completion(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
-    """A legacy completions answer (pure): success is a body with a `choices` list (`_read`)."""
-    return _read(status, headers, content, now_epoch_s, field="choices", what="a text completion")
+    """A legacy completions answer (pure): success is a body with a `choices` list (`outcome_with_list`)."""
+    return outcome_with_list(status, headers, content, now_epoch_s, field="choices", what="a text completion")
 
 
 class OpenAIEmbeddings(OpenAIChat):
