@@ -28,6 +28,7 @@ from turnout.settings import Settings
 from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
+from turnout.state.response_store import ResponseStore
 from turnout_ingress.limits import Limiter
 
 
@@ -85,6 +86,14 @@ class IngressState:
         self.keys_refused = False  # the catalog's sealed provider keys do not open here (`turnout.catalog.key_check`)
         self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)
+        gateway = config.raw.gateway
+        self.responses = ResponseStore(  # the Responses surface's conversations (`surfaces.responses`)
+            redis,
+            ttl_s=gateway.responses_ttl_s,
+            per_org=gateway.responses_per_org,
+            max_bytes=gateway.responses_max_bytes,
+            clock=clock,
+        )
         self.breakers = self.runtime.breakers
         self.http = self.runtime.http
         self.custom_http = self.runtime.custom_http

@@ -10,19 +10,32 @@ request shape and writes its own answer shape; it performs no I/O and admits not
 The fleet's answers are OpenAI JSON (the operation's body, e.g. a `chat.completion`, or
 an OpenAI error body) and OpenAI SSE frames; a surface of another shape translates them
 in `render` and `render_stream`, one of OpenAI's shape passes them (`FleetShaped`).
+
+Two hooks let a surface that keeps state of its own (the Responses surface's conversation
+store) do its I/O inside the one pipeline, only when its `stateful` is true (the door reads
+that flag and calls nothing for the other surfaces, `Stateless`): `prepare`, awaited after
+authentication and budgets and before the pre-flight plan (it may rewrite the canonical
+request, e.g. put a stored conversation in front of it), and `settle`, awaited after a
+non-streamed answer is rendered (e.g. to store it). A stream settles in its own
+`render_stream`, before its last frame. What a surface carries from `parse` to these
+hooks and to `render` rides in `Inbound.context`.
 Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from starlette.responses import Response
 
 from turnout.core.model_types import Operation
 from turnout.core.preferences import Preferences
+from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
+
+if TYPE_CHECKING:
+    from turnout_ingress.state import IngressState
 
 
 class Inbound(NamedTuple):
@@ -37,12 +50,15 @@ class Inbound(NamedTuple):
         operation: the upstream call it asks for (`turnout.core.model_types.Operation`):
             `chat` (chat completions, messages), `embeddings` or `completions`; only models
             whose type serves it are planned (`preflight.check_plan`).
+        context: what a surface carries from `parse` to its hooks and renderers (the
+            Responses surface's turn); None for the surfaces that need none.
     """
 
     body: dict[str, Any]
     preferences: Preferences
     job_body: bytes
     operation: Operation = "chat"
+    context: Any = None
 
     @property
     def model(self) -> str:
@@ -65,6 +81,8 @@ class Surface(Protocol):
 
     name: str
     path: str
+    stateful: bool
+    """Whether the front door awaits `prepare` and `settle` for this surface (False: it calls neither)."""
 
     def parse(self, raw: bytes) -> Inbound:
         """The canonical request for a body as received.
@@ -74,10 +92,28 @@ class Surface(Protocol):
         """
         ...
 
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+    async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
+        """The request as planned, after the surface's own I/O (called only when `stateful`),
+        before the pre-flight plan, the limits and the queue.
+
+        Raises:
+            turnout.errors.RequestRejected: e.g. 404 for a stored object the caller may not read.
+            turnout.errors.GatewayUnavailable: 503 when the surface's store is unreachable.
+        """
+        ...
+
+    async def settle(self, state: IngressState, inbound: Inbound) -> None:
+        """After a non-streamed answer was rendered (called only when `stateful`); never raises:
+        the client's answer is already made."""
+        ...
+
+    def render(
+        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, inbound: Inbound | None
+    ) -> Response:
         """The client's answer for the fleet's answer: `status`, an OpenAI-format `body`
         (`chat.completion` on 200, an OpenAI error body otherwise) and its `headers`
-        (`x-turnout-*`, `retry-after`, ...), in this surface's shape."""
+        (`x-turnout-*`, `retry-after`, ...), in this surface's shape; `inbound` is the request
+        as parsed (None only where the answer comes before a body is parsed)."""
         ...
 
     def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
@@ -86,11 +122,27 @@ class Surface(Protocol):
         ...
 
 
-class FleetShaped:
+class Stateless:
+    """The hooks of a surface with no state of its own: `stateful` is False, so the front door
+    never calls `prepare` or `settle` (they are here for the protocol's sake)."""
+
+    stateful = False
+
+    async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
+        """The request unchanged; see `Surface.prepare`."""
+        return inbound
+
+    async def settle(self, state: IngressState, inbound: Inbound) -> None:
+        """Nothing; see `Surface.settle`."""
+
+
+class FleetShaped(Stateless):
     """The `render` and `render_stream` of a surface whose shape is the fleet's own (OpenAI's):
     the worker's answer and the direct path's frames go to the client as they are."""
 
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+    def render(
+        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, inbound: Inbound | None
+    ) -> Response:
         """The fleet's answer as it is; see `Surface.render`."""
         return Response(body, status_code=status, headers=dict(headers), media_type=JSON)
 

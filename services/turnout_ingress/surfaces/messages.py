@@ -33,7 +33,7 @@ from turnout_ingress.messages_wire import (
     to_anthropic_message,
     to_openai_request,
 )
-from turnout_ingress.surfaces.base import Inbound
+from turnout_ingress.surfaces.base import Inbound, Stateless
 from turnout_ingress.validation import take_preferences
 
 _decode = msgspec.json.Decoder()
@@ -59,7 +59,7 @@ def openai_request_of(raw: bytes) -> tuple[dict[str, Any], Preferences]:
     return body, take_preferences(checked)
 
 
-class Messages:
+class Messages(Stateless):
     """The `Surface` of the Anthropic Messages API (module doc)."""
 
     name = "messages"
@@ -73,7 +73,9 @@ class Messages:
             body["stream_options"] = {"include_usage": True}
         return Inbound(body, preferences, _encode.encode(body))
 
-    def render(self, status: int, body: bytes, headers: Mapping[str, str], request_id: str) -> Response:
+    def render(
+        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, inbound: Inbound | None
+    ) -> Response:
         """An Anthropic `message` for a 200, an Anthropic error body otherwise (a 200 whose body
         cannot be read: 502). See `Surface.render`."""
         kept = {k: v for k, v in headers.items() if k.lower() not in _DROPPED_HEADERS}
