@@ -121,15 +121,21 @@ class EventSequencer:
             added["status"] = "in_progress"
         return events + [self._event("response.output_item.added", output_index=len(self._output) - 1, item=added)]
 
+    def _open_message(self) -> list[dict[str, Any]]:
+        """Begin a message item and its one `output_text` part (ids `msg_<rid>`, then `msg_<rid>_<n>`)."""
+        item = message_item(f"{self._rid}_{len(self._output)}" if self._output else self._rid, "")
+        events = self._begin(item)
+        where = {"item_id": item["id"], "output_index": len(self._output) - 1}
+        return events + [
+            self._event("response.content_part.added", **where, content_index=0, part=dict(item["content"][0]))
+        ]
+
     def _text(self, text: str) -> list[dict[str, Any]]:
         events: list[dict[str, Any]] = []
-        item: dict[str, Any] | None = self._open
-        if item is None or item["type"] != "message":
-            item = message_item(f"{self._rid}_{len(self._output)}" if self._output else self._rid, "")
-            events += self._begin(item)
-            part = dict(item["content"][0])
-            where = {"item_id": item["id"], "output_index": len(self._output) - 1}
-            events.append(self._event("response.content_part.added", **where, content_index=0, part=part))
+        if self._open is None or self._open["type"] != "message":
+            events += self._open_message()
+        item = self._open
+        assert item is not None  # just begun, or already open
         item["content"][0]["text"] += text
         where = {"item_id": item["id"], "output_index": self._output.index(item)}
         return events + [self._event("response.output_text.delta", **where, content_index=0, delta=text, logprobs=[])]
@@ -174,7 +180,7 @@ class EventSequencer:
         `response.completed` (or `response.incomplete`) with the whole Response (`final`)."""
         events = self._start({})
         if not self._output:  # an answer with no content still has its (empty) message
-            events += self._text("")[:-1]
+            events += self._open_message()
         events += self._close()
         status, details = status_of(self._finish)
         if status == "incomplete":

@@ -314,8 +314,8 @@ def translate_request(data: dict[str, Any]) -> ResponsesCall:
     system = {"role": "system", "content": instructions} if instructions else None
     chat: dict[str, Any] = {"model": data["model"], "messages": ([system] if system else []) + turn}
     tools = data.get("tools")
-    if tools:
-        chat["tools"] = translate_tools(tools)
+    if tools is not None and (chat_tools := translate_tools(tools)):  # an empty array: no tools
+        chat["tools"] = chat_tools
     choice = data.get("tool_choice")
     if choice is not None:
         chat["tool_choice"] = translate_tool_choice(choice)
