@@ -41,6 +41,7 @@ models:
     order: priority
     offers: [{{provider: sim-a, model: "rconv-a~200,503"}}, {{provider: rec, model: rconv-rec}}]
   r-cut:    {{offers: [{{provider: sim-a, model: "rcut~cut3"}}]}}
+  r-idem:   {{offers: [{{provider: sim-a, model: r-idem}}]}}
 policy:
   retry: {{base_ms: 250, max_ms: 500}}
 orgs:
@@ -297,3 +298,22 @@ def test_a_built_in_tool_is_a_400_naming_it(client: openai.OpenAI) -> None:
         client.responses.create(model="r-ok", input="x", tools=[WEATHER, {"type": "web_search"}])
     assert caught.value.body["param"] == "tools[1].type"  # type: ignore[index]
     assert caught.value.body["code"] == "unsupported_tool"  # type: ignore[index]
+
+
+def test_idempotency_key_replays_the_same_response(gw: Gateway) -> None:
+    body = {"model": "r-idem", "input": "once", "store": False}
+    headers = {"authorization": f"Bearer {KEY}", "idempotency-key": "resp-idem-1"}
+    with httpx.Client(timeout=30) as http:
+        first = http.post(f"{gw.base_url}/v1/responses", json=body, headers=headers)
+        again = http.post(f"{gw.base_url}/v1/responses", json=body, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert again.headers["x-turnout-idempotent-replay"] == "1" and again.json()["id"] == first.json()["id"]
+    assert again.json()["output"] == first.json()["output"]
+    assert len(gw.sim_log("r-idem")) == 1  # the replay called no upstream
+
+
+def test_provider_preferences_steer_the_plan(client: openai.OpenAI) -> None:
+    raw = client.responses.with_raw_response.create(
+        model="r-fail", input="hi", extra_body={"provider": {"only": ["sim-b"]}}
+    )
+    assert raw.headers["x-turnout-provider"] == "sim-b" and raw.headers["x-turnout-attempts"] == "1"
