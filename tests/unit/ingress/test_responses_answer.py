@@ -122,7 +122,7 @@ def test_usage_details_are_carried() -> None:
 
 
 def test_input_items_get_ids_and_a_status() -> None:
-    items = [
+    items: list[dict[str, Any]] = [
         {"type": "message", "role": "user", "content": []},
         {"type": "function_call_output", "call_id": "c", "output": "o"},
     ]

@@ -153,7 +153,8 @@ _PIECE = st.one_of(
 @given(st.lists(_PIECE, max_size=12), st.sampled_from(["stop", "length", "tool_calls"]))
 def test_any_stream_keeps_the_invariants_and_matches_the_completion(pieces: list[tuple[str, str]], finish: str) -> None:
     chunks: list[dict[str, Any]] = []
-    text, calls = "", []
+    text = ""
+    calls: list[dict[str, Any]] = []
     for kind, value in pieces:
         if kind == "text":
             chunks.append(_chunk({"content": value}))
