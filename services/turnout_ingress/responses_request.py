@@ -3,8 +3,8 @@
 Owns: checking a `POST /v1/responses` body and translating it into the OpenAI chat
 request every family serves (`ResponsesCall`: the chat body, the fields the Response
 echoes, the input items as `GET /v1/responses/{id}/input_items` lists them, and the
-conversation messages of this turn). The answer direction is `responses_answer`, the
-stream's `responses_events`.
+conversation messages of this turn). Tools, `tool_choice` and `text.format` are
+`responses_tools`'; the answer direction is `responses_answer`, the stream's `responses_events`.
 Must not import: FastAPI, starlette, Redis; no I/O, no clock.
 
 Sources: https://platform.openai.com/docs/api-reference/responses/create (request
