@@ -204,6 +204,11 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
             (408 after; slow-loris guard).
         body_timeout_s: seconds it waits for a whole body after its head (408 after).
         max_connections: connections an ingress keeps open at once (503 beyond).
+        responses_ttl_s: how long a stored Response of `POST /v1/responses` (and its
+            conversation, for `previous_response_id`) is kept, seconds (default 30 days).
+        responses_per_org: most stored Responses per org; the oldest are evicted beyond it.
+        responses_max_bytes: largest stored Response document (its whole conversation,
+            JSON bytes); a larger one is answered but not kept.
     """
 
     max_body_bytes: AtLeastOne = 4 * 1024 * 1024
@@ -218,6 +223,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     header_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=DAY_S, description="above 0, a day at most")] = 10.0
     body_timeout_s: Annotated[float, msgspec.Meta(gt=0, le=DAY_S, description="above 0, a day at most")] = 30.0
     max_connections: AtLeastOne = 10_000
+    responses_ttl_s: Annotated[int, msgspec.Meta(ge=60, le=31_622_400, description="a minute to 366 days")] = 2_592_000
+    responses_per_org: AtLeastOne = 1000
+    responses_max_bytes: Annotated[int, msgspec.Meta(ge=1024, le=MOST)] = 8 * 1024 * 1024
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -30,7 +30,7 @@ from turnout.settings import Settings
 from turnout.state.persistence import PersistenceRefused
 from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
-from turnout_ingress import admin, errors, front_door, messages_routes, observability, ops_routes, ui
+from turnout_ingress import admin, errors, front_door, messages_routes, observability, ops_routes, responses_routes, ui
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models, model_object
 from turnout_ingress.methods import HeadAsGet
@@ -116,8 +116,9 @@ def create_app(
     ops_routes.install(app, state)
     admin.install(app, state)
     observability.install(app, state)
-    front_door.install(app, state)  # every surface: chat completions, messages
+    front_door.install(app, state)  # every surface: chat completions, messages, responses, ...
     messages_routes.install(app, state)  # the rest of the Anthropic surface
+    responses_routes.install(app, state)  # stored Responses: GET, DELETE, input_items
     ui.install(app, state)
 
     @app.get("/v1/models")

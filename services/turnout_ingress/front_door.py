@@ -2,11 +2,13 @@
 
 Owns: the `POST` route of each surface of `turnout_ingress.surfaces.SURFACES` and the
 pipeline behind it, written once: authenticate (401) → read the body (413) → the
-surface parses it into the canonical request (400) → budgets (429) → the pre-flight plan
+surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
+`prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
 (`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits
 (429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
 the queue (SPEC §1: no upstream call on the ingress for it), answered by the worker →
-the answer rendered by the surface in its own shape. A refusal at any step raises
+the answer rendered by the surface in its own shape, then a stateful surface's `settle`
+hook (a stream settles in its own renderer, before its last frame). A refusal at any step raises
 `RequestRejected` or `GatewayUnavailable`, answered by the app's handlers
 (`turnout_ingress.errors`) in the shape of the route it came to.
 
@@ -96,6 +98,8 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
     inbound = surface.parse(raw, request.headers)
     identity = await budgeted(state, identity)
+    if surface.stateful:  # one flag read for the others (`surfaces.base.Stateless`)
+        inbound = await surface.prepare(state, inbound, identity, request_id)
     deadline = Deadline.of(arrived_s, identity.policy.budget)  # once, from arrival (SPEC §4 budget)
     catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
     plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
@@ -134,7 +138,10 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
     if response.status_code == 499:  # the client left: nobody reads it
         return response
     headers = {k: v for k, v in response.headers.items() if k not in _BODY_HEADERS}
-    return surface.render(response.status_code, bytes(response.body), headers, admitted.request_id)
+    answer = surface.render(response.status_code, bytes(response.body), headers, admitted.request_id, admitted.inbound)
+    if surface.stateful:  # never raises (`Surface.settle`)
+        await surface.settle(state, admitted.inbound)
+    return answer
 
 
 async def _queued(state: IngressState, surface: Surface, request: Request, admitted: Admitted) -> Response:
@@ -146,9 +153,14 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         try:
             replayed = await state.queue.join(owner, deadline.at_s)
         except TimeoutError:
-            return _budget_exhausted(surface, request_id)
+            return _budget_exhausted(surface, admitted)
         headers = {**replayed.headers, "x-turnout-idempotent-replay": "1"}
-        return surface.render(replayed.status_code, replayed.body, headers, request_id, replayed.shape)
+        answer = surface.render(
+            replayed.status_code, replayed.body, headers, request_id, admitted.inbound, replayed.shape
+        )
+        if surface.stateful:  # never raises (`Surface.settle`)
+            await surface.settle(state, admitted.inbound)
+        return answer
     payload = JobPayload(
         request_id=request_id,
         body=admitted.inbound.job_body,
@@ -176,11 +188,15 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
     try:
         result = submit.result()
     except TimeoutError:
-        return _budget_exhausted(surface, request_id)
-    return surface.render(result.status_code, result.body, result.headers, request_id, result.shape)
+        return _budget_exhausted(surface, admitted)
+    answer = surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape)
+    if surface.stateful:  # never raises (`Surface.settle`)
+        await surface.settle(state, admitted.inbound)
+    return answer
 
 
-def _budget_exhausted(surface: Surface, request_id: str) -> Response:
+def _budget_exhausted(surface: Surface, admitted: Admitted) -> Response:
     """The 504 `budget_exhausted` (`x-should-retry: false`) in the surface's shape."""
     body = error_body(_BUDGET_RAN_OUT, error_type="timeout_error", code="budget_exhausted")
-    return surface.render(504, body, {"x-request-id": request_id, "x-should-retry": "false"}, request_id)
+    rid = admitted.request_id
+    return surface.render(504, body, {"x-request-id": rid, "x-should-retry": "false"}, rid, admitted.inbound)

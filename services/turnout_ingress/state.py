@@ -28,6 +28,7 @@ from turnout.settings import Settings
 from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
+from turnout.state.response_store import ResponseStore
 from turnout_ingress.admin.audit import ADMIN_PREFIX
 from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
 from turnout_ingress.limits import Limiter
@@ -88,6 +89,14 @@ class IngressState:
         self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)
         self.door = DoorRefusals(self.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler())  # refusals seen
+        gateway = config.raw.gateway
+        self.responses = ResponseStore(  # the Responses surface's conversations (`surfaces.responses`)
+            redis,
+            ttl_s=gateway.responses_ttl_s,
+            per_org=gateway.responses_per_org,
+            max_bytes=gateway.responses_max_bytes,
+            clock=clock,
+        )
         self.breakers = self.runtime.breakers
         self.http = self.runtime.http
         self.custom_http = self.runtime.custom_http

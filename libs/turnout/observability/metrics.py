@@ -39,6 +39,8 @@ class Metrics:
         in_flight_jobs: jobs this worker is running now.
         queue_wait: seconds from enqueue to a worker starting the job.
         records_dropped: attempt records dropped (buffer full, Redis down).
+        responses_not_stored: Responses answered with `store` but not kept, by reason
+            (`redis_unavailable`, `too_large`; `turnout_ingress.surfaces.responses`).
         clock_skew: this process's wall clock minus Redis `TIME`, in seconds
             (`turnout.state.clock_check`; positive: ahead).
     """
@@ -80,6 +82,12 @@ class Metrics:
             registry=r,
         )
         self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
+        self.responses_not_stored = Counter(
+            "turnout_responses_not_stored",
+            "Responses answered but not kept in the conversation store",
+            ["reason"],
+            registry=r,
+        )
         self.clock_skew = Gauge(
             "turnout_clock_skew_seconds", "This process's wall clock minus Redis TIME (positive: ahead)", registry=r
         )

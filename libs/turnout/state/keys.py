@@ -221,3 +221,23 @@ def ui_score_key(target: str) -> str:
 def ui_score_tick_key(target: str) -> str:
     """Key of a target's sampling guard."""
     return UI_SCORE_TICK_PREFIX + target
+
+
+RESPONSE_PREFIX = "turnout:resp:"
+"""String per (org, Response id): a stored Response and its conversation (`turnout.state.response_store`)."""
+
+RESPONSE_INDEX_PREFIX = "turnout:resp-index:"
+"""Sorted set per org: its stored Response ids, score = written at (epoch ms); the per-org cap evicts the oldest."""
+
+MAX_RESPONSE_ID_CHARS = 200
+"""Longest Response id looked up (Turnout's are `resp_` and 32 hex digits); a longer one is unknown."""
+
+
+def response_key(org: str, response_id: str) -> str:
+    """Key of one stored Response of `org` (the org id percent-encoded, so no id can reach another org's keys)."""
+    return f"{RESPONSE_PREFIX}{quote(org, safe='')}:{response_id}"
+
+
+def response_index_key(org: str) -> str:
+    """Key of `org`'s index of stored Responses."""
+    return RESPONSE_INDEX_PREFIX + quote(org, safe="")

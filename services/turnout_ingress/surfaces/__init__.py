@@ -16,8 +16,9 @@ from turnout_ingress.surfaces.chat import CHAT
 from turnout_ingress.surfaces.completions import COMPLETIONS
 from turnout_ingress.surfaces.embeddings import EMBEDDINGS
 from turnout_ingress.surfaces.messages import MESSAGES
+from turnout_ingress.surfaces.responses import RESPONSES
 
-SURFACES: Final[tuple[Surface, ...]] = (CHAT, MESSAGES, EMBEDDINGS, COMPLETIONS)
+SURFACES: Final[tuple[Surface, ...]] = (CHAT, MESSAGES, EMBEDDINGS, COMPLETIONS, RESPONSES)
 """Every surface, in the order their routes are registered."""
 
 __all__ = ["SURFACES", "Inbound", "Surface"]

@@ -10,20 +10,33 @@ request shape and writes its own answer shape; it performs no I/O and admits not
 The fleet's answers are OpenAI JSON (the operation's body, e.g. a `chat.completion`, or
 an OpenAI error body) and OpenAI SSE frames; a surface of another shape translates them
 in `render` and `render_stream`, one of OpenAI's shape passes them (`FleetShaped`).
+
+Two hooks let a surface that keeps state of its own (the Responses surface's conversation
+store) do its I/O inside the one pipeline, only when its `stateful` is true (the door reads
+that flag and calls nothing for the other surfaces, `Stateless`): `prepare`, awaited after
+authentication and budgets and before the pre-flight plan (it may rewrite the canonical
+request, e.g. put a stored conversation in front of it), and `settle`, awaited after a
+non-streamed answer is rendered (e.g. to store it). A stream settles in its own
+`render_stream`, before its last frame. What a surface carries from `parse` to these
+hooks and to `render` rides in `Inbound.context`.
 Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Mapping
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from starlette.responses import Response
 
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.preferences import Preferences
+from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
+
+if TYPE_CHECKING:
+    from turnout_ingress.state import IngressState
 
 
 class Inbound(NamedTuple):
@@ -42,6 +55,8 @@ class Inbound(NamedTuple):
             the fleet's (`turnout.core.native.Native`: `/v1/messages`), sent as is to a
             target whose family speaks that surface ("same family, same bytes"); None:
             `body` is the client's request.
+        context: what a surface carries from `parse` to its hooks and renderers (the
+            Responses surface's turn); None for the surfaces that need none.
     """
 
     body: dict[str, Any]
@@ -49,6 +64,7 @@ class Inbound(NamedTuple):
     job_body: bytes
     operation: Operation = "chat"
     native: Native | None = None
+    context: Any = None
 
     @property
     def model(self) -> str:
@@ -71,6 +87,8 @@ class Surface(Protocol):
 
     name: str
     path: str
+    stateful: bool
+    """Whether the front door awaits `prepare` and `settle` for this surface (False: it calls neither)."""
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The canonical request for a body as received, with the request's `headers`
@@ -81,13 +99,35 @@ class Surface(Protocol):
         """
         ...
 
+    async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
+        """The request as planned, after the surface's own I/O (called only when `stateful`),
+        before the pre-flight plan, the limits and the queue.
+
+        Raises:
+            turnout.errors.RequestRejected: e.g. 404 for a stored object the caller may not read.
+            turnout.errors.GatewayUnavailable: 503 when the surface's store is unreachable.
+        """
+        ...
+
+    async def settle(self, state: IngressState, inbound: Inbound) -> None:
+        """After a non-streamed answer was rendered (called only when `stateful`); never raises:
+        the client's answer is already made."""
+        ...
+
     def render(
-        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, shape: str = CHAT
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        inbound: Inbound | None,
+        shape: str = CHAT,
     ) -> Response:
         """The client's answer for the fleet's answer: `status`, `body` and its `headers`
-        (`x-turnout-*`, `retry-after`, ...), in this surface's shape. `shape` is the body's:
-        `chat` (the fleet's OpenAI JSON: the operation's body on 200, an OpenAI error body
-        otherwise), or the surface's own when a target of its family served it natively."""
+        (`x-turnout-*`, `retry-after`, ...), in this surface's shape; `inbound` is the request
+        as parsed (None only where the answer comes before a body is parsed). `shape` is the
+        body's: `chat` (the fleet's OpenAI JSON: the operation's body on 200, an OpenAI error
+        body otherwise), or the surface's own when a target of its family served it natively."""
         ...
 
     def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
@@ -96,12 +136,32 @@ class Surface(Protocol):
         ...
 
 
-class FleetShaped:
+class Stateless:
+    """The hooks of a surface with no state of its own: `stateful` is False, so the front door
+    never calls `prepare` or `settle` (they are here for the protocol's sake)."""
+
+    stateful = False
+
+    async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
+        """The request unchanged; see `Surface.prepare`."""
+        return inbound
+
+    async def settle(self, state: IngressState, inbound: Inbound) -> None:
+        """Nothing; see `Surface.settle`."""
+
+
+class FleetShaped(Stateless):
     """The `render` and `render_stream` of a surface whose shape is the fleet's own (OpenAI's):
     the worker's answer and the direct path's frames go to the client as they are."""
 
     def render(
-        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, shape: str = CHAT
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        inbound: Inbound | None,
+        shape: str = CHAT,
     ) -> Response:
         """The fleet's answer as it is (always `chat`-shaped here); see `Surface.render`."""
         return Response(body, status_code=status, headers=dict(headers), media_type=JSON)

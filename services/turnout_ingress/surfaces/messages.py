@@ -26,12 +26,12 @@ from starlette.responses import Response
 from turnout.core.native import CHAT
 from turnout_ingress.messages_events import anthropic_stream
 from turnout_ingress.messages_native import carried, rendered
-from turnout_ingress.surfaces.base import Inbound
+from turnout_ingress.surfaces.base import Inbound, Stateless
 
 _encode = msgspec.json.Encoder()
 
 
-class Messages:
+class Messages(Stateless):
     """The `Surface` of the Anthropic Messages API (module doc)."""
 
     name = "messages"
@@ -48,7 +48,13 @@ class Messages:
         return Inbound(body, preferences, _encode.encode(body), native=native)
 
     def render(
-        self, status: int, body: bytes, headers: Mapping[str, str], request_id: str, shape: str = CHAT
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        inbound: Inbound | None,
+        shape: str = CHAT,
     ) -> Response:
         """`messages_native.rendered`: a native `messages` body as is, a `chat` one translated
         into an Anthropic `message`, an error into Anthropic's error body. See `Surface.render`."""

@@ -105,5 +105,11 @@ def test_the_completions_surface_asks_for_completions_and_may_stream() -> None:
     assert inbound.operation == "completions" and inbound.stream
 
 
-def test_the_registry_serves_four_surfaces_on_distinct_paths() -> None:
-    assert [s.path for s in SURFACES] == ["/v1/chat/completions", "/v1/messages", "/v1/embeddings", "/v1/completions"]
+def test_the_registry_serves_five_surfaces_on_distinct_paths() -> None:
+    assert [s.path for s in SURFACES] == [
+        "/v1/chat/completions",
+        "/v1/messages",
+        "/v1/embeddings",
+        "/v1/completions",
+        "/v1/responses",
+    ]

@@ -1,0 +1,226 @@
+"""`POST /v1/responses`: the OpenAI Responses surface, for Codex CLI, the OpenAI Agents SDK
+and the `openai` SDK's `client.responses.*`.
+
+Owns: reading a Responses body into the front door's `Inbound` (`responses_request`; the
+`provider` object taken out and checked as on the chat route), the two hooks of a
+stateful surface, and answering in the Responses shape:
+- `prepare` (before the plan): with `previous_response_id`, the stored conversation of
+  that response (`turnout.state.response_store`, scoped to the caller's org and key) is
+  put in front of this turn's input, so any target can serve the follow-up; an unknown,
+  expired or another key's id is 404 `previous_response_not_found`, an unreachable store
+  503 `redis_unavailable`;
+- `render`: the fleet's `chat.completion` becomes a Response object
+  (`responses_answer`); every other answer is the fleet's OpenAI error body as it is,
+  with its `x-turnout-*` headers and per-attempt summary;
+- `settle` (non-streamed) and the stream's keeper (before `response.completed`): with
+  `store` (default true) the Response, its input items and its conversation are kept. A
+  store that fails is logged and counted (`turnout_responses_not_stored`); the client
+  still gets its answer.
+The direct path's chat frames become Responses events (`responses_events`). The other
+routes (`GET` / `DELETE /v1/responses/{id}`, `input_items`) are `responses_routes`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+
+Source: https://platform.openai.com/docs/api-reference/responses.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+import msgspec
+from starlette.responses import Response
+
+from turnout.core.native import CHAT
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.state.errors import StateUnavailable
+from turnout.tenancy.identity import Identity
+from turnout_ingress.errors import JSON
+from turnout_ingress.responses_answer import output_messages, request_id_of, to_response, with_ids
+from turnout_ingress.responses_events import EventSequencer, responses_stream
+from turnout_ingress.responses_request import ResponsesCall, translate_request
+from turnout_ingress.surfaces.base import Inbound
+from turnout_ingress.validation import decode_request, take_preferences
+
+if TYPE_CHECKING:
+    from turnout_ingress.state import IngressState
+
+log = logging.getLogger("turnout.responses")
+_decode = msgspec.json.Decoder()
+_encode = msgspec.json.Encoder()
+_DROPPED_HEADERS = frozenset({"content-length", "content-type"})
+STORE_UNREACHABLE: Final = "The conversation store (Redis) is unreachable; retry shortly."
+
+
+def previous_not_found(response_id: str) -> RequestRejected:
+    """The 404 for a `previous_response_id` the caller may not continue (unknown, expired,
+    deleted, evicted, or another key's or org's: never said which)."""
+    return RequestRejected(
+        404,
+        f"Previous response with id '{response_id[:200]}' not found.",
+        code="previous_response_not_found",
+        param="previous_response_id",
+    )
+
+
+@dataclass(kw_only=True)
+class ResponsesTurn:
+    """One Responses request on its way through the door (`Inbound.context` after `prepare`).
+
+    Attributes:
+        call: the translated request.
+        request_id: the gateway's request id (the Response id derives from it).
+        created_at: epoch seconds it arrived.
+        history: the stored conversation it continues (chat messages), empty without one.
+        org / key: the caller's scope, which a stored Response belongs to.
+        state: the ingress's objects (the store and the metrics).
+        answer: the Response object once rendered (what `settle` keeps), else None.
+    """
+
+    call: ResponsesCall
+    request_id: str
+    created_at: int
+    history: list[dict[str, Any]]
+    org: str
+    key: str
+    state: IngressState
+    answer: dict[str, Any] | None = None
+
+
+async def keep(turn: ResponsesTurn, response: dict[str, Any]) -> None:
+    """Store `response` (and its conversation) when the request asked for `store`; never raises:
+    a failure is logged and counted by reason (`redis_unavailable`, `too_large`)."""
+    if not turn.call.store or response.get("status") not in ("completed", "incomplete"):
+        return
+    rid = request_id_of(str(response["id"]))
+    messages = turn.history + turn.call.turn + output_messages(response.get("output") or [])
+    reason = None
+    try:
+        evicted = await turn.state.responses.put(
+            turn.org, turn.key, response, with_ids(turn.call.input_items, rid), messages
+        )
+        if evicted is None:
+            reason = "too_large"
+    except StateUnavailable as exc:
+        reason = "redis_unavailable"
+        log.warning("request %s: response %s answered, not stored (%s)", rid, response["id"], exc.kind)
+    if reason is not None:
+        turn.state.metrics.responses_not_stored.labels(reason=reason).inc()
+        if reason == "too_large":
+            log.warning(
+                "request %s: response %s answered, not stored (larger than responses_max_bytes)", rid, response["id"]
+            )
+
+
+class Responses:
+    """The `Surface` of the OpenAI Responses API (module doc)."""
+
+    name = "responses"
+    path = "/v1/responses"
+    stateful = True
+
+    def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
+        """The chat request of this turn (without a stored conversation: `prepare` adds it); the
+        job body is written by `prepare`. See `Surface.parse`."""
+        data = decode_request(raw)
+        preferences = take_preferences(data)
+        call = translate_request(data)
+        return Inbound(call.chat, preferences, b"", context=call)
+
+    async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
+        """The conversation rebuilt: instructions, the stored turns of `previous_response_id`,
+        then this turn's input. See `Surface.prepare`.
+
+        Raises:
+            RequestRejected: 404 `previous_response_not_found`.
+            GatewayUnavailable: 503 `redis_unavailable` (the store is unreachable).
+        """
+        call: ResponsesCall = inbound.context
+        history: list[dict[str, Any]] = []
+        if call.previous_response_id is not None:
+            try:
+                stored = await state.responses.get(identity.org, identity.key, call.previous_response_id)
+            except StateUnavailable as exc:
+                raise GatewayUnavailable(STORE_UNREACHABLE, retry_after_s=1, code="redis_unavailable") from exc
+            if stored is None:
+                raise previous_not_found(call.previous_response_id)
+            history = stored.messages
+        body = {**call.chat, "messages": ([call.instructions] if call.instructions else []) + history + call.turn}
+        turn = ResponsesTurn(
+            call=call,
+            request_id=request_id,
+            created_at=int(state.clock()),
+            history=history,
+            org=identity.org,
+            key=identity.key,
+            state=state,
+        )
+        return inbound._replace(body=body, job_body=_encode.encode(body), context=turn)
+
+    async def settle(self, state: IngressState, inbound: Inbound) -> None:
+        """Keep the rendered Response (`keep`). See `Surface.settle`."""
+        turn = inbound.context
+        if isinstance(turn, ResponsesTurn) and turn.answer is not None:
+            await keep(turn, turn.answer)
+
+    def render(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        inbound: Inbound | None,
+        shape: str = CHAT,
+    ) -> Response:
+        """A Response object for a 200 (its id from the answer's `x-request-id`, so a replay
+        names the first request's Response); the fleet's OpenAI error body otherwise (a 200
+        whose body cannot be read: 502). The body is always `chat`-shaped: no upstream serves
+        this surface natively yet. See `Surface.render`."""
+        kept = {k: v for k, v in headers.items() if k.lower() not in _DROPPED_HEADERS}
+        turn = inbound.context if inbound is not None else None
+        if status != 200 or not isinstance(turn, ResponsesTurn):
+            return Response(body, status_code=status, headers=kept, media_type=JSON)
+        try:
+            completion = _decode.decode(body)
+        except msgspec.DecodeError:
+            completion = None
+        if not isinstance(completion, dict):
+            failed = _encode.encode(
+                {
+                    "error": {
+                        "message": "The provider's answer could not be read.",
+                        "type": "upstream_error",
+                        "param": None,
+                        "code": "bad_upstream_body",
+                    }
+                }
+            )
+            return Response(failed, status_code=502, headers={**kept, "x-request-id": request_id}, media_type=JSON)
+        rid = kept.get("x-request-id") or request_id
+        turn.answer = to_response(
+            completion,
+            request_id=rid,
+            created_at=turn.created_at,
+            echo=turn.call.echo,
+            model=str(turn.call.chat["model"]),
+        )
+        return Response(_encode.encode(turn.answer), status_code=200, headers=kept, media_type=JSON)
+
+    def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
+        """Responses events (`responses_events.responses_stream`), the Response kept before its
+        last event. See `Surface.render_stream`."""
+        turn: ResponsesTurn = inbound.context
+        sequencer = EventSequencer(
+            request_id=turn.request_id, created_at=turn.created_at, model=inbound.model, echo=turn.call.echo
+        )
+
+        async def keeper(response: dict[str, Any]) -> None:
+            await keep(turn, response)
+
+        return responses_stream(frames, sequencer, keeper if turn.call.store else None)
+
+
+RESPONSES: Final = Responses()
+"""The Responses surface."""

@@ -1,0 +1,99 @@
+"""The Responses surface's hooks against the conversation store (`turnout_ingress.surfaces.responses`,
+`turnout.state.response_store`): a store that fails after an answer loses no answer (logged and counted), an unreachable
+store at `prepare` is a 503, an unknown `previous_response_id` a 404, and a stored conversation leads the new turn."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from types import SimpleNamespace
+from typing import Any, cast
+
+import msgspec
+import pytest
+from redis.asyncio import Redis
+
+from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.observability.metrics import Metrics
+from turnout.state.response_store import ResponseStore
+from turnout_ingress.surfaces.responses import RESPONSES, ResponsesTurn
+
+IDENTITY: Any = SimpleNamespace(org="acme", key="main")
+COMPLETION = {
+    "id": "c",
+    "model": "served",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}, "finish_reason": "stop"}],
+}
+
+
+@pytest.fixture
+async def broken() -> AsyncIterator[Redis]:
+    client = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    yield client
+    await client.aclose()
+
+
+def _state(redis: Redis) -> Any:
+    store = ResponseStore(redis, ttl_s=3600, per_org=10, max_bytes=100_000, clock=lambda: 1000.0)
+    return SimpleNamespace(responses=store, metrics=Metrics(), clock=lambda: 1000.0)
+
+
+def _raw(**fields: Any) -> bytes:
+    return msgspec.json.encode({"model": "m", "input": "hi", **fields})
+
+
+def _not_stored(state: Any, reason: str) -> float:
+    return cast(
+        float, state.metrics.registry.get_sample_value("turnout_responses_not_stored_total", {"reason": reason})
+    )
+
+
+async def test_a_store_failure_after_the_answer_is_counted_and_the_answer_still_goes_out(broken: Redis) -> None:
+    state = _state(broken)
+    inbound = await RESPONSES.prepare(state, RESPONSES.parse(_raw(), {}), IDENTITY, "r1")
+    answer = RESPONSES.render(200, msgspec.json.encode(COMPLETION), {"x-request-id": "r1"}, "r1", inbound)
+    await RESPONSES.settle(state, inbound)
+    body = msgspec.json.decode(answer.body)
+    assert answer.status_code == 200 and body["id"] == "resp_r1" and body["output"][0]["content"][0]["text"] == "hello"
+    assert _not_stored(state, "redis_unavailable") == 1
+
+
+async def test_an_unreachable_store_for_previous_response_id_is_a_503(broken: Redis) -> None:
+    with pytest.raises(GatewayUnavailable) as caught:
+        await RESPONSES.prepare(
+            _state(broken), RESPONSES.parse(_raw(previous_response_id="resp_x"), {}), IDENTITY, "r2"
+        )
+    assert caught.value.code == "redis_unavailable"
+
+
+async def test_a_stored_conversation_leads_the_new_turn_and_an_unknown_id_is_a_404(redis_client: Redis) -> None:
+    state = _state(redis_client)
+    first = await RESPONSES.prepare(state, RESPONSES.parse(_raw(instructions="be brief"), {}), IDENTITY, "r1")
+    RESPONSES.render(200, msgspec.json.encode(COMPLETION), {"x-request-id": "r1"}, "r1", first)
+    await RESPONSES.settle(state, first)
+    second = await RESPONSES.prepare(
+        state, RESPONSES.parse(_raw(input="again", previous_response_id="resp_r1"), {}), IDENTITY, "r2"
+    )
+    assert second.body["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"},
+    ]
+    assert msgspec.json.decode(second.job_body) == second.body and isinstance(second.context, ResponsesTurn)
+    with pytest.raises(RequestRejected) as caught:
+        await RESPONSES.prepare(state, RESPONSES.parse(_raw(previous_response_id="resp_r9"), {}), IDENTITY, "r3")
+    assert (caught.value.status_code, caught.value.code, caught.value.param) == (
+        404,
+        "previous_response_not_found",
+        "previous_response_id",
+    )
+
+
+async def test_store_false_keeps_nothing_and_an_error_answer_passes_as_it_is(redis_client: Redis) -> None:
+    state = _state(redis_client)
+    inbound = await RESPONSES.prepare(state, RESPONSES.parse(_raw(store=False), {}), IDENTITY, "r1")
+    RESPONSES.render(200, msgspec.json.encode(COMPLETION), {"x-request-id": "r1"}, "r1", inbound)
+    await RESPONSES.settle(state, inbound)
+    assert await state.responses.get("acme", "main", "resp_r1") is None
+    error = b'{"error":{"message":"no","type":"x","param":null,"code":"provider_failed"}}'
+    answer = RESPONSES.render(502, error, {"x-turnout-attempts": "2"}, "r1", inbound)
+    assert (answer.status_code, answer.body, answer.headers["x-turnout-attempts"]) == (502, error, "2")
