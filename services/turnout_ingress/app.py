@@ -31,6 +31,8 @@ from turnout.state.persistence import PersistenceRefused
 from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
 from turnout_ingress import admin, errors, front_door, messages_routes, observability, ops_routes, responses_routes, ui
+from turnout_ingress.admin.audit import ADMIN_PREFIX
+from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models, model_object
 from turnout_ingress.methods import HeadAsGet
@@ -111,6 +113,7 @@ def create_app(
         title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
     )
     app.state.turnout = state
+    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler())  # refusals made visible
     errors.install(app)
     app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
     ops_routes.install(app, state)

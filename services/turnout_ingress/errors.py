@@ -74,9 +74,9 @@ def path_shown(request: Request) -> str:
 
 def _door(request: Request, status: int, code: str | None) -> None:
     """Count and log a refusal at the door (`turnout_ingress.door`), with the caller's key when known."""
-    state = getattr(request.app.state, "turnout", None)
-    if state is not None:
-        state.door.refused(request.scope["path"], status, code, getattr(request.state, "key", None))
+    door = getattr(request.app.state, "door", None)  # `turnout_ingress.door.DoorRefusals`, set by the app factory
+    if door is not None:
+        door.refused(request.scope["path"], status, code, getattr(request.state, "key", None))
 
 
 async def _rejected(request: Request, exc: Exception) -> Response:

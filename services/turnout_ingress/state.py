@@ -29,8 +29,6 @@ from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.queue import JobQueue
 from turnout.state.response_store import ResponseStore
-from turnout_ingress.admin.audit import ADMIN_PREFIX
-from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
 from turnout_ingress.limits import Limiter
 
 
@@ -88,7 +86,6 @@ class IngressState:
         self.keys_refused = False  # the catalog's sealed provider keys do not open here (`turnout.catalog.key_check`)
         self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)
-        self.door = DoorRefusals(self.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler())  # refusals seen
         gateway = config.raw.gateway
         self.responses = ResponseStore(  # the Responses surface's conversations (`surfaces.responses`)
             redis,
