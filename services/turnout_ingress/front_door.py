@@ -134,11 +134,14 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
         return response  # a native stream: the provider's events, already in the surface's shape
     if isinstance(response, StreamingResponse):
         response.body_iterator = surface.render_stream(response.body_iterator, admitted.inbound)
-        return response
+        return _headed(response, admitted.inbound)
     if response.status_code == 499:  # the client left: nobody reads it
         return response
     headers = {k: v for k, v in response.headers.items() if k not in _BODY_HEADERS}
-    answer = surface.render(response.status_code, bytes(response.body), headers, admitted.request_id, admitted.inbound)
+    answer = _headed(
+        surface.render(response.status_code, bytes(response.body), headers, admitted.request_id, admitted.inbound),
+        admitted.inbound,
+    )
     if surface.stateful:  # never raises (`Surface.settle`)
         await surface.settle(state, admitted.inbound)
     return answer
@@ -189,10 +192,20 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         result = submit.result()
     except TimeoutError:
         return _budget_exhausted(surface, admitted)
-    answer = surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape)
+    answer = _headed(
+        surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape),
+        admitted.inbound,
+    )
     if surface.stateful:  # never raises (`Surface.settle`)
         await surface.settle(state, admitted.inbound)
     return answer
+
+
+def _headed(response: Response, inbound: Inbound) -> Response:
+    """`response` with the surface's `Inbound.answer_headers` (none on most requests)."""
+    for name, value in inbound.answer_headers:
+        response.headers[name] = value
+    return response
 
 
 def _budget_exhausted(surface: Surface, admitted: Admitted) -> Response:

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from turnout_ingress.responses_tools import NAMESPACE_JOIN, split_call_name
+
 INCOMPLETE: Final = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """`finish_reason` -> `incomplete_details.reason` (other reasons: completed)."""
 _ITEM_PREFIX: Final = {"message": "msg", "function_call": "fc", "function_call_output": "fco"}
@@ -90,16 +92,22 @@ def message_item(
     return {"id": f"msg_{request_id}", "type": "message", "status": status, "role": "assistant", "content": [part]}
 
 
-def call_item(request_id: str, n: int, call_id: str, name: str, arguments: str) -> dict[str, Any]:
-    """The `n`-th `function_call` output item (`call_id` is the chat tool call's id)."""
-    return {
+def call_item(request_id: str, n: int, call_id: str, name: str, arguments: str, tools: Any = None) -> dict[str, Any]:
+    """The `n`-th `function_call` output item (`call_id` is the chat tool call's id); a chat name
+    joined from a `namespace` tool of the request's `tools` is parted into `name` and
+    `namespace` again (`responses_tools.split_call_name`)."""
+    own, space = split_call_name(name, tools)
+    item = {
         "id": f"fc_{request_id}_{n}",
         "type": "function_call",
         "status": "completed",
         "call_id": call_id,
-        "name": name,
+        "name": own,
         "arguments": arguments,
     }
+    if space is not None:
+        item["namespace"] = space
+    return item
 
 
 def status_of(finish_reason: Any) -> tuple[str, dict[str, str] | None]:
@@ -116,7 +124,7 @@ def _text(content: Any) -> str:
     return ""
 
 
-def output_of(completion: dict[str, Any], request_id: str) -> tuple[list[dict[str, Any]], Any]:
+def output_of(completion: dict[str, Any], request_id: str, tools: Any = None) -> tuple[list[dict[str, Any]], Any]:
     """The output items of a `chat.completion` (its first choice) and its `finish_reason`:
     a message item when it says anything or calls nothing, then one `function_call` item per
     tool call."""
@@ -135,7 +143,12 @@ def output_of(completion: dict[str, Any], request_id: str) -> tuple[list[dict[st
         fn = obj(call.get("function"))
         items.append(
             call_item(
-                request_id, n, str(call.get("id") or ""), str(fn.get("name") or ""), str(fn.get("arguments") or "")
+                request_id,
+                n,
+                str(call.get("id") or ""),
+                str(fn.get("name") or ""),
+                str(fn.get("arguments") or ""),
+                tools,
             )
         )
     return items, finish
@@ -181,7 +194,7 @@ def to_response(
 ) -> dict[str, Any]:
     """The Response object for the fleet's `chat.completion` (`model`: the requested one, used
     when the completion names none)."""
-    output, finish = output_of(completion, request_id)
+    output, finish = output_of(completion, request_id, echo.get("tools"))
     status, details = status_of(finish)
     return response_object(
         request_id=request_id,
@@ -193,6 +206,12 @@ def to_response(
         usage=usage_of(completion.get("usage")),
         incomplete_details=details,
     )
+
+
+def _joined(item: dict[str, Any]) -> Any:
+    """A `function_call` item's chat function name: `<namespace>__<name>` when it has a namespace."""
+    space = item.get("namespace")
+    return f"{space}{NAMESPACE_JOIN}{item.get('name')}" if space else item.get("name")
 
 
 def output_messages(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -209,7 +228,7 @@ def output_messages(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 {
                     "id": item.get("call_id"),
                     "type": "function",
-                    "function": {"name": item.get("name"), "arguments": item.get("arguments")},
+                    "function": {"name": _joined(item), "arguments": item.get("arguments")},
                 }
             )
     if not texts and not calls:

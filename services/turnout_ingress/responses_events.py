@@ -146,7 +146,8 @@ class EventSequencer:
         events: list[dict[str, Any]] = []
         item = self._calls.get(number)
         if item is None:
-            item = call_item(self._rid, len(self._calls), str(call.get("id") or ""), str(fn.get("name") or ""), "")
+            name = str(fn.get("name") or "")
+            item = call_item(self._rid, len(self._calls), str(call.get("id") or ""), name, "", self._echo.get("tools"))
             self._calls[number] = item
             events += self._begin(item)
         fragment = fn.get("arguments")

@@ -42,6 +42,7 @@ import msgspec
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout_ingress.responses_tools import (
+    NAMESPACE_JOIN,
     invalid,
     shown,
     translate_format,
@@ -76,6 +77,8 @@ class ResponsesCall:
         echo: the request fields the Response object echoes, OpenAI's defaults filled in.
         previous_response_id: the response this one continues, or None.
         store: whether the Response and its conversation are kept (default true).
+        tools_left_out: the types of the built-in tools offered and left out
+            (`responses_tools.translate_tools`), in order, once each.
     """
 
     chat: dict[str, Any]
@@ -85,6 +88,7 @@ class ResponsesCall:
     echo: dict[str, Any] = field(default_factory=dict)
     previous_response_id: str | None = None
     store: bool = True
+    tools_left_out: tuple[str, ...] = ()
 
 
 def _text_of(part: dict[str, Any], param: str) -> str:
@@ -206,10 +210,14 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
             items.append({"type": "message", "role": role, "content": parts})
         elif kind == "function_call":
             call_id, name = _string(item, "call_id", where), _string(item, "name", where)
+            space = item.get("namespace")
+            if space is not None and not isinstance(space, str):
+                raise invalid(f"`{where}.namespace` must be a string.", f"{where}.namespace")
             arguments = item.get("arguments")
             if not isinstance(arguments, str):
                 raise invalid(f"`{where}.arguments` must be a string (JSON).", f"{where}.arguments")
-            call = {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+            joined = f"{space}{NAMESPACE_JOIN}{name}" if space else name  # as `translate_tools` named it
+            call = {"id": call_id, "type": "function", "function": {"name": joined, "arguments": arguments}}
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
@@ -217,7 +225,8 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
                     last["content"] = None
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-            items.append({"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments})
+            recorded = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
+            items.append({**recorded, "namespace": space} if space else recorded)
         elif kind == "function_call_output":
             call_id = _string(item, "call_id", where)
             output = _tool_output(item.get("output"), where)
@@ -314,11 +323,14 @@ def translate_request(data: dict[str, Any]) -> ResponsesCall:
     system = {"role": "system", "content": instructions} if instructions else None
     chat: dict[str, Any] = {"model": data["model"], "messages": ([system] if system else []) + turn}
     tools = data.get("tools")
-    if tools is not None and (chat_tools := translate_tools(tools)):  # an empty array: no tools
-        chat["tools"] = chat_tools
     choice = data.get("tool_choice")
-    if choice is not None:
-        chat["tool_choice"] = translate_tool_choice(choice)
+    left_out: list[str] = []
+    if tools is not None:
+        chat_tools, left_out = translate_tools(tools, choice)
+        if chat_tools:  # an empty array, or built-in tools only: no tools
+            chat["tools"] = chat_tools
+    if choice is not None and (choice != "required" or "tools" in chat):  # nothing left to require: none
+        chat["tool_choice"] = translate_tool_choice(choice, tools)
     text = data.get("text")
     response_format = translate_format(text) if text is not None else None
     if response_format is not None:
@@ -359,4 +371,5 @@ def translate_request(data: dict[str, Any]) -> ResponsesCall:
         echo=echo,
         previous_response_id=data.get("previous_response_id"),
         store=data.get("store", True) is not False,
+        tools_left_out=tuple(dict.fromkeys(left_out)),
     )

@@ -36,50 +36,130 @@ def shown(value: Any) -> str:
     return _encode.encode(value).decode()[:40]
 
 
-def translate_tools(tools: Any) -> list[dict[str, Any]]:
-    """Responses function tools as chat tools (`{type, name, description, parameters, strict}` ->
-    `{type: function, function: {...}}`).
+NAMESPACE_JOIN: Final = "__"
+"""Joins a `namespace` tool's name and one of its functions' names into the chat function's name
+(`crm__lookup`): chat tools have no namespaces (`split_call_name` parts it again)."""
+
+
+def _function(tool: Any, where: str, name: str | None = None) -> dict[str, Any]:
+    """One Responses function tool as a chat tool, named `name` (default: its own).
 
     Raises:
-        RequestRejected: 400 `unsupported_tool` naming `tools[i].type` for a built-in tool;
-            400 naming the field of a malformed function tool.
+        RequestRejected: 400 naming the field of a malformed function tool.
+    """
+    own = tool.get("name")
+    if not isinstance(own, str) or not FUNCTION_NAME.fullmatch(own):
+        raise invalid(f"`{where}.name` is required: 1 to 64 letters, digits, `_` or `-`.", f"{where}.name")
+    function: dict[str, Any] = {"name": name or own}
+    for key, kind, what in (
+        ("description", str, "a string"),
+        ("parameters", dict, "an object"),
+        ("strict", bool, "a boolean"),
+    ):
+        value = tool.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, kind):
+            raise invalid(f"`{where}.{key}` must be {what}.", f"{where}.{key}")
+        function[key] = value
+    return {"type": "function", "function": function}
+
+
+def _namespace(tool: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """A `namespace` tool's function tools as chat tools named `<namespace>__<name>`; its other
+    tools (`custom`) have no chat form and are left out like a built-in tool.
+
+    Raises:
+        RequestRejected: 400 naming the field of a malformed namespace or of a joined name past
+            64 characters.
+    """
+    space, inner = tool.get("name"), tool.get("tools")
+    if not isinstance(space, str) or not FUNCTION_NAME.fullmatch(space):
+        raise invalid(f"`{where}.name` is required: 1 to 64 letters, digits, `_` or `-`.", f"{where}.name")
+    if not isinstance(inner, list):
+        raise invalid(f"`{where}.tools` must be an array of tools.", f"{where}.tools")
+    out = []
+    for j, member in enumerate(inner):
+        at = f"{where}.tools[{j}]"
+        if not isinstance(member, dict) or member.get("type") != "function":
+            continue
+        joined = f"{space}{NAMESPACE_JOIN}{member.get('name')}"
+        if not FUNCTION_NAME.fullmatch(joined):
+            raise invalid(
+                f"`{at}.name`: joined with its namespace ({shown(joined)}) it must be 1 to 64 letters, digits, "
+                "`_` or `-`, as a chat function's name.",
+                f"{at}.name",
+            )
+        out.append(_function(member, at, joined))
+    return out
+
+
+def translate_tools(tools: Any, choice: Any = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Responses tools as chat tools, and the types of the built-in tools left out.
+
+    A `function` tool becomes a chat function tool (`{type, name, description, parameters,
+    strict}` -> `{type: function, function: {...}}`); a `namespace` tool's functions become
+    chat functions named `<namespace>__<name>` (`NAMESPACE_JOIN`). A built-in tool (`web_search`,
+    `file_search`, `code_interpreter`, `mcp`, ...) has no chat form: offered with a `tool_choice`
+    that does not force a tool (`auto`, `none`, absent), it is left out and the model answers
+    without it (its type is returned, for the answer's `x-turnout-tools-left-out` header);
+    with one that does (`required`, or naming a tool), leaving it out could change the answer,
+    so it is refused.
+
+    Raises:
+        RequestRejected: 400 `unsupported_tool` naming `tools[i].type` for a built-in tool the
+            request may force; 400 naming the field of a malformed tool.
     """
     if not isinstance(tools, list):
         raise invalid("`tools` must be an array.", "tools")
-    out = []
+    forced = choice not in (None, "auto", "none")
+    out: list[dict[str, Any]] = []
+    left_out: list[str] = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise invalid(f"`{where}` must be an object with a string `type`.", where)
-        if tool["type"] != "function":
+        kind = tool["type"]
+        if kind == "function":
+            out.append(_function(tool, where))
+        elif kind == "namespace":
+            out.extend(_namespace(tool, where))
+        elif forced:
             raise invalid(
-                f"`{where}.type`: the built-in tool {shown(tool['type'])} is not served by this gateway "
-                "(no native Responses upstream is wired); only `function` tools are.",
+                f"`{where}.type`: the built-in tool {shown(kind)} is not served by this gateway (no native "
+                "Responses upstream is wired), and `tool_choice` may force a tool; only `function` and "
+                "`namespace` tools are served (a built-in tool offered with `tool_choice: auto` is left out).",
                 f"{where}.type",
                 code="unsupported_tool",
             )
-        name = tool.get("name")
-        if not isinstance(name, str) or not FUNCTION_NAME.fullmatch(name):
-            raise invalid(f"`{where}.name` is required: 1 to 64 letters, digits, `_` or `-`.", f"{where}.name")
-        function: dict[str, Any] = {"name": name}
-        for key, kind, what in (
-            ("description", str, "a string"),
-            ("parameters", dict, "an object"),
-            ("strict", bool, "a boolean"),
-        ):
-            value = tool.get(key)
-            if value is None:
-                continue
-            if not isinstance(value, kind):
-                raise invalid(f"`{where}.{key}` must be {what}.", f"{where}.{key}")
-            function[key] = value
-        out.append({"type": "function", "function": function})
-    return out
+        else:
+            left_out.append(kind)
+    return out, left_out
 
 
-def translate_tool_choice(choice: Any) -> Any:
+def split_call_name(name: str, tools: Any) -> tuple[str, str | None]:
+    """A chat tool call's function name as (name, namespace): `<namespace>__<name>` of a
+    `namespace` tool the request offered (`tools`, as sent) is parted again; any other name is
+    the function's own (namespace None)."""
+    if NAMESPACE_JOIN not in name or not isinstance(tools, list):
+        return name, None
+    for tool in tools:
+        if not isinstance(tool, dict) or tool.get("type") != "namespace":
+            continue
+        space = tool.get("name")
+        prefix = f"{space}{NAMESPACE_JOIN}"
+        if isinstance(space, str) and name.startswith(prefix):
+            inner = name[len(prefix) :]
+            members = tool.get("tools")
+            if isinstance(members, list) and any(isinstance(m, dict) and m.get("name") == inner for m in members):
+                return inner, space
+    return name, None
+
+
+def translate_tool_choice(choice: Any, tools: Any = None) -> Any:
     """A Responses `tool_choice` as the chat one (`{type: function, name}` ->
-    `{type: function, function: {name}}`).
+    `{type: function, function: {name}}`; with a `namespace`, the joined name `translate_tools`
+    gave the function).
 
     Raises:
         RequestRejected: 400 naming `tool_choice` (or `tool_choice.type` for a built-in tool).
@@ -90,7 +170,9 @@ def translate_tool_choice(choice: Any) -> Any:
         name = choice.get("name")
         if not isinstance(name, str) or not name:
             raise invalid("`tool_choice.name` is required: the function to call.", "tool_choice.name")
-        return {"type": "function", "function": {"name": name}}
+        space = choice.get("namespace")
+        joined = f"{space}{NAMESPACE_JOIN}{name}" if isinstance(space, str) and space else name
+        return {"type": "function", "function": {"name": joined}}
     if isinstance(choice, dict) and isinstance(choice.get("type"), str):
         raise invalid(
             f"`tool_choice.type` {shown(choice['type'])} is not served by this gateway (only `function`).",

@@ -55,6 +55,8 @@ class Inbound(NamedTuple):
             the fleet's (`turnout.core.native.Native`: `/v1/messages`), sent as is to a
             target whose family speaks that surface ("same family, same bytes"); None:
             `body` is the client's request.
+        answer_headers: (name, value) headers the front door adds to the answer, a stream's
+            included (`x-turnout-tools-left-out` on the Responses surface).
         context: what a surface carries from `parse` to its hooks and renderers (the
             Responses surface's turn); None for the surfaces that need none.
     """
@@ -65,6 +67,7 @@ class Inbound(NamedTuple):
     operation: Operation = "chat"
     native: Native | None = None
     context: Any = None
+    answer_headers: tuple[tuple[str, str], ...] = ()
 
     @property
     def model(self) -> str:

@@ -127,7 +127,8 @@ class Responses:
         data = decode_request(raw)
         preferences = take_preferences(data)
         call = translate_request(data)
-        return Inbound(call.chat, preferences, b"", context=call)
+        left_out = (("x-turnout-tools-left-out", ",".join(call.tools_left_out)),) if call.tools_left_out else ()
+        return Inbound(call.chat, preferences, b"", context=call, answer_headers=left_out)
 
     async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
         """The conversation rebuilt: instructions, the stored turns of `previous_response_id`,
