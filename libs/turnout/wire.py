@@ -17,8 +17,13 @@ from turnout.core.preferences import Preferences
 from turnout.state.breaker_store import Loaded
 
 
-class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     """One non-streaming request, as a worker needs it.
+
+    Fields left at their defaults are not encoded (`omit_defaults`), so a job that uses
+    none of a newer field (a chat job: no `native`, `operation` `chat`) decodes in a worker
+    of the version before it, which refuses unknown fields: a rolling upgrade that starts
+    the new ingresses first keeps serving chat jobs.
 
     Attributes:
         request_id: the job id and `x-request-id`.

@@ -13,11 +13,14 @@ import pytest
 
 from turnout.config import ProviderConfig, ProviderKind
 from turnout.core.native import CHAT, MESSAGES, Native
+from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
+from turnout.core.preferences import Preferences
 from turnout.core.types import Target
 from turnout.errors import RequestRejected
 from turnout.router import RequestInfo, _spec
-from turnout.wire import JobPayload, JobResult, payload_decoder, result_decoder
+from turnout.state.breaker_store import Loaded
+from turnout.wire import JobPayload, JobResult, payload_decoder, payload_encoder, result_decoder
 from turnout_ingress.messages_native import carried, rendered
 
 CLIENT: dict[str, Any] = {
@@ -125,3 +128,47 @@ def test_a_job_and_a_result_from_an_older_process_still_decode() -> None:
     old_result = {"request_id": "r", "status_code": 200, "headers": {}, "body": b"{}"}
     result = result_decoder.decode(msgspec.msgpack.encode(old_result))
     assert isinstance(result, JobResult) and result.shape == CHAT
+
+
+class BeforeNative(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """`JobPayload` as a worker of the version before `native` and `operation` decodes it."""
+
+    request_id: str
+    body: bytes
+    org: str
+    squad: str | None
+    key: str
+    policy: Policy
+    settings: RoutingSettings
+    deadline_epoch_s: float
+    reply_to: str
+    trace: dict[str, str] = {}
+    preferences: Preferences = Preferences()
+    budget_ms: int = 0
+    health: Loaded | None = None
+    catalog_version: int = 0
+
+
+def test_a_chat_job_encodes_no_field_a_worker_of_the_version_before_would_refuse() -> None:
+    """A rolling upgrade: an ingress with `native` and `operation` beside a worker without them."""
+    job = JobPayload(
+        request_id="r",
+        body=b"{}",
+        org="acme",
+        squad=None,
+        key="k",
+        policy=Policy(),
+        settings=RoutingSettings(),
+        deadline_epoch_s=1.0,
+        reply_to="c",
+        budget_ms=500,
+    )
+    old = msgspec.msgpack.decode(payload_encoder.encode(job), type=BeforeNative)
+    assert (old.request_id, old.budget_ms) == ("r", 500)
+    embeddings = msgspec.structs.replace(job, operation="embeddings")
+    try:
+        msgspec.msgpack.decode(payload_encoder.encode(embeddings), type=BeforeNative)
+    except msgspec.ValidationError as exc:  # a job of a new kind is refused there, naming the field
+        assert "operation" in str(exc)
+    else:
+        raise AssertionError("an embeddings job decoded in a worker that cannot serve it")
