@@ -42,6 +42,8 @@ PUBLIC_ROUTES = frozenset(surface.path for surface in SURFACES) | frozenset(
 """The served routes' paths, each its own `route` label (besides the families below, "admin" and "other" (a closed set: the label's cardinality stays bounded)."""
 
 
+WITH_IDS: Final = ("/v1/models",)
+"""Served routes followed by an id (`/v1/models/{id}`): labelled by the route, not the id."""
 UNSERVED_FAMILIES: Final = (
     "/v1/assistants",
     "/v1/audio",
@@ -84,6 +86,9 @@ def route_label(path: str, served: frozenset[str], admin_prefix: str) -> str:
         return path
     if path.startswith(admin_prefix):
         return "admin"
+    for route in WITH_IDS:
+        if path.startswith(route + "/"):
+            return route
     for family in UNSERVED_FAMILIES:
         if path == family or path.startswith(family + "/"):
             return family

@@ -72,7 +72,7 @@ def path_shown(request: Request) -> str:
     return sent if len(sent) <= MAX_PATH_SHOWN else f"{sent[:MAX_PATH_SHOWN]}… ({len(sent)} characters)"
 
 
-def _door(request: Request, status: int, code: str | None) -> None:
+def door_refused(request: Request, status: int, code: str | None) -> None:
     """Count and log a refusal at the door (`turnout_ingress.door`), with the caller's key when known."""
     door = getattr(request.app.state, "door", None)  # `turnout_ingress.door.DoorRefusals`, set by the app factory
     if door is not None:
@@ -81,7 +81,7 @@ def _door(request: Request, status: int, code: str | None) -> None:
 
 async def _rejected(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestRejected)
-    _door(request, exc.status_code, exc.code)
+    door_refused(request, exc.status_code, exc.code)
     headers = {**exc.headers, **_request_id(request)}
     if exc.status_code == 401:
         headers["www-authenticate"] = "Bearer"
@@ -100,7 +100,7 @@ async def _rejected(request: Request, exc: Exception) -> Response:
 
 async def _unavailable(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayUnavailable)
-    _door(request, 503, exc.code)
+    door_refused(request, 503, exc.code)
     headers = {**_request_id(request), "retry-after": str(exc.retry_after_s)}
     if answers_anthropic(request.scope["path"], request.headers):  # scope's path: no URL built on the hot path
         return _anthropic(503, exc.message, headers)
@@ -115,7 +115,7 @@ MAX_PATH_SHOWN = 200
 
 async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    _door(request, exc.status_code, _HTTP_CODES.get(exc.status_code, "http_error"))
+    door_refused(request, exc.status_code, _HTTP_CODES.get(exc.status_code, "http_error"))
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
     rid = _request_id(request).get("x-request-id") or uuid.uuid4().hex  # a route's error, or no route's
     headers = {"x-request-id": rid, **(exc.headers or {})}
@@ -136,7 +136,7 @@ async def _http(request: Request, exc: Exception) -> Response:
 
 async def _validation(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
-    _door(request, 400, "invalid_request")
+    door_refused(request, 400, "invalid_request")
     first = exc.errors()[0] if exc.errors() else {}
     param = ".".join(str(p) for p in first.get("loc", ())[1:]) or None
     return error_response(
@@ -149,7 +149,7 @@ async def _validation(request: Request, exc: Exception) -> Response:
 
 
 async def _too_deep(request: Request, exc: Exception) -> Response:
-    _door(request, 400, "invalid_request")
+    door_refused(request, 400, "invalid_request")
     return error_response(
         400,
         "The request body is nested too deeply.",

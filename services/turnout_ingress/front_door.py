@@ -35,6 +35,7 @@ from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
 from turnout.core.native import CHAT
 from turnout.core.plan import Plan
+from turnout.errors import RequestRejected
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
@@ -104,7 +105,20 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     catalog = state.catalog  # this request's catalog to its end: a swap meanwhile never mixes two
     plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
     key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
-    held = await state.limiter.admit(identity, inbound.body, len(raw), request_id, stream=inbound.stream)
+    try:
+        held = await state.limiter.admit(identity, inbound.body, len(raw), request_id, stream=inbound.stream)
+    except RequestRejected as exc:  # a ceiling names the canonical field: name the client's
+        client = surface.client_fields.get(exc.param or "")
+        if client is None:
+            raise
+        raise RequestRejected(
+            exc.status_code,
+            exc.message.replace(f"`{exc.param}`", f"`{client}`"),
+            error_type=exc.error_type,
+            code=exc.code,
+            param=client,
+            headers=exc.headers,
+        ) from None
     admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog)
     if inbound.stream:  # a stream is never replayed (turnout_ingress.idempotency)
         serving = idempotency.stream_once(

@@ -86,7 +86,7 @@ def carried(raw: bytes, headers: Iterable[tuple[str, str]]) -> Carried:
     try:
         checked = parse_messages_request(raw)
     except WireError as exc:
-        raise RequestRejected(400, exc.message, param=exc.param) from exc
+        raise RequestRejected(400, exc.message, param=exc.param, code="invalid_request") from exc
     preferences = take_preferences(checked)
     crossing: tuple[str, str] | None = None
     try:

@@ -23,10 +23,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from turnout.adapters.anthropic_wire import WireError
+from turnout.core.model_types import mismatch_message
 from turnout.core.plan import MAX_MODEL_ID_CHARS, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
-from turnout_ingress.errors import JSON, error_response
+from turnout_ingress.errors import JSON, door_refused, error_response
 from turnout_ingress.messages_tokens import count_input_tokens
 from turnout_ingress.messages_wire import (
     ANTHROPIC_UNAUTHORIZED,
@@ -132,10 +133,20 @@ def install(app: FastAPI, state: IngressState) -> None:
                 raise RequestRejected(
                     404, f"The model `{body['model']}` does not exist.", code="model_not_found", param="model"
                 ) from exc
+            model_type = state.catalog.type_of(str(body["model"]))
+            if model_type == "embedding":  # as `POST /v1/messages` answers it (`preflight.check_plan`)
+                raise RequestRejected(
+                    400,
+                    mismatch_message(str(body["model"]), model_type, "chat"),
+                    code="wrong_model_type",
+                    param="model",
+                )
             tokens, provider = await count_input_tokens(state, plan, body)
         except RequestRejected as exc:
+            door_refused(request, exc.status_code, exc.code)
             return rejected(exc, request_id)
         except GatewayUnavailable as exc:
+            door_refused(request, 503, exc.code)
             return anthropic_error(503, exc.message, request_id, {"retry-after": str(exc.retry_after_s)})
         headers = {"x-request-id": request_id, "x-turnout-count-source": "provider" if provider else "estimate"}
         if provider:
@@ -143,6 +154,7 @@ def install(app: FastAPI, state: IngressState) -> None:
         return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)
 
     async def messages_other_method(request: Request) -> Response:
+        door_refused(request, 405, "method_not_allowed")
         return anthropic_error(
             405,
             f"Method {request.method} is not allowed on {request.url.path}; use POST.",
@@ -155,6 +167,7 @@ def install(app: FastAPI, state: IngressState) -> None:
 
     @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)  # 404 only
     async def messages_unknown(request: Request, rest: str) -> Response:
+        door_refused(request, 404, "unknown_route")
         return anthropic_error(
             404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.", uuid.uuid4().hex
         )

@@ -194,6 +194,9 @@ class EventSequencer:
     def failed(self, message: str, code: str | None) -> list[dict[str, Any]]:
         """The `response.failed` event that ends a broken stream (`error.code` the relay's, else `server_error`)."""
         events = self._start({})
+        for item in self._output:  # what was begun and not finished is cut short
+            if item is self._open or item.get("status") == "in_progress":
+                item["status"] = "incomplete"
         error = {"code": code or "server_error", "message": message}
         return events + [self._event("response.failed", response=self._response("failed", error=error))]
 

@@ -42,7 +42,9 @@ import msgspec
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout_ingress.responses_tools import (
+    FUNCTION_NAME,
     NAMESPACE_JOIN,
+    check_choice_names,
     invalid,
     shown,
     translate_format,
@@ -61,6 +63,17 @@ REFUSED_FIELDS: Final = {
 """Fields refused whenever they are given (not null), with why."""
 
 _encode = msgspec.json.Encoder()
+
+MAX_METADATA_KEYS: Final = 16
+"""Most `metadata` pairs (OpenAI reference: "up to 16 key-value pairs", keys up to 64 characters, values 512)."""
+VERBOSITIES: Final = ("low", "medium", "high")
+SUMMARIES: Final = ("auto", "concise", "detailed")
+"""`reasoning.summary` values (OpenAI reference)."""
+"""`text.verbosity` values (OpenAI reference)."""
+_CHOICES: Final = {"truncation": frozenset({"auto", "disabled"})}
+"""Fields that take one of a few strings (OpenAI reference)."""
+_INTEGERS: Final = {"max_tool_calls": (1, 2**31 - 1), "top_logprobs": (0, 20)}
+"""Integer fields and their ranges (OpenAI reference)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -210,6 +223,8 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
             items.append({"type": "message", "role": role, "content": parts})
         elif kind == "function_call":
             call_id, name = _string(item, "call_id", where), _string(item, "name", where)
+            if not FUNCTION_NAME.fullmatch(name):
+                raise invalid(f"`{where}.name` must be 1 to 64 letters, digits, `_` or `-`.", f"{where}.name")
             space = item.get("namespace")
             if space is not None and not isinstance(space, str):
                 raise invalid(f"`{where}.namespace` must be a string.", f"{where}.namespace")
@@ -280,9 +295,32 @@ def _check_scalars(data: dict[str, Any]) -> None:
             raise invalid(f"`{name}` must be a string.", name)
     metadata = data.get("metadata")
     if metadata is not None and (
-        not isinstance(metadata, dict) or not all(isinstance(v, str) for v in metadata.values())
+        not isinstance(metadata, dict)
+        or len(metadata) > MAX_METADATA_KEYS
+        or not all(isinstance(v, str) and len(k) <= 64 and len(v) <= 512 for k, v in metadata.items())
     ):
-        raise invalid("`metadata` must be an object of string values.", "metadata")
+        raise invalid(
+            f"`metadata` must be an object of at most {MAX_METADATA_KEYS} string values (keys up to 64 "
+            "characters, values up to 512).",
+            "metadata",
+        )
+    for name, allowed in _CHOICES.items():
+        value = data.get(name)
+        if value is not None and value not in allowed:
+            raise invalid(f"`{name}` must be one of {', '.join(sorted(allowed))}.", name)
+    for name, (low, high) in _INTEGERS.items():
+        value = data.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            raise invalid(f"`{name}` must be an integer from {low} to {high}.", name)
+    include = data.get("include")
+    if include is not None and (not isinstance(include, list) or not all(isinstance(i, str) for i in include)):
+        raise invalid("`include` must be an array of strings.", "include")
+    tier = data.get("service_tier")
+    if tier is not None and not isinstance(tier, str):
+        raise invalid("`service_tier` must be a string.", "service_tier")
+    text = data.get("text")
+    if isinstance(text, dict) and text.get("verbosity") not in (None, *VERBOSITIES):
+        raise invalid(f"`text.verbosity` must be one of {', '.join(VERBOSITIES)}.", "text.verbosity")
     for name, why in REFUSED_FIELDS.items():
         if data.get(name) is not None:
             raise invalid(f"`{name}` is not supported: {why}", name, code="unsupported_parameter")
@@ -307,6 +345,9 @@ def _reasoning(value: Any) -> tuple[dict[str, Any], str | None]:
     effort = value.get("effort")
     if effort is not None and effort not in EFFORTS:
         raise invalid(f"`reasoning.effort` must be one of {', '.join(sorted(EFFORTS))}.", "reasoning.effort")
+    summary = value.get("summary")
+    if summary is not None and summary not in SUMMARIES:
+        raise invalid(f"`reasoning.summary` must be one of {', '.join(SUMMARIES)}.", "reasoning.summary")
     return {"effort": effort, "summary": value.get("summary")}, effort
 
 
@@ -329,8 +370,9 @@ def translate_request(data: dict[str, Any]) -> ResponsesCall:
         chat_tools, left_out = translate_tools(tools, choice)
         if chat_tools:  # an empty array, or built-in tools only: no tools
             chat["tools"] = chat_tools
-    if choice is not None and (choice != "required" or "tools" in chat):  # nothing left to require: none
+    if choice is not None:
         chat["tool_choice"] = translate_tool_choice(choice, tools)
+        check_choice_names(choice, chat)
     text = data.get("text")
     response_format = translate_format(text) if text is not None else None
     if response_format is not None:

@@ -75,10 +75,13 @@ def _query(request: Request) -> tuple[int, str, str | None]:
     Raises:
         RequestRejected: 400 naming the parameter.
     """
+    for name in ("limit", "order", "after"):
+        if len(request.query_params.getlist(name)) > 1:  # which one was meant is not known
+            raise invalid(f"`{name}` is given {len(request.query_params.getlist(name))} times; give it once.", name)
     raw_limit = request.query_params.get("limit")
     limit = DEFAULT_PAGE
     if raw_limit is not None:
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= MAX_PAGE:
+        if not (raw_limit.isascii() and raw_limit.isdigit()) or not 1 <= int(raw_limit) <= MAX_PAGE:
             raise invalid(f"`limit` must be an integer from 1 to {MAX_PAGE}.", "limit")
         limit = int(raw_limit)
     order = request.query_params.get("order", "desc")
@@ -92,6 +95,7 @@ def install(app: FastAPI, state: IngressState) -> None:
 
     async def stored(request: Request, response_id: str) -> StoredResponse:
         identity = authenticate(request, state.keyring)
+        request.state.key = identity.key  # a refusal after this names the key (`door.DoorRefusals`)
         try:
             found = await state.responses.get(identity.org, identity.key, response_id)
         except StateUnavailable as exc:
@@ -108,6 +112,7 @@ def install(app: FastAPI, state: IngressState) -> None:
     @app.delete("/v1/responses/{response_id}")
     async def delete_response(request: Request, response_id: str) -> Response:
         identity = authenticate(request, state.keyring)
+        request.state.key = identity.key  # a refusal after this names the key (`door.DoorRefusals`)
         try:
             deleted = await state.responses.delete(identity.org, identity.key, response_id)
         except StateUnavailable as exc:

@@ -115,15 +115,29 @@ def translate_tools(tools: Any, choice: Any = None) -> tuple[list[dict[str, Any]
     forced = choice not in (None, "auto", "none")
     out: list[dict[str, Any]] = []
     left_out: list[str] = []
+    seen: dict[str, int] = {}  # chat function name -> the tool it came from
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
         if not isinstance(tool, dict) or not isinstance(tool.get("type"), str):
             raise invalid(f"`{where}` must be an object with a string `type`.", where)
         kind = tool["type"]
-        if kind == "function":
-            out.append(_function(tool, where))
-        elif kind == "namespace":
-            out.extend(_namespace(tool, where))
+        if kind in ("function", "namespace"):
+            added = [_function(tool, where)] if kind == "function" else _namespace(tool, where)
+            for chat_tool in added:
+                name = chat_tool["function"]["name"]
+                if name in seen:  # a call to it would leave its tool unknown
+                    raise invalid(
+                        f"`{where}`: a tool named {shown(name)} is already `tools[{seen[name]}]` (a `namespace` "
+                        f"tool's functions are named `<namespace>{NAMESPACE_JOIN}<name>`); give each its own name.",
+                        f"{where}.name",
+                    )
+                seen[name] = i
+            out.extend(added)
+            if kind == "namespace":  # its tools of no chat form are left out like built-in ones
+                inner = tool.get("tools") or []
+                left_out.extend(
+                    str(m.get("type")) for m in inner if isinstance(m, dict) and m.get("type") != "function"
+                )
         elif forced:
             raise invalid(
                 f"`{where}.type`: the built-in tool {shown(kind)} is not served by this gateway (no native "
@@ -135,6 +149,23 @@ def translate_tools(tools: Any, choice: Any = None) -> tuple[list[dict[str, Any]
         else:
             left_out.append(kind)
     return out, left_out
+
+
+def check_choice_names(choice: Any, chat: dict[str, Any]) -> None:
+    """A `tool_choice` that names a function names one of the request's tools, and `required`
+    has a tool to require (`chat`: the translated request).
+
+    Raises:
+        RequestRejected: 400 naming `tool_choice.name` or `tool_choice`.
+    """
+    names = {t["function"]["name"] for t in chat.get("tools", ())}
+    if choice == "required" and not names:
+        raise invalid("`tool_choice: required` needs at least one function tool in `tools`.", "tool_choice")
+    picked = chat.get("tool_choice")
+    if isinstance(picked, dict):
+        name = picked.get("function", {}).get("name")
+        if name not in names:
+            raise invalid(f"`tool_choice.name` {shown(name)} names no function of `tools`.", "tool_choice.name")
 
 
 def split_call_name(name: str, tools: Any) -> tuple[str, str | None]:

@@ -56,7 +56,10 @@ orgs:
   plain:
     keys:
       - {{name: plain, key: tk-test-plain-00000000001}}
+      - {{name: limited, key: tk-test-limited-000000001, settings: {{limits: {{max_tokens: 10}}}}}}
 """
+LIMITED = "tk-test-limited-000000001"
+"""A key whose `limits.max_tokens` is 10."""
 PLAIN = "tk-test-plain-00000000001"
 """A key of an org with no fallbacks."""
 
@@ -197,3 +200,20 @@ def test_an_anthropic_offer_is_skipped_for_a_completion_and_a_model_with_no_othe
         gw.client(PLAIN).completions.create(model="claude-only", prompt="x", max_tokens=3)
     assert caught.value.code == "unsupported_by_providers"
     assert "completions" in caught.value.message
+
+
+def test_a_limit_refusal_on_the_responses_route_names_the_field_the_client_sent(gw: Gateway) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        gw.client(LIMITED).responses.create(model="comp", input="x", max_output_tokens=11)
+    assert caught.value.param == "max_output_tokens" and "`max_output_tokens`" in caught.value.message
+
+
+def test_count_tokens_for_an_embedding_model_is_refused_as_messages_is(gw: Gateway) -> None:
+    answer = httpx.post(
+        f"{gw.base_url}/v1/messages/count_tokens",
+        json={"model": "emb-ok", "messages": [{"role": "user", "content": "hi"}]},
+        headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+    )
+    assert answer.status_code == 400
+    assert answer.json()["error"]["type"] == "invalid_request_error"
+    assert "embedding model" in answer.json()["error"]["message"]

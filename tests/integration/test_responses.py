@@ -293,11 +293,21 @@ def test_store_false_keeps_nothing(client: openai.OpenAI) -> None:
         client.responses.retrieve(made.id)
 
 
-def test_a_built_in_tool_is_a_400_naming_it(client: openai.OpenAI) -> None:
+def test_a_built_in_tool_that_may_be_forced_is_a_400_naming_it(client: openai.OpenAI) -> None:
     with pytest.raises(openai.BadRequestError) as caught:
-        client.responses.create(model="r-ok", input="x", tools=[WEATHER, {"type": "web_search"}])
+        client.responses.create(
+            model="r-ok", input="x", tools=[WEATHER, {"type": "web_search"}], tool_choice="required"
+        )
     assert caught.value.body["param"] == "tools[1].type"  # type: ignore[index]
     assert caught.value.body["code"] == "unsupported_tool"  # type: ignore[index]
+
+
+def test_a_built_in_tool_offered_with_tool_choice_auto_is_left_out_and_named(client: openai.OpenAI) -> None:
+    tools: Any = [WEATHER, {"type": "web_search"}, {"type": "file_search"}]  # as a client sends them
+    raw = client.responses.with_raw_response.create(model="r-ok", input="x", tools=tools)
+    assert raw.headers["x-turnout-tools-left-out"] == "web_search,file_search"
+    answer = raw.parse()
+    assert answer.status == "completed" and [t.type for t in answer.tools] == ["function", "web_search", "file_search"]
 
 
 def test_idempotency_key_replays_the_same_response(gw: Gateway) -> None:

@@ -25,6 +25,7 @@ Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from starlette.responses import Response
@@ -92,6 +93,9 @@ class Surface(Protocol):
     path: str
     stateful: bool
     """Whether the front door awaits `prepare` and `settle` for this surface (False: it calls neither)."""
+    client_fields: Mapping[str, str]
+    """Canonical (chat) field -> the field the client sent it as, where they differ
+    (`max_completion_tokens` -> `max_output_tokens`): a refusal of the limits names the client's."""
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The canonical request for a body as received, with the request's `headers`
@@ -144,6 +148,7 @@ class Stateless:
     never calls `prepare` or `settle` (they are here for the protocol's sake)."""
 
     stateful = False
+    client_fields: Mapping[str, str] = MappingProxyType({})
 
     async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
         """The request unchanged; see `Surface.prepare`."""

@@ -23,6 +23,8 @@ from turnout_ingress.validation import decode_request, invalid, take_preferences
 
 _INTEGERS: Final = {"max_tokens": (0, MAX_REQUEST_TOKENS), "n": (1, 128), "best_of": (1, 128), "logprobs": (0, 5)}
 """Integer fields and their ranges (OpenAI reference: `max_tokens` may be 0 with `echo`; `logprobs` at most 5)."""
+MAX_STOPS: Final = 4
+"""Most stop sequences (OpenAI reference: "Up to 4 sequences")."""
 _NUMBERS: Final = {
     "temperature": (0.0, 2.0),
     "top_p": (0.0, 1.0),
@@ -34,8 +36,9 @@ _NUMBERS: Final = {
 
 def parse_completions_request(raw: bytes) -> dict[str, Any]:
     """Decode and check a completions body: the shared first checks (`decode_request`), then
-    `prompt` (`turnout_ingress.surfaces.inputs`; an empty string allowed), `stream` and `echo`
-    booleans, and the integers and numbers of `_INTEGERS` and `_NUMBERS` in range. Other
+    `prompt` (`turnout_ingress.surfaces.inputs`; an empty string allowed), `user` and `suffix`
+    strings, `stop` a string or at most 4, `stream` and `echo` booleans, and the integers and
+    numbers of `_INTEGERS` and `_NUMBERS` in range. Other
     fields pass to the provider untouched.
 
     Raises:
@@ -43,6 +46,16 @@ def parse_completions_request(raw: bytes) -> dict[str, Any]:
     """
     data = decode_request(raw)
     check_text_input(data.get("prompt"), "prompt", empty=True)
+    for name in ("user", "suffix"):
+        text = data.get(name)
+        if text is not None and not isinstance(text, str):
+            raise invalid(f"`{name}` must be a string.", name)
+    stop = data.get("stop")
+    if stop is not None and not (
+        isinstance(stop, str)
+        or (isinstance(stop, list) and len(stop) <= MAX_STOPS and all(isinstance(s, str) for s in stop))
+    ):
+        raise invalid(f"`stop` must be a string or an array of at most {MAX_STOPS} strings.", "stop")
     for name in ("stream", "echo"):
         flag = data.get(name)
         if flag is not None and not isinstance(flag, bool):

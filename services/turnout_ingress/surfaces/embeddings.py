@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+import msgspec
+
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
 from turnout_ingress.surfaces.inputs import check_text_input
 from turnout_ingress.validation import decode_request, invalid, take_preferences
@@ -26,6 +28,10 @@ MAX_DIMENSIONS: Final = 65_536
 """Largest `dimensions` accepted (no embedding model has more; the provider checks its own)."""
 ENCODINGS: Final = frozenset({"float", "base64"})
 """`encoding_format` values of the OpenAI reference."""
+OPTIONAL: Final = ("dimensions", "encoding_format", "user")
+"""Optional fields whose `null` the gateway takes as absent: left out of the request it sends."""
+
+_encode = msgspec.json.Encoder()
 
 
 def parse_embeddings_request(raw: bytes) -> dict[str, Any]:
@@ -65,7 +71,13 @@ class Embeddings(FleetShaped):
         """The checked body; the job carries the client's bytes (the worker takes `provider` out
         again before any upstream call). See `Surface.parse`."""
         body = parse_embeddings_request(raw)
-        return Inbound(body, take_preferences(body), raw, "embeddings")
+        preferences = take_preferences(body)
+        nulls = [name for name in OPTIONAL if name in body and body[name] is None]
+        if not nulls:
+            return Inbound(body, preferences, raw, "embeddings")
+        for name in nulls:  # null stands for "absent" (as on chat); a provider may refuse a null
+            del body[name]
+        return Inbound(body, preferences, _encode.encode(body), "embeddings")
 
 
 EMBEDDINGS: Final = Embeddings()

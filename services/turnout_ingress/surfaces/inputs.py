@@ -16,7 +16,8 @@ from typing import Final
 from turnout_ingress.validation import invalid
 
 MAX_ITEMS: Final = 2048
-"""Most items in an array input (OpenAI reference: "any array must be 2048 dimensions or less")."""
+"""Most inputs in one request, an array of strings or of token-id arrays (OpenAI reference: "any
+array must be 2048 dimensions or less"); one token-id array is one input, of any length."""
 TOKEN_HIGH: Final = 2**31 - 1
 """The largest token id accepted (a 32-bit signed integer)."""
 
@@ -50,10 +51,10 @@ def check_text_input(value: object, field: str, *, empty: bool) -> None:
         return
     if not isinstance(value, list) or not value:
         raise invalid(f"`{field}` must be {forms} (a non-empty one).", field)
-    if len(value) > MAX_ITEMS:
-        raise invalid(f"`{field}` may hold at most {MAX_ITEMS} items (got {len(value)}).", field)
-    if _is_tokens(value):
+    if _is_tokens(value):  # one input of token ids: its length is the model's to judge
         return
+    if len(value) > MAX_ITEMS:
+        raise invalid(f"`{field}` may hold at most {MAX_ITEMS} inputs (got {len(value)}).", field)
     strings = isinstance(value[0], str)
     for i, item in enumerate(value):
         if strings:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
@@ -120,6 +121,7 @@ class Responses:
     name = "responses"
     path = "/v1/responses"
     stateful = True
+    client_fields: Mapping[str, str] = MappingProxyType({"max_completion_tokens": "max_output_tokens"})
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The chat request of this turn (without a stored conversation: `prepare` adds it); the

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from support.clocks import FakeClock
 from turnout.observability.metrics import Metrics
-from turnout_ingress.door import PUBLIC_ROUTES, UNSERVED_FAMILIES, DoorRefusals, LogSampler, route_label
+from turnout_ingress.door import PUBLIC_ROUTES, UNSERVED_FAMILIES, WITH_IDS, DoorRefusals, LogSampler, route_label
 
 ADMIN = "/admin/v1/"
 
@@ -28,6 +28,7 @@ ADMIN = "/admin/v1/"
         ("/v1/imagesXYZ", "other"),
         ("/no/such/path", "other"),
         ("/v1/chat/completions/", "other"),
+        ("/v1/models/demo-gpt", "/v1/models"),
     ],
 )
 def test_route_label_of_a_path(path: str, label: str) -> None:
@@ -36,7 +37,9 @@ def test_route_label_of_a_path(path: str, label: str) -> None:
 
 @given(st.text(max_size=80))
 def test_route_label_is_always_from_the_closed_set(path: str) -> None:
-    assert route_label(path, PUBLIC_ROUTES, ADMIN) in PUBLIC_ROUTES | set(UNSERVED_FAMILIES) | {"admin", "other"}
+    assert route_label(path, PUBLIC_ROUTES, ADMIN) in PUBLIC_ROUTES | set(UNSERVED_FAMILIES) | {"admin", "other"} | set(
+        WITH_IDS
+    )
 
 
 def test_the_sampler_writes_one_line_a_second_per_key_and_counts_what_it_folded() -> None:

@@ -46,7 +46,8 @@ def test_every_documented_embeddings_form_is_accepted_and_unknown_fields_kept(fi
         ({"input": [1, -2]}, "input[0]", "token ids"),
         ({"input": [True]}, "input[0]", "token ids"),
         ({"input": {"text": "x"}}, "input", "must be a string"),
-        ({"input": ["a"] * 2049}, "input", "at most 2048 items (got 2049)"),
+        ({"input": ["a"] * 2049}, "input", "at most 2048 inputs (got 2049)"),
+        ({"input": [[1]] * 2049}, "input", "at most 2048 inputs (got 2049)"),
         ({"input": "x", "dimensions": 0}, "dimensions", "from 1 to"),
         ({"input": "x", "dimensions": "256"}, "dimensions", "from 1 to"),
         ({"input": "x", "encoding_format": "int8"}, "encoding_format", "base64, float"),
@@ -92,6 +93,10 @@ def test_every_documented_completions_form_is_accepted(fields: dict[str, Any]) -
         ({"prompt": "x", "logprobs": 6}, "logprobs"),
         ({"prompt": "x", "temperature": 3}, "temperature"),
         ({"prompt": "x", "top_p": True}, "top_p"),
+        ({"prompt": "x", "user": 5}, "user"),
+        ({"prompt": "x", "suffix": 5}, "suffix"),
+        ({"prompt": "x", "stop": 5}, "stop"),
+        ({"prompt": "x", "stop": ["a", "b", "c", "d", "e"]}, "stop"),
     ],
 )
 def test_a_bad_completions_request_names_its_field(fields: dict[str, Any], param: str) -> None:
@@ -113,3 +118,15 @@ def test_the_registry_serves_five_surfaces_on_distinct_paths() -> None:
         "/v1/completions",
         "/v1/responses",
     ]
+
+
+def test_one_token_array_is_one_input_whatever_its_length() -> None:
+    assert parse_embeddings_request(_raw(input=list(range(4096))))["input"] == list(range(4096))
+
+
+def test_a_null_optional_field_is_left_out_of_what_the_provider_is_sent() -> None:
+    raw = _raw(input="x", encoding_format=None, dimensions=None, user="u")
+    inbound = EMBEDDINGS.parse(raw, {})
+    assert msgspec.json.decode(inbound.job_body) == {"model": "emb", "input": "x", "user": "u"}
+    plain = _raw(input="x")
+    assert EMBEDDINGS.parse(plain, {}).job_body is plain  # nothing left out: the client's bytes

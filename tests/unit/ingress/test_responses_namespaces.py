@@ -80,3 +80,18 @@ def test_split_call_name_parts_only_the_request_s_own_namespaces() -> None:
     assert split_call_name("multi_agent_v1__other", CODEX_TOOLS) == ("multi_agent_v1__other", None)
     assert split_call_name("get__x", CODEX_TOOLS) == ("get__x", None)
     assert split_call_name("view_image", None) == ("view_image", None)
+
+
+def test_a_namespace_s_tools_of_no_chat_form_are_named_as_left_out() -> None:
+    space = {"type": "namespace", "name": "ns", "tools": [{"type": "web_search"}, {"type": "function", "name": "f"}]}
+    call = translate_request({"model": "m", "input": "hi", "tools": [space]})
+    assert [t["function"]["name"] for t in call.chat["tools"]] == ["ns__f"]
+    assert call.tools_left_out == ("web_search",)
+
+
+def test_a_stream_cut_after_its_text_began_leaves_that_message_incomplete() -> None:
+    sequencer = EventSequencer(request_id="r1", created_at=0, model="m", echo={"tools": []})
+    sequencer.feed({"choices": [{"index": 0, "delta": {"content": "Hel"}}]})
+    failed = sequencer.failed("cut", None)[-1]
+    assert failed["type"] == "response.failed"
+    assert [item["status"] for item in failed["response"]["output"]] == ["incomplete"]

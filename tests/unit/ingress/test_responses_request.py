@@ -194,8 +194,8 @@ def test_the_echo_has_openai_defaults() -> None:
         ({"input": [{"type": "item_reference", "id": "x"}]}, "input[0].type", "invalid_request"),
         ({"input": [{"type": "web_search_call"}]}, "input[0].type", "invalid_request"),
         (
-            {"tools": [TOOL, TOOL, {"type": "web_search"}], "tool_choice": "required"},
-            "tools[2].type",
+            {"tools": [TOOL, {"type": "web_search"}], "tool_choice": "required"},
+            "tools[1].type",
             "unsupported_tool",
         ),
         (
@@ -204,6 +204,34 @@ def test_the_echo_has_openai_defaults() -> None:
             "unsupported_tool",
         ),
         ({"tools": [{"type": "namespace", "name": "a b", "tools": []}]}, "tools[0].name", "invalid_request"),
+        ({"tools": [TOOL, TOOL]}, "tools[1].name", "invalid_request"),
+        (
+            {
+                "tools": [
+                    {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "w"}]},
+                    {"type": "function", "name": "ns__w"},
+                ]
+            },
+            "tools[1].name",
+            "invalid_request",
+        ),
+        ({"tools": [TOOL], "tool_choice": {"type": "function", "name": "nope"}}, "tool_choice.name", "invalid_request"),
+        ({"tool_choice": "required"}, "tool_choice", "invalid_request"),
+        ({"tools": [], "tool_choice": "required"}, "tool_choice", "invalid_request"),
+        ({"truncation": "sideways"}, "truncation", "invalid_request"),
+        ({"truncation": 5}, "truncation", "invalid_request"),
+        ({"reasoning": {"summary": 5}}, "reasoning.summary", "invalid_request"),
+        ({"include": "all"}, "include", "invalid_request"),
+        ({"max_tool_calls": -1}, "max_tool_calls", "invalid_request"),
+        ({"top_logprobs": 100}, "top_logprobs", "invalid_request"),
+        ({"service_tier": 5}, "service_tier", "invalid_request"),
+        ({"text": {"verbosity": "loud"}}, "text.verbosity", "invalid_request"),
+        ({"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata", "invalid_request"),
+        (
+            {"input": [{"type": "function_call", "call_id": "c", "name": "a b", "arguments": "{}"}]},
+            "input[0].name",
+            "invalid_request",
+        ),
         ({"tools": [{"type": "namespace", "name": "ns", "tools": {}}]}, "tools[0].tools", "invalid_request"),
         (
             {"tools": [{"type": "namespace", "name": "n" * 60, "tools": [{"type": "function", "name": "long"}]}]},
