@@ -16,7 +16,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 
 import msgspec
 import yaml
@@ -43,9 +43,13 @@ from turnout.tenancy.text import check_id, check_model, check_secret, check_url,
 if TYPE_CHECKING:
     from turnout.tenancy.ssrf import AllowList
 
-ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
-EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
-"""The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`)."""
+ProviderKind = Literal["openai", "openai_compatible", "anthropic", "azure_openai"]
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
+"""The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
+API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
+"""The provider kinds whose requests name an API version (`api-version=`), required in their config."""
+API_VERSION_PATTERN: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-preview)?")
+"""An Azure OpenAI data-plane API version (`2024-10-21`, `2025-01-01-preview`), sent in the query string."""
 
 
 def embedding_models(raw: RawConfig) -> frozenset[str]:
@@ -87,11 +91,15 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         base_url: API root (`https://api.openai.com/v1`).
         api_key: the shared (platform) credential; None or "" = none
             configured (its offers are skipped as NO_CREDENTIAL).
+        api_version: the API version every request names (`azure_openai`: the `api-version`
+            query parameter, `2024-10-21`); required for that kind, refused on the others
+            (README "Providers: Azure OpenAI").
     """
 
     kind: ProviderKind
     base_url: str
     api_key: str | None = None
+    api_version: str | None = None
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -687,6 +695,32 @@ def _check_endpoint_url(path: str, url: str, allow: AllowList) -> None:
         raise ConfigError(f"{path}: refused: {exc}") from None
 
 
+def _check_api_version(path: str, provider: ProviderConfig) -> None:
+    """`api_version`: required for the kinds that name one (`API_VERSION_KINDS`), of Azure's form
+    (`API_VERSION_PATTERN`), and refused on the others (their APIs have no such parameter).
+
+    Raises:
+        ConfigError: the message names `{path}.api_version`.
+    """
+    if provider.kind not in API_VERSION_KINDS:
+        if provider.api_version is not None:
+            raise ConfigError(
+                f"{path}.api_version: only an `azure_openai` provider takes an api_version, "
+                f"this one is `{provider.kind}`"
+            )
+        return
+    if not provider.api_version:
+        raise ConfigError(
+            f"{path}.api_version: an `{provider.kind}` provider needs its API version "
+            '(api_version: "2024-10-21", https://learn.microsoft.com/azure/ai-services/openai/reference)'
+        )
+    if not API_VERSION_PATTERN.fullmatch(provider.api_version):
+        raise ConfigError(
+            f"{path}.api_version: {provider.api_version!r} is not an API version such as 2024-10-21 "
+            "or 2025-01-01-preview"
+        )
+
+
 def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) -> None:
     """Every rule of a file beyond its types; `allow`: check the orgs' custom endpoint base URLs
     as the ingress does when it merges them into Redis (None: a catalog edit, orgs checked at load)."""
@@ -708,6 +742,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
+        _check_api_version(f"providers.{name}", provider)
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)

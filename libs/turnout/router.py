@@ -730,6 +730,7 @@ def _spec(
         kind=provider.kind,
         operation=info.operation,
         native=native,
+        api_version=provider.api_version,
     )
 
 

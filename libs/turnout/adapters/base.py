@@ -177,6 +177,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         native: the client's own request when the family speaks its surface
             (`body` is then the client's body for this target, `native_body`);
             None: `body` is the OpenAI request.
+        api_version: the API version the provider's requests name
+            (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
     """
 
     target: Target
@@ -190,6 +192,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     kind: ProviderKind = "openai"
     operation: Operation = "chat"
     native: Native | None = None
+    api_version: str | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Final
 
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
+from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
@@ -30,6 +31,7 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
         "openai": OPENAI_CHAT,
         "openai_compatible": OPENAI_CHAT,
         "anthropic": ANTHROPIC_MESSAGES,
+        "azure_openai": AZURE_CHAT,
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""
@@ -40,6 +42,8 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
         ("openai_compatible", "embeddings"): OPENAI_EMBEDDINGS,
         ("openai", "completions"): OPENAI_COMPLETIONS,
         ("openai_compatible", "completions"): OPENAI_COMPLETIONS,
+        ("azure_openai", "embeddings"): AZURE_EMBEDDINGS,
+        ("azure_openai", "completions"): AZURE_COMPLETIONS,
     }
 )
 """(provider kind, operation) -> the family that performs it, for every operation but `chat`

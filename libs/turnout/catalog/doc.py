@@ -64,6 +64,7 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     kind: ProviderKind
     base_url: str
     key: KeyRef | None = None
+    api_version: str | None = None
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -109,18 +110,20 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
                 key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
             except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
                 key = KeyRef(source="file")
-        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key)
+        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key, api_version=p.api_version)
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
     )
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
-    """True when `doc` holds the file's models and providers (kinds, URLs, which keys are set)."""
+    """True when `doc` holds the file's models and providers (kinds, URLs, API versions, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
-    file_providers = {n: (p.kind, p.base_url, bool(p.api_key)) for n, p in config.raw.providers.items()}
-    return file_providers == {n: (p.kind, p.base_url, p.key is not None) for n, p in doc.providers.items()}
+    file_providers = {n: (p.kind, p.base_url, p.api_version, bool(p.api_key)) for n, p in config.raw.providers.items()}
+    return file_providers == {
+        n: (p.kind, p.base_url, p.api_version, p.key is not None) for n, p in doc.providers.items()
+    }
 
 
 def resolve_key(name: str, ref: KeyRef | None, file: Config, env: Mapping[str, str], vault: Vault) -> str | None:
@@ -172,7 +175,12 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             if p.key is not None and p.key.source == "env":
                 check_key_env(f"providers.{name}.api_key_env", p.key.name)
     providers = {
-        name: ProviderConfig(kind=p.kind, base_url=p.base_url, api_key=resolve_key(name, p.key, file, env, vault))
+        name: ProviderConfig(
+            kind=p.kind,
+            base_url=p.base_url,
+            api_key=resolve_key(name, p.key, file, env, vault),
+            api_version=p.api_version,
+        )
         for name, p in doc.providers.items()
     }
     return with_catalog(file, providers, doc.models, check=check)

@@ -111,6 +111,6 @@ def resolve_call(
             return ResolvedCall(provider=shared, credential=choice)
         key = tenant.own_key(target.provider) if tenant is not None else None
         if key:
-            own = ProviderConfig(kind=shared.kind, base_url=shared.base_url, api_key=key)
+            own = msgspec.structs.replace(shared, api_key=key)  # kind, base URL, API version kept
             return ResolvedCall(provider=own, credential=choice, may_fall_back=i + 1 < len(choices))
     return None

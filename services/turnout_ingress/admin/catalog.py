@@ -61,10 +61,13 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     it) or `api_key_env` (the name of an environment variable every process
     reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
     neither keeps the provider's current key; `api_key: null` removes it.
+    `api_version`: required for `azure_openai` and refused on the other kinds, as in
+    the file (`turnout.config.ProviderConfig`).
     """
 
     kind: ProviderKind
     base_url: str
+    api_version: str | None = None
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
 
@@ -75,7 +78,12 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
         "version": version,
         "origin": doc.origin,
         "providers": {
-            name: {"kind": p.kind, "base_url": p.base_url, "api_key": p.key.view() if p.key is not None else None}
+            name: {
+                "kind": p.kind,
+                "base_url": p.base_url,
+                "api_key": p.key.view() if p.key is not None else None,
+                **({"api_version": p.api_version} if p.api_version is not None else {}),
+            }
             for name, p in sorted(doc.providers.items())
         },
         "models": {name: msgspec.to_builtins(m) for name, m in sorted(doc.models.items())},
@@ -186,7 +194,10 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
 
     def edit(doc: CatalogDoc) -> CatalogDoc:
         entry = ProviderEntry(
-            kind=spec.kind, base_url=spec.base_url, key=_key_ref(api, provider, spec, doc.providers.get(provider))
+            kind=spec.kind,
+            base_url=spec.base_url,
+            key=_key_ref(api, provider, spec, doc.providers.get(provider)),
+            api_version=spec.api_version,
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 

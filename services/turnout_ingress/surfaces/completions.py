@@ -3,7 +3,7 @@
 Owns: reading a completions body into the front door's `Inbound` (`parse_completions_request`;
 the `provider` object taken out and checked as on the chat route) and answering in the
 fleet's own shape (OpenAI's `text_completion` body, its stream's chunks, or an OpenAI
-error body). Chat models serve it, through `openai` and `openai_compatible` offers only
+error body). Chat models serve it, through `openai`, `openai_compatible` and `azure_openai` offers only
 (the legacy endpoint exists on OpenAI-family APIs); an offer whose API has no such call is
 skipped, and a plan with none is a 400 naming why (`turnout.adapters.families.family_for`).
 Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.

@@ -1,0 +1,115 @@
+"""An `azure_openai` provider in the configuration (README "Providers: Azure OpenAI"): its
+`api_version` required, of Azure's form and refused on other kinds, kept through the stored
+catalog and the admin CLI, and kept when a tenant's own key replaces the shared one."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from turnout.catalog import Catalog
+from turnout.catalog.doc import config_of, doc_from_config, same_catalog
+from turnout.config import ProviderConfig, parse_config, with_catalog
+from turnout.core.credentials import Credential
+from turnout.core.policy import Policy
+from turnout.core.types import Target
+from turnout.errors import ConfigError
+from turnout.tenancy.byok import resolve_call
+from turnout.tenancy.vault import Vault, generate_key
+from turnout_cli.admin import _request
+from turnout_cli.main import build_parser
+
+AZURE = """
+providers:
+  azure: {kind: azure_openai, base_url: https://myres.openai.azure.com, api_key: ${AZURE_OPENAI_KEY}PROVIDER_EXTRA}
+  openai: {kind: openai, base_url: https://api.openai.com/v1, api_key: sk-o}
+models:
+  gpt-4o: {offers: [{provider: azure, model: gpt4o-prod}, {provider: openai, model: gpt-4o}]}
+  embed: {type: embedding, offers: [{provider: azure, model: te3-small}]}
+"""
+ENV = {"AZURE_OPENAI_KEY": "azure-key-0001"}
+
+
+def _config(extra: str = ', api_version: "2024-10-21"', text: str = AZURE) -> Any:
+    return parse_config(text.replace("PROVIDER_EXTRA", extra), env=ENV)
+
+
+def test_an_azure_provider_takes_its_api_version_and_serves_chat_and_embeddings() -> None:
+    config = _config()
+    azure = config.raw.providers["azure"]
+    assert (azure.kind, azure.api_version, azure.api_key) == ("azure_openai", "2024-10-21", "azure-key-0001")
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ("", "providers.azure.api_version: an `azure_openai` provider needs its API version"),
+        (', api_version: ""', "providers.azure.api_version: an `azure_openai` provider needs its API version"),
+        (", api_version: latest", "providers.azure.api_version: 'latest' is not an API version"),
+        (', api_version: "2024-10-21&x=1"', "providers.azure.api_version: '2024-10-21&x=1' is not an API version"),
+    ],
+    ids=["missing", "empty", "word", "query-injection"],
+)
+def test_an_azure_provider_without_a_valid_api_version_is_refused_naming_it(extra: str, words: str) -> None:
+    with pytest.raises(ConfigError, match=words.replace("(", r"\(").replace("?", r"\?")):
+        _config(extra)
+
+
+def test_a_preview_api_version_is_accepted() -> None:
+    assert _config(", api_version: 2025-01-01-preview").raw.providers["azure"].api_version == "2025-01-01-preview"
+
+
+def test_an_api_version_on_another_kind_is_refused_naming_it() -> None:
+    text = AZURE.replace("sk-o}", 'sk-o, api_version: "2024-10-21"}')
+    with pytest.raises(ConfigError, match=r"providers\.openai\.api_version: only an `azure_openai` provider"):
+        _config(text=text)
+
+
+def test_the_stored_catalog_keeps_the_api_version_and_a_changed_one_is_a_new_catalog() -> None:
+    config = _config()
+    vault = Vault([generate_key()])
+    doc = doc_from_config(config, vault)
+    assert doc.providers["azure"].api_version == "2024-10-21"
+    assert same_catalog(doc, config)
+    assert not same_catalog(doc, _config(", api_version: 2025-01-01-preview"))
+    back = config_of(doc, config, ENV, vault)
+    assert back.raw.providers["azure"] == config.raw.providers["azure"]
+
+
+def test_a_catalog_edit_without_the_api_version_is_refused() -> None:
+    config = _config()
+    providers = {**config.raw.providers, "azure": ProviderConfig(kind="azure_openai", base_url="https://x.example")}
+    with pytest.raises(ConfigError, match=r"providers\.azure\.api_version"):
+        with_catalog(config, providers, config.raw.models)
+
+
+def test_a_tenants_own_azure_key_keeps_the_providers_kind_url_and_api_version() -> None:
+    class Tenant:
+        own_providers = frozenset({"azure"})
+
+        def own_key(self, provider: str) -> str | None:
+            return "tenant-azure-key" if provider == "azure" else None
+
+        def endpoint(self, provider: str) -> ProviderConfig | None:
+            return None
+
+    target = Target(provider="azure", model="gpt4o-prod", catalog_model="gpt-4o")
+    call = resolve_call(Catalog(_config()), Tenant(), target, key_mode="own_then_shared", policy=Policy())
+    assert call is not None and call.credential is Credential.OWN
+    assert call.provider == ProviderConfig(
+        kind="azure_openai",
+        base_url="https://myres.openai.azure.com",
+        api_key="tenant-azure-key",
+        api_version="2024-10-21",
+    )
+
+
+def test_the_admin_cli_sends_the_kind_and_api_version() -> None:
+    argv = ["catalog", "set-provider", "az", "--kind", "azure_openai", "--base-url", "https://r.openai.azure.com"]
+    args = build_parser().parse_args(["admin", "--key", "k", *argv, "--api-version", "2024-10-21"])
+    assert _request(args) == (
+        "PUT",
+        "/catalog/providers/az",
+        {"kind": "azure_openai", "base_url": "https://r.openai.azure.com", "api_version": "2024-10-21"},
+    )
