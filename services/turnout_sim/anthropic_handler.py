@@ -108,7 +108,7 @@ def _error_for(
         return 400, wire.quota_error(), {}
     if kind is StepKind.CONTEXT:
         return 400, wire.context_error(req.chat.prompt_tokens), {}
-    if kind is StepKind.POLICY:
+    if kind in (StepKind.POLICY, StepKind.PROMPT_FILTER):  # `cf400`: this wire's own policy refusal
         return 400, wire.error("invalid_request_error", "Output blocked by content filtering policy"), {}
     if kind is StepKind.NO_PREFILL and req.chat.prefill is not None:
         return (

@@ -1,7 +1,8 @@
 """The simulator's aiohttp server: routes, shared state, start/run helpers.
 
 Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
-legacy text completions, embeddings, responses, models — the Anthropic Messages route of
+legacy text completions, embeddings, responses, models — the same three first ones as Azure
+OpenAI serves them under `/openai/deployments/{deployment}/`, the Anthropic Messages route of
 `anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
 URLs), the admission every OpenAI route shares (auth, JSON, the route's
 fields, scenario selection, attempt logging; `openai_route`) and the ways
@@ -24,6 +25,7 @@ from aiohttp import web
 
 from turnout_sim import (
     anthropic_handler,
+    azure_errors,
     completions_handler,
     completions_wire,
     credentials,
@@ -85,8 +87,15 @@ def _revoked(header: str | None) -> bool:
     return credentials.revoked((header or "").partition(" ")[2])
 
 
-def _env(state: SimState) -> openai_steps.Env:
-    return openai_steps.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+def _env(state: SimState, azure: azure_errors.AzureCall | None = None) -> openai_steps.Env:
+    return openai_steps.Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic(), azure=azure)
+
+
+def _azure_call(request: web.Request, operation: str | None) -> azure_errors.AzureCall | None:
+    """What an Azure route was asked (None on the OpenAI routes)."""
+    if operation is None:
+        return None
+    return azure_errors.AzureCall(operation=operation, api_version=request.query.get("api-version", ""))
 
 
 class _Asked(Protocol):
@@ -101,8 +110,16 @@ Answer = Callable[..., Awaitable[web.StreamResponse]]
 """`answer(request, parsed, step, *, verdict, attempt, env)`: the route's answer to one step."""
 
 
-def openai_route(parse: Parse[Parsed], answer: Answer) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def openai_route(
+    parse: Parse[Parsed], answer: Answer, *, azure: str | None = None
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """A `POST` handler of an OpenAI route: admit, log, consume a step, answer.
+
+    With `azure` (Azure's operation name, `azure_errors.OPERATIONS`) it is Azure OpenAI's
+    route of a deployment (`/openai/deployments/{deployment}/...`): the key comes in
+    `api-key` (401 `Access denied ...` without a usable one), `?api-version=` is required
+    (400 without it), the deployment name is the model (the body's `model` is replaced by
+    it, so `dep~429ra2,200` is a scenario), and a `429*` step is worded as Azure's.
 
     Admission is the same for every OpenAI route: a Bearer key (401 without
     one; a revoked key, see `credentials`, gets 401 too), a JSON body (400),
@@ -119,16 +136,18 @@ def openai_route(parse: Parse[Parsed], answer: Answer) -> Callable[[web.Request]
 
     async def handler(request: web.Request) -> web.StreamResponse:
         state = request.app[STATE]
-        env = _env(state)
+        env = _env(state, _azure_call(request, azure))
         raw = await request.read()
         try:
             body: object = json.loads(raw)
             parsed = True
         except ValueError:  # includes UnicodeDecodeError
             body, parsed = None, False
+        if azure is not None and isinstance(body, dict):
+            body = {**body, "model": request.match_info["deployment"]}  # the deployment is the model
         fields = body if isinstance(body, dict) else {}
         model = fields.get("model")
-        authorization = request.headers.get("Authorization")
+        authorization = request.headers.get("api-key" if azure is not None else "Authorization")
         attempt = state.log.record(
             t_s=state.clock(),
             model=model if isinstance(model, str) else None,
@@ -166,9 +185,15 @@ async def _admit(
         attempt.status = status
         return openai_steps.json_response(env, status, error)
 
-    if not _authorized(authorization):
+    if env.azure is not None:
+        key = request.headers.get("api-key", "")
+        if not key.strip() or credentials.revoked(key):
+            return reject(401, azure_errors.access_denied_error())
+        if not env.azure.api_version:
+            return reject(400, azure_errors.missing_api_version_error())
+    elif not _authorized(authorization):
         return reject(401, errors.missing_key_error())
-    if _revoked(authorization):
+    elif _revoked(authorization):
         return reject(401, errors.status_error(401, ""))
     if body is _UNPARSED:
         return reject(400, errors.invalid_json_error())
@@ -259,6 +284,19 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
             functools.partial(responses_wire.parse_request, known=responses.__contains__),
             functools.partial(responses_handler.answer, store=responses),
         ),
+    )
+    deployment = "/openai/deployments/{deployment}/"
+    chat_ops, cmpl_ops, embed_ops = (
+        azure_errors.OPERATIONS[t] for t in ("chat/completions", "completions", "embeddings")
+    )
+    app.router.add_post(deployment + "chat/completions", openai_route(wire.parse_request, _chat_answer, azure=chat_ops))
+    app.router.add_post(
+        deployment + "completions",
+        openai_route(completions_wire.parse_request, completions_handler.answer, azure=cmpl_ops),
+    )
+    app.router.add_post(
+        deployment + "embeddings",
+        openai_route(embeddings_wire.parse_request, embeddings_handler.answer, azure=embed_ops),
     )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)

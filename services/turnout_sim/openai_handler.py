@@ -11,6 +11,8 @@ tricks live in `connection`, bytes in `openai_wire` / `chat_answer`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from turnout_sim import chat_answer, openai_steps, sse_stream
@@ -64,7 +66,8 @@ async def answer(
     try:
         if req.stream:
             return await _stream(request, req, step, attempt, env, completion_id, created_s)
-        body = wire.json_bytes(chat_answer.completion(req, completion_id=completion_id, created_s=created_s))
+        completion = chat_answer.completion(req, completion_id=completion_id, created_s=created_s)
+        body = wire.json_bytes(_filtered(completion, whole=True) if step.kind is StepKind.FILTERED else completion)
         malformed = b'{"id": "' + completion_id.encode() + b'", "object": "chat.completion", "choices": ['
         return await openai_steps.send_json(
             request, body, step, attempt, env, error_body=wire.json_bytes(error_body), malformed=malformed
@@ -72,6 +75,20 @@ async def answer(
     except ConnectionError:  # the client left mid-answer (write to a closed transport)
         openai_steps.ended(attempt, env, End.CLIENT_GONE)
         return web.Response()
+
+
+def _filtered(obj: dict[str, Any], *, whole: bool) -> dict[str, Any]:
+    """`obj` (a completion, `whole`, or a chunk) as Azure's content filter ends it (`cf200`): each
+    choice's `finish_reason` that is set becomes `content_filter`; a whole completion's messages
+    lose their content (null) and tool calls, as a filtered answer carries none."""
+    choices = []
+    for choice in obj.get("choices", []):
+        if choice.get("finish_reason") is not None:
+            choice = {**choice, "finish_reason": "content_filter"}
+            if whole:
+                choice["message"] = {"role": "assistant", "content": None, "refusal": None}
+        choices.append(choice)
+    return {**obj, "choices": choices}
 
 
 async def _stream(
@@ -89,8 +106,9 @@ async def _stream(
         await resp.write(wire.sse_event(errors.body_error(step.kind is StepKind.BODY_ERROR_429, req.model)))
         await resp.write_eof()
         return resp
+    filtered = step.kind is StepKind.FILTERED
     frames = [
-        sse_stream.Frame(wire.sse_event(obj), content)
+        sse_stream.Frame(wire.sse_event(_filtered(obj, whole=False) if filtered else obj), content)
         for obj, content in chat_answer.stream_chunks(req, completion_id=completion_id, created_s=created_s)
     ]
     return await sse_stream.write(

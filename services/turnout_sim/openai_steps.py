@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from turnout_sim import connection
+from turnout_sim import azure_errors, connection
 from turnout_sim import openai_errors as errors
 from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.clock import Clock
@@ -46,11 +46,14 @@ class Env:
         stopping: set when the server shuts down (ends held connections).
         received_mono_s: `time.monotonic()` at receipt, seconds, for the
             `openai-processing-ms` header.
+        azure: what an Azure OpenAI route was asked (its 429s are worded as Azure's),
+            or None on the OpenAI routes.
     """
 
     clock: Clock
     stopping: asyncio.Event
     received_mono_s: float
+    azure: azure_errors.AzureCall | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -183,7 +186,9 @@ def _retry_after_error(step: Step, model: str, env: Env) -> tuple[int, errors.Er
 def error_for(
     step: Step, asked: Asked, verdict: Verdict, env: Env
 ) -> tuple[int, errors.ErrorBody, dict[str, str]] | None:
-    """The (status, body, headers) of an error step or verdict, or None for a success.
+    """The (status, body, headers) of an error step or verdict, or None for a success; on an
+    Azure route (`env.azure`) a 429 of the `429*` steps is Azure's (`azure_errors.rate_limit_error`,
+    quoting the wait in whole seconds), its headers the step's.
 
     Args:
         step: the step the request consumed.
@@ -201,6 +206,9 @@ def error_for(
         return step.status, errors.status_error(step.status, model), {}
     limited = _retry_after_error(step, model, env)
     if limited is not None:
+        if env.azure is not None:
+            wait_s = step.seconds if step.seconds is not None else -(-(step.delay_ms or 1000) // 1000)
+            return 429, azure_errors.rate_limit_error(env.azure, wait_s), limited[2]
         return limited
     if kind is StepKind.RATE_LIMIT_403:
         return 403, errors.rate_limit_403_error(model), {}
@@ -212,6 +220,8 @@ def error_for(
         return 400, errors.context_length_error(asked.prompt_tokens), {}
     if kind is StepKind.POLICY:
         return 400, errors.content_policy_error(), {}
+    if kind is StepKind.PROMPT_FILTER:
+        return 400, azure_errors.prompt_filter_error(), {}
     return None
 
 

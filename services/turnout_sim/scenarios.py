@@ -10,7 +10,7 @@ Grammar (case-insensitive, whitespace around steps ignored)::
     scenario := step ("," step)*
     step     := base ["i" INT] ["+" INT "ms"]
     base     := "200" | STATUS | "429ra" INT | "429rad" INT | "429ram" INT
-              | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy"
+              | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy" | "cf400" | "cf200"
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
               | "nodone" | "down" INT "s" | "noprefill"
@@ -64,6 +64,10 @@ overload answer: 503 "overloaded" with `Retry-After: 1` on the OpenAI
 routes, 529 `overloaded_error` (as the bare `529` step) on the Anthropic
 route.
 
+`cf400` is Azure OpenAI's prompt filter (400 `content_filter`, `ResponsibleAIPolicyViolation`) on
+the OpenAI routes (`policy` on the Anthropic one); `cf200` a chat completion like `200` whose every choice the filter ended
+(`finish_reason: content_filter`, no content unless streamed); other routes answer it as 200.
+
 `noprefill` answers 400 `invalid_request_error` ("Assistant prefill is not
 supported for this model ...") when the request carries a prefill (any
 assistant last message with string content, even an empty or non-matching
@@ -113,6 +117,8 @@ class StepKind(enum.StrEnum):
     USAGE_CAP = "usage_cap"  # 429 "usage limit reached" + the reset headers of `usagecap<duration>`
     CONTEXT = "context"  # 400 context_length_exceeded
     POLICY = "policy"  # 400 content_policy_violation
+    PROMPT_FILTER = "prompt_filter"  # 400 Azure content_filter (the prompt filter)
+    FILTERED = "filtered"  # 200 chat completion with finish_reason content_filter
     BODY_ERROR = "body_error"  # 200 carrying a server_error envelope
     BODY_ERROR_429 = "body_error_429"  # 200 carrying a rate-limit envelope
     RESET = "reset"  # TCP RST before any response byte
@@ -144,6 +150,7 @@ _STREAMING_KINDS = frozenset(
         StepKind.FAIL,
         StepKind.CAP,
         StepKind.LENGTH,
+        StepKind.FILTERED,
     }
 )
 
@@ -158,6 +165,8 @@ _FIXED_STATUS = {
     StepKind.USAGE_CAP: 429,
     StepKind.CONTEXT: 400,
     StepKind.POLICY: 400,
+    StepKind.PROMPT_FILTER: 400,
+    StepKind.FILTERED: 200,
     StepKind.BODY_ERROR: 200,
     StepKind.BODY_ERROR_429: 200,
     StepKind.SLOW: 200,
@@ -173,6 +182,8 @@ _KEYWORDS = {
     "quota": StepKind.QUOTA,
     "ctx": StepKind.CONTEXT,
     "policy": StepKind.POLICY,
+    "cf400": StepKind.PROMPT_FILTER,
+    "cf200": StepKind.FILTERED,
     "bodyerr": StepKind.BODY_ERROR,
     "bodyerr429": StepKind.BODY_ERROR_429,
     "reset": StepKind.RESET,
@@ -187,13 +198,7 @@ _DURATION_RE = re.compile(r"^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$")
 # (regex, kind, field holding the number, minimum, maximum)
 _NUMBERED = (
     (re.compile(r"^429ra(\d+)$"), StepKind.RETRY_AFTER, "seconds", 0, MAX_SECONDS),
-    (
-        re.compile(r"^429rad(\d+)$"),
-        StepKind.RETRY_AFTER_DATE,
-        "seconds",
-        0,
-        MAX_SECONDS,
-    ),
+    (re.compile(r"^429rad(\d+)$"), StepKind.RETRY_AFTER_DATE, "seconds", 0, MAX_SECONDS),
     (re.compile(r"^429ram(\d+)$"), StepKind.RETRY_AFTER_MS, "delay_ms", 0, MAX_MS),
     (re.compile(r"^slow(\d+)$"), StepKind.SLOW, "delay_ms", 0, MAX_MS),
     (re.compile(r"^cut(\d+)$"), StepKind.CUT, "count", 0, MAX_CHUNKS),
@@ -209,6 +214,7 @@ _NUMBERED = (
 _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, usagecap<duration>, ctx, policy, "
+    "cf400, cf200, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
     "nodone, down<s>s, noprefill, fail<percent>, cap<per second>, len<tokens>; optionally followed by i<ms> and/or +<ms>ms"
 )
