@@ -150,6 +150,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 "ADMIN_KEY": DEMO_KEY,
                 "OPENAI_API_KEY": "sk-x",
                 "GROQ_API_KEY": "gsk-x",
+                "AZURE_OPENAI_KEY": "azure-x",
+                "AZURE_SWE_KEY": "azure-swe-x",
                 "TURNOUT_KEY_CI_BOT": "tk-readme-ci-bot-0001",
             },
             workdir,
