@@ -64,9 +64,9 @@ overload answer: 503 "overloaded" with `Retry-After: 1` on the OpenAI
 routes, 529 `overloaded_error` (as the bare `529` step) on the Anthropic
 route.
 
-`cf400` is Azure OpenAI's prompt filter (400 `content_filter`, `ResponsibleAIPolicyViolation`) on
-the OpenAI routes (`policy` on the Anthropic one); `cf200` a chat completion like `200` whose every choice the filter ended
-(`finish_reason: content_filter`, no content unless streamed); other routes answer it as 200.
+`cf400` is Azure's prompt filter (400 `content_filter`) on the OpenAI routes, `policy` on the
+Anthropic one; `cf200` a chat completion like `200` whose every choice the filter ended
+(`finish_reason: content_filter`, no content unless streamed), a `200` on other routes.
 
 `noprefill` answers 400 `invalid_request_error` ("Assistant prefill is not
 supported for this model ...") when the request carries a prefill (any
@@ -138,20 +138,8 @@ class StepKind(enum.StrEnum):
 
 # Kinds whose response streams content chunks, so `i<N>` makes sense.
 _STREAMING_KINDS = frozenset(
-    {
-        StepKind.OK,
-        StepKind.SLOW,
-        StepKind.CUT,
-        StepKind.STALL,
-        StepKind.BAD_CHUNK,
-        StepKind.NO_DONE,
-        StepKind.DOWN,
-        StepKind.NO_PREFILL,
-        StepKind.FAIL,
-        StepKind.CAP,
-        StepKind.LENGTH,
-        StepKind.FILTERED,
-    }
+    {StepKind.OK, StepKind.SLOW, StepKind.CUT, StepKind.STALL, StepKind.BAD_CHUNK, StepKind.NO_DONE, StepKind.DOWN}
+    | {StepKind.NO_PREFILL, StepKind.FAIL, StepKind.CAP, StepKind.LENGTH, StepKind.FILTERED}
 )
 
 _FIXED_STATUS = {
@@ -238,8 +226,7 @@ class Step:
         seconds: seconds for `429ra`/`429rad` (Retry-After) and `down`
             (outage length); None otherwise.
         duration: the `x-ratelimit-reset-requests` value for `429rr` and
-            `usagecap`, in
-            OpenAI's duration syntax (`6m0s`, `20ms`, `1s`); None otherwise.
+            `usagecap`, in OpenAI's duration syntax (`6m0s`, `20ms`, `1s`); None otherwise.
         percent: failure probability of `fail`, percent 0..100; None otherwise.
         capacity_per_s: requests per second `cap` serves, 1..100000; None
             otherwise.
