@@ -697,10 +697,12 @@ def _check_endpoint_url(path: str, url: str, allow: AllowList) -> None:
 
 def _check_api_version(path: str, provider: ProviderConfig) -> None:
     """`api_version`: required for the kinds that name one (`API_VERSION_KINDS`), of Azure's form
-    (`API_VERSION_PATTERN`), and refused on the others (their APIs have no such parameter).
+    (`API_VERSION_PATTERN`), and refused on the others (their APIs have no such parameter); the
+    `base_url` of such a kind is the resource's endpoint, its path holding no `/openai` segment
+    (the family adds `/openai/deployments/...`; README "Providers: Azure OpenAI").
 
     Raises:
-        ConfigError: the message names `{path}.api_version`.
+        ConfigError: the message names `{path}.api_version` or `{path}.base_url`.
     """
     if provider.kind not in API_VERSION_KINDS:
         if provider.api_version is not None:
@@ -718,6 +720,11 @@ def _check_api_version(path: str, provider: ProviderConfig) -> None:
         raise ConfigError(
             f"{path}.api_version: {provider.api_version!r} is not an API version such as 2024-10-21 "
             "or 2025-01-01-preview"
+        )
+    if re.search(r"/openai(?:/|$)", provider.base_url.split("?", 1)[0].split("#", 1)[0].rstrip("/")):
+        raise ConfigError(  # the family adds `/openai/deployments/...` itself
+            f"{path}.base_url: an `azure_openai` base_url is the resource's endpoint without /openai "
+            "(https://myres.openai.azure.com)"
         )
 
 

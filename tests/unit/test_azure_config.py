@@ -56,6 +56,30 @@ def test_an_azure_provider_without_a_valid_api_version_is_refused_naming_it(extr
         _config(extra)
 
 
+@pytest.mark.parametrize(
+    "base_url",
+    [
+        "https://myres.openai.azure.com/openai",
+        "https://myres.openai.azure.com/openai/",
+        "https://myres.openai.azure.com/openai/v1",
+        "https://myres.openai.azure.com/openai/deployments/gpt4o-prod",
+    ],
+    ids=["openai", "openai-slash", "openai-v1", "deployment"],
+)
+def test_an_azure_base_url_holding_the_openai_path_is_refused(base_url: str) -> None:
+    text = AZURE.replace("https://myres.openai.azure.com", base_url)
+    with pytest.raises(ConfigError, match=r"providers\.azure\.base_url: an `azure_openai` base_url is the resource's"):
+        _config(text=text)
+
+
+@pytest.mark.parametrize(
+    "base_url", ["https://myres.openai.azure.com/", "https://gw.example/azure", "https://gw.example/openaiproxy"]
+)
+def test_an_azure_base_url_behind_a_path_is_accepted(base_url: str) -> None:
+    text = AZURE.replace("https://myres.openai.azure.com", base_url)
+    assert _config(text=text).raw.providers["azure"].base_url == base_url
+
+
 def test_a_preview_api_version_is_accepted() -> None:
     assert _config(", api_version: 2025-01-01-preview").raw.providers["azure"].api_version == "2025-01-01-preview"
 
