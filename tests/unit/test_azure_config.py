@@ -4,12 +4,14 @@ catalog and the admin CLI, and kept when a tenant's own key replaces the shared 
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
+import msgspec
 import pytest
 
 from turnout.catalog import Catalog
-from turnout.catalog.doc import config_of, doc_from_config, same_catalog
+from turnout.catalog.doc import KeyRef, config_of, doc_encoder, doc_from_config, file_digest, same_catalog
 from turnout.config import ProviderConfig, parse_config, with_catalog
 from turnout.core.credentials import Credential
 from turnout.core.policy import Policy
@@ -137,3 +139,38 @@ def test_the_admin_cli_sends_the_kind_and_api_version() -> None:
         "/catalog/providers/az",
         {"kind": "azure_openai", "base_url": "https://r.openai.azure.com", "api_version": "2024-10-21"},
     )
+
+
+class _EntryBefore(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A stored provider as the version before `api_version` decodes it."""
+
+    kind: str
+    base_url: str
+    key: KeyRef | None = None
+
+
+def test_a_catalog_without_api_versions_is_stored_and_digested_as_before() -> None:
+    config = parse_config(AZURE_FREE, env={})
+    doc = doc_from_config(config, Vault([generate_key()]))
+    stored = msgspec.json.decode(doc_encoder.encode(doc))
+    assert all("api_version" not in p for p in stored["providers"].values())
+    before = msgspec.json.Decoder(dict[str, _EntryBefore])
+    assert set(before.decode(msgspec.json.encode(stored["providers"]))) == {"openai", "nokey"}
+    old_providers = {
+        n: {"kind": p.kind, "base_url": p.base_url, "api_key": p.api_key} for n, p in config.raw.providers.items()
+    }
+    old_body = doc_encoder.encode([old_providers, config.raw.models])
+    assert file_digest(config) == hashlib.sha256(b"turnout-catalog-file\0" + old_body).hexdigest()[:32]
+
+
+def test_an_api_version_changes_the_files_digest() -> None:
+    assert file_digest(_config()) != file_digest(_config(", api_version: 2025-01-01-preview"))
+
+
+AZURE_FREE = """
+providers:
+  openai: {kind: openai, base_url: https://api.openai.com/v1, api_key: sk-o}
+  nokey: {kind: openai_compatible, base_url: https://n.example/v1}
+models:
+  m: {offers: [{provider: openai, model: m}, {provider: nokey, model: m}]}
+"""

@@ -58,8 +58,13 @@ class KeyRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         return {"source": self.source}
 
 
-class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference)."""
+class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference).
+
+    Fields left at their defaults are not stored (`omit_defaults`), so the catalog of a fleet
+    with no `api_version` anywhere stays readable by a process of the version before it,
+    which refuses unknown fields, during a rolling upgrade.
+    """
 
     kind: ProviderKind
     base_url: str
@@ -91,12 +96,22 @@ doc_encoder = msgspec.json.Encoder(order="sorted")
 doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
+def _digested(provider: ProviderConfig) -> dict[str, object]:
+    """A provider's fields as the digest reads them: `api_version` only when set, so a file
+    without one digests as it did before the field existed (no spurious re-apply on upgrade)."""
+    fields = msgspec.structs.asdict(provider)
+    if fields["api_version"] is None:
+        del fields["api_version"]
+    return fields
+
+
 def file_digest(config: Config) -> str:
     """A digest of the file's `providers:` and `models:` (keys included, so a new key is a new file).
 
     Raises nothing; equal for equal catalogs whatever the key order.
     """
-    body = doc_encoder.encode([config.raw.providers, config.raw.models])
+    providers = {name: _digested(p) for name, p in config.raw.providers.items()}
+    body = doc_encoder.encode([providers, config.raw.models])
     return hashlib.sha256(b"turnout-catalog-file\0" + body).hexdigest()[:32]
 
 
