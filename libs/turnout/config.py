@@ -46,6 +46,12 @@ if TYPE_CHECKING:
 ProviderKind = Literal["openai", "openai_compatible", "anthropic"]
 EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`)."""
+OfferApi = Literal["chat", "responses"]
+"""The upstream API an offer is called at: `chat` (its provider kind's own chat API), or `responses`
+(`POST {base_url}/responses`, the OpenAI Responses API, for models that exist only there; such an
+offer serves only requests that came on `/v1/responses`, sent as the client sent them)."""
+RESPONSES_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
+"""The provider kinds an `api: responses` offer may name."""
 
 
 def embedding_models(raw: RawConfig) -> frozenset[str]:
@@ -99,6 +105,8 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     `supports_prefill`: the model accepts an assistant message as the last
     message (a prefill it continues); false for models that refuse it.
+    `api`: the upstream API it is called at (`OfferApi`; `responses` only on
+    `RESPONSES_KINDS` providers, README "The Responses surface").
     """
 
     provider: str
@@ -106,6 +114,7 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     input_usd_per_mtok: UsdPerMtok = 0.0
     output_usd_per_mtok: UsdPerMtok = 0.0
     supports_prefill: bool = True
+    api: OfferApi = "chat"
 
 
 class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -708,7 +717,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             raise ConfigError(f"providers.{name}: a provider name cannot contain '/'")
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
-    facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool]]] = {}
+    facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
         listed: dict[tuple[str, str], int] = {}
@@ -723,18 +732,24 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
                     f"serves no embeddings; an embedding model's offers need a provider of kind "
                     f"{' or '.join(EMBEDDING_KINDS)}"
                 )
+            if offer.api == "responses" and (spec.type != "chat" or kind not in RESPONSES_KINDS):
+                raise ConfigError(
+                    f"models.{model}.offers[{i}].api: `responses` needs a chat model's offer on a provider of kind "
+                    f"{' or '.join(RESPONSES_KINDS)}; {offer.provider!r} is `{kind}`"
+                    + ("" if spec.type == "chat" else f" and the model is of type `{spec.type}`")
+                )
             j = listed.setdefault((offer.provider, offer.model), i)
             if j != i:  # one target, one breaker: a second listing would be attempted again, past max_retries
                 raise ConfigError(
                     f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} repeats offers[{j}]; "
                     "list each provider's model once in a model"
                 )
-            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill)
+            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill, offer.api)
             first, theirs = facts.setdefault((offer.provider, offer.model), (f"models.{model}.offers[{i}]", mine))
             if theirs != mine:  # one upstream model is one target: one breaker, one price, one prefill answer
                 raise ConfigError(
                     f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} is also {first}, with other "
-                    "prices or supports_prefill; give every offer of one provider's model the same"
+                    "prices, supports_prefill or api; give every offer of one provider's model the same"
                 )
     _, clamps = clamp_policy(policy, raw.ceilings)
     if clamps:
