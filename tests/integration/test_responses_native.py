@@ -41,6 +41,12 @@ models:
     order: priority
     offers: [{{provider: sim-a, model: rnm-chat}}, {{provider: sim-b, model: rnm-resp, api: responses}}]
   rn-chat:   {{offers: [{{provider: sim-a, model: rn-chat}}]}}
+  rn-failed:
+    order: priority
+    offers:
+      - {{provider: sim-a, model: "rnx-a~bodyerr", api: responses}}
+      - {{provider: sim-b, model: rnx-b, api: responses}}
+  rn-cut:    {{offers: [{{provider: sim-a, model: "rncut~cut3", api: responses}}]}}
 policy:
   retry: {{base_ms: 250, max_ms: 500}}
 orgs:
@@ -188,3 +194,26 @@ def test_a_forced_built_in_tool_on_a_chat_only_model_is_still_a_400_naming_it(cl
         )
     body: Any = caught.value.body
     assert body["code"] == "unsupported_tool" and body["param"] == "tools[1].type"
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_a_failed_response_before_any_content_fails_over(gw: Gateway, client: openai.OpenAI, stream: bool) -> None:
+    final: openai.types.responses.Response
+    if stream:
+        with client.responses.stream(model="rn-failed", input="hello") as events:
+            final = events.get_final_response()
+    else:
+        final = client.responses.create(model="rn-failed", input="hello")
+    assert final.status == "completed" and final.output_text.startswith("tok0")  # sim-b's: sim-a always fails
+    failed = gw.sim_log("rnx-a~bodyerr")
+    assert failed and failed[-1]["stream"] is stream and failed[-1]["status"] == 200  # a 200 that failed
+
+
+def test_a_native_stream_cut_after_content_ends_with_a_numbered_error_event(client: openai.OpenAI) -> None:
+    with client.responses.with_streaming_response.create(model="rn-cut", input="hello", stream=True) as response:
+        events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
+    assert events[0]["type"] == "response.created" and events[0]["response"]["id"].startswith("resp_")
+    assert [e["type"] for e in events].count("response.output_text.delta") == 3
+    last = events[-1]
+    assert last["type"] == "error" and last["code"] in ("upstream_error", "stream_interrupted")
+    assert last["sequence_number"] == events[-2]["sequence_number"] + 1
