@@ -47,6 +47,7 @@ models:
       - {{provider: sim-a, model: "rnx-a~bodyerr", api: responses}}
       - {{provider: sim-b, model: rnx-b, api: responses}}
   rn-cut:    {{offers: [{{provider: sim-a, model: "rncut~cut3", api: responses}}]}}
+  rn-nodone: {{offers: [{{provider: sim-a, model: "rnnd~nodone", api: responses}}]}}
 policy:
   retry: {{base_ms: 250, max_ms: 500}}
 orgs:
@@ -209,11 +210,14 @@ def test_a_failed_response_before_any_content_fails_over(gw: Gateway, client: op
     assert failed and failed[-1]["stream"] is stream and failed[-1]["status"] == 200  # a 200 that failed
 
 
-def test_a_native_stream_cut_after_content_ends_with_a_numbered_error_event(client: openai.OpenAI) -> None:
-    with client.responses.with_streaming_response.create(model="rn-cut", input="hello", stream=True) as response:
+@pytest.mark.parametrize(("model", "deltas"), [("rn-cut", 3), ("rn-nodone", 12)], ids=["cut", "no-completed"])
+def test_a_native_stream_broken_after_content_ends_with_a_numbered_error_event(
+    client: openai.OpenAI, model: str, deltas: int
+) -> None:
+    with client.responses.with_streaming_response.create(model=model, input="hello", stream=True) as response:
         events = [json.loads(line[6:]) for line in response.iter_lines() if line.startswith("data: ")]
     assert events[0]["type"] == "response.created" and events[0]["response"]["id"].startswith("resp_")
-    assert [e["type"] for e in events].count("response.output_text.delta") == 3
+    assert [e["type"] for e in events].count("response.output_text.delta") == deltas
     last = events[-1]
     assert last["type"] == "error" and last["code"] in ("upstream_error", "stream_interrupted")
     assert last["sequence_number"] == events[-2]["sequence_number"] + 1

@@ -2,16 +2,22 @@
 and the `openai` SDK's `client.responses.*`.
 
 Owns: reading a Responses body into the front door's `Inbound` (`responses_request`; the
-`provider` object taken out and checked as on the chat route), the two hooks of a
+`provider` object taken out and checked as on the chat route; the client's own request
+carried for `api: responses` offers, `responses_native.carried`), the two hooks of a
 stateful surface, and answering in the Responses shape:
 - `prepare` (before the plan): with `previous_response_id`, the stored conversation of
   that response (`turnout.state.response_store`, scoped to the caller's org and key) is
-  put in front of this turn's input, so any target can serve the follow-up; an unknown,
-  expired or another key's id is 404 `previous_response_not_found`, an unreachable store
-  503 `redis_unavailable`;
+  put in front of this turn's input — as chat messages, and as items in the native
+  carry's body (`responses_native.upstream_body`) — so any target can serve the
+  follow-up; an unknown, expired or another key's id is 404 `previous_response_not_found`,
+  an unreachable store 503 `redis_unavailable`; a built-in tool that may be forced on a
+  model with no `api: responses` offer is 400 `unsupported_tool`;
 - `render`: the fleet's `chat.completion` becomes a Response object
-  (`responses_answer`); every other answer is the fleet's OpenAI error body as it is,
-  with its `x-turnout-*` headers and per-attempt summary;
+  (`responses_answer`), an `api: responses` offer's Response keeps its own but for its id
+  (`responses_native.client_response`); every other answer is the fleet's OpenAI error
+  body as it is, with its `x-turnout-*` headers and per-attempt summary;
+- `render_native`: an `api: responses` offer's stream relayed as sent
+  (`responses_native.native_stream`);
 - `settle` (non-streamed) and the stream's keeper (before `response.completed`): with
   `store` (default true) the Response, its input items and its conversation are kept. A
   store that fails is logged and counted (`turnout_responses_not_stored`); the client
