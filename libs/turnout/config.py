@@ -106,7 +106,10 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     `supports_prefill`: the model accepts an assistant message as the last
     message (a prefill it continues); false for models that refuse it.
     `api`: the upstream API it is called at (`OfferApi`; `responses` only on
-    `RESPONSES_KINDS` providers, README "The Responses surface").
+    `RESPONSES_KINDS` providers, README "The Responses surface"); read it as
+    `api_in_force`. The default (`chat`, given or not) is held as UNSET, which is never
+    encoded: a stored catalog without `api: responses` offers stays byte for byte what
+    versions before the field wrote and read (their file digest included).
     """
 
     provider: str
@@ -114,7 +117,17 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     input_usd_per_mtok: UsdPerMtok = 0.0
     output_usd_per_mtok: UsdPerMtok = 0.0
     supports_prefill: bool = True
-    api: OfferApi = "chat"
+    api: OfferApi | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        """`api: chat` is the default: held as UNSET, so it is never stored (class doc)."""
+        if self.api == "chat":
+            msgspec.structs.force_setattr(self, "api", msgspec.UNSET)
+
+    @property
+    def api_in_force(self) -> OfferApi:
+        """The offer's upstream API: `chat` unless it says `responses`."""
+        return "chat" if isinstance(self.api, msgspec.UnsetType) else self.api
 
 
 class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -744,7 +757,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
                     f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} repeats offers[{j}]; "
                     "list each provider's model once in a model"
                 )
-            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill, offer.api)
+            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill, offer.api_in_force)
             first, theirs = facts.setdefault((offer.provider, offer.model), (f"models.{model}.offers[{i}]", mine))
             if theirs != mine:  # one upstream model is one target: one breaker, one price, one prefill answer
                 raise ConfigError(

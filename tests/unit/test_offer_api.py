@@ -18,7 +18,7 @@ from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
 from turnout.answer import answer_of
 from turnout.catalog import Catalog
-from turnout.config import parse_config
+from turnout.config import OfferConfig, parse_config
 from turnout.core.native import RESPONSES, Native
 from turnout.core.plan import RoutingSettings
 from turnout.errors import ConfigError
@@ -53,6 +53,23 @@ def _config(extra: str = "") -> Any:
 def test_an_offer_is_chat_unless_it_says_responses() -> None:
     catalog = Catalog(_config())
     assert catalog.apis == {"oai/deep-research": "responses", "gpt/g-1": "chat", "oai/o-resp": "responses"}
+
+
+@pytest.mark.parametrize("said", ["", ', "api": "chat"'], ids=["absent", "chat"])
+def test_a_chat_offer_is_stored_as_before_the_field_existed(said: str) -> None:
+    """The default is never encoded: a catalog without `api: responses` offers is what a process
+    of the version before reads (it refuses unknown fields), and its file digest is unchanged."""
+    offer = msgspec.json.decode(f'{{"provider": "p", "model": "m"{said}}}', type=OfferConfig)
+    assert offer.api_in_force == "chat"
+    assert msgspec.json.decode(msgspec.json.encode(offer)) == {
+        "provider": "p",
+        "model": "m",
+        "input_usd_per_mtok": 0.0,
+        "output_usd_per_mtok": 0.0,
+        "supports_prefill": True,
+    }
+    responses = msgspec.json.decode(b'{"provider": "p", "model": "m", "api": "responses"}', type=OfferConfig)
+    assert responses.api_in_force == "responses" and b'"api":"responses"' in msgspec.json.encode(responses)
 
 
 @pytest.mark.parametrize(

@@ -73,7 +73,7 @@ class Catalog:
             f"{o.provider}/{o.model}": o.supports_prefill for spec in raw.models.values() for o in spec.offers
         }
         self.apis: dict[str, OfferApi] = {
-            f"{o.provider}/{o.model}": o.api for spec in raw.models.values() for o in spec.offers
+            f"{o.provider}/{o.model}": o.api_in_force for spec in raw.models.values() for o in spec.offers
         }
         self.orders: dict[str, str] = {m: s.order for m, s in raw.models.items()}
         self.offer_prices: dict[str, OfferPrice] = {
