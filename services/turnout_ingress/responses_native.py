@@ -8,7 +8,8 @@ Owns the Responses half of "same family, same bytes" (SPEC §13, README "The Res
   gateway's: `previous_response_id` taken out and, with it, the stored conversation's items put
   in front of `input`; `store: false` (Turnout keeps the Response). The router then sets `model`
   and takes `provider` out (`turnout.core.native.native_body`); nothing else changes;
-- `replayable`: a Response's output items as the input items of a later turn;
+- `replayable`: a Response's output items as the input items of a later turn (and
+  `items_of_messages`: a conversation stored before its items were kept, from its chat messages);
 - `client_response`: the provider's Response as the client gets it: its `id` Turnout's
   (`resp_<request id>`, so `GET` and follow-ups find it in Turnout's store), `store` and
   `previous_response_id` as the client sent them;
@@ -101,6 +102,52 @@ def replayable(output: list[Any]) -> list[Any]:
         else:
             out.append(item)
     return out
+
+
+def _parts(content: Any, role: str) -> Any:
+    """Chat content as Responses content: a string as is; text parts as `input_text` (`output_text`
+    for the assistant), image parts as `input_image`; other parts dropped."""
+    if not isinstance(content, list):
+        return "" if content is None else content
+    text_type = "output_text" if role == "assistant" else "input_text"
+    out: list[dict[str, Any]] = []
+    for part in content:
+        if not isinstance(part, dict):
+            continue
+        if part.get("type") == "text":
+            out.append({"type": text_type, "text": str(part.get("text") or "")})
+        elif part.get("type") == "image_url" and isinstance(part.get("image_url"), dict):
+            out.append({"type": "input_image", "image_url": part["image_url"].get("url"), "detail": "auto"})
+    return out
+
+
+def items_of_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A stored conversation's chat messages as Responses input items, for a conversation stored
+    before its items were kept (`StoredResponse.items` None): a message is `{role, content}`, an
+    assistant's tool calls `function_call` items (`call_id`, `name`, `arguments`), a `tool`
+    message a `function_call_output`. Pure."""
+    items: list[dict[str, Any]] = []
+    for message in messages:
+        role = str(message.get("role") or "user")
+        if role == "tool":
+            output = message.get("content")
+            text = output if isinstance(output, str) else "".join(p.get("text", "") for p in _parts(output, "tool"))
+            items.append({"type": "function_call_output", "call_id": message.get("tool_call_id"), "output": text})
+            continue
+        content = _parts(message.get("content"), role)
+        if content:
+            items.append({"role": role, "content": content})
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            items.append(
+                {
+                    "type": "function_call",
+                    "call_id": call.get("id"),
+                    "name": function.get("name"),
+                    "arguments": function.get("arguments") or "",
+                }
+            )
+    return items
 
 
 def client_response(response: dict[str, Any], *, request_id: str, echo: dict[str, Any]) -> dict[str, Any]:

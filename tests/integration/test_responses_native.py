@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -48,6 +49,7 @@ models:
       - {{provider: sim-b, model: rnx-b, api: responses}}
   rn-cut:    {{offers: [{{provider: sim-a, model: "rncut~cut3", api: responses}}]}}
   rn-nodone: {{offers: [{{provider: sim-a, model: "rnnd~nodone", api: responses}}]}}
+  rn-idem:   {{offers: [{{provider: sim-a, model: rn-idem, api: responses}}]}}
 policy:
   retry: {{base_ms: 250, max_ms: 500}}
 orgs:
@@ -221,3 +223,15 @@ def test_a_native_stream_broken_after_content_ends_with_a_numbered_error_event(
     last = events[-1]
     assert last["type"] == "error" and last["code"] in ("upstream_error", "stream_interrupted")
     assert last["sequence_number"] == events[-2]["sequence_number"] + 1
+
+
+def test_idempotency_key_replays_the_native_response(gw: Gateway) -> None:
+    body = {"model": "rn-idem", "input": "once"}
+    headers = {"authorization": f"Bearer {KEY}", "idempotency-key": "resp-native-idem-1"}
+    with httpx.Client(timeout=30) as http:
+        first = http.post(f"{gw.base_url}/v1/responses", json=body, headers=headers)
+        again = http.post(f"{gw.base_url}/v1/responses", json=body, headers=headers)
+    assert first.status_code == again.status_code == 200
+    assert again.headers["x-turnout-idempotent-replay"] == "1" and again.json() == first.json()
+    assert first.json()["id"] == f"resp_{first.headers['x-request-id']}"
+    assert len(gw.sim_log("rn-idem")) == 1  # the replay called no upstream

@@ -53,6 +53,7 @@ from turnout_ingress.responses_native import (
     KEPT_STATUSES,
     carried,
     client_response,
+    items_of_messages,
     native_stream,
     replayable,
     upstream_body,
@@ -91,8 +92,8 @@ class ResponsesTurn:
         request_id: the gateway's request id (the Response id derives from it).
         created_at: epoch seconds it arrived.
         history: the stored conversation it continues (chat messages), empty without one.
-        items: the same conversation as Responses items (`StoredResponse.items`), empty
-            without one; None when the stored one predates them (then no native offer serves).
+        items: the same conversation as Responses items (`StoredResponse.items`, or made from
+            its chat messages when it predates them: `items_of_messages`), empty without one.
         org / key: the caller's scope, which a stored Response belongs to.
         state: the ingress's objects (the store and the metrics).
         answer: the Response object once rendered (what `settle` keeps), else None.
@@ -102,7 +103,7 @@ class ResponsesTurn:
     request_id: str
     created_at: int
     history: list[dict[str, Any]]
-    items: list[Any] | None
+    items: list[Any]
     org: str
     key: str
     state: IngressState
@@ -117,7 +118,7 @@ async def keep(turn: ResponsesTurn, response: dict[str, Any]) -> None:
     rid = request_id_of(str(response["id"]))
     output = response.get("output") or []
     messages = turn.history + turn.call.turn + output_messages(output)
-    items = None if turn.items is None else turn.items + turn.call.sent_input + replayable(output)
+    items = turn.items + turn.call.sent_input + replayable(output)
     reason = None
     try:
         evicted = await turn.state.responses.put(
@@ -168,7 +169,7 @@ class Responses:
         if call.builtin_refusal is not None and not has_responses_offer(state.catalog, inbound.model):
             raise call.builtin_refusal
         history: list[dict[str, Any]] = []
-        items: list[Any] | None = []
+        items: list[Any] = []
         if call.previous_response_id is not None:
             try:
                 stored = await state.responses.get(identity.org, identity.key, call.previous_response_id)
@@ -176,12 +177,13 @@ class Responses:
                 raise GatewayUnavailable(STORE_UNREACHABLE, retry_after_s=1, code="redis_unavailable") from exc
             if stored is None:
                 raise previous_not_found(call.previous_response_id)
-            history, items = stored.messages, stored.items
+            history = stored.messages
+            items = stored.items if stored.items is not None else items_of_messages(stored.messages)
         body = {**call.chat, "messages": ([call.instructions] if call.instructions else []) + history + call.turn}
         native = inbound.native
-        if native is not None:  # a stored conversation without items is served by chat-api offers only
+        if native is not None:
             rewritten = upstream_body(native.body, items if call.previous_response_id is not None else None)
-            native = None if items is None else msgspec.structs.replace(native, body=rewritten)
+            native = msgspec.structs.replace(native, body=rewritten)
         turn = ResponsesTurn(
             call=call,
             request_id=request_id,

@@ -14,7 +14,14 @@ from hypothesis import strategies as st
 
 from turnout.core.native import RESPONSES, native_body
 from turnout.errors import RequestRejected
-from turnout_ingress.responses_native import carried, client_response, native_stream, replayable, upstream_body
+from turnout_ingress.responses_native import (
+    carried,
+    client_response,
+    items_of_messages,
+    native_stream,
+    replayable,
+    upstream_body,
+)
 from turnout_ingress.responses_request import translate_request
 
 BODY: Any = {
@@ -156,3 +163,36 @@ async def test_the_relays_error_event_is_numbered_after_the_providers_last() -> 
     error = b'event: error\ndata: {"type":"error","code":"upstream_error","message":"m","param":null}\n\n'
     out = [w async for w in native_stream(_frames([_event(delta), error]), request_id="r", echo={}, keeper=None)]
     assert json.loads(out[-1].decode().split("data: ")[1])["sequence_number"] == 5
+
+
+def test_a_conversation_stored_before_items_were_kept_is_replayed_from_its_messages() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"x"}'}}
+    messages: Any = [
+        {"role": "user", "content": "first"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "u"}}],
+        },
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {
+            "role": "tool",
+            "tool_call_id": "c2",
+            "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+        },
+        {"role": "assistant", "content": [{"type": "text", "text": "It is sunny."}]},
+    ]
+    assert items_of_messages(messages) == [
+        {"role": "user", "content": "first"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "look"},
+                {"type": "input_image", "image_url": "u", "detail": "auto"},
+            ],
+        },
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city":"x"}'},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "c2", "output": "ab"},
+        {"role": "assistant", "content": [{"type": "output_text", "text": "It is sunny."}]},
+    ]
