@@ -42,6 +42,8 @@ class Catalog:
         prices: target key -> price.
         supports_prefill: target key -> the offer accepts an assistant prefill.
         apis: target key -> the upstream API it is called at (`turnout.config.OfferApi`).
+        responses_offers: keys of the `api: responses` targets (none: no request needs to
+            carry its `/v1/responses` body).
         orders: model id -> its ordering strategy (`turnout.core.ordering`).
         offer_prices: target key -> its prices as the orderings read them.
         price_mix: the `routing.price_mix` of the configuration.
@@ -75,6 +77,7 @@ class Catalog:
         self.apis: dict[str, OfferApi] = {
             f"{o.provider}/{o.model}": o.api_in_force for spec in raw.models.values() for o in spec.offers
         }
+        self.responses_offers = frozenset(key for key, api in self.apis.items() if api == "responses")
         self.orders: dict[str, str] = {m: s.order for m, s in raw.models.items()}
         self.offer_prices: dict[str, OfferPrice] = {
             key: OfferPrice(input_usd_per_mtok=p.input_usd_per_mtok, output_usd_per_mtok=p.output_usd_per_mtok)

@@ -166,7 +166,8 @@ class Responses:
             GatewayUnavailable: 503 `redis_unavailable` (the store is unreachable).
         """
         call: ResponsesCall = inbound.context
-        if call.builtin_refusal is not None and not has_responses_offer(state.catalog, inbound.model):
+        catalog = state.catalog
+        if call.builtin_refusal is not None and not has_responses_offer(catalog, inbound.model):
             raise call.builtin_refusal
         history: list[dict[str, Any]] = []
         items: list[Any] = []
@@ -180,7 +181,7 @@ class Responses:
             history = stored.messages
             items = stored.items if stored.items is not None else items_of_messages(stored.messages)
         body = {**call.chat, "messages": ([call.instructions] if call.instructions else []) + history + call.turn}
-        native = inbound.native
+        native = inbound.native if catalog.responses_offers else None  # no offer to carry it to
         if native is not None:
             rewritten = upstream_body(native.body, items if call.previous_response_id is not None else None)
             native = msgspec.structs.replace(native, body=rewritten)
@@ -279,7 +280,7 @@ def has_responses_offer(catalog: Catalog, model: str) -> bool:
     """Whether `model` (a catalog id, or a pinned `provider/model`) has an `api: responses` offer."""
     targets = catalog.models.get(model)
     keys = [t.key for t in targets] if targets is not None else [model]
-    return any(catalog.apis.get(key) == "responses" for key in keys)
+    return any(key in catalog.responses_offers for key in keys)
 
 
 RESPONSES: Final = Responses()
