@@ -50,6 +50,12 @@ API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
 """The provider kinds whose requests name an API version (`api-version=`), required in their config."""
 API_VERSION_PATTERN: Final = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}(?:-preview)?")
 """An Azure OpenAI data-plane API version (`2024-10-21`, `2025-01-01-preview`), sent in the query string."""
+OfferApi = Literal["chat", "responses"]
+"""The upstream API an offer is called at: `chat` (its provider kind's own chat API), or `responses`
+(`POST {base_url}/responses`, the OpenAI Responses API, for models that exist only there; such an
+offer serves only requests that came on `/v1/responses`, sent as the client sent them)."""
+RESPONSES_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
+"""The provider kinds an `api: responses` offer may name."""
 
 
 def embedding_models(raw: RawConfig) -> frozenset[str]:
@@ -107,6 +113,11 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     `supports_prefill`: the model accepts an assistant message as the last
     message (a prefill it continues); false for models that refuse it.
+    `api`: the upstream API it is called at (`OfferApi`; `responses` only on
+    `RESPONSES_KINDS` providers, README "The Responses surface"); read it as
+    `api_in_force`. The default (`chat`, given or not) is held as UNSET, which is never
+    encoded: a stored catalog without `api: responses` offers stays byte for byte what
+    versions before the field wrote and read (their file digest included).
     """
 
     provider: str
@@ -114,6 +125,17 @@ class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     input_usd_per_mtok: UsdPerMtok = 0.0
     output_usd_per_mtok: UsdPerMtok = 0.0
     supports_prefill: bool = True
+    api: OfferApi | msgspec.UnsetType = msgspec.UNSET
+
+    def __post_init__(self) -> None:
+        """`api: chat` is the default: held as UNSET, so it is never stored (class doc)."""
+        if self.api == "chat":
+            msgspec.structs.force_setattr(self, "api", msgspec.UNSET)
+
+    @property
+    def api_in_force(self) -> OfferApi:
+        """The offer's upstream API: `chat` unless it says `responses`."""
+        return "chat" if isinstance(self.api, msgspec.UnsetType) else self.api
 
 
 class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -750,7 +772,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
         _check_api_version(f"providers.{name}", provider)
-    facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool]]] = {}
+    facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
         listed: dict[tuple[str, str], int] = {}
@@ -765,18 +787,24 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
                     f"serves no embeddings; an embedding model's offers need a provider of kind "
                     f"{' or '.join(EMBEDDING_KINDS)}"
                 )
+            if offer.api == "responses" and (spec.type != "chat" or kind not in RESPONSES_KINDS):
+                raise ConfigError(
+                    f"models.{model}.offers[{i}].api: `responses` needs a chat model's offer on a provider of kind "
+                    f"{' or '.join(RESPONSES_KINDS)}; {offer.provider!r} is `{kind}`"
+                    + ("" if spec.type == "chat" else f" and the model is of type `{spec.type}`")
+                )
             j = listed.setdefault((offer.provider, offer.model), i)
             if j != i:  # one target, one breaker: a second listing would be attempted again, past max_retries
                 raise ConfigError(
                     f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} repeats offers[{j}]; "
                     "list each provider's model once in a model"
                 )
-            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill)
+            mine = (offer.input_usd_per_mtok, offer.output_usd_per_mtok, offer.supports_prefill, offer.api_in_force)
             first, theirs = facts.setdefault((offer.provider, offer.model), (f"models.{model}.offers[{i}]", mine))
             if theirs != mine:  # one upstream model is one target: one breaker, one price, one prefill answer
                 raise ConfigError(
                     f"models.{model}.offers[{i}]: {offer.provider}/{offer.model} is also {first}, with other "
-                    "prices or supports_prefill; give every offer of one provider's model the same"
+                    "prices, supports_prefill or api; give every offer of one provider's model the same"
                 )
     _, clamps = clamp_policy(policy, raw.ceilings)
     if clamps:

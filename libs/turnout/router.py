@@ -23,7 +23,7 @@ from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Upstream, Us
 from turnout.adapters.exchange import call_json
 from turnout.adapters.families import family_for
 from turnout.catalog import Catalog, CatalogSource
-from turnout.config import ProviderConfig
+from turnout.config import OfferApi, ProviderConfig
 from turnout.core.breaker import BreakerSettings
 from turnout.core.classify import DISPOSITION, classify
 from turnout.core.credentials import DEFAULT_KEY_MODE, Credential, is_custom_provider
@@ -410,11 +410,14 @@ class Router:
         call = self._resolve(catalog, target, info, state.plan.key_mode, state.policy, step.is_byok_fallback)
         if call is None:
             return on_skip(state, step, reason=SkipReason.NO_CREDENTIAL, reopen_in_s=None, now_s=self._clock()), None
-        family = family_for(call.provider.kind, info.operation)
+        api = catalog.apis.get(target.key, "chat")
+        family = family_for(call.provider.kind, info.operation, api)
         refused = (
             family.refusal(request, target.model, native)
             if family is not None
             else Refusal(f"`{call.provider.kind}` providers have no {info.operation} API", "model")
+            if api == "chat"
+            else Refusal(f"`{target.key}` is an `api: responses` offer, which serves no {info.operation}", "model")
         )
         if refused is not None:  # its API has no form for the request: the next target may have one
             skipped = on_skip(
@@ -443,7 +446,7 @@ class Router:
                 reopen_in_s=gate.reopen_in_s,
                 now_s=self._clock(),
             ), None
-        spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s, native)
+        spec = _spec(target, call.provider, request, info, state.policy, step.timeout_s, native, api)
         handle = self._observer.attempt_started(info, step)
         started = self._clock()
         try:
@@ -572,8 +575,10 @@ class Router:
         Returns:
             (a committed result with its `finish`, its record) on a committed
             stream or a success; (None, record) on a failure; (None, None)
-            when the target was skipped (no credential, breaker OPEN).
+            when the target was skipped (an `api: responses` offer, no credential, breaker OPEN).
         """
+        if self.catalog.apis.get(target.key, "chat") != "chat":
+            return None, None  # an `api: responses` offer continues no chat message
         call = self._resolve(self.catalog, target, info, key_mode, policy, False)
         if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
@@ -712,11 +717,14 @@ def _spec(
     policy: Policy,
     timeout_s: float,
     native: Native | None = None,
+    api: OfferApi = "chat",
 ) -> CallSpec:
     """The call for one attempt: the client's own body for a target whose family speaks its
-    surface (`native_body`: model replaced, `provider` removed), else the OpenAI request."""
+    surface (`native_body`: model replaced, `provider` removed), else the OpenAI request.
+    `api`: the offer's upstream API (an `api: responses` offer's family speaks `responses`)."""
     retry = policy.retry
-    if native is not None and family_for(provider.kind).native_surface != native.surface:  # type: ignore[union-attr]
+    family = family_for(provider.kind, "chat", api)
+    if native is not None and (family is None or family.native_surface != native.surface):
         native = None  # another family: the translated request
     return CallSpec(
         target=target,
@@ -731,6 +739,7 @@ def _spec(
         operation=info.operation,
         native=native,
         api_version=provider.api_version,
+        api=api,
     )
 
 

@@ -145,7 +145,9 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
         native=admitted.inbound.native,
     )
     if isinstance(response, EventStreamResponse) and response.shape != CHAT:
-        return response  # a native stream: the provider's events, already in the surface's shape
+        # a native stream: the provider's events, already in the surface's shape
+        response.body_iterator = surface.render_native(response.body_iterator, admitted.inbound)
+        return response
     if isinstance(response, StreamingResponse):
         response.body_iterator = surface.render_stream(response.body_iterator, admitted.inbound)
         return _headed(response, admitted.inbound)
@@ -209,14 +211,18 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
     answer = _headed(
         surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape),
         admitted.inbound,
+        result.shape,
     )
     if surface.stateful:  # never raises (`Surface.settle`)
         await surface.settle(state, admitted.inbound)
     return answer
 
 
-def _headed(response: Response, inbound: Inbound) -> Response:
-    """`response` with the surface's `Inbound.answer_headers` (none on most requests)."""
+def _headed(response: Response, inbound: Inbound, shape: str = CHAT) -> Response:
+    """`response` with the surface's `Inbound.answer_headers` (none on most requests); none on a
+    native answer (`shape` not `chat`: the client's request went upstream as sent, nothing left out)."""
+    if shape != CHAT:
+        return response
     for name, value in inbound.answer_headers:
         response.headers[name] = value
     return response

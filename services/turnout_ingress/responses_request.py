@@ -23,9 +23,11 @@ Decisions (README "The Responses surface" has the table):
 - `max_output_tokens` becomes `max_completion_tokens`, which both the OpenAI family and
   the Anthropic adapter (`turnout.adapters.anthropic_wire`) read; `reasoning.effort`
   becomes `reasoning_effort` (OpenAI-family targets; the Anthropic adapter drops it).
-- Built-in tools (`web_search`, `file_search`, `code_interpreter`, `mcp`, ...) are
-  refused (400 `unsupported_tool` naming `tools[i].type`): no native Responses
-  upstream is wired, and dropping a tool changes the answer. So are `prompt`,
+- Built-in tools (`web_search`, `file_search`, `code_interpreter`, `mcp`, ...) have no
+  chat form: offered under `tool_choice` auto / none they are left out of the chat
+  request; one that may be forced is refused (400 `unsupported_tool` naming
+  `tools[i].type`), or with `defer_builtin` kept as `builtin_refusal` for the surface,
+  which sends such a request only to `api: responses` offers (`responses_native`). So are `prompt`,
   `conversation` and `background: true` (OpenAI-hosted features).
 - Fields this gateway does not translate and that do not change the answer's content
   (`include`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `top_logprobs`,
@@ -41,15 +43,14 @@ from typing import Any, Final
 import msgspec
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
+from turnout.errors import RequestRejected
 from turnout_ingress.responses_tools import (
     FUNCTION_NAME,
     NAMESPACE_JOIN,
-    check_choice_names,
+    chat_tools_of,
     invalid,
     shown,
     translate_format,
-    translate_tool_choice,
-    translate_tools,
 )
 
 INPUT_ROLES: Final = frozenset({"user", "assistant", "system", "developer"})
@@ -92,6 +93,11 @@ class ResponsesCall:
         store: whether the Response and its conversation are kept (default true).
         tools_left_out: the types of the built-in tools offered and left out
             (`responses_tools.translate_tools`), in order, once each.
+        sent_input: `input` as the client sent it, as a list of items (a string is one user
+            message `{role, content}`): what a native follow-up replays (`responses_native`).
+        builtin_refusal: with `defer_builtin`, the 400 `unsupported_tool` a built-in tool that
+            may be forced would have raised (only `api: responses` offers can serve the request);
+            None when there is none.
     """
 
     chat: dict[str, Any]
@@ -102,6 +108,8 @@ class ResponsesCall:
     previous_response_id: str | None = None
     store: bool = True
     tools_left_out: tuple[str, ...] = ()
+    sent_input: list[Any] = field(default_factory=list)
+    builtin_refusal: RequestRejected | None = None
 
 
 def _text_of(part: dict[str, Any], param: str) -> str:
@@ -351,28 +359,27 @@ def _reasoning(value: Any) -> tuple[dict[str, Any], str | None]:
     return {"effort": effort, "summary": value.get("summary")}, effort
 
 
-def translate_request(data: dict[str, Any]) -> ResponsesCall:
+def translate_request(data: dict[str, Any], *, defer_builtin: bool = False) -> ResponsesCall:
     """The `ResponsesCall` of a decoded Responses body whose `model` is checked
     (`turnout_ingress.validation.decode_request`) and whose `provider` object is taken out.
+
+    Args:
+        data: the decoded body.
+        defer_builtin: a built-in tool that may be forced is not refused here but kept in
+            `ResponsesCall.builtin_refusal` (the surface decides once it knows the offers).
 
     Raises:
         RequestRejected: 400 naming the field at fault (module doc for what is refused).
     """
     _check_scalars(data)
-    turn, items = translate_input(data.get("input"))
+    sent = data.get("input")
+    turn, items = translate_input(sent)
     instructions = data.get("instructions")
     system = {"role": "system", "content": instructions} if instructions else None
     chat: dict[str, Any] = {"model": data["model"], "messages": ([system] if system else []) + turn}
     tools = data.get("tools")
     choice = data.get("tool_choice")
-    left_out: list[str] = []
-    if tools is not None:
-        chat_tools, left_out = translate_tools(tools, choice)
-        if chat_tools:  # an empty array, or built-in tools only: no tools
-            chat["tools"] = chat_tools
-    if choice is not None:
-        chat["tool_choice"] = translate_tool_choice(choice, tools)
-        check_choice_names(choice, chat)
+    left_out, deferred = chat_tools_of(chat, tools, choice, defer_builtin=defer_builtin)
     text = data.get("text")
     response_format = translate_format(text) if text is not None else None
     if response_format is not None:
@@ -414,4 +421,6 @@ def translate_request(data: dict[str, Any]) -> ResponsesCall:
         previous_response_id=data.get("previous_response_id"),
         store=data.get("store", True) is not False,
         tools_left_out=tuple(dict.fromkeys(left_out)),
+        sent_input=[{"role": "user", "content": sent}] if isinstance(sent, str) else list(sent or []),
+        builtin_refusal=deferred,
     )

@@ -104,7 +104,8 @@ def translate_tools(tools: Any, choice: Any = None) -> tuple[list[dict[str, Any]
     that does not force a tool (`auto`, `none`, absent), it is left out and the model answers
     without it (its type is returned, for the answer's `x-turnout-tools-left-out` header);
     with one that does (`required`, or naming a tool), leaving it out could change the answer,
-    so it is refused.
+    so it is refused (the surface sends such a request to `api: responses` offers only:
+    `chat_tools_of` with `defer_builtin`).
 
     Raises:
         RequestRejected: 400 `unsupported_tool` naming `tools[i].type` for a built-in tool the
@@ -140,9 +141,10 @@ def translate_tools(tools: Any, choice: Any = None) -> tuple[list[dict[str, Any]
                 )
         elif forced:
             raise invalid(
-                f"`{where}.type`: the built-in tool {shown(kind)} is not served by this gateway (no native "
-                "Responses upstream is wired), and `tool_choice` may force a tool; only `function` and "
-                "`namespace` tools are served (a built-in tool offered with `tool_choice: auto` is left out).",
+                f"`{where}.type`: the built-in tool {shown(kind)} has no chat form and `tool_choice` may force "
+                "a tool, so only a model's `api: responses` offers can serve it (this one has none); other "
+                "offers serve `function` and `namespace` tools (a built-in tool offered with `tool_choice: auto` "
+                "is left out for them).",
                 f"{where}.type",
                 code="unsupported_tool",
             )
@@ -206,7 +208,8 @@ def translate_tool_choice(choice: Any, tools: Any = None) -> Any:
         return {"type": "function", "function": {"name": joined}}
     if isinstance(choice, dict) and isinstance(choice.get("type"), str):
         raise invalid(
-            f"`tool_choice.type` {shown(choice['type'])} is not served by this gateway (only `function`).",
+            f"`tool_choice.type` {shown(choice['type'])} names a built-in tool, which only a model's "
+            "`api: responses` offers can serve (this one has none); other offers take `function` only.",
             "tool_choice.type",
             code="unsupported_tool",
         )
@@ -246,3 +249,41 @@ def translate_format(text: Any) -> dict[str, Any] | None:
                 raise invalid(f"`text.format.{key}` must be {what}.", f"text.format.{key}")
             spec[key] = value
     return {"type": "json_schema", "json_schema": spec}
+
+
+def chat_tools_of(
+    chat: dict[str, Any], tools: Any, choice: Any, *, defer_builtin: bool
+) -> tuple[list[str], RequestRejected | None]:
+    """Put the chat form of `tools` and `tool_choice` in `chat`; (built-in tool types left out,
+    the deferred `unsupported_tool` refusal or None). With `defer_builtin`, a built-in tool that
+    may be forced (or a `tool_choice` naming one) does not raise: its refusal is returned, and
+    the chat form has the built-in tools left out and no `tool_choice` naming one.
+
+    Raises:
+        RequestRejected: 400 naming the field at fault.
+    """
+    left_out: list[str] = []
+    deferred: RequestRejected | None = None
+    if tools is not None:
+        try:
+            chat_tools, left_out = translate_tools(tools, choice)
+        except RequestRejected as exc:
+            if not defer_builtin or exc.code != "unsupported_tool":
+                raise
+            deferred = exc
+            chat_tools, left_out = translate_tools(tools, "auto")  # the chat form: built-in tools left out
+        if chat_tools:  # an empty array, or built-in tools only: no tools
+            chat["tools"] = chat_tools
+    if choice is not None:
+        try:
+            chat["tool_choice"] = translate_tool_choice(choice, tools)
+        except RequestRejected as exc:
+            if not defer_builtin or exc.code != "unsupported_tool":
+                raise
+            deferred = deferred or exc
+            return left_out, deferred
+        if deferred is None or "tools" in chat:
+            check_choice_names(choice, chat)
+        else:
+            del chat["tool_choice"]  # `required` with built-in tools only: no chat form
+    return left_out, deferred

@@ -72,7 +72,8 @@ class Attempt:
         end: how it finished (see `End`), or None while still open.
         received: what the request carried, for handlers that keep it (the
             Anthropic one: `body`, its text as received, and `headers`, its
-            `anthropic-*` headers, never a key); None: not kept (and left out
+            `anthropic-*` headers, never a key; the Responses one: `body` and
+            its `openai-beta` header); None: not kept (and left out
             of `/sim/log`).
     """
 

@@ -9,7 +9,8 @@ after the stream is committed `cut<N>` / `stall<N>` / `badchunk<N>` / `i<N>`
 / `slow<ms>` count the `*.delta` events, `nodone` leaves out the final
 `response.completed`, and `bodyerr` / `bodyerr429` send `response.failed`
 (a non-streamed answer: a Response with `status: "failed"` and its
-`error`, with 200).
+`error`, with 200). Each attempt's log entry keeps what it carried
+(`received`: the body as text and the `openai-beta` header).
 Must not import: the chat wire modules beyond what `responses_wire` uses.
 """
 
@@ -78,6 +79,10 @@ async def answer(
     Returns:
         The response to finish with `openai_steps.deliver`.
     """
+    attempt.received = {  # what the request carried, for `/sim/log` (no key)
+        "body": (await request.read()).decode("utf-8", "replace"),
+        "headers": {k.lower(): v for k, v in request.headers.items() if k.lower() == "openai-beta"},
+    }
     asked = openai_steps.Asked(model=req.model, prompt_tokens=req.chat.prompt_tokens)
     early = await openai_steps.before_success(request, step, asked, verdict=verdict, attempt=attempt, env=env)
     if early is not None:

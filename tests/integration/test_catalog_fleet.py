@@ -350,3 +350,29 @@ def test_a_model_an_org_made_through_the_api_names_is_not_deleted_under_it(opera
     finally:
         operator.call("DELETE", "/orgs/refs-org")
         operator.call("DELETE", "/catalog/models/m-refs")
+
+
+def test_an_api_responses_offer_is_written_and_served_natively_through_the_api(gw: Gateway, operator: Admin) -> None:
+    """`api: responses` passes the admin API like the file: written, carried to the same provider
+    model's other offers, served on `/v1/responses` at the provider's own `/responses`; on an
+    `anthropic` provider it is refused naming the offer."""
+    offer = {"provider": "sim-b", "model": "deep-up", "api": "responses"}
+    put = operator.call("PUT", "/catalog/models/deep", {"offers": [offer]})
+    assert put.status_code == 200, put.text
+    assert put.json()["models"]["deep"]["offers"][0]["api"] == "responses"
+    wait_for(lambda: _workers_at(gw, put.json()["version"]), BOUND_S, "every worker on the catalog with the model")
+    with _client(gw.base_url) as client:
+        wait_for(lambda: _queued(client, "deep") == 400, BOUND_S, "a chat request refused by the model")
+        answer = client.responses.create(model="deep", input="hi", max_output_tokens=3)
+        assert answer.output_text == "tok0 tok1 tok2" and answer.id.startswith("resp_")
+    assert json.loads(gw.sim_log("deep-up")[-1]["received"]["body"])["store"] is False  # type: ignore[index]
+    made = operator.call(
+        "PUT", "/catalog/providers/claude-x", {"kind": "anthropic", "base_url": "https://api.anthropic.com"}
+    )
+    assert made.status_code == 200, made.text
+    refused = operator.call(
+        "PUT", "/catalog/models/deep-c", {"offers": [{"provider": "claude-x", "model": "c", "api": "responses"}]}
+    )
+    assert refused.status_code == 400 and "models.deep-c.offers[0].api" in refused.json()["error"]["message"]
+    for path in ("/catalog/models/deep", "/catalog/providers/claude-x"):
+        assert operator.call("DELETE", path).status_code == 200, path

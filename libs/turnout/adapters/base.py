@@ -30,7 +30,7 @@ import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
 
-from turnout.config import ProviderKind
+from turnout.config import OfferApi, ProviderKind
 from turnout.core.hints import retry_after_s
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
@@ -146,7 +146,7 @@ class AttemptResult(msgspec.Struct, frozen=True, kw_only=True):
             upstream stream (`UpstreamStream`).
         shape: the surface `body` is in: `chat` (an OpenAI `chat.completion`,
             translated where the family speaks another API), or a native call's
-            surface (`messages`: the provider's own body, unchanged).
+            surface (`messages`, `responses`: the provider's own body, unchanged).
     """
 
     outcome: Outcome
@@ -179,6 +179,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             None: `body` is the OpenAI request.
         api_version: the API version the provider's requests name
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
+        api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
+            `operation` it chooses the family (`responses`: the Responses family).
     """
 
     target: Target
@@ -193,6 +195,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     operation: Operation = "chat"
     native: Native | None = None
     api_version: str | None = None
+    api: OfferApi = "chat"
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

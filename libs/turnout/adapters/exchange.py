@@ -2,8 +2,8 @@
 
 Owns: the two `Upstream`s the router calls — `call_json` (a complete
 answer) and `open_stream` (an SSE answer up to its commit point) — and
-therefore every upstream call: the family is looked up by `CallSpec.kind` and
-`CallSpec.operation` (`family_for`), its request sent within the attempt's time limit, and every
+therefore every upstream call: the family is looked up by `CallSpec.kind`,
+`CallSpec.operation` and `CallSpec.api` (`family_for`), its request sent within the attempt's time limit, and every
 way the exchange can fail (timeout, transport error) turned into an
 `AttemptResult`; a stream is held until the commit point
 (`turnout.adapters.commit`) and closed otherwise. The families only build
@@ -34,7 +34,7 @@ def _family(spec: CallSpec) -> ApiFamily:
     Raises:
         LookupError: the kind's API has no such operation (a router fault).
     """
-    family = family_for(spec.kind, spec.operation)
+    family = family_for(spec.kind, spec.operation, spec.api)
     if family is None:
         raise LookupError(f"`{spec.kind}` providers have no {spec.operation} call")
     return family

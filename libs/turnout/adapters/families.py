@@ -3,7 +3,8 @@
 Owns: `FAMILIES`, the one place that says which `ApiFamily` speaks for a
 provider kind (`turnout.config.ProviderKind`), and `OTHER_OPERATIONS`, which
 family performs an operation other than chat (`turnout.core.model_types.Operation`:
-embeddings, legacy completions) on a kind whose API has it. `turnout.adapters.exchange`
+embeddings, legacy completions) on a kind whose API has it; an offer marked `api: responses`
+is the Responses family's (`family_for`). `turnout.adapters.exchange`
 looks every call up here (`family_for`); nothing else chooses a family.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
@@ -23,7 +24,8 @@ from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_E
 from turnout.adapters.base import ApiFamily
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
-from turnout.config import ProviderKind
+from turnout.adapters.openai_responses import OPENAI_RESPONSES
+from turnout.config import RESPONSES_KINDS, OfferApi, ProviderKind
 from turnout.core.model_types import Operation
 
 FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
@@ -50,8 +52,14 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
 (`FAMILIES`); a pair absent here is an operation the kind's API does not have."""
 
 
-def family_for(kind: ProviderKind, operation: Operation = "chat") -> ApiFamily | None:
-    """The family that performs `operation` on a provider of `kind`, or None when its API has no such call."""
+def family_for(kind: ProviderKind, operation: Operation = "chat", api: OfferApi = "chat") -> ApiFamily | None:
+    """The family that performs `operation` on a provider of `kind` for an offer of `api`
+    (`turnout.config.OfferApi`), or None when its API has no such call. An `api: responses`
+    offer is the Responses family's (`OPENAI_RESPONSES`) for a chat operation on a kind that
+    has it (`RESPONSES_KINDS`), whatever surface the request came on: the family refuses the
+    requests it cannot send (`ApiFamily.refusal`)."""
+    if api == "responses":
+        return OPENAI_RESPONSES if operation == "chat" and kind in RESPONSES_KINDS else None
     if operation == "chat":
         return FAMILIES[kind]
     return OTHER_OPERATIONS.get((kind, operation))

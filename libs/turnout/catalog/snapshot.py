@@ -13,7 +13,7 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.config import Config, ProviderConfig, embedding_models
+from turnout.config import Config, OfferApi, ProviderConfig, embedding_models
 from turnout.core.model_types import ModelType
 from turnout.core.ordering import OfferPrice, OrderSettings
 from turnout.core.plan import split_pinned
@@ -41,6 +41,9 @@ class Catalog:
         keyed_providers: names of the providers whose platform key is configured.
         prices: target key -> price.
         supports_prefill: target key -> the offer accepts an assistant prefill.
+        apis: target key -> the upstream API it is called at (`turnout.config.OfferApi`).
+        responses_offers: keys of the `api: responses` targets (none: no request needs to
+            carry its `/v1/responses` body).
         orders: model id -> its ordering strategy (`turnout.core.ordering`).
         offer_prices: target key -> its prices as the orderings read them.
         price_mix: the `routing.price_mix` of the configuration.
@@ -71,6 +74,10 @@ class Catalog:
         self.supports_prefill: dict[str, bool] = {
             f"{o.provider}/{o.model}": o.supports_prefill for spec in raw.models.values() for o in spec.offers
         }
+        self.apis: dict[str, OfferApi] = {
+            f"{o.provider}/{o.model}": o.api_in_force for spec in raw.models.values() for o in spec.offers
+        }
+        self.responses_offers = frozenset(key for key, api in self.apis.items() if api == "responses")
         self.orders: dict[str, str] = {m: s.order for m, s in raw.models.items()}
         self.offer_prices: dict[str, OfferPrice] = {
             key: OfferPrice(input_usd_per_mtok=p.input_usd_per_mtok, output_usd_per_mtok=p.output_usd_per_mtok)

@@ -31,19 +31,22 @@ CHAT: Final = "chat"
 """The OpenAI Chat Completions surface (`POST /v1/chat/completions`): the internal request's own shape."""
 MESSAGES: Final = "messages"
 """The Anthropic Messages surface (`POST /v1/messages`)."""
+RESPONSES: Final = "responses"
+"""The OpenAI Responses surface (`POST /v1/responses`), spoken natively by `api: responses` offers."""
 
 PASSED_HEADERS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
-    {MESSAGES: frozenset({"anthropic-version", "anthropic-beta"})}
+    {MESSAGES: frozenset({"anthropic-version", "anthropic-beta"}), RESPONSES: frozenset({"openai-beta"})}
 )
 """Surface -> the client headers (lower-case names) that reach a provider of the same family, values as sent.
-Source: https://docs.anthropic.com/en/api/versioning and /en/api/beta-headers."""
+Sources: https://docs.anthropic.com/en/api/versioning and /en/api/beta-headers; OpenAI's `OpenAI-Beta`
+header (https://platform.openai.com/docs/api-reference/responses)."""
 
 
 class Native(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A client's request as it arrived, for targets whose family speaks its surface.
 
     Attributes:
-        surface: the client's surface (`MESSAGES`).
+        surface: the client's surface (`MESSAGES`, `RESPONSES`).
         body: the client's JSON body, bytes as received (a JSON object; the ingress checked it).
         headers: the client's provider headers (`passed_headers`): (lower-case name, value)
             pairs in the order sent, a header sent twice given twice.

@@ -58,6 +58,9 @@ class StoredResponse(msgspec.Struct, frozen=True, kw_only=True):
         messages: the conversation as chat messages: every earlier turn's input and
             output, this turn's input, and this turn's output (instructions excluded).
         expires_at_s: epoch seconds after which it reads as absent.
+        items: the same conversation as Responses input items (each turn's `input` as the
+            client sent it, then its output items), which a follow-up sent natively to an
+            `api: responses` offer replays; None in a document stored before they were kept.
     """
 
     key: str
@@ -65,6 +68,7 @@ class StoredResponse(msgspec.Struct, frozen=True, kw_only=True):
     input_items: list[dict[str, Any]]
     messages: list[dict[str, Any]]
     expires_at_s: float
+    items: list[Any] | None = None
 
 
 _encode = msgspec.json.Encoder()
@@ -104,8 +108,10 @@ class ResponseStore:
         response: dict[str, Any],
         input_items: list[dict[str, Any]],
         messages: list[dict[str, Any]],
+        items: list[Any] | None = None,
     ) -> int | None:
-        """Keep `response` (its `id` names it) for `org`'s gateway key `key`.
+        """Keep `response` (its `id` names it) for `org`'s gateway key `key`, with this turn's
+        `input_items` and the conversation as chat `messages` and as Responses `items`.
 
         Returns:
             How many of the org's older responses were evicted for the cap, or None when
@@ -116,7 +122,12 @@ class ResponseStore:
         """
         now_s = self._clock()
         doc = StoredResponse(
-            key=key, response=response, input_items=input_items, messages=messages, expires_at_s=now_s + self._ttl_s
+            key=key,
+            response=response,
+            input_items=input_items,
+            messages=messages,
+            expires_at_s=now_s + self._ttl_s,
+            items=items,
         )
         raw = _encode.encode(doc)
         if len(raw) > self._max_bytes:

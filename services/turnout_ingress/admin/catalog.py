@@ -147,7 +147,7 @@ async def get_catalog(watch: Watch, _: Operator) -> Response:
 
 @router.put(P + "/models/{model:path}")  # a model id may hold `/` (`org/model`)
 async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> Response:
-    """Add or replace a model (the body as in the file); its offers' prices and `supports_prefill`
+    """Add or replace a model (the body as in the file); its offers' prices, `supports_prefill` and `api`
     carry over to every other model's offer of the same provider model (`carried`)."""
     spec = decode(await body(request), ModelConfig, f"models.{model}")
     return await write(
@@ -156,7 +156,7 @@ async def put_model(request: Request, model: str, watch: Watch, _: Operator) -> 
 
 
 def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConfig]:
-    """`models` with the prices and `supports_prefill` of `written`'s offers set on every other
+    """`models` with the prices, `supports_prefill` and `api` of `written`'s offers set on every other
     model's offer of the same provider and upstream model: one provider's model is one target,
     with one price (`turnout.config`), so a write that reprices it reprices it everywhere."""
     facts = {(o.provider, o.model): o for o in models[written].offers}
@@ -170,6 +170,7 @@ def carried(models: dict[str, ModelConfig], written: str) -> dict[str, ModelConf
             input_usd_per_mtok=f.input_usd_per_mtok,
             output_usd_per_mtok=f.output_usd_per_mtok,
             supports_prefill=f.supports_prefill,
+            api=f.api,
         )
 
     out: dict[str, ModelConfig] = {}

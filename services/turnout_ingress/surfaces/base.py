@@ -142,6 +142,11 @@ class Surface(Protocol):
         this surface's shape; the request's `inbound` names the model the client asked for."""
         ...
 
+    def render_native(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
+        """The client's stream for a native stream's `frames` (a target of the surface's own family
+        served it: the provider's events as sent, already in this surface's shape)."""
+        ...
+
 
 class Stateless:
     """The hooks of a surface with no state of its own: `stateful` is False, so the front door
@@ -156,6 +161,10 @@ class Stateless:
 
     async def settle(self, state: IngressState, inbound: Inbound) -> None:
         """Nothing; see `Surface.settle`."""
+
+    def render_native(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
+        """The provider's events as they are; see `Surface.render_native`."""
+        return frames
 
 
 class FleetShaped(Stateless):

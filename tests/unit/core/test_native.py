@@ -8,7 +8,7 @@ import json
 import msgspec
 import pytest
 
-from turnout.core.native import CHAT, MESSAGES, PASSED_HEADERS, Native, native_body, passed_headers
+from turnout.core.native import CHAT, MESSAGES, PASSED_HEADERS, RESPONSES, Native, native_body, passed_headers
 
 CLIENT = {
     "model": "claude-catalog-id",
@@ -69,13 +69,21 @@ def test_the_messages_surface_passes_its_anthropic_headers_as_sent_in_order() ->
     )
 
 
-@pytest.mark.parametrize("surface", [CHAT, "responses", ""])
+@pytest.mark.parametrize("surface", [CHAT, "embeddings", ""])
 def test_a_surface_without_a_list_passes_no_header(surface: str) -> None:
     assert passed_headers(surface, [("anthropic-beta", "x"), ("openai-beta", "y")]) == ()
 
 
-def test_only_the_anthropic_version_and_beta_headers_are_listed() -> None:
-    assert dict(PASSED_HEADERS) == {MESSAGES: frozenset({"anthropic-version", "anthropic-beta"})}
+def test_the_responses_surface_passes_openai_beta_only() -> None:
+    headers = [("OpenAI-Beta", "responses=v1"), ("anthropic-beta", "x"), ("authorization", "Bearer k")]
+    assert passed_headers(RESPONSES, headers) == (("openai-beta", "responses=v1"),)
+
+
+def test_only_the_listed_provider_headers_pass() -> None:
+    assert dict(PASSED_HEADERS) == {
+        MESSAGES: frozenset({"anthropic-version", "anthropic-beta"}),
+        RESPONSES: frozenset({"openai-beta"}),
+    }
 
 
 def test_a_payload_without_a_native_carry_decodes_as_before_and_the_carry_round_trips() -> None:

@@ -50,6 +50,17 @@ async def test_a_stored_response_reads_back_for_its_org_and_key_only(redis_clien
     assert await store.get("acme", "main", "") is None and await store.get("acme", "main", "x" * 500) is None
 
 
+async def test_the_conversation_items_are_kept_and_an_older_document_reads_without_them(redis_client: Redis) -> None:
+    store = _store(redis_client, Clock())
+    conversation = [{"role": "user", "content": "hi"}, {"type": "web_search_call", "id": "ws_1"}]
+    await store.put("acme", "main", _response("resp_i"), ITEMS, MESSAGES, conversation)
+    found = await store.get("acme", "main", "resp_i")
+    assert found is not None and found.items == conversation
+    await store.put("acme", "main", _response("resp_old"), ITEMS, MESSAGES)  # no items, as the version before
+    older = await store.get("acme", "main", "resp_old")
+    assert older is not None and older.items is None
+
+
 async def test_an_expired_response_reads_as_absent_and_redis_expires_it_too(redis_client: Redis) -> None:
     clock = Clock()
     store = _store(redis_client, clock)

@@ -12,6 +12,8 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
+from turnout.catalog import Catalog
+from turnout.config import parse_config
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.metrics import Metrics
 from turnout.state.response_store import ResponseStore
@@ -32,9 +34,20 @@ async def broken() -> AsyncIterator[Redis]:
     await client.aclose()
 
 
-def _state(redis: Redis) -> Any:
+CATALOG = """\
+providers:
+  oai: {kind: openai, base_url: "http://oai.test/v1", api_key: k}
+models:
+  m: {offers: [{provider: oai, model: m-chat}]}
+  deep: {offers: [{provider: oai, model: deep-up, api: responses}]}
+"""
+
+
+def _state(redis: Redis, catalog: str = CATALOG) -> Any:
     store = ResponseStore(redis, ttl_s=3600, per_org=10, max_bytes=100_000, clock=lambda: 1000.0)
-    return SimpleNamespace(responses=store, metrics=Metrics(), clock=lambda: 1000.0)
+    return SimpleNamespace(
+        responses=store, metrics=Metrics(), clock=lambda: 1000.0, catalog=Catalog(parse_config(catalog, env={}))
+    )
 
 
 def _raw(**fields: Any) -> bytes:
@@ -97,3 +110,51 @@ async def test_store_false_keeps_nothing_and_an_error_answer_passes_as_it_is(red
     error = b'{"error":{"message":"no","type":"x","param":null,"code":"provider_failed"}}'
     answer = RESPONSES.render(502, error, {"x-turnout-attempts": "2"}, "r1", inbound)
     assert (answer.status_code, answer.body, answer.headers["x-turnout-attempts"]) == (502, error, "2")
+
+
+async def test_a_native_follow_up_carries_the_stored_items_and_a_native_answer_is_kept(redis_client: Redis) -> None:
+    state = _state(redis_client)
+    first = await RESPONSES.prepare(state, RESPONSES.parse(_raw(model="deep", input="first"), {}), IDENTITY, "n1")
+    assert first.native is not None and msgspec.json.decode(first.native.body)["store"] is False
+    upstream = {
+        "id": "resp_up",
+        "object": "response",
+        "status": "completed",
+        "store": False,
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_up",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "one"}],
+            }
+        ],
+    }
+    answer = RESPONSES.render(200, msgspec.json.encode(upstream), {"x-request-id": "n1"}, "n1", first, "responses")
+    assert msgspec.json.decode(answer.body)["id"] == "resp_n1"
+    await RESPONSES.settle(state, first)
+    second = await RESPONSES.prepare(
+        state, RESPONSES.parse(_raw(model="deep", input="second", previous_response_id="resp_n1"), {}), IDENTITY, "n2"
+    )
+    assert second.native is not None
+    body = msgspec.json.decode(second.native.body)
+    assert body["input"] == [
+        {"role": "user", "content": "first"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "one"}]},
+        {"role": "user", "content": "second"},
+    ]
+    assert "previous_response_id" not in body and body["store"] is False
+    assert second.body["messages"][-2:] == [
+        {"role": "assistant", "content": "one"},
+        {"role": "user", "content": "second"},
+    ]
+
+
+async def test_without_an_api_responses_offer_nothing_is_carried(redis_client: Redis) -> None:
+    chat_only = CATALOG.replace(", api: responses", "")
+    inbound = await RESPONSES.prepare(_state(redis_client, chat_only), RESPONSES.parse(_raw(), {}), IDENTITY, "c1")
+    assert inbound.native is None
+    forced = _raw(tools=[{"type": "web_search"}], tool_choice="required")
+    with pytest.raises(RequestRejected) as caught:
+        await RESPONSES.prepare(_state(redis_client), RESPONSES.parse(forced, {}), IDENTITY, "c2")
+    assert (caught.value.code, caught.value.param) == ("unsupported_tool", "tools[0].type")
