@@ -37,6 +37,7 @@ from turnout.core.policy import (
     merge_policy,
 )
 from turnout.core.scopes import ScopeSettings, as_model_map, named_models
+from turnout.core.upstream_auth import AUTH_KINDS, ProviderAuth, Refused, auth_refusal, headers_refusal
 from turnout.errors import ConfigError
 from turnout.tenancy.text import check_id, check_model, check_secret, check_url, short_name
 
@@ -100,12 +101,23 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         api_version: the API version every request names (`azure_openai`: the `api-version`
             query parameter, `2024-10-21`); required for that kind, refused on the others
             (README "Providers: Azure OpenAI").
+        auth: the header the key goes in and its scheme (`turnout.core.upstream_auth.ProviderAuth`;
+            None: `authorization: Bearer`); `openai_compatible` only.
+        headers: extra headers every request carries (values may be `${VAR}`; treated as
+            secrets: never logged); `openai_compatible` only.
     """
 
     kind: ProviderKind
     base_url: str
     api_key: str | None = None
     api_version: str | None = None
+    auth: ProviderAuth | None = None
+    headers: dict[str, str] | None = None
+
+    def secrets(self) -> list[str]:
+        """What the scrubber must never let out for this provider: its key and its extra
+        header values (`turnout.scrub`), the empty ones left out."""
+        return [s for s in (self.api_key, *(self.headers or {}).values()) if s]
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -176,10 +188,13 @@ class SquadConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 class CustomEndpointConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A tenant-registered OpenAI-compatible endpoint (SPEC §6)."""
+    """A tenant-registered OpenAI-compatible endpoint (SPEC §6); `auth` and `headers` as a
+    provider's (`ProviderConfig`), the header values sealed like the key when stored."""
 
     base_url: str
     api_key: str | None = None
+    auth: ProviderAuth | None = None
+    headers: dict[str, str] | None = None
 
 
 class OrgConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -438,6 +453,9 @@ def _sent_strings(data: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
         for endpoint_name, endpoint in endpoints.items() if isinstance(endpoints, dict) else ():
             if isinstance(endpoint, dict):
                 yield f"orgs.{org_name}.custom_endpoints.{endpoint_name}.api_key", endpoint.get("api_key")
+                yield from _strings(
+                    endpoint.get("headers"), f"orgs.{org_name}.custom_endpoints.{endpoint_name}.headers"
+                )
 
 
 def _strings(node: Any, path: str) -> Iterator[tuple[str, Any]]:
@@ -750,6 +768,37 @@ def _check_api_version(path: str, provider: ProviderConfig) -> None:
         )
 
 
+def check_provider_auth(path: str, provider: ProviderConfig) -> None:
+    """`auth` and `headers`: only on the kinds that take them (`AUTH_KINDS`), each sendable.
+
+    Raises:
+        ConfigError: naming `{path}.auth...` or `{path}.headers...` (README "Providers: any
+            OpenAI-compatible endpoint").
+    """
+    for field, value in (("auth", provider.auth), ("headers", provider.headers)):
+        if value is not None and provider.kind not in AUTH_KINDS:
+            raise ConfigError(
+                f"{path}.{field}: only an {' or '.join(AUTH_KINDS)} provider takes `{field}` "
+                f"(an `{provider.kind}` provider's API fixes how its key is sent)"
+            )
+    _check_sendable(path, provider.auth, provider.headers)
+
+
+def _check_sendable(path: str, auth: ProviderAuth | None, headers: dict[str, str] | None) -> None:
+    """`auth` and `headers` of a provider or a custom endpoint at `path` can be sent.
+
+    Raises:
+        ConfigError: the field named (`turnout.core.upstream_auth`).
+    """
+    refused: Refused | None = None
+    if auth is not None:
+        refused = auth_refusal(f"{path}.auth", auth)
+    if refused is None and headers is not None:
+        refused = headers_refusal(f"{path}.headers", headers, auth)
+    if refused is not None:
+        raise ConfigError(str(refused))
+
+
 def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) -> None:
     """Every rule of a file beyond its types; `allow`: check the orgs' custom endpoint base URLs
     as the ingress does when it merges them into Redis (None: a catalog edit, orgs checked at load)."""
@@ -772,6 +821,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
         _check_api_version(f"providers.{name}", provider)
+        check_provider_auth(f"providers.{name}", provider)
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
@@ -834,6 +884,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
                 _check_endpoint_url(f"{epath}.base_url", endpoint.base_url, allow)
             if endpoint.api_key:
                 check_secret(f"{base}.custom_endpoints.{endpoint_name}.api_key", endpoint.api_key)
+            _check_sendable(epath, endpoint.auth, endpoint.headers)
         for squad_name, squad in org.squads.items():
             check_id(f"{base}.squads.{squad_name}", squad_name)
             _check_scope(f"{base}.squads.{squad_name}.settings", squad.settings, raw, policy, org)

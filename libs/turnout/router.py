@@ -220,7 +220,7 @@ class Router:
         self._rng = rng or random.Random()
         self._credentials = credentials
         self._custom_http = custom_http
-        self.scrubber = scrubber or Scrubber(p.api_key for p in catalog.current.providers.values() if p.api_key)
+        self.scrubber = scrubber or Scrubber(s for p in catalog.current.providers.values() for s in p.secrets())
         self._listings = Listings(self._listing_plan)
 
     @property
@@ -521,7 +521,7 @@ class Router:
 
     def _scrubbed(self, result: AttemptResult, call: ResolvedCall) -> AttemptResult:
         """`result` with its upstream texts scrubbed, the key just sent included (`turnout.scrub`)."""
-        outcome = self.scrubber.outcome(result.outcome, extra=(call.provider.api_key or "",))
+        outcome = self.scrubber.outcome(result.outcome, extra=call.provider.secrets())
         return result if outcome is result.outcome else msgspec.structs.replace(result, outcome=outcome)
 
     def _client_for(self, call: ResolvedCall) -> httpx.AsyncClient:
@@ -740,6 +740,8 @@ def _spec(
         native=native,
         api_version=provider.api_version,
         api=api,
+        auth=provider.auth,
+        headers=provider.headers,
     )
 
 

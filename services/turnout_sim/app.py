@@ -2,7 +2,9 @@
 
 Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
 legacy text completions, embeddings, responses, models — the same three first ones as Azure
-OpenAI serves them under `/openai/deployments/{deployment}/`, the Anthropic Messages route of
+OpenAI serves them under `/openai/deployments/{deployment}/`, chat completions and embeddings
+under `/keyed/v1/` as a self-hosted endpoint behind its own auth serves them (the key alone in
+`api-key`, no scheme; the request's `x-*` headers kept in the log), the Anthropic Messages route of
 `anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
 URLs), the admission every OpenAI route shares (auth, JSON, the route's
 fields, scenario selection, attempt logging; `openai_route`) and the ways
@@ -110,8 +112,12 @@ Answer = Callable[..., Awaitable[web.StreamResponse]]
 """`answer(request, parsed, step, *, verdict, attempt, env)`: the route's answer to one step."""
 
 
+KEYED_HEADER = "api-key"
+"""The header a `/keyed/v1/` route takes its key in, alone (no `Bearer`)."""
+
+
 def openai_route(
-    parse: Parse[Parsed], answer: Answer, *, azure: str | None = None
+    parse: Parse[Parsed], answer: Answer, *, azure: str | None = None, keyed: bool = False
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """A `POST` handler of an OpenAI route: admit, log, consume a step, answer.
 
@@ -128,6 +134,11 @@ def openai_route(
     (model name, `x-sim-scenario`) consumes a step, and `answer` applies it.
     The response is completed here (`openai_steps.deliver`) so the log
     records when and how the request ended (`ended_s`, `end`).
+
+    With `keyed`, it is an OpenAI-compatible endpoint behind its own auth (`/keyed/v1/...`):
+    the key comes alone in `api-key` (OpenAI's 401 without a usable one, a Bearer token
+    included), and the request's `x-*` headers but the request id and the scenario are kept
+    as `received.headers` in `/sim/log`.
 
     Args:
         parse: the route's request reader.
@@ -147,7 +158,7 @@ def openai_route(
             body = {**body, "model": request.match_info["deployment"]}  # the deployment is the model
         fields = body if isinstance(body, dict) else {}
         model = fields.get("model")
-        authorization = request.headers.get("api-key" if azure is not None else "Authorization")
+        authorization = request.headers.get(KEYED_HEADER if azure is not None or keyed else "Authorization")
         attempt = state.log.record(
             t_s=state.clock(),
             model=model if isinstance(model, str) else None,
@@ -155,8 +166,12 @@ def openai_route(
             authorization=authorization,
             request_id=request.headers.get("x-request-id"),
         )
+        if keyed:
+            skip = {"x-request-id", SCENARIO_HEADER.lower()}
+            extra = {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("x-")}
+            attempt.received = {"headers": {k: v for k, v in sorted(extra.items()) if k not in skip}}
         try:
-            resp = await _admit(request, state, env, attempt, body if parsed else _UNPARSED, parse, answer)
+            resp = await _admit(request, state, env, attempt, body if parsed else _UNPARSED, parse, answer, keyed)
             return await openai_steps.deliver(request, resp, attempt, env)
         except asyncio.CancelledError:  # shutdown cancelled the handler
             attempt.finish(End.FAULT, state.clock())
@@ -177,8 +192,10 @@ async def _admit(
     body: object,
     parse: Parse[Parsed],
     answer: Answer,
+    keyed: bool = False,
 ) -> web.StreamResponse:
-    """Reject the request or apply its scenario step (not yet completed)."""
+    """Reject the request or apply its scenario step (not yet completed); `keyed`: the key is
+    read alone from `KEYED_HEADER` (`openai_route`)."""
     authorization = request.headers.get("Authorization")
 
     def reject(status: int, error: errors.ErrorBody) -> web.Response:
@@ -191,6 +208,12 @@ async def _admit(
             return reject(401, azure_errors.access_denied_error())
         if not env.azure.api_version:
             return reject(400, azure_errors.missing_api_version_error())
+    elif keyed:
+        key = request.headers.get(KEYED_HEADER, "")
+        if not key.strip() or key.lower().startswith("bearer "):
+            return reject(401, errors.missing_key_error())
+        if credentials.revoked(key):
+            return reject(401, errors.status_error(401, ""))
     elif not _authorized(authorization):
         return reject(401, errors.missing_key_error())
     elif _revoked(authorization):
@@ -297,6 +320,10 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app.router.add_post(
         deployment + "embeddings",
         openai_route(embeddings_wire.parse_request, embeddings_handler.answer, azure=embed_ops),
+    )
+    app.router.add_post("/keyed/v1/chat/completions", openai_route(wire.parse_request, _chat_answer, keyed=True))
+    app.router.add_post(
+        "/keyed/v1/embeddings", openai_route(embeddings_wire.parse_request, embeddings_handler.answer, keyed=True)
     )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)

@@ -35,6 +35,7 @@ from turnout.core.hints import retry_after_s
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.types import Outcome, Target, TransportError
+from turnout.core.upstream_auth import ProviderAuth, auth_headers
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -181,6 +182,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
         api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
             `operation` it chooses the family (`responses`: the Responses family).
+        auth: where the key goes (`ProviderConfig.auth`; None: `authorization: Bearer`).
+        headers: the provider's extra headers (`ProviderConfig.headers`; never logged), or None.
     """
 
     target: Target
@@ -196,6 +199,13 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     native: Native | None = None
     api_version: str | None = None
     api: OfferApi = "chat"
+    auth: ProviderAuth | None = None
+    headers: dict[str, str] | None = None
+
+    def key_headers(self) -> list[tuple[str, str]]:
+        """The headers carrying the key and the provider's extra headers, for the OpenAI
+        families (`turnout.core.upstream_auth.auth_headers`: no key header when the key is "")."""
+        return auth_headers(self.api_key, self.auth, self.headers)
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

@@ -177,7 +177,8 @@ class OpenAIResponses:
     def build_request(
         self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
     ) -> httpx.Request | AttemptResult:
-        """`POST {base_url}/responses` with `spec.body` as is, the key in `authorization: Bearer`,
+        """`POST {base_url}/responses` with `spec.body` as is, the key in `authorization: Bearer`
+        (or where the provider's `auth` says, with its extra headers: `CallSpec.key_headers`),
         the client's `openai-beta`, Turnout's request id; a call that is not native is a 400
         without a call (the router skips such a target first: `refusal`)."""
         if spec.native is None or spec.native.surface != RESPONSES:
@@ -187,7 +188,7 @@ class OpenAIResponses:
                 )
             )
         headers = [
-            ("authorization", f"Bearer {spec.api_key}"),
+            *spec.key_headers(),
             *spec.native.headers,
             ("content-type", "application/json"),
             ("x-request-id", spec.request_id),

@@ -29,7 +29,8 @@ import msgspec
 
 from turnout.catalog.provider_rules import check_key_env, key_env_refusal
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
-from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
+from turnout.core.upstream_auth import ProviderAuth
+from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, header_binding
 
 log = logging.getLogger("turnout.catalog")
 
@@ -70,6 +71,10 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     base_url: str
     key: KeyRef | None = None
     api_version: str | None = None
+    auth: ProviderAuth | None = None
+    headers: dict[str, KeyRef] | None = None
+    """Extra header name -> a reference to its value (`sealed`, bound to the provider and the
+    header: `header_binding`; or `file`: the value the process's own file gives)."""
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -97,11 +102,13 @@ doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:
-    """A provider's fields as the digest reads them: `api_version` only when set, so a file
-    without one digests as it did before the field existed (no spurious re-apply on upgrade)."""
+    """A provider's fields as the digest reads them: `api_version`, `auth` and `headers` only
+    when set, so a file without them digests as it did before the fields existed (no spurious
+    re-apply on upgrade)."""
     fields = msgspec.structs.asdict(provider)
-    if fields["api_version"] is None:
-        del fields["api_version"]
+    for optional in ("api_version", "auth", "headers"):
+        if fields[optional] is None:
+            del fields[optional]
     return fields
 
 
@@ -125,19 +132,65 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
                 key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
             except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
                 key = KeyRef(source="file")
-        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key, api_version=p.api_version)
+        providers[name] = ProviderEntry(
+            kind=p.kind,
+            base_url=p.base_url,
+            key=key,
+            api_version=p.api_version,
+            auth=p.auth,
+            headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
+        )
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
     )
+
+
+def _header_ref(vault: Vault, provider: str, header: str, value: str) -> KeyRef:
+    """A reference to a file's header value: sealed when the vault has a key, else `file`."""
+    try:
+        return KeyRef(
+            source="sealed", sealed=vault.seal(value, header_binding(PLATFORM_ORG, provider, header, endpoint=False))
+        )
+    except VaultUnavailable:
+        return KeyRef(source="file", name=header)
+
+
+def resolve_headers(name: str, refs: dict[str, KeyRef] | None, file: Config, vault: Vault) -> dict[str, str] | None:
+    """The clear extra headers of provider `name` for this process, or None when it has none.
+
+    A value that does not open (or a `file` reference the process's file does not give) is
+    logged (provider and header, never the value) and left out: the provider is called
+    without it, and answers as it does to a request without that header.
+    """
+    if refs is None:
+        return None
+    own = file.raw.providers.get(name)
+    out: dict[str, str] = {}
+    for header, ref in refs.items():
+        value: str | None = None
+        if ref.source == "file":
+            value = (own.headers or {}).get(header) if own is not None else None
+        elif ref.sealed is not None:
+            try:
+                value = vault.open(ref.sealed, header_binding(PLATFORM_ORG, name, header, endpoint=False))
+            except (VaultUnavailable, SecretUnreadable) as exc:
+                log.error("catalog: provider %s: header %s cannot be opened (sent without it): %s", name, header, exc)
+        if value:
+            out[header] = value
+    return out
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
     """True when `doc` holds the file's models and providers (kinds, URLs, API versions, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
-    file_providers = {n: (p.kind, p.base_url, p.api_version, bool(p.api_key)) for n, p in config.raw.providers.items()}
+    file_providers = {
+        n: (p.kind, p.base_url, p.api_version, bool(p.api_key), p.auth, sorted(p.headers or ()))
+        for n, p in config.raw.providers.items()
+    }
     return file_providers == {
-        n: (p.kind, p.base_url, p.api_version, p.key is not None) for n, p in doc.providers.items()
+        n: (p.kind, p.base_url, p.api_version, p.key is not None, p.auth, sorted(p.headers or ()))
+        for n, p in doc.providers.items()
     }
 
 
@@ -195,6 +248,8 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             base_url=p.base_url,
             api_key=resolve_key(name, p.key, file, env, vault),
             api_version=p.api_version,
+            auth=p.auth,
+            headers=resolve_headers(name, p.headers, file, vault),
         )
         for name, p in doc.providers.items()
     }
@@ -210,11 +265,25 @@ def rotate_keys(doc: CatalogDoc, vault: Vault) -> tuple[CatalogDoc, int]:
     """
     providers = {
         name: msgspec.structs.replace(
-            p, key=KeyRef(source="sealed", sealed=vault.rotate(p.key.sealed, platform_key_binding(name)))
+            p,
+            key=KeyRef(source="sealed", sealed=vault.rotate(p.key.sealed, platform_key_binding(name)))
+            if p.key is not None and p.key.sealed is not None
+            else p.key,
+            headers=None
+            if p.headers is None
+            else {
+                h: KeyRef(
+                    source="sealed",
+                    sealed=vault.rotate(ref.sealed, header_binding(PLATFORM_ORG, name, h, endpoint=False)),
+                )
+                if ref.sealed is not None
+                else ref
+                for h, ref in p.headers.items()
+            },
         )
-        if p.key is not None and p.key.sealed is not None
-        else p
         for name, p in doc.providers.items()
     }
-    count = sum(p.key is not None and p.key.sealed is not None for p in doc.providers.values())
+    count = sum(p.key is not None and p.key.sealed is not None for p in doc.providers.values()) + sum(
+        ref.sealed is not None for p in doc.providers.values() for ref in (p.headers or {}).values()
+    )
     return (msgspec.structs.replace(doc, providers=providers), count) if count else (doc, 0)

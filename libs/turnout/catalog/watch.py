@@ -172,7 +172,7 @@ def attach(
     def on_swap(config: Config, catalog: Catalog) -> None:
         breakers.use_sole_targets(catalog.sole_targets)
         directory.config = config
-        directory.scrubber.know("catalog", [p.api_key for p in config.raw.providers.values() if p.api_key])
+        directory.scrubber.know("catalog", [s for p in config.raw.providers.values() for s in p.secrets()])
 
     live.on_swap(on_swap)
     return CatalogWatch(live, CatalogStore(redis), file, directory.vault, os.environ if env is None else env)

@@ -21,6 +21,7 @@ from msgspec import UNSET, UnsetType
 from turnout.core.field_values import with_enum_values
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
+from turnout.core.upstream_auth import ProviderAuth
 from turnout.json_reason import json_reason, out_of_range
 from turnout.scrub import redact_shapes
 from turnout.tenancy.orgs import (
@@ -35,7 +36,7 @@ from turnout.tenancy.orgs import (
     lookup_prefix,
     references,
 )
-from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, mask, provider_key_binding
+from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, header_binding, mask, provider_key_binding
 
 T = TypeVar("T")
 
@@ -137,10 +138,13 @@ class ProviderKeyPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 
 class EndpointPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """`PUT .../custom-endpoints/{id}`; `api_key` None = the endpoint gets no key."""
+    """`PUT .../custom-endpoints/{id}`; `api_key` None = the endpoint gets no key; `auth` and
+    `headers` as a provider's (`turnout.core.upstream_auth`), each header value sealed like the key."""
 
     base_url: str
     api_key: str | None = None
+    auth: ProviderAuth | None = None
+    headers: dict[str, str] | None = None
 
 
 def decode(body: bytes, tp: type[T], root: str = "") -> T:
@@ -388,10 +392,20 @@ def remove_provider_key(doc: OrgDoc, provider: str) -> OrgDoc:
     return msgspec.structs.replace(doc, provider_keys=rest, tombstones=(*doc.tombstones, f"provider_keys.{provider}"))
 
 
-def put_endpoint(doc: OrgDoc, name: str, base_url: str, sealed: Sealed | None, now_s: float) -> OrgDoc:
-    """`doc` with a custom endpoint registered or replaced (base URL checked on save)."""
+def put_endpoint(
+    doc: OrgDoc,
+    name: str,
+    base_url: str,
+    sealed: Sealed | None,
+    now_s: float,
+    *,
+    auth: ProviderAuth | None = None,
+    headers: dict[str, Sealed] | None = None,
+) -> OrgDoc:
+    """`doc` with a custom endpoint registered or replaced (base URL checked on save; `auth`
+    and the header names checked by the caller, `turnout.core.upstream_auth`)."""
     check_name("id", name)
-    stored = EndpointDoc(base_url=base_url, secret=sealed, meta=_api(now_s))
+    stored = EndpointDoc(base_url=base_url, secret=sealed, meta=_api(now_s), auth=auth, headers=headers)
     return msgspec.structs.replace(
         doc,
         custom_endpoints={**doc.custom_endpoints, name: stored},
@@ -420,12 +434,16 @@ def rotate_secrets(doc: OrgDoc, vault: Vault) -> tuple[OrgDoc, int]:
         for p, k in doc.provider_keys.items()
     }
     endpoints = {
-        n: msgspec.structs.replace(e, secret=vault.rotate(e.secret, endpoint_binding(doc.id, n)))
-        if e.secret is not None
-        else e
+        n: msgspec.structs.replace(
+            e,
+            secret=vault.rotate(e.secret, endpoint_binding(doc.id, n)) if e.secret is not None else None,
+            headers=None
+            if e.headers is None
+            else {h: vault.rotate(v, header_binding(doc.id, n, h, endpoint=True)) for h, v in e.headers.items()},
+        )
         for n, e in doc.custom_endpoints.items()
     }
-    count = len(provider_keys) + sum(e.secret is not None for e in endpoints.values())
+    count = len(provider_keys) + sum((e.secret is not None) + len(e.headers or {}) for e in endpoints.values())
     if count == 0:
         return doc, 0
     return msgspec.structs.replace(doc, provider_keys=provider_keys, custom_endpoints=endpoints), count
@@ -471,6 +489,8 @@ def endpoint_view(name: str, stored: EndpointDoc) -> dict[str, Any]:
         "id": name,
         "base_url": redact_shapes(stored.base_url),
         "api_key": mask(stored.secret.tail) if stored.secret is not None else None,
+        **({"auth": msgspec.to_builtins(stored.auth)} if stored.auth is not None else {}),
+        **({"headers": {h: mask(v.tail) for h, v in stored.headers.items()}} if stored.headers is not None else {}),
         "origin": stored.meta.origin,
         "updated_at": iso(stored.meta.updated_s),
     }

@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from turnout.config import Config, OrgConfig
+from turnout.config import Config, CustomEndpointConfig, OrgConfig
 from turnout.errors import ConfigError
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.orgs import (
@@ -47,9 +47,26 @@ from turnout.tenancy.orgs import (
     validate_org,
 )
 from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.tenancy.vault import Binding, Vault, VaultUnavailable, endpoint_binding, provider_key_binding
+from turnout.tenancy.vault import (
+    Binding,
+    Vault,
+    VaultUnavailable,
+    endpoint_binding,
+    header_binding,
+    provider_key_binding,
+)
 
 log = logging.getLogger("turnout.tenancy")
+
+
+def _endpoint_fields(endpoint: CustomEndpointConfig) -> dict[str, Any]:
+    """A file's custom endpoint as its fingerprint reads it: `auth` and `headers` only when set,
+    so an endpoint without them fingerprints as before the fields existed (no re-apply on upgrade)."""
+    fields = msgspec.structs.asdict(endpoint)
+    for optional in ("auth", "headers"):
+        if fields[optional] is None:
+            del fields[optional]
+    return fields
 
 
 def fingerprint(value: Any) -> str:
@@ -147,7 +164,7 @@ def merge_org(
             changed.append(path)
     endpoints = dict(doc.custom_endpoints)
     for name, endpoint in cfg.custom_endpoints.items():
-        fp = fingerprint(endpoint)
+        fp = fingerprint(_endpoint_fields(endpoint))
         path = f"custom_endpoints.{name}"
         if _take(doc, path, endpoints[name].meta if name in endpoints else None, fp):
             try:
@@ -157,7 +174,17 @@ def merge_org(
             sealed = (
                 seal(f"{path}.api_key", endpoint.api_key, endpoint_binding(org_id, name)) if endpoint.api_key else None
             )
-            endpoints[name] = EndpointDoc(base_url=url, secret=sealed, meta=meta(fp))
+            headers = (
+                None
+                if endpoint.headers is None
+                else {
+                    h: seal(f"{path}.headers.{h}", v, header_binding(org_id, name, h, endpoint=True))
+                    for h, v in endpoint.headers.items()
+                }
+            )
+            endpoints[name] = EndpointDoc(
+                base_url=url, secret=sealed, meta=meta(fp), auth=endpoint.auth, headers=headers
+            )
             changed.append(path)
     if not changed and current is not None:
         return current, []

@@ -44,6 +44,7 @@ from turnout.tenancy.vault import (
     Vault,
     VaultUnavailable,
     endpoint_binding,
+    header_binding,
     provider_key_binding,
 )
 
@@ -101,7 +102,22 @@ class OrgCredentials:
             if opened is None:
                 return None
             api_key = opened
-        return ProviderConfig(kind="openai_compatible", base_url=stored.base_url, api_key=api_key)
+        headers: dict[str, str] | None = None
+        if stored.headers is not None:
+            name = provider[len(self._endpoint_prefix) :]
+            headers = {}
+            for header, sealed in stored.headers.items():
+                value = self._open(
+                    f"custom endpoint {provider} header {header}",
+                    sealed,
+                    header_binding(self._doc.id, name, header, endpoint=True),
+                )
+                if value is None:
+                    return None  # called without a header it was registered with, it would answer for another caller
+                headers[header] = value
+        return ProviderConfig(
+            kind="openai_compatible", base_url=stored.base_url, api_key=api_key, auth=stored.auth, headers=headers
+        )
 
 
 class _OrgView(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,11 +132,12 @@ OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
     """Credentials known without Redis: the platform provider keys, the file's gateway, BYOK and
     custom endpoint keys, and the operator key (what the process's `Scrubber` starts with)."""
-    found = [p.api_key or "" for p in config.raw.providers.values()]
+    found = [s for p in config.raw.providers.values() for s in p.secrets()]
     for org in config.raw.orgs.values():
         found += [k.key for k in org.keys]
         found += list(org.provider_keys.values())
         found += [e.api_key or "" for e in org.custom_endpoints.values()]
+        found += [v for e in org.custom_endpoints.values() for v in (e.headers or {}).values()]
     found.append(env.get(OPERATOR_KEY_ENV, ""))
     return [s for s in found if s]
 
@@ -186,7 +203,7 @@ class TenantDirectory:
         self._task: asyncio.Task[None] | None = None
         self._ready: asyncio.Event | None = None
         self._fatal: ConfigError | None = None
-        self.scrubber = scrubber or Scrubber(p.api_key or "" for p in config.raw.providers.values())
+        self.scrubber = scrubber or Scrubber(s for p in config.raw.providers.values() for s in p.secrets())
 
     @property
     def version(self) -> int:
@@ -281,6 +298,11 @@ class TenantDirectory:
         open), and the clear lookup prefix of each gateway key."""
         sealed = [(p.secret, provider_key_binding(doc.id, n)) for n, p in doc.provider_keys.items()]
         sealed += [(e.secret, endpoint_binding(doc.id, n)) for n, e in doc.custom_endpoints.items() if e.secret]
+        sealed += [
+            (v, header_binding(doc.id, n, h, endpoint=True))
+            for n, e in doc.custom_endpoints.items()
+            for h, v in (e.headers or {}).items()
+        ]
         found = [k.prefix for k in doc.keys.values()]
         for item, binding in sealed:
             with contextlib.suppress(VaultUnavailable, SecretUnreadable):

@@ -30,6 +30,7 @@ from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, PolicyOverrides, clamp_policy, merge_policy, with_override
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
 from turnout.core.types import Target
+from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
 from turnout.tenancy.identity import Identity
 from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
@@ -107,12 +108,20 @@ class ProviderKeyDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     meta: Meta = Meta()
 
 
-class EndpointDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A tenant's OpenAI-compatible custom endpoint; `secret` None = sends no key."""
+class EndpointDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """A tenant's OpenAI-compatible custom endpoint; `secret` None = sends no key.
+
+    `auth`: where the key goes (None: `authorization: Bearer`); `headers`: extra header name ->
+    its value sealed to the endpoint and the header (`vault.header_binding`). Fields at their
+    defaults are not stored, so an endpoint without them reads as before in a process of the
+    version before them (which refuses unknown fields) during a rolling upgrade.
+    """
 
     base_url: str
     secret: Sealed | None = None
     meta: Meta = Meta()
+    auth: ProviderAuth | None = None
+    headers: dict[str, Sealed] | None = None
 
 
 class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

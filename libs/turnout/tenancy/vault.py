@@ -72,12 +72,14 @@ class Binding(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         org: the org id.
-        kind: a BYOK key for a configured provider, or a custom endpoint's key.
-        name: the provider name, or the custom endpoint id.
+        kind: a BYOK key for a configured provider, a custom endpoint's key, or the value
+            of an extra header of a provider or of a custom endpoint (`headers:`).
+        name: the provider name, or the custom endpoint id (with `/<header>` for a header:
+            `header_binding`).
     """
 
     org: str
-    kind: Literal["provider_key", "custom_endpoint"]
+    kind: Literal["provider_key", "custom_endpoint", "provider_header", "endpoint_header"]
     name: str
 
     def aad(self) -> bytes:
@@ -93,6 +95,14 @@ def provider_key_binding(org: str, provider: str) -> Binding:
 def endpoint_binding(org: str, endpoint: str) -> Binding:
     """The place of the key of `org`'s custom endpoint `endpoint`."""
     return Binding(org=org, kind="custom_endpoint", name=endpoint)
+
+
+def header_binding(org: str, owner: str, header: str, *, endpoint: bool) -> Binding:
+    """The place of the value of extra header `header` (case ignored) of provider `owner` (`org`
+    "" for the operator's providers) or, with `endpoint`, of `org`'s custom endpoint `owner`.
+    Provider names and endpoint ids hold no `/`, so `<owner>/<header>` names one place."""
+    kind: Literal["provider_header", "endpoint_header"] = "endpoint_header" if endpoint else "provider_header"
+    return Binding(org=org, kind=kind, name=f"{owner}/{header.lower()}")
 
 
 class Sealed(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

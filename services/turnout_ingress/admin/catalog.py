@@ -26,17 +26,26 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.doc import (
+    PLATFORM_ORG,
+    CatalogDoc,
+    KeyRef,
+    ProviderEntry,
+    doc_from_config,
+    platform_key_binding,
+    rotate_keys,
+)
 from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderKind
+from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
 from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable
+from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable, header_binding
 from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import Admin, Operator, body
 
@@ -62,7 +71,10 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
     neither keeps the provider's current key; `api_key: null` removes it.
     `api_version`: required for `azure_openai` and refused on the other kinds, as in
-    the file (`turnout.config.ProviderConfig`).
+    the file (`turnout.config.ProviderConfig`). `auth` and `headers` (`openai_compatible`
+    only, as in the file): each header value is sealed like a key (409 without
+    `TURNOUT_SECRET_KEY`); `headers` left out keeps the provider's current ones, `null`
+    removes them.
     """
 
     kind: ProviderKind
@@ -70,6 +82,8 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     api_version: str | None = None
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
+    auth: ProviderAuth | None = None
+    headers: dict[str, str] | None | msgspec.UnsetType = msgspec.UNSET
 
 
 def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
@@ -83,6 +97,8 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
                 "base_url": p.base_url,
                 "api_key": p.key.view() if p.key is not None else None,
                 **({"api_version": p.api_version} if p.api_version is not None else {}),
+                **({"auth": msgspec.to_builtins(p.auth)} if p.auth is not None else {}),
+                **({"headers": {h: ref.view() for h, ref in p.headers.items()}} if p.headers is not None else {}),
             }
             for name, p in sorted(doc.providers.items())
         },
@@ -106,6 +122,22 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
         raise rejected(invalid("api_key", "must not be empty (send `null` to remove the provider's key)"))
     secret_fit("api_key", spec.api_key)
     return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
+
+
+def _header_refs(
+    api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry | None
+) -> dict[str, KeyRef] | None:
+    """The provider's extra headers after the edit: kept (left out), removed (`null`), or each
+    value sealed to the provider and the header (`header_binding`)."""
+    if isinstance(spec.headers, msgspec.UnsetType):
+        return current.headers if current is not None else None
+    if spec.headers is None:
+        return None
+    refs: dict[str, KeyRef] = {}
+    for header, value in spec.headers.items():
+        binding = header_binding(PLATFORM_ORG, name, header, endpoint=False)
+        refs[header] = KeyRef(source="sealed", sealed=seal(api, value, binding))
+    return refs
 
 
 async def write(watch: CatalogWatch, edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
@@ -199,6 +231,8 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             base_url=spec.base_url,
             key=_key_ref(api, provider, spec, doc.providers.get(provider)),
             api_version=spec.api_version,
+            auth=spec.auth,
+            headers=_header_refs(api, provider, spec, doc.providers.get(provider)),
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 

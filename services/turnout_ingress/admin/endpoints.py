@@ -5,10 +5,11 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from turnout.core.upstream_auth import auth_refusal, headers_refusal
 from turnout.tenancy.admin import EndpointPut, decode, endpoint_view, invalid, not_found, put_endpoint, remove_endpoint
 from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.ssrf import UnsafeURL, check_base_url
-from turnout.tenancy.vault import endpoint_binding
+from turnout.tenancy.vault import endpoint_binding, header_binding
 from turnout_ingress.admin.access import dns_check, ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
@@ -45,8 +46,22 @@ async def set_endpoint(request: Request, org: str, name: str, api: Admin, _: Org
     await dns_check(base_url, api)
     if spec.api_key is not None:
         secret_fit("api_key", spec.api_key)
+    refused = auth_refusal("auth", spec.auth) if spec.auth is not None else None
+    if refused is None and spec.headers is not None:
+        refused = headers_refusal("headers", spec.headers, spec.auth)
+    if refused is not None:
+        raise rejected(invalid(refused.param, refused.reason))
     sealed = seal(api, spec.api_key, endpoint_binding(org, name)) if spec.api_key else None
-    await api.write(request, org, lambda doc: (put_endpoint(doc, name, base_url, sealed, now()), None))
+    headers = (
+        None
+        if spec.headers is None
+        else {h: seal(api, v, header_binding(org, name, h, endpoint=True)) for h, v in spec.headers.items()}
+    )
+    await api.write(
+        request,
+        org,
+        lambda doc: (put_endpoint(doc, name, base_url, sealed, now(), auth=spec.auth, headers=headers), None),
+    )
     return endpoint_answer(await api.read(request, org), name)
 
 
