@@ -203,7 +203,8 @@ def error_for(
         return 503, errors.overloaded_error(), {"retry-after": "1"}
     if kind is StepKind.ERROR:
         assert step.status is not None
-        return step.status, errors.status_error(step.status, model), {}
+        hint = {"x-should-retry": step.should_retry} if step.should_retry is not None else {}
+        return step.status, errors.status_error(step.status, model), hint
     limited = _retry_after_error(step, model, env)
     if limited is not None:
         if env.azure is not None:

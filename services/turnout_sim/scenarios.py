@@ -9,7 +9,7 @@ Grammar (case-insensitive, whitespace around steps ignored)::
 
     scenario := step ("," step)*
     step     := base ["i" INT] ["+" INT "ms"]
-    base     := "200" | STATUS | "429ra" INT | "429rad" INT | "429ram" INT
+    base     := "200" | STATUS | STATUS "nr" | STATUS "sr" | "429ra" INT | "429rad" INT | "429ram" INT
               | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy" | "cf400" | "cf200"
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
@@ -200,7 +200,7 @@ _NUMBERED = (
 
 
 _FORMS = (
-    "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), "
+    "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), <status>nr, <status>sr, "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, usagecap<duration>, ctx, policy, "
     "cf400, cf200, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
@@ -234,6 +234,8 @@ class Step:
             tokens (1..4096; a smaller `max_tokens` cuts it); None otherwise.
         interval_ms: gap between streamed content chunks, in ms (`i<N>`).
         latency_ms: wait before the response head, in ms (`+<N>ms`).
+        should_retry: the `x-should-retry` header an error status step sends (`<status>nr`:
+            "false", `<status>sr`: "true", as OpenAI's API does); None: no such header.
     """
 
     kind: StepKind
@@ -248,6 +250,7 @@ class Step:
     answer_tokens: int | None = None
     interval_ms: int = 0
     latency_ms: int = 0
+    should_retry: str | None = None
 
 
 DEFAULT_STEP = Step(kind=StepKind.OK, token="200", status=200)
@@ -263,6 +266,12 @@ def _bounded(value: str, what: str, low: int, high: int) -> int:
 
 def _parse_base(base: str, token: str) -> Step:
     """Map a step's base (no interval, no latency) to a Step."""
+    word = {"nr": "false", "sr": "true"}.get(base[3:]) if len(base) == 5 and base[:3].isdigit() else None
+    if word is not None:
+        status = int(base[:3])
+        if status not in ERROR_STATUSES:
+            raise ValueError(f"{base[3:]} follows an error status (503nr), not {status}")
+        return Step(kind=StepKind.ERROR, token=token, status=status, should_retry=word)
     if base.isdigit():
         status = int(base)
         if status == 200:

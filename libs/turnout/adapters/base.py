@@ -31,7 +31,7 @@ import msgspec
 from httpx_sse import ServerSentEvent
 
 from turnout.config import OfferApi, ProviderKind
-from turnout.core.hints import retry_after_s
+from turnout.core.hints import retry_after_s, should_retry_hint
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.types import Outcome, Target, TransportError
@@ -369,7 +369,13 @@ def envelope_outcome(status: int, data: Any, headers: httpx.Headers, now_epoch_s
     etype, code, message = error_fields(data)
     hint = retry_after_s(headers, status=None, message=message, now_epoch_s=now_epoch_s)
     return Outcome(
-        status=status, error_type=etype, error_code=code, message=message, retry_after_s=hint, error_in_body=True
+        status=status,
+        error_type=etype,
+        error_code=code,
+        message=message,
+        retry_after_s=hint,
+        error_in_body=True,
+        should_retry=should_retry_hint(headers),
     )
 
 
@@ -395,6 +401,7 @@ def error_status_outcome(status: int, headers: httpx.Headers, content: bytes, no
             error_code=code,
             message=message,
             retry_after_s=hint,
+            should_retry=should_retry_hint(headers),
         )
     )
 

@@ -264,6 +264,20 @@ def _message_hint(message: str) -> float | None:
     return None
 
 
+def should_retry_hint(headers: Mapping[str, str]) -> bool | None:
+    """The provider's `x-should-retry` header: True (`true`), False (`false`), else None.
+
+    OpenAI's API sends it to tell a client whether to re-send a failed request; the
+    official SDKs obey it before the status. Case of the name and the value ignored;
+    any other value is no word at all.
+    """
+    for name, value in headers.items():
+        if name.lower() == "x-should-retry":
+            word = value.strip().lower()
+            return True if word == "true" else False if word == "false" else None
+    return None
+
+
 def retry_after_s(
     headers: Mapping[str, str],
     *,

@@ -88,6 +88,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         is_plan_fallback: a `plan_fallbacks` target, after a quota or
             usage-cap failure (SPEC §10 plan-cap continuity).
         is_strategy: a spend strategy's rule chose its model (SPEC §10).
+        should_retry: the provider's `x-should-retry` on this attempt (`Outcome.should_retry`).
     """
 
     number: int
@@ -111,6 +112,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     is_byok_fallback: bool = False
     is_plan_fallback: bool = False
     is_strategy: bool = False
+    should_retry: bool | None = None
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -332,6 +334,7 @@ def attempt_record(
         error_code=outcome.error_code,
         message=outcome.message,
         retry_after_s=outcome.retry_after_s,
+        should_retry=outcome.should_retry,
         delay_before_s=dispatch.delay_before_s,
         delay_reason=dispatch.delay_reason,
         started_s=started_s,
@@ -409,7 +412,7 @@ def on_outcome(
         return msgspec.structs.replace(state, stop=StopReason.DEADLINE)
     if kind is FailureKind.QUOTA_EXHAUSTED and _may_switch_to_plan_cap(state):
         return _switch_special(state, state.plan.plan_cap)
-    if disposition is Disposition.RETRY_THEN_FALLBACK:
+    if _may_retry(disposition, outcome):
         retried = _try_retry(state, entry, outcome, kind, now_s, rng)
         if retried is not None:
             return retried
@@ -425,11 +428,23 @@ def _timed_out_at_deadline(state: LoopState, dispatch: Dispatch, outcome: Outcom
     return outcome.transport is TransportError.ATTEMPT_TIMEOUT and dispatch.timeout_s < per_attempt_s
 
 
+def _may_retry(disposition: Disposition, outcome: Outcome) -> bool:
+    """Whether a failure may be re-sent to its target: a retryable class unless the provider said
+    `x-should-retry: false`, and a fall-back-now class when it said `true` (OpenAI's header; the
+    budget, the target's retries and the deadline still bound it)."""
+    if outcome.should_retry is False:
+        return False
+    return disposition is Disposition.RETRY_THEN_FALLBACK or (
+        disposition is Disposition.FALLBACK_NOW and outcome.should_retry is True
+    )
+
+
 def _try_retry(
     state: LoopState, entry: PlanEntry, outcome: Outcome, kind: FailureKind, now_s: float, rng: random.Random
 ) -> LoopState | None:
     policy = state.policy
-    if not status_matches(status_for_lists(outcome, kind, purpose="retry"), policy.retry.retry_on_status):
+    listed = status_matches(status_for_lists(outcome, kind, purpose="retry"), policy.retry.retry_on_status)
+    if not listed and outcome.should_retry is not True:  # the provider's `true` stands for the list
         return None
     if state.resend_count >= _retry_allowance(state, entry):
         return None

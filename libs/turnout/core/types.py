@@ -93,6 +93,9 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
             seconds (never a stale earlier one), or None.
         error_in_body: True when a 2xx body or stream carried an error
             envelope (SPEC §3: never a success).
+        should_retry: the provider's own word on re-sending this request
+            (`x-should-retry: true` / `false`, `turnout.core.hints.should_retry_hint`),
+            or None when it said nothing.
     """
 
     status: int | None = None
@@ -102,3 +105,4 @@ class Outcome(msgspec.Struct, frozen=True, kw_only=True):
     message: str = ""
     retry_after_s: float | None = None
     error_in_body: bool = False
+    should_retry: bool | None = None

@@ -93,7 +93,8 @@ carries, outside the export, `phase` (`started`, `ended`, `lost`), `run`
 (the job's run, from 1), `deadline_ts` (started rows), `role` (the
 target's role in the plan), `delay_before_s` (seconds waited before the
 attempt) and `delay_reason` (`backoff`, `retry_after`, `fallback_backoff`
-or null), which the dashboard shows."""
+or null), which the dashboard shows, and `should_retry` (ended rows: the
+provider's `x-should-retry`, true / false, or null when it sent none)."""
 
 OPEN_ATTEMPTS_TTL_S = 86_400
 """Seconds a request's open-attempts hash lives after its last started row."""
@@ -162,6 +163,7 @@ def attempt_row(
         "role": str(record.role),
         "delay_before_s": round(record.delay_before_s, 3),
         "delay_reason": record.delay_reason,
+        "should_retry": record.should_retry,
     }
 
 

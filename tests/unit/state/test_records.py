@@ -89,7 +89,8 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     config = parse_config(CONFIG, env={})
     rows = _ended_rows(await _routed_rows(Catalog(config), config.policy))
     assert [r["attempt"] for r in rows] == [1, 2, 3]
-    assert all(set(r) == set(FIELDS) | {"role", "delay_before_s", "delay_reason", "phase", "run"} for r in rows)
+    extra = {"role", "delay_before_s", "delay_reason", "phase", "run", "should_retry"}
+    assert all(set(r) == set(FIELDS) | extra for r in rows)
     assert not any(r["is_rerun"] or r["lost"] for r in rows)
     assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)
     first, retry, fallback = rows
