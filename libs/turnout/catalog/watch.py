@@ -33,7 +33,9 @@ from turnout.config import Config
 from turnout.errors import ConfigError
 from turnout.state import keys
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
+from turnout.state.epoch import EpochTracker
 from turnout.state.follow import follow, stop_task, wait_ready
+from turnout.state.persistence import warn_unless_persistent
 from turnout.state.switches import switch_on
 from turnout.tenancy.vault import Vault
 
@@ -142,6 +144,9 @@ class CatalogWatch:
         async def first() -> None:
             await seed(self.store, self.file, self.vault, force=switch_on(self._env, FROM_FILE_ENV))
 
+        async def persistence() -> None:
+            await warn_unless_persistent(listen_redis)
+
         assert self._ready is not None
         await follow(
             listen_redis,
@@ -152,6 +157,8 @@ class CatalogWatch:
             what="catalog",
             first=first,
             retry_on=(CatalogConflict,),
+            epoch=EpochTracker(),
+            on_new_epoch=persistence,
         )
 
 

@@ -7,7 +7,9 @@ bootstrap), refresh, tell the caller it is ready, then refresh on every
 message and at least every `poll_s` (a dropped message is caught by the
 re-check). It runs on `turnout.state.listen.listen_forever`: a lost Redis is
 logged and retried with its jittered backoff, and the caller keeps serving
-its last snapshot meanwhile.
+its last snapshot meanwhile. With an `EpochTracker`, a resubscription to a
+Redis that lost its data (`turnout.state.epoch`) runs the one-time step again
+(the file re-seeds what it owns) and then `on_new_epoch`, before the refresh.
 Must not import: services, FastAPI, arq, httpx.
 """
 
@@ -15,12 +17,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import random
 from collections.abc import Awaitable, Callable
 
 from redis.asyncio import Redis
 
+from turnout.state.epoch import EpochTracker
 from turnout.state.listen import Message, listen_forever
+
+log = logging.getLogger("turnout.state")
 
 
 async def follow(
@@ -35,6 +41,8 @@ async def follow(
     retry_on: tuple[type[Exception], ...] = (),
     rng: random.Random | None = None,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    epoch: EpochTracker | None = None,
+    on_new_epoch: Callable[[], Awaitable[object]] | None = None,
 ) -> None:
     """Run until cancelled (see module doc).
 
@@ -49,6 +57,8 @@ async def follow(
         retry_on: more exceptions treated as a lost Redis (retried).
         rng: draws the reconnect jitter (default: a fresh `random.Random`).
         sleep: waits the reconnect backoff (seconds).
+        epoch: the process's view of the Redis epoch (None: data loss is not looked for).
+        on_new_epoch: run after `first` when the epoch moved (e.g. the persistence re-check).
 
     Raises:
         Any other exception of `first` or `refresh` (the loop ends).
@@ -60,6 +70,12 @@ async def follow(
         if pending is not None:
             await pending()
             pending = None
+        if epoch is not None and await epoch.moved(listen_redis):
+            log.warning("%s: Redis came back without its data (a new epoch); writing what the file owns again", what)
+            if first is not None:
+                await first()
+            if on_new_epoch is not None:
+                await on_new_epoch()
         await refresh()
         ready.set()
 

@@ -241,3 +241,8 @@ def response_key(org: str, response_id: str) -> str:
 def response_index_key(org: str) -> str:
     """Key of `org`'s index of stored Responses."""
     return RESPONSE_INDEX_PREFIX + quote(org, safe="")
+
+
+EPOCH = "turnout:epoch"
+"""String: a random token written once into an empty Redis (`turnout.state.epoch`); a process
+that finds another one, or none, after a reconnect knows Redis lost what it held."""

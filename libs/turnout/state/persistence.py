@@ -25,6 +25,7 @@ from typing import Any
 
 import msgspec
 import redis
+from redis.asyncio import Redis as AsyncRedis
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
@@ -145,12 +146,32 @@ def read_persistence(client: redis.Redis) -> Persistence:
         return Persistence.UNKNOWN  # unknown command (renamed / disabled) or NOPERM
     except RedisError:
         return Persistence.UNKNOWN
+    return persistence_of(answer)
+
+
+def persistence_of(answer: Any) -> Persistence:
+    """What a `CONFIG GET appendonly` answer (a mapping of bytes or str) says."""
     values = {(k.decode() if isinstance(k, bytes) else str(k)): v for k, v in dict(answer).items()}
     value = values.get("appendonly")
     if value is None:
         return Persistence.UNKNOWN
     text = value.decode() if isinstance(value, bytes) else str(value)
     return Persistence.AOF if text.strip().lower() == "yes" else Persistence.OFF
+
+
+async def warn_unless_persistent(client: AsyncRedis) -> Persistence:
+    """Check persistence again on a Redis that came back without its data (`turnout.state.epoch`):
+    a warning naming the missing AOF when it is off (the process keeps serving: it was allowed to
+    start, or Redis lost AOF under it), and what was found. Never raises."""
+    try:
+        found = persistence_of(await client.config_get("appendonly"))
+    except (RedisError, OSError):
+        found = Persistence.UNKNOWN
+    if found is Persistence.OFF:
+        log.warning(
+            "persistence: Redis came back without its data and runs without AOF (appendonly no): %s", CONSEQUENCE
+        )
+    return found
 
 
 def allowed_by(env: Mapping[str, str]) -> bool:

@@ -32,6 +32,7 @@ from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.scrub import Scrubber
 from turnout.state import keys
+from turnout.state.epoch import EpochTracker
 from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.identity import Identity
@@ -356,6 +357,7 @@ class TenantDirectory:
                 first=bootstrap,
                 rng=self._rng,
                 sleep=self._sleep,
+                epoch=EpochTracker(),
             )
         except ConfigError as exc:
             self._fatal = exc
