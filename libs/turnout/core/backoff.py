@@ -13,14 +13,14 @@ import random
 
 import msgspec
 
-from turnout.core.policy import BASE_MS_RANGE, RetryPolicy
+from turnout.core.policy import BASE_MS_RANGE, NO_BACKOFF, RetryPolicy
 
 
 def full_jitter_s(retry_number: int, base_ms: int, max_ms: int, rng: random.Random) -> float:
     """Full-jitter delay for the n-th retry of a target, in seconds.
 
     Formula (SPEC §3): `uniform(0, min(max_ms, base_ms · 2ⁿ))`, with `base_ms`
-    clamped to 250–60 000 ms first.
+    clamped to 250–60 000 ms first, but for a `base_ms` of 0: no backoff (`NO_BACKOFF`).
 
     Args:
         retry_number: n, counted from 0 for the first retry of a target.
@@ -32,6 +32,8 @@ def full_jitter_s(retry_number: int, base_ms: int, max_ms: int, rng: random.Rand
     Returns:
         The delay in seconds, in `[0, min(max_ms, base_ms · 2ⁿ) / 1000]`.
     """
+    if base_ms == NO_BACKOFF:
+        return 0.0
     base = min(max(base_ms, BASE_MS_RANGE[0]), BASE_MS_RANGE[1])
     exponent = min(max(retry_number, 0), 32)  # 2**32 · 250 ms already dwarfs any cap
     ceiling_ms = min(max(max_ms, 0), base * (2**exponent))

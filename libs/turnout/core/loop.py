@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import enum
 import random
+from typing import Final
 
 import msgspec
 
@@ -407,17 +408,19 @@ def on_outcome(
             return _switch_special(state, state.plan.context_window)
         if may_switch and kind is FailureKind.CONTENT_POLICY and state.plan.content_policy:
             return _switch_special(state, state.plan.content_policy)
-        return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
+        if not _listed(state, outcome, kind):
+            return msgspec.structs.replace(state, stop=StopReason.TERMINAL)
     if now_s >= state.deadline_s or _timed_out_at_deadline(state, dispatch, outcome):
         return msgspec.structs.replace(state, stop=StopReason.DEADLINE)
     if kind is FailureKind.QUOTA_EXHAUSTED and _may_switch_to_plan_cap(state):
         return _switch_special(state, state.plan.plan_cap)
-    if _may_retry(disposition, outcome):
+    if _may_retry(state, disposition, outcome, kind):
         retried = _try_retry(state, entry, outcome, kind, now_s, rng)
         if retried is not None:
             return retried
-    if not _may_fall_back(state, outcome, kind):
-        return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
+    if not _may_fall_back(state, outcome, kind):  # a terminal status retried as listed ends as itself
+        stop = StopReason.TERMINAL if disposition is Disposition.TERMINAL else StopReason.EXHAUSTED
+        return msgspec.structs.replace(state, stop=stop)
     return _advance(state, now_s, backoff=True)
 
 
@@ -428,14 +431,42 @@ def _timed_out_at_deadline(state: LoopState, dispatch: Dispatch, outcome: Outcom
     return outcome.transport is TransportError.ATTEMPT_TIMEOUT and dispatch.timeout_s < per_attempt_s
 
 
-def _may_retry(disposition: Disposition, outcome: Outcome) -> bool:
-    """Whether a failure may be re-sent to its target: a retryable class unless the provider said
-    `x-should-retry: false`, and a fall-back-now class when it said `true` (OpenAI's header; the
-    budget, the target's retries and the deadline still bound it)."""
-    if outcome.should_retry is False:
+_BY_CLASS: Final = (FailureKind.QUOTA_EXHAUSTED, FailureKind.NO_CREDENTIAL, FailureKind.CANCELLED)
+"""Kinds decided by their class, never by the policy's status lists (SPEC §3)."""
+
+
+def _received(outcome: Outcome) -> int | None:
+    """The HTTP error status the provider answered (400–599), or None (a transport failure, a
+    timeout, a broken body: their stand-in statuses are the class's, not a status received)."""
+    status = outcome.status
+    return status if status is not None and 400 <= status <= 599 and not outcome.error_in_body else None
+
+
+def _listed(state: LoopState, outcome: Outcome, kind: FailureKind) -> bool:
+    """Whether the policy's own lists name the status this failure was answered with: in
+    `retry.retry_on_status`, or in `fallback.on_status` with fallback on. A list the operator
+    writes means what it says, whatever class the status has (`"4xx"` included); the default
+    lists name no terminal status."""
+    status = _received(outcome)
+    if kind in _BY_CLASS or status is None:
         return False
-    return disposition is Disposition.RETRY_THEN_FALLBACK or (
-        disposition is Disposition.FALLBACK_NOW and outcome.should_retry is True
+    policy = state.policy
+    return status_matches(status, policy.retry.retry_on_status) or (
+        policy.fallback.enabled and status_matches(status, policy.fallback.on_status)
+    )
+
+
+def _may_retry(state: LoopState, disposition: Disposition, outcome: Outcome, kind: FailureKind) -> bool:
+    """Whether a failure may be re-sent to its target: a retryable class, or any status the
+    policy's `retry_on_status` names (`_try_retry` checks the list), unless the provider said
+    `x-should-retry: false`; a fall-back-now class when it said `true` (OpenAI's header). The
+    budget, the target's retries and the deadline still bound it."""
+    if outcome.should_retry is False or kind in _BY_CLASS:
+        return False
+    return (
+        disposition is Disposition.RETRY_THEN_FALLBACK
+        or (disposition is Disposition.FALLBACK_NOW and outcome.should_retry is True)
+        or status_matches(_received(outcome), state.policy.retry.retry_on_status)
     )
 
 

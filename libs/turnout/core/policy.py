@@ -38,7 +38,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     Attributes:
         max_retries: retries of the primary target (attempts there = 1 + this).
         retry_on_status: statuses (or "5xx"-style classes) that may be retried.
-        base_ms: full-jitter base delay, clamped to 250–60 000 ms.
+        base_ms: full-jitter base delay, clamped to 250–60 000 ms; 0 means no backoff at all
+            (retries follow at once: `NO_BACKOFF`).
         max_ms: cap of one computed delay; a provider hint above it means
             "do not wait, fall back now".
         respect_retry_after: let a provider's Retry-After replace the delay.
@@ -196,7 +197,12 @@ class Clamp(msgspec.Struct, frozen=True, kw_only=True):
 
 
 BASE_MS_RANGE = (250, 60_000)
-"""SPEC §3 Backoff: `base_ms` is clamped to 250–60 000 ms."""
+"""SPEC §3 Backoff: `base_ms` is clamped to 250–60 000 ms (but for `NO_BACKOFF`)."""
+NO_BACKOFF = 0
+"""`retry.base_ms` or `retry.max_ms` of 0: no wait between attempts of a target (a seed's "no
+backoff delay between attempts"), kept as is, never clamped. Its risk: a target that answers
+429 or 503 is asked again at once, and a `Retry-After` longer than 0 s is not waited for
+(`max_ms` 0) but falls back now."""
 
 
 def _bounded(path: str, value: int, low: int, high: int, clamps: list[Clamp]) -> int:
@@ -221,16 +227,17 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
     Rules: counts are at least 0 (`max_attempts`, `max_cycles`,
     `plan.max_offers` at least 1),
     durations at least 1 ms, `base_ms` within 250–60 000 (SPEC §3), and
-    `max_ms` at least `base_ms`.
+    `max_ms` at least `base_ms`; a `base_ms` or `max_ms` of 0 is kept (`NO_BACKOFF`).
     """
     clamps: list[Clamp] = []
     r, f, b = policy.retry, policy.fallback, policy.budget
-    base_ms = _bounded("retry.base_ms", r.base_ms, *BASE_MS_RANGE, clamps)
+    base_ms = NO_BACKOFF if r.base_ms == NO_BACKOFF else _bounded("retry.base_ms", r.base_ms, *BASE_MS_RANGE, clamps)
+    max_ms = NO_BACKOFF if r.max_ms == NO_BACKOFF else _bounded("retry.max_ms", r.max_ms, base_ms, 3_600_000, clamps)
     retry = msgspec.structs.replace(
         r,
         max_retries=_bounded("retry.max_retries", r.max_retries, 0, ceilings.max_retries, clamps),
         base_ms=base_ms,
-        max_ms=_bounded("retry.max_ms", r.max_ms, base_ms, 3_600_000, clamps),
+        max_ms=max_ms,
         per_attempt_timeout_ms=_bounded(
             "retry.per_attempt_timeout_ms", r.per_attempt_timeout_ms, 1, ceilings.max_total_latency_ms, clamps
         ),

@@ -52,12 +52,17 @@ def test_full_jitter_negative_retry_number_counts_as_zero() -> None:
 
 @pytest.mark.parametrize(
     ("base_ms", "effective_base_ms"),
-    [(0, 250), (1, 250), (-100, 250), (249, 250), (250, 250), (61_000, 60_000), (10**9, 60_000)],
-    ids=["zero", "one", "negative", "just-below", "at-floor", "above-range", "huge"],
+    [(1, 250), (-100, 250), (249, 250), (250, 250), (61_000, 60_000), (10**9, 60_000)],
+    ids=["one", "negative", "just-below", "at-floor", "above-range", "huge"],
 )
 def test_full_jitter_clamps_base_ms_to_250_through_60000(base_ms: int, effective_base_ms: int) -> None:
     big_max_ms = 10**9
     assert full_jitter_s(0, base_ms, big_max_ms, MaxRandom()) == pytest.approx(effective_base_ms / 1000.0)
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 1000])
+def test_a_base_ms_of_zero_is_no_backoff_at_all(n: int) -> None:
+    assert full_jitter_s(n, 0, 8000, MaxRandom()) == 0.0
 
 
 @pytest.mark.parametrize("max_ms", [0, -5], ids=["zero", "negative"])

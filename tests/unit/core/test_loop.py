@@ -215,15 +215,22 @@ def test_loop_attempt_outlasting_its_timeout_falls_back() -> None:
 
 
 @pytest.mark.parametrize(
-    "timeout_only_in_retry_list",
-    [[504], ["5xx"], [408]],
-    ids=["504-listed", "5xx-listed", "408-listed"],
+    "listed",
+    [[504, 408], ["5xx", "4xx"], [408, 504, 501]],
+    ids=["504-408-listed", "classes-listed", "mesh-list"],
 )
-def test_loop_timeouts_are_never_retried_even_when_listed(timeout_only_in_retry_list: list[Any]) -> None:
+def test_loop_an_answered_timeout_status_the_policy_lists_is_retried(listed: list[Any]) -> None:
+    policy = pol(retry={"retry_on_status": listed, "max_retries": 2})
+    run = drive(ABC, policy, {KA: [err(504), err(408), err(504)], KB: [ok()]})
+    assert run.keys == [KA, KA, KA, KB]  # a list the operator writes means what it says
+
+
+@pytest.mark.parametrize("listed", [[504], ["5xx"], [408]], ids=["504-listed", "5xx-listed", "408-listed"])
+def test_loop_a_timeout_with_no_answer_is_never_retried_even_when_its_stand_in_is_listed(listed: list[Any]) -> None:
     run = drive(
-        ABC, pol(retry={"retry_on_status": timeout_only_in_retry_list}), {KA: [err(504)], KB: [err(408)], KC: [ok()]}
+        ABC, pol(retry={"retry_on_status": listed}), {KA: [transport(TransportError.ATTEMPT_TIMEOUT)], KB: [ok()]}
     )
-    assert run.keys == [KA, KB, KC]
+    assert run.keys == [KA, KB]  # no status was received: the class decides
 
 
 # --------------------------------------------------------------------- transport
@@ -287,11 +294,28 @@ def test_loop_terminal_outcome_is_one_attempt_and_its_status(outcome: Outcome, s
     assert run.verdict is not None and run.verdict.status_code == status
 
 
-def test_loop_terminal_even_when_policy_lists_name_4xx() -> None:
+def test_loop_a_4xx_the_policy_lists_is_retried_then_falls_over() -> None:
     policy = pol(retry={"retry_on_status": ["4xx"]}, fallback={"on_status": ["4xx"]})
-    run = drive(ABC, policy, {KA: [err(401)]})
-    assert run.keys == [KA]
+    run = drive(ABC, policy, {KA: [err(409), err(409)], KB: [ok()]})
+    assert run.keys == [KA, KA, KB]
+    assert run.give_up.reason is StopReason.SERVED
+
+
+def test_loop_a_4xx_listed_only_for_retries_ends_as_itself_after_them() -> None:
+    run = drive(ABC, pol(retry={"retry_on_status": [409]}), {KA: [err(409), err(409)], KB: [ok()]})
+    assert run.keys == [KA, KA]
     assert run.give_up.reason is StopReason.TERMINAL
+    assert run.verdict is not None and run.verdict.status_code == 409
+
+
+def test_loop_the_default_lists_keep_every_4xx_terminal() -> None:
+    run = drive(ABC, Policy(), {KA: [err(409)], KB: [ok()]})
+    assert run.keys == [KA]
+
+
+def test_loop_quota_is_decided_by_its_class_whatever_the_lists_say() -> None:
+    run = drive(ABC, pol(retry={"retry_on_status": ["4xx"]}), {KA: [quota()], KB: [ok()]})
+    assert run.keys == [KA, KB]
 
 
 def test_loop_context_length_400_tries_the_context_window_entry_next() -> None:

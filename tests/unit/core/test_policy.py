@@ -236,7 +236,6 @@ CLAMPS: list[tuple[dict[str, Any], str, int, int]] = [
     ({"retry": {"fallback_target_retries": 9}}, "retry.fallback_target_retries", 9, 6),
     ({"retry": {"fallback_target_retries": -2}}, "retry.fallback_target_retries", -2, 0),
     ({"retry": {"base_ms": 100}}, "retry.base_ms", 100, BASE_MS_RANGE[0]),
-    ({"retry": {"base_ms": 0}}, "retry.base_ms", 0, 250),
     ({"retry": {"base_ms": -5}}, "retry.base_ms", -5, 250),
     ({"retry": {"base_ms": 60_001, "max_ms": 90_000}}, "retry.base_ms", 60_001, BASE_MS_RANGE[1]),
     ({"retry": {"base_ms": 1000, "max_ms": 500}}, "retry.max_ms", 500, 1000),
