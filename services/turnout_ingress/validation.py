@@ -32,7 +32,8 @@ UNAUTHORIZED = RequestRejected(
 
 
 def authenticate(request: Request, keyring: Authenticator) -> Identity:
-    """The caller's identity from `Authorization: Bearer …` (also `x-api-key`).
+    """The caller's identity from `Authorization: Bearer …` (also `x-api-key`), also kept on
+    `request.state` (`key`: the key's name, `org`) so a later refusal's row names them.
 
     Raises:
         RequestRejected: 401, the same body for a missing and a wrong key.
@@ -50,6 +51,8 @@ def authenticate(request: Request, keyring: Authenticator) -> Identity:
         if token and not keyring.loaded:
             raise keys_not_loaded()
         raise UNAUTHORIZED
+    request.state.key = identity.key  # a later refusal names the caller (`door.DoorRefusals`)
+    request.state.org = identity.org
     return identity
 
 
