@@ -142,6 +142,8 @@ def test_an_org_admin_reads_only_its_own_orgs_rows(gw: Gateway) -> None:
     for asked in ("acme", "-", "nope"):
         refused = _read(gw, BETA_ADMIN, org=asked)
         assert (refused.status_code, refused.json()["error"]["param"]) == (404, "org"), asked
+    seen = _row(gw, BETA_ADMIN, refused.headers["x-request-id"])  # the admin API's refusals are rows too
+    assert _shape(seen) == ("GET", "admin", 404, "not_found", "beta", "admin")
     own = _read(gw, BETA_ADMIN)
     assert own.status_code == 200 and own.json()["org"] == "beta"
     assert all(r["org"] == "beta" for r in own.json()["data"])
