@@ -366,3 +366,17 @@ def test_a_system_only_input_to_an_anthropic_target_is_a_400_naming_input_before
     chat_error: Any = on_chat.value.body
     assert chat_error["param"] == "messages", chat_error
     assert len(gw.sim_log("r-claude")) == calls_before
+
+
+def test_a_chat_clients_openai_beta_header_reaches_an_openai_family_upstream(
+    client: openai.OpenAI, rec: RecordingUpstream
+) -> None:
+    """Same family, same headers: as `anthropic-beta` on the Messages surface (queued and streamed)."""
+    beta = {"OpenAI-Beta": "assistants=v2"}
+    client.chat.completions.create(model="r-rec", messages=[{"role": "user", "content": "b"}], extra_headers=beta)
+    for _ in client.chat.completions.create(
+        model="r-rec", messages=[{"role": "user", "content": "b"}], stream=True, extra_headers=beta
+    ):
+        pass
+    client.chat.completions.create(model="r-rec", messages=[{"role": "user", "content": "b"}])
+    assert rec.beta_headers("r-rec")[-3:] == ["assistants=v2", "assistants=v2", None]

@@ -181,6 +181,9 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
         api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
             `operation` it chooses the family (`responses`: the Responses family).
+        passed: client headers sent as they came to a family of the client's surface whose
+            `body` is the OpenAI request itself (a chat client's `openai-beta` to an OpenAI-family
+            provider, `turnout.core.native.PASSED_HEADERS`): (lower-case name, value) pairs.
     """
 
     target: Target
@@ -196,6 +199,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     native: Native | None = None
     api_version: str | None = None
     api: OfferApi = "chat"
+    passed: tuple[tuple[str, str], ...] = ()
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

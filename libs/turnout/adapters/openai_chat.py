@@ -131,10 +131,10 @@ class OpenAIChat:
     def build_request(self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool) -> httpx.Request:
         """`POST {base_url}{path}` (`/chat/completions`) with `spec.body` as is; see `ApiFamily`.
 
-        The key goes in `authorization: Bearer` (never logged or echoed);
-        Turnout's request id in `x-request-id`.
+        The key goes in `authorization: Bearer` (never logged or echoed); the client's passed
+        headers (`CallSpec.passed`: `openai-beta`) as sent; Turnout's request id in `x-request-id`.
         """
-        headers = [("authorization", f"Bearer {spec.api_key}"), ("content-type", "application/json")]
+        headers = [("authorization", f"Bearer {spec.api_key}"), ("content-type", "application/json"), *spec.passed]
         if stream:
             headers.append(("accept", "text/event-stream"))
         headers.append(("x-request-id", spec.request_id))
