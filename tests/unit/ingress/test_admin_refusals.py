@@ -5,11 +5,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+import httpx
 import msgspec
 import pytest
 
+from support.ingress_app import CONFIG
+from turnout.config import parse_config
 from turnout.errors import RequestRejected
+from turnout.settings import Settings
 from turnout_ingress.admin.refusals import DEFAULT_LIMIT, MAX_LIMIT, RefusalQuery, matches, newest, parse_query
+from turnout_ingress.app import create_app
 from turnout_ingress.door import RefusalRow, refusal_row
 
 
@@ -67,3 +72,26 @@ async def test_the_newest_matching_rows_up_to_the_limit_and_whether_more_matched
     assert ([r.request_id for r in found], more) == (["r9", "r7", "r5"], True)
     found, more = await newest(_stream(raws), parse_query({"status": "404", "limit": "5"}))
     assert ([r.request_id for r in found], more) == (["r9", "r7", "r5", "r3", "r1"], False)
+
+
+async def test_redis_unreachable_is_a_503_with_retry_after() -> None:
+    """The in-process app's Redis (port 9) never answers; the operator reads the callers not identified
+    (no tenancy read first), so the stream's read is the one that fails."""
+    app = create_app(
+        parse_config(CONFIG, env={}),
+        redis_url="redis://127.0.0.1:9",
+        settings=Settings.from_env({"TURNOUT_OPERATOR_KEY": "op-test-refusals-0001"}),
+    )
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+        answer = await client.get(
+            "/admin/v1/refusals", params={"org": "-"}, headers={"authorization": "Bearer op-test-refusals-0001"}
+        )
+        assert (answer.status_code, answer.headers["retry-after"]) == (503, "1")
+        assert answer.json()["error"]["code"] == "redis_unavailable"
+        bad = await client.get(
+            "/admin/v1/refusals",
+            params={"org": "-", "limit": "0"},
+            headers={"authorization": "Bearer op-test-refusals-0001"},
+        )
+        assert (bad.status_code, bad.json()["error"]["param"]) == (400, "limit")
