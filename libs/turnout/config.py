@@ -254,6 +254,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         responses_per_org: most stored Responses per org; the oldest are evicted beyond it.
         responses_max_bytes: largest stored Response document (its whole conversation,
             JSON bytes); a larger one is answered but not kept.
+        refusals_max_per_org: door-refusal rows kept per org, and for the callers not
+            identified, each in its own Redis stream (approximate, `XADD MAXLEN ~`);
+            0 stores none (they are still counted and logged; README "Door refusals").
     """
 
     max_body_bytes: AtLeastOne = 4 * 1024 * 1024
@@ -271,6 +274,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     responses_ttl_s: Annotated[int, msgspec.Meta(ge=60, le=31_622_400, description="a minute to 366 days")] = 2_592_000
     responses_per_org: AtLeastOne = 1000
     responses_max_bytes: Annotated[int, msgspec.Meta(ge=1024, le=MOST)] = 8 * 1024 * 1024
+    refusals_max_per_org: Annotated[int, msgspec.Meta(ge=0, le=MOST)] = 1000
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

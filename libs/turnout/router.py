@@ -720,11 +720,17 @@ def _spec(
     api: OfferApi = "chat",
 ) -> CallSpec:
     """The call for one attempt: the client's own body for a target whose family speaks its
-    surface (`native_body`: model replaced, `provider` removed), else the OpenAI request.
+    surface (`native_body`: model replaced, `provider` removed), else the OpenAI request; a chat
+    carry (`CHAT`: the OpenAI request is the client's own) gives only its passed headers, to a
+    family that speaks chat (`CallSpec.passed`).
     `api`: the offer's upstream API (an `api: responses` offer's family speaks `responses`)."""
     retry = policy.retry
     family = family_for(provider.kind, "chat", api)
-    if native is not None and (family is None or family.native_surface != native.surface):
+    same_family = native is not None and family is not None and family.native_surface == native.surface
+    passed: tuple[tuple[str, str], ...] = ()
+    if native is not None and native.surface == CHAT:  # the OpenAI request is the client's: only its headers ride
+        passed, native = (native.headers if same_family else ()), None
+    elif not same_family:
         native = None  # another family: the translated request
     return CallSpec(
         target=target,
@@ -742,6 +748,7 @@ def _spec(
         api=api,
         auth=provider.auth,
         headers=provider.headers,
+        passed=passed,
     )
 
 

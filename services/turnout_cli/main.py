@@ -7,6 +7,7 @@
     turnout sim                  the provider simulator
     turnout config check FILE    validate a configuration file
     turnout logs export          download one org's attempt records (admin key, or operator key and --org)
+    turnout logs refusals        one org's door refusals, newest first (admin key, or operator key and --org)
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
                                  custom endpoints, gen-secret-key, rotate-secrets
 

@@ -37,6 +37,7 @@ from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.messages_routes import anthropic_models, model_object
 from turnout_ingress.methods import HeadAsGet
 from turnout_ingress.ops_routes import RouteCounts
+from turnout_ingress.refusal_writer import RefusalWriter
 from turnout_ingress.state import IngressState
 from turnout_ingress.validation import authenticate
 
@@ -81,6 +82,10 @@ def create_app(
         BufferCheckedPool.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
     )
     state = IngressState(config, redis, listen_redis, settings, telemetry)
+    refusals_max = config.raw.gateway.refusals_max_per_org
+    rows = (  # door-refusal rows (`turnout_ingress.refusal_writer`); None: not stored
+        RefusalWriter(redis, max_len=refusals_max, registry=state.metrics.registry) if refusals_max > 0 else None
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,6 +97,8 @@ def create_app(
         except SealedKeysRefused:  # logged; the CLI exits with EXIT_SEALED_KEYS
             state.keys_refused = True
             raise
+        if rows is not None:
+            rows.start()
         later = asyncio.create_task(_check_later(state, persistence_check)) if persistence_check else None
         if state.freeze_heap:
             log.info("start-up heap frozen: %d objects", freeze_startup_heap())
@@ -105,6 +112,8 @@ def create_app(
             await state.fleet.stop()
             await state.limiter.stop()
             await state.runtime.stop()
+            if rows is not None:
+                await rows.stop()
             await redis.aclose()
             await listen_redis.aclose()
 
@@ -113,7 +122,7 @@ def create_app(
         title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
     )
     app.state.turnout = state
-    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler())  # refusals made visible
+    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler(), rows)  # made visible
     errors.install(app)
     app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
     ops_routes.install(app, state)

@@ -72,11 +72,26 @@ def path_shown(request: Request) -> str:
     return sent if len(sent) <= MAX_PATH_SHOWN else f"{sent[:MAX_PATH_SHOWN]}… ({len(sent)} characters)"
 
 
-def door_refused(request: Request, status: int, code: str | None) -> None:
-    """Count and log a refusal at the door (`turnout_ingress.door`), with the caller's key when known."""
+def door_refused(request: Request, status: int, code: str | None) -> str:
+    """Count, log and store a refusal at the door (`turnout_ingress.door`), with the caller's org and
+    key when known (`validation.authenticate` sets them). Returns the request's id, minted onto
+    `request.state.request_id` when it had none, so the answer's `x-request-id` is the stored row's."""
+    rid: str | None = getattr(request.state, "request_id", None)
+    if not rid:
+        rid = request.state.request_id = uuid.uuid4().hex
     door = getattr(request.app.state, "door", None)  # `turnout_ingress.door.DoorRefusals`, set by the app factory
     if door is not None:
-        door.refused(request.scope["path"], status, code, getattr(request.state, "key", None))
+        state = request.state
+        door.refused(
+            request.scope["path"],
+            status,
+            code,
+            getattr(state, "key", None),
+            org=getattr(state, "org", None),
+            method=request.scope.get("method", ""),
+            request_id=rid,
+        )
+    return rid
 
 
 async def _rejected(request: Request, exc: Exception) -> Response:
@@ -115,9 +130,8 @@ MAX_PATH_SHOWN = 200
 
 async def _http(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
-    door_refused(request, exc.status_code, _HTTP_CODES.get(exc.status_code, "http_error"))
+    rid = door_refused(request, exc.status_code, _HTTP_CODES.get(exc.status_code, "http_error"))
     message = {404: "Unknown route.", 405: "Method not allowed on this route."}.get(exc.status_code, str(exc.detail))
-    rid = _request_id(request).get("x-request-id") or uuid.uuid4().hex  # a route's error, or no route's
     headers = {"x-request-id": rid, **(exc.headers or {})}
     allow = allowed(request.app.router.routes, request.scope) if exc.status_code == 405 else None
     if allow is not None:  # every method the path takes, not only those of the route Starlette tried

@@ -95,7 +95,6 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     request_id = uuid.uuid4().hex
     request.state.request_id = request_id
     identity = authenticate(request, state.keyring)
-    request.state.key = identity.key  # a later refusal names the key (`door.DoorRefusals`)
     raw = await read_body(request, state.config.raw.gateway.max_body_bytes)
     inbound = surface.parse(raw, request.headers)
     identity = await budgeted(state, identity)

@@ -26,7 +26,7 @@ import msgspec
 from starlette.responses import Response
 
 from turnout.adapters.anthropic_wire import WireError
-from turnout.core.native import MESSAGES, Native, passed_headers
+from turnout.core.native import MESSAGES, Native
 from turnout.core.preferences import Preferences
 from turnout.errors import RequestRejected
 from turnout_ingress.errors import JSON
@@ -37,7 +37,7 @@ from turnout_ingress.messages_wire import (
     to_anthropic_message,
     to_openai_request,
 )
-from turnout_ingress.validation import take_preferences
+from turnout_ingress.validation import provider_headers, take_preferences
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -93,10 +93,7 @@ def carried(raw: bytes, headers: Iterable[tuple[str, str]]) -> Carried:
         body = to_openai_request(checked)
     except WireError as exc:
         body, crossing = _stand_in(checked), (exc.message, exc.param)
-    passed = passed_headers(MESSAGES, headers)
-    for name, value in passed:
-        if not (value.isascii() and value.isprintable()):
-            raise RequestRejected(400, f"{name}: the header's value must be printable ASCII", param=name)
+    passed = provider_headers(MESSAGES, headers)
     return Carried(body, preferences, Native(surface=MESSAGES, body=raw, headers=passed, crossing=crossing))
 
 

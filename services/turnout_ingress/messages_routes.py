@@ -154,12 +154,9 @@ def install(app: FastAPI, state: IngressState) -> None:
         return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)
 
     async def messages_other_method(request: Request) -> Response:
-        door_refused(request, 405, "method_not_allowed")
+        rid = door_refused(request, 405, "method_not_allowed")
         return anthropic_error(
-            405,
-            f"Method {request.method} is not allowed on {request.url.path}; use POST.",
-            uuid.uuid4().hex,
-            {"allow": "POST"},
+            405, f"Method {request.method} is not allowed on {request.url.path}; use POST.", rid, {"allow": "POST"}
         )
 
     for path in ("/v1/messages", "/v1/messages/count_tokens"):  # 405 only; before the 404 catch-all below
@@ -167,7 +164,7 @@ def install(app: FastAPI, state: IngressState) -> None:
 
     @app.api_route("/v1/messages/{rest:path}", methods=["POST", *OTHER_METHODS], include_in_schema=False)  # 404 only
     async def messages_unknown(request: Request, rest: str) -> Response:
-        door_refused(request, 404, "unknown_route")
+        rid = door_refused(request, 404, "unknown_route")
         return anthropic_error(
-            404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.", uuid.uuid4().hex
+            404, f"Not found: {request.method} /v1/messages/{rest} is not served by this gateway.", rid
         )

@@ -27,10 +27,10 @@ from typing import Any, Final
 
 import msgspec
 
-from turnout.core.native import RESPONSES, Native, passed_headers
-from turnout.errors import RequestRejected
+from turnout.core.native import RESPONSES, Native
 from turnout_ingress.responses_answer import response_id
 from turnout_ingress.responses_request import ResponsesCall
+from turnout_ingress.validation import provider_headers
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -50,10 +50,7 @@ def carried(raw: bytes, headers: Iterable[tuple[str, str]], call: ResponsesCall)
         RequestRejected: 400 naming a passed header (`openai-beta`) whose value is not printable
             ASCII, which no provider could be sent.
     """
-    passed = passed_headers(RESPONSES, headers)
-    for name, value in passed:
-        if not (value.isascii() and value.isprintable()):
-            raise RequestRejected(400, f"{name}: the header's value must be printable ASCII", param=name)
+    passed = provider_headers(RESPONSES, headers)
     refusal = call.builtin_refusal
     crossing = None
     if refusal is not None:

@@ -44,6 +44,7 @@ import msgspec
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.errors import RequestRejected
+from turnout_ingress.responses_params import MessageSource
 from turnout_ingress.responses_tools import (
     FUNCTION_NAME,
     NAMESPACE_JOIN,
@@ -98,6 +99,8 @@ class ResponsesCall:
         builtin_refusal: with `defer_builtin`, the 400 `unsupported_tool` a built-in tool that
             may be forced would have raised (only `api: responses` offers can serve the request);
             None when there is none.
+        sources: the `input` items each message of `turn` came from (an error about the
+            chat request names the client's field: `responses_params.client_error`).
     """
 
     chat: dict[str, Any]
@@ -110,6 +113,7 @@ class ResponsesCall:
     tools_left_out: tuple[str, ...] = ()
     sent_input: list[Any] = field(default_factory=list)
     builtin_refusal: RequestRejected | None = None
+    sources: tuple[MessageSource, ...] = ()
 
 
 def _text_of(part: dict[str, Any], param: str) -> str:
@@ -199,24 +203,28 @@ def _tool_output(output: Any, param: str) -> str:
     raise invalid(f"`{param}.output` must be a string or an array of text parts.", f"{param}.output")
 
 
-def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]], tuple[MessageSource, ...]]:
     """`input` (a string or an array of items) as chat messages and as Response input items.
 
     Returns:
-        (chat messages, input items without ids), each in the order given; `reasoning`
-        items are dropped from both.
+        (chat messages, input items without ids, each message's source items
+        (`responses_params.MessageSource`, parallel to the messages)), each in the order
+        given; `reasoning` items are dropped from both.
 
     Raises:
         RequestRejected: 400 naming the item or field at fault (`input[3].call_id`).
     """
     if isinstance(value, str):
-        return [{"role": "user", "content": value}], [
-            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}
-        ]
+        return (
+            [{"role": "user", "content": value}],
+            [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": value}]}],
+            (MessageSource(0),),
+        )
     if not isinstance(value, list) or not value:
         raise invalid("`input` is required: a string or a non-empty array of input items.", "input")
     messages: list[dict[str, Any]] = []
     items: list[dict[str, Any]] = []
+    sources: list[MessageSource] = []
     for i, item in enumerate(value):
         where = f"input[{i}]"
         if not isinstance(item, dict):
@@ -228,6 +236,7 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
                 raise invalid(f"`{where}.role` must be one of {', '.join(sorted(INPUT_ROLES))}.", f"{where}.role")
             content, parts = _content(item.get("content"), str(role), f"{where}.content")
             messages.append({"role": role, "content": content})
+            sources.append(MessageSource(i))
             items.append({"type": "message", "role": role, "content": parts})
         elif kind == "function_call":
             call_id, name = _string(item, "call_id", where), _string(item, "name", where)
@@ -244,16 +253,19 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
             last = messages[-1] if messages else None
             if last is not None and last["role"] == "assistant":
                 last.setdefault("tool_calls", []).append(call)
+                sources[-1] = sources[-1]._replace(calls=(*sources[-1].calls, i))
                 if last["content"] == "":
                     last["content"] = None
             else:
                 messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+                sources.append(MessageSource(i, (i,)))
             recorded = {"type": "function_call", "call_id": call_id, "name": name, "arguments": arguments}
             items.append({**recorded, "namespace": space} if space else recorded)
         elif kind == "function_call_output":
             call_id = _string(item, "call_id", where)
             output = _tool_output(item.get("output"), where)
             messages.append({"role": "tool", "tool_call_id": call_id, "content": output})
+            sources.append(MessageSource(i))
             items.append({"type": "function_call_output", "call_id": call_id, "output": output})
         elif kind == "reasoning":
             continue
@@ -265,7 +277,7 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
             )
     if not messages:
         raise invalid("`input` holds no message or tool item (reasoning items alone are dropped).", "input")
-    return messages, items
+    return messages, items, tuple(sources)
 
 
 _NUMBERS: Final = {"temperature": (0.0, 2.0), "top_p": (0.0, 1.0)}
@@ -373,7 +385,7 @@ def translate_request(data: dict[str, Any], *, defer_builtin: bool = False) -> R
     """
     _check_scalars(data)
     sent = data.get("input")
-    turn, items = translate_input(sent)
+    turn, items, sources = translate_input(sent)
     instructions = data.get("instructions")
     system = {"role": "system", "content": instructions} if instructions else None
     chat: dict[str, Any] = {"model": data["model"], "messages": ([system] if system else []) + turn}
@@ -423,4 +435,5 @@ def translate_request(data: dict[str, Any], *, defer_builtin: bool = False) -> R
         tools_left_out=tuple(dict.fromkeys(left_out)),
         sent_input=[{"role": "user", "content": sent}] if isinstance(sent, str) else list(sent or []),
         builtin_refusal=deferred,
+        sources=sources,
     )

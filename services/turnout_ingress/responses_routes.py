@@ -95,7 +95,6 @@ def install(app: FastAPI, state: IngressState) -> None:
 
     async def stored(request: Request, response_id: str) -> StoredResponse:
         identity = authenticate(request, state.keyring)
-        request.state.key = identity.key  # a refusal after this names the key (`door.DoorRefusals`)
         try:
             found = await state.responses.get(identity.org, identity.key, response_id)
         except StateUnavailable as exc:
@@ -112,7 +111,6 @@ def install(app: FastAPI, state: IngressState) -> None:
     @app.delete("/v1/responses/{response_id}")
     async def delete_response(request: Request, response_id: str) -> Response:
         identity = authenticate(request, state.keyring)
-        request.state.key = identity.key  # a refusal after this names the key (`door.DoorRefusals`)
         try:
             deleted = await state.responses.delete(identity.org, identity.key, response_id)
         except StateUnavailable as exc:

@@ -8,12 +8,14 @@ Nothing is enqueued for a rejected request.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
 from starlette.requests import Request
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
+from turnout.core.native import passed_headers
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.core.preferences import InvalidPreferences, Preferences, decode_preferences
 from turnout.errors import GatewayUnavailable, RequestRejected
@@ -32,7 +34,8 @@ UNAUTHORIZED = RequestRejected(
 
 
 def authenticate(request: Request, keyring: Authenticator) -> Identity:
-    """The caller's identity from `Authorization: Bearer …` (also `x-api-key`).
+    """The caller's identity from `Authorization: Bearer …` (also `x-api-key`), also kept on
+    `request.state` (`key`: the key's name, `org`) so a later refusal's row names them.
 
     Raises:
         RequestRejected: 401, the same body for a missing and a wrong key.
@@ -50,7 +53,24 @@ def authenticate(request: Request, keyring: Authenticator) -> Identity:
         if token and not keyring.loaded:
             raise keys_not_loaded()
         raise UNAUTHORIZED
+    request.state.key = identity.key  # a later refusal names the caller (`door.DoorRefusals`)
+    request.state.org = identity.org
     return identity
+
+
+def provider_headers(surface: str, headers: Iterable[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
+    """The client headers `surface` passes to a provider of its own family (`turnout.core.native.passed_headers`:
+    `anthropic-beta`, `openai-beta`, ...), as (lower-case name, value) pairs in the order sent.
+
+    Raises:
+        RequestRejected: 400 naming a passed header whose value is not printable ASCII, which no
+            provider could be sent.
+    """
+    passed = passed_headers(surface, headers)
+    for name, value in passed:
+        if not (value.isascii() and value.isprintable()):
+            raise RequestRejected(400, f"{name}: the header's value must be printable ASCII", param=name)
+    return passed
 
 
 def keys_not_loaded() -> GatewayUnavailable:

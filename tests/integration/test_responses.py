@@ -327,3 +327,56 @@ def test_provider_preferences_steer_the_plan(client: openai.OpenAI) -> None:
         model="r-fail", input="hi", extra_body={"provider": {"only": ["sim-b"]}}
     )
     assert raw.headers["x-turnout-provider"] == "sim-b" and raw.headers["x-turnout-attempts"] == "1"
+
+
+def test_a_function_calls_arguments_not_json_to_an_anthropic_target_is_a_400_naming_the_clients_field(
+    client: openai.OpenAI,
+) -> None:
+    items: Any = [
+        {"role": "user", "content": "weather?"},
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": '{"city": "Paris"}'},
+        {"type": "function_call", "call_id": "c2", "name": "get_weather", "arguments": "{not json"},
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+        {"type": "function_call_output", "call_id": "c2", "output": "rainy"},
+    ]
+    for stream in (False, True):
+        with pytest.raises(openai.BadRequestError) as caught:
+            if stream:
+                with client.responses.stream(model="r-claude", instructions="Be brief.", input=items, tools=[WEATHER]):
+                    pass
+            else:
+                client.responses.create(model="r-claude", instructions="Be brief.", input=items, tools=[WEATHER])
+        error: Any = caught.value.body
+        assert error["param"] == "input[2].arguments", error
+        assert "`input[2].arguments` is not valid JSON" in error["message"], error
+
+
+def test_a_system_only_input_to_an_anthropic_target_is_a_400_naming_input_before_any_call(
+    gw: Gateway, client: openai.OpenAI
+) -> None:
+    """Anthropic needs a user turn: the translation refuses (no upstream call) and names the client's field."""
+    calls_before = len(gw.sim_log("r-claude"))
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.responses.create(model="r-claude", instructions="Be brief.", input=[{"role": "system", "content": "x"}])
+    error: Any = caught.value.body
+    assert (error["param"], error["code"], error["attempts"]) == ("input", "unsupported_by_providers", []), error
+    assert "`input` holds no user or assistant message" in error["message"], error
+    with pytest.raises(openai.BadRequestError) as on_chat:  # the chat surface names its own field
+        client.chat.completions.create(model="r-claude", messages=[{"role": "system", "content": "x"}])
+    chat_error: Any = on_chat.value.body
+    assert chat_error["param"] == "messages", chat_error
+    assert len(gw.sim_log("r-claude")) == calls_before
+
+
+def test_a_chat_clients_openai_beta_header_reaches_an_openai_family_upstream(
+    client: openai.OpenAI, rec: RecordingUpstream
+) -> None:
+    """Same family, same headers: as `anthropic-beta` on the Messages surface (queued and streamed)."""
+    beta = {"OpenAI-Beta": "assistants=v2"}
+    client.chat.completions.create(model="r-rec", messages=[{"role": "user", "content": "b"}], extra_headers=beta)
+    for _ in client.chat.completions.create(
+        model="r-rec", messages=[{"role": "user", "content": "b"}], stream=True, extra_headers=beta
+    ):
+        pass
+    client.chat.completions.create(model="r-rec", messages=[{"role": "user", "content": "b"}])
+    assert rec.beta_headers("r-rec")[-3:] == ["assistants=v2", "assistants=v2", None]

@@ -6,6 +6,8 @@ down. Its key ring is `Keyring`, which knows `KEY`.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from fastapi import FastAPI
 
 from turnout.config import parse_config
@@ -23,13 +25,13 @@ KEY = "tk-ingress-app-0001"
 
 
 class Keyring:
-    """A key ring that knows `KEY` once `loaded` (the identity is a bare object: nothing here reads it)."""
+    """A key ring that knows `KEY` once `loaded` (the identity holds only what the door reads: its org and key name)."""
 
     def __init__(self, *, loaded: bool = True) -> None:
         self.loaded = loaded
 
     def authenticate(self, token: str | None) -> object | None:
-        return object() if self.loaded and token == KEY else None
+        return SimpleNamespace(org="acme", key="main") if self.loaded and token == KEY else None
 
 
 def ingress_app() -> FastAPI:

@@ -4,7 +4,8 @@ Owns: one ASGI app, served in a thread of the test process, answering
 `POST /v1/chat/completions` with `seen <n> messages` (n: the request's `messages`
 count), as JSON or as an SSE stream (`stream: true`, one content chunk then the usage
 chunk and `[DONE]`), and keeping each decoded request body by its `model` so a test
-reads exactly what an upstream received (`received`).
+reads exactly what an upstream received (`received`), and each request's `openai-beta`
+header (`beta_headers`).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class RecordingUpstream:
 
     def __init__(self) -> None:
         self._bodies: list[dict[str, Any]] = []
+        self._betas: list[tuple[str, str | None]] = []  # (model, the request's `openai-beta` or None)
         self._lock = threading.Lock()
         port = free_port()
         self.url = f"http://127.0.0.1:{port}"
@@ -64,6 +66,11 @@ class RecordingUpstream:
         with self._lock:
             return [b for b in self._bodies if b.get("model") == model]
 
+    def beta_headers(self, model: str) -> list[str | None]:
+        """The `openai-beta` header of every request received for upstream `model` (None: not sent), oldest first."""
+        with self._lock:
+            return [beta for m, beta in self._betas if m == model]
+
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             return
@@ -74,9 +81,11 @@ class RecordingUpstream:
             if not message.get("more_body"):
                 break
         body = json.loads(raw or b"{}")
+        model = str(body.get("model", ""))
+        beta = dict(scope["headers"]).get(b"openai-beta")
         with self._lock:
             self._bodies.append(body)
-        model = str(body.get("model", ""))
+            self._betas.append((model, beta.decode() if beta is not None else None))
         text = f"seen {len(body.get('messages') or [])} messages"
         stream = bool(body.get("stream"))
         parts = _frames(model, text) if stream else [json.dumps(_completion(model, text)).encode()]

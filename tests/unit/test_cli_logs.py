@@ -1,4 +1,5 @@
-"""`turnout logs export`: the request it sends (`--org` passed through, the key as a bearer token)."""
+"""`turnout logs export` and `turnout logs refusals`: the request each sends (`--org` and the filters passed
+through, the key as a bearer token)."""
 
 from __future__ import annotations
 
@@ -93,7 +94,7 @@ def test_an_error_answer_leaves_no_empty_output_file(
         (["--timeout", "nan"], "argument --timeout: a number of seconds above 0; got 'nan'"),
     ],
 )
-@pytest.mark.parametrize("command", [["logs", "export"], ["audit", "export"], ["admin"]])
+@pytest.mark.parametrize("command", [["logs", "export"], ["logs", "refusals"], ["audit", "export"], ["admin"]])
 def test_client_options_the_http_client_would_crash_on_are_refused_naming_the_option(
     command: list[str], argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -104,3 +105,14 @@ def test_client_options_the_http_client_would_crash_on_are_refused_naming_the_op
     assert caught.value.code == 2
     err = capsys.readouterr().err
     assert error in err and "secret" not in err.split("error:")[-1]
+
+
+def test_refusals_pass_the_org_and_the_filters_to_the_route(sent: list[dict[str, Any]], tmp_path: Any) -> None:
+    argv = ["logs", "refusals", "--url", "http://gw", "--key", "op-key-0001", "-o", str(tmp_path / "out")]
+    args = build_parser().parse_args([*argv, "--org", "-", "--status", "401", "--route", "other", "--since", "100"])
+    assert args.func(args) == 0
+    assert sent[0]["url"] == "http://gw/admin/v1/refusals"
+    assert sent[0]["params"] == {"org": "-", "status": "401", "route": "other", "since": "100"}
+    assert sent[0]["headers"] == {"authorization": "Bearer op-key-0001"}
+    args = build_parser().parse_args([*argv[:4], "--key", "tk-admin-0001", "-o", str(tmp_path / "out")])
+    assert args.func(args) == 0 and sent[1]["params"] == {}  # an admin key: its own org, every row up to 100

@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
+from starlette.datastructures import Headers
 
+from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.config import ProviderConfig, ProviderKind
 from turnout.core.native import CHAT, MESSAGES, Native
 from turnout.core.plan import RoutingSettings
@@ -22,6 +25,7 @@ from turnout.router import RequestInfo, _spec
 from turnout.state.breaker_store import Loaded
 from turnout.wire import JobPayload, JobResult, payload_decoder, payload_encoder, result_decoder
 from turnout_ingress.messages_native import carried, rendered
+from turnout_ingress.surfaces.chat import CHAT as CHAT_SURFACE
 
 CLIENT: dict[str, Any] = {
     "model": "claude-x",
@@ -172,3 +176,29 @@ def test_a_chat_job_encodes_no_field_a_worker_of_the_version_before_would_refuse
         assert "operation" in str(exc)
     else:
         raise AssertionError("an embeddings job decoded in a worker that cannot serve it")
+
+
+def test_a_chat_carry_gives_an_openai_family_target_its_beta_header_and_no_other_family() -> None:
+    raw = json.dumps({"model": "claude-x", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    sent = Headers(raw=[(b"authorization", b"Bearer tk-1"), (b"openai-beta", b"assistants=v2")])  # ASGI: lower-case
+    native = CHAT_SURFACE.parse(raw, sent).native
+    assert native == Native(surface=CHAT, body=raw, headers=(("openai-beta", "assistants=v2"),))
+    assert CHAT_SURFACE.parse(raw, Headers(raw=[(b"authorization", b"Bearer tk-1")])).native is None
+    kinds: list[ProviderKind] = ["openai", "openai_compatible", "azure_openai"]
+    for kind in kinds:
+        spec = _call(kind, native)
+        assert (spec.native, spec.passed) == (None, (("openai-beta", "assistants=v2"),)), kind
+        assert json.loads(spec.body)["model"] == "up-model"  # the OpenAI request, as without the header
+    anthropic = _call("anthropic", native)
+    assert (anthropic.native, anthropic.passed) == (None, ())
+    with pytest.raises(RequestRejected) as caught:
+        CHAT_SURFACE.parse(raw, Headers(raw=[(b"openai-beta", "caf\u00e9".encode())]))
+    assert caught.value.param == "openai-beta"
+
+
+async def test_an_openai_family_request_sends_the_passed_headers_as_they_came() -> None:
+    native = Native(surface=CHAT, body=b"{}", headers=(("openai-beta", "assistants=v2"),))
+    async with httpx.AsyncClient() as client:
+        built = OPENAI_CHAT.build_request(client, _call("openai", native), stream=False)
+    assert built.headers["openai-beta"] == "assistants=v2"
+    assert "openai-beta" not in OPENAI_CHAT.build_request(client, _call("openai", None), stream=False).headers

@@ -20,7 +20,10 @@ Decisions (where the two APIs differ):
 - `max_tokens` is required by Anthropic: `max_completion_tokens`, else
   `max_tokens`, else `DEFAULT_MAX_TOKENS` (4096 tokens).
 - `system` / `developer` messages, wherever they stand, become the top-level
-  `system` text (joined by a blank line, in order).
+  `system` text (joined by a blank line, in order); a request of system text
+  only is refused (`WireError` naming `messages`): Anthropic needs a user turn,
+  and making one up would change the question (the target is skipped, another
+  family may serve it).
 - `temperature` is clamped to Anthropic's 0–1 range (OpenAI allows 0–2), so
   a fallback from an OpenAI model is not refused for it.
 - Fields with no Anthropic counterpart (`response_format`, `logprobs`,
@@ -157,9 +160,13 @@ def _tool_use_blocks(calls: Any, param: str) -> list[dict[str, Any]]:
         try:
             tool_input = json.loads(arguments) if isinstance(arguments, str) else arguments
         except ValueError as exc:
-            raise WireError(f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}]") from exc
+            raise WireError(
+                f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}].function.arguments"
+            ) from exc
         if not isinstance(tool_input, dict):
-            raise WireError(f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}]")
+            raise WireError(
+                f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}].function.arguments"
+            )
         blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": fn["name"], "input": tool_input})
     return blocks
 
@@ -256,6 +263,12 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
             _append(turns, "user", [result])
         else:
             raise WireError(f"`{param}.role` {role!r} is not supported by Anthropic providers.", f"{param}.role")
+    if not turns:  # Anthropic's `messages` needs one turn: refused here, before a call that would be a 400
+        raise WireError(
+            "`messages` holds no user or assistant message (only system text): Anthropic providers need at least "
+            "one user message.",
+            "messages",
+        )
     limit = body.get("max_completion_tokens") or body.get("max_tokens") or DEFAULT_MAX_TOKENS
     out: dict[str, Any] = {"model": model, "max_tokens": limit, "messages": turns}
     if system:

@@ -104,11 +104,11 @@ class AzureChat(OpenAIChat):
         """`POST {base_url}/openai/deployments/{spec.target.model}{path}?api-version=...` with
         `spec.body` as is; see `ApiFamily`.
 
-        The key goes in `api-key` (never `authorization`; never logged or echoed); Turnout's
-        request id in `x-request-id`. `spec.api_version` is set for every `azure_openai`
+        The key goes in `api-key` (never `authorization`; never logged or echoed); the client's
+        passed headers (`CallSpec.passed`) as sent; Turnout's request id in `x-request-id`. `spec.api_version` is set for every `azure_openai`
         provider (the config requires it).
         """
-        headers = [("api-key", spec.api_key), ("content-type", "application/json")]
+        headers = [("api-key", spec.api_key), ("content-type", "application/json"), *spec.passed]
         if stream:
             headers.append(("accept", "text/event-stream"))
         headers.append(("x-request-id", spec.request_id))

@@ -184,6 +184,9 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             `operation` it chooses the family (`responses`: the Responses family).
         auth: where the key goes (`ProviderConfig.auth`; None: `authorization: Bearer`).
         headers: the provider's extra headers (`ProviderConfig.headers`; never logged), or None.
+        passed: client headers sent as they came to a family of the client's surface whose
+            `body` is the OpenAI request itself (a chat client's `openai-beta` to an OpenAI-family
+            provider, `turnout.core.native.PASSED_HEADERS`): (lower-case name, value) pairs.
     """
 
     target: Target
@@ -201,6 +204,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     api: OfferApi = "chat"
     auth: ProviderAuth | None = None
     headers: dict[str, str] | None = None
+    passed: tuple[tuple[str, str], ...] = ()
 
     def key_headers(self) -> list[tuple[str, str]]:
         """The headers carrying the key and the provider's extra headers, for the OpenAI

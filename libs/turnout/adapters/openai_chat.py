@@ -132,10 +132,10 @@ class OpenAIChat:
         """`POST {base_url}{path}` (`/chat/completions`) with `spec.body` as is; see `ApiFamily`.
 
         The key goes in `authorization: Bearer`, or where the provider's `auth` says, with its
-        extra `headers` (`CallSpec.key_headers`; never logged or echoed); Turnout's request id
-        in `x-request-id`.
+        extra `headers` (`CallSpec.key_headers`; never logged or echoed); the client's passed
+        headers (`CallSpec.passed`: `openai-beta`) as sent; Turnout's request id in `x-request-id`.
         """
-        headers = [*spec.key_headers(), ("content-type", "application/json")]
+        headers = [*spec.key_headers(), ("content-type", "application/json"), *spec.passed]
         if stream:
             headers.append(("accept", "text/event-stream"))
         headers.append(("x-request-id", spec.request_id))

@@ -35,11 +35,16 @@ RESPONSES: Final = "responses"
 """The OpenAI Responses surface (`POST /v1/responses`), spoken natively by `api: responses` offers."""
 
 PASSED_HEADERS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
-    {MESSAGES: frozenset({"anthropic-version", "anthropic-beta"}), RESPONSES: frozenset({"openai-beta"})}
+    {
+        MESSAGES: frozenset({"anthropic-version", "anthropic-beta"}),
+        RESPONSES: frozenset({"openai-beta"}),
+        CHAT: frozenset({"openai-beta"}),
+    }
 )
 """Surface -> the client headers (lower-case names) that reach a provider of the same family, values as sent.
 Sources: https://docs.anthropic.com/en/api/versioning and /en/api/beta-headers; OpenAI's `OpenAI-Beta`
-header (https://platform.openai.com/docs/api-reference/responses)."""
+header (https://platform.openai.com/docs/api-reference/responses). A chat carry (`CHAT`) exists only for
+these headers: its body is the OpenAI request already, sent as on any chat request."""
 
 
 class Native(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

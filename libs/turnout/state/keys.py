@@ -156,6 +156,21 @@ def open_attempts_key(request_id: str) -> str:
     return OPEN_ATTEMPTS_PREFIX + request_id
 
 
+REFUSALS_ORG_PREFIX = "turnout:refusals:org:"
+"""Stream per org: the door refusals of its authenticated callers (`turnout.state.refusals_stream`),
+fields {r: JSON row}, `MAXLEN ~ gateway.refusals_max_per_org`; one tenant's flood evicts only its own rows."""
+
+REFUSALS_UNIDENTIFIED = "turnout:refusals:unidentified"
+"""Stream of the door refusals of callers not identified (no org: a 401, an unknown path before any
+key was read), same fields and bound as an org's."""
+
+
+def refusals_key(org: str | None) -> str:
+    """Key of the refusals stream of `org` (percent-encoded, so no id reaches another's key), or of
+    the callers not identified when `org` is None."""
+    return REFUSALS_UNIDENTIFIED if org is None else REFUSALS_ORG_PREFIX + quote(org, safe="")
+
+
 TENANCY_VERSION = "turnout:tenancy:version"
 """String counter: INCR on every tenancy write (fleet-wide config version)."""
 

@@ -4,8 +4,9 @@ Owns: `purge_org_state`. An org deleted through the admin API may be
 created again under the same id; the new org must start clean, not inherit
 its predecessor's spend (a hard budget would start partly spent), its
 limit counters, its `Idempotency-Key` bindings (a retry could be answered
-with the old org's stored result), or its stored Responses (a new key of the
-same name could read them). Attempt records are not here: they live
+with the old org's stored result), its stored Responses (a new key of the
+same name could read them), or its door-refusal stream (`keys.refusals_key`:
+the new org's admin would read its predecessor's refusals). Attempt records are not here: they live
 in the fleet's one capped stream, and an org's exports read only rows since
 its `created_s` (`turnout_ingress.admin.records`).
 Must not import: services, FastAPI, httpx.
@@ -34,10 +35,12 @@ def _literal(text: str) -> str:
 
 def org_state_patterns(org: str) -> list[str]:
     """The `SCAN MATCH` patterns of every key `org` leaves besides its document (spend ledgers, limit
-    counters, Idempotency-Key bindings, stored Responses and their index), each matching only that org's keys (the id is escaped)."""
+    counters, Idempotency-Key bindings, stored Responses and their index, the door-refusal stream), each matching only
+    that org's keys (the id is escaped)."""
     limits = [keys.LIMIT_PREFIX + f"{kind}:{_literal(quote(org, safe=''))}:*" for kind in LIMIT_KINDS]
     responses = [f"{keys.RESPONSE_PREFIX}{_literal(quote(org, safe=''))}:*", _literal(keys.response_index_key(org))]
-    return [f"{keys.SPEND_PREFIX}{_literal(org)}:*", f"{keys.IDEMPOTENCY_PREFIX}{_literal(org)}:*", *limits, *responses]
+    own = [f"{keys.SPEND_PREFIX}{_literal(org)}:*", f"{keys.IDEMPOTENCY_PREFIX}{_literal(org)}:*"]
+    return [*own, *limits, *responses, _literal(keys.refusals_key(org))]
 
 
 async def purge_org_state(redis: Redis, org: str, *, batch: int = 500) -> int:

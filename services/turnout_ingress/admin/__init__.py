@@ -24,6 +24,9 @@ gateway key's secret only in the answer that creates it.
     secrets         POST /admin/v1/secrets/rotate (operator)
     records         GET /admin/v1/logs/export?org=…&format=jsonl|csv&since=…&until=… (admin key: its org;
                     the operator: the org `org` names)
+    refusals        GET /admin/v1/refusals?org=…&since=…&until=…&route=…&status=…&code=…&limit=… the door
+                    refusals' rows (admin key: its org; the operator: the org `org` names, `-` for callers
+                    not identified)
     audit_export    GET /admin/v1/audit/export?since=…&until=… (operator)
     catalog         GET /admin/v1/catalog    PUT|DELETE /admin/v1/catalog/models/{model}
                     PUT|DELETE /admin/v1/catalog/providers/{provider}    models and providers (operator)
@@ -48,6 +51,7 @@ from turnout_ingress.admin import (
     orgs,
     provider_keys,
     records,
+    refusals,
     secrets,
     settings,
     spend,
@@ -62,6 +66,7 @@ if TYPE_CHECKING:
 
 ROUTERS: tuple[APIRouter, ...] = (
     records.router,
+    refusals.router,
     orgs.router,
     spend.router,
     settings.router,

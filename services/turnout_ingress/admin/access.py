@@ -42,9 +42,10 @@ _json = msgspec.json.Encoder()
 
 
 class Caller(msgspec.Struct, frozen=True, kw_only=True):
-    """Who calls: the operator (`org` None) or an org's admin key."""
+    """Who calls: the operator (`org` None) or an org's admin key (`key`: its name)."""
 
     org: str | None
+    key: str | None = None
 
     @property
     def operator(self) -> bool:
@@ -76,7 +77,10 @@ class AdminAPI:
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip() if scheme.lower() == "bearer" else request.headers.get("x-api-key", "").strip()
-        return self.identify(token, on_who=lambda who: setattr(request.state, "audit_who", who))
+        caller = self.identify(token, on_who=lambda who: setattr(request.state, "audit_who", who))
+        if caller.org is not None:  # a later refusal's row names the org and key (`door.DoorRefusals`)
+            request.state.org, request.state.key = caller.org, caller.key
+        return caller
 
     def identify(self, token: str, on_who: Callable[[str], None] | None = None) -> Caller:
         """The caller holding the admin key `token` (401 for an unknown key, 403 for a non-admin key).
@@ -98,7 +102,7 @@ class AdminAPI:
             raise RequestRejected(
                 403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
             )
-        return Caller(org=identity.org)
+        return Caller(org=identity.org, key=identity.key)
 
     def scope(self, request: Request, org: str) -> Caller:
         """The caller, if it may act on `org` (else 404: another org's data looks missing)."""

@@ -26,7 +26,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import not_found
-from turnout_ingress.admin.access import Caller, rejected
+from turnout.tenancy.orgs import OrgDoc
+from turnout_ingress.admin.access import AdminAPI, Caller, rejected
 from turnout_ingress.admin.deps import Admin
 from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.time_query import INVALID_VALUE, parse_range, refuse_unknown
@@ -94,14 +95,14 @@ async def export_response(
     )
 
 
-def export_org(caller: Caller, asked: str | None) -> str:
-    """The org whose records `caller` may export, given the query's `org` (`asked`; None or "" when absent).
+def export_org(caller: Caller, asked: str | None, route: str = "/admin/v1/logs/export") -> str:
+    """The org whose rows `caller` may read, given the query's `org` (`asked`; None or "" when absent).
 
-    An org admin exports its own org: `asked` may be left out, and another
+    An org admin reads its own org: `asked` may be left out, and another
     org's id is refused exactly as an org that does not exist (tenant
     isolation, README "Admin API"). The operator names the org (the
     dashboard's export asks the same); whether that org exists is the
-    caller's to check.
+    caller's to check. `route` is the path the 400 shows.
 
     Raises:
         RequestRejected: 400 `invalid_value` (param `org`) for the operator
@@ -114,12 +115,34 @@ def export_org(caller: Caller, asked: str | None) -> str:
     if not asked:
         raise RequestRejected(
             400,
-            "`org` is required with the operator key: name the org whose records to export "
-            "(`/admin/v1/logs/export?org=<org>`).",
+            f"`org` is required with the operator key: name the org whose rows to read (`{route}?org=<org>`).",
             param="org",
             code=INVALID_VALUE,
         )
     return asked
+
+
+async def queried_org(request: Request, api: AdminAPI, caller: Caller, route: str) -> tuple[str, OrgDoc]:
+    """The org of the query's `org` that `caller` may read (`export_org`) and its document.
+
+    Raises:
+        RequestRejected: 400 as `export_org`; 404 `not_found` (param `org`, naming it) for an org
+            the caller may not see or that does not exist (the two answer alike).
+        GatewayUnavailable: 503 when the tenancy store is unreachable.
+    """
+    asked = request.query_params.get("org")
+    try:
+        org = export_org(caller, asked, route)
+        doc = await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
+    except RequestRejected as exc:
+        if exc.code != "not_found":
+            raise
+        # the org is in the query, not the path: say which (the caller's own words; another org's
+        # and a missing one still answer alike)
+        raise RequestRejected(
+            404, f"No such org {quoted(asked, ORG_SHOWN_CHARS)}", error_type=exc.error_type, code=exc.code, param="org"
+        ) from None
+    return org, doc
 
 
 def ingress_redis(request: Request) -> Redis:
@@ -135,18 +158,7 @@ async def export_logs(request: Request, api: Admin, redis: Annotated[Redis, Depe
     that does not exist)."""
     caller = api.caller(request)
     refuse_unknown(request.query_params, ("org", "format", "since", "until"))
-    asked = request.query_params.get("org")
-    try:
-        org = export_org(caller, asked)
-        doc = await api.read(request, org)  # 404 for an org that does not exist, as every admin route answers
-    except RequestRejected as exc:
-        if exc.code != "not_found":
-            raise
-        # the org is in the query, not the path: say which (the caller's own words; another org's
-        # and a missing one still answer alike)
-        raise RequestRejected(
-            404, f"No such org {quoted(asked, ORG_SHOWN_CHARS)}", error_type=exc.error_type, code=exc.code, param="org"
-        ) from None
+    org, doc = await queried_org(request, api, caller, "/admin/v1/logs/export")
     fmt = request.query_params.get("format", "jsonl")
     if fmt not in MEDIA_TYPES:
         raise RequestRejected(400, "`format` must be `jsonl` or `csv`.", param="format", code=INVALID_VALUE)

@@ -2,8 +2,9 @@
 
 Owns: reading a chat completions body into the front door's `Inbound` (the checks of
 `turnout_ingress.validation.parse_chat_request`; the `provider` object taken out and
-checked) and answering in the fleet's own shape, which is this surface's: the worker's
-answer and the direct path's frames go to the client as they are.
+checked; an `OpenAI-Beta` header carried to OpenAI-family targets, as `anthropic-beta` is on
+the Messages surface) and answering in the fleet's own shape, which is this surface's: the
+worker's answer and the direct path's frames go to the client as they are.
 Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
 """
 
@@ -12,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
+from turnout.core.native import CHAT as NATIVE_CHAT
+from turnout.core.native import Native
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
-from turnout_ingress.validation import parse_chat_request, take_preferences
+from turnout_ingress.validation import parse_chat_request, provider_headers, take_preferences
 
 
 class ChatCompletions(FleetShaped):
@@ -24,9 +27,17 @@ class ChatCompletions(FleetShaped):
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The checked body; the job carries the client's bytes (the worker takes `provider` out
-        again before any upstream call). See `Surface.parse`."""
+        again before any upstream call), and, when the client sent an `OpenAI-Beta` header, a chat
+        carry (`Native` of surface `chat`) holding it for OpenAI-family targets. See `Surface.parse`.
+
+        Raises:
+            RequestRejected: 400 naming the field; an `openai-beta` value that is not printable ASCII.
+        """
         body = parse_chat_request(raw)
-        return Inbound(body, take_preferences(body), raw)
+        native = None
+        if "openai-beta" in headers:  # most requests carry nothing
+            native = Native(surface=NATIVE_CHAT, body=raw, headers=provider_headers(NATIVE_CHAT, headers.items()))
+        return Inbound(body, take_preferences(body), raw, native=native)
 
 
 CHAT: Final = ChatCompletions()

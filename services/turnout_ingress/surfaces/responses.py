@@ -15,7 +15,9 @@ stateful surface, and answering in the Responses shape:
 - `render`: the fleet's `chat.completion` becomes a Response object
   (`responses_answer`), an `api: responses` offer's Response keeps its own but for its id
   (`responses_native.client_response`); every other answer is the fleet's OpenAI error
-  body as it is, with its `x-turnout-*` headers and per-attempt summary;
+  body as it is, with its `x-turnout-*` headers and per-attempt summary, but for a 400's
+  fields of the canonical chat request, told as the client's (`responses_params`:
+  `input[2].arguments`, not `messages[3].tool_calls[1]`);
 - `render_native`: an `api: responses` offer's stream relayed as sent
   (`responses_native.native_stream`);
 - `settle` (non-streamed) and the stream's keeper (before `response.completed`): with
@@ -58,6 +60,7 @@ from turnout_ingress.responses_native import (
     replayable,
     upstream_body,
 )
+from turnout_ingress.responses_params import client_error
 from turnout_ingress.responses_request import ResponsesCall, translate_request
 from turnout_ingress.surfaces.base import Inbound
 from turnout_ingress.validation import decode_request, take_preferences
@@ -219,6 +222,8 @@ class Responses:
         `Surface.render`."""
         kept = {k: v for k, v in headers.items() if k.lower() not in _DROPPED_HEADERS}
         turn = inbound.context if inbound is not None else None
+        if status == 400 and isinstance(turn, ResponsesTurn):
+            body = _told_as_sent(body, turn)
         if status != 200 or not isinstance(turn, ResponsesTurn):
             return Response(body, status_code=status, headers=kept, media_type=JSON)
         try:
@@ -274,6 +279,25 @@ class Responses:
         return native_stream(
             frames, request_id=turn.request_id, echo=turn.call.echo, keeper=keeper if turn.call.store else None
         )
+
+
+def _told_as_sent(body: bytes, turn: ResponsesTurn) -> bytes:
+    """A 400's error body with the canonical chat request's fields told as the client's
+    (`responses_params.client_error`); `body` itself when it is not such an error."""
+    try:
+        answer = _decode.decode(body)
+    except msgspec.DecodeError:
+        return body
+    error = answer.get("error") if isinstance(answer, dict) else None
+    if not isinstance(error, dict):
+        return body
+    told = client_error(
+        error,
+        instructions=turn.call.instructions is not None,
+        history=len(turn.history),
+        sources=turn.call.sources,
+    )
+    return body if told is error else _encode.encode({**answer, "error": told})
 
 
 def has_responses_offer(catalog: Catalog, model: str) -> bool:

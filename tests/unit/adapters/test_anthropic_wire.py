@@ -262,9 +262,10 @@ REFUSED = [
                 },
             ],
         },
-        "messages[1].tool_calls[0]",
+        "messages[1].tool_calls[0].function.arguments",
     ),
     ("bad_tool_choice", _req(tool_choice="sometimes"), "tool_choice"),
+    ("system_only", {"model": "m", "messages": [{"role": "system", "content": "be terse"}]}, "messages"),
 ]
 
 

@@ -69,20 +69,22 @@ def test_the_messages_surface_passes_its_anthropic_headers_as_sent_in_order() ->
     )
 
 
-@pytest.mark.parametrize("surface", [CHAT, "embeddings", ""])
+@pytest.mark.parametrize("surface", ["embeddings", ""])
 def test_a_surface_without_a_list_passes_no_header(surface: str) -> None:
     assert passed_headers(surface, [("anthropic-beta", "x"), ("openai-beta", "y")]) == ()
 
 
-def test_the_responses_surface_passes_openai_beta_only() -> None:
+@pytest.mark.parametrize("surface", [RESPONSES, CHAT])
+def test_the_openai_surfaces_pass_openai_beta_only(surface: str) -> None:
     headers = [("OpenAI-Beta", "responses=v1"), ("anthropic-beta", "x"), ("authorization", "Bearer k")]
-    assert passed_headers(RESPONSES, headers) == (("openai-beta", "responses=v1"),)
+    assert passed_headers(surface, headers) == (("openai-beta", "responses=v1"),)
 
 
 def test_only_the_listed_provider_headers_pass() -> None:
     assert dict(PASSED_HEADERS) == {
         MESSAGES: frozenset({"anthropic-version", "anthropic-beta"}),
         RESPONSES: frozenset({"openai-beta"}),
+        CHAT: frozenset({"openai-beta"}),
     }
 
 

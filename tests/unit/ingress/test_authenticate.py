@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from starlette.requests import Request
 
@@ -17,10 +19,10 @@ class Keyring:
 
     def __init__(self, *, loaded: bool) -> None:
         self._loaded = loaded
-        self.identity = object()
+        self.identity: Identity = SimpleNamespace(org="acme", key="ci-bot")  # type: ignore[assignment]
 
     def authenticate(self, token: str | None) -> Identity | None:
-        return self.identity if self._loaded and token == KNOWN else None  # type: ignore[return-value]
+        return self.identity if self._loaded and token == KNOWN else None
 
     @property
     def loaded(self) -> bool:
@@ -36,6 +38,12 @@ def test_a_known_key_is_the_caller_by_bearer_or_x_api_key() -> None:
     keyring = Keyring(loaded=True)
     assert authenticate(request({"authorization": f"Bearer {KNOWN}"}), keyring) is keyring.identity
     assert authenticate(request({"x-api-key": f" {KNOWN} "}), keyring) is keyring.identity
+
+
+def test_the_caller_is_kept_on_the_request_for_a_later_refusals_row() -> None:
+    sent = request({"authorization": f"Bearer {KNOWN}"})
+    authenticate(sent, Keyring(loaded=True))
+    assert (sent.state.org, sent.state.key) == ("acme", "ci-bot")
 
 
 @pytest.mark.parametrize(

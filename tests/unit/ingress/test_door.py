@@ -10,7 +10,18 @@ from hypothesis import strategies as st
 
 from support.clocks import FakeClock
 from turnout.observability.metrics import Metrics
-from turnout_ingress.door import PUBLIC_ROUTES, UNSERVED_FAMILIES, WITH_IDS, DoorRefusals, LogSampler, route_label
+from turnout_ingress.door import (
+    PUBLIC_ROUTES,
+    ROUTE_LABELS,
+    UNSERVED_FAMILIES,
+    WITH_IDS,
+    DoorRefusals,
+    LogSampler,
+    RateCap,
+    RefusalRow,
+    refusal_row,
+    route_label,
+)
 
 ADMIN = "/admin/v1/"
 
@@ -40,6 +51,7 @@ def test_route_label_is_always_from_the_closed_set(path: str) -> None:
     assert route_label(path, PUBLIC_ROUTES, ADMIN) in PUBLIC_ROUTES | set(UNSERVED_FAMILIES) | {"admin", "other"} | set(
         WITH_IDS
     )
+    assert route_label(path, PUBLIC_ROUTES, ADMIN) in ROUTE_LABELS
 
 
 def test_the_sampler_writes_one_line_a_second_per_key_and_counts_what_it_folded() -> None:
@@ -76,4 +88,81 @@ def test_refusals_are_counted_by_route_status_and_code_and_logged_with_the_key(
         ("/v1/images", 404, None),
         ("/v1/embeddings", 429, "ci-bot"),  # the second 429 folded into the next line
         ("/v1/chat/completions", 400, None),
+    ]
+
+
+KEYS = st.sampled_from([("other", 401, "invalid_api_key"), ("other", 404, "unknown_route"), ("/v1/images", 404, "x")])
+
+
+@given(
+    per_s=st.integers(min_value=0, max_value=5),
+    events=st.lists(st.tuples(KEYS, st.floats(min_value=0.0, max_value=2.0)), max_size=200),
+)
+def test_the_rate_cap_passes_at_most_per_s_a_second_per_key(
+    per_s: int, events: list[tuple[tuple[str, int, str], float]]
+) -> None:
+    """Over a span of T seconds a key passes at most per_s × (⌊T⌋ + 1) events; a key's first event passes
+    (when per_s >= 1); nothing passes with per_s 0."""
+    clock = FakeClock(1000.0)
+    cap = RateCap(per_s, clock=clock)
+    passed: dict[tuple[str, int, str], list[float]] = {}
+    seen: set[tuple[str, int, str]] = set()
+    for key, step in events:
+        clock.now_s += step
+        took = cap.take(key)
+        if key not in seen and per_s >= 1:
+            assert took, "a key's first event always passes"
+        seen.add(key)
+        if took:
+            passed.setdefault(key, []).append(clock.now_s)
+    for times in passed.values():
+        assert len(times) <= per_s * (int(times[-1] - times[0]) + 1)
+    assert per_s >= 1 or not passed
+
+
+def test_the_rate_cap_opens_a_new_window_a_second_after_the_last_opened() -> None:
+    clock = FakeClock(0.0)
+    cap = RateCap(2, clock=clock)
+    key = ("other", 401, "invalid_api_key")
+    assert [cap.take(key) for _ in range(4)] == [True, True, False, False]
+    clock.now_s = 0.99
+    assert not cap.take(key)
+    clock.now_s = 1.0
+    assert [cap.take(key) for _ in range(3)] == [True, True, False]
+
+
+def test_a_row_names_the_route_label_and_folds_an_unknown_method() -> None:
+    row = refusal_row(1700000000.12345, "rid", "BREW", "other", 404, "unknown_route", None, None)
+    assert (row.ts, row.request_id, row.method, row.route, row.status, row.org, row.key) == (
+        1700000000.123,
+        "rid",
+        "other",
+        "other",
+        404,
+        None,
+        None,
+    )
+    assert (
+        refusal_row(1.0, "r", "POST", "/v1/embeddings", 429, "rate_limit_exceeded", "acme", "ci-bot").method == "POST"
+    )
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.rows: list[RefusalRow] = []
+
+    def add(self, row: RefusalRow) -> None:
+        self.rows.append(row)
+
+
+def test_each_refusal_is_a_row_with_the_caller_when_known_never_the_raw_path() -> None:
+    sink = Sink()
+    door = DoorRefusals(Metrics(), PUBLIC_ROUTES, ADMIN, LogSampler(clock=FakeClock(0.0)), sink, clock=lambda: 42.0)
+    door.refused("/v1/secret-path/with/ids/123", 404, "unknown_route", None, method="GET", request_id="r1")
+    door.refused("/v1/embeddings", 429, "rate_limit_exceeded", "ci-bot", org="acme", method="POST", request_id="r2")
+    door.refused("/v1/chat/completions", 400, "Not A Code!", None, method="POST", request_id="r3")
+    assert [(r.route, r.status, r.code, r.org, r.key, r.request_id, r.ts) for r in sink.rows] == [
+        ("other", 404, "unknown_route", None, None, "r1", 42.0),
+        ("/v1/embeddings", 429, "rate_limit_exceeded", "acme", "ci-bot", "r2", 42.0),
+        ("/v1/chat/completions", 400, "other", None, None, "r3", 42.0),
     ]

@@ -49,7 +49,7 @@ def test_items_of_every_kind_become_chat_messages_in_order() -> None:
         {"type": "function_call_output", "call_id": "c1", "output": "r1"},
         {"type": "function_call_output", "call_id": "c2", "output": [{"type": "input_text", "text": "r2"}]},
     ]
-    messages, kept = translate_input(items)
+    messages, kept, _ = translate_input(items)
     assert messages == [
         {"role": "developer", "content": "dev"},
         {
@@ -79,7 +79,7 @@ def test_items_of_every_kind_become_chat_messages_in_order() -> None:
 
 
 def test_a_function_call_without_an_assistant_message_before_it_is_its_own_turn() -> None:
-    messages, _ = translate_input([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])
+    messages, _, _ = translate_input([{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"}])
     assert messages == [
         {
             "role": "assistant",
@@ -283,6 +283,6 @@ _MESSAGE = st.fixed_dictionaries(
 
 @given(st.lists(_MESSAGE, min_size=1, max_size=8))
 def test_string_messages_keep_their_roles_texts_and_order(items: list[dict[str, Any]]) -> None:
-    messages, kept = translate_input(items)
+    messages, kept, _ = translate_input(items)
     assert [(m["role"], m["content"]) for m in messages] == [(i["role"], i["content"]) for i in items]
     assert [k["content"][0]["text"] for k in kept] == [i["content"] for i in items]
