@@ -739,6 +739,7 @@ def _spec(
         operation=info.operation,
         native=native,
         api_version=provider.api_version,
+        region=provider.region,
         api=api,
     )
 

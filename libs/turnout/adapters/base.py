@@ -181,6 +181,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
         api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
             `operation` it chooses the family (`responses`: the Responses family).
+        region: the provider's AWS region (`ProviderConfig.region`: a `bedrock` provider's
+            signing region), or None.
     """
 
     target: Target
@@ -196,6 +198,7 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     native: Native | None = None
     api_version: str | None = None
     api: OfferApi = "chat"
+    region: str | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
@@ -226,6 +229,13 @@ class ApiFamily(Protocol):
     @property
     def stream_end(self) -> str:
         """The family's end-of-stream marker as named in failure messages (`[DONE]`)."""
+        ...
+
+    @property
+    def stream_media_type(self) -> str:
+        """The media type of the family's stream answers (`text/event-stream`; Bedrock's
+        `application/vnd.amazon.eventstream`): an answer of another type to a stream request
+        is read as a complete answer (an error status, else a PROTOCOL failure)."""
         ...
 
     @property
@@ -307,6 +317,10 @@ class ApiFamily(Protocol):
         pings keep their pace).
         """
         ...
+
+
+SSE_MEDIA_TYPE = "text/event-stream"
+"""The media type of an SSE stream (`ApiFamily.stream_media_type` of the SSE families)."""
 
 
 def crossing_refusal(native: Native | None, surface: str) -> Refusal | None:

@@ -22,6 +22,7 @@ from typing import Final
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
+from turnout.adapters.bedrock import BEDROCK_CONVERSE
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
@@ -34,6 +35,7 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
         "openai_compatible": OPENAI_CHAT,
         "anthropic": ANTHROPIC_MESSAGES,
         "azure_openai": AZURE_CHAT,
+        "bedrock": BEDROCK_CONVERSE,
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""

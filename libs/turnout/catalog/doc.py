@@ -27,6 +27,7 @@ from typing import Literal
 
 import msgspec
 
+from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
 from turnout.catalog.provider_rules import check_key_env, key_env_refusal
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable
@@ -70,6 +71,7 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     base_url: str
     key: KeyRef | None = None
     api_version: str | None = None
+    region: str | None = None  # bedrock
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -97,11 +99,12 @@ doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:
-    """A provider's fields as the digest reads them: `api_version` only when set, so a file
+    """A provider's fields as the digest reads them: `api_version` and the `bedrock` fields only when set, so a file
     without one digests as it did before the field existed (no spurious re-apply on upgrade)."""
     fields = msgspec.structs.asdict(provider)
-    if fields["api_version"] is None:
-        del fields["api_version"]
+    for name in ("api_version", *BEDROCK_FIELDS):
+        if fields[name] is None:
+            del fields[name]
     return fields
 
 
@@ -125,7 +128,9 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
                 key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
             except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
                 key = KeyRef(source="file")
-        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key, api_version=p.api_version)
+        providers[name] = ProviderEntry(
+            kind=p.kind, base_url=p.base_url, key=key, api_version=p.api_version, region=p.region
+        )
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
     )
@@ -135,9 +140,11 @@ def same_catalog(doc: CatalogDoc, config: Config) -> bool:
     """True when `doc` holds the file's models and providers (kinds, URLs, API versions, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
-    file_providers = {n: (p.kind, p.base_url, p.api_version, bool(p.api_key)) for n, p in config.raw.providers.items()}
+    file_providers = {
+        n: (p.kind, p.base_url, p.api_version, p.region, bool(p.api_key)) for n, p in config.raw.providers.items()
+    }
     return file_providers == {
-        n: (p.kind, p.base_url, p.api_version, p.key is not None) for n, p in doc.providers.items()
+        n: (p.kind, p.base_url, p.api_version, p.region, p.key is not None) for n, p in doc.providers.items()
     }
 
 
@@ -195,6 +202,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             base_url=p.base_url,
             api_key=resolve_key(name, p.key, file, env, vault),
             api_version=p.api_version,
+            region=p.region,
         )
         for name, p in doc.providers.items()
     }

@@ -26,11 +26,12 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from turnout.aws import config_rules as aws_rules
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
 from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
-from turnout.config import ModelConfig, OfferConfig, ProviderKind
+from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
@@ -63,6 +64,10 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     neither keeps the provider's current key; `api_key: null` removes it.
     `api_version`: required for `azure_openai` and refused on the other kinds, as in
     the file (`turnout.config.ProviderConfig`).
+    `region` (required for `bedrock`) and a `bedrock` provider's keys: `access_key_id` and
+    `secret_access_key` (with `session_token` if any), sealed together as its key
+    (`turnout.aws.keys`), or that key itself in `api_key` (`ACCESS_KEY_ID:SECRET_ACCESS_KEY`);
+    no key at all: botocore's credential chain of each process.
     """
 
     kind: ProviderKind
@@ -70,6 +75,11 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     api_version: str | None = None
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
+    # bedrock (turnout.aws.config_rules)
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
 
 
 def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
@@ -83,6 +93,7 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
                 "base_url": p.base_url,
                 "api_key": p.key.view() if p.key is not None else None,
                 **({"api_version": p.api_version} if p.api_version is not None else {}),
+                **({"region": p.region} if p.region is not None else {}),
             }
             for name, p in sorted(doc.providers.items())
         },
@@ -106,6 +117,31 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
         raise rejected(invalid("api_key", "must not be empty (send `null` to remove the provider's key)"))
     secret_fit("api_key", spec.api_key)
     return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
+
+
+def _with_aws_key(name: str, spec: ProviderPut) -> ProviderPut:
+    """`spec` with a `bedrock` provider's key fields sealed as one key: its `api_key` becomes their
+    Bedrock key (`turnout.aws.config_rules.folded_key`, the pairing rules named by their path)."""
+    if spec.access_key_id is None and spec.secret_access_key is None and spec.session_token is None:
+        return spec
+    if spec.kind != aws_rules.KIND:
+        field = next(f for f in aws_rules.FIELDS[1:] if getattr(spec, f) is not None)
+        raise rejected(invalid(field, f"only a `bedrock` provider takes a {field}, this one is `{spec.kind}`"))
+    if not isinstance(spec.api_key, msgspec.UnsetType) or not isinstance(spec.api_key_env, msgspec.UnsetType):
+        raise rejected(invalid("api_key", "give access_key_id and secret_access_key, or api_key, not both"))
+    fields = ProviderConfig(
+        kind=spec.kind,
+        base_url=spec.base_url,
+        region=spec.region,
+        access_key_id=spec.access_key_id,
+        secret_access_key=spec.secret_access_key,
+        session_token=spec.session_token,
+    )
+    try:
+        key = aws_rules.folded_key(f"providers.{name}", fields)
+    except ConfigError as exc:
+        raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
+    return msgspec.structs.replace(spec, api_key=key, access_key_id=None, secret_access_key=None, session_token=None)
 
 
 async def write(watch: CatalogWatch, edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
@@ -191,7 +227,7 @@ async def delete_model(model: str, api: Admin, watch: Watch, _: Operator) -> Res
 @router.put(P + "/providers/{provider}")
 async def put_provider(request: Request, provider: str, api: Admin, watch: Watch, _: Operator) -> Response:
     """Add or replace a provider, its key sealed or a reference (`ProviderPut`)."""
-    spec = decode(await body(request), ProviderPut, f"providers.{provider}")
+    spec = _with_aws_key(provider, decode(await body(request), ProviderPut, f"providers.{provider}"))
 
     def edit(doc: CatalogDoc) -> CatalogDoc:
         entry = ProviderEntry(
@@ -199,6 +235,7 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             base_url=spec.base_url,
             key=_key_ref(api, provider, spec, doc.providers.get(provider)),
             api_version=spec.api_version,
+            region=spec.region,
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 
