@@ -4,7 +4,8 @@ Owns: `check`, which reads `AWS4-HMAC-SHA256 Credential={id}/{date}/{region}/bed
 SignedHeaders=..., Signature={64 hex}` and `X-Amz-Date`, refuses a missing, malformed or
 mis-scoped one as AWS does (403: `UnrecognizedClientException` without a signature or for a
 revoked id, `InvalidSignatureException` otherwise), and, for an access key id the simulator
-knows (`credentials.AWS_TEST_KEYS`), recomputes the signature with botocore's signer
+knows (`credentials.AWS_TEST_KEYS`), recomputes the signature with botocore's signer over the
+path as AWS canonicalises it (`canonical_url`)
 (`SigV4Auth.canonical_request` / `string_to_sign` / `signature`, public methods) over the
 headers the request says it signed.
 Must not import: turnout's gateway packages.
@@ -17,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Final
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -57,6 +59,15 @@ class Signed:
     region: str
 
 
+def canonical_url(url: str) -> str:
+    """`url` with each path segment decoded and encoded again as the AWS SDKs encode a URI label
+    (all but `A-Z a-z 0-9 - . _ ~`): what AWS signs does not depend on whether a client sent `:`
+    as is or as `%3A` (SigV4 canonicalises the path it received; `%2F` stays inside its segment)."""
+    parts = urlsplit(url)
+    path = "/".join(quote(unquote(segment), safe="-._~") for segment in parts.path.split("/"))
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
 def check(method: str, url: str, headers: dict[str, str], body: bytes) -> Signed | Refused:
     """The signature of one request, checked.
 
@@ -80,7 +91,7 @@ def check(method: str, url: str, headers: dict[str, str], body: bytes) -> Signed
         return Refused("InvalidSignatureException", MISMATCH)
     secret = credentials.AWS_TEST_KEYS.get(m["id"])
     if secret is not None:
-        request = AWSRequest(method=method, url=url, data=body, headers={n: headers[n] for n in signed})
+        request = AWSRequest(method=method, url=canonical_url(url), data=body, headers={n: headers[n] for n in signed})
         request.context["timestamp"] = amz_date
         token = headers.get("x-amz-security-token")
         auth = SigV4Auth(Credentials(m["id"], secret, token), "bedrock", m["region"])

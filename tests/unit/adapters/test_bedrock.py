@@ -5,6 +5,8 @@ verifier, which recomputes it with botocore)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,7 +20,7 @@ from turnout.adapters.bedrock import BEDROCK_CONVERSE, aws_error, outcome_of_con
 from turnout.adapters.bedrock_events import EventTranslator, Frame, frame_of
 from turnout.adapters.bedrock_wire import converse_path, to_converse_request
 from turnout.adapters.chat_parts import WireError
-from turnout.adapters.families import family_for
+from turnout.adapters.families import family_for, semconv_provider_name
 from turnout.aws import sigv4
 from turnout.aws.keys import join_key, split_key
 from turnout.core.classify import classify
@@ -428,3 +430,24 @@ async def test_an_exception_message_ends_the_stream_with_an_error_event() -> Non
 async def test_a_frame_with_a_bad_crc_raises_botocores_parser_error() -> None:
     with pytest.raises(ParserError):
         await _events([eventstream.corrupted(eventstream.event("messageStart", {"role": "assistant"}))])
+
+
+def test_spans_name_bedrock_by_its_well_known_provider_name() -> None:
+    assert semconv_provider_name("bedrock", "bedrock-east") == "aws.bedrock"
+    assert semconv_provider_name("openai", "pa") == "pa"  # other kinds: the provider's own name, as before
+
+
+def test_a_process_that_calls_no_bedrock_provider_never_loads_botocore() -> None:
+    code = (
+        "import sys, turnout.adapters.exchange, turnout.adapters.families, turnout.config, turnout.router; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('botocore', 'boto3')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_the_simulator_canonicalises_the_path_as_aws_does() -> None:
+    raw, encoded = "http://h:1/model/a.b-v1:0/converse", "http://h:1/model/a.b-v1%3A0/converse"
+    assert sigv4_check.canonical_url(raw) == sigv4_check.canonical_url(encoded) == encoded
+    arn = "http://h/model/arn%3Aaws%3Ax%2Fy/converse-stream"
+    assert sigv4_check.canonical_url(arn) == arn
