@@ -872,6 +872,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             if provider_name not in raw.providers:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
             check_secret(f"{base}.provider_keys.{provider_name}", secret)
+            aws_rules.check_key(f"{base}.provider_keys.{provider_name}", raw.providers[provider_name].kind, secret)
         for endpoint_name, endpoint in org.custom_endpoints.items():
             epath = f"{base}.custom_endpoints.{endpoint_name}"
             if ":" in endpoint_name:  # `custom:<endpoint>:<model>` entries split on it

@@ -249,3 +249,15 @@ def test_the_admin_api_adds_a_bedrock_provider_with_its_keys_sealed(gw: Gateway,
 
     wait_for(served, 2.0, "a model on the Bedrock provider added through the API")
     assert {e["auth_fingerprint"] for e in gw.sim_log("added")} == {_fingerprint(FLEET_ID)}
+
+
+def test_an_orgs_own_bedrock_key_is_refused_unless_of_the_keys_form(gw: Gateway, env: dict[str, str]) -> None:
+    operator = Admin(gw.base_url, env["TURNOUT_OPERATOR_KEY"])
+    refused = operator.call("PUT", "/orgs/acme/provider-keys/bedrock", {"api_key": "just-one-secret"})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"]["param"] == "api_key" and "ACCESS_KEY_ID:SECRET_ACCESS_KEY" in refused.text
+    own = join_key(TENANT_ID, AWS_TEST_KEYS[TENANT_ID])
+    made = operator.call("PUT", "/orgs/acme/provider-keys/bedrock", {"api_key": own})
+    assert made.status_code == 200, made.text
+    assert AWS_TEST_KEYS[TENANT_ID] not in made.text
+    assert operator.call("DELETE", "/orgs/acme/provider-keys/bedrock").status_code == 200

@@ -180,3 +180,13 @@ def test_the_admin_cli_sends_the_region() -> None:
         "/catalog/providers/br",
         {"kind": "bedrock", "base_url": "https://bedrock-runtime.us-east-1.amazonaws.com", "region": "us-east-1"},
     )
+
+
+def test_an_orgs_own_bedrock_key_must_be_of_the_keys_form() -> None:
+    text = BEDROCK + "orgs:\n  acme:\n    provider_keys: {bedrock: not-a-pair}\n"
+    with pytest.raises(
+        ConfigError, match=r"orgs\.acme\.provider_keys\.bedrock: a bedrock provider's key is ACCESS_KEY_ID"
+    ):
+        _config(text=text)
+    good = BEDROCK + f"orgs:\n  acme:\n    provider_keys: {{bedrock: '{join_key('AKIAORG0000000000001', 's')}'}}\n"
+    assert _config(text=good).raw.orgs["acme"].provider_keys["bedrock"] == "AKIAORG0000000000001:s"

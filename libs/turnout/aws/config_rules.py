@@ -1,6 +1,6 @@
 """The configuration rules of a `bedrock` provider's own fields (pure).
 
-Owns: `check_fields` (what `turnout config check`, a file load and an admin edit refuse, each
+Owns: `check_fields` and `check_key` (what `turnout config check`, a file load and an admin edit refuse, each
 naming its path: `providers.<name>.region`, `.access_key_id`, `.secret_access_key`,
 `.session_token`, `.api_key`) and `folded_key` (the file's three key fields as the one Bedrock
 key, `turnout.aws.keys`, that the provider's `api_key` carries from then on). The checks read a
@@ -100,6 +100,21 @@ def folded_key(path: str, provider: AwsFields) -> str | None:
     return join_key(akid, secret, token)
 
 
+def check_key(path: str, kind: str, key: str) -> None:
+    """A key of a `bedrock` provider (the provider's own, or an org's in `provider_keys`) is of
+    `join_key`'s form; a key of another kind is not this module's.
+
+    Raises:
+        ConfigError: `{path}: a bedrock provider's key is ACCESS_KEY_ID:SECRET_ACCESS_KEY...`.
+    """
+    if kind != KIND:
+        return
+    try:
+        split_key(key)
+    except ValueError:
+        raise ConfigError(f"{path}: a bedrock provider's key is {KEY_FORM}") from None
+
+
 def check_fields(path: str, provider: AwsFields) -> None:
     """The rules of the `bedrock` fields: refused on another kind; for `bedrock`, `region` required
     and of AWS's form, the key (if any) of `join_key`'s form, the keys' fields folded already
@@ -121,10 +136,7 @@ def check_fields(path: str, provider: AwsFields) -> None:
         raise ConfigError(f"{path}.region: {provider.region!r} is not an AWS region such as us-east-1")
     folded_key(path, provider)  # the pairing rules, for a provider built without folding (an admin edit)
     if provider.api_key:
-        try:
-            split_key(provider.api_key)
-        except ValueError:
-            raise ConfigError(f"{path}.api_key: a bedrock provider's key is {KEY_FORM}") from None
+        check_key(f"{path}.api_key", provider.kind, provider.api_key)
     if re.search(r"/model(?:/|$)", provider.base_url.split("?", 1)[0].rstrip("/")):
         raise ConfigError(
             f"{path}.base_url: a `bedrock` base_url is the runtime endpoint without /model "
