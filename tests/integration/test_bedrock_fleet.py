@@ -54,6 +54,13 @@ models:
     offers: [{{provider: bedrock, model: brj}}, {{provider: anthropic, model: claude-j-direct}}]
   claude-own:
     offers: [{{provider: bedrock, model: br-own}}]
+  claude-broken:
+    offers: [{{provider: bedrock, model: "brb~cut2"}}]
+  claude-corrupt:
+    offers: [{{provider: bedrock, model: "brk~badchunk3i20"}}]
+  claude-stream-x:
+    order: priority
+    offers: [{{provider: bedrock, model: "brsx~bodyerr429"}}, {{provider: anthropic, model: claude-sx-direct}}]
   claude-chain:
     offers: [{{provider: bedrock-chain, model: br-chain}}]
 policy:
@@ -174,6 +181,26 @@ def test_a_tool_call_round_trip(gw: Gateway) -> None:
         if t.function is not None
     )
     assert json.loads(arguments) == {"city": "sim"}
+
+
+@pytest.mark.parametrize(("model", "step"), [("claude-broken", "brb~cut2"), ("claude-corrupt", "brk~badchunk3i20")])
+def test_a_stream_broken_after_its_first_content_ends_with_an_error(gw: Gateway, model: str, step: str) -> None:
+    stream = gw.client().chat.completions.create(model=model, messages=HELLO, max_tokens=6, stream=True)
+    text = ""
+    with pytest.raises(openai.APIError):
+        for chunk in stream:
+            text += "".join(c.delta.content or "" for c in chunk.choices)
+    assert text.startswith("tok0")  # the content before the break was relayed
+    assert [e["status"] for e in gw.sim_log(step)] == [200]
+
+
+def test_a_throttling_exception_event_before_content_falls_over_to_anthropic(gw: Gateway) -> None:
+    stream = gw.client().chat.completions.with_raw_response.create(
+        model="claude-stream-x", messages=HELLO, max_tokens=2, stream=True
+    )
+    assert stream.headers["x-turnout-provider"] == "anthropic"
+    text = "".join(c.delta.content or "" for chunk in stream.parse() for c in chunk.choices)
+    assert text == "tok0 tok1" and {e["status"] for e in gw.sim_log("brsx~bodyerr429")} == {200}
 
 
 def test_bedrock_throttling_falls_over_to_the_anthropic_api(gw: Gateway) -> None:

@@ -32,14 +32,21 @@ async def messages(chunks: AsyncIterator[bytes]) -> AsyncIterator[list[Message]]
 
     Yields:
         (headers, payload) pairs in stream order. botocore's `ParserError` (a bad CRC, an
-        impossible length) propagates, as do `chunks`' exceptions; a partial message at
-        the end of the body is dropped.
+        impossible length) propagates once the messages before the broken one are given, as
+        do `chunks`' exceptions; a partial message at the end of the body is dropped.
     """
-    from botocore.eventstream import EventStreamBuffer  # module doc: only when a body is read
+    from botocore.eventstream import EventStreamBuffer, ParserError  # module doc: only when a body is read
 
     buffer = EventStreamBuffer()
     async for chunk in chunks:
         buffer.add_data(chunk)
-        batch = [_parts(message.to_response_dict()) for message in buffer]
+        batch: list[Message] = []
+        try:
+            for message in buffer:
+                batch.append(_parts(message.to_response_dict()))
+        except ParserError:
+            if batch:  # the read's messages before the broken one are given first
+                yield batch
+            raise
         if batch:
             yield batch

@@ -451,3 +451,13 @@ def test_the_simulator_canonicalises_the_path_as_aws_does() -> None:
     assert sigv4_check.canonical_url(raw) == sigv4_check.canonical_url(encoded) == encoded
     arn = "http://h/model/arn%3Aaws%3Ax%2Fy/converse-stream"
     assert sigv4_check.canonical_url(arn) == arn
+
+
+async def test_the_frames_before_a_broken_one_are_given_first() -> None:
+    good = eventstream.event("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}})
+    broken = eventstream.corrupted(eventstream.event("contentBlockDelta", {"delta": {"text": "x"}}))
+    response = httpx.Response(200, stream=_Body([good + broken]))
+    events = translated_events(response, EventTranslator(answer_id="", model="", created_s=0))
+    assert '"content":"Hi"' in (await anext(events))[0].data
+    with pytest.raises(ParserError):
+        await anext(events)
