@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Final, Literal
 import msgspec
 import yaml
 
+from turnout.aws import config_rules as aws_rules
 from turnout.catalog import provider_rules
 from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
@@ -44,7 +45,13 @@ from turnout.tenancy.text import check_id, check_model, check_secret, check_url,
 if TYPE_CHECKING:
     from turnout.tenancy.ssrf import AllowList
 
-ProviderKind = Literal["openai", "openai_compatible", "anthropic", "azure_openai"]
+ProviderKind = Literal[
+    "openai",
+    "openai_compatible",
+    "anthropic",
+    "azure_openai",
+    "bedrock",
+]
 EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
 API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
@@ -105,6 +112,12 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             None: `authorization: Bearer`); `openai_compatible` only.
         headers: extra headers every request carries (values may be `${VAR}`; treated as
             secrets: never logged); `openai_compatible` only.
+        region: a `bedrock` provider's AWS region (`us-east-1`: SigV4's signing region);
+            required for that kind, refused on the others (README "Providers: Amazon Bedrock").
+        access_key_id, secret_access_key, session_token: a `bedrock` provider's AWS keys
+            (`${VAR}` like `api_key`), both keys or neither (then botocore's credential chain);
+            folded at load into `api_key` as one Bedrock key (`turnout.aws.keys`), so they are
+            None in a loaded config (`turnout.aws.config_rules.folded_key`).
     """
 
     kind: ProviderKind
@@ -113,11 +126,23 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     api_version: str | None = None
     auth: ProviderAuth | None = None
     headers: dict[str, str] | None = None
+    # bedrock (turnout.aws.config_rules)
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
 
     def secrets(self) -> list[str]:
         """What the scrubber must never let out for this provider: its key and its extra
         header values (`turnout.scrub`), the empty ones left out."""
         return [s for s in (self.api_key, *(self.headers or {}).values()) if s]
+
+
+def has_shared_credential(provider: ProviderConfig) -> bool:
+    """Whether calls to `provider` have the operator's credential: its `api_key`, or for a
+    `bedrock` provider without keys botocore's credential chain (README "Providers: Amazon
+    Bedrock"; a chain that finds nothing fails the attempt as an auth failure)."""
+    return bool(provider.api_key) or provider.kind == aws_rules.KIND
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -474,9 +499,13 @@ def _strings(node: Any, path: str) -> Iterator[tuple[str, Any]]:
             yield from _strings(value, f"{path}[{i}]")
 
 
+_AWS_SECRET_FIELDS: Final = (".access_key_id", ".secret_access_key", ".session_token")
+"""A `bedrock` provider's key fields (`_is_key`)."""
+
+
 def _is_key(path: str) -> bool:
     """Whether the field at `path` (from `_sent_strings`) is a key, not a URL or a model name."""
-    return path.endswith(".api_key") or not path.startswith(("providers.", "models."))
+    return path.endswith((".api_key", *_AWS_SECRET_FIELDS)) or not path.startswith(("providers.", "models."))
 
 
 def _check_key_references(data: Mapping[str, Any]) -> None:
@@ -549,6 +578,7 @@ def parse_config(text: str, *, env: Mapping[str, str] | None = None, source: str
     except msgspec.ValidationError as exc:  # report every type error of the file at once, each with its path
         errors = collect(data, RawConfig) or [f"{_path_of(exc)}: {str(exc).split(' - at ')[0]}"]
         raise ConfigError(report(errors), errors) from exc
+    raw = msgspec.structs.replace(raw, providers=_folded(raw.providers))
     policy = merge_policy(Policy(), raw.policy)
     config = Config(raw=raw, policy=policy, source=source)
     _validate(raw, policy, _egress_allow(config, os.environ if env is None else env))
@@ -627,7 +657,7 @@ def with_catalog(
     Raises:
         ConfigError: the message names the offending path, as `parse_config`.
     """
-    raw = msgspec.structs.replace(config.raw, providers=dict(providers), models=dict(models))
+    raw = msgspec.structs.replace(config.raw, providers=_folded(providers), models=dict(models))
     if check:  # the types' own rules first (`msgspec.Meta` ranges), as decoding a file checks them
         errors = collect(msgspec.to_builtins(raw.providers), dict[str, ProviderConfig], "providers") + collect(
             msgspec.to_builtins(raw.models), dict[str, ModelConfig], "models"
@@ -636,6 +666,23 @@ def with_catalog(
             raise ConfigError(report(errors), errors)
         _validate(raw, config.policy)
     return Config(raw=raw, policy=config.policy, source=config.source)
+
+
+def _folded(providers: Mapping[str, ProviderConfig]) -> dict[str, ProviderConfig]:
+    """`providers` with each `bedrock` provider's key fields folded into its `api_key`
+    (`turnout.aws.config_rules.folded_key`; the fields then None).
+
+    Raises:
+        ConfigError: a key field without its pair, named by its path.
+    """
+    out = dict(providers)
+    for name, provider in providers.items():
+        key = aws_rules.folded_key(f"providers.{name}", provider)
+        if key is not None:
+            out[name] = msgspec.structs.replace(
+                provider, api_key=key, access_key_id=None, secret_access_key=None, session_token=None
+            )
+    return out
 
 
 def _check_policy(path: str, partial: PolicyOverrides, base: Policy, ceilings: Ceilings) -> None:
@@ -826,6 +873,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
         _check_api_version(f"providers.{name}", provider)
         check_provider_auth(f"providers.{name}", provider)
+        aws_rules.check_fields(f"providers.{name}", provider)
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
@@ -878,6 +926,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             if provider_name not in raw.providers:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
             check_secret(f"{base}.provider_keys.{provider_name}", secret)
+            aws_rules.check_key(f"{base}.provider_keys.{provider_name}", raw.providers[provider_name].kind, secret)
         for endpoint_name, endpoint in org.custom_endpoints.items():
             epath = f"{base}.custom_endpoints.{endpoint_name}"
             if ":" in endpoint_name:  # `custom:<endpoint>:<model>` entries split on it

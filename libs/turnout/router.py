@@ -745,6 +745,7 @@ def _spec(
         operation=info.operation,
         native=native,
         api_version=provider.api_version,
+        region=provider.region,
         api=api,
         auth=provider.auth,
         headers=provider.headers,

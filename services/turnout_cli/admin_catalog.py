@@ -3,8 +3,8 @@
     turnout admin catalog get
     turnout admin catalog set-model ID JSON              add or replace a model (JSON as in the file)
     turnout admin catalog delete-model ID
-    turnout admin catalog set-provider NAME --kind K --base-url URL [--api-version V] [--auth-header H [--auth-scheme S]]
-                                       [--with-key | --key-env VAR | --no-key]
+    turnout admin catalog set-provider NAME --kind K --base-url URL [--api-version V] [--region R]
+                                       [--auth-header H [--auth-scheme S]] [--with-key | --key-env VAR | --no-key]
     turnout admin catalog delete-provider NAME
 
 `set-provider --with-key` reads the key from one line of standard input (it
@@ -43,6 +43,8 @@ def request(args: argparse.Namespace, secret: Callable[[argparse.Namespace], str
         body["api_version"] = args.api_version
     if args.auth_header is not None:
         body["auth"] = {"header": args.auth_header, "scheme": args.auth_scheme}
+    if args.region is not None:
+        body["region"] = args.region
     if args.key_env:
         body["api_key_env"] = args.key_env
     elif args.with_key:
@@ -73,12 +75,19 @@ def add_parser(
         a.set_defaults(func=func, resource="catalog")
         out[action] = a
     provider = out["set-provider"]
-    provider.add_argument("--kind", required=True, choices=["openai", "openai_compatible", "anthropic", "azure_openai"])
+    provider.add_argument(
+        "--kind", required=True, choices=["openai", "openai_compatible", "anthropic", "azure_openai", "bedrock"]
+    )
     provider.add_argument("--base-url", required=True)
     provider.add_argument("--api-version", help="the API version an azure_openai provider's requests name (2024-10-21)")
     provider.add_argument("--auth-header", help="the header an openai_compatible provider takes its key in (api-key)")
     provider.add_argument(
         "--auth-scheme", default="", help="the word before the key in --auth-header (Bearer); default: the key alone"
+    )
+    provider.add_argument(
+        "--region",
+        help="a bedrock provider's AWS region (us-east-1); its key on stdin with --with-key "
+        "is ACCESS_KEY_ID:SECRET_ACCESS_KEY[:SESSION_TOKEN], no key: the credential chain",
     )
     key = provider.add_mutually_exclusive_group()
     key.add_argument("--with-key", action="store_true", help="read the provider's key from stdin (stored sealed)")

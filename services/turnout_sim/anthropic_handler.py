@@ -45,13 +45,12 @@ from typing import Any
 from aiohttp import web
 
 from turnout_sim import anthropic_wire as wire
-from turnout_sim import connection, credentials
+from turnout_sim import credentials, step_faults
 from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.faults import Verdict
 from turnout_sim.openai_steps import Env, deliver
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
-_SOCKET_FAULTS = frozenset({StepKind.RESET, StepKind.CLOSE, StepKind.HANG})
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 SCENARIO_HEADER = "x-sim-scenario"
@@ -122,13 +121,6 @@ def _error_for(
     return None
 
 
-async def _pause(request: web.Request, attempt: Attempt, env: Env, seconds: float) -> bool:
-    if await connection.pause(request, seconds):
-        return True
-    attempt.finish(End.CLIENT_GONE, env.clock())
-    return False
-
-
 def _body_error(step: Step) -> wire.ErrorBody:
     if step.kind is StepKind.BODY_ERROR_429:
         return wire.error("rate_limit_error", "Number of requests has exceeded your rate limit.")
@@ -143,26 +135,9 @@ async def _answer_json(
     body = json.dumps(wire.message(req, message_id=message_id, seq=attempt.seq)).encode()
     if step.kind is StepKind.BAD_CHUNK:
         body = body[: len(body) // 2]
-    if step.kind not in (StepKind.SLOW, StepKind.CUT, StepKind.STALL):
+    if step.kind not in step_faults.HELD_BODIES:
         return web.Response(status=200, body=body, content_type="application/json")
-    resp = web.StreamResponse(status=200)
-    resp.content_type = "application/json"
-    resp.content_length = len(body)
-    await resp.prepare(request)
-    if step.kind is StepKind.SLOW:
-        if await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
-            await resp.write(body)
-            await resp.write_eof()
-        return resp
-    await resp.write(body[: len(body) // 2])
-    if step.kind is StepKind.CUT:
-        connection.close(request)
-        attempt.finish(End.FAULT, env.clock())
-    else:
-        attempt.finish(
-            End.CLIENT_GONE if await connection.wait_for_disconnect(request, env.stopping) else End.FAULT, env.clock()
-        )
-    return resp
+    return await step_faults.held_body(request, body, step, attempt, env)
 
 
 async def _answer_stream(
@@ -182,25 +157,19 @@ async def _answer_stream(
         return resp
     for opening in wire.opening_events(req, message_id=message_id, seq=attempt.seq):
         await resp.write(opening)
-    if kind is StepKind.SLOW and not await _pause(request, attempt, env, (step.delay_ms or 0) / 1000):
+    if kind is StepKind.SLOW and not await step_faults.pause(request, attempt, env, (step.delay_ms or 0) / 1000):
         return resp
     pieces = wire.pieces(req)
     stop_after = min(step.count or 0, len(pieces)) if kind in (StepKind.CUT, StepKind.STALL) else len(pieces)
     for index, piece in enumerate(pieces[:stop_after]):
-        if index and step.interval_ms and not await _pause(request, attempt, env, step.interval_ms / 1000):
+        if index and step.interval_ms and not await step_faults.pause(request, attempt, env, step.interval_ms / 1000):
             return resp
         await resp.write(
             wire.MALFORMED_EVENT
             if kind is StepKind.BAD_CHUNK and index + 1 == step.count
             else wire.delta_event(req, piece)
         )
-    if kind is StepKind.CUT:
-        connection.close(request)
-        attempt.finish(End.FAULT, env.clock())
-        return resp
-    if kind is StepKind.STALL:
-        left = await connection.wait_for_disconnect(request, env.stopping)
-        attempt.finish(End.CLIENT_GONE if left else End.FAULT, env.clock())
+    if await step_faults.cut_or_stall(request, kind, attempt, env):
         return resp
     for closing in wire.closing_events(req, with_stop=kind is not StepKind.NO_DONE):
         await resp.write(closing)
@@ -216,19 +185,10 @@ async def answer(
     Records the attempt's end for faults and departed clients; otherwise
     the caller completes the response with `deliver`.
     """
-    if step.latency_ms and not await _pause(request, attempt, env, step.latency_ms / 1000):
+    if step.latency_ms and not await step_faults.pause(request, attempt, env, step.latency_ms / 1000):
         return web.Response()
-    if step.kind in _SOCKET_FAULTS:
-        if step.kind is StepKind.RESET:
-            connection.reset(request)
-            attempt.finish(End.FAULT, env.clock())
-        elif step.kind is StepKind.CLOSE:
-            connection.close(request)
-            attempt.finish(End.FAULT, env.clock())
-        else:
-            left = await connection.wait_for_disconnect(request, env.stopping)
-            attempt.finish(End.CLIENT_GONE if left else End.FAULT, env.clock())
-        return web.Response()
+    if step.kind in step_faults.SOCKET_FAULTS:
+        return await step_faults.socket_fault(request, step.kind, attempt, env)
     error = _error_for(step, req, verdict, env)
     if error is not None:
         attempt.status = error[0]

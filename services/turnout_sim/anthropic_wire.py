@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from turnout_sim import openai_wire, tool_calls
 from turnout_sim.tool_calls import ToolCall
@@ -154,10 +154,28 @@ def parse_request(body: object) -> MessagesRequest:
     text = None if result is None else tuple(tool_calls.quote_words(result))
     if text is not None:
         count, prefill = min(len(text), count), None
-    chat = openai_wire.ChatRequest(
+    chat = chat_of(model, body.get("stream") is True, count=count, texts=texts, prefill=prefill, limit=limit, text=text)
+    return MessagesRequest(model=model, stream=chat.stream, chat=chat, call=call)
+
+
+def chat_of(
+    model: str,
+    stream: bool,
+    *,
+    count: int,
+    texts: list[str],
+    prefill: str | None,
+    limit: int | None,
+    text: tuple[str, ...] | None,
+    include_usage: bool = False,
+) -> openai_wire.ChatRequest:
+    """The OpenAI-side request a translated wire's answer is computed from: `count` tokens (or
+    the quoted `text`, cut when `count` is shorter), prompt tokens counted over `texts`, a
+    `prefill` matched against the answer."""
+    return openai_wire.ChatRequest(
         model=model,
-        stream=body.get("stream") is True,
-        include_usage=False,
+        stream=stream,
+        include_usage=include_usage,
         completion_tokens=count,
         prompt_tokens=sum(len(t.split()) for t in texts),
         prefill=prefill,
@@ -166,7 +184,6 @@ def parse_request(body: object) -> MessagesRequest:
         cut=text is not None and count < len(text),
         text=text,
     )
-    return MessagesRequest(model=model, stream=chat.stream, chat=chat, call=call)
 
 
 def with_answer_length(req: MessagesRequest, answer_tokens: int) -> MessagesRequest:
@@ -183,7 +200,21 @@ def stop_reason(req: MessagesRequest) -> str:
     return "tool_use" if req.call is not None else "end_turn"
 
 
-def pieces(req: MessagesRequest) -> list[str]:
+class Answering(Protocol):
+    """A parsed request of a wire whose answer is the OpenAI side's text or one tool call."""
+
+    @property
+    def chat(self) -> openai_wire.ChatRequest:
+        """The equivalent OpenAI-side request."""
+        ...
+
+    @property
+    def call(self) -> ToolCall | None:
+        """The tool call the answer makes, else None."""
+        ...
+
+
+def pieces(req: Answering) -> list[str]:
     """The content deltas of the answer: text pieces, or the tool input's JSON
     in pieces (a free-form input `{"answer": "` + each text piece + `"}`)."""
     text = openai_wire.answer_pieces(req.chat)

@@ -5,7 +5,8 @@ legacy text completions, embeddings, responses, models — the same three first 
 OpenAI serves them under `/openai/deployments/{deployment}/`, chat completions and embeddings
 under `/keyed/v1/` as a self-hosted endpoint behind its own auth serves them (the key alone in
 `api-key`, no scheme; the request's `x-*` headers kept in the log), the Anthropic Messages route of
-`anthropic_handler`, `/sim/*` control routes, OpenAI-style 404 for unknown
+`anthropic_handler`, Amazon Bedrock's Converse and ConverseStream routes of `bedrock_handler`
+(`/model/{modelId}/converse`, `/converse-stream`), `/sim/*` control routes, OpenAI-style 404 for unknown
 URLs), the admission every OpenAI route shares (auth, JSON, the route's
 fields, scenario selection, attempt logging; `openai_route`) and the ways
 to run it (blocking `run`, or `start_in_background` for tests).
@@ -28,6 +29,7 @@ from aiohttp import web
 from turnout_sim import (
     anthropic_handler,
     azure_errors,
+    bedrock_handler,
     completions_handler,
     completions_wire,
     credentials,
@@ -327,6 +329,8 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
+    app.router.add_post("/model/{model:.+}/converse", bedrock_handler.route(STATE, stream=False))
+    app.router.add_post("/model/{model:.+}/converse-stream", bedrock_handler.route(STATE, stream=True))
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/sim/log", get_log)
     app.router.add_delete("/sim/log", delete_log)

@@ -22,3 +22,15 @@ def revoked(key: str | None) -> bool:
         key: the key as sent, or None when there was none.
     """
     return key is not None and key.strip().startswith(REVOKED_PREFIX)
+
+
+AWS_TEST_KEYS: dict[str, str] = {
+    "AKIASIMULATOR0000001": "simulatorSecretKey0000000000000000000001",
+    "AKIASIMULATOR0000002": "simulatorSecretKey0000000000000000000002",
+}
+"""AWS access key id -> secret access key the simulator knows: a Bedrock request signed with one
+of these ids has its SigV4 signature verified (403 `InvalidSignatureException` when it does not
+match); a well-formed signature from any other id is accepted unchecked, as a key the simulator
+cannot know."""
+AWS_REVOKED_PREFIX = "AKIAREVOKED"
+"""Access key ids starting with this are refused with 403 `UnrecognizedClientException`."""

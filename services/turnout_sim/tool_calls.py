@@ -232,3 +232,34 @@ def messages_decision(body: Mapping[str, Any]) -> tuple[ToolCall | None, str | N
     ]
     chosen = choice.get("name") if isinstance(choice, Mapping) and choice.get("type") == "tool" else None
     return choose(pairs, chosen if isinstance(chosen, str) else None), None
+
+
+def converse_decision(body: Mapping[str, Any]) -> tuple[ToolCall | None, str | None]:
+    """The same decision for a Bedrock Converse request.
+
+    Tools: `toolConfig.tools[].toolSpec{name, inputSchema{json}}`; `toolConfig.toolChoice`
+    `{"tool": {"name": X}}` calls X, `auto` / `any` or absent call the first tool (Converse
+    has no "none"). A last user message with a `toolResult` block is quoted (its content's
+    `text` blocks). Source: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html.
+    """
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    content = last.get("content") if isinstance(last, Mapping) else None
+    if isinstance(last, Mapping) and last.get("role") == "user" and isinstance(content, list):
+        results = [
+            b["toolResult"] for b in content if isinstance(b, Mapping) and isinstance(b.get("toolResult"), Mapping)
+        ]
+        if results:
+            return None, " ".join(content_text(r.get("content")) for r in results)
+    config = body.get("toolConfig")
+    config = config if isinstance(config, Mapping) else {}
+    specs = [t.get("toolSpec") for t in config.get("tools") or [] if isinstance(t, Mapping)]
+    pairs = [
+        (s["name"], (s.get("inputSchema") or {}).get("json"))
+        for s in specs
+        if isinstance(s, Mapping) and isinstance(s.get("name"), str)
+    ]
+    choice = config.get("toolChoice")
+    named = choice.get("tool") if isinstance(choice, Mapping) else None
+    chosen = named.get("name") if isinstance(named, Mapping) else None
+    return choose(pairs, chosen if isinstance(chosen, str) else None), None

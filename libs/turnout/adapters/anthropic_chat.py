@@ -55,6 +55,7 @@ from turnout.adapters.anthropic_wire import (
     upstream_headers,
 )
 from turnout.adapters.base import (
+    SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
     NativeFrames,
@@ -236,6 +237,7 @@ class AnthropicMessages:
     """The `ApiFamily` of the Anthropic Messages API."""
 
     stream_end: Final = "message_stop"
+    stream_media_type: Final = SSE_MEDIA_TYPE
     native_surface: Final = MESSAGES
 
     def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:

@@ -40,6 +40,11 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from turnout.adapters import chat_parts
+from turnout.adapters.chat_parts import chat_usage, function_specs, text_of, tool_call_inputs, user_parts
+
+WireError = chat_parts.WireError
+"""A request Anthropic cannot express (`turnout.adapters.chat_parts.WireError`; `param` names the field)."""
 DEFAULT_MAX_TOKENS: Final = 4096
 """`max_tokens` sent when the OpenAI request gives no limit, in tokens."""
 ANTHROPIC_VERSION: Final = "2023-06-01"
@@ -76,32 +81,7 @@ def upstream_headers(passed: tuple[tuple[str, str], ...]) -> list[tuple[str, str
     return headers
 
 
-class WireError(ValueError):
-    """A request that cannot be expressed in the other API; `param` names the field."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.message = message
-        self.param = param
-
-
 # ------------------------------------------------------------------ requests
-
-
-def _text_of(content: Any, param: str) -> str:
-    """The text of an OpenAI message content (string or text parts)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for i, part in enumerate(content):
-            if not isinstance(part, dict) or part.get("type") not in ("text", "refusal"):
-                raise WireError(f"`{param}[{i}]` must be a text part here.", f"{param}[{i}]")
-            texts.append(str(part.get("text") or part.get("refusal") or ""))
-        return "".join(texts)
-    raise WireError(f"`{param}` must be a string or an array of parts.", param)
 
 
 def image_block(url: str, param: str) -> dict[str, Any]:
@@ -124,51 +104,25 @@ def image_block(url: str, param: str) -> dict[str, Any]:
     raise WireError(f"`{param}` must be a base64 data URL or an http(s) URL.", param)
 
 
+def _image(url: Any, param: str) -> dict[str, Any]:
+    if not isinstance(url, str):
+        raise WireError(f"`{param}` is required.", param.removesuffix(".url"))
+    return image_block(url, param)
+
+
 def _user_blocks(content: Any, param: str) -> str | list[dict[str, Any]]:
     if isinstance(content, str):
         return content
     if not isinstance(content, list):
         raise WireError(f"`{param}` must be a string or an array of parts.", param)
-    blocks: list[dict[str, Any]] = []
-    for i, part in enumerate(content):
-        kind = part.get("type") if isinstance(part, dict) else None
-        if kind == "text":
-            blocks.append({"type": "text", "text": str(part.get("text", ""))})
-        elif kind == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, dict) else image
-            if not isinstance(url, str):
-                raise WireError(f"`{param}[{i}].image_url.url` is required.", f"{param}[{i}].image_url")
-            blocks.append(image_block(url, f"{param}[{i}].image_url.url"))
-        else:
-            raise WireError(
-                f"`{param}[{i}]`: content part type {kind!r} is not supported by Anthropic providers.",
-                f"{param}[{i}]",
-            )
-    return blocks
+    return user_parts(content, param, text=lambda t: {"type": "text", "text": t}, image=_image, family="Anthropic")
 
 
 def _tool_use_blocks(calls: Any, param: str) -> list[dict[str, Any]]:
-    if not isinstance(calls, list):
-        raise WireError(f"`{param}` must be an array.", param)
-    blocks = []
-    for i, call in enumerate(calls):
-        fn = call.get("function") if isinstance(call, dict) else None
-        if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-            raise WireError(f"`{param}[{i}].function.name` is required.", f"{param}[{i}]")
-        arguments = fn.get("arguments") or "{}"
-        try:
-            tool_input = json.loads(arguments) if isinstance(arguments, str) else arguments
-        except ValueError as exc:
-            raise WireError(
-                f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}].function.arguments"
-            ) from exc
-        if not isinstance(tool_input, dict):
-            raise WireError(
-                f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}].function.arguments"
-            )
-        blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": fn["name"], "input": tool_input})
-    return blocks
+    return [
+        {"type": "tool_use", "id": c.call_id, "name": c.name, "input": c.arguments}
+        for c in tool_call_inputs(calls, param)
+    ]
 
 
 def _append(turns: list[dict[str, Any]], role: str, content: str | list[dict[str, Any]]) -> None:
@@ -184,21 +138,10 @@ def _append(turns: list[dict[str, Any]], role: str, content: str | list[dict[str
 
 
 def _tools(tools: Any) -> list[dict[str, Any]]:
-    if not isinstance(tools, list):
-        raise WireError("`tools` must be an array.", "tools")
-    out = []
-    for i, tool in enumerate(tools):
-        fn = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict):
-            raise WireError(f"`tools[{i}]` must be a function tool.", f"tools[{i}]")
-        entry: dict[str, Any] = {
-            "name": fn.get("name"),
-            "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
-        }
-        if fn.get("description"):
-            entry["description"] = fn["description"]
-        out.append(entry)
-    return out
+    return [
+        {"name": f.name, "input_schema": f.parameters, **({"description": f.description} if f.description else {})}
+        for f in function_specs(tools)
+    ]
 
 
 def _tool_choice(choice: Any, parallel: Any) -> dict[str, Any] | None:
@@ -243,11 +186,11 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
         role = message.get("role")
         content = message.get("content")
         if role in ("system", "developer"):
-            system.append(_text_of(content, f"{param}.content"))
+            system.append(text_of(content, f"{param}.content"))
         elif role == "user":
             _append(turns, "user", _user_blocks(content, f"{param}.content"))
         elif role == "assistant":
-            text = _text_of(content, f"{param}.content")
+            text = text_of(content, f"{param}.content")
             calls = message.get("tool_calls")
             if not calls:
                 _append(turns, "assistant", text)
@@ -258,7 +201,7 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
             result = {
                 "type": "tool_result",
                 "tool_use_id": str(message.get("tool_call_id", "")),
-                "content": _text_of(content, f"{param}.content"),
+                "content": text_of(content, f"{param}.content"),
             }
             _append(turns, "user", [result])
         else:
@@ -302,17 +245,12 @@ def openai_usage(usage: Any) -> dict[str, Any]:
     `cache_read_input_tokens`; `completion_tokens` = `output_tokens`.
     """
     usage = usage if isinstance(usage, dict) else {}
-    fresh = int(usage.get("input_tokens") or 0)
-    written = int(usage.get("cache_creation_input_tokens") or 0)
-    read = int(usage.get("cache_read_input_tokens") or 0)
-    output = int(usage.get("output_tokens") or 0)
-    prompt = fresh + written + read
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": output,
-        "total_tokens": prompt + output,
-        "prompt_tokens_details": {"cached_tokens": read, "cache_creation_tokens": written},
-    }
+    return chat_usage(
+        fresh=int(usage.get("input_tokens") or 0),
+        read=int(usage.get("cache_read_input_tokens") or 0),
+        written=int(usage.get("cache_creation_input_tokens") or 0),
+        output=int(usage.get("output_tokens") or 0),
+    )
 
 
 def finish_reason(stop_reason: Any) -> str:

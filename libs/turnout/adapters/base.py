@@ -187,6 +187,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         passed: client headers sent as they came to a family of the client's surface whose
             `body` is the OpenAI request itself (a chat client's `openai-beta` to an OpenAI-family
             provider, `turnout.core.native.PASSED_HEADERS`): (lower-case name, value) pairs.
+        region: the provider's AWS region (`ProviderConfig.region`: a `bedrock` provider's
+            signing region), or None.
     """
 
     target: Target
@@ -210,6 +212,8 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         """The headers carrying the key and the provider's extra headers, for the OpenAI
         families (`turnout.core.upstream_auth.auth_headers`: no key header when the key is "")."""
         return auth_headers(self.api_key, self.auth, self.headers)
+
+    region: str | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
@@ -240,6 +244,13 @@ class ApiFamily(Protocol):
     @property
     def stream_end(self) -> str:
         """The family's end-of-stream marker as named in failure messages (`[DONE]`)."""
+        ...
+
+    @property
+    def stream_media_type(self) -> str:
+        """The media type of the family's stream answers (`text/event-stream`; Bedrock's
+        `application/vnd.amazon.eventstream`): an answer of another type to a stream request
+        is read as a complete answer (an error status, else a PROTOCOL failure)."""
         ...
 
     @property
@@ -321,6 +332,10 @@ class ApiFamily(Protocol):
         pings keep their pace).
         """
         ...
+
+
+SSE_MEDIA_TYPE = "text/event-stream"
+"""The media type of an SSE stream (`ApiFamily.stream_media_type` of the SSE families)."""
 
 
 def crossing_refusal(native: Native | None, surface: str) -> Refusal | None:

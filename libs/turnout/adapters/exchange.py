@@ -151,7 +151,7 @@ async def _send_stream(
     try:
         async with asyncio.timeout(limit_s):
             response = await client.send(request, stream=True)
-            if response.status_code != 200 or "text/event-stream" not in response.headers.get("content-type", ""):
+            if response.status_code != 200 or family.stream_media_type not in response.headers.get("content-type", ""):
                 content = await response.aread()
                 result = family.read_outcome(response.status_code, response.headers, content, time.time())
                 if result.body is not None:
@@ -159,7 +159,7 @@ async def _send_stream(
                         outcome=Outcome(
                             status=response.status_code,
                             transport=TransportError.PROTOCOL,
-                            message="upstream answered a stream request without SSE",
+                            message=f"upstream answered a stream request without {family.stream_media_type}",
                         )
                     )
                 return result

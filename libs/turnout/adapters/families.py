@@ -4,7 +4,8 @@ Owns: `FAMILIES`, the one place that says which `ApiFamily` speaks for a
 provider kind (`turnout.config.ProviderKind`), and `OTHER_OPERATIONS`, which
 family performs an operation other than chat (`turnout.core.model_types.Operation`:
 embeddings, legacy completions) on a kind whose API has it; an offer marked `api: responses`
-is the Responses family's (`family_for`). `turnout.adapters.exchange`
+is the Responses family's (`family_for`); and `SEMCONV_PROVIDER_NAMES`, a kind's well-known
+`gen_ai.provider.name` for spans. `turnout.adapters.exchange`
 looks every call up here (`family_for`); nothing else chooses a family.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
@@ -22,6 +23,7 @@ from typing import Final
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
+from turnout.adapters.bedrock import BEDROCK_CONVERSE
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
@@ -34,6 +36,7 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
         "openai_compatible": OPENAI_CHAT,
         "anthropic": ANTHROPIC_MESSAGES,
         "azure_openai": AZURE_CHAT,
+        "bedrock": BEDROCK_CONVERSE,
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""
@@ -50,6 +53,22 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
 )
 """(provider kind, operation) -> the family that performs it, for every operation but `chat`
 (`FAMILIES`); a pair absent here is an operation the kind's API does not have."""
+
+
+SEMCONV_PROVIDER_NAMES: Final[Mapping[ProviderKind, str]] = MappingProxyType(
+    {
+        "bedrock": "aws.bedrock",
+    }
+)
+"""Provider kind -> its OpenTelemetry GenAI well-known `gen_ai.provider.name`
+(https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a kind absent here
+is named by the provider's own name in the catalog (`semconv_provider_name`)."""
+
+
+def semconv_provider_name(kind: ProviderKind, provider: str) -> str:
+    """The `gen_ai.provider.name` of a call to `provider` of `kind` (`SEMCONV_PROVIDER_NAMES`,
+    else `provider`)."""
+    return SEMCONV_PROVIDER_NAMES.get(kind, provider)
 
 
 def family_for(kind: ProviderKind, operation: Operation = "chat", api: OfferApi = "chat") -> ApiFamily | None:

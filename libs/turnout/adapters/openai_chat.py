@@ -23,6 +23,7 @@ import msgspec
 from httpx_sse import ServerSentEvent
 
 from turnout.adapters.base import (
+    SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
     NativeFrames,
@@ -114,6 +115,7 @@ class OpenAIChat:
     """The `ApiFamily` of OpenAI Chat Completions and the APIs compatible with it."""
 
     stream_end: Final = DONE
+    stream_media_type: Final = SSE_MEDIA_TYPE
     native_surface: Final = CHAT
     path: str = "/chat/completions"
     """The endpoint under the provider's `base_url` (the OpenAI family's other operations

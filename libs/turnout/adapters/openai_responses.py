@@ -31,6 +31,7 @@ import msgspec
 from httpx_sse import ServerSentEvent
 
 from turnout.adapters.base import (
+    SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
     NativeFrames,
@@ -160,6 +161,7 @@ class OpenAIResponses:
     """The `ApiFamily` of the OpenAI Responses API (module doc)."""
 
     stream_end: Final = "response.completed"
+    stream_media_type: Final = SSE_MEDIA_TYPE
     native_surface: Final = RESPONSES
 
     def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:

@@ -27,6 +27,7 @@ from typing import Literal
 
 import msgspec
 
+from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
 from turnout.catalog.provider_rules import check_key_env, key_env_refusal
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
 from turnout.core.upstream_auth import ProviderAuth
@@ -75,6 +76,7 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     headers: dict[str, KeyRef] | None = None
     """Extra header name -> a reference to its value (`sealed`, bound to the provider and the
     header: `header_binding`; or `file`: the value the process's own file gives)."""
+    region: str | None = None  # bedrock
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -102,13 +104,13 @@ doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:
-    """A provider's fields as the digest reads them: `api_version`, `auth` and `headers` only
-    when set, so a file without them digests as it did before the fields existed (no spurious
-    re-apply on upgrade)."""
+    """A provider's fields as the digest reads them: `api_version`, `auth`, `headers` and the
+    `bedrock` fields only when set, so a file without them digests as it did before the fields
+    existed (no spurious re-apply on upgrade)."""
     fields = msgspec.structs.asdict(provider)
-    for optional in ("api_version", "auth", "headers"):
-        if fields[optional] is None:
-            del fields[optional]
+    for name in ("api_version", "auth", "headers", *BEDROCK_FIELDS):
+        if fields[name] is None:
+            del fields[name]
     return fields
 
 
@@ -139,6 +141,7 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             api_version=p.api_version,
             auth=p.auth,
             headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
+            region=p.region,
         )
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
@@ -185,11 +188,11 @@ def same_catalog(doc: CatalogDoc, config: Config) -> bool:
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
     file_providers = {
-        n: (p.kind, p.base_url, p.api_version, bool(p.api_key), p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, p.api_version, p.region, bool(p.api_key), p.auth, sorted(p.headers or ()))
         for n, p in config.raw.providers.items()
     }
     return file_providers == {
-        n: (p.kind, p.base_url, p.api_version, p.key is not None, p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, p.api_version, p.region, p.key is not None, p.auth, sorted(p.headers or ()))
         for n, p in doc.providers.items()
     }
 
@@ -250,6 +253,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             api_version=p.api_version,
             auth=p.auth,
             headers=resolve_headers(name, p.headers, file, vault),
+            region=p.region,
         )
         for name, p in doc.providers.items()
     }

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.config import Config, OfferApi, ProviderConfig, embedding_models
+from turnout.config import Config, OfferApi, ProviderConfig, embedding_models, has_shared_credential
 from turnout.core.model_types import ModelType
 from turnout.core.ordering import OfferPrice, OrderSettings
 from turnout.core.plan import split_pinned
@@ -64,7 +64,7 @@ class Catalog:
         }
         self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)
         self.provider_names = frozenset(raw.providers)
-        self.keyed_providers = frozenset(name for name, p in raw.providers.items() if p.api_key)
+        self.keyed_providers = frozenset(name for name, p in raw.providers.items() if has_shared_credential(p))
         self.prices: dict[str, Price] = {}
         for spec in raw.models.values():
             for o in spec.offers:

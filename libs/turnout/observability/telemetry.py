@@ -26,6 +26,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from turnout.adapters.families import semconv_provider_name
 from turnout.core.types import FailureKind, Target
 from turnout.observability.after_answer import ended_at_ns
 
@@ -248,12 +249,18 @@ class SpanObserver:
             self._servers[config.base_url] = _server(config.base_url)
         return self._servers[config.base_url]
 
+    def _provider_name(self, provider: str) -> str:
+        """`gen_ai.provider.name` of `provider` in the catalog in force (`semconv_provider_name`:
+        `aws.bedrock` for a `bedrock` provider, else the provider's name)."""
+        config = self._catalog.current.providers.get(provider)
+        return provider if config is None else semconv_provider_name(config.kind, provider)
+
     def _call_of(self, target: Target) -> dict[str, Any]:
         """The GenAI attributes naming one call to `target` (None values included)."""
         host, port = self._server_of(target.provider)
         return {
             GEN_AI_OPERATION: "chat",
-            GEN_AI_PROVIDER: target.provider,
+            GEN_AI_PROVIDER: self._provider_name(target.provider),
             GEN_AI_REQUEST_MODEL: target.model,
             SERVER_ADDRESS: host,
             SERVER_PORT: port,

@@ -26,6 +26,7 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from turnout.aws import config_rules as aws_rules
 from turnout.catalog.doc import (
     PLATFORM_ORG,
     CatalogDoc,
@@ -38,7 +39,7 @@ from turnout.catalog.doc import (
 from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
-from turnout.config import ModelConfig, OfferConfig, ProviderKind
+from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
@@ -75,6 +76,10 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     only, as in the file): each header value is sealed like a key (409 without
     `TURNOUT_SECRET_KEY`); `headers` left out keeps the provider's current ones, `null`
     removes them.
+    `region` (required for `bedrock`) and a `bedrock` provider's keys: `access_key_id` and
+    `secret_access_key` (with `session_token` if any), sealed together as its key
+    (`turnout.aws.keys`), or that key itself in `api_key` (`ACCESS_KEY_ID:SECRET_ACCESS_KEY`);
+    no key at all: botocore's credential chain of each process.
     """
 
     kind: ProviderKind
@@ -84,6 +89,11 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
     auth: ProviderAuth | None = None
     headers: dict[str, str] | None | msgspec.UnsetType = msgspec.UNSET
+    # bedrock (turnout.aws.config_rules)
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
 
 
 def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
@@ -99,6 +109,7 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
                 **({"api_version": p.api_version} if p.api_version is not None else {}),
                 **({"auth": msgspec.to_builtins(p.auth)} if p.auth is not None else {}),
                 **({"headers": {h: ref.view() for h, ref in p.headers.items()}} if p.headers is not None else {}),
+                **({"region": p.region} if p.region is not None else {}),
             }
             for name, p in sorted(doc.providers.items())
         },
@@ -138,6 +149,31 @@ def _header_refs(
         binding = header_binding(PLATFORM_ORG, name, header, endpoint=False)
         refs[header] = KeyRef(source="sealed", sealed=seal(api, value, binding))
     return refs
+
+
+def _with_aws_key(name: str, spec: ProviderPut) -> ProviderPut:
+    """`spec` with a `bedrock` provider's key fields sealed as one key: its `api_key` becomes their
+    Bedrock key (`turnout.aws.config_rules.folded_key`, the pairing rules named by their path)."""
+    if spec.access_key_id is None and spec.secret_access_key is None and spec.session_token is None:
+        return spec
+    if spec.kind != aws_rules.KIND:
+        field = next(f for f in aws_rules.FIELDS[1:] if getattr(spec, f) is not None)
+        raise rejected(invalid(field, f"only a `bedrock` provider takes a {field}, this one is `{spec.kind}`"))
+    if not isinstance(spec.api_key, msgspec.UnsetType) or not isinstance(spec.api_key_env, msgspec.UnsetType):
+        raise rejected(invalid("api_key", "give access_key_id and secret_access_key, or api_key, not both"))
+    fields = ProviderConfig(
+        kind=spec.kind,
+        base_url=spec.base_url,
+        region=spec.region,
+        access_key_id=spec.access_key_id,
+        secret_access_key=spec.secret_access_key,
+        session_token=spec.session_token,
+    )
+    try:
+        key = aws_rules.folded_key(f"providers.{name}", fields)
+    except ConfigError as exc:
+        raise AdminError(400, str(exc), code="invalid_value", param=str(exc).split(":", 1)[0]) from None
+    return msgspec.structs.replace(spec, api_key=key, access_key_id=None, secret_access_key=None, session_token=None)
 
 
 async def write(watch: CatalogWatch, edit: Callable[[CatalogDoc], CatalogDoc]) -> Response:
@@ -223,7 +259,7 @@ async def delete_model(model: str, api: Admin, watch: Watch, _: Operator) -> Res
 @router.put(P + "/providers/{provider}")
 async def put_provider(request: Request, provider: str, api: Admin, watch: Watch, _: Operator) -> Response:
     """Add or replace a provider, its key sealed or a reference (`ProviderPut`)."""
-    spec = decode(await body(request), ProviderPut, f"providers.{provider}")
+    spec = _with_aws_key(provider, decode(await body(request), ProviderPut, f"providers.{provider}"))
 
     def edit(doc: CatalogDoc) -> CatalogDoc:
         entry = ProviderEntry(
@@ -233,6 +269,7 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             api_version=spec.api_version,
             auth=spec.auth,
             headers=_header_refs(api, provider, spec, doc.providers.get(provider)),
+            region=spec.region,
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 

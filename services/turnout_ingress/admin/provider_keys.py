@@ -5,9 +5,18 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from turnout.tenancy.admin import ProviderKeyPut, decode, provider_key_view, put_provider_key, remove_provider_key
+from turnout.aws import config_rules as aws_rules
+from turnout.errors import ConfigError
+from turnout.tenancy.admin import (
+    ProviderKeyPut,
+    decode,
+    invalid,
+    provider_key_view,
+    put_provider_key,
+    remove_provider_key,
+)
 from turnout.tenancy.vault import provider_key_binding
-from turnout_ingress.admin.access import ok, seal, secret_fit
+from turnout_ingress.admin.access import ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -24,6 +33,12 @@ async def set_provider_key(request: Request, org: str, provider: str, api: Admin
     """Set the org's key for `provider`, sealed at rest (409 when no secret key is configured)."""
     spec = decode(await body(request), ProviderKeyPut)
     secret_fit("api_key", spec.api_key)
+    shared = request.app.state.turnout.catalog.providers.get(provider)
+    if shared is not None:  # a bedrock provider's key is its keys' one-secret form
+        try:
+            aws_rules.check_key("api_key", shared.kind, spec.api_key)
+        except ConfigError as exc:
+            raise rejected(invalid("api_key", str(exc).split(": ", 1)[1])) from None
     sealed = seal(api, spec.api_key, provider_key_binding(org, provider))
     await api.write(request, org, lambda doc: (put_provider_key(doc, provider, sealed, now()), None))
     doc = await api.read(request, org)

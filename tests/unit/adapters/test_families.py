@@ -33,6 +33,7 @@ def test_family_has_every_member_of_the_protocol(kind: str) -> None:
         "refusal",
         "stream_end",
         "stream_events",
+        "stream_media_type",
     ]
     assert all(hasattr(family, name) for name in members)
     assert isinstance(family.stream_end, str) and family.stream_end
