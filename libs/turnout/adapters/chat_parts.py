@@ -110,9 +110,13 @@ def tool_call_inputs(calls: Any, param: str) -> list[ToolInput]:
         try:
             tool_input = json.loads(arguments) if isinstance(arguments, str) else arguments
         except ValueError as exc:
-            raise WireError(f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}]") from exc
+            raise WireError(
+                f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}].function.arguments"
+            ) from exc
         if not isinstance(tool_input, dict):
-            raise WireError(f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}]")
+            raise WireError(
+                f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}].function.arguments"
+            )
         found.append(ToolInput(str(call.get("id", "")), fn["name"], tool_input))
     return found
 
