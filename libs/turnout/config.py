@@ -22,6 +22,7 @@ import msgspec
 import yaml
 
 from turnout.catalog import provider_rules
+from turnout.catalog.google_fields import check_google_fields
 from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
@@ -43,7 +44,7 @@ from turnout.tenancy.text import check_id, check_model, check_secret, check_url,
 if TYPE_CHECKING:
     from turnout.tenancy.ssrf import AllowList
 
-ProviderKind = Literal["openai", "openai_compatible", "anthropic", "azure_openai"]
+ProviderKind = Literal["openai", "openai_compatible", "anthropic", "azure_openai", "gemini", "vertex"]
 EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
 API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
@@ -56,6 +57,12 @@ OfferApi = Literal["chat", "responses"]
 offer serves only requests that came on `/v1/responses`, sent as the client sent them)."""
 RESPONSES_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
 """The provider kinds an `api: responses` offer may name."""
+
+
+def has_platform_credential(provider: ProviderConfig) -> bool:
+    """True when `provider` has a shared (platform) credential: its key, or for `vertex` its
+    service-account file (an access token is made from it at call time)."""
+    return bool(provider.api_key or provider.credentials_file)
 
 
 def embedding_models(raw: RawConfig) -> frozenset[str]:
@@ -100,12 +107,19 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         api_version: the API version every request names (`azure_openai`: the `api-version`
             query parameter, `2024-10-21`); required for that kind, refused on the others
             (README "Providers: Azure OpenAI").
+        project, location, credentials_file: a `vertex` provider's Google Cloud project id,
+            Vertex AI location (`us-central1`) and service-account key file (its path), all
+            three required for that kind and refused on the others
+            (`turnout.catalog.google_fields`, README "Providers: Vertex AI").
     """
 
     kind: ProviderKind
     base_url: str
     api_key: str | None = None
     api_version: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -772,6 +786,14 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         if provider.api_key:
             check_secret(f"providers.{name}.api_key", provider.api_key, platform=True)
         _check_api_version(f"providers.{name}", provider)
+        check_google_fields(
+            f"providers.{name}",
+            provider.kind,
+            provider.base_url,
+            project=provider.project,
+            location=provider.location,
+            credentials_file=provider.credentials_file,
+        )
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)

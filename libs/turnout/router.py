@@ -740,6 +740,9 @@ def _spec(
         native=native,
         api_version=provider.api_version,
         api=api,
+        project=provider.project,
+        location=provider.location,
+        credentials_file=provider.credentials_file,
     )
 
 

@@ -22,3 +22,10 @@ def revoked(key: str | None) -> bool:
         key: the key as sent, or None when there was none.
     """
     return key is not None and key.strip().startswith(REVOKED_PREFIX)
+
+
+def bearer(header: str | None) -> str | None:
+    """The credential of an `Authorization: Bearer <credential>` header, or None (no header,
+    another scheme, or an empty credential)."""
+    scheme, _, credential = (header or "").partition(" ")
+    return credential.strip() or None if scheme.lower() == "bearer" else None

@@ -41,6 +41,19 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def openai_chunk(
+    chunk_id: str, created_s: int, model: str, delta: dict[str, Any] | None, finish: str | None = None
+) -> dict[str, Any]:
+    """One OpenAI `chat.completion.chunk` of choice 0 (`created` in integer epoch seconds)."""
+    return {
+        "id": chunk_id,
+        "object": "chat.completion.chunk",
+        "created": created_s,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
+    }
+
+
 class StreamError(Exception):
     """An Anthropic `error` event (or an unusable event).
 
@@ -71,13 +84,7 @@ class ChunkTranslator:
         self._tools: dict[int, int] = {}  # Anthropic block index -> OpenAI tool call index
 
     def _chunk(self, delta: dict[str, Any] | None, finish: str | None = None) -> dict[str, Any]:
-        return {
-            "id": self._id,
-            "object": "chat.completion.chunk",
-            "created": self._created_s,
-            "model": self._model,
-            "choices": [{"index": 0, "delta": delta or {}, "logprobs": None, "finish_reason": finish}],
-        }
+        return openai_chunk(self._id, self._created_s, self._model, delta, finish)
 
     def _tool_delta(self, block_index: int, call: dict[str, Any]) -> dict[str, Any]:
         return self._chunk({"tool_calls": [{"index": self._tools[block_index], **call}]})

@@ -35,6 +35,7 @@ Decisions (where the two APIs differ):
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, Final
 
 DEFAULT_MAX_TOKENS: Final = 4096
@@ -85,8 +86,12 @@ class WireError(ValueError):
 # ------------------------------------------------------------------ requests
 
 
-def _text_of(content: Any, param: str) -> str:
-    """The text of an OpenAI message content (string or text parts)."""
+def text_of(content: Any, param: str) -> str:
+    """The text of an OpenAI message content (a string, or text / refusal parts joined; None: "").
+
+    Raises:
+        WireError: another part, or content of another type (`param` names it).
+    """
     if content is None:
         return ""
     if isinstance(content, str):
@@ -101,6 +106,13 @@ def _text_of(content: Any, param: str) -> str:
     raise WireError(f"`{param}` must be a string or an array of parts.", param)
 
 
+def data_url(url: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of a `data:<media type>;base64,<data>` URL, or None for any other."""
+    header, sep, data = url[5:].partition(",") if url.startswith("data:") else ("", "", "")
+    media_type, _, encoding = header.partition(";")
+    return (media_type, data) if sep and encoding == "base64" and media_type else None
+
+
 def image_block(url: str, param: str) -> dict[str, Any]:
     """An Anthropic image block for an OpenAI `image_url.url`.
 
@@ -111,57 +123,88 @@ def image_block(url: str, param: str) -> dict[str, Any]:
         WireError: any other URL form.
     """
     if url.startswith("data:"):
-        header, sep, data = url[5:].partition(",")
-        media_type, _, encoding = header.partition(";")
-        if not sep or encoding != "base64" or not media_type:
+        inline = data_url(url)
+        if inline is None:
             raise WireError(f"`{param}` must be a base64 data URL or an http(s) URL.", param)
-        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+        return {"type": "image", "source": {"type": "base64", "media_type": inline[0], "data": inline[1]}}
     if url.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": url}}
     raise WireError(f"`{param}` must be a base64 data URL or an http(s) URL.", param)
 
 
-def _user_blocks(content: Any, param: str) -> str | list[dict[str, Any]]:
+def content_parts(
+    content: Any,
+    param: str,
+    *,
+    text: Callable[[str], dict[str, Any]],
+    image: Callable[[str, str], dict[str, Any]],
+    family: str,
+) -> list[dict[str, Any]]:
+    """A user message's content parts in another API's form: `text(the text)` for a text part,
+    `image(url, its param)` for an `image_url` part (a string content is one text part).
+
+    Raises:
+        WireError: any other part or content (the message names `family`'s providers).
+    """
     if isinstance(content, str):
-        return content
+        return [text(content)]
     if not isinstance(content, list):
         raise WireError(f"`{param}` must be a string or an array of parts.", param)
-    blocks: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
     for i, part in enumerate(content):
         kind = part.get("type") if isinstance(part, dict) else None
         if kind == "text":
-            blocks.append({"type": "text", "text": str(part.get("text", ""))})
+            parts.append(text(str(part.get("text", ""))))
         elif kind == "image_url":
-            image = part.get("image_url")
-            url = image.get("url") if isinstance(image, dict) else image
+            picture = part.get("image_url")
+            url = picture.get("url") if isinstance(picture, dict) else picture
             if not isinstance(url, str):
                 raise WireError(f"`{param}[{i}].image_url.url` is required.", f"{param}[{i}].image_url")
-            blocks.append(image_block(url, f"{param}[{i}].image_url.url"))
+            parts.append(image(url, f"{param}[{i}].image_url.url"))
         else:
             raise WireError(
-                f"`{param}[{i}]`: content part type {kind!r} is not supported by Anthropic providers.",
-                f"{param}[{i}]",
+                f"`{param}[{i}]`: content part type {kind!r} is not supported by {family} providers.", f"{param}[{i}]"
             )
-    return blocks
+    return parts
 
 
-def _tool_use_blocks(calls: Any, param: str) -> list[dict[str, Any]]:
+def _user_blocks(content: Any, param: str) -> str | list[dict[str, Any]]:
+    if isinstance(content, str):
+        return content
+    return content_parts(
+        content, param, text=lambda t: {"type": "text", "text": t}, image=image_block, family="Anthropic"
+    )
+
+
+def function_calls(calls: Any, param: str) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(call, function name, arguments object) of each of an assistant's `tool_calls`.
+
+    Raises:
+        WireError: not a list, a call without a function name, or arguments that are not a JSON object.
+    """
     if not isinstance(calls, list):
         raise WireError(f"`{param}` must be an array.", param)
-    blocks = []
+    out = []
     for i, call in enumerate(calls):
         fn = call.get("function") if isinstance(call, dict) else None
         if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
             raise WireError(f"`{param}[{i}].function.name` is required.", f"{param}[{i}]")
         arguments = fn.get("arguments") or "{}"
         try:
-            tool_input = json.loads(arguments) if isinstance(arguments, str) else arguments
+            parsed = json.loads(arguments) if isinstance(arguments, str) else arguments
         except ValueError as exc:
             raise WireError(f"`{param}[{i}].function.arguments` is not valid JSON.", f"{param}[{i}]") from exc
-        if not isinstance(tool_input, dict):
+        if not isinstance(parsed, dict):
             raise WireError(f"`{param}[{i}].function.arguments` must be a JSON object.", f"{param}[{i}]")
-        blocks.append({"type": "tool_use", "id": str(call.get("id", "")), "name": fn["name"], "input": tool_input})
-    return blocks
+        out.append((call, fn["name"], parsed))
+    return out
+
+
+def _tool_use_blocks(calls: Any, param: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "tool_use", "id": str(call.get("id", "")), "name": name, "input": tool_input}
+        for call, name, tool_input in function_calls(calls, param)
+    ]
 
 
 def _append(turns: list[dict[str, Any]], role: str, content: str | list[dict[str, Any]]) -> None:
@@ -176,14 +219,26 @@ def _append(turns: list[dict[str, Any]], role: str, content: str | list[dict[str
         turns.append({"role": role, "content": content})
 
 
-def _tools(tools: Any) -> list[dict[str, Any]]:
+def function_tools(tools: Any, family: str) -> list[dict[str, Any]]:
+    """The `function` objects of a request's `tools` (each `{"type": "function", "function": {...}}`).
+
+    Raises:
+        WireError: not a list, or a tool of another type (the message names `family`'s providers).
+    """
     if not isinstance(tools, list):
         raise WireError("`tools` must be an array.", "tools")
     out = []
     for i, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict):
-            raise WireError(f"`tools[{i}]` must be a function tool.", f"tools[{i}]")
+            raise WireError(f"`tools[{i}]` must be a function tool for {family} providers.", f"tools[{i}]")
+        out.append(fn)
+    return out
+
+
+def _tools(tools: Any) -> list[dict[str, Any]]:
+    out = []
+    for fn in function_tools(tools, "Anthropic"):
         entry: dict[str, Any] = {
             "name": fn.get("name"),
             "input_schema": fn.get("parameters") or {"type": "object", "properties": {}},
@@ -236,11 +291,11 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
         role = message.get("role")
         content = message.get("content")
         if role in ("system", "developer"):
-            system.append(_text_of(content, f"{param}.content"))
+            system.append(text_of(content, f"{param}.content"))
         elif role == "user":
             _append(turns, "user", _user_blocks(content, f"{param}.content"))
         elif role == "assistant":
-            text = _text_of(content, f"{param}.content")
+            text = text_of(content, f"{param}.content")
             calls = message.get("tool_calls")
             if not calls:
                 _append(turns, "assistant", text)
@@ -251,7 +306,7 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
             result = {
                 "type": "tool_result",
                 "tool_use_id": str(message.get("tool_call_id", "")),
-                "content": _text_of(content, f"{param}.content"),
+                "content": text_of(content, f"{param}.content"),
             }
             _append(turns, "user", [result])
         else:

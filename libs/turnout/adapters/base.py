@@ -179,6 +179,11 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             None: `body` is the OpenAI request.
         api_version: the API version the provider's requests name
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
+        project, location: a `vertex` provider's Google Cloud project and Vertex AI location
+            (`ProviderConfig.project`, `.location`: the URL's `/projects/{p}/locations/{l}`), or None.
+        credentials_file: a `vertex` provider's service-account key file; with it the call
+            carries an OAuth2 access token made from the file (`turnout.adapters.google_tokens`),
+            `api_key` unused. None: the call carries `api_key`.
         api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
             `operation` it chooses the family (`responses`: the Responses family).
     """
@@ -196,6 +201,9 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     native: Native | None = None
     api_version: str | None = None
     api: OfferApi = "chat"
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

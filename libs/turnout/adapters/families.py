@@ -10,7 +10,8 @@ Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
 Adding a family: write its module in `turnout/adapters/` (a class
 implementing `turnout.adapters.base.ApiFamily`), name its kind in
-`ProviderKind`, and add one line below (a test fails when the two differ).
+`ProviderKind`, and add one line below (a test fails when the two differ), and
+its semconv name to `PROVIDER_NAMES` when OpenTelemetry has one.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import Final
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
+from turnout.adapters.gemini import GEMINI_CHAT
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
+from turnout.adapters.vertex import VERTEX_AI
 from turnout.config import RESPONSES_KINDS, OfferApi, ProviderKind
 from turnout.core.model_types import Operation
 
@@ -34,9 +37,31 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
         "openai_compatible": OPENAI_CHAT,
         "anthropic": ANTHROPIC_MESSAGES,
         "azure_openai": AZURE_CHAT,
+        "gemini": GEMINI_CHAT,
+        "vertex": VERTEX_AI,
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""
+
+PROVIDER_NAMES: Final[Mapping[ProviderKind, str]] = MappingProxyType(
+    {
+        "openai": "openai",
+        "anthropic": "anthropic",
+        "azure_openai": "azure.ai.openai",
+        "gemini": "gcp.gemini",
+        "vertex": "gcp.vertex_ai",
+    }
+)
+"""Provider kind -> its OpenTelemetry GenAI well-known `gen_ai.provider.name`
+(https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a kind absent here
+(`openai_compatible`: any server) is named by the provider's own name (`provider_name`)."""
+
+
+def provider_name(kind: ProviderKind, provider: str) -> str:
+    """The `gen_ai.provider.name` of a call to `provider` (the catalog's name) of `kind`:
+    `PROVIDER_NAMES[kind]`, else `provider`."""
+    return PROVIDER_NAMES.get(kind, provider)
+
 
 OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = MappingProxyType(
     {

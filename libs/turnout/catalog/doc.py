@@ -62,7 +62,7 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference).
 
     Fields left at their defaults are not stored (`omit_defaults`), so the catalog of a fleet
-    with no `api_version` anywhere stays readable by a process of the version before it,
+    with no `KIND_FIELDS` anywhere (no Azure or Vertex AI provider) stays readable by a process of the version before it,
     which refuses unknown fields, during a rolling upgrade.
     """
 
@@ -70,6 +70,18 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     base_url: str
     key: KeyRef | None = None
     api_version: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
+
+
+KIND_FIELDS = ("api_version", "project", "location", "credentials_file")
+"""The provider fields only some kinds take (`ProviderConfig`), stored and digested only when set."""
+
+
+def kind_fields(provider: ProviderConfig | ProviderEntry) -> dict[str, str]:
+    """`provider`'s `KIND_FIELDS` that are set (name -> value)."""
+    return {name: value for name in KIND_FIELDS if (value := getattr(provider, name)) is not None}
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -97,11 +109,12 @@ doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:
-    """A provider's fields as the digest reads them: `api_version` only when set, so a file
-    without one digests as it did before the field existed (no spurious re-apply on upgrade)."""
+    """A provider's fields as the digest reads them: its `KIND_FIELDS` only when set, so a file
+    without them digests as it did before they existed (no spurious re-apply on upgrade)."""
     fields = msgspec.structs.asdict(provider)
-    if fields["api_version"] is None:
-        del fields["api_version"]
+    for name in KIND_FIELDS:
+        if fields[name] is None:
+            del fields[name]
     return fields
 
 
@@ -125,19 +138,19 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
                 key = KeyRef(source="sealed", sealed=vault.seal(p.api_key, platform_key_binding(name)))
             except VaultUnavailable:  # no TURNOUT_SECRET_KEY: each process keeps the key its file gives
                 key = KeyRef(source="file")
-        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key, api_version=p.api_version)
+        providers[name] = ProviderEntry(kind=p.kind, base_url=p.base_url, key=key, **kind_fields(p))
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
     )
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
-    """True when `doc` holds the file's models and providers (kinds, URLs, API versions, which keys are set)."""
+    """True when `doc` holds the file's models and providers (kinds, URLs, `KIND_FIELDS`, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
-    file_providers = {n: (p.kind, p.base_url, p.api_version, bool(p.api_key)) for n, p in config.raw.providers.items()}
+    file_providers = {n: (p.kind, p.base_url, kind_fields(p), bool(p.api_key)) for n, p in config.raw.providers.items()}
     return file_providers == {
-        n: (p.kind, p.base_url, p.api_version, p.key is not None) for n, p in doc.providers.items()
+        n: (p.kind, p.base_url, kind_fields(p), p.key is not None) for n, p in doc.providers.items()
     }
 
 
@@ -194,7 +207,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             kind=p.kind,
             base_url=p.base_url,
             api_key=resolve_key(name, p.key, file, env, vault),
-            api_version=p.api_version,
+            **kind_fields(p),
         )
         for name, p in doc.providers.items()
     }

@@ -13,7 +13,7 @@ from typing import Protocol
 
 import msgspec
 
-from turnout.config import Config, OfferApi, ProviderConfig, embedding_models
+from turnout.config import Config, OfferApi, ProviderConfig, embedding_models, has_platform_credential
 from turnout.core.model_types import ModelType
 from turnout.core.ordering import OfferPrice, OrderSettings
 from turnout.core.plan import split_pinned
@@ -38,7 +38,8 @@ class Catalog:
         models: catalog model id -> its targets in configured order.
         providers: provider name -> its configuration (holds the shared key;
             never log this object).
-        keyed_providers: names of the providers whose platform key is configured.
+        keyed_providers: names of the providers whose platform key (or, `vertex`,
+            service-account file) is configured.
         prices: target key -> price.
         supports_prefill: target key -> the offer accepts an assistant prefill.
         apis: target key -> the upstream API it is called at (`turnout.config.OfferApi`).
@@ -64,7 +65,7 @@ class Catalog:
         }
         self.providers: Mapping[str, ProviderConfig] = dict(raw.providers)
         self.provider_names = frozenset(raw.providers)
-        self.keyed_providers = frozenset(name for name, p in raw.providers.items() if p.api_key)
+        self.keyed_providers = frozenset(name for name, p in raw.providers.items() if has_platform_credential(p))
         self.prices: dict[str, Price] = {}
         for spec in raw.models.values():
             for o in spec.offers:

@@ -26,6 +26,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
+from turnout.adapters.families import provider_name
 from turnout.core.types import FailureKind, Target
 from turnout.observability.after_answer import ended_at_ns
 
@@ -251,9 +252,10 @@ class SpanObserver:
     def _call_of(self, target: Target) -> dict[str, Any]:
         """The GenAI attributes naming one call to `target` (None values included)."""
         host, port = self._server_of(target.provider)
+        config = self._catalog.current.providers.get(target.provider)
         return {
             GEN_AI_OPERATION: "chat",
-            GEN_AI_PROVIDER: target.provider,
+            GEN_AI_PROVIDER: target.provider if config is None else provider_name(config.kind, target.provider),
             GEN_AI_REQUEST_MODEL: target.model,
             SERVER_ADDRESS: host,
             SERVER_PORT: port,

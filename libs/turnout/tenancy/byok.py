@@ -17,7 +17,7 @@ from typing import Protocol
 import msgspec
 
 from turnout.catalog import Catalog
-from turnout.config import ProviderConfig
+from turnout.config import ProviderConfig, has_platform_credential
 from turnout.core.credentials import Credential, credential_choices, is_custom_provider
 from turnout.core.policy import Policy
 from turnout.core.scopes import KeyMode
@@ -96,7 +96,7 @@ def resolve_call(
         provider=target.provider,
         own_providers=own_providers,
         model_providers=frozenset(t.provider for t in catalog.models.get(target.catalog_model, ())),
-        shared_available=bool(shared is not None and shared.api_key),
+        shared_available=shared is not None and has_platform_credential(shared),
         credential_fallback=policy.fallback.credential_fallback,
     )
     if byok_fallback:

@@ -26,7 +26,15 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding, rotate_keys
+from turnout.catalog.doc import (
+    CatalogDoc,
+    KeyRef,
+    ProviderEntry,
+    doc_from_config,
+    kind_fields,
+    platform_key_binding,
+    rotate_keys,
+)
 from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
@@ -61,13 +69,17 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     it) or `api_key_env` (the name of an environment variable every process
     reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
     neither keeps the provider's current key; `api_key: null` removes it.
-    `api_version`: required for `azure_openai` and refused on the other kinds, as in
-    the file (`turnout.config.ProviderConfig`).
+    `api_version`: required for `azure_openai` and refused on the other kinds; `project`,
+    `location`, `credentials_file` (a path on every process's disk): required for `vertex`
+    and refused on the other kinds, as in the file (`turnout.config.ProviderConfig`).
     """
 
     kind: ProviderKind
     base_url: str
     api_version: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
 
@@ -82,7 +94,7 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
                 "kind": p.kind,
                 "base_url": p.base_url,
                 "api_key": p.key.view() if p.key is not None else None,
-                **({"api_version": p.api_version} if p.api_version is not None else {}),
+                **kind_fields(p),
             }
             for name, p in sorted(doc.providers.items())
         },
@@ -199,6 +211,9 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             base_url=spec.base_url,
             key=_key_ref(api, provider, spec, doc.providers.get(provider)),
             api_version=spec.api_version,
+            project=spec.project,
+            location=spec.location,
+            credentials_file=spec.credentials_file,
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 
