@@ -68,6 +68,8 @@ MESSAGING_MESSAGE_ID = "messaging.message.id"
 
 # Turnout's own
 REQUEST_ID = "turnout.request_id"
+PROVIDER = "turnout.provider"
+"""The catalog's name of the attempt's provider (`gen_ai.provider.name` is its kind's semconv name)."""
 ORG = "turnout.org"
 SQUAD = "turnout.squad"
 KEY = "turnout.key"
@@ -256,6 +258,7 @@ class SpanObserver:
         return {
             GEN_AI_OPERATION: "chat",
             GEN_AI_PROVIDER: target.provider if config is None else provider_name(config.kind, target.provider),
+            PROVIDER: target.provider,
             GEN_AI_REQUEST_MODEL: target.model,
             SERVER_ADDRESS: host,
             SERVER_PORT: port,
