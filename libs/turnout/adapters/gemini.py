@@ -36,8 +36,8 @@ from httpx_sse import ServerSentEvent
 
 from turnout.adapters.anthropic_chat import untranslatable
 from turnout.adapters.anthropic_events import StreamError
-from turnout.adapters.anthropic_wire import WireError
 from turnout.adapters.base import AttemptResult, CallSpec, NativeFrames, Refusal, Usage, crossing_refusal
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.gemini_events import GeminiChunks, StreamBlocked
 from turnout.adapters.gemini_wire import blocked, is_answer, openai_usage, to_gemini_request, to_openai_completion

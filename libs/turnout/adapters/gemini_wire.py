@@ -41,7 +41,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from turnout.adapters.anthropic_wire import WireError, content_parts, data_url, function_calls, function_tools, text_of
+from turnout.adapters.chat_parts import WireError, content_parts, data_url, function_calls, function_tools, text_of
 
 FINISH_REASON: Final[dict[str, str]] = {
     "STOP": "stop",

@@ -37,8 +37,9 @@ from httpx_sse import ServerSentEvent
 from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_message, untranslatable
 from turnout.adapters.anthropic_chat import translated_events as anthropic_events
 from turnout.adapters.anthropic_events import ChunkTranslator
-from turnout.adapters.anthropic_wire import WireError, to_anthropic_request
+from turnout.adapters.anthropic_wire import to_anthropic_request
 from turnout.adapters.base import AttemptResult, CallSpec, NativeFrames, Refusal
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GeminiChat, json_request, model_path, outcome_of_answer
 from turnout.adapters.google_errors import google_error_outcome
 from turnout.adapters.sse import event_batches

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from turnout.adapters.anthropic_wire import WireError
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini_wire import blocked, finish_reason, openai_usage, to_gemini_request, to_openai_completion
 
 USER = {"role": "user", "content": "weather in Paris?"}
