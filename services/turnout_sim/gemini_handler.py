@@ -24,7 +24,8 @@ format:
   event); `nodone` leaves out the last event (the one with the `finishReason`) and closes;
 - `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `badchunk`, `i<N>`, `+<N>ms` and `len<N>`
   behave as on the other routes (counts over the content events).
-Events are framed `data: {GenerateContentResponse}\\r\\n\\r\\n`.
+Events are framed `data: {GenerateContentResponse}\\r\\n\\r\\n`. `...:countTokens` answers
+`{"totalTokens": N}` (the words of the request's texts), not logged.
 Must not import: turnout's gateway packages.
 """
 
@@ -50,6 +51,7 @@ from turnout_sim.scenarios import Step, StepKind, scenario_for
 
 SCENARIO_HEADER = "x-sim-scenario"
 METHODS = ("generateContent", "streamGenerateContent")
+"""The methods that are model calls (logged, a scenario step consumed); `countTokens` is answered apart."""
 _DURATION_UNITS_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _RETRY_KINDS = frozenset(
     {StepKind.RETRY_AFTER, StepKind.RETRY_AFTER_DATE, StepKind.RETRY_AFTER_MS, StepKind.RESET_REQUESTS}
@@ -163,6 +165,25 @@ def _credential_refusal(request: web.Request, vertex: bool) -> tuple[int, wire.E
     return None
 
 
+def _count_tokens(request: web.Request, env: Env, raw: bytes, vertex: bool) -> web.Response:
+    """`...:countTokens`: `{"totalTokens": N}`, N the words of the request's texts (`contents`
+    and `systemInstruction`, given as is or inside `generateContentRequest`), as the answers'
+    `promptTokenCount` counts them; the credential checked as for a call; not logged."""
+    refusal = _credential_refusal(request, vertex)
+    if refusal is not None:
+        return _json(env, *refusal)
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    inner = wire.field(body, "generateContentRequest") or body
+    try:
+        req = wire.parse_request(inner, "count", stream=False)
+    except RequestError as exc:
+        return _json(env, 400, exc.body)
+    return _json(env, 200, {"totalTokens": req.chat.prompt_tokens})
+
+
 def route(state_key: web.AppKey[Any], *, vertex: bool) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The handler of `.../models/{call}` (`call` = `{model}:{method}`) over the app's `SimState`:
     the Gemini API's (`vertex` False) or Vertex AI's Google publisher (True)."""
@@ -172,6 +193,8 @@ def route(state_key: web.AppKey[Any], *, vertex: bool) -> Callable[[web.Request]
         env = Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
         model, _, method = request.match_info["call"].rpartition(":")
         raw = await request.read()
+        if method == "countTokens":
+            return _count_tokens(request, env, raw, vertex)
         stream = method == "streamGenerateContent"
         credential = (
             request.headers.get("authorization") if vertex else request.headers.get("x-goog-api-key")

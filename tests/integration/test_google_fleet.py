@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
@@ -214,6 +215,15 @@ def test_a_refused_service_account_is_a_credential_failure_without_a_model_call(
         gw.client().chat.completions.create(model="vertex-refused", messages=HELLO)
     assert "no access token from the service account's token endpoint (RefreshError)" in failed.value.message
     assert gw.sim_log("gemini-refused") == []
+
+
+def test_count_tokens_on_the_messages_surface_asks_gemini(gw: Gateway) -> None:
+    with anthropic.Anthropic(base_url=gw.base_url, api_key=KEY, max_retries=0) as claude:
+        raw = claude.messages.with_raw_response.count_tokens(
+            model="flash", system="be brief", messages=[{"role": "user", "content": "three words here"}]
+        )
+    assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
+    assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "gem-a"
 
 
 def test_a_tenants_own_gemini_key_is_the_one_sent(gw: Gateway) -> None:

@@ -65,6 +65,21 @@ def model_path(prefix: str, model: str, *, stream: bool) -> str:
     return f"{prefix}/models/{quote(model, safe='')}:{method}"
 
 
+def count_tokens_call(model: str, request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(path under the provider's `base_url`, body) of the Gemini API's token count of an OpenAI
+    chat `request` for `model`: `POST /v1beta/models/{model}:countTokens` with
+    `{"generateContentRequest": {"model": "models/{model}", ...the translated request}}`, answered
+    `{"totalTokens": N}` (https://ai.google.dev/api/tokens). Pure.
+
+    Raises:
+        WireError: the request cannot be expressed in Gemini's API.
+    """
+    translated = to_gemini_request(request)
+    translated.pop("generationConfig", None)  # counting reads the input only
+    path = f"/v1beta/models/{quote(model, safe='')}:countTokens"
+    return path, {"generateContentRequest": {"model": f"models/{model}", **translated}}
+
+
 def json_request(
     client: httpx.AsyncClient, spec: CallSpec, path: str, credential: tuple[str, str], body: Any, *, stream: bool
 ) -> httpx.Request:

@@ -14,7 +14,7 @@ import pytest
 from turnout.adapters.base import AttemptResult, CallSpec
 from turnout.adapters.exchange import call_json, open_stream
 from turnout.adapters.families import FAMILIES, PROVIDER_NAMES, family_for, provider_name
-from turnout.adapters.gemini import GEMINI_CHAT, model_path
+from turnout.adapters.gemini import GEMINI_CHAT, count_tokens_call, model_path
 from turnout.adapters.vertex import VERTEX_AI
 from turnout.config import ProviderKind
 from turnout.core.classify import classify, disposition
@@ -222,6 +222,18 @@ async def test_a_body_gemini_cannot_express_is_a_400_without_a_call_and_a_refusa
 async def test_a_2xx_that_is_no_answer_is_malformed() -> None:
     result, _, _ = await _run(httpx.Response(200, json={"unexpected": True}))
     assert result.outcome.transport is TransportError.PROTOCOL
+
+
+def test_a_token_count_wraps_the_translated_request_without_its_generation_config() -> None:
+    path, body = count_tokens_call("gemini-2.5-flash", {**REQUEST, "max_tokens": 9})
+    assert path == "/v1beta/models/gemini-2.5-flash:countTokens"
+    assert body == {
+        "generateContentRequest": {
+            "model": "models/gemini-2.5-flash",
+            "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
+            "systemInstruction": {"parts": [{"text": "brief"}]},
+        }
+    }
 
 
 def test_model_paths_quote_the_model() -> None:

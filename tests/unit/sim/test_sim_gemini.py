@@ -131,6 +131,16 @@ async def test_error_steps_are_googles(
     assert caught.value.message is not None and caught.value.message.startswith(words)
 
 
+async def test_count_tokens_counts_the_words_of_the_texts(sim_url: str) -> None:
+    counted = await _client(sim_url).aio.models.count_tokens(model="gem", contents="three words here")
+    assert counted.total_tokens == 3
+    async with httpx.AsyncClient(base_url=sim_url, headers={"x-goog-api-key": "k"}) as http:
+        wrapped = {"generateContentRequest": {"model": "models/gem", "contents": [{"parts": [{"text": "a b"}]}]}}
+        resp = await http.post("/v1beta/models/gem:countTokens", json=wrapped)
+    assert resp.json() == {"totalTokens": 2}
+    assert await _log(sim_url) == []  # counting is no model call
+
+
 async def test_429ra_is_resource_exhausted_with_a_retry_info(sim_url: str) -> None:
     with pytest.raises(errors.ClientError) as caught:
         await _client(sim_url).aio.models.generate_content(model="gem~429ra20,200", contents="x")
