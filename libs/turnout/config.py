@@ -59,6 +59,13 @@ RESPONSES_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
 """The provider kinds an `api: responses` offer may name."""
 
 
+TOKEN_KINDS: tuple[ProviderKind, ...] = ("vertex",)
+"""The provider kinds whose credential is a service account (`credentials_file`): they take no
+`api_key`, and no org registers its own key for them."""
+SERVICE_ACCOUNT_ONLY: Final = "a `vertex` provider's credential is its service account (credentials_file), not a key"
+"""Why a key is refused for a `TOKEN_KINDS` provider (the message after its path)."""
+
+
 def has_platform_credential(provider: ProviderConfig) -> bool:
     """True when `provider` has a shared (platform) credential: its key, or for `vertex` its
     service-account file (an access token is made from it at call time)."""
@@ -794,6 +801,8 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             location=provider.location,
             credentials_file=provider.credentials_file,
         )
+        if provider.kind in TOKEN_KINDS and provider.api_key is not None:
+            raise ConfigError(f"providers.{name}.api_key: {SERVICE_ACCOUNT_ONLY}")
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
@@ -845,6 +854,8 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         for provider_name, secret in org.provider_keys.items():
             if provider_name not in raw.providers:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
+            if raw.providers[provider_name].kind in TOKEN_KINDS:
+                raise ConfigError(f"{base}.provider_keys.{provider_name}: {SERVICE_ACCOUNT_ONLY}")
             check_secret(f"{base}.provider_keys.{provider_name}", secret)
         for endpoint_name, endpoint in org.custom_endpoints.items():
             epath = f"{base}.custom_endpoints.{endpoint_name}"

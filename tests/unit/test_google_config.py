@@ -23,7 +23,9 @@ from turnout.core.policy import Policy
 from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.tenancy.byok import resolve_call
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.tenancy.orgs import OrgDoc, ProviderKeyDoc, validate_org
+from turnout.tenancy.ssrf import AllowList
+from turnout.tenancy.vault import Sealed, Vault, generate_key
 from turnout_cli.admin import _request
 from turnout_cli.admin_catalog import KINDS
 from turnout_cli.main import build_parser, main
@@ -204,3 +206,20 @@ def test_an_invalid_key_file_is_named_with_why(tmp_path: Path, content: str, wor
     with pytest.raises(ConfigError) as refused:
         check_credentials_file("providers.v.credentials_file", str(path))
     assert str(refused.value).startswith(f"providers.v.credentials_file: {path}: ") and words in str(refused.value)
+
+
+def test_a_key_for_a_vertex_provider_is_refused_naming_it() -> None:
+    with pytest.raises(
+        ConfigError, match=r"providers\.vertex\.api_key: a `vertex` provider's credential is its service"
+    ):
+        _config(VERTEX + ", api_key: x-key-0001")
+    text = TEXT + "orgs:\n  acme:\n    provider_keys: {vertex: own-key-0001}\n"
+    with pytest.raises(ConfigError, match=r"orgs\.acme\.provider_keys\.vertex: a `vertex` provider's credential"):
+        _config(text=text)
+
+
+def test_an_org_key_for_a_vertex_provider_is_refused_by_the_admin_api_check() -> None:
+    gemini_key = ProviderKeyDoc(secret=Sealed(token="t", tail=""))
+    validate_org(OrgDoc(id="acme", provider_keys={"gemini": gemini_key}), _config(), AllowList())
+    with pytest.raises(ConfigError, match=r"^provider_keys\.vertex: a `vertex` provider's credential"):
+        validate_org(OrgDoc(id="acme", provider_keys={"vertex": gemini_key}), _config(), AllowList())
