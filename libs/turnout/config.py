@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from turnout.tenancy.ssrf import AllowList
 
 ProviderKind = Literal["openai", "openai_compatible", "anthropic", "azure_openai", "gemini", "vertex"]
-EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai", "gemini")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
 API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
 """The provider kinds whose requests name an API version (`api-version=`), required in their config."""

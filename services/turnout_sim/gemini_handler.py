@@ -24,7 +24,9 @@ format:
   event); `nodone` leaves out the last event (the one with the `finishReason`) and closes;
 - `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `badchunk`, `i<N>`, `+<N>ms` and `len<N>`
   behave as on the other routes (counts over the content events).
-Events are framed `data: {GenerateContentResponse}\\r\\n\\r\\n`. `...:countTokens` answers
+`...:batchEmbedContents` (the Gemini API's embeddings) takes the same steps, its success one
+unit vector per text (as `/v1/embeddings` makes them). Events are framed
+`data: {GenerateContentResponse}\\r\\n\\r\\n`. `...:countTokens` answers
 `{"totalTokens": N}` (the words of the request's texts), not logged.
 Must not import: turnout's gateway packages.
 """
@@ -50,7 +52,7 @@ from turnout_sim.openai_wire import RequestError
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
 SCENARIO_HEADER = "x-sim-scenario"
-METHODS = ("generateContent", "streamGenerateContent")
+METHODS = ("generateContent", "streamGenerateContent", "batchEmbedContents")
 """The methods that are model calls (logged, a scenario step consumed); `countTokens` is answered apart."""
 _DURATION_UNITS_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _RETRY_KINDS = frozenset(
@@ -126,9 +128,17 @@ async def _answer_stream(
 
 
 async def answer(
-    request: web.Request, req: wire.GeminiRequest, step: Step, *, verdict: Verdict, attempt: Attempt, env: Env
+    request: web.Request,
+    req: wire.GeminiRequest,
+    step: Step,
+    *,
+    verdict: Verdict,
+    attempt: Attempt,
+    env: Env,
+    embed: tuple[list[str], int | None] | None = None,
 ) -> web.StreamResponse:
-    """Answer a `generateContent` request according to `step` (see the module doc)."""
+    """Answer a `generateContent` request according to `step` (see the module doc); with `embed`
+    (texts, dimensions) a `batchEmbedContents` one, whose success is `wire.embeddings`."""
     gone = await before_head(request, step, attempt, env)
     if gone is not None:
         return gone
@@ -145,6 +155,8 @@ async def answer(
             return await _answer_stream(request, req, step, attempt, env, response_id)
         blocked = _blocked(step, req, response_id)
         body = blocked if blocked is not None else wire.answer(req, response_id=response_id)
+        if embed is not None:
+            body = wire.embeddings(req.model, *embed)
         error_body = json.dumps(_body_error(step, req.model)).encode()
         return await send_json(request, json.dumps(body).encode(), step, attempt, env, error_body=error_body)
     except ConnectionError:
@@ -243,7 +255,11 @@ async def _admit(
         body: object = json.loads(raw)
     except ValueError:
         body = None
+    embed = None
     try:
+        if method == "batchEmbedContents":
+            embed = wire.batch_texts(body)
+            body = {"contents": [{"parts": [{"text": text}]} for text in embed[0]]}  # its size, for the steps
         req = wire.parse_request(body, model, stream=stream)
     except RequestError as exc:
         return reject(400, exc.body)
@@ -254,4 +270,4 @@ async def _admit(
         return reject(400, wire.error(400, f"Invalid simulator scenario: {exc}"))
     turn = state.cursors.turn((model, header), steps, attempt.t_s, seed=state.seed)
     attempt.step = turn.step.token
-    return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)
+    return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env, embed=embed)

@@ -25,7 +25,7 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
-from turnout_sim import openai_wire, tool_calls
+from turnout_sim import embeddings_wire, openai_wire, tool_calls
 from turnout_sim.openai_wire import RequestError
 from turnout_sim.tool_calls import ToolCall
 
@@ -295,6 +295,30 @@ def prompt_blocked(req: GeminiRequest, *, response_id: str, reason: str = "SAFET
         "modelVersion": req.model,
         "responseId": response_id,
     }
+
+
+def batch_texts(body: object) -> tuple[list[str], int | None]:
+    """(texts, `outputDimensionality` or None) of a `batchEmbedContents` body (`requests[]` of
+    `{"model", "content": {"parts": [{"text"}]}, "outputDimensionality"}`).
+
+    Raises:
+        RequestError: no `requests`, or one without text (Google's 400).
+    """
+    requests = field(body, "requests")
+    if not isinstance(requests, list) or not requests:
+        raise RequestError(error(400, "* BatchEmbedContentsRequest.requests: requests is not specified\n"))
+    texts = ["".join(_texts(field(r, "content"))) for r in requests]
+    if not all(texts):
+        raise RequestError(error(400, "* BatchEmbedContentsRequest.requests[].content: content is not specified\n"))
+    dimensions = field(requests[0], "outputDimensionality")
+    return texts, dimensions if isinstance(dimensions, int) and dimensions > 0 else None
+
+
+def embeddings(model: str, texts: list[str], dimensions: int | None) -> dict[str, Any]:
+    """The `batchEmbedContents` answer: one unit vector per text (`embeddings_wire.vector`, the
+    model's full length or `dimensions`)."""
+    size = min(dimensions or embeddings_wire.model_dimensions(model), embeddings_wire.model_dimensions(model))
+    return {"embeddings": [{"values": embeddings_wire.vector(model, text, size)} for text in texts]}
 
 
 def sse_event(obj: object) -> bytes:

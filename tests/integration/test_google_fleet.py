@@ -2,7 +2,7 @@
 ingress → Redis → worker → the simulator's Gemini routes (`/v1beta/models/{model}:...`,
 `x-goog-api-key`) and Vertex AI routes (`/v1/projects/.../publishers/{google,anthropic}/...`,
 an access token from the simulator's token endpoint, named as `token_uri` in a service-account
-key file). Chat, streams, a tool round trip and JSON schema output are translated; a
+key file). Chat, streams, a tool round trip, JSON schema output and embeddings are translated; a
 RESOURCE_EXHAUSTED with a 20 s `retryDelay` falls over and rests its target fleet-wide; a safety
 block is a content-policy 400, not retried; Claude is served on Vertex AI by `rawPredict`; a
 service account the token endpoint refuses fails over no request to the provider; a tenant's
@@ -54,6 +54,10 @@ models:
     offers: [{{provider: vertex, model: claude-sonnet-4@20250514}}]
   vertex-refused:
     offers: [{{provider: vertex-refused, model: gemini-refused}}]
+  gem-embed:
+    type: embedding
+    order: priority
+    offers: [{{provider: gem-a, model: "embed-a~503"}}, {{provider: gem-b, model: embed-b}}]
 policy:
   retry: {{base_ms: 250, max_ms: 4000}}
 breaker: {{consecutive_failures: 1000000, sole_consecutive_failures: 1000000, failure_rate: 2.0, sole_failure_rate: 2.0}}
@@ -224,6 +228,21 @@ def test_count_tokens_on_the_messages_surface_asks_gemini(gw: Gateway) -> None:
         )
     assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
     assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "gem-a"
+
+
+def test_embeddings_fall_over_and_come_back_as_the_client_asked(gw: Gateway) -> None:
+    raw = gw.client().embeddings.with_raw_response.create(model="gem-embed", input=["a", "b"], dimensions=8)
+    vectors = raw.parse().data  # the SDK asked base64 and decoded it
+    assert [len(v.embedding) for v in vectors] == [8, 8] and raw.headers["x-turnout-provider"] == "gem-b"
+    assert {e["status"] for e in gw.sim_log("embed-a~503")} == {503}
+    floats = gw.client().embeddings.create(model="gem-embed", input="a", dimensions=8, encoding_format="float")
+    assert floats.data[0].embedding == pytest.approx(vectors[0].embedding, abs=1e-6)
+    [sent] = _sent(gw, "embed-b")[-1:]
+    assert sent["requests"][0] == {
+        "model": "models/embed-b",
+        "outputDimensionality": 8,
+        "content": {"parts": [{"text": "a"}]},
+    }
 
 
 def test_a_tenants_own_gemini_key_is_the_one_sent(gw: Gateway) -> None:

@@ -24,6 +24,7 @@ from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
 from turnout.adapters.gemini import GEMINI_CHAT
+from turnout.adapters.gemini_embeddings import GEMINI_EMBEDDINGS
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
@@ -71,6 +72,7 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
         ("openai_compatible", "completions"): OPENAI_COMPLETIONS,
         ("azure_openai", "embeddings"): AZURE_EMBEDDINGS,
         ("azure_openai", "completions"): AZURE_COMPLETIONS,
+        ("gemini", "embeddings"): GEMINI_EMBEDDINGS,
     }
 )
 """(provider kind, operation) -> the family that performs it, for every operation but `chat`

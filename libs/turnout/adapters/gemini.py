@@ -26,7 +26,7 @@ Sources: https://ai.google.dev/api/generate-content, https://ai.google.dev/gemin
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -100,6 +100,28 @@ def blocked_outcome(status: int, reason: str, usage: Usage) -> AttemptResult:
     return AttemptResult(outcome=outcome, usage=usage)
 
 
+def read_google_body(
+    status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, what: str, shape: Callable[[Any], bool]
+) -> tuple[AttemptResult | None, Any]:
+    """(failure, None) of a complete Google answer that is no success — an error status
+    (`google_error_outcome`), a 2xx Google error body (`error_in_body`), a 2xx body that `shape`
+    refuses (PROTOCOL, the message naming `what` it is not) — else (None, the decoded body). Pure."""
+    if not 200 <= status < 300:
+        return google_error_outcome(status, headers, content, now_epoch_s), None
+    try:
+        data: Any = _decode.decode(content) if content else None
+    except msgspec.DecodeError:
+        data = None
+    error = google_error_fields(data)
+    if error is not None:
+        outcome = Outcome(status=status, error_type=error[0], error_code=error[0], message=error[1], error_in_body=True)
+        return AttemptResult(outcome=outcome), None
+    if not shape(data):
+        message = f"upstream answered 2xx with a body that is not {what}"
+        return AttemptResult(outcome=Outcome(status=status, transport=TransportError.PROTOCOL, message=message)), None
+    return None, data
+
+
 def outcome_of_answer(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
     """An `AttemptResult` for a complete `generateContent` answer (pure).
 
@@ -108,24 +130,11 @@ def outcome_of_answer(status: int, headers: httpx.Headers, content: bytes, now_e
     `error_in_body`; any other 2xx body is PROTOCOL. Error statuses: `google_error_outcome`.
     Usage from `usageMetadata` (`gemini_wire.openai_usage`).
     """
-    if not 200 <= status < 300:
-        return google_error_outcome(status, headers, content, now_epoch_s)
-    try:
-        data: Any = _decode.decode(content) if content else None
-    except msgspec.DecodeError:
-        data = None
-    error = google_error_fields(data)
-    if error is not None:
-        outcome = Outcome(status=status, error_type=error[0], error_code=error[0], message=error[1], error_in_body=True)
-        return AttemptResult(outcome=outcome)
-    if not is_answer(data):
-        return AttemptResult(
-            outcome=Outcome(
-                status=status,
-                transport=TransportError.PROTOCOL,
-                message="upstream answered 2xx with a body that is not a GenerateContentResponse",
-            )
-        )
+    failure, data = read_google_body(
+        status, headers, content, now_epoch_s, what="a GenerateContentResponse", shape=is_answer
+    )
+    if failure is not None:
+        return failure
     usage = openai_usage(data.get("usageMetadata"))
     tokens = Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"])
     reason = blocked(data)

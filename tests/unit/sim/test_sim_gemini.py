@@ -141,6 +141,19 @@ async def test_count_tokens_counts_the_words_of_the_texts(sim_url: str) -> None:
     assert await _log(sim_url) == []  # counting is no model call
 
 
+async def test_embed_content_answers_a_unit_vector_per_text(sim_url: str) -> None:
+    config = types.EmbedContentConfig(output_dimensionality=8)
+    answer = await _client(sim_url).aio.models.embed_content(
+        model="gemini-embedding-001", contents=["a", "b"], config=config
+    )
+    assert answer.embeddings is not None and len(answer.embeddings) == 2
+    values = [e.values or [] for e in answer.embeddings]
+    assert [len(v) for v in values] == [8, 8] and values[0] != values[1]
+    assert abs(sum(x * x for x in values[0]) - 1.0) < 1e-9
+    [entry] = await _log(sim_url)
+    assert entry["model"] == "gemini-embedding-001" and entry["status"] == 200
+
+
 async def test_429ra_is_resource_exhausted_with_a_retry_info(sim_url: str) -> None:
     with pytest.raises(errors.ClientError) as caught:
         await _client(sim_url).aio.models.generate_content(model="gem~429ra20,200", contents="x")
