@@ -23,6 +23,7 @@ import yaml
 
 from turnout.aws import config_rules as aws_rules
 from turnout.catalog import provider_rules
+from turnout.catalog.google_fields import check_google_fields
 from turnout.config_errors import collect, report
 from turnout.config_yaml import load_yaml
 from turnout.core.breaker import BreakerSettings
@@ -51,8 +52,10 @@ ProviderKind = Literal[
     "anthropic",
     "azure_openai",
     "bedrock",
+    "gemini",
+    "vertex",
 ]
-EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai", "gemini")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
 API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
 """The provider kinds whose requests name an API version (`api-version=`), required in their config."""
@@ -64,6 +67,13 @@ OfferApi = Literal["chat", "responses"]
 offer serves only requests that came on `/v1/responses`, sent as the client sent them)."""
 RESPONSES_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible")
 """The provider kinds an `api: responses` offer may name."""
+
+
+TOKEN_KINDS: tuple[ProviderKind, ...] = ("vertex",)
+"""The provider kinds whose credential is a service account (`credentials_file`): they take no
+`api_key`, and no org registers its own key for them."""
+SERVICE_ACCOUNT_ONLY: Final = "a `vertex` provider's credential is its service account (credentials_file), not a key"
+"""Why a key is refused for a `TOKEN_KINDS` provider (the message after its path)."""
 
 
 def embedding_models(raw: RawConfig) -> frozenset[str]:
@@ -118,6 +128,10 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             (`${VAR}` like `api_key`), both keys or neither (then botocore's credential chain);
             folded at load into `api_key` as one Bedrock key (`turnout.aws.keys`), so they are
             None in a loaded config (`turnout.aws.config_rules.folded_key`).
+        project, location, credentials_file: a `vertex` provider's Google Cloud project id,
+            Vertex AI location (`us-central1`) and service-account key file (its path), all
+            three required for that kind and refused on the others
+            (`turnout.catalog.google_fields`, README "Providers: Vertex AI").
     """
 
     kind: ProviderKind
@@ -131,6 +145,10 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     access_key_id: str | None = None
     secret_access_key: str | None = None
     session_token: str | None = None
+    # vertex (turnout.catalog.google_fields)
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
 
     def secrets(self) -> list[str]:
         """What the scrubber must never let out for this provider: its key and its extra
@@ -139,10 +157,11 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
 
 
 def has_shared_credential(provider: ProviderConfig) -> bool:
-    """Whether calls to `provider` have the operator's credential: its `api_key`, or for a
+    """Whether calls to `provider` have the operator's credential: its `api_key`; for a `vertex`
+    provider its service-account file (an access token is made from it at call time); for a
     `bedrock` provider without keys botocore's credential chain (README "Providers: Amazon
     Bedrock"; a chain that finds nothing fails the attempt as an auth failure)."""
-    return bool(provider.api_key) or provider.kind == aws_rules.KIND
+    return bool(provider.api_key or provider.credentials_file) or provider.kind == aws_rules.KIND
 
 
 class OfferConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -874,6 +893,16 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         _check_api_version(f"providers.{name}", provider)
         check_provider_auth(f"providers.{name}", provider)
         aws_rules.check_fields(f"providers.{name}", provider)
+        check_google_fields(
+            f"providers.{name}",
+            provider.kind,
+            provider.base_url,
+            project=provider.project,
+            location=provider.location,
+            credentials_file=provider.credentials_file,
+        )
+        if provider.kind in TOKEN_KINDS and provider.api_key is not None:
+            raise ConfigError(f"providers.{name}.api_key: {SERVICE_ACCOUNT_ONLY}")
     facts: dict[tuple[str, str], tuple[str, tuple[float, float, bool, str]]] = {}
     for model, spec in raw.models.items():
         check_model(f"models.{short_name(model)}", model)  # ids and names travel in headers (`x-turnout-model`)
@@ -925,6 +954,8 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         for provider_name, secret in org.provider_keys.items():
             if provider_name not in raw.providers:
                 raise ConfigError(f"{base}.provider_keys.{provider_name}: unknown provider")
+            if raw.providers[provider_name].kind in TOKEN_KINDS:
+                raise ConfigError(f"{base}.provider_keys.{provider_name}: {SERVICE_ACCOUNT_ONLY}")
             check_secret(f"{base}.provider_keys.{provider_name}", secret)
             aws_rules.check_key(f"{base}.provider_keys.{provider_name}", raw.providers[provider_name].kind, secret)
         for endpoint_name, endpoint in org.custom_endpoints.items():

@@ -750,6 +750,9 @@ def _spec(
         auth=provider.auth,
         headers=provider.headers,
         passed=passed,
+        project=provider.project,
+        location=provider.location,
+        credentials_file=provider.credentials_file,
     )
 
 

@@ -4,7 +4,8 @@
     turnout admin catalog set-model ID JSON              add or replace a model (JSON as in the file)
     turnout admin catalog delete-model ID
     turnout admin catalog set-provider NAME --kind K --base-url URL [--api-version V] [--region R]
-                                       [--auth-header H [--auth-scheme S]] [--with-key | --key-env VAR | --no-key]
+        [--project P --location L --credentials-file F] [--auth-header H [--auth-scheme S]]
+        [--with-key | --key-env VAR | --no-key]
     turnout admin catalog delete-provider NAME
 
 `set-provider --with-key` reads the key from one line of standard input (it
@@ -22,6 +23,8 @@ from typing import Any
 from urllib.parse import quote
 
 P = "/catalog"
+KINDS = ["openai", "openai_compatible", "anthropic", "azure_openai", "bedrock", "gemini", "vertex"]
+"""`--kind` choices: `turnout.config.ProviderKind` (a test checks they are the same)."""
 
 
 def request(args: argparse.Namespace, secret: Callable[[argparse.Namespace], str]) -> tuple[str, str, Any]:
@@ -39,12 +42,11 @@ def request(args: argparse.Namespace, secret: Callable[[argparse.Namespace], str
         except json.JSONDecodeError as exc:
             raise SystemExit(f"turnout admin: the model is not valid JSON: {exc}") from None
     body: dict[str, Any] = {"kind": args.kind, "base_url": args.base_url}
-    if args.api_version is not None:
-        body["api_version"] = args.api_version
+    for field in ("api_version", "region", "project", "location", "credentials_file"):
+        if getattr(args, field) is not None:
+            body[field] = getattr(args, field)
     if args.auth_header is not None:
         body["auth"] = {"header": args.auth_header, "scheme": args.auth_scheme}
-    if args.region is not None:
-        body["region"] = args.region
     if args.key_env:
         body["api_key_env"] = args.key_env
     elif args.with_key:
@@ -75,11 +77,14 @@ def add_parser(
         a.set_defaults(func=func, resource="catalog")
         out[action] = a
     provider = out["set-provider"]
-    provider.add_argument(
-        "--kind", required=True, choices=["openai", "openai_compatible", "anthropic", "azure_openai", "bedrock"]
-    )
+    provider.add_argument("--kind", required=True, choices=KINDS)
     provider.add_argument("--base-url", required=True)
     provider.add_argument("--api-version", help="the API version an azure_openai provider's requests name (2024-10-21)")
+    provider.add_argument("--project", help="a vertex provider's Google Cloud project id")
+    provider.add_argument("--location", help="a vertex provider's Vertex AI location (us-central1)")
+    provider.add_argument(
+        "--credentials-file", help="a vertex provider's service-account key file (its path on every process's disk)"
+    )
     provider.add_argument("--auth-header", help="the header an openai_compatible provider takes its key in (api-key)")
     provider.add_argument(
         "--auth-scheme", default="", help="the word before the key in --auth-header (Bearer); default: the key alone"

@@ -163,11 +163,16 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Validate a configuration file; print what it declares, or its errors (every type error at once)."""
+    """Validate a configuration file; print what it declares, or its errors (every type error at once).
+    A `vertex` provider's service-account file is read too (`check_credentials_file`)."""
+    from turnout.catalog.google_fields import check_credentials_file
     from turnout.config import load_config
 
     try:
         config = load_config(args.file)
+        for name, provider in config.raw.providers.items():
+            if provider.credentials_file is not None:
+                check_credentials_file(f"providers.{name}.credentials_file", provider.credentials_file)
     except ConfigError as exc:
         if len(exc.errors) > 1:
             print(f"invalid: {args.file}: {len(exc.errors)} error(s)", file=sys.stderr)

@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 import msgspec
 from starlette.responses import Response
 
-from turnout.adapters.anthropic_wire import WireError
+from turnout.adapters.chat_parts import WireError
 from turnout.core.native import MESSAGES, Native
 from turnout.core.preferences import Preferences
 from turnout.errors import RequestRejected

@@ -22,7 +22,7 @@ from fastapi import FastAPI
 from starlette.requests import Request
 from starlette.responses import Response
 
-from turnout.adapters.anthropic_wire import WireError
+from turnout.adapters.chat_parts import WireError
 from turnout.core.model_types import mismatch_message
 from turnout.core.plan import MAX_MODEL_ID_CHARS, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected

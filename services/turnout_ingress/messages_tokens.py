@@ -2,8 +2,11 @@
 
 Owns: counting a Messages body's input tokens. When an offer of the model
 is served by an `anthropic` provider with a platform key, that provider's
-own `POST {base_url}/v1/messages/count_tokens` answers (offers in plan
-order; the first that answers wins). Otherwise — no such offer, or none
+own `POST {base_url}/v1/messages/count_tokens` answers, and for a `gemini`
+provider the Gemini API's `POST {base_url}/v1beta/models/{model}:countTokens`
+(`{"totalTokens": N}`; the body translated as a chat request to that
+provider would be: `turnout.adapters.gemini.count_tokens_call`) — offers in
+plan order; the first that answers wins. Otherwise — no such offer, or none
 answered within `UPSTREAM_TIMEOUT_S` — the count is an estimate: one token
 per `CHARS_PER_TOKEN` characters of the text the model would read (system
 prompt, message text, tool inputs and results, tool definitions), rounded up,
@@ -22,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
+from turnout.adapters.gemini import count_tokens_call
+from turnout_ingress.messages_wire import to_openai_request
 
 if TYPE_CHECKING:
     from turnout.core.plan import Plan
@@ -32,6 +37,8 @@ CHARS_PER_TOKEN = 4
 UPSTREAM_TIMEOUT_S = 10.0
 """How long one provider's count may take, seconds."""
 COUNT_PATH = MESSAGES_PATH + "/count_tokens"
+COUNTING_KINDS = ("anthropic", "gemini")
+"""The provider kinds whose API counts tokens (asked with a platform key)."""
 
 
 def _texts(value: Any) -> list[str]:
@@ -71,10 +78,14 @@ async def count_input_tokens(state: IngressState, plan: Plan, body: dict[str, An
     for entry in plan.entries:
         target = entry.target
         provider = state.catalog.providers.get(target.provider)
-        if provider is None or provider.kind != "anthropic" or not provider.api_key or target.key in tried:
+        if provider is None or provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
             continue
         tried.add(target.key)
-        counted = await _ask(state.http, provider.base_url, provider.api_key, {**body, "model": target.model})
+        model_body = {**body, "model": target.model}
+        if provider.kind == "gemini":
+            counted = await _ask_gemini(state.http, provider.base_url, provider.api_key, model_body)
+        else:
+            counted = await _ask(state.http, provider.base_url, provider.api_key, model_body)
         if counted is not None:
             return counted, target.provider
     return estimate_input_tokens(body), None
@@ -92,4 +103,23 @@ async def _ask(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[
         count = response.json().get("input_tokens") if response.status_code == 200 else None
     except Exception:  # noqa: BLE001 - any failure (httpx's, the aiohttp transport's, a bad body): estimate
         return None
+    return _counted(count)
+
+
+async def _ask_gemini(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[str, Any]) -> int | None:
+    """A Gemini provider's count of a Messages `body` (its `model` the offer's), or None (any
+    failure, a body Gemini cannot express included: the caller goes on)."""
+    try:
+        path, payload = count_tokens_call(body["model"], to_openai_request({**body, "max_tokens": 1}))
+        response = await http.post(
+            base_url.rstrip("/") + path, json=payload, headers={"x-goog-api-key": api_key}, timeout=UPSTREAM_TIMEOUT_S
+        )
+        count = response.json().get("totalTokens") if response.status_code == 200 else None
+    except Exception:  # noqa: BLE001 - any failure (a WireError, httpx's, the transport's, a bad body): go on
+        return None
+    return _counted(count)
+
+
+def _counted(count: Any) -> int | None:
+    """A provider's count when it is a whole number of tokens (>= 0), else None."""
     return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None

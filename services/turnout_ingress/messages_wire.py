@@ -38,7 +38,7 @@ from typing import Any, Final
 
 import msgspec
 
-from turnout.adapters.anthropic_wire import WireError
+from turnout.adapters.chat_parts import WireError
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.core.plan import MAX_MODEL_ID_CHARS
 from turnout.json_reason import body_fault, json_refusal

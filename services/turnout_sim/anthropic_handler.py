@@ -48,6 +48,7 @@ from turnout_sim import anthropic_wire as wire
 from turnout_sim import credentials, step_faults
 from turnout_sim.attempt_log import Attempt, End
 from turnout_sim.faults import Verdict
+from turnout_sim.google_token import ISSUED
 from turnout_sim.openai_steps import Env, deliver
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
@@ -206,13 +207,19 @@ async def answer(
         return web.Response()
 
 
-def _bearer(header: str | None) -> str | None:
-    scheme, _, credential = (header or "").partition(" ")
-    return credential.strip() or None if scheme.lower() == "bearer" else None
+VERTEX_VERSION = "vertex-2023-10-16"
+"""The `anthropic_version` a Claude request on Vertex AI carries in its body."""
+VERTEX_METHODS = ("rawPredict", "streamRawPredict")
 
 
-def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """The `POST /v1/messages` handler over the app's `SimState` (at `state_key`)."""
+def route(
+    state_key: web.AppKey[Any], *, vertex: bool = False
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """The `POST /v1/messages` handler over the app's `SimState` (at `state_key`); with `vertex`,
+    Vertex AI's `.../publishers/anthropic/models/{model}:rawPredict` (`:streamRawPredict`): the
+    model named by the URL (the body has none), `anthropic_version: "vertex-2023-10-16"` in the
+    body instead of the header (400 without it), a Bearer token the token endpoint issued
+    (`google_token.ISSUED`; 401 `authentication_error` without one)."""
 
     async def messages(request: web.Request) -> web.StreamResponse:
         state = request.app[state_key]
@@ -222,9 +229,18 @@ def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.S
             body: object = json.loads(raw)
         except ValueError:
             body = None
+        version = request.headers.get("anthropic-version")
+        api_key = request.headers.get("x-api-key") or credentials.bearer(request.headers.get("authorization"))
+        if vertex:
+            model_name, _, method = request.match_info["call"].rpartition(":")
+            if isinstance(body, dict):
+                version = body.pop("anthropic_version", None) if method in VERTEX_METHODS else None
+                body = {**body, "model": model_name}
+            version = version if version == VERTEX_VERSION else None
+            if api_key not in request.app[ISSUED]:
+                api_key = None
         fields = body if isinstance(body, dict) else {}
         model = fields.get("model")
-        api_key = request.headers.get("x-api-key") or _bearer(request.headers.get("authorization"))
         attempt = state.log.record(
             t_s=state.clock(),
             model=model if isinstance(model, str) else None,
@@ -237,7 +253,7 @@ def route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.S
             "headers": {k.lower(): v for k, v in request.headers.items() if k.lower().startswith("anthropic-")},
         }
         try:
-            resp = await _admit(request, state, env, attempt, body, api_key)
+            resp = await _admit(request, state, env, attempt, body, api_key, version)
             return await deliver(request, resp, attempt, env)
         except asyncio.CancelledError:
             attempt.finish(End.FAULT, state.clock())
@@ -250,7 +266,7 @@ async def count_tokens(request: web.Request) -> web.Response:
     """`POST /v1/messages/count_tokens`: `{"input_tokens": N}`, N counted as the
     messages' prompt tokens are (whitespace-separated words of system and
     message text). Needs a key and `anthropic-version`; not logged (no attempt)."""
-    api_key = request.headers.get("x-api-key") or _bearer(request.headers.get("authorization"))
+    api_key = request.headers.get("x-api-key") or credentials.bearer(request.headers.get("authorization"))
     if not api_key or not api_key.strip():
         return web.json_response(wire.error("authentication_error", "x-api-key header is required"), status=401)
     if not request.headers.get("anthropic-version"):
@@ -266,7 +282,13 @@ async def count_tokens(request: web.Request) -> web.Response:
 
 
 async def _admit(
-    request: web.Request, state: Any, env: Env, attempt: Attempt, body: object, api_key: str | None
+    request: web.Request,
+    state: Any,
+    env: Env,
+    attempt: Attempt,
+    body: object,
+    api_key: str | None,
+    version: str | None,
 ) -> web.StreamResponse:
     def reject(status: int, error: wire.ErrorBody) -> web.Response:
         attempt.status = status
@@ -276,7 +298,7 @@ async def _admit(
         return reject(401, wire.error("authentication_error", "x-api-key header is required"))
     if credentials.revoked(api_key):
         return reject(401, wire.status_error(401, ""))
-    if not request.headers.get("anthropic-version"):
+    if not version:
         return reject(400, wire.error("invalid_request_error", "anthropic-version: header is required"))
     try:
         req = wire.parse_request(body)

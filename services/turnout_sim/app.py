@@ -7,7 +7,10 @@ under `/keyed/v1/` as a self-hosted endpoint behind its own auth serves them (th
 `api-key`, no scheme; the request's `x-*` headers kept in the log), the Anthropic Messages route of
 `anthropic_handler`, Amazon Bedrock's Converse and ConverseStream routes of `bedrock_handler`
 (`/model/{modelId}/converse`, `/converse-stream`), `/sim/*` control routes, OpenAI-style 404 for unknown
-URLs), the admission every OpenAI route shares (auth, JSON, the route's
+URLs), the Gemini API's and Vertex AI's routes (`gemini_handler`: `/v1beta/models/{model}:...`,
+`/v1/projects/{p}/locations/{l}/publishers/google/models/{model}:...`; Claude on Vertex AI by
+`anthropic_handler` at `.../publishers/anthropic/models/{model}:rawPredict`) and their token
+endpoint (`google_token`: `POST /token`), the admission every OpenAI route shares (auth, JSON, the route's
 fields, scenario selection, attempt logging; `openai_route`) and the ways
 to run it (blocking `run`, or `start_in_background` for tests).
 Must not import: turnout's gateway packages; the simulator stands alone.
@@ -35,6 +38,8 @@ from turnout_sim import (
     credentials,
     embeddings_handler,
     embeddings_wire,
+    gemini_handler,
+    google_token,
     openai_handler,
     openai_steps,
     responses_handler,
@@ -328,6 +333,13 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
         "/keyed/v1/embeddings", openai_route(embeddings_wire.parse_request, embeddings_handler.answer, keyed=True)
     )
     app.router.add_post("/v1/messages", anthropic_handler.route(STATE))
+    app[google_token.ISSUED] = set()
+    app.router.add_post("/token", google_token.token)
+    for version in ("v1beta", "v1"):  # the Gemini API serves both
+        app.router.add_post(f"/{version}/models/{{call}}", gemini_handler.route(STATE, vertex=False))
+    publishers = "/v1/projects/{project}/locations/{location}/publishers/"
+    app.router.add_post(publishers + "google/models/{call}", gemini_handler.route(STATE, vertex=True))
+    app.router.add_post(publishers + "anthropic/models/{call}", anthropic_handler.route(STATE, vertex=True))
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
     app.router.add_post("/model/{model:.+}/converse", bedrock_handler.route(STATE, stream=False))
     app.router.add_post("/model/{model:.+}/converse-stream", bedrock_handler.route(STATE, stream=True))

@@ -34,3 +34,10 @@ match); a well-formed signature from any other id is accepted unchecked, as a ke
 cannot know."""
 AWS_REVOKED_PREFIX = "AKIAREVOKED"
 """Access key ids starting with this are refused with 403 `UnrecognizedClientException`."""
+
+
+def bearer(header: str | None) -> str | None:
+    """The credential of an `Authorization: Bearer <credential>` header, or None (no header,
+    another scheme, or an empty credential)."""
+    scheme, _, credential = (header or "").partition(" ")
+    return credential.strip() or None if scheme.lower() == "bearer" else None

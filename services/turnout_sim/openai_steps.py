@@ -226,6 +226,27 @@ def error_for(
     return None
 
 
+async def before_head(request: web.Request, step: Step, attempt: Attempt, env: Env) -> web.StreamResponse | None:
+    """Wait `step.latency_ms`, then perform a socket fault (`reset`, `close`, `hang`), whatever the wire.
+
+    Returns:
+        A dead response to finish (with `deliver`) when the connection is gone (the fault's,
+        or a client that left during the wait), else None: the route answers the step.
+    """
+    if step.latency_ms and not await pause(request, attempt, env, step.latency_ms / 1000):
+        return web.Response()  # nobody left to answer
+    if step.kind in SOCKET_FAULTS:
+        if step.kind is StepKind.RESET:
+            connection.reset(request)
+            ended(attempt, env, End.FAULT)
+        elif step.kind is StepKind.CLOSE:
+            fault_close(request, attempt, env)
+        else:
+            await hold(request, attempt, env)
+        return web.Response()  # its write fails quietly on the closed transport
+    return None
+
+
 async def before_success(
     request: web.Request, step: Step, asked: Asked, *, verdict: Verdict, attempt: Attempt, env: Env
 ) -> web.StreamResponse | None:
@@ -241,17 +262,9 @@ async def before_success(
         otherwise — or None when the route should send its success (then
         `attempt.status` is 200).
     """
-    if step.latency_ms and not await pause(request, attempt, env, step.latency_ms / 1000):
-        return web.Response()  # nobody left to answer
-    if step.kind in SOCKET_FAULTS:
-        if step.kind is StepKind.RESET:
-            connection.reset(request)
-            ended(attempt, env, End.FAULT)
-        elif step.kind is StepKind.CLOSE:
-            fault_close(request, attempt, env)
-        else:
-            await hold(request, attempt, env)
-        return web.Response()  # its write fails quietly on the closed transport
+    gone = await before_head(request, step, attempt, env)
+    if gone is not None:
+        return gone
     error = error_for(step, asked, verdict, env)
     if error is not None:
         status, body, headers = error

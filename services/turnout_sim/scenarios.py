@@ -10,7 +10,7 @@ Grammar (case-insensitive, whitespace around steps ignored)::
     scenario := step ("," step)*
     step     := base ["i" INT] ["+" INT "ms"]
     base     := "200" | STATUS | STATUS "nr" | STATUS "sr" | "429ra" INT | "429rad" INT | "429ram" INT
-              | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy" | "cf400" | "cf200"
+              | "429rr" DURATION | "403rl" | "quota" | "ctx" | "policy" | "cf400" | "cf200" | "safety"
               | "bodyerr" | "bodyerr429" | "reset" | "hang" | "close"
               | "slow" INT | "cut" INT | "stall" INT | "badchunk" INT
               | "nodone" | "down" INT "s" | "noprefill"
@@ -66,7 +66,10 @@ route.
 
 `cf400` is Azure's prompt filter (400 `content_filter`) on the OpenAI routes, `policy` on the
 Anthropic one; `cf200` a chat completion like `200` whose every choice the filter ended
-(`finish_reason: content_filter`, no content unless streamed), a `200` on other routes.
+(`finish_reason: content_filter`, no content unless streamed), a `200` on other routes;
+`safety` is `cf200` by its Google name: on the Gemini and Vertex AI routes both answer a
+candidate the safety filters ended (`finishReason: SAFETY`), `cf400` and `policy` a blocked
+prompt (`promptFeedback.blockReason`).
 
 `noprefill` answers 400 `invalid_request_error` ("Assistant prefill is not
 supported for this model ...") when the request carries a prefill (any
@@ -172,6 +175,7 @@ _KEYWORDS = {
     "policy": StepKind.POLICY,
     "cf400": StepKind.PROMPT_FILTER,
     "cf200": StepKind.FILTERED,
+    "safety": StepKind.FILTERED,
     "bodyerr": StepKind.BODY_ERROR,
     "bodyerr429": StepKind.BODY_ERROR_429,
     "reset": StepKind.RESET,
@@ -202,7 +206,7 @@ _NUMBERED = (
 _FORMS = (
     "a status (200 400 401 403 404 408 413 422 429 500 501 502 503 504 505 529), <status>nr, <status>sr, "
     "429ra<s>, 429rad<s>, 429ram<ms>, 429rr<duration>, 403rl, quota, usagecap<duration>, ctx, policy, "
-    "cf400, cf200, "
+    "cf400, cf200, safety, "
     "bodyerr, bodyerr429, reset, hang, close, slow<ms>, cut<n>, stall<n>, badchunk<n>, "
     "nodone, down<s>s, noprefill, fail<percent>, cap<per second>, len<tokens>; optionally followed by i<ms> and/or +<ms>ms"
 )

@@ -7,8 +7,9 @@ the fault script (`label~503,200`), so tests never share scenario state.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import httpx
 import openai
@@ -180,18 +181,28 @@ models:
 
 
 def start_gateway(
-    fleet: Fleet, template: str, *, workers: int = 1, env: dict[str, str] | None = None, **fields: str
+    fleet: Fleet,
+    template: str,
+    *,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    prepare: Callable[[Path, str], dict[str, str]] | None = None,
+    **fields: str,
 ) -> Gateway:
     """Start Redis, the simulator, `workers` workers and one ingress for `template`.
 
     `template` is a configuration with `{sim}` (the simulator's base URL) and
     any `fields` to format in; `env` adds variables to the ingress's and the
-    workers' environment (e.g. `TURNOUT_OPERATOR_KEY`, `TURNOUT_SECRET_KEY`).
+    workers' environment (e.g. `TURNOUT_OPERATOR_KEY`, `TURNOUT_SECRET_KEY`);
+    `prepare(workdir, sim_url)` writes files the configuration names once the
+    simulator runs (a service-account key whose token endpoint is the simulator)
+    and returns more fields to format in.
     """
     _, redis_url = fleet.redis()
     _, sim_url = fleet.sim()
     config_path = fleet.workdir / "turnout.yaml"
-    config_path.write_text(template.format(sim=sim_url, **fields))
+    extra = prepare(fleet.workdir, sim_url) if prepare is not None else {}
+    config_path.write_text(template.format(sim=sim_url, **fields, **extra))
     for i in range(workers):
         fleet.worker(config_path, redis_url, name=f"worker-{i}", env=env)
     _, base = fleet.ingress(config_path, redis_url, env=env)
@@ -200,14 +211,19 @@ def start_gateway(
 
 @contextlib.contextmanager
 def running_gateway(
-    template: str, *, workers: int = 1, env: dict[str, str] | None = None, **fields: str
+    template: str,
+    *,
+    workers: int = 1,
+    env: dict[str, str] | None = None,
+    prepare: Callable[[Path, str], dict[str, str]] | None = None,
+    **fields: str,
 ) -> Iterator[Gateway]:
     """`start_gateway` on a fresh `Fleet` (Redis required), stopped on exit."""
     require_redis()
     fleet = Fleet()
     gw: Gateway | None = None
     try:
-        gw = start_gateway(fleet, template, workers=workers, env=env, **fields)
+        gw = start_gateway(fleet, template, workers=workers, env=env, prepare=prepare, **fields)
         yield gw
     finally:
         if gw is not None:

@@ -27,7 +27,7 @@ def test_every_type_error_is_reported_in_one_run_with_its_path() -> None:
         parse_config(TWO_MISPLACED, env={})
     assert str(info.value).splitlines() == [
         "gatway: unknown field `gatway` (did you mean `gateway`?)",
-        "providers.a.kind: Invalid enum value 'openaai' (allowed: 'openai', 'openai_compatible', 'anthropic', 'azure_openai', 'bedrock')",
+        "providers.a.kind: Invalid enum value 'openaai' (allowed: 'openai', 'openai_compatible', 'anthropic', 'azure_openai', 'bedrock', 'gemini', 'vertex')",
         "models.m.oder: unknown field `oder` (did you mean `order`?)",
         "models.m.offers[0].input_usd_per_mtok: Expected `float`, got `str` (a price in USD per million tokens, 0 to 1000000)",
         "breaker.windw: unknown field `windw` (did you mean `window`?)",

@@ -168,7 +168,8 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
     assert first["error.type"] == "server_error" and first["turnout.attempt.class"] == "retry_then_fallback"
     assert first["turnout.attempt.kind"] == "server_error" and first["http.response.status_code"] == 503
     assert first["server.address"] == "pa.test" and first["server.port"] == 8443
-    assert first["gen_ai.provider.name"] == "pa" and first["gen_ai.operation.name"] == "chat"
+    assert first["gen_ai.provider.name"] == "pa" and first["gen_ai.operation.name"] == "chat"  # openai_compatible
+    assert first["turnout.provider"] == "pa"
     assert retry["turnout.attempt.delay_before_s"] > 0
     assert "error.type" not in fallback and fallback["turnout.attempt.class"] == "success"
     assert fallback["server.address"] == "pb.test" and "server.port" not in fallback
@@ -464,3 +465,18 @@ async def test_exported_spans_carry_no_url_query_and_no_known_key() -> None:
     assert "https://generativelanguage.example/v1/models?[redacted]" in text
     for secret in ("AIzaSyQueryKey", "client-secret-1", "plat-Zq81", "Lr5Tn2Wk"):
         assert secret not in text
+
+
+async def test_an_attempt_span_names_a_google_provider_by_its_semconv_name() -> None:
+    def gemini(request: httpx.Request) -> httpx.Response:
+        parts = [{"text": COMPLETION}]
+        return httpx.Response(200, json={"candidates": [{"content": {"parts": parts}, "finishReason": "STOP"}]})
+
+    text = CONFIG.replace('kind: openai_compatible, base_url: "{a}/v1"', 'kind: gemini, base_url: "{a}"')
+    config = parse_config(text.format(a="https://gem.test", b="https://pb.test", ma="flash", mb="m-b"), env={})
+    async with httpx.AsyncClient(transport=httpx.MockTransport(gemini)) as http:
+        harness = Harness(Catalog(config), http, config.policy)
+        result = await harness.route()
+    assert result.verdict is None
+    [attempt] = (attributes(s) for s in _attempts(harness.finished()))
+    assert attempt["gen_ai.provider.name"] == "gcp.gemini" and attempt["turnout.provider"] == "pa"

@@ -47,7 +47,6 @@ from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION,
     MESSAGES_PATH,
-    WireError,
     is_message,
     openai_usage,
     to_anthropic_request,
@@ -65,6 +64,7 @@ from turnout.adapters.base import (
     envelope_outcome,
     error_status_outcome,
 )
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches

@@ -41,7 +41,7 @@ import json
 from typing import Any, Final
 
 from turnout.adapters import chat_parts
-from turnout.adapters.chat_parts import chat_usage, function_specs, text_of, tool_call_inputs, user_parts
+from turnout.adapters.chat_parts import chat_usage, data_url, function_specs, text_of, tool_call_inputs, user_parts
 
 WireError = chat_parts.WireError
 """A request Anthropic cannot express (`turnout.adapters.chat_parts.WireError`; `param` names the field)."""
@@ -94,11 +94,10 @@ def image_block(url: str, param: str) -> dict[str, Any]:
         WireError: any other URL form.
     """
     if url.startswith("data:"):
-        header, sep, data = url[5:].partition(",")
-        media_type, _, encoding = header.partition(";")
-        if not sep or encoding != "base64" or not media_type:
+        inline = data_url(url)
+        if inline is None:
             raise WireError(f"`{param}` must be a base64 data URL or an http(s) URL.", param)
-        return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
+        return {"type": "image", "source": {"type": "base64", "media_type": inline[0], "data": inline[1]}}
     if url.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": url}}
     raise WireError(f"`{param}` must be a base64 data URL or an http(s) URL.", param)

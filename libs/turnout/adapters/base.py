@@ -180,6 +180,11 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
             None: `body` is the OpenAI request.
         api_version: the API version the provider's requests name
             (`ProviderConfig.api_version`: Azure OpenAI's `api-version`), or None.
+        project, location: a `vertex` provider's Google Cloud project and Vertex AI location
+            (`ProviderConfig.project`, `.location`: the URL's `/projects/{p}/locations/{l}`), or None.
+        credentials_file: a `vertex` provider's service-account key file; with it the call
+            carries an OAuth2 access token made from the file (`turnout.adapters.google_tokens`),
+            `api_key` unused. None: the call carries `api_key`.
         api: the offer's upstream API (`turnout.config.OfferApi`); with `kind` and
             `operation` it chooses the family (`responses`: the Responses family).
         auth: where the key goes (`ProviderConfig.auth`; None: `authorization: Bearer`).
@@ -207,13 +212,15 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
     auth: ProviderAuth | None = None
     headers: dict[str, str] | None = None
     passed: tuple[tuple[str, str], ...] = ()
+    region: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
 
     def key_headers(self) -> list[tuple[str, str]]:
         """The headers carrying the key and the provider's extra headers, for the OpenAI
         families (`turnout.core.upstream_auth.auth_headers`: no key header when the key is "")."""
         return auth_headers(self.api_key, self.auth, self.headers)
-
-    region: str | None = None
 
 
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]

@@ -1,11 +1,13 @@
 """Reading an OpenAI chat request's parts, for the families that translate it (pure).
 
-Owns: what the Anthropic and Bedrock translations (`anthropic_wire`, `bedrock_wire`) both read
+Owns: what the translating families (`anthropic_wire`, `bedrock_wire`, `gemini_wire`) read
 of an OpenAI Chat Completions request, each refusal a `WireError` naming the field: the text
-of a message content (`text_of`), a user content's parts (`user_parts`: text and image parts,
-each given to the family's own block builder), an assistant message's tool calls with their
-arguments decoded (`tool_call_inputs`) and the function tools (`function_specs`); and the
-OpenAI `usage` object both answers become (`chat_usage`).
+of a message content (`text_of`), a user content's parts (`user_parts`, and `content_parts`
+for a content that may be a string: text and image parts, each given to the family's own
+block builder), a `data:` URL (`data_url`), an assistant message's tool calls with their
+arguments decoded (`tool_call_inputs`, or with the call itself: `function_calls`) and the
+function tools (`function_specs`, or their `function` objects: `function_tools`); and the
+OpenAI `usage` object the answers become (`chat_usage`).
 Must not import: httpx, services, FastAPI, arq; no I/O, no clock.
 
 Source: https://platform.openai.com/docs/api-reference/chat/create (message content as a
@@ -93,6 +95,40 @@ def user_parts(
     return blocks
 
 
+def data_url(url: str) -> tuple[str, str] | None:
+    """(media type, base64 data) of a `data:<media type>;base64,<data>` URL, or None for any other."""
+    header, sep, data = url[5:].partition(",") if url.startswith("data:") else ("", "", "")
+    media_type, _, encoding = header.partition(";")
+    return (media_type, data) if sep and encoding == "base64" and media_type else None
+
+
+def content_parts(
+    content: Any,
+    param: str,
+    *,
+    text: Callable[[str], dict[str, Any]],
+    image: Callable[[str, str], dict[str, Any]],
+    family: str,
+) -> list[dict[str, Any]]:
+    """`user_parts` of a content that may also be a string (one text part); an image's URL must
+    be a string (`image(url, its param)`).
+
+    Raises:
+        WireError: content neither a string nor an array, an image without a URL, any other part.
+    """
+    if isinstance(content, str):
+        return [text(content)]
+    if not isinstance(content, list):
+        raise WireError(f"`{param}` must be a string or an array of parts.", param)
+
+    def picture(url: Any, where: str) -> dict[str, Any]:
+        if not isinstance(url, str):
+            raise WireError(f"`{where}` is required.", where.removesuffix(".url"))
+        return image(url, where)
+
+    return user_parts(content, param, text=text, image=picture, family=family)
+
+
 def tool_call_inputs(calls: Any, param: str) -> list[ToolInput]:
     """An assistant message's `tool_calls`, each with its arguments decoded (absent or empty: `{}`).
 
@@ -121,11 +157,22 @@ def tool_call_inputs(calls: Any, param: str) -> list[ToolInput]:
     return found
 
 
-def function_specs(tools: Any) -> list[FunctionSpec]:
-    """The request's function tools (a tool without `parameters`: an empty object schema).
+def function_calls(calls: Any, param: str) -> list[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(the call itself, function name, arguments object) of each of an assistant's `tool_calls`
+    (the call kept for what a family carries beside it, e.g. Gemini's thought signature).
 
     Raises:
-        WireError: not an array, or a tool that is not a function tool (`tools[i]`).
+        WireError: as `tool_call_inputs`.
+    """
+    return [(call, t.name, t.arguments) for call, t in zip(calls, tool_call_inputs(calls, param), strict=True)]
+
+
+def function_tools(tools: Any, family: str | None = None) -> list[dict[str, Any]]:
+    """The `function` objects of a request's `tools` (each `{"type": "function", "function": {...}}`).
+
+    Raises:
+        WireError: not an array, or a tool of another type (`tools[i]`; the message names
+            `family`'s providers when given).
     """
     if not isinstance(tools, list):
         raise WireError("`tools` must be an array.", "tools")
@@ -133,10 +180,24 @@ def function_specs(tools: Any) -> list[FunctionSpec]:
     for i, tool in enumerate(tools):
         fn = tool.get("function") if isinstance(tool, dict) else None
         if not isinstance(tool, dict) or tool.get("type") != "function" or not isinstance(fn, dict):
-            raise WireError(f"`tools[{i}]` must be a function tool.", f"tools[{i}]")
-        schema = fn.get("parameters") or {"type": "object", "properties": {}}
-        out.append(FunctionSpec(fn.get("name"), fn.get("description") or None, schema))
+            where = f" for {family} providers" if family else ""
+            raise WireError(f"`tools[{i}]` must be a function tool{where}.", f"tools[{i}]")
+        out.append(fn)
     return out
+
+
+def function_specs(tools: Any) -> list[FunctionSpec]:
+    """The request's function tools (a tool without `parameters`: an empty object schema).
+
+    Raises:
+        WireError: not an array, or a tool that is not a function tool (`tools[i]`).
+    """
+    return [
+        FunctionSpec(
+            fn.get("name"), fn.get("description") or None, fn.get("parameters") or {"type": "object", "properties": {}}
+        )
+        for fn in function_tools(tools)
+    ]
 
 
 def chat_usage(*, fresh: int, read: int, written: int, output: int) -> dict[str, Any]:

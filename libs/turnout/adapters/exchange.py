@@ -3,7 +3,8 @@
 Owns: the two `Upstream`s the router calls — `call_json` (a complete
 answer) and `open_stream` (an SSE answer up to its commit point) — and
 therefore every upstream call: the family is looked up by `CallSpec.kind`,
-`CallSpec.operation` and `CallSpec.api` (`family_for`), its request sent within the attempt's time limit, and every
+`CallSpec.operation` and `CallSpec.api` (`family_for`), a `vertex` call given its access token
+(`google_tokens.authorized`), its request sent within the attempt's time limit, and every
 way the exchange can fail (timeout, transport error) turned into an
 `AttemptResult`; a stream is held until the commit point
 (`turnout.adapters.commit`) and closed otherwise. The families only build
@@ -23,6 +24,7 @@ from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, NativeFram
 from turnout.adapters.commit import until_commit
 from turnout.adapters.direct import send_json
 from turnout.adapters.families import family_for
+from turnout.adapters.google_tokens import authorized
 from turnout.adapters.transport import direct_transport, transport_error_of
 from turnout.core.types import Outcome, TransportError
 
@@ -77,7 +79,10 @@ async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:
         `transport_error_of`). Cancellation propagates.
     """
     family = _family(spec)
-    request = _build(family, client, spec, stream=False)
+    ready = await authorized(spec)  # a `vertex` call's access token, or its credential failure
+    if isinstance(ready, AttemptResult):
+        return ready
+    request = _build(family, client, ready, stream=False)
     if isinstance(request, AttemptResult):
         return request
     transport = direct_transport(client)
@@ -122,7 +127,10 @@ async def open_stream(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResul
         response is closed).
     """
     family = _family(spec)
-    request = _build(family, client, spec, stream=True)
+    ready = await authorized(spec)  # a `vertex` call's access token, or its credential failure
+    if isinstance(ready, AttemptResult):
+        return ready
+    request = _build(family, client, ready, stream=True)
     if isinstance(request, AttemptResult):
         return request
     return await _send_stream(

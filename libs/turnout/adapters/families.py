@@ -4,14 +4,15 @@ Owns: `FAMILIES`, the one place that says which `ApiFamily` speaks for a
 provider kind (`turnout.config.ProviderKind`), and `OTHER_OPERATIONS`, which
 family performs an operation other than chat (`turnout.core.model_types.Operation`:
 embeddings, legacy completions) on a kind whose API has it; an offer marked `api: responses`
-is the Responses family's (`family_for`); and `SEMCONV_PROVIDER_NAMES`, a kind's well-known
+is the Responses family's (`family_for`); and `PROVIDER_NAMES`, a kind's well-known
 `gen_ai.provider.name` for spans. `turnout.adapters.exchange`
 looks every call up here (`family_for`); nothing else chooses a family.
 Must not import: `turnout.adapters.exchange`, services, FastAPI, arq.
 
 Adding a family: write its module in `turnout/adapters/` (a class
 implementing `turnout.adapters.base.ApiFamily`), name its kind in
-`ProviderKind`, and add one line below (a test fails when the two differ).
+`ProviderKind`, and add one line below (a test fails when the two differ), and
+its semconv name to `PROVIDER_NAMES` when OpenTelemetry has one.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES
 from turnout.adapters.azure_openai import AZURE_CHAT, AZURE_COMPLETIONS, AZURE_EMBEDDINGS
 from turnout.adapters.base import ApiFamily
 from turnout.adapters.bedrock import BEDROCK_CONVERSE
+from turnout.adapters.gemini import GEMINI_CHAT
+from turnout.adapters.gemini_embeddings import GEMINI_EMBEDDINGS
 from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
+from turnout.adapters.vertex import VERTEX_AI
 from turnout.config import RESPONSES_KINDS, OfferApi, ProviderKind
 from turnout.core.model_types import Operation
 
@@ -37,9 +41,32 @@ FAMILIES: Final[Mapping[ProviderKind, ApiFamily]] = MappingProxyType(
         "anthropic": ANTHROPIC_MESSAGES,
         "azure_openai": AZURE_CHAT,
         "bedrock": BEDROCK_CONVERSE,
+        "gemini": GEMINI_CHAT,
+        "vertex": VERTEX_AI,
     }
 )
 """Provider kind -> the API family its providers speak (read-only)."""
+
+PROVIDER_NAMES: Final[Mapping[ProviderKind, str]] = MappingProxyType(
+    {
+        "openai": "openai",
+        "anthropic": "anthropic",
+        "azure_openai": "azure.ai.openai",
+        "gemini": "gcp.gemini",
+        "vertex": "gcp.vertex_ai",
+        "bedrock": "aws.bedrock",
+    }
+)
+"""Provider kind -> its OpenTelemetry GenAI well-known `gen_ai.provider.name`
+(https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a kind absent here
+(`openai_compatible`: any server) is named by the provider's own name (`provider_name`)."""
+
+
+def provider_name(kind: ProviderKind, provider: str) -> str:
+    """The `gen_ai.provider.name` of a call to `provider` (the catalog's name) of `kind`:
+    `PROVIDER_NAMES[kind]`, else `provider`."""
+    return PROVIDER_NAMES.get(kind, provider)
+
 
 OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = MappingProxyType(
     {
@@ -49,26 +76,11 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
         ("openai_compatible", "completions"): OPENAI_COMPLETIONS,
         ("azure_openai", "embeddings"): AZURE_EMBEDDINGS,
         ("azure_openai", "completions"): AZURE_COMPLETIONS,
+        ("gemini", "embeddings"): GEMINI_EMBEDDINGS,
     }
 )
 """(provider kind, operation) -> the family that performs it, for every operation but `chat`
 (`FAMILIES`); a pair absent here is an operation the kind's API does not have."""
-
-
-SEMCONV_PROVIDER_NAMES: Final[Mapping[ProviderKind, str]] = MappingProxyType(
-    {
-        "bedrock": "aws.bedrock",
-    }
-)
-"""Provider kind -> its OpenTelemetry GenAI well-known `gen_ai.provider.name`
-(https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a kind absent here
-is named by the provider's own name in the catalog (`semconv_provider_name`)."""
-
-
-def semconv_provider_name(kind: ProviderKind, provider: str) -> str:
-    """The `gen_ai.provider.name` of a call to `provider` of `kind` (`SEMCONV_PROVIDER_NAMES`,
-    else `provider`)."""
-    return SEMCONV_PROVIDER_NAMES.get(kind, provider)
 
 
 def family_for(kind: ProviderKind, operation: Operation = "chat", api: OfferApi = "chat") -> ApiFamily | None:

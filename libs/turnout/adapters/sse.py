@@ -18,10 +18,14 @@ https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-inte
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
+import msgspec
 from httpx_sse import ServerSentEvent
 from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+_decode = msgspec.json.Decoder()
 
 EventBatch = list[ServerSentEvent]
 """The events one read completed, in stream order; never empty when yielded."""
@@ -59,3 +63,12 @@ async def event_batches(response: httpx.Response) -> AsyncIterator[EventBatch]:
     events = _decode_lines(decoder, lines.flush())
     if events:
         yield events
+
+
+def object_data(event: ServerSentEvent) -> dict[str, Any] | None:
+    """An event's data decoded when it is a JSON object, else None (not JSON, or another value)."""
+    try:
+        data = _decode.decode(event.data)
+    except msgspec.DecodeError:
+        return None
+    return data if isinstance(data, dict) else None

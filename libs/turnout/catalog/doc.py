@@ -64,7 +64,7 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference).
 
     Fields left at their defaults are not stored (`omit_defaults`), so the catalog of a fleet
-    with no `api_version` anywhere stays readable by a process of the version before it,
+    with no `KIND_FIELDS` anywhere (no Azure or Vertex AI provider) stays readable by a process of the version before it,
     which refuses unknown fields, during a rolling upgrade.
     """
 
@@ -76,7 +76,19 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     headers: dict[str, KeyRef] | None = None
     """Extra header name -> a reference to its value (`sealed`, bound to the provider and the
     header: `header_binding`; or `file`: the value the process's own file gives)."""
-    region: str | None = None  # bedrock
+    region: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
+
+
+KIND_FIELDS = ("api_version", "region", "project", "location", "credentials_file")
+"""The provider fields only some kinds take (`ProviderConfig`), stored and digested only when set."""
+
+
+def kind_fields(provider: ProviderConfig | ProviderEntry) -> dict[str, str]:
+    """`provider`'s `KIND_FIELDS` that are set (name -> value)."""
+    return {name: value for name in KIND_FIELDS if (value := getattr(provider, name)) is not None}
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -104,11 +116,11 @@ doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:
-    """A provider's fields as the digest reads them: `api_version`, `auth`, `headers` and the
-    `bedrock` fields only when set, so a file without them digests as it did before the fields
-    existed (no spurious re-apply on upgrade)."""
+    """A provider's fields as the digest reads them: its `KIND_FIELDS`, `auth`, `headers` and a
+    `bedrock` provider's key fields only when set, so a file without them digests as it did
+    before they existed (no spurious re-apply on upgrade)."""
     fields = msgspec.structs.asdict(provider)
-    for name in ("api_version", "auth", "headers", *BEDROCK_FIELDS):
+    for name in dict.fromkeys((*KIND_FIELDS, "auth", "headers", *BEDROCK_FIELDS)):
         if fields[name] is None:
             del fields[name]
     return fields
@@ -138,10 +150,9 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             kind=p.kind,
             base_url=p.base_url,
             key=key,
-            api_version=p.api_version,
             auth=p.auth,
             headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
-            region=p.region,
+            **kind_fields(p),
         )
     return CatalogDoc(
         providers=providers, models=dict(config.raw.models), origin="file", file_digest=file_digest(config)
@@ -184,15 +195,15 @@ def resolve_headers(name: str, refs: dict[str, KeyRef] | None, file: Config, vau
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
-    """True when `doc` holds the file's models and providers (kinds, URLs, API versions, which keys are set)."""
+    """True when `doc` holds the file's models and providers (kinds, URLs, `KIND_FIELDS`, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
     file_providers = {
-        n: (p.kind, p.base_url, p.api_version, p.region, bool(p.api_key), p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, kind_fields(p), bool(p.api_key), p.auth, sorted(p.headers or ()))
         for n, p in config.raw.providers.items()
     }
     return file_providers == {
-        n: (p.kind, p.base_url, p.api_version, p.region, p.key is not None, p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, kind_fields(p), p.key is not None, p.auth, sorted(p.headers or ()))
         for n, p in doc.providers.items()
     }
 
@@ -250,10 +261,9 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             kind=p.kind,
             base_url=p.base_url,
             api_key=resolve_key(name, p.key, file, env, vault),
-            api_version=p.api_version,
             auth=p.auth,
             headers=resolve_headers(name, p.headers, file, vault),
-            region=p.region,
+            **kind_fields(p),
         )
         for name, p in doc.providers.items()
     }

@@ -38,7 +38,8 @@ class Catalog:
         models: catalog model id -> its targets in configured order.
         providers: provider name -> its configuration (holds the shared key;
             never log this object).
-        keyed_providers: names of the providers whose platform key is configured.
+        keyed_providers: names of the providers whose platform key (or, `vertex`,
+            service-account file) is configured.
         prices: target key -> price.
         supports_prefill: target key -> the offer accepts an assistant prefill.
         apis: target key -> the upstream API it is called at (`turnout.config.OfferApi`).

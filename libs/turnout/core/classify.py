@@ -461,8 +461,19 @@ def _speaks_of_quota(outcome: Outcome) -> bool:
     return bool(_QUOTA_WORDING.search(_normalise(outcome.message)))
 
 
+def _google_rate_limit(status: int, outcome: Outcome) -> bool:
+    """A Google API's 429 `RESOURCE_EXHAUSTED` that says when to come back (a `RetryInfo` delay):
+    a per-minute quota, so a rate limit whatever its wording ("You exceeded your current quota"
+    is how Gemini words every rate limit; https://ai.google.dev/gemini-api/docs/rate-limits)."""
+    return (
+        status == 429 and outcome.retry_after_s is not None and _normalise(outcome.error_code) == "resource exhausted"
+    )
+
+
 def _classify_status(status: int, outcome: Outcome) -> FailureKind:
     """SPEC §3 table for an outcome that carries (or stands for) an error status."""
+    if _google_rate_limit(status, outcome):
+        return FailureKind.RATE_LIMITED
     if status == 402 or _speaks_of_quota(outcome):
         return FailureKind.QUOTA_EXHAUSTED
     haystack = _normalise(outcome.message, outcome.error_type, outcome.error_code)
@@ -508,7 +519,8 @@ def classify(outcome: Outcome) -> FailureKind:
        either: quota in the type / code (rule 4), else the message wording
        (`kind_from_message`: quota, overloaded / capacity → SERVER_ERROR,
        rate limit, transport wording), else MALFORMED.
-    4. Quota exhaustion, before any rate-limit rule and in any status: HTTP 402,
+    4. A Google 429 `RESOURCE_EXHAUSTED` with a retry hint → RATE_LIMITED (`_google_rate_limit`).
+       Quota exhaustion, before any other rate-limit rule and in any status: HTTP 402,
        `quota` / `billing` in the error type or code (OpenAI
        `insufficient_quota` even on 429, Anthropic `billing_error`), or quota
        wording in the message (Anthropic "credit balance is too low", "spend

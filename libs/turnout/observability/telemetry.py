@@ -26,7 +26,7 @@ from opentelemetry import propagate, trace
 from opentelemetry.metrics import Histogram, Meter
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
-from turnout.adapters.families import semconv_provider_name
+from turnout.adapters.families import provider_name
 from turnout.core.types import FailureKind, Target
 from turnout.observability.after_answer import ended_at_ns
 
@@ -68,6 +68,8 @@ MESSAGING_MESSAGE_ID = "messaging.message.id"
 
 # Turnout's own
 REQUEST_ID = "turnout.request_id"
+PROVIDER = "turnout.provider"
+"""The catalog's name of the attempt's provider (`gen_ai.provider.name` is its kind's semconv name)."""
 ORG = "turnout.org"
 SQUAD = "turnout.squad"
 KEY = "turnout.key"
@@ -250,10 +252,10 @@ class SpanObserver:
         return self._servers[config.base_url]
 
     def _provider_name(self, provider: str) -> str:
-        """`gen_ai.provider.name` of `provider` in the catalog in force (`semconv_provider_name`:
-        `aws.bedrock` for a `bedrock` provider, else the provider's name)."""
+        """`gen_ai.provider.name` of `provider` in the catalog in force (`families.provider_name`:
+        the kind's well-known name, `aws.bedrock`, `gcp.gemini`, ..., else the provider's name)."""
         config = self._catalog.current.providers.get(provider)
-        return provider if config is None else semconv_provider_name(config.kind, provider)
+        return provider if config is None else provider_name(config.kind, provider)
 
     def _call_of(self, target: Target) -> dict[str, Any]:
         """The GenAI attributes naming one call to `target` (None values included)."""
@@ -261,6 +263,7 @@ class SpanObserver:
         return {
             GEN_AI_OPERATION: "chat",
             GEN_AI_PROVIDER: self._provider_name(target.provider),
+            PROVIDER: target.provider,
             GEN_AI_REQUEST_MODEL: target.model,
             SERVER_ADDRESS: host,
             SERVER_PORT: port,

@@ -23,7 +23,14 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET
 
-from turnout.config import Config, CustomEndpointConfig, OrgConfig, check_scope_settings
+from turnout.config import (
+    SERVICE_ACCOUNT_ONLY,
+    TOKEN_KINDS,
+    Config,
+    CustomEndpointConfig,
+    OrgConfig,
+    check_scope_settings,
+)
 from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
 from turnout.core.plan import RoutingSettings
@@ -230,6 +237,9 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList, previous: OrgDoc
     for provider in doc.provider_keys:
         if provider not in config.raw.providers and provider not in kept:
             raise ConfigError(f"provider_keys.{provider}: unknown provider (not in `providers`)")
+        known = config.raw.providers.get(provider)
+        if known is not None and known.kind in TOKEN_KINDS and provider not in kept:
+            raise ConfigError(f"provider_keys.{provider}: {SERVICE_ACCOUNT_ONLY}")
     _check_settings("settings", doc.settings, config, org)
     for name, squad in doc.squads.items():
         check_id(f"squads.{name}", name)

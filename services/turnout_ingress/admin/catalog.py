@@ -33,6 +33,7 @@ from turnout.catalog.doc import (
     KeyRef,
     ProviderEntry,
     doc_from_config,
+    kind_fields,
     platform_key_binding,
     rotate_keys,
 )
@@ -71,11 +72,12 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     it) or `api_key_env` (the name of an environment variable every process
     reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
     neither keeps the provider's current key; `api_key: null` removes it.
-    `api_version`: required for `azure_openai` and refused on the other kinds, as in
-    the file (`turnout.config.ProviderConfig`). `auth` and `headers` (`openai_compatible`
-    only, as in the file): each header value is sealed like a key (409 without
-    `TURNOUT_SECRET_KEY`); `headers` left out keeps the provider's current ones, `null`
-    removes them.
+    `api_version`: required for `azure_openai` and refused on the other kinds; `project`,
+    `location`, `credentials_file` (a path on every process's disk): required for `vertex`
+    and refused on the other kinds, as in the file (`turnout.config.ProviderConfig`).
+    `auth` and `headers` (`openai_compatible` only, as in the file): each header value is
+    sealed like a key (409 without `TURNOUT_SECRET_KEY`); `headers` left out keeps the
+    provider's current ones, `null` removes them.
     `region` (required for `bedrock`) and a `bedrock` provider's keys: `access_key_id` and
     `secret_access_key` (with `session_token` if any), sealed together as its key
     (`turnout.aws.keys`), or that key itself in `api_key` (`ACCESS_KEY_ID:SECRET_ACCESS_KEY`);
@@ -85,6 +87,9 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     kind: ProviderKind
     base_url: str
     api_version: str | None = None
+    project: str | None = None
+    location: str | None = None
+    credentials_file: str | None = None
     api_key: str | None | msgspec.UnsetType = msgspec.UNSET
     api_key_env: str | msgspec.UnsetType = msgspec.UNSET
     auth: ProviderAuth | None = None
@@ -106,10 +111,9 @@ def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
                 "kind": p.kind,
                 "base_url": p.base_url,
                 "api_key": p.key.view() if p.key is not None else None,
-                **({"api_version": p.api_version} if p.api_version is not None else {}),
+                **kind_fields(p),
                 **({"auth": msgspec.to_builtins(p.auth)} if p.auth is not None else {}),
                 **({"headers": {h: ref.view() for h, ref in p.headers.items()}} if p.headers is not None else {}),
-                **({"region": p.region} if p.region is not None else {}),
             }
             for name, p in sorted(doc.providers.items())
         },
@@ -270,6 +274,9 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             auth=spec.auth,
             headers=_header_refs(api, provider, spec, doc.providers.get(provider)),
             region=spec.region,
+            project=spec.project,
+            location=spec.location,
+            credentials_file=spec.credentials_file,
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 

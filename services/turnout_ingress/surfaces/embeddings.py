@@ -15,11 +15,15 @@ no empty string; `dimensions`; `encoding_format` `float` or `base64`; `user`).
 
 from __future__ import annotations
 
+import base64
+import struct
 from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
+from starlette.responses import Response
 
+from turnout.core.native import CHAT
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
 from turnout_ingress.surfaces.inputs import check_text_input
 from turnout_ingress.validation import decode_request, invalid, take_preferences
@@ -61,11 +65,49 @@ def parse_embeddings_request(raw: bytes) -> dict[str, Any]:
     return data
 
 
+FLOAT_VECTOR: Final = b'"embedding":['
+"""How a vector given as floats starts in a compact answer (`turnout.adapters.gemini_embeddings`'s)."""
+
+
+def as_base64(body: bytes) -> bytes:
+    """`body` (an embeddings list) with every vector given as floats encoded as OpenAI's `base64`
+    encoding is: the little-endian float32 bytes, in base64; any other body as it is."""
+    try:
+        data = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return body
+    items = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return body
+    for item in items:
+        vector = item.get("embedding") if isinstance(item, dict) else None
+        if isinstance(vector, list):
+            item["embedding"] = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+    return _encode.encode(data)
+
+
 class Embeddings(FleetShaped):
-    """The `Surface` of OpenAI Embeddings (module doc); answers as they are (`FleetShaped`)."""
+    """The `Surface` of OpenAI Embeddings (module doc); answers as they are (`FleetShaped`), but
+    for the vectors a provider gave as floats to a client that asked `encoding_format: base64`."""
 
     name = "embeddings"
     path = "/v1/embeddings"
+
+    def render(
+        self,
+        status: int,
+        body: bytes,
+        headers: Mapping[str, str],
+        request_id: str,
+        inbound: Inbound | None,
+        shape: str = CHAT,
+    ) -> Response:
+        """The fleet's answer, its float vectors in base64 when the client asked so (a family that
+        translates embeddings answers floats: `turnout.adapters.gemini_embeddings`); see `Surface.render`."""
+        wanted = inbound is not None and inbound.body.get("encoding_format") == "base64"
+        if status == 200 and wanted and FLOAT_VECTOR in body:
+            body = as_base64(body)
+        return super().render(status, body, headers, request_id, inbound, shape)
 
     def parse(self, raw: bytes, headers: Mapping[str, str]) -> Inbound:
         """The checked body; the job carries the client's bytes (the worker takes `provider` out

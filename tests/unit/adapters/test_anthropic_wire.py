@@ -11,12 +11,12 @@ import pytest
 from turnout.adapters.anthropic_chat import outcome_of_message
 from turnout.adapters.anthropic_wire import (
     DEFAULT_MAX_TOKENS,
-    WireError,
     finish_reason,
     openai_usage,
     to_anthropic_request,
     to_openai_completion,
 )
+from turnout.adapters.chat_parts import WireError
 from turnout.core.classify import classify
 from turnout.core.types import FailureKind, TransportError
 

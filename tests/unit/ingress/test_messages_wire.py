@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from turnout.adapters.anthropic_events import DONE, ChunkTranslator
-from turnout.adapters.anthropic_wire import WireError, to_anthropic_request, to_openai_completion
+from turnout.adapters.anthropic_wire import to_anthropic_request, to_openai_completion
+from turnout.adapters.chat_parts import WireError
 from turnout_ingress.messages_events import EventTranslator, anthropic_stream
 from turnout_ingress.messages_wire import (
     error_type_for,
