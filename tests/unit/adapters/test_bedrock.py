@@ -20,7 +20,7 @@ from turnout.adapters.bedrock import BEDROCK_CONVERSE, aws_error, outcome_of_con
 from turnout.adapters.bedrock_events import EventTranslator, Frame, frame_of
 from turnout.adapters.bedrock_wire import converse_path, to_converse_request
 from turnout.adapters.chat_parts import WireError
-from turnout.adapters.families import family_for, semconv_provider_name
+from turnout.adapters.families import family_for, provider_name
 from turnout.aws import sigv4
 from turnout.aws.keys import join_key, split_key
 from turnout.core.classify import classify
@@ -433,8 +433,8 @@ async def test_a_frame_with_a_bad_crc_raises_botocores_parser_error() -> None:
 
 
 def test_spans_name_bedrock_by_its_well_known_provider_name() -> None:
-    assert semconv_provider_name("bedrock", "bedrock-east") == "aws.bedrock"
-    assert semconv_provider_name("openai", "pa") == "pa"  # other kinds: the provider's own name, as before
+    assert provider_name("bedrock", "bedrock-east") == "aws.bedrock"
+    assert provider_name("openai_compatible", "pa") == "pa"  # any server: the provider's own name
 
 
 def test_a_process_that_calls_no_bedrock_provider_never_loads_botocore() -> None:

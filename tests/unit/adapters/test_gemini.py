@@ -241,7 +241,7 @@ def test_model_paths_quote_the_model() -> None:
     assert model_path("/v1beta", "a/b", stream=True) == "/v1beta/models/a%2Fb:streamGenerateContent?alt=sse"
 
 
-def test_the_registry_names_the_google_families_and_every_semconv_provider_name() -> None:
+def test_the_registry_names_the_google_families_and_every_provider_name() -> None:
     assert FAMILIES["gemini"] is GEMINI_CHAT and FAMILIES["vertex"] is VERTEX_AI
     assert family_for("gemini", "completions") is None and family_for("vertex", "embeddings") is None
     kinds: list[ProviderKind] = ["openai", "anthropic", "azure_openai", "gemini", "vertex"]
