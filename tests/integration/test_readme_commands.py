@@ -156,6 +156,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevStack]:
                 "AWS_SECRET_ACCESS_KEY": "readme-secret-x",
                 "ANTHROPIC_API_KEY": "sk-ant-x",
                 "TURNOUT_KEY_CI_BOT": "tk-readme-ci-bot-0001",
+                "VLLM_KEY": "vllm-readme-x",
+                "ROUTE_TOKEN": "route-readme-x",
             },
             workdir,
         )
