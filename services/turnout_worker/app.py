@@ -31,7 +31,7 @@ from turnout.router import RequestInfo, Router, Shipped
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
-from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
+from turnout.state.jobs import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
 from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe

@@ -80,8 +80,8 @@ from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable, state_errors
 from turnout.state.fleet import FleetBeat
+from turnout.state.jobs import PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
-from turnout.state.pickup_store import PickupStore
 from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
 from turnout_worker.start_gate import START_PASSES, StartGate
