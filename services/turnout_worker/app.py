@@ -31,7 +31,7 @@ from turnout.router import RequestInfo, Router, Shipped
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
-from turnout.state.jobs import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
+from turnout.state.jobs import JOB_FUNCTION, time_left_s
 from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
@@ -289,7 +289,6 @@ def build_worker(
     config: Config,
     redis_url: str,
     *,
-    burst: bool = False,
     settings: Settings | None = None,
     persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> PushWorker:
@@ -298,8 +297,8 @@ def build_worker(
     `persistence_check`: the start-up AOF check to run once Redis answers, see `startup`).
 
     Job timeout = the operator's latency ceiling + 5 s, so the loop's own
-    deadline always ends a job first; arq re-runs a job whose worker died once
-    its in-progress key expires (job timeout + 10 s).
+    deadline always ends a job first; a job whose worker died is re-run once
+    its lease (`gateway.job_lease_s`, renewed while the worker lives) expires.
     """
     settings = settings if settings is not None else Settings.from_env(os.environ)
     gateway = config.raw.gateway
@@ -312,15 +311,9 @@ def build_worker(
         ctx={"config": config, "settings": settings, "persistence_check": persistence_check},
         max_jobs=gateway.worker_max_jobs,
         job_timeout=timeout_s,
-        keep_result=0,
         poll_delay=1.0,
         max_tries=3,
-        job_serializer=job_serializer,
-        job_deserializer=job_deserializer,
         job_completion_wait=settings.drain_whole_s,
-        allow_abort_jobs=False,
-        burst=burst,
-        log_results=False,
         lease_s=gateway.job_lease_s,
         start_passes=gateway.worker_start_passes,
     )

@@ -45,20 +45,20 @@ ABANDON_WAIT_S = 1.0
 RING_SCAN = 128
 """Orgs of the fair ring the door counts when estimating a new job's wait (bounds the script's work)."""
 
-# KEYS: job key, arq result key, queue, turnout result key, the org's fair queue, fair ring, doorbell
+# KEYS: job key, queue, result key, the org's fair queue, fair ring, doorbell
 # ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any)
 # Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
 # Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
 # ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
 _ENQUEUE = (
     """
-if redis.call('exists', KEYS[1], KEYS[2], KEYS[4]) > 0 then return {0, 0} end
-if redis.call('zcard', KEYS[3]) >= tonumber(ARGV[4]) then return {-1, 0} end
+if redis.call('exists', KEYS[1], KEYS[3]) > 0 then return {0, 0} end
+if redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then return {-1, 0} end
 local limit = tonumber(ARGV[7])
 if limit >= 0 then
-  local own = redis.call('zcard', KEYS[5])
+  local own = redis.call('zcard', KEYS[4])
   local ahead = own
-  for _, org in ipairs(redis.call('lrange', KEYS[6], 0, """
+  for _, org in ipairs(redis.call('lrange', KEYS[5], 0, """
     + str(RING_SCAN - 1)
     + """)) do
     if org ~= ARGV[6] then ahead = ahead + math.min(redis.call('zcard', ARGV[5] .. org), own + 1) end
@@ -68,16 +68,16 @@ end
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
-redis.call('zadd', KEYS[3], now_ms, ARGV[3])
-redis.call('zadd', KEYS[5], now_ms, ARGV[3])
-if redis.call('zcard', KEYS[5]) == 1 then redis.call('rpush', KEYS[6], ARGV[6]) end
-redis.call('rpush', KEYS[7], '1')
+redis.call('zadd', KEYS[2], now_ms, ARGV[3])
+redis.call('zadd', KEYS[4], now_ms, ARGV[3])
+if redis.call('zcard', KEYS[4]) == 1 then redis.call('rpush', KEYS[5], ARGV[6]) end
+redis.call('rpush', KEYS[6], '1')
 return {1, 0}
 """
 )
 
 # KEYS: queue, in-progress key, job key, the org's fair queue, fair ring   ARGV: job id, org, force (0/1)
-# Takes a job out of every queue structure so it never runs (late or at all): arq's queue, its job
+# Takes a job out of every queue structure so it never runs (late or at all): the queue, its job
 # key, its org's fair queue (and the org off the ring once that is empty). A job a worker holds is
 # left alone unless `force` (the client left: it must not re-run after its worker dies either).
 # Returns 1 if no worker held the job, 0 if one did.
@@ -344,7 +344,6 @@ class JobQueue:
                 added, ahead = await self._enqueue(
                     keys=[
                         keys.JOB_PREFIX + job_id,
-                        keys.ARQ_RESULT_PREFIX + job_id,
                         keys.QUEUE,
                         keys.result_key(job_id),
                         keys.fair_org_key(payload.org),

@@ -1,16 +1,19 @@
-"""A worker's Redis side of job pickup: claim, fair pick, lease renewal, delivery.
+"""The worker's side of the queue: claim and fair pick (each claim a lease), leases, delivery, the end of a job.
 
-Owns: the Lua scripts and pipelines a doorbell worker
-(`turnout_worker.pickup.PushWorker`) runs against arq's queue, the orgs'
-fair queues and the doorbell list (`keys.DOORBELL`, one entry per queued job), with arq's own keys and expiry, so stock arq workers and this
-one can share a queue. Every method raises `StateUnavailable` when Redis is
-unreachable. Redis layout: `turnout.state.keys`.
-Must not import: services, FastAPI, httpx.
+Owns: the Lua scripts and pipelines a doorbell worker (`turnout_worker.pickup.PushWorker`) runs
+against the queue, the orgs' fair queues and the doorbell list (`keys.DOORBELL`, one entry per
+queued job). A claim sets the job's lease (`keys.IN_PROGRESS_PREFIX`, `lease_s`), counts its try
+and reads its envelope and Redis `TIME` in the same script, so a claimed job starts without
+another round trip. Every key carries the queue's hash tag (`keys.JOBS_TAG`): each script touches
+one slot. Every method raises `StateUnavailable` when Redis is unreachable. Redis layout:
+`turnout.state.keys`.
+Must not import: services, FastAPI, httpx, arq.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -20,8 +23,12 @@ from redis.exceptions import NoScriptError
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 
-# KEYS: in-progress key, queue   ARGV: job id, in-progress ttl ms
-_CLAIM = """
+# KEYS: in-progress key, queue, try key, job key   ARGV: job id, in-progress ttl ms
+# Claims one queued job that no worker holds and that is due (a re-queued one: its worker died or
+# gave it back), as `_PICK` claims: its lease, its try counted, its envelope read.
+# Returns {queue score, job bytes (false: expired), try, Redis TIME ms}, or false when not claimed.
+_CLAIM = (
+    """
 if redis.call('exists', KEYS[1]) == 1 then return false end
 local s = redis.call('zscore', KEYS[2], ARGV[1])
 if not s then return false end
@@ -29,22 +36,28 @@ local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 if tonumber(s) > now_ms then return false end
 redis.call('psetex', KEYS[1], ARGV[2], '1')
-return s
+local tries = redis.call('incr', KEYS[3])
+redis.call('expire', KEYS[3], """
+    + str(keys.RETRY_TTL_S)
+    + """)
+return {s, redis.call('get', KEYS[4]), tries, now_ms}
 """
+)
 
 
 # KEYS: fair ring, queue, doorbell[, the doorbell entries taken for this pick (a list, deleted here)]
 # ARGV: free slots, in-progress ttl ms, in-progress prefix, fair queue prefix, doorbell entries the caller popped,
 #       retry prefix, job prefix
 # Returns {Redis TIME ms, job id, queue score, job bytes, try, ...}: the claimed jobs, round robin
-# across orgs, each with what arq's `run_job` opens with (the job's bytes; its try counter, incremented
-# and given arq's expiry), so the job starts without another round trip. A fair-queue entry whose job
-# left arq's queue (finished, withdrawn) or runs elsewhere is dropped on the way.
+# across orgs, each with what the job's run needs (its envelope; its try counter, incremented and
+# given `keys.RETRY_TTL_S`), so the job starts without another round trip. A fair-queue entry whose job
+# left the queue (finished, withdrawn) or runs elsewhere is dropped on the way.
 # The doorbell keeps about one entry per waiting job: the entries of the jobs claimed here (beyond
 # the ones the caller popped or took into KEYS[4]) are removed, popped ones left unanswered while jobs still wait are put
 # back, and all of them (stale: a withdrawn job's) go once no org has a job waiting and the count
 # did not match.
-_PICK = """
+_PICK = (
+    """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local want = tonumber(ARGV[1])
@@ -69,7 +82,9 @@ while #picked < 1 + 4 * want and turns > 0 do
     if s and redis.call('exists', ARGV[3] .. job) == 0 then
       redis.call('psetex', ARGV[3] .. job, ARGV[2], '1')
       local tries = redis.call('incr', ARGV[6] .. job)
-      redis.call('expire', ARGV[6] .. job, 88400)
+      redis.call('expire', ARGV[6] .. job, """
+    + str(keys.RETRY_TTL_S)
+    + """)
       picked[#picked + 1] = job
       picked[#picked + 1] = s
       picked[#picked + 1] = redis.call('get', ARGV[7] .. job)
@@ -94,6 +109,7 @@ else
 end
 return picked
 """
+)
 
 
 # KEYS: result key, in-progress key, job key, retry key, queue
@@ -103,6 +119,16 @@ redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('publish', ARGV[3], ARGV[1])
 redis.call('del', KEYS[2], KEYS[3], KEYS[4])
 redis.call('zrem', KEYS[5], ARGV[4])
+return 1
+"""
+
+# KEYS: in-progress key, job key, try key, queue   ARGV: job id
+# The end of a job that delivered no answer (it failed, timed out, was aborted, ran out of tries or
+# expired): it leaves the queue for good. The ingress answers its client (503 `no_worker` once the
+# job is gone at its deadline).
+_DROP = """
+redis.call('del', KEYS[1], KEYS[2], KEYS[3])
+redis.call('zrem', KEYS[4], ARGV[1])
 return 1
 """
 
@@ -118,13 +144,13 @@ def _retrieved(done: asyncio.Future[None]) -> None:
 
 
 class Picked(NamedTuple):
-    """One job `_PICK` claimed, with arq's opening reads of it.
+    """One job `_PICK` or `_CLAIM` claimed, with what its run needs.
 
     Attributes:
         job_id: the job's id.
         score: its queue score (run time, epoch ms).
-        job: its bytes (`arq:job:<id>`), None if it expired.
-        job_try: its try counter after this claim (`arq:retry:<id>`).
+        job: its envelope (`keys.JOB_PREFIX`), None if it expired.
+        job_try: its try counter after this claim (`keys.RETRY_PREFIX`; 1: the first run).
     """
 
     job_id: str
@@ -151,11 +177,11 @@ def _picked(reply: list[Any]) -> tuple[int, list[Picked]]:
 
 @maps_state_errors
 class PickupStore:
-    """The pickup scripts of one worker over `redis` (arq's pool).
+    """The pickup scripts of one worker over `redis`.
 
     Args:
         redis: the worker's client.
-        queue_name: arq's queue (a sorted set scored by run time, epoch ms).
+        queue_name: the queue (`keys.QUEUE`: a sorted set scored by run time, epoch ms).
         lease_s: life of an in-progress key, seconds (renewed by `renew_leases`).
     """
 
@@ -166,6 +192,7 @@ class PickupStore:
         self._claim = redis.register_script(_CLAIM)
         self._pick = redis.register_script(_PICK)
         self._deliver = redis.register_script(_DELIVER)
+        self._drop = redis.register_script(_DROP)
         self._deliveries: list[_Delivery] = []  # waiting for the next round trip
         self._delivering: asyncio.Task[None] | None = None
 
@@ -183,7 +210,7 @@ class PickupStore:
 
     async def pick(self, free: int, rung: int = 0) -> tuple[int, list[Picked]]:
         """Claim up to `free` jobs from the orgs' fair queues, round robin (`_PICK`), reading for each
-        what arq's `run_job` opens with (its bytes; its try counter, incremented), and account for
+        what its run needs (its envelope; its try counter, incremented), and account for
         the `rung` doorbell entries the caller popped (the list stays about one entry per waiting job).
 
         Returns:
@@ -225,24 +252,39 @@ class PickupStore:
         seconds, micros = await self._redis.time()
         return int(seconds) * 1000 + int(micros) // 1000
 
-    async def claim(self, job_ids: Sequence[str]) -> list[Any]:
-        """Claim each of `job_ids` (`_CLAIM`; one job: no pipeline, no SCRIPT EXISTS).
+    async def due(self, limit: int) -> list[str]:
+        """Up to `limit` ids of the queue's jobs due by this host's clock (oldest first), held or not:
+        the scan's candidates for `claim` (one `ZRANGEBYSCORE`)."""
+        now_ms = int(time.time() * 1000)
+        ids = await self._redis.zrangebyscore(self._queue, "-inf", now_ms, start=0, num=limit)
+        return [i.decode() if isinstance(i, bytes) else str(i) for i in ids]
+
+    async def claim(self, job_ids: Sequence[str]) -> tuple[int, list[Picked]]:
+        """Claim each of `job_ids` that no worker holds and that is due (`_CLAIM`: its lease, its try
+        counted, its envelope read; one job: no pipeline, no SCRIPT EXISTS).
 
         Returns:
-            Per job, its queue score when claimed, else a false value.
+            Redis `TIME` at the last claim (epoch ms; 0 when none was claimed), and the jobs claimed,
+            in the order asked.
         """
-        if len(job_ids) == 1:  # the doorbell's case
-            job_id = job_ids[0]
-            return [
-                await self._claim(keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue], args=[job_id, self._ttl_ms])
-            ]
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for job_id in job_ids:
-                await self._claim(
-                    keys=[keys.IN_PROGRESS_PREFIX + job_id, self._queue], args=[job_id, self._ttl_ms], client=pipe
-                )
-            scores: list[Any] = await pipe.execute()
-        return scores
+        replies: list[Any]
+        if len(job_ids) == 1:
+            replies = [await self._claim(keys=self._claim_keys(job_ids[0]), args=[job_ids[0], self._ttl_ms])]
+        else:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for job_id in job_ids:
+                    await self._claim(keys=self._claim_keys(job_id), args=[job_id, self._ttl_ms], client=pipe)
+                replies = await pipe.execute()
+        claimed = [
+            Picked(job_id=job_id, score=reply[0], job=reply[1] or None, job_try=int(reply[2]))
+            for job_id, reply in zip(job_ids, replies)
+            if reply
+        ]
+        now_ms = max((int(reply[3]) for reply in replies if reply), default=0)
+        return now_ms, claimed
+
+    def _claim_keys(self, job_id: str) -> list[str]:
+        return [keys.IN_PROGRESS_PREFIX + job_id, self._queue, keys.RETRY_PREFIX + job_id, keys.JOB_PREFIX + job_id]
 
     async def renew_leases(self, job_ids: Sequence[str]) -> None:
         """Extend the in-progress keys of `job_ids` by the lease (a no-op for a deleted key)."""
@@ -255,8 +297,19 @@ class PickupStore:
         """Whether an answer of `job_id` is stored (a re-run then makes no upstream call)."""
         return bool(await self._redis.exists(keys.result_key(job_id)))
 
+    async def drop(self, job_id: str) -> None:
+        """End `job_id` without an answer (`_DROP`): its lease, envelope and try counter deleted, out of
+        the queue; it never runs again."""
+        names = [keys.IN_PROGRESS_PREFIX + job_id, keys.JOB_PREFIX + job_id, keys.RETRY_PREFIX + job_id, self._queue]
+        await self._drop(keys=names, args=[job_id])
+
+    async def release(self, job_id: str) -> None:
+        """Give `job_id` back (its lease deleted; it stays queued): the next scan of any worker claims it
+        again (a run cut by this worker's stop)."""
+        await self._redis.delete(keys.IN_PROGRESS_PREFIX + job_id)
+
     async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
-        """Store and publish a job's answer (`ttl_s` seconds) and remove its arq keys, in one round trip.
+        """Store and publish a job's answer (`ttl_s` seconds) and remove its queue keys, in one round trip.
 
         Answers that finish while one delivery is in flight go together in the next round trip
         (one pipeline of `_DELIVER` calls, each its own script run). The delivery runs in its own
