@@ -78,7 +78,7 @@ from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
-from turnout.state.jobs import PickupStore
+from turnout.state.jobs import ADOPT_EVERY_SCANS, LegacyJobs, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
@@ -133,6 +133,9 @@ class PushWorker(JobRunner):
         self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._taken_key = keys.doorbell_taken_key(self.fleet_id)
         self._beat: FleetBeat | None = None
+        self._legacy: LegacyJobs | None = None
+        self._scans = 0
+        self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
     async def open_pool(self, settings: RedisSettings) -> ArqRedis:
         """arq's pool for `settings` (`create_pool`: one try of `settings.conn_retries + 1`), on a
@@ -155,6 +158,7 @@ class PushWorker(JobRunner):
                 rng=self._rng,
             )
         self._store = PickupStore(self.pool, keys.QUEUE, self.lease_s)
+        self._legacy = LegacyJobs(self.pool)
         self.ctx["redis"] = self.pool
         self.ctx["worker"] = self
         if self.on_startup:
@@ -274,12 +278,19 @@ class PushWorker(JobRunner):
 
     async def scan(self) -> None:
         """The periodic scan: the fair queues first, then the queue's jobs in no fair queue (re-queued
-        after their worker died or stopped), oldest first, up to the free slots.
+        after their worker died or stopped, or adopted from the previous version's layout:
+        `turnout.state.jobs.legacy`), oldest first, up to the free slots.
 
         Raises:
             StateUnavailable: Redis unreachable.
         """
         await self.pick_fair()
+        self._scans += 1
+        if self._legacy is not None and self._scans % self._adopt_every == 0 and self.allow_pick_jobs:
+            adopted, left = await self._legacy.adopt()
+            self._adopt_every = 1 if left else ADOPT_EVERY_SCANS
+            if adopted:
+                log.info("adopted %d job(s) queued by the previous version (%d left to it)", adopted, left)
         async with self._claiming:
             free = self._free_slots()
             if free <= 0:

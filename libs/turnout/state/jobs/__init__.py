@@ -22,16 +22,19 @@ from turnout.state.jobs.envelope import (
     time_left_s,
 )
 from turnout.state.jobs.idempotency import Idempotency, IdempotencyConflict
+from turnout.state.jobs.legacy import ADOPT_EVERY_SCANS, LegacyJobs
 from turnout.state.jobs.pickup import Picked, PickupStore
 
 __all__ = [
     "ABANDON_WAIT_S",
+    "ADOPT_EVERY_SCANS",
     "JOB_FUNCTION",
     "Envelope",
     "Idempotency",
     "IdempotencyConflict",
     "JobBytes",
     "JobQueue",
+    "LegacyJobs",
     "Picked",
     "PickupStore",
     "encode_job",
