@@ -44,8 +44,18 @@ ADOPT_SCAN = 2000
 # KEYS: old queue, new queue, old fair ring, old doorbell
 # ARGV: batch, old job prefix, old lease prefix, old try prefix, new job prefix, new try prefix, try ttl s,
 #       old fair queue prefix, entries to look at
-# Returns {jobs moved, jobs left in the old queue}.
+# Returns {jobs moved, jobs left in the old queue}. With the old layout empty: ZCARD and EXISTS only.
 _ADOPT = """
+local function clear_old()
+  if redis.call('exists', KEYS[3], KEYS[4]) > 0 then
+    for _, org in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do redis.call('del', ARGV[8] .. org) end
+    redis.call('del', KEYS[3], KEYS[4])
+  end
+end
+if redis.call('zcard', KEYS[1]) == 0 then
+  clear_old()
+  return {0, 0}
+end
 local moved = 0
 for _, job in ipairs(redis.call('zrange', KEYS[1], 0, tonumber(ARGV[9]) - 1)) do
   if moved >= tonumber(ARGV[1]) then break end
@@ -66,10 +76,7 @@ for _, job in ipairs(redis.call('zrange', KEYS[1], 0, tonumber(ARGV[9]) - 1)) do
   end
 end
 local left = redis.call('zcard', KEYS[1])
-if left == 0 then
-  for _, org in ipairs(redis.call('lrange', KEYS[3], 0, -1)) do redis.call('del', ARGV[8] .. org) end
-  redis.call('del', KEYS[3], KEYS[4])
-end
+if left == 0 then clear_old() end
 return {moved, left}
 """
 
