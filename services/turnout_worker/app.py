@@ -1,4 +1,4 @@
-"""The worker process: arq settings, startup, and the one thin job function.
+"""The worker process: its settings (arq's `func` and `RedisSettings`), startup, and the one thin job function.
 
 Owns: building the worker's objects once (config, catalog, shared upstream
 client, router) and the `chat_completion` job: skip a job whose client is
@@ -73,7 +73,7 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """arq startup hook: build the runtime (`worker_runtime`).
+    """Startup hook (arq's signature, `turnout_worker.runner`): build the runtime (`worker_runtime`).
 
     First, for a worker whose start-up AOF check could not reach Redis, that
     check, now that Redis answers (`ctx["persistence_check"]`).
@@ -95,7 +95,7 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    """arq shutdown hook: flush, stop the side port, close the upstream clients."""
+    """Shutdown hook (arq's signature): flush, stop the side port, close the upstream clients."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
         services.obs.stop()
@@ -109,7 +109,7 @@ async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) 
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
-    """arq function `chat_completion`: `_serve` inside the job's span (trace continued from the ingress),
+    """Job function `chat_completion` (an arq `func`): `_serve` inside the job's span (trace continued from the ingress),
     holding a pass of the worker's start gate until its first upstream call or wait
     (`turnout_worker.start_gate`)."""
     async with ctx["worker"].start_gate.start():
@@ -199,7 +199,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     Its attempt records carry `is_rerun`.
 
     Returns:
-        A short status word for arq's log ("served", "error 502", "skipped").
+        A short status word ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
     run = int(ctx.get("job_try", 1))

@@ -6,14 +6,14 @@ arq's stock loop sleeps `poll_delay` between scans and claims each candidate wit
 transaction of four round trips, first in first out. Here:
 
 - **fair share between orgs** (SPEC §10): the ingress puts each job in its
-  org's fair queue too (`turnout:fair:org:<org>`, oldest first) and the org
+  org's fair queue too (`keys.fair_org_key`, oldest first) and the org
   on a ring of orgs with waiting jobs; free slots are filled by one Lua call
   (`_PICK`) that takes the oldest job of the org at the head of the ring and
   moves that org to the tail, slot after slot. One org's backlog therefore
   delays another org's job by at most one job per org ahead of it on the
   ring (a slot freeing), never by the backlog's length;
 - a doorbell ring wakes one worker, not all: the ingress pushes one entry
-  per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
+  per job on a list (`keys.DOORBELL`) and a worker with a free slot
   takes one (`BLMOVE` into its own list) and picks in the same round trip
   (one pipeline: Redis runs the pick as soon as the block ends); a worker
   with no free slot does not wait on the list, so the entry waits for one
