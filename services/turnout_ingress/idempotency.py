@@ -24,7 +24,7 @@ from starlette.responses import Response
 
 from turnout.core.deadline import Deadline
 from turnout.errors import RequestRejected
-from turnout.state.queue import IdempotencyConflict
+from turnout.state.jobs import IdempotencyConflict
 from turnout.tenancy.identity import Identity
 
 if TYPE_CHECKING:
@@ -92,7 +92,7 @@ async def claim(
         return None
     budget_s = int(deadline.budget_s)
     try:
-        return await state.queue.claim_idempotency(
+        return await state.queue.idempotency.claim(
             identity.org,
             identity.key,
             key,
@@ -129,7 +129,7 @@ async def stream_once(
         raise stream_already_started()
     response = await serve()
     if key is not None and response.status_code != 200:
-        await state.queue.release_idempotency(
+        await state.queue.idempotency.release(
             identity.org, identity.key, key, hashlib.sha256(raw).hexdigest(), request_id
         )
     return response

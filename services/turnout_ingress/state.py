@@ -27,7 +27,7 @@ from turnout.runtime import build_runtime
 from turnout.settings import Settings
 from turnout.state import keys
 from turnout.state.fleet import FleetWatch
-from turnout.state.queue import JobQueue
+from turnout.state.jobs import JobQueue
 from turnout.state.response_store import ResponseStore
 from turnout_ingress.limits import Limiter
 

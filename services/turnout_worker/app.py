@@ -1,4 +1,4 @@
-"""The worker process: arq settings, startup, and the one thin job function.
+"""The worker process: its settings (arq's `func` and `RedisSettings`), startup, and the one thin job function.
 
 Owns: building the worker's objects once (config, catalog, shared upstream
 client, router) and the `chat_completion` job: skip a job whose client is
@@ -31,7 +31,7 @@ from turnout.router import RequestInfo, Router, Shipped
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
-from turnout.state.queue import JOB_FUNCTION, job_deserializer, job_serializer, time_left_s
+from turnout.state.jobs import JOB_FUNCTION, time_left_s
 from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
@@ -73,7 +73,7 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
 
 
 async def startup(ctx: dict[str, Any]) -> None:
-    """arq startup hook: build the runtime (`worker_runtime`).
+    """Startup hook (arq's signature, `turnout_worker.runner`): build the runtime (`worker_runtime`).
 
     First, for a worker whose start-up AOF check could not reach Redis, that
     check, now that Redis answers (`ctx["persistence_check"]`).
@@ -95,7 +95,7 @@ async def startup(ctx: dict[str, Any]) -> None:
 
 
 async def shutdown(ctx: dict[str, Any]) -> None:
-    """arq shutdown hook: flush, stop the side port, close the upstream clients."""
+    """Shutdown hook (arq's signature): flush, stop the side port, close the upstream clients."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
         services.obs.stop()
@@ -109,7 +109,7 @@ async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) 
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
-    """arq function `chat_completion`: `_serve` inside the job's span (trace continued from the ingress),
+    """Job function `chat_completion` (an arq `func`): `_serve` inside the job's span (trace continued from the ingress),
     holding a pass of the worker's start gate until its first upstream call or wait
     (`turnout_worker.start_gate`)."""
     async with ctx["worker"].start_gate.start():
@@ -199,7 +199,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
     Its attempt records carry `is_rerun`.
 
     Returns:
-        A short status word for arq's log ("served", "error 502", "skipped").
+        A short status word ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
     run = int(ctx.get("job_try", 1))
@@ -289,7 +289,6 @@ def build_worker(
     config: Config,
     redis_url: str,
     *,
-    burst: bool = False,
     settings: Settings | None = None,
     persistence_check: Callable[[], Awaitable[object]] | None = None,
 ) -> PushWorker:
@@ -298,8 +297,8 @@ def build_worker(
     `persistence_check`: the start-up AOF check to run once Redis answers, see `startup`).
 
     Job timeout = the operator's latency ceiling + 5 s, so the loop's own
-    deadline always ends a job first; arq re-runs a job whose worker died once
-    its in-progress key expires (job timeout + 10 s).
+    deadline always ends a job first; a job whose worker died is re-run once
+    its lease (`gateway.job_lease_s`, renewed while the worker lives) expires.
     """
     settings = settings if settings is not None else Settings.from_env(os.environ)
     gateway = config.raw.gateway
@@ -312,15 +311,9 @@ def build_worker(
         ctx={"config": config, "settings": settings, "persistence_check": persistence_check},
         max_jobs=gateway.worker_max_jobs,
         job_timeout=timeout_s,
-        keep_result=0,
         poll_delay=1.0,
         max_tries=3,
-        job_serializer=job_serializer,
-        job_deserializer=job_deserializer,
         job_completion_wait=settings.drain_whole_s,
-        allow_abort_jobs=False,
-        burst=burst,
-        log_results=False,
         lease_s=gateway.job_lease_s,
         start_passes=gateway.worker_start_passes,
     )

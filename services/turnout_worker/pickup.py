@@ -1,18 +1,19 @@
-"""An arq worker woken by a doorbell instead of a poll timer.
+"""The worker's pickup: which job to claim and when, woken by a doorbell instead of a poll timer.
 
-Owns: the worker's job pickup. arq's stock loop sleeps `poll_delay` between
-scans and claims each candidate with a WATCH/MULTI transaction of four round
-trips, re-checking every in-flight job on every scan. Here:
+Owns: filling the worker's slots from the queue (`turnout.state.jobs`, the only code that
+touches the queue's keys); the claimed jobs run in `turnout_worker.runner` (this class's base).
+arq's stock loop sleeps `poll_delay` between scans and claims each candidate with a WATCH/MULTI
+transaction of four round trips, first in first out. Here:
 
 - **fair share between orgs** (SPEC §10): the ingress puts each job in its
-  org's fair queue too (`turnout:fair:org:<org>`, oldest first) and the org
+  org's fair queue too (`keys.fair_org_key`, oldest first) and the org
   on a ring of orgs with waiting jobs; free slots are filled by one Lua call
   (`_PICK`) that takes the oldest job of the org at the head of the ring and
   moves that org to the tail, slot after slot. One org's backlog therefore
   delays another org's job by at most one job per org ahead of it on the
   ring (a slot freeing), never by the backlog's length;
 - a doorbell ring wakes one worker, not all: the ingress pushes one entry
-  per job on a list (`turnout:doorbell:rings`) and a worker with a free slot
+  per job on a list (`keys.DOORBELL`) and a worker with a free slot
   takes one (`BLMOVE` into its own list) and picks in the same round trip
   (one pipeline: Redis runs the pick as soon as the block ends); a worker
   with no free slot does not wait on the list, so the entry waits for one
@@ -23,10 +24,10 @@ trips, re-checking every in-flight job on every scan. Here:
 - a job's end lets the doorbell wait again: with jobs waiting their entries
   are there, so the freed slot is filled at once;
 - the periodic scan (every `poll_delay`) does the same, then claims jobs of
-  arq's queue that are in no fair queue (one re-queued after its worker
-  died), oldest first, each with the `_CLAIM` script (in-progress check,
-  queue score check against Redis `TIME`, in-progress key with its expiry);
-  arq's own keys and semantics throughout;
+  the queue that are in no fair queue (one re-queued after its worker
+  died or was stopped), oldest first (`PickupStore.due`, `PickupStore.claim`:
+  lease check, queue score check against Redis `TIME`, the lease, the try
+  counted and the envelope read, one script per job);
 - a heartbeat every 2 s publishes the worker's slots and the mean time its
   recent served jobs took (`service_times`, fed by the job function; a job
   skipped or cut by its deadline does not count) (`turnout.state.fleet`),
@@ -35,25 +36,25 @@ trips, re-checking every in-flight job on every scan. Here:
 - a cancel message for a running job cancels its task (the client went away;
   a job claimed here whose function has not started yet skips at start; the
   ingress has already withdrawn a job still queued);
-- a job's answer is stored, published and the job's arq keys removed in one
-  Lua round trip (`deliver`), replacing arq's own finishing transaction;
+- a job's answer is stored, published and the job's keys removed in one
+  Lua round trip (`deliver`);
 - a worker's fair picks claim at most its free slots (`worker_max_jobs`
   minus the jobs it runs and the slots promised to the fair picks in
   flight: the doorbell's, which waits for a ring, and the scan's), and its
-  slot semaphore admits exactly `worker_max_jobs` (arq's admits one more).
+  slot semaphore admits exactly `worker_max_jobs`.
   The scan's claim of re-queued jobs does not wait for the doorbell's
   promise (it would wait as long as the worker is idle): when both claim at
   once, a job may be claimed beyond the free slots, and waits for one with
   its lease renewed;
 - a job waiting 1 s or more before its next attempt (a backoff, a
   provider's `Retry-After`) lends its slot to the next queued job meanwhile;
-- the in-progress key of a running job (or one claimed and waiting for its
-  slot) lives `lease_s` (default 10 s) and is renewed every `lease_s / 3`
-  while the worker lives. arq's stock lease is
-  the job timeout + 10 s (here 195 s), so a job whose worker was killed would
-  wait minutes for a re-run, past its client's deadline; with the renewed
-  lease another worker's scan re-runs it within `lease_s` + 1 s. The bound
-  on duplicate upstream calls: the dead worker's in-flight attempt, once.
+- the lease of a running job (or one claimed and waiting for its slot)
+  lives `lease_s` (default 10 s) and is renewed every `lease_s / 3` while
+  the worker lives. (arq's stock lease is the job timeout + 10 s, here 195 s:
+  a job whose worker was killed would wait minutes for a re-run, past its
+  client's deadline.) With the renewed lease another worker's scan re-runs
+  it within `lease_s` + 1 s. The bound on duplicate upstream calls: the dead
+  worker's in-flight attempt, once.
 
 Must not import: FastAPI, httpx.
 """
@@ -63,28 +64,28 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import contextvars
 import dataclasses
 import logging
 import os
 import random
 import socket
-import time
 import uuid
 from typing import Any, cast
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
-from arq.worker import Worker
 
 from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
-from turnout.state.errors import StateUnavailable, state_errors
+from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
+from turnout.state.jobs import ADOPT_EVERY_SCANS, LegacyJobs, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
-from turnout.state.pickup_store import PickupStore
 from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
+from turnout_worker.runner import Claimed, JobRunner
 from turnout_worker.start_gate import START_PASSES, StartGate
+
+__all__ = ["Claimed", "PushWorker"]
 
 log = logging.getLogger("turnout.worker")
 
@@ -97,78 +98,13 @@ DOORBELL_BACKOFF = Backoff()
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
 
-
-class Claimed:
-    """What the claim of one job read for it, in the same round trip.
-
-    Attributes:
-        job: the job's bytes (arq's `arq:job:<id>`), None if it expired.
-        job_try: its try counter after this claim (arq's `arq:retry:<id>`).
-        now_ms: Redis `TIME` at the claim (epoch ms).
-        at_s: this process's monotonic clock at the claim (seconds).
-        used: arq's `run_job` has taken `job` and `job_try`.
-    """
-
-    __slots__ = ("at_s", "job", "job_try", "now_ms", "used")
-
-    def __init__(self, job: bytes | None, job_try: int, now_ms: int) -> None:
-        self.job, self.job_try, self.now_ms = job, job_try, now_ms
-        self.at_s = time.monotonic()
-        self.used = False
-
-    def store_now_ms(self) -> int:
-        """Redis `TIME` now (epoch ms), extrapolated from the claim with this process's monotonic clock."""
-        return self.now_ms + int((time.monotonic() - self.at_s) * 1000)
+SCAN_LIMIT_MIN = 100
+"""Fewest queued job ids one scan reads (`max(5 * max_jobs, SCAN_LIMIT_MIN)`, arq's figures)."""
 
 
-_CLAIMED: contextvars.ContextVar[Claimed | None] = contextvars.ContextVar("turnout_claimed", default=None)
-"""The claim of the job whose `run_job` (and function) runs in this context."""
-
-
-class _ClaimedPipeline:
-    """arq's opening transaction of `run_job` (GET job; INCR, EXPIRE retry), answered from the claim."""
-
-    def __init__(self, claimed: Claimed) -> None:
-        self._claimed = claimed
-
-    async def __aenter__(self) -> _ClaimedPipeline:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-    def get(self, *_: object) -> _ClaimedPipeline:
-        return self
-
-    def incr(self, *_: object) -> _ClaimedPipeline:
-        return self
-
-    def expire(self, *_: object) -> _ClaimedPipeline:
-        return self
-
-    async def execute(self) -> list[Any]:
-        return [self._claimed.job, self._claimed.job_try, True]
-
-
-class _ClaimedPool:
-    """The worker's pool as `run_job` first sees it for a claimed job: its one pipeline is answered locally."""
-
-    def __init__(self, pool: Any, claimed: Claimed) -> None:
-        self._pool = pool
-        self._claimed = claimed
-
-    def pipeline(self, transaction: bool = True) -> Any:
-        if not transaction or self._claimed.used:
-            return self._pool.pipeline(transaction=transaction)
-        self._claimed.used = True
-        return _ClaimedPipeline(self._claimed)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._pool, name)
-
-
-class PushWorker(Worker):
-    """arq `Worker` with doorbell pickup and pipelined claims (see module doc)."""
+class PushWorker(JobRunner):
+    """The job runner with doorbell pickup, fair picks and renewed leases (module doc; arguments:
+    `JobRunner`'s, and `lease_s` seconds, `start_passes` of the start gate, `rng` for jitter)."""
 
     def __init__(
         self,
@@ -181,19 +117,15 @@ class PushWorker(Worker):
         super().__init__(*args, **kwargs)
         self.start_gate = StartGate(start_passes)
         self._rng = rng or random.Random()
-        self.sem = asyncio.BoundedSemaphore(self.max_jobs)  # arq's admits max_jobs + 1; a slot is a job
         self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
-        self._store: PickupStore | None = None
-        self._delivered: set[str] = set()
         self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
         self._want_pick = asyncio.Event()
         self._picker: asyncio.Task[None] | None = None
         self._client_left: collections.deque[str] = collections.deque(maxlen=1024)
         self._slots_owed = 0  # jobs running without a slot, cancelled during `sleep_off_slot`
         self._waiting: set[str] = set()  # claimed, waiting for a slot (renewed like running jobs)
-        self._claims: dict[str, Claimed] = {}  # picked with arq's opening reads, not yet in `run_job`
         self._promised = 0  # free slots promised to the fair picks in flight (the doorbell's, the scan's)
         self._pop_again = asyncio.Event()  # a slot freed: the doorbell may wait for a ring again
         self._doorbell: asyncio.Task[None] | None = None
@@ -201,66 +133,32 @@ class PushWorker(Worker):
         self.fleet_id = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._taken_key = keys.doorbell_taken_key(self.fleet_id)
         self._beat: FleetBeat | None = None
-
-    @property
-    def store(self) -> PickupStore:
-        """The pickup scripts over this worker's pool (set when `main` starts)."""
-        assert self._store is not None, "the worker has not started"
-        return self._store
-
-    @property
-    def pool(self) -> ArqRedis:
-        """arq's pool; inside the `run_job` of a job picked with its opening reads, the pool that answers them."""
-        claimed = _CLAIMED.get()
-        if claimed is not None and not claimed.used:
-            return cast(ArqRedis, _ClaimedPool(self._pool, claimed))
-        return cast(ArqRedis, self._pool)
-
-    async def run_job(self, job_id: str, score: int) -> None:
-        """arq's `run_job`, with the claim's reads (job bytes, try, Redis clock) in its context."""
-        token = _CLAIMED.set(self._claims.pop(job_id, None))
-        try:
-            await super().run_job(job_id, score)
-        finally:
-            _CLAIMED.reset(token)
-
-    async def store_now_ms(self) -> int:
-        """Redis `TIME` now (epoch ms): extrapolated from the running job's claim, else one round trip.
-
-        Raises:
-            StateUnavailable: Redis unreachable (the round trip only).
-        """
-        claimed = _CLAIMED.get()
-        if claimed is not None:
-            return claimed.store_now_ms()
-        return await self.store.now_ms()
+        self._legacy: LegacyJobs | None = None
+        self._scans = 0
+        self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
     async def open_pool(self, settings: RedisSettings) -> ArqRedis:
-        """arq's pool for `settings` (one try of `settings.conn_retries + 1`), on a `BufferCheckedPool`.
+        """arq's pool for `settings` (`create_pool`: one try of `settings.conn_retries + 1`), on a
+        `BufferCheckedPool`.
 
         Raises:
             What arq's `create_pool` raises when Redis does not answer its PING (`connect_when_ready`
             logs it and tries again).
         """
-        pool = await create_pool(
-            settings,
-            job_deserializer=self.job_deserializer,
-            job_serializer=self.job_serializer,
-            default_queue_name=self.queue_name,
-            expires_extra_ms=self.expires_extra_ms,
-        )
+        pool = await create_pool(settings)
         return cast(ArqRedis, await use_buffer_checked_pool(pool))
 
     async def main(self) -> None:
         """Run until stopped: wait for Redis (`connect_when_ready`), startup hook, doorbell listener, scan loop."""
         if self._pool is None:
-            once = dataclasses.replace(self.redis_settings or RedisSettings(), conn_retries=0)  # we wait instead
+            once = dataclasses.replace(self.redis_settings, conn_retries=0)  # we wait instead
             self._pool = await connect_when_ready(
                 lambda: self.open_pool(once),
                 where=once.unix_socket_path or f"{once.host}:{once.port}",
                 rng=self._rng,
             )
-        self._store = PickupStore(self.pool, self.queue_name, self.lease_s)
+        self._store = PickupStore(self.pool, keys.QUEUE, self.lease_s)
+        self._legacy = LegacyJobs(self.pool)
         self.ctx["redis"] = self.pool
         self.ctx["worker"] = self
         if self.on_startup:
@@ -276,8 +174,7 @@ class PushWorker(Worker):
             while True:
                 await asyncio.sleep(self.poll_delay_s)
                 try:
-                    with state_errors():  # arq's own scan talks to Redis too
-                        await self._poll_iteration()
+                    await self.scan()
                 except StateUnavailable as exc:
                     log.warning("queue scan failed (%s); retrying", exc.kind)
                     await asyncio.sleep(0.2)
@@ -379,31 +276,51 @@ class PushWorker(Worker):
                 self._promised -= free
                 self._pop_again.set()  # the slots it promised and did not fill are free for the doorbell again
 
-    async def _poll_iteration(self) -> None:
-        """The periodic scan: the fair queues first, then arq's (re-queued jobs), and arq's housekeeping."""
-        await self.pick_fair()
-        await super()._poll_iteration()
+    async def scan(self) -> None:
+        """The periodic scan: the fair queues first, then the queue's jobs in no fair queue (re-queued
+        after their worker died or stopped, or adopted from the previous version's layout:
+        `turnout.state.jobs.legacy`), oldest first, up to the free slots.
 
-    async def _start(self, job_id: str, score: Any, claimed: Claimed | None = None) -> None:
+        Raises:
+            StateUnavailable: Redis unreachable.
+        """
+        await self.pick_fair()
+        self._scans += 1
+        if self._legacy is not None and self._scans % self._adopt_every == 0 and self.allow_pick_jobs:
+            adopted, left = await self._legacy.adopt()
+            self._adopt_every = 1 if left else ADOPT_EVERY_SCANS
+            if adopted:
+                log.info("adopted %d job(s) queued by the previous version (%d left to it)", adopted, left)
+        async with self._claiming:
+            free = self._free_slots()
+            if free <= 0:
+                return
+            due = await self.store.due(max(5 * self.max_jobs, SCAN_LIMIT_MIN))
+            candidates = [job_id for job_id in due if job_id not in self.tasks][:free]
+            if not candidates:
+                return
+            now_ms, claimed = await self.store.claim(candidates)
+            for job in claimed:
+                await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
+
+    async def _start(self, job_id: str, score: Any, claimed: Claimed) -> None:
         self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
         try:
             await self.sem.acquire()
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
-        if claimed is not None:
-            self._claims[job_id] = claimed
-        task = self.loop.create_task(self.run_job(job_id, int(float(score))))
+        task = self._started(job_id, score, claimed)
         task.add_done_callback(lambda _: self._ended(job_id))
         self.tasks[job_id] = task
 
     def _ended(self, job_id: str = "") -> None:
-        self._claims.pop(job_id, None)  # a task cancelled before `run_job` began
+        self.tasks.pop(job_id, None)
+        self.job_counter -= 1
         if self._slots_owed:  # a job that ended without holding a slot (`sleep_off_slot`)
             self._slots_owed -= 1
-            self.job_counter -= 1
         else:
-            self._release_sem_dec_counter_on_complete()
+            self.sem.release()
         self._pop_again.set()  # a slot is free: the doorbell pops again, and a waiting job's entry starts it now
 
     async def sleep_off_slot(self, delay_s: float) -> None:
@@ -452,42 +369,3 @@ class PushWorker(Worker):
     def client_left(self, job_id: str) -> bool:
         """True if `job_id`'s client left before the job's function started here."""
         return job_id in self._client_left
-
-    async def start_jobs(self, job_ids: list[bytes]) -> None:
-        """Claim and start up to the free capacity of `job_ids` in one round trip.
-
-        Overrides arq's per-job WATCH transaction; keys and expiry are arq's,
-        so stock arq workers and this one can share a queue.
-        """
-        async with self._claiming:
-            await self._claim(job_ids)
-
-    async def _claim(self, job_ids: list[bytes]) -> None:
-        if not self.allow_pick_jobs:
-            return
-        free = self.max_jobs - self.job_counter
-        candidates = [j.decode() for j in job_ids]
-        candidates = [j for j in candidates if j not in self.tasks][: max(free, 0)]
-        if not candidates:
-            return
-        scores = await self.store.claim(candidates)
-        for job_id, score in zip(candidates, scores):
-            if score:
-                await self._start(job_id, score)
-
-    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
-        """Store and publish a job's answer and finish the job, in one round trip.
-
-        After this, a re-run of the job (its worker died before arq's
-        bookkeeping) finds the stored result and makes no upstream call;
-        arq's own `finish_job` for this job is skipped.
-        """
-        await self.store.deliver(job_id, reply_to, result, ttl_s)
-        self._delivered.add(job_id)
-
-    async def finish_job(self, job_id: str, finish: bool, *args: Any, **kwargs: Any) -> None:
-        """arq's finishing step, skipped for jobs already finished by `deliver`."""
-        if job_id in self._delivered:
-            self._delivered.discard(job_id)
-            return
-        await super().finish_job(job_id, finish, *args, **kwargs)

@@ -1,8 +1,10 @@
 """Every Redis key and channel name Turnout uses, in one place.
 
-Owns: names only. arq's own keys (`arq:queue`, `arq:job:*`,
-`arq:in-progress:*`) are arq's; the ones here are Turnout's.
-Must not import: anything but the standard library and arq's constants.
+Owns: names only. The job queue's keys (`turnout.state.jobs`) all carry one hash tag,
+`JOBS_TAG` (`{jobs}`), so every script over them touches one slot (Redis Cluster ready);
+the `LEGACY_*` names are the layout of the version before (arq's `arq:*` keys and
+Turnout's untagged ones), read only to adopt the jobs it left (`turnout.state.jobs.legacy`).
+Must not import: anything but the standard library.
 """
 
 from __future__ import annotations
@@ -10,26 +12,31 @@ from __future__ import annotations
 import hashlib
 from urllib.parse import quote
 
-from arq.constants import (
-    default_queue_name,
-    in_progress_key_prefix,
-    job_key_prefix,
-    result_key_prefix,
-    retry_key_prefix,
-)
+JOBS_TAG = "{jobs}"
+"""The job queue's hash tag: Redis Cluster hashes only the part between the braces, so
+every key below that carries it lives in one slot."""
 
-QUEUE = default_queue_name
-"""arq's queue sorted set (score = enqueue time in ms)."""
+_JOBS = f"turnout:{JOBS_TAG}:"
 
-JOB_PREFIX = job_key_prefix
-IN_PROGRESS_PREFIX = in_progress_key_prefix
-ARQ_RESULT_PREFIX = result_key_prefix
-RETRY_PREFIX = retry_key_prefix
+QUEUE = _JOBS + "queue"
+"""Sorted set of queued and running job ids (score = enqueue time, Redis `TIME` ms)."""
 
-FAIR_RING = "turnout:fair:ring"
+JOB_PREFIX = _JOBS + "job:"
+"""String per job id: its envelope (`turnout.state.jobs.envelope`), expiring at the client's deadline."""
+
+IN_PROGRESS_PREFIX = _JOBS + "lease:"
+"""String per job id: a worker holds the job (its lease, `job_lease_s`, renewed while the worker lives)."""
+
+RETRY_PREFIX = _JOBS + "try:"
+"""Counter per job id: how many times the job was claimed (1 = first run)."""
+
+RETRY_TTL_S = 88_400
+"""Life of a try counter (seconds), renewed at each claim (arq's figure)."""
+
+FAIR_RING = _JOBS + "fair:ring"
 """List of org ids with jobs waiting in their fair queue, each once: the pickup's round robin."""
 
-FAIR_ORG_PREFIX = "turnout:fair:org:"
+FAIR_ORG_PREFIX = _JOBS + "fair:org:"
 """Sorted set per org: its waiting job ids (score = enqueue ms), claimed oldest first."""
 
 
@@ -38,12 +45,12 @@ def fair_org_key(org: str) -> str:
     return FAIR_ORG_PREFIX + org
 
 
-DOORBELL = "turnout:doorbell:rings"
+DOORBELL = _JOBS + "doorbell:rings"
 """List: one entry per job enqueued and not yet claimed; a worker with a free slot
 moves one (`BLMOVE`) into its own `doorbell_taken_key` and picks in the same round
 trip, so one ring wakes one worker (`turnout_worker.pickup`)."""
 
-DOORBELL_TAKEN_PREFIX = "turnout:doorbell:taken:"
+DOORBELL_TAKEN_PREFIX = _JOBS + "doorbell:taken:"
 """List per worker: the doorbell entries it moved out of `DOORBELL` for the pick that
 follows in the same round trip, which counts and deletes them (empty between picks)."""
 
@@ -53,12 +60,26 @@ def doorbell_taken_key(worker_id: str) -> str:
     return DOORBELL_TAKEN_PREFIX + worker_id
 
 
+RESULT_PREFIX = _JOBS + "result:"
+"""String key per job id: the encoded `JobResult`, kept `result_ttl_s`."""
+
+LEGACY_QUEUE = "arq:queue"
+"""The previous version's queue (arq's sorted set)."""
+
+LEGACY_JOB_PREFIX = "arq:job:"
+LEGACY_IN_PROGRESS_PREFIX = "arq:in-progress:"
+LEGACY_RETRY_PREFIX = "arq:retry:"
+LEGACY_RESULT_PREFIX = "turnout:result:"
+"""The previous version's per-job keys: envelope, lease, try counter, stored answer."""
+
+LEGACY_FAIR_RING = "turnout:fair:ring"
+LEGACY_FAIR_ORG_PREFIX = "turnout:fair:org:"
+LEGACY_DOORBELL = "turnout:doorbell:rings"
+"""The previous version's fair ring, fair queues and doorbell (cleared once its queue is empty)."""
+
 FLEET_WORKERS = "turnout:fleet:workers"
 """Hash worker id -> `<slots>:<service ms>:<expires ms, Redis time>`: the workers' heartbeats
 (`turnout.state.fleet`), read by the ingress to estimate the queue's wait."""
-
-RESULT_PREFIX = "turnout:result:"
-"""String key per job id: the encoded `JobResult`, kept `result_ttl_s`."""
 
 REPLY_CHANNEL_PREFIX = "turnout:reply:"
 """Pub/sub channel per ingress process: results of the jobs it waits for."""

@@ -1,79 +1,136 @@
-"""A job picked with arq's opening reads runs arq's `run_job` without arq's opening transaction.
+"""A claimed job runs from its claim alone, and its end is written once (`turnout_worker.runner`).
 
-`PushWorker.run_job` puts the claim (`Claimed`) in the job's context; the
-worker's `pool`, read there, answers arq's one opening pipeline (GET job;
-INCR, EXPIRE retry) from the claim, and is the real pool for everything
-after, and for a job claimed without those reads (arq's own scan).
+The claim (`Claimed`) carries the job's envelope, its try and Redis's clock: the run reads
+nothing more from Redis. Its end: nothing after a delivered answer, the job dropped after a
+failure, a timeout, an abort, too many tries or an expired envelope, and given back (its lease
+deleted) when the worker's stop cut it. The store is a stand-in that records each call.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from arq.connections import RedisSettings
 from arq.worker import func
 
-from turnout_worker.pickup import _CLAIMED, Claimed, PushWorker
+from support.jobs import job_payload
+from turnout.state.jobs import encode_job
+from turnout_worker.pickup import PushWorker
+from turnout_worker.runner import Claimed
+
+SEEN: list[dict[str, Any]] = []
 
 
-async def _job(ctx: dict[str, Any]) -> None:
-    return None
+async def _job(ctx: dict[str, Any], raw: bytes) -> str:
+    SEEN.append(ctx)
+    behaviour = ctx["worker"].behaviour
+    if behaviour == "deliver":
+        await ctx["worker"].deliver(ctx["job_id"], "reply", b"answer", 60)
+    elif behaviour == "fail":
+        raise RuntimeError("a bug")
+    elif behaviour == "hang":
+        await asyncio.sleep(60)
+    return "done"
 
 
-class _Pipeline:
-    """A stand-in for a real pipeline: records that it was used."""
-
-    def __init__(self, calls: list[str]) -> None:
-        self.calls = calls
-
-    async def __aenter__(self) -> _Pipeline:
-        self.calls.append("pipeline")
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-class _Pool:
+class _Store:
     def __init__(self) -> None:
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, str]] = []
 
-    def pipeline(self, transaction: bool = True) -> _Pipeline:
-        return _Pipeline(self.calls)
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+        self.calls.append(("deliver", job_id))
 
+    async def drop(self, job_id: str) -> None:
+        self.calls.append(("drop", job_id))
 
-def _worker() -> PushWorker:
-    return PushWorker(functions=[func(_job, name="job")], redis_settings=RedisSettings(), max_jobs=2)
+    async def release(self, job_id: str) -> None:
+        self.calls.append(("release", job_id))
 
-
-async def test_the_claim_answers_arqs_opening_transaction_once_then_the_real_pool_serves() -> None:
-    worker = _worker()
-    real = _Pool()
-    worker._pool = real  # type: ignore[assignment]
-    claimed = Claimed(b"job-bytes", 2, 1_700_000_000_000)
-    token = _CLAIMED.set(claimed)
-    try:
-        async with worker.pool.pipeline(transaction=True) as pipe:
-            pipe.get("arq:job:j")
-            pipe.incr("arq:retry:j")
-            pipe.expire("arq:retry:j", 88400)
-            assert await pipe.execute() == [b"job-bytes", 2, True]
-        assert worker.pool is real  # type: ignore[comparison-overlap]  # everything after the opening reads is Redis's
-        assert real.calls == []
-        assert await worker.store_now_ms() >= 1_700_000_000_000  # the claim's clock, moved on locally
-    finally:
-        _CLAIMED.reset(token)
+    async def now_ms(self) -> int:
+        raise AssertionError("the claim's clock serves: no round trip")
 
 
-async def test_without_a_claim_the_pool_is_the_real_one() -> None:
-    worker = _worker()
-    real = _Pool()
-    worker._pool = real  # type: ignore[assignment]
-    assert worker.pool is real  # type: ignore[comparison-overlap]
+def _worker(behaviour: str, max_tries: int = 3) -> tuple[PushWorker, _Store]:
+    worker = PushWorker(
+        functions=[func(_job, name="chat_completion", timeout=5, max_tries=max_tries)],
+        redis_settings=RedisSettings(),
+        max_jobs=2,
+    )
+    store = _Store()
+    worker._store = store  # type: ignore[assignment]
+    worker.ctx["worker"] = worker
+    worker.behaviour = behaviour  # type: ignore[attr-defined]
+    return worker, store
 
 
-@pytest.mark.parametrize("job", [b"x", None])
-def test_a_claim_keeps_what_was_read(job: bytes | None) -> None:
-    claimed = Claimed(job, 1, 5)
-    assert (claimed.job, claimed.job_try, claimed.now_ms, claimed.used) == (job, 1, 5, False)
+def _claim(job_try: int = 1, job: bytes | None = b"") -> Claimed:
+    envelope = encode_job(job_payload("j1", 1e10), 1_700_000_000_000) if job == b"" else job
+    return Claimed(envelope, job_try, 1_700_000_000_500)
+
+
+async def _run(worker: PushWorker, claimed: Claimed) -> None:
+    await worker._start("j1", b"1700000000000", claimed)
+    await asyncio.gather(*worker.tasks.values())
+
+
+async def test_the_function_gets_arqs_job_context_from_the_claim_and_a_delivered_job_writes_no_end() -> None:
+    SEEN.clear()
+    worker, store = _worker("deliver")
+    await _run(worker, _claim(job_try=2))
+    (ctx,) = SEEN
+    assert (ctx["job_id"], ctx["job_try"], ctx["score"]) == ("j1", 2, 1_700_000_000_000)
+    assert ctx["enqueue_time"].timestamp() == 1_700_000_000.0
+    assert store.calls == [("deliver", "j1")]
+    assert (worker.job_counter, worker.sem._value, worker.tasks) == (0, 2, {})
+
+
+async def test_the_claims_clock_is_redis_time_moved_on_locally() -> None:
+    worker, _ = _worker("deliver")
+    token_claim = _claim()
+    seen: list[int] = []
+
+    async def read_clock(ctx: dict[str, Any], raw: bytes) -> None:
+        seen.append(await worker.store_now_ms())
+
+    worker.functions["chat_completion"] = func(read_clock, name="chat_completion")
+    await _run(worker, token_claim)
+    assert seen and 1_700_000_000_500 <= seen[0] < 1_700_000_060_000
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "claimed", "ran"),
+    [
+        ("return", _claim(), True),  # ended without an answer (skipped): it leaves the queue
+        ("fail", _claim(), True),
+        ("deliver", _claim(job_try=4), False),  # past max_tries: not run again
+        ("deliver", _claim(job=None), False),  # its envelope expired
+        ("deliver", _claim(job=b"\xc1 not msgpack"), False),
+    ],
+)
+async def test_a_job_that_delivered_nothing_is_dropped(behaviour: str, claimed: Claimed, ran: bool) -> None:
+    SEEN.clear()
+    worker, store = _worker(behaviour)
+    await _run(worker, claimed)
+    assert store.calls == [("drop", "j1")]
+    assert bool(SEEN) == ran
+
+
+async def test_a_job_whose_client_left_is_dropped_and_one_cut_by_the_stop_is_given_back() -> None:
+    worker, store = _worker("hang")
+    await worker._start("j1", 0, _claim())
+    while "j1" not in worker.job_tasks:
+        await asyncio.sleep(0)
+    worker._cancel("j1")  # the client left
+    await asyncio.gather(*worker.tasks.values())
+    assert store.calls == [("drop", "j1")]
+
+    store.calls.clear()
+    await worker._start("j1", 0, _claim())
+    while "j1" not in worker.job_tasks:
+        await asyncio.sleep(0)
+    worker.tasks["j1"].cancel()  # the worker stops
+    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
+    assert store.calls == [("release", "j1")]
+    assert (worker.job_counter, worker.sem._value) == (0, 2)
