@@ -13,6 +13,7 @@ import pytest
 import redis
 
 from support.gateway import KEY, KEY_CYCLES, KEY_DEADLINE, KEY_REROUTE, KEY_WORKED, Gateway
+from turnout.state import keys
 
 pytestmark = pytest.mark.integration
 
@@ -194,7 +195,9 @@ def test_route_client_disconnect_cancels_the_upstream_call(gateway: Gateway) -> 
 
 def _queue_size(gw: Gateway) -> int:
     with redis.Redis.from_url(gw.redis_url) as client:
-        return int(client.zcard("arq:queue")) + len(client.keys("arq:job:*"))
+        return int(client.zcard(keys.QUEUE)) + len(
+            client.keys(keys.JOB_PREFIX.replace("{", "\\{").replace("}", "\\}") + "*")
+        )
 
 
 def _post(gw: Gateway, content: bytes, key: str | None = KEY, **headers: str) -> httpx.Response:
