@@ -19,6 +19,7 @@ TURNOUT_PYTHON_OPTIMIZE (`turnout ingress`/`worker` restart themselves under `-O
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 from typing import TYPE_CHECKING
@@ -261,10 +262,20 @@ def redis_url_arg(text: str) -> str:
     return text
 
 
+def installed_version() -> str:
+    """The installed distribution's version (`pip install` of the wheel or `-e .`: its
+    `pyproject.toml` version), or `unknown` when run from a tree that was never installed."""
+    try:
+        return importlib.metadata.version("turnout")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     """The argument parser of every subcommand (defaults from `settings`, else the process environment;
     a malformed variable there exits 2 naming it, as argparse does for a flag)."""
     parser = argparse.ArgumentParser(prog="turnout", description="Turnout LLM gateway")
+    parser.add_argument("--version", action="version", version=f"turnout {installed_version()}")
     if settings is None:
         try:
             settings = Settings.from_env(os.environ)
