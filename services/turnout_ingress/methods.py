@@ -22,9 +22,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fastapi.routing import iter_route_contexts
-from starlette._utils import get_route_path  # what the router matches: the path less any `root_path`
 from starlette.routing import BaseRoute
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+def route_path(scope: Scope) -> str:
+    """The path the router matches: the request's `path` less the app's mount point
+    (`root_path`, ASGI HTTP scope) when the path is under it (`/api` of `/api/v1/x`), else the
+    path as is."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    if not root or not path.startswith(root):
+        return path
+    rest = path[len(root) :]
+    return rest if not rest or rest.startswith("/") else path
+
 
 REFUSAL = "method_refusal"
 """The route name that keeps a route's methods out of `allowed` (a route that answers them 405)."""
@@ -64,7 +76,7 @@ def allowed(routes: Sequence[BaseRoute], scope: Scope) -> str | None:
     are left out. None when no route with methods matches the path: the 405 came from
     elsewhere (a mount's app) and its own `Allow` stands. RFC 9110 §15.5.6, §10.2.1.
     """
-    path = get_route_path(scope)
+    path = route_path(scope)
     template: str | None = None
     methods: set[str] = set()
     for route in iter_route_contexts(routes):

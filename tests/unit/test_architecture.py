@@ -165,3 +165,38 @@ def test_test_modules_have_unique_names() -> None:
     """pytest imports test modules by their base name: two `test_x.py` in one run fail collection."""
     names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
     assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+OWN_PACKAGES = frozenset({"turnout", "turnout_client", *SERVICES, "support", "driver", "conftest"})
+SOURCE_FILES = sorted([*LIB.parent.rglob("*.py"), *(ROOT / "services").rglob("*.py")])
+
+
+def _private_imports(path: Path) -> list[str]:
+    """`pkg._module` or `from pkg import _name` of a package not the project's own."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            pairs = [(alias.name, "") for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            pairs = [(node.module, alias.name) for alias in node.names]
+        else:
+            continue
+        for module, name in pairs:
+            if module.split(".")[0] in OWN_PACKAGES or module == "__future__":
+                continue
+            if any(part.startswith("_") for part in module.split(".")) or name.startswith("_"):
+                found.append(f"{module}{'.' + name if name else ''}")
+    return found
+
+
+@pytest.mark.parametrize("path", SOURCE_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_private_module_or_name_of_another_package_is_imported(path: Path) -> None:
+    """A library is used through its public API only (`pkg._module`, `from pkg import _name`
+    break on its next release); the project's own packages may import their private names."""
+    assert not _private_imports(path), f"{path}: private import of another package"
+
+
+def test_the_private_import_check_finds_one(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text("from httpx_sse._decoders import SSEDecoder\nfrom starlette import _utils\nimport msgspec\n")
+    assert _private_imports(sample) == ["httpx_sse._decoders.SSEDecoder", "starlette._utils"]

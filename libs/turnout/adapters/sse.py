@@ -9,10 +9,10 @@ brings its end; a partial event at the end of the body is dropped, as the
 SSE rules say.
 Must not import: the family modules, services, FastAPI, arq.
 
-The line and field parsing is httpx-sse's (its `SSELineDecoder`: lines end at
-CR LF, LF or CR, a trailing CR waiting for the next read; its `SSEDecoder`:
-`event`, `data`, `id`, `retry` fields, comments), per
-https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation.
+The line and field parsing is `turnout.adapters.sse_reader.EventReader`'s (the
+WHATWG rules: lines end at CR LF, LF or CR, a CR LF cut between reads kept whole;
+`event`, `data`, `id`, `retry` fields, comments); the events are httpx-sse's
+public `ServerSentEvent`.
 """
 
 from __future__ import annotations
@@ -23,21 +23,13 @@ from typing import Any
 import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
-from httpx_sse._decoders import SSEDecoder, SSELineDecoder
+
+from turnout.adapters.sse_reader import EventReader
 
 _decode = msgspec.json.Decoder()
 
 EventBatch = list[ServerSentEvent]
 """The events one read completed, in stream order; never empty when yielded."""
-
-
-def _decode_lines(decoder: SSEDecoder, lines: list[str]) -> EventBatch:
-    events = []
-    for line in lines:
-        event = decoder.decode(line)
-        if event is not None:
-            events.append(event)
-    return events
 
 
 async def event_batches(response: httpx.Response) -> AsyncIterator[EventBatch]:
@@ -54,15 +46,12 @@ async def event_batches(response: httpx.Response) -> AsyncIterator[EventBatch]:
         the body read propagate; the events of earlier reads were yielded
         before them.
     """
-    lines = SSELineDecoder()
-    decoder = SSEDecoder()
+    reader = EventReader()
     async for text in response.aiter_text():
-        events = _decode_lines(decoder, lines.decode(text))
+        events = reader.feed(text)
         if events:
             yield events
-    events = _decode_lines(decoder, lines.flush())
-    if events:
-        yield events
+    reader.close()  # an event not closed by a blank line is dropped
 
 
 def object_data(event: ServerSentEvent) -> dict[str, Any] | None:
