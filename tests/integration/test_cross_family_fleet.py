@@ -81,6 +81,7 @@ def test_a_tool_round_trip_is_served_on_vertex_after_the_others_fail(gw: Gateway
     client = gw.client()
     first = client.chat.completions.create(model="claude", messages=HELLO, tools=[WEATHER])
     [call] = first.choices[0].message.tool_calls or []
+    assert call.type == "function"
     assert call.function.name == "get_weather" and "city" in json.loads(call.function.arguments)
     follow: list[ChatCompletionMessageParam] = [
         *HELLO,

@@ -57,7 +57,7 @@ EVENTS = st.lists(
     st.tuples(
         st.sampled_from(["", "message", "delta", "ping"]),
         st.lists(
-            st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=8),
+            st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=["Cs"]), max_size=8),
             min_size=1,
             max_size=3,
         ),
