@@ -838,6 +838,11 @@ def _check_api_version(path: str, provider: ProviderConfig) -> None:
         )
 
 
+def _a(word: str) -> str:
+    """The article before `word` in a message: `an azure_openai`, `a bedrock`."""
+    return "an" if word[:1] in ("a", "e", "i", "o", "u") else "a"
+
+
 def check_provider_auth(path: str, provider: ProviderConfig) -> None:
     """`auth` and `headers`: only on the kinds that take them (`AUTH_KINDS`), each sendable.
 
@@ -849,7 +854,7 @@ def check_provider_auth(path: str, provider: ProviderConfig) -> None:
         if value is not None and provider.kind not in AUTH_KINDS:
             raise ConfigError(
                 f"{path}.{field}: only an {' or '.join(AUTH_KINDS)} provider takes `{field}` "
-                f"(an `{provider.kind}` provider's API fixes how its key is sent)"
+                f"({_a(provider.kind)} `{provider.kind}` provider's API fixes how its key is sent)"
             )
     _check_sendable(path, provider.auth, provider.headers)
 
@@ -884,6 +889,11 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
         check_model(f"providers.{short_name(name)}", name)  # provider names travel in headers (`x-turnout-provider`)
         if not re.fullmatch(r"https?://[^/?#\s@]+(?:[/?#]\S*)?", provider.base_url):
             raise ConfigError(f"providers.{name}.base_url: must be an http(s) URL without credentials")
+        if "?" in provider.base_url or "#" in provider.base_url:  # the families append their path (and query) to it
+            raise ConfigError(
+                f"providers.{name}.base_url: must not carry a query (?...) or a fragment (#...): each call "
+                "appends its own path to it (a credential goes in api_key or headers, never in the URL)"
+            )
         check_url(f"providers.{name}.base_url", provider.base_url)
         provider_rules.check_base_url(f"providers.{name}.base_url", provider.base_url)
         if "/" in name:
@@ -914,7 +924,7 @@ def _validate(raw: RawConfig, policy: Policy, allow: AllowList | None = None) ->
             kind = raw.providers[offer.provider].kind
             if spec.type == "embedding" and kind not in EMBEDDING_KINDS:
                 raise ConfigError(
-                    f"models.{model}.offers[{i}].provider: {offer.provider!r} is an `{kind}` provider, which "
+                    f"models.{model}.offers[{i}].provider: {offer.provider!r} is {_a(kind)} `{kind}` provider, which "
                     f"serves no embeddings; an embedding model's offers need a provider of kind "
                     f"{' or '.join(EMBEDDING_KINDS)}"
                 )

@@ -87,7 +87,9 @@ def add_parser(
     )
     provider.add_argument("--auth-header", help="the header an openai_compatible provider takes its key in (api-key)")
     provider.add_argument(
-        "--auth-scheme", default="", help="the word before the key in --auth-header (Bearer); default: the key alone"
+        "--auth-scheme",
+        default="Bearer",
+        help='the word before the key in --auth-header (default Bearer, as in the file; "" sends the key alone)',
     )
     provider.add_argument(
         "--region",

@@ -150,8 +150,12 @@ def _export(args: argparse.Namespace, what: str, path: str, params: dict[str, st
                 print(f"turnout {what}: {response.status_code}: {_message(response)}", file=sys.stderr)
                 return 1
             out = open(args.output, "wb") if args.output else sys.stdout.buffer  # noqa: SIM115 - closed below
+            last = b"\n"
             for chunk in response.iter_bytes():
                 out.write(chunk)
+                last = chunk[-1:] or last
+            if last != b"\n" and not args.output:  # a JSON answer (the refusals) ends its line on a terminal too
+                out.write(b"\n")
             out.flush()
     except httpx.HTTPError as exc:
         print(f"turnout {what}: {url}: {type(exc).__name__}: {exc}", file=sys.stderr)

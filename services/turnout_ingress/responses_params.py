@@ -80,6 +80,10 @@ def client_error(
     The `param` becomes the longest path the message names under it (`…function.arguments` for a
     `tool_calls[j]` param), so it names the client's field itself."""
     param = error.get("param")
+    if param == "response_format":  # the Response's `text.format` became the chat request's `response_format`
+        text = error.get("message")
+        said = text.replace("`response_format`", "`text.format`") if isinstance(text, str) else text
+        return {**error, "param": "text.format", "message": said}
     if not isinstance(param, str) or _PATH.fullmatch(param) is None:
         return error
     message = error.get("message")

@@ -36,6 +36,7 @@ providers:
   bedrock: {{kind: bedrock, base_url: "{sim}", region: us-east-1, access_key_id: {fleet_id}, secret_access_key: {fleet_secret}}}
   bedrock-chain: {{kind: bedrock, base_url: "{sim}", region: us-west-2}}
   anthropic: {{kind: anthropic, base_url: "{sim}", api_key: ant-key}}
+  compat: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: compat-key}}
 models:
   claude:
     offers: [{{provider: bedrock, model: "{claude}"}}]
@@ -51,7 +52,7 @@ models:
     offers: [{{provider: anthropic, model: claude-large-direct}}]
   claude-json:
     order: priority
-    offers: [{{provider: bedrock, model: brj}}, {{provider: anthropic, model: claude-j-direct}}]
+    offers: [{{provider: bedrock, model: brj}}, {{provider: anthropic, model: claude-j-direct}}, {{provider: compat, model: json-j}}]
   claude-own:
     offers: [{{provider: bedrock, model: br-own}}]
   claude-broken:
@@ -227,13 +228,14 @@ def test_input_too_long_takes_the_context_window_fallback(gw: Gateway) -> None:
     assert [e["status"] for e in gw.sim_log("brc~ctx")] == [400]
 
 
-def test_a_json_schema_request_skips_bedrock_for_an_offer_that_has_it(gw: Gateway) -> None:
+def test_a_json_schema_request_skips_bedrock_and_anthropic_for_an_offer_that_has_it(gw: Gateway) -> None:
     schema: JSONSchema = {"name": "answer", "schema": {"type": "object", "properties": {"a": {"type": "string"}}}}
     raw = gw.client().chat.completions.with_raw_response.create(
         model="claude-json", messages=HELLO, response_format={"type": "json_schema", "json_schema": schema}
     )
-    assert raw.headers["x-turnout-provider"] == "anthropic"
+    assert raw.headers["x-turnout-provider"] == "compat"  # the first offer whose API takes the schema
     assert gw.sim_log("brj") == []  # refused before any call: Converse has no structured output
+    assert gw.sim_log("claude-j-direct") == []  # nor Anthropic's Messages: the answer would not follow it
 
 
 def test_a_tenants_own_bedrock_keys_sign_its_calls(gw: Gateway) -> None:

@@ -102,6 +102,8 @@ def test_the_admin_api_seals_a_providers_headers_and_refuses_a_reserved_one(gw: 
     refused = operator.call("PUT", "/catalog/providers/added", {**spec, "headers": {"Content-Type": "x"}})
     assert refused.status_code == 400, refused.text
     assert refused.json()["error"]["param"] == "providers.added.headers.Content-Type"
+    empty = operator.call("PUT", "/catalog/providers/added", {**spec, "headers": {"X-A": ""}})
+    assert empty.status_code == 400 and empty.json()["error"]["param"] == "providers.added.headers.X-A", empty.text
     wrong_kind = operator.call("PUT", "/catalog/providers/added", {**spec, "kind": "openai"})
     assert wrong_kind.status_code == 400 and wrong_kind.json()["error"]["param"] == "providers.added.auth"
     made = operator.call("PUT", "/catalog/providers/added", {**spec, "headers": {"X-Tenant-Route": "route-secret-77"}})

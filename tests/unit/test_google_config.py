@@ -70,8 +70,12 @@ def test_the_google_kinds_take_their_fields() -> None:
             "project: my-proj, location: us central1, credentials_file: /sa.json",
             "providers.vertex.location: 'us central1' is not a Vertex AI location",
         ),
+        (
+            "project: my-proj, location: us-central1, credentials_file: relative/sa.json",
+            "providers.vertex.credentials_file: an absolute path",
+        ),
     ],
-    ids=["project", "location", "credentials_file", "bad-project", "bad-location"],
+    ids=["project", "location", "credentials_file", "bad-project", "bad-location", "relative-file"],
 )
 def test_a_vertex_provider_without_a_valid_field_is_refused_naming_it(vertex: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):

@@ -154,7 +154,9 @@ def test_an_endpoint_stored_without_auth_or_headers_encodes_as_before() -> None:
 def test_the_admin_cli_sends_the_auth_header_and_scheme() -> None:
     argv = ["catalog", "set-provider", "v", "--kind", "openai_compatible", "--base-url", "https://v.example/v1"]
     args = build_parser().parse_args(["admin", "--key", "k", *argv, "--auth-header", "api-key"])
-    assert _request(args)[2]["auth"] == {"header": "api-key", "scheme": ""}
+    assert _request(args)[2]["auth"] == {"header": "api-key", "scheme": "Bearer"}  # the file's default
+    alone = build_parser().parse_args(["admin", "--key", "k", *argv, "--auth-header", "api-key", "--auth-scheme", ""])
+    assert _request(alone)[2]["auth"] == {"header": "api-key", "scheme": ""}
 
 
 def test_a_vault_without_keys_cannot_seal() -> None:

@@ -26,10 +26,12 @@ Decisions (where the two APIs differ):
   family may serve it).
 - `temperature` is clamped to Anthropic's 0–1 range (OpenAI allows 0–2), so
   a fallback from an OpenAI model is not refused for it.
-- Fields with no Anthropic counterpart (`response_format`, `logprobs`,
-  `seed`, `presence_penalty`, `stream_options`, ...) are dropped; `n` > 1,
-  the legacy `function` role and non-image content parts are refused
-  (`WireError`, answered as a 400).
+- Fields with no Anthropic counterpart that do not change what the answer is
+  (`logprobs`, `seed`, `presence_penalty`, `stream_options`, a `response_format`
+  of type `text`, ...) are dropped; `n` > 1, the legacy `function` role,
+  non-image content parts and a `response_format` of type `json_schema` or
+  `json_object` (the answer would not follow it) are refused (`WireError`: the
+  target is skipped without a call, and with no other target a 400 names it).
 - Prompt tokens in OpenAI usage include cache reads and cache writes
   (`prompt_tokens_details.cached_tokens` = reads; the writes are kept in the
   extension field `prompt_tokens_details.cache_creation_tokens`).
@@ -205,6 +207,13 @@ def to_anthropic_request(body: dict[str, Any], model: str) -> dict[str, Any]:
             _append(turns, "user", [result])
         else:
             raise WireError(f"`{param}.role` {role!r} is not supported by Anthropic providers.", f"{param}.role")
+    response_format = body.get("response_format")
+    shape = response_format.get("type") if isinstance(response_format, dict) else None
+    if shape in ("json_schema", "json_object"):  # dropped, the answer would be free text the client cannot parse
+        raise WireError(
+            f"`response_format` {shape} is not supported by Anthropic providers (the answer would not follow it).",
+            "response_format",
+        )
     if not turns:  # Anthropic's `messages` needs one turn: refused here, before a call that would be a 400
         raise WireError(
             "`messages` holds no user or assistant message (only system text): Anthropic providers need at least "

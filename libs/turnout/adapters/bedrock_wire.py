@@ -194,6 +194,12 @@ def to_converse_request(body: dict[str, Any]) -> dict[str, Any]:
     """
     _refuse_unsupported(body)
     system, turns, tooled = _messages(body.get("messages"))
+    if not turns:  # Converse's `messages` needs one turn (a 400 ValidationException otherwise): refused before a call
+        raise WireError(
+            "`messages` holds no user or assistant message (only system text): Bedrock providers need at least "
+            "one user message.",
+            "messages",
+        )
     out: dict[str, Any] = {"messages": turns}
     if system:
         out["system"] = system

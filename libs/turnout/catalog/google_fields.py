@@ -67,12 +67,19 @@ def check_google_fields(
         return
     for name, value in given.items():
         if not value:
-            raise ConfigError(f'{path}.{name}: a `vertex` provider needs its {name} (README "Providers: Vertex AI")')
+            raise ConfigError(
+                f'{path}.{name}: a `vertex` provider needs its {name} (README "Providers: Gemini and Vertex AI")'
+            )
     assert project is not None and location is not None
     if not PROJECT.fullmatch(project):
         raise ConfigError(f"{path}.project: {project!r} is not a Google Cloud project id such as my-proj")
     if not LOCATION.fullmatch(location):
         raise ConfigError(f"{path}.location: {location!r} is not a Vertex AI location such as us-central1")
+    assert credentials_file is not None
+    if not credentials_file.startswith("/") or any(ord(c) < 0x20 for c in credentials_file):
+        raise ConfigError(  # each process reads it from its own disk: a relative path depends on where it started
+            f"{path}.credentials_file: an absolute path without control characters (/secrets/vertex-sa.json)"
+        )
     if _VERSIONED.search("/" + _path_of(base_url)) or "/projects/" in base_url:
         raise ConfigError(
             f"{path}.base_url: a `vertex` base_url is the regional endpoint without a path "

@@ -93,8 +93,9 @@ def auth_refusal(path: str, auth: ProviderAuth) -> Refused | None:
 
 def headers_refusal(path: str, headers: Mapping[str, str], auth: ProviderAuth | None) -> Refused | None:
     """Why extra headers cannot be sent, or None: more than `MAX_HEADERS`; a name not an HTTP
-    token, reserved, or the key's header; a value empty, too long, or holding a control
-    character (RFC 9110 §5.5). The value itself is never quoted (it may be a secret).
+    token, reserved, or the key's header; a value empty, too long, holding a control
+    character (RFC 9110 §5.5) or a character outside ASCII (the HTTP client sends values as
+    ASCII bytes). The value itself is never quoted (it may be a secret).
 
     Args:
         path: the field's path (`providers.vllm.headers`), named with the header.
@@ -119,6 +120,8 @@ def headers_refusal(path: str, headers: Mapping[str, str], auth: ProviderAuth | 
             return Refused(where, f"a value of 1 to {MAX_HEADER_VALUE_CHARS} characters")
         if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in value):
             return Refused(where, "the value holds a control character (CR, LF, NUL, ...)")
+        if not value.isascii():
+            return Refused(where, "the value holds a character outside ASCII (HTTP sends header values as bytes)")
     return None
 
 

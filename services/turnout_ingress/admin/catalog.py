@@ -41,7 +41,7 @@ from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
-from turnout.core.upstream_auth import ProviderAuth
+from turnout.core.upstream_auth import ProviderAuth, headers_refusal
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
@@ -148,6 +148,9 @@ def _header_refs(
         return current.headers if current is not None else None
     if spec.headers is None:
         return None
+    refused = headers_refusal(f"providers.{name}.headers", spec.headers, spec.auth)
+    if refused is not None:  # checked before sealing: the stored catalog holds no value it would not send
+        raise rejected(invalid(refused.param, refused.reason))
     refs: dict[str, KeyRef] = {}
     for header, value in spec.headers.items():
         binding = header_binding(PLATFORM_ORG, name, header, endpoint=False)

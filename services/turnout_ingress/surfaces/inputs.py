@@ -55,7 +55,14 @@ def check_text_input(value: object, field: str, *, empty: bool) -> None:
         return
     if len(value) > MAX_ITEMS:
         raise invalid(f"`{field}` may hold at most {MAX_ITEMS} inputs (got {len(value)}).", field)
-    strings = isinstance(value[0], str)
+    first = value[0]
+    if isinstance(first, int) and not isinstance(first, bool):  # one input of token ids with a bad item
+        i = next(i for i, t in enumerate(value) if not _is_tokens([t]))
+        raise invalid(
+            f"`{field}[{i}]` must be a token id (an integer from 0 to {TOKEN_HIGH}), like every item of a token array.",
+            f"{field}[{i}]",
+        )
+    strings = isinstance(first, str)
     for i, item in enumerate(value):
         if strings:
             if not isinstance(item, str) or (not item and not empty):

@@ -266,6 +266,8 @@ REFUSED = [
     ),
     ("bad_tool_choice", _req(tool_choice="sometimes"), "tool_choice"),
     ("system_only", {"model": "m", "messages": [{"role": "system", "content": "be terse"}]}, "messages"),
+    ("json_schema", _req(response_format={"type": "json_schema", "json_schema": {"name": "n"}}), "response_format"),
+    ("json_object", _req(response_format={"type": "json_object"}), "response_format"),
 ]
 
 

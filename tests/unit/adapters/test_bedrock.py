@@ -171,6 +171,7 @@ def test_tool_choice_none_sends_no_tools_unless_the_conversation_holds_tool_call
         ),
         ({"messages": [{"role": "function", "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}, "messages[0].content[0]"),
+        ({"messages": [{"role": "system", "content": "be nice"}]}, "messages"),
     ],
 )
 def test_what_converse_cannot_express_is_refused_naming_the_field(extra: dict[str, Any], param: str) -> None:
@@ -230,7 +231,7 @@ def test_without_keys_the_credential_chain_signs(monkeypatch: pytest.MonkeyPatch
 
 
 async def test_a_call_that_cannot_be_signed_is_an_auth_failure_without_a_request() -> None:
-    result = await _built(_spec({"messages": []}, key="not-a-bedrock-key"))
+    result = await _built(_spec({"messages": [{"role": "user", "content": "hi"}]}, key="not-a-bedrock-key"))
     assert result.outcome.status == 401 and classify(result.outcome) is FailureKind.AUTH
     assert "ACCESS_KEY_ID:SECRET_ACCESS_KEY" in result.outcome.message
 

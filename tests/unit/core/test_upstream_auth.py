@@ -69,6 +69,7 @@ def test_an_auth_that_cannot_be_sent_is_refused_naming_the_field(auth: ProviderA
         ({"X-Org": ""}, None, "p.headers.X-Org", "a value of 1 to"),
         ({"X-Org": "a\r\nX-Evil: 1"}, None, "p.headers.X-Org", "control character"),
         ({"X-Org": "a\x00"}, None, "p.headers.X-Org", "control character"),
+        ({"X-Org": "café"}, None, "p.headers.X-Org", "outside ASCII"),
         ({f"X-H{i}": "v" for i in range(MAX_HEADERS + 1)}, None, "p.headers", f"at most {MAX_HEADERS}"),
     ],
 )

@@ -43,7 +43,7 @@ def test_every_documented_embeddings_form_is_accepted_and_unknown_fields_kept(fi
         ({"input": ["a", 3]}, "input[1]", "non-empty string"),
         ({"input": [[1], "a"]}, "input[1]", "token ids"),
         ({"input": [[1], []]}, "input[1]", "token ids"),
-        ({"input": [1, -2]}, "input[0]", "token ids"),
+        ({"input": [1, -2]}, "input[1]", "token id"),
         ({"input": [True]}, "input[0]", "token ids"),
         ({"input": {"text": "x"}}, "input", "must be a string"),
         ({"input": ["a"] * 2049}, "input", "at most 2048 inputs (got 2049)"),
