@@ -4,8 +4,8 @@ Owns: the `POST` route of each surface of `turnout_ingress.surfaces.SURFACES` an
 pipeline behind it, written once: authenticate (401) → read the body (413) → the
 surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
 `prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
-(`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits
-(429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
+(`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits and
+the worst case reserved against a hard budget, one Lua call (429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
 the queue (SPEC §1: no upstream call on the ingress for it), answered by the worker →
 the answer rendered by the surface in its own shape, then a stateful surface's `settle`
 hook (a stream settles in its own renderer, before its last frame). A refusal at any step raises
@@ -43,6 +43,7 @@ from turnout_ingress import idempotency
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import Outlived, unless_client_leaves
 from turnout_ingress.preflight import check_plan
+from turnout_ingress.reservations import reservations
 from turnout_ingress.streaming import EventStreamResponse, serve_stream
 from turnout_ingress.surfaces import SURFACES, Inbound, Surface
 from turnout_ingress.validation import authenticate, read_body
@@ -105,7 +106,21 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
     key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
     try:
-        held = await state.limiter.admit(identity, inbound.body, len(raw), request_id, stream=inbound.stream)
+        held = await state.limiter.admit(
+            identity,
+            inbound.body,
+            len(raw),
+            request_id,
+            stream=inbound.stream,
+            reservations=reservations(
+                identity,
+                plan,
+                catalog,
+                inbound.body,
+                len(raw),
+                default_completion_tokens=state.config.raw.gateway.default_completion_tokens,
+            ),
+        )
     except RequestRejected as exc:  # a ceiling names the canonical field: name the client's
         client = surface.client_fields.get(exc.param or "")
         if client is None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -39,9 +39,11 @@ from turnout.core.limits import (
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import StateUnavailable
-from turnout.state.limit_store import Lease, LeaseKeeper, LimitStore
+from turnout.state.lease_keeper import LeaseKeeper
+from turnout.state.limit_store import Lease, LimitStore, Reservation
 from turnout.tenancy.identity import Identity
 from turnout_ingress.disconnect import Outlived
+from turnout_ingress.reservations import over_budget
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",
@@ -101,8 +103,10 @@ class Limiter:
         request_id: str,
         *,
         stream: bool,
+        reservations: Sequence[Reservation] = (),
     ) -> Held:
-        """Check the ceilings, then admit the request against every limit of its key.
+        """Check the ceilings, then admit the request against every limit of its key and reserve
+        its worst case against its hard budgets, in one Lua call (all or nothing).
 
         Args:
             identity: the caller (its `limits`, org first).
@@ -110,6 +114,7 @@ class Limiter:
             body_bytes: the request body's size (the prompt estimate).
             request_id: the lease id.
             stream: a streaming request (counts against `max_streams` too).
+            reservations: its hard budgets (`turnout_ingress.budgets.reservations`).
 
         Returns:
             What to release once the answer has been sent, and the
@@ -117,11 +122,12 @@ class Limiter:
 
         Raises:
             RequestRejected: 400 (`param` the field) above a ceiling; 429
-                `rate_limit_exceeded` at a limit.
+                `rate_limit_exceeded` at a limit; 429 `budget_exceeded` when its
+                worst case exceeds what is left of a hard budget.
             GatewayUnavailable: 503 `redis_unavailable`.
         """
         scopes = identity.limits
-        if not scopes:
+        if not scopes and not reservations:
             return NOT_LIMITED
         requested = _requested(body)
         over = check_ceilings(scopes, requested)
@@ -133,7 +139,7 @@ class Limiter:
                 param=over.field,
                 code="invalid_request",
             )
-        if not is_limited(scopes):
+        if not is_limited(scopes) and not reservations:
             return NOT_LIMITED
         completion = requested.get("max_completion_tokens", requested.get("max_tokens"))
         if completion is None and (bound := lowest(scopes, "max_tokens")) is not None:
@@ -145,13 +151,17 @@ class Limiter:
         )
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
-                admission = await self.store.admit(scopes, demand, request_id)
+                admission = await self.store.admit(scopes, demand, request_id, reservations=reservations)
         except (StateUnavailable, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",
                 retry_after_s=1,
                 code="redis_unavailable",
             ) from exc
+        if admission.budget_refused is not None:
+            raise over_budget(
+                identity, reservations[admission.budget_refused], admission.spent_micro, admission.held_micro
+            )
         verdict = admission.verdict
         headers = quota_headers(verdict)
         refusal = verdict.refusal
@@ -186,7 +196,7 @@ class Limiter:
 
         Shielded: a release started by a cancelled request still completes.
         """
-        if held.lease.sets:
+        if held.lease.held:
             await asyncio.shield(self.keeper.release(held.lease))
 
     async def answer(self, held: Held, respond: Awaitable[Response]) -> Response:
@@ -204,7 +214,7 @@ class Limiter:
             raise
         if held.headers:
             response.headers.update(held.headers)
-        if not held.lease.sets:
+        if not held.lease.held:
             return response
         if isinstance(response, Outlived):  # the client left, its job runs on: the slots stay until it ends
             response.work.add_done_callback(lambda _: self._release_soon(held))

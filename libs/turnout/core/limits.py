@@ -202,12 +202,11 @@ class CeilingExceeded(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def drained(bucket: Bucket, limit: int, now_ms: int) -> int:
-    """The bucket's level at `now_ms` (unit·ms, ≥ 0): it drains `limit` per ms."""
+    """The bucket's level at `now_ms` (unit·ms, ≥ 0): it drains `limit` per ms (a level above
+    the capacity, a `tpm` debt left by usage, `turnout.core.reserve.charged`, drains the same way)."""
     elapsed_ms = now_ms - bucket.at_ms
     if elapsed_ms <= 0:
         return bucket.level
-    if elapsed_ms >= WINDOW_MS:
-        return 0
     return max(0, bucket.level - elapsed_ms * limit)
 
 
