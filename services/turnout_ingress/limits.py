@@ -15,6 +15,8 @@ serving a limited key unmetered would break the limit silently).
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -29,6 +31,7 @@ from turnout.core.limits import (
     Demand,
     LimitName,
     Quota,
+    ScopeLimits,
     Verdict,
     check_ceilings,
     estimate_tokens,
@@ -36,14 +39,18 @@ from turnout.core.limits import (
     is_limited,
     lowest,
 )
+from turnout.core.reserve import reported_tokens
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import StateUnavailable
 from turnout.state.lease_keeper import LeaseKeeper
 from turnout.state.limit_store import Lease, LimitStore, Reservation
+from turnout.state.token_charge import TokenCharger
 from turnout.tenancy.identity import Identity
 from turnout_ingress.disconnect import Outlived
 from turnout_ingress.reservations import over_budget
+
+log = logging.getLogger("turnout.limits")
 
 _WHAT: dict[LimitName, str] = {
     "rpm": "requests per minute (rpm)",
@@ -54,10 +61,14 @@ _WHAT: dict[LimitName, str] = {
 
 
 class Held(msgspec.Struct, frozen=True, kw_only=True):
-    """An admitted request: its lease (release it once answered) and the headers to add."""
+    """An admitted request: its lease (release it once answered), the headers to add, and
+    for a key with a `tpm` limit, its scopes and the tokens admission charged (settled to
+    the answer's usage by `Limiter.used`)."""
 
     lease: Lease
     headers: dict[str, str]
+    scopes: tuple[ScopeLimits, ...] = ()
+    estimate: int = 0
 
 
 NOT_LIMITED = Held(lease=Lease(id=""), headers={})
@@ -75,6 +86,16 @@ def quota_headers(verdict: Verdict) -> dict[str, str]:
     return headers
 
 
+def answer_tokens(body: bytes) -> int | None:
+    """The tokens a successful answer's body reports (`turnout.core.reserve.reported_tokens`),
+    or None: not JSON, or no usage in it."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return reported_tokens(answer) if isinstance(answer, dict) else None
+
+
 def _requested(body: Mapping[str, Any]) -> dict[str, int]:
     return {f: v for f in ("max_tokens", "max_completion_tokens", "n") if isinstance(v := body.get(f), int)}
 
@@ -85,6 +106,7 @@ class Limiter:
     def __init__(self, redis: Redis, *, lease_ms: int = 30_000) -> None:
         self.store = LimitStore(redis, lease_ms=lease_ms)
         self.keeper = LeaseKeeper(self.store)
+        self.charger = TokenCharger(redis)
         self._releasing: set[asyncio.Task[None]] = set()  # releases started by work that outlived its client
 
     def start(self) -> None:
@@ -167,7 +189,8 @@ class Limiter:
         refusal = verdict.refusal
         if refusal is None:
             self.keeper.hold(admission.lease)
-            return Held(lease=admission.lease, headers=headers)
+            metered = tuple(s for s in scopes if s.limits.tpm is not None)
+            return Held(lease=admission.lease, headers=headers, scopes=metered, estimate=demand.tokens)
         scope = scopes[refusal.scope]
         limit = getattr(scope.limits, refusal.limit)
         if refusal.retry_after_ms is None:
@@ -190,6 +213,22 @@ class Limiter:
             code="rate_limit_exceeded",
             headers=headers,
         )
+
+    def used(self, held: Held, tokens: int | None) -> None:
+        """Settle `held`'s `tpm` charge to the `tokens` its answer reported (None: it reported
+        none, the estimate stands), in the background; never raises (issue #40 item 4)."""
+        if tokens is None or not held.scopes or tokens == held.estimate:
+            return
+        task = asyncio.get_running_loop().create_task(self._charge(held, tokens))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _charge(self, held: Held, tokens: int) -> None:
+        try:
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
+                await self.charger.charge(held.scopes, held.estimate, tokens)
+        except (StateUnavailable, TimeoutError) as exc:
+            log.warning("tpm usage of %s not charged (Redis): %s", held.lease.id, type(exc).__name__)
 
     async def release(self, held: Held) -> None:
         """Free the request's concurrency slots; never raises (they expire otherwise).

@@ -31,6 +31,7 @@ KEYS = {
     "streams": "tk-test-budget-streams-01",
     "messages": "tk-test-budget-messages-1",
     "tpm": "tk-test-budget-tpm-000001",
+    "tpm-stream": "tk-test-budget-tpm-stream",
 }
 BUDGET_USD = 0.9
 WORST_USD = 0.2
@@ -51,6 +52,7 @@ orgs:
       - {{name: streams, key: {streams}, settings: {{budget: {{usd: 0.9, period: day, hard: true}}}}}}
       - {{name: messages, key: {messages}, settings: {{budget: {{usd: 0.9, period: day, hard: true}}}}}}
       - {{name: tpm, key: {tpm}, settings: {{limits: {{tpm: 1000}}}}}}
+      - {{name: tpm-stream, key: {tpm_stream}, settings: {{limits: {{tpm: 1000}}}}}}
 """
 
 HELLO: Any = [{"role": "user", "content": "hi"}]
@@ -58,7 +60,7 @@ HELLO: Any = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture(scope="module")
 def budget_gw() -> Iterator[Gateway]:
-    with running_gateway(CONFIG, **KEYS) as gateway:
+    with running_gateway(CONFIG, **{k.replace("-", "_"): v for k, v in KEYS.items()}) as gateway:
         yield gateway
 
 
@@ -155,3 +157,38 @@ def test_budget_50_concurrent_anthropic_messages_spend_at_most_the_budget_plus_o
         _check(budget_gw, "messages", _burst(one), "pricey-anth~200+300ms")
     finally:
         client.close()
+
+
+def _tpm_run(gw: Gateway, key: str, *, stream: bool) -> tuple[list[int], int]:
+    """6 requests without `max_tokens` to `long` (2,000 tokens each) under `tpm: 1000`, one
+    every 0.3 s: their statuses and the tokens the served ones used."""
+    client = gw.client(KEYS[key])
+    statuses, used = [], 0
+    for _ in range(6):
+        try:
+            if stream:
+                with client.chat.completions.create(
+                    model="long", messages=HELLO, stream=True, stream_options={"include_usage": True}
+                ) as events:
+                    for event in events:
+                        used += event.usage.total_tokens if event.usage else 0
+            else:
+                answer = client.chat.completions.create(model="long", messages=HELLO)
+                used += answer.usage.total_tokens if answer.usage else 0
+            statuses.append(200)
+        except openai.RateLimitError as exc:
+            assert exc.code == "rate_limit_exceeded" and "tpm" in exc.message
+            statuses.append(429)
+        time.sleep(0.3)  # the usage is charged just after the answer
+    return statuses, used
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["queued", "streams"])
+def test_tpm_is_settled_by_usage_so_requests_without_max_tokens_stay_bounded(budget_gw: Gateway, stream: bool) -> None:
+    """Each answer uses 2,000 tokens though its estimate is about 20: the first is admitted,
+    its usage leaves the bucket in debt (about a minute), so the next five wait (before #40:
+    6 served, 12,000 tokens in a few seconds)."""
+    statuses, used = _tpm_run(budget_gw, "tpm-stream" if stream else "tpm", stream=stream)
+    print(f"\ntpm 1000 ({'streams' if stream else 'queued'}): {statuses.count(200)}/6 served, {used} tokens used")
+    assert statuses == [200] + [429] * 5
+    assert used <= 1000 + 2_100  # the limit plus one request

@@ -34,7 +34,8 @@ Rules:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 MICRO_PER_USD = 1_000_000
 """Micro-USD per USD: the unit reservations are kept in."""
@@ -98,3 +99,36 @@ def charged(level: int, estimate: int, used: int, window_ms: int) -> int:
     wait out) and never drops below 0.
     """
     return max(0, level + (used - estimate) * window_ms)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def reported_tokens(answer: Mapping[str, Any]) -> int | None:
+    """The tokens an answer body says it used (prompt and completion), or None when it says none.
+
+    Reads the usage of every shape a surface answers in: OpenAI's chat and legacy
+    completions and embeddings (`usage.total_tokens`, else `prompt_tokens` +
+    `completion_tokens`), Anthropic's Messages and OpenAI's Responses (`usage.input_tokens`
+    + `output_tokens`, with Anthropic's cache reads and writes), Gemini's
+    (`usageMetadata.totalTokenCount`).
+    """
+    usage = answer.get("usage")
+    if isinstance(usage, Mapping):
+        if "total_tokens" in usage:
+            return _count(usage.get("total_tokens"))
+        fields = (
+            "prompt_tokens",
+            "completion_tokens",
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        )
+        if any(f in usage for f in fields):
+            return sum(_count(usage.get(f)) for f in fields)
+    metadata = answer.get("usageMetadata")
+    if isinstance(metadata, Mapping) and "totalTokenCount" in metadata:
+        return _count(metadata.get("totalTokenCount"))
+    return None

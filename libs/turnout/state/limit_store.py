@@ -41,7 +41,7 @@ from turnout.state.errors import maps_state_errors
 log = logging.getLogger("turnout.limits")
 
 
-def _now_ms(arg: int | str) -> str:
+def now_ms_lua(arg: int | str) -> str:
     """Lua setting `now` (epoch ms) from `ARGV[arg]`, or from Redis `TIME` when that is ''."""
     return (
         f"local now = tonumber(ARGV[{arg}])\n"
@@ -63,7 +63,7 @@ def _now_ms(arg: int | str) -> str:
 # A reservation is a member `<lease id> <µUSD>` of the budget's set, scored by its expiry
 # (epoch ms): expired members are dropped before the sum (`turnout.core.reserve.fits`).
 _ADMIT = (
-    _now_ms(1)
+    now_ms_lua(1)
     + """
 local lease_ms = tonumber(ARGV[3])
 local tokens = tonumber(ARGV[4])
@@ -175,7 +175,7 @@ return out
 
 # KEYS: lease sets   ARGV: lease id, lease ms, now ms ('' = Redis TIME)
 _RENEW = (
-    _now_ms(3)
+    now_ms_lua(3)
     + """
 local lease_ms = tonumber(ARGV[2])
 for _, key in ipairs(KEYS) do
@@ -191,7 +191,7 @@ return 1
 # KEYS: reservation sets   ARGV: member per key..., hold ms, now ms ('' = Redis TIME)
 # Each member's expiry becomes now + hold (if it is still there); the set lives at least as long.
 _SETTLE = (
-    _now_ms("#ARGV")
+    now_ms_lua("#ARGV")
     + """
 local hold = tonumber(ARGV[#ARGV - 1])
 for i, key in ipairs(KEYS) do
@@ -253,7 +253,8 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     held_micro: int = 0
 
 
-def _keys_of(scope: ScopeLimits) -> list[str]:
+def keys_of(scope: ScopeLimits) -> list[str]:
+    """The scope's counters: rpm bucket, tpm bucket, lease set, stream lease set."""
     return [keys.limit_key(scope.kind, scope.org, scope.id, counter) for counter in ("rpm", "tpm", "conc", "streams")]
 
 
@@ -308,7 +309,7 @@ class LimitStore:
             len(scopes),
         ]
         for scope in scopes:
-            key_list += _keys_of(scope)
+            key_list += keys_of(scope)
             lim = scope.limits
             args += [lim.rpm or 0, lim.tpm or 0, lim.max_concurrent or 0, lim.max_streams or 0]
         for reservation in reservations:
@@ -341,7 +342,7 @@ class LimitStore:
         sets: list[str] = []
         if admitted:
             for scope in scopes:
-                conc_key, streams_key = _keys_of(scope)[2:]
+                conc_key, streams_key = keys_of(scope)[2:]
                 if scope.limits.max_concurrent is not None:
                     sets.append(conc_key)
                 if demand.stream and scope.limits.max_streams is not None:

@@ -83,3 +83,14 @@ def test_tpm_debt_carries_into_the_next_window_and_drains_at_the_limit(
     assert after == max(0, level + (used - estimate) * WINDOW_MS)
     left = drained(Bucket(level=after, at_ms=0), limit, later_ms)
     assert left == max(0, after - later_ms * limit)  # a debt is not forgotten after one window
+
+
+def test_reported_tokens_reads_every_surfaces_usage() -> None:
+    from turnout.core.reserve import reported_tokens
+
+    assert reported_tokens({"usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}}) == 12
+    assert reported_tokens({"usage": {"input_tokens": 5, "output_tokens": 7, "cache_read_input_tokens": 3}}) == 15
+    assert reported_tokens({"usageMetadata": {"totalTokenCount": 9}}) == 9
+    assert reported_tokens({"usage": None}) is None
+    assert reported_tokens({"choices": []}) is None
+    assert reported_tokens({"usage": {"total_tokens": -1}}) == 0

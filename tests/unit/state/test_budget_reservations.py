@@ -77,3 +77,24 @@ async def test_settled_reservation_holds_for_the_ledger_then_goes_and_a_dead_one
     assert (
         await store.admit([], PLAIN, "f", reservations=[_budget(600_000)], now_ms=T0 + 2_600)
     ).budget_refused is None
+
+
+async def test_tpm_charge_matches_the_pure_settlement_and_keeps_a_debt(redis_client: Redis) -> None:
+    from turnout.core.limits import WINDOW_MS, Bucket, drained
+    from turnout.core.reserve import charged
+    from turnout.state.token_charge import TokenCharger
+
+    scopes = [ScopeLimits(kind="key", org="acme", id="bot", limits=Limits(tpm=1_000))]
+    store, charger = LimitStore(redis_client), TokenCharger(redis_client)
+    demand = Demand(tokens=20, stream=False, lease_ms=1_000)
+    assert (await store.admit(scopes, demand, "a", now_ms=T0)).verdict.admitted
+    await charger.charge(scopes, 20, 2_000, now_ms=T0 + 100)
+    level = charged(drained(Bucket(level=20 * WINDOW_MS, at_ms=T0), 1_000, T0 + 100), 20, 2_000, WINDOW_MS)
+    raw = await redis_client.hmget(keys.limit_key("key", "acme", "bot", "tpm"), ["l", "t"])  # type: ignore[misc]
+    assert (int(raw[0]), int(raw[1])) == (level, T0 + 100)
+    # a window later the debt is still there: refused until it has drained below the capacity
+    refused = await store.admit(scopes, demand, "b", now_ms=T0 + 100 + WINDOW_MS)
+    assert refused.verdict.refusal is not None and refused.verdict.refusal.limit == "tpm"
+    wait = refused.verdict.refusal.retry_after_ms
+    assert wait is not None and wait > 0
+    assert (await store.admit(scopes, demand, "c", now_ms=T0 + 100 + WINDOW_MS + wait)).verdict.admitted
