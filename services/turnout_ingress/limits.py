@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 from turnout.core.limits import (
     Demand,
     LimitName,
+    Limits,
     Quota,
     ScopeLimits,
     Verdict,
@@ -171,9 +172,38 @@ class Limiter:
             stream=stream,
             lease_ms=self.store.lease_ms,
         )
+        return await self._decide(identity, scopes, demand, request_id, reservations)
+
+    async def admit_count(self, identity: Identity, request_id: str) -> Held:
+        """Admit a `POST /v1/messages/count_tokens` against the `rpm` of every scope of its key,
+        on counters of its own (`count:rpm`: counting does not spend the key's model calls,
+        nor they its counts; issue #40).
+
+        Raises:
+            RequestRejected: 429 `rate_limit_exceeded` over an `rpm`.
+            GatewayUnavailable: 503 `redis_unavailable`.
+        """
+        scopes = tuple(
+            msgspec.structs.replace(s, limits=Limits(rpm=s.limits.rpm)) for s in identity.limits if s.limits.rpm
+        )
+        if not scopes:
+            return NOT_LIMITED
+        demand = Demand(tokens=0, stream=False, lease_ms=self.store.lease_ms)
+        return await self._decide(identity, scopes, demand, request_id, (), family="count:")
+
+    async def _decide(
+        self,
+        identity: Identity,
+        scopes: Sequence[ScopeLimits],
+        demand: Demand,
+        request_id: str,
+        reservations: Sequence[Reservation],
+        family: str = "",
+    ) -> Held:
+        """`admit`'s Lua call and its answer: the held admission, or the refusal raised."""
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
-                admission = await self.store.admit(scopes, demand, request_id, reservations=reservations)
+                admission = await self.store.admit(scopes, demand, request_id, reservations=reservations, family=family)
         except (StateUnavailable, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",

@@ -1,7 +1,11 @@
 """`POST /v1/messages/count_tokens`: Anthropic's token count, from the provider or estimated.
 
 Owns: counting a Messages body's input tokens. When an offer of the model
-is served by an `anthropic` provider with a platform key, that provider's
+is served by an `anthropic` provider with a key the caller's `key_mode` lets
+it use (`turnout.tenancy.byok.resolve_call`, as its model calls choose: its
+own key, the platform key, or none — an `own_only` key with a key of its own
+for the model never reaches the platform key; a tenant custom endpoint is
+never asked), that provider's
 own `POST {base_url}/v1/messages/count_tokens` answers, and for a `gemini`
 provider the Gemini API's `POST {base_url}/v1beta/models/{model}:countTokens`
 (`{"totalTokens": N}`; the body translated as a chat request to that
@@ -26,6 +30,8 @@ import httpx
 
 from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
 from turnout.adapters.gemini import count_tokens_call
+from turnout.tenancy.byok import resolve_call
+from turnout.tenancy.identity import Identity
 from turnout_ingress.messages_wire import to_openai_request
 
 if TYPE_CHECKING:
@@ -67,18 +73,25 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
     return max(1, math.ceil(sum(len(p) for p in parts) / CHARS_PER_TOKEN))
 
 
-async def count_input_tokens(state: IngressState, plan: Plan, body: dict[str, Any]) -> tuple[int, str | None]:
+async def count_input_tokens(
+    state: IngressState, plan: Plan, body: dict[str, Any], identity: Identity
+) -> tuple[int, str | None]:
     """The input tokens of `body`, and the provider that counted them (None: estimated).
 
     Args:
-        plan: the request's plan (offers in order).
+        plan: the request's plan (offers in order; its `key_mode` chooses each offer's key).
         body: the checked Anthropic Messages body (without `stream`).
+        identity: the caller (its org's own keys, its policy).
     """
     tried: set[str] = set()
+    tenant = state.keyring.credentials(identity.org)
     for entry in plan.entries:
         target = entry.target
-        provider = state.catalog.providers.get(target.provider)
-        if provider is None or provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
+        call = resolve_call(state.catalog, tenant, target, key_mode=plan.key_mode, policy=identity.policy)
+        if call is None or call.custom:
+            continue
+        provider = call.provider
+        if provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
             continue
         tried.add(target.key)
         model_body = {**body, "model": target.model}

@@ -60,24 +60,22 @@ HELLO: Any = [{"role": "user", "content": "hi"}]
 
 @pytest.fixture(scope="module")
 def budget_gw() -> Iterator[Gateway]:
-    with running_gateway(CONFIG, **{k.replace("-", "_"): v for k, v in KEYS.items()}) as gateway:
+    fields: dict[str, Any] = {k.replace("-", "_"): v for k, v in KEYS.items()}  # the template's key fields
+    with running_gateway(CONFIG, **fields) as gateway:
         yield gateway
 
 
 def _spent(gw: Gateway, key_name: str) -> float:
     """The key's spend today in the ledger, USD, once the ledger has settled (flushes every 0.25 s)."""
-    store = redis.Redis.from_url(gw.redis_url)
-    try:
+    with redis.Redis.from_url(gw.redis_url) as store:
         ledger = keys.spend_key("acme", "day", period_id("day", time.time()))
         last, deadline = -1.0, time.monotonic() + 10
         while True:
             time.sleep(0.6)
-            now = float(store.hget(ledger, f"key:{key_name}") or 0)  # type: ignore[arg-type]
+            now = float(store.hget(ledger, f"key:{key_name}") or 0)
             if now == last or time.monotonic() > deadline:
                 return now
             last = now
-    finally:
-        store.close()
 
 
 def _burst(call: Callable[[], int]) -> list[int]:

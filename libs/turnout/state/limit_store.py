@@ -253,9 +253,11 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     held_micro: int = 0
 
 
-def keys_of(scope: ScopeLimits) -> list[str]:
-    """The scope's counters: rpm bucket, tpm bucket, lease set, stream lease set."""
-    return [keys.limit_key(scope.kind, scope.org, scope.id, counter) for counter in ("rpm", "tpm", "conc", "streams")]
+def keys_of(scope: ScopeLimits, family: str = "") -> list[str]:
+    """The scope's counters: rpm bucket, tpm bucket, lease set, stream lease set (`family`
+    prefixed to their names: a route with counters of its own, `count:` for count_tokens)."""
+    counters = ("rpm", "tpm", "conc", "streams")
+    return [keys.limit_key(scope.kind, scope.org, scope.id, family + counter) for counter in counters]
 
 
 @maps_state_errors
@@ -282,6 +284,7 @@ class LimitStore:
         lease_id: str,
         *,
         reservations: Sequence[Reservation] = (),
+        family: str = "",
         now_ms: int | None = None,
     ) -> Admission:
         """Admit or refuse a request against every scope's limits in one Lua call.
@@ -292,6 +295,7 @@ class LimitStore:
                 the store's `lease_ms` applies).
             lease_id: unique per request (the request id).
             reservations: the hard budgets to reserve the worst case against (all or none).
+            family: the counters' family (`keys_of`): "" for model calls.
             now_ms: the time to decide at, epoch ms; None = Redis `TIME`.
 
         Raises:
@@ -309,7 +313,7 @@ class LimitStore:
             len(scopes),
         ]
         for scope in scopes:
-            key_list += keys_of(scope)
+            key_list += keys_of(scope, family)
             lim = scope.limits
             args += [lim.rpm or 0, lim.tpm or 0, lim.max_concurrent or 0, lim.max_streams or 0]
         for reservation in reservations:
@@ -342,7 +346,7 @@ class LimitStore:
         sets: list[str] = []
         if admitted:
             for scope in scopes:
-                conc_key, streams_key = keys_of(scope)[2:]
+                conc_key, streams_key = keys_of(scope, family)[2:]
                 if scope.limits.max_concurrent is not None:
                     sets.append(conc_key)
                 if demand.stream and scope.limits.max_streams is not None:
