@@ -129,7 +129,9 @@ def install(app: FastAPI, state: IngressState) -> None:
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             try:
-                plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
+                plan, view = await state.router.plan(
+                    str(body["model"]), identity.settings, identity.policy, identity.org
+                )
             except UnknownModel as exc:
                 raise RequestRejected(
                     404, f"The model `{body['model']}` does not exist.", code="model_not_found", param="model"
@@ -143,7 +145,7 @@ def install(app: FastAPI, state: IngressState) -> None:
                     param="model",
                 )
             held = await state.limiter.admit_count(identity, request_id)  # 429 over an `rpm`
-            tokens, provider = await count_input_tokens(state, plan, body, identity)
+            tokens, provider = await count_input_tokens(state, plan, body, identity, view)
         except RequestRejected as exc:
             door_refused(request, exc.status_code, exc.code)
             return rejected(exc, request_id)
