@@ -301,6 +301,9 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
         refusals_max_per_org: door-refusal rows kept per org, and for the callers not
             identified, each in its own Redis stream (approximate, `XADD MAXLEN ~`);
             0 stores none (they are still counted and logged; README "Door refusals").
+        default_completion_tokens: the completion tokens a request that sends no `max_tokens`
+            (and meets no `max_tokens` ceiling) is assumed to use, per choice, when admission
+            reserves its worst case against a hard budget (README "Budgets"); 1 to 2³¹ − 1.
     """
 
     max_body_bytes: AtLeastOne = 4 * 1024 * 1024
@@ -319,6 +322,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     responses_per_org: AtLeastOne = 1000
     responses_max_bytes: Annotated[int, msgspec.Meta(ge=1024, le=MOST)] = 8 * 1024 * 1024
     refusals_max_per_org: Annotated[int, msgspec.Meta(ge=0, le=MOST)] = 1000
+    default_completion_tokens: Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1, description="1 to 2^31 - 1")] = 4096
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

@@ -6,7 +6,8 @@ request whose hard budget is spent (429 `budget_exceeded`, `Retry-After`
 until the period resets), and handing on an identity whose routing settings
 the strategy's rule has shaped (its model in place of the requested one, its
 own fallback; the reroute list ignored). The decision itself is
-`turnout.core.budget.decide`.
+`turnout.core.budget.decide`. The reservation of a request's worst case
+against a hard budget, once its plan is known, is `turnout_ingress.reservations`.
 """
 
 from __future__ import annotations
@@ -18,21 +19,13 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from turnout.core.budget import Refused, decide, with_strategy
-from turnout.core.spend import KEY_PREFIX, SQUAD_PREFIX
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.identity import Identity
+from turnout_ingress.reservations import whose
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
-
-
-def _whose(field: str) -> str:
-    if field.startswith(SQUAD_PREFIX):
-        return f"squad `{field[len(SQUAD_PREFIX) :]}`"
-    if field.startswith(KEY_PREFIX):
-        return f"key `{field[len(KEY_PREFIX) :]}`"
-    return "organization"
 
 
 async def budgeted(state: IngressState, identity: Identity, now_s: float | None = None) -> Identity:
@@ -67,7 +60,7 @@ async def budgeted(state: IngressState, identity: Identity, now_s: float | None 
         resets = datetime.fromtimestamp(decision.resets_at_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         raise RequestRejected(
             429,
-            f"The {_whose(scope.field)} budget of {decision.budget_usd:g} USD per "
+            f"The {whose(scope.field)} budget of {decision.budget_usd:g} USD per "
             f"{scope.budget.period if scope.budget else 'period'} is spent ({decision.spent_usd:.6g} USD); "
             f"it resets at {resets}.",
             error_type="insufficient_quota",

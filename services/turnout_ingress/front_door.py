@@ -4,10 +4,10 @@ Owns: the `POST` route of each surface of `turnout_ingress.surfaces.SURFACES` an
 pipeline behind it, written once: authenticate (401) → read the body (413) → the
 surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
 `prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
-(`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits
-(429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
+(`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits and
+the worst case reserved against a hard budget, one Lua call (429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
 the queue (SPEC §1: no upstream call on the ingress for it), answered by the worker →
-the answer rendered by the surface in its own shape, then a stateful surface's `settle`
+the answer rendered by the surface in its own shape (its usage settles `tpm`), then a stateful surface's `settle`
 hook (a stream settles in its own renderer, before its last frame). A refusal at any step raises
 `RequestRejected` or `GatewayUnavailable`, answered by the app's handlers
 (`turnout_ingress.errors`) in the shape of the route it came to.
@@ -22,6 +22,7 @@ Must not import: `turnout_ingress.app` (the app factory calls `install`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NamedTuple
@@ -42,7 +43,9 @@ from turnout.wire import JobPayload
 from turnout_ingress import idempotency
 from turnout_ingress.budgets import budgeted
 from turnout_ingress.disconnect import Outlived, unless_client_leaves
+from turnout_ingress.limits import answer_tokens
 from turnout_ingress.preflight import check_plan
+from turnout_ingress.reservations import reservations
 from turnout_ingress.streaming import EventStreamResponse, serve_stream
 from turnout_ingress.surfaces import SURFACES, Inbound, Surface
 from turnout_ingress.validation import authenticate, read_body
@@ -66,6 +69,7 @@ class Admitted(NamedTuple):
     plan: Plan
     view: HealthView
     catalog: Catalog
+    used: Callable[[int | None], None] | None  # settles `tpm` to the answer's tokens; None: no `tpm`
 
 
 def install(app: FastAPI, state: IngressState) -> None:
@@ -105,7 +109,21 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
     key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
     try:
-        held = await state.limiter.admit(identity, inbound.body, len(raw), request_id, stream=inbound.stream)
+        held = await state.limiter.admit(
+            identity,
+            inbound.body,
+            len(raw),
+            request_id,
+            stream=inbound.stream,
+            reservations=reservations(
+                identity,
+                plan,
+                catalog,
+                inbound.body,
+                len(raw),
+                default_completion_tokens=state.config.raw.gateway.default_completion_tokens,
+            ),
+        )
     except RequestRejected as exc:  # a ceiling names the canonical field: name the client's
         client = surface.client_fields.get(exc.param or "")
         if client is None:
@@ -118,7 +136,8 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
             param=client,
             headers=exc.headers,
         ) from None
-    admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog)
+    used = functools.partial(state.limiter.used, held) if held.scopes else None
+    admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog, used)
     if inbound.stream:  # a stream is never replayed (turnout_ingress.idempotency)
         serving = idempotency.stream_once(
             state, key, raw, identity, request_id, deadline, lambda: _streamed(state, surface, request, admitted)
@@ -142,6 +161,7 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
         catalog=admitted.catalog,
         operation=admitted.inbound.operation,
         native=admitted.inbound.native,
+        used=admitted.used,
     )
     if isinstance(response, EventStreamResponse) and response.shape != CHAT:
         # a native stream: the provider's events, already in the surface's shape
@@ -207,6 +227,8 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         result = submit.result()
     except TimeoutError:
         return _budget_exhausted(surface, admitted)
+    if result.status_code == 200 and admitted.used is not None:
+        admitted.used(answer_tokens(result.body))
     answer = _headed(
         surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape),
         admitted.inbound,

@@ -1,7 +1,8 @@
 """The rest of the Anthropic surface: count_tokens, the models list, errors on any `/v1/messages` path.
 
 Owns:
-- `POST /v1/messages/count_tokens` (counting: `messages_tokens`);
+- `POST /v1/messages/count_tokens` (counting: `messages_tokens`), admitted against the
+  key's `rpm` on counters of its own (`Limiter.admit_count`; 429 over it);
 - `anthropic_models`: `GET /v1/models` in Anthropic's shape, for callers that
   send `anthropic-version` (the Anthropic SDKs always do);
 - Anthropic-format errors for every other path and method under
@@ -128,7 +129,9 @@ def install(app: FastAPI, state: IngressState) -> None:
             except WireError as exc:
                 raise RequestRejected(400, exc.message, param=exc.param) from exc
             try:
-                plan, _ = await state.router.plan(str(body["model"]), identity.settings, identity.policy, identity.org)
+                plan, view = await state.router.plan(
+                    str(body["model"]), identity.settings, identity.policy, identity.org
+                )
             except UnknownModel as exc:
                 raise RequestRejected(
                     404, f"The model `{body['model']}` does not exist.", code="model_not_found", param="model"
@@ -141,14 +144,19 @@ def install(app: FastAPI, state: IngressState) -> None:
                     code="wrong_model_type",
                     param="model",
                 )
-            tokens, provider = await count_input_tokens(state, plan, body)
+            held = await state.limiter.admit_count(identity, request_id)  # 429 over an `rpm`
+            tokens, provider = await count_input_tokens(state, plan, body, identity, view)
         except RequestRejected as exc:
             door_refused(request, exc.status_code, exc.code)
             return rejected(exc, request_id)
         except GatewayUnavailable as exc:
             door_refused(request, 503, exc.code)
             return anthropic_error(503, exc.message, request_id, {"retry-after": str(exc.retry_after_s)})
-        headers = {"x-request-id": request_id, "x-turnout-count-source": "provider" if provider else "estimate"}
+        headers = {
+            **held.headers,
+            "x-request-id": request_id,
+            "x-turnout-count-source": "provider" if provider else "estimate",
+        }
         if provider:
             headers["x-turnout-provider"] = provider
         return Response(_encode.encode({"input_tokens": tokens}), media_type=JSON, headers=headers)

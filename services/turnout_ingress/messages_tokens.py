@@ -1,7 +1,11 @@
 """`POST /v1/messages/count_tokens`: Anthropic's token count, from the provider or estimated.
 
 Owns: counting a Messages body's input tokens. When an offer of the model
-is served by an `anthropic` provider with a platform key, that provider's
+is served by an `anthropic` provider with a key the caller's `key_mode` lets
+it use (`turnout.tenancy.byok.resolve_call`, as its model calls choose: its
+own key, the platform key, or none — an `own_only` key with a key of its own
+for the model never reaches the platform key; a tenant custom endpoint is
+never asked), that provider's
 own `POST {base_url}/v1/messages/count_tokens` answers, and for a `gemini`
 provider the Gemini API's `POST {base_url}/v1beta/models/{model}:countTokens`
 (`{"totalTokens": N}`; the body translated as a chat request to that
@@ -11,8 +15,9 @@ answered within `UPSTREAM_TIMEOUT_S` — the count is an estimate: one token
 per `CHARS_PER_TOKEN` characters of the text the model would read (system
 prompt, message text, tool inputs and results, tool definitions), rounded up,
 at least 1. The answer says which in `x-turnout-count-source` (`provider`
-or `estimate`). No attempt is recorded and no breaker is touched: counting
-is not a model call.
+or `estimate`). An offer whose breaker rests (`resting`) is not asked; no
+attempt is recorded and no breaker counts a count: counting is not a model
+call.
 Must not import: `turnout_ingress.app`.
 """
 
@@ -26,10 +31,13 @@ import httpx
 
 from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
 from turnout.adapters.gemini import count_tokens_call
+from turnout.tenancy.byok import resolve_call
+from turnout.tenancy.identity import Identity
 from turnout_ingress.messages_wire import to_openai_request
 
 if TYPE_CHECKING:
     from turnout.core.plan import Plan
+    from turnout.health import HealthView
     from turnout_ingress.state import IngressState
 
 CHARS_PER_TOKEN = 4
@@ -67,18 +75,36 @@ def estimate_input_tokens(body: dict[str, Any]) -> int:
     return max(1, math.ceil(sum(len(p) for p in parts) / CHARS_PER_TOKEN))
 
 
-async def count_input_tokens(state: IngressState, plan: Plan, body: dict[str, Any]) -> tuple[int, str | None]:
+def resting(view: HealthView | None, target: str) -> bool:
+    """True when `target`'s breaker keeps calls off it now: tripped (OPEN, or HALF_OPEN, whose
+    one probe is a model call's, SPEC §5) or inside a provider's Retry-After. A count is never
+    a probe, and its outcome is not counted: counting is not a model call."""
+    if view is None or view.degraded:
+        return False
+    snap = view.snapshot(target)
+    return snap.open or snap.not_before_s > view.store_now()
+
+
+async def count_input_tokens(
+    state: IngressState, plan: Plan, body: dict[str, Any], identity: Identity, view: HealthView | None = None
+) -> tuple[int, str | None]:
     """The input tokens of `body`, and the provider that counted them (None: estimated).
 
     Args:
-        plan: the request's plan (offers in order).
+        plan: the request's plan (offers in order; its `key_mode` chooses each offer's key).
         body: the checked Anthropic Messages body (without `stream`).
+        identity: the caller (its org's own keys, its policy).
+        view: the health read the plan was made with: an offer whose breaker rests is skipped.
     """
     tried: set[str] = set()
+    tenant = state.keyring.credentials(identity.org)
     for entry in plan.entries:
         target = entry.target
-        provider = state.catalog.providers.get(target.provider)
-        if provider is None or provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
+        call = resolve_call(state.catalog, tenant, target, key_mode=plan.key_mode, policy=identity.policy)
+        if call is None or call.custom or resting(view, target.key):
+            continue
+        provider = call.provider
+        if provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
             continue
         tried.add(target.key)
         model_body = {**body, "model": target.model}

@@ -13,6 +13,7 @@ upstream stream (the relay's cleanup).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -20,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from turnout.adapters.base import Usage
 from turnout.adapters.exchange import open_stream
 from turnout.answer import answer_of, served_headers
 from turnout.catalog import Catalog
@@ -27,9 +29,10 @@ from turnout.core.deadline import Deadline
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.plan import Plan
+from turnout.core.types import FailureKind
 from turnout.health import HealthView
 from turnout.observability.telemetry import request_span
-from turnout.router import RequestInfo, RouteResult
+from turnout.router import Finish, RequestInfo, RouteResult
 from turnout.streaming.continuation import Continuation
 from turnout.streaming.relay import relay
 from turnout.tenancy.identity import Identity
@@ -100,6 +103,7 @@ async def serve_stream(
     catalog: Catalog | None = None,
     operation: Operation = "chat",
     native: Native | None = None,
+    used: Callable[[int | None], None] | None = None,
 ) -> Response:
     """Answer a `stream: true` request (SPEC §8) within `deadline` (the request's, from its arrival):
     `body` is the OpenAI request of `operation` (a chat completion, or a legacy completion).
@@ -110,7 +114,8 @@ async def serve_stream(
     client has received nothing yet); after it, the relay reports them as a
     final SSE error event. `native`: the client's own request, from another
     surface (`Router.route`); a target of its family streams its own events,
-    and the response's `shape` says so.
+    and the response's `shape` says so. `used`: told the tokens the committed stream
+    used (what it streamed: the usage its end reports) once it ends, to settle `tpm`.
     """
     raw_options = body.get("stream_options")
     options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
@@ -172,7 +177,7 @@ async def serve_stream(
     response = EventStreamResponse(
         relay(
             result.stream,
-            finish=result.finish,
+            finish=result.finish if used is None else _telling(result.finish, used),
             include_usage=include_usage,
             stall_timeout_s=policy.retry.stall_timeout_s,
             request_id=request_id,
@@ -185,3 +190,16 @@ async def serve_stream(
     )
     response.shape = result.shape
     return response
+
+
+def _telling(finish: Finish, used: Callable[[int | None], None]) -> Finish:
+    """`finish`, which also tells `used` the tokens of the stream's usage once it has ended."""
+
+    async def finished(kind: FailureKind, usage: Usage, error: str) -> None:
+        try:
+            await finish(kind, usage, error)
+        finally:
+            tokens = usage.input_tokens + usage.output_tokens
+            used(tokens or None)  # none reported (a stream cut early): the estimate stands
+
+    return finished

@@ -408,11 +408,11 @@ def test_strategy_rule_switches_the_model_when_the_ledger_crosses_its_threshold(
 
 
 def test_hard_budget_answers_429_budget_exceeded_until_the_period_resets(gw: Gateway) -> None:
-    """Budget $1.50 a month, hard: two $1 requests are served (the second
-    starts under the budget), the third is refused without any upstream call."""
-    for _ in range(2):
-        assert _premium(gw, KEY_HARD).http_response.status_code == 200
-        time.sleep(0.4)
+    """Budget $1.50 a month, hard: a $1 request (its worst case: 10 tokens at $100,000 per
+    Mtok) is served; the second, whose worst case is more than the $0.50 left, is refused
+    without any upstream call (issue #40: a budget is a ceiling)."""
+    assert _premium(gw, KEY_HARD).http_response.status_code == 200
+    time.sleep(0.4)
     calls = len(gw.sim_log("st-premium"))
     with pytest.raises(openai.RateLimitError) as info:
         _premium(gw, KEY_HARD)

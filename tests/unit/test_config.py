@@ -682,6 +682,8 @@ def test_a_stored_catalog_with_a_repeated_offer_plans_it_once() -> None:
         ("gateway: {result_ttl_s: 99999999999999999999}", None, "gateway.result_ttl_s"),
         ("gateway: {records_max: -1}", None, "gateway.records_max"),
         ("gateway: {job_lease_s: 1.0e+300}", None, "gateway.job_lease_s"),
+        ("gateway: {default_completion_tokens: 0}", None, "gateway.default_completion_tokens"),
+        ("gateway: {default_completion_tokens: 2147483648}", None, "gateway.default_completion_tokens"),
         ("breaker: {probe_ttl_s: 1.0e+300}", None, "breaker.probe_ttl_s"),
         ("ceilings: {max_total_latency_ms: 2147483647}", 2147483647, None),
     ],

@@ -23,6 +23,9 @@ Rules:
   The bucket is kept as a *level* in unit·ms (each unit adds 60 000, the
   level drains by `limit` per ms, capacity `limit · 60 000`), so every
   quantity is an integer below 2⁵³ and Lua's doubles compute it exactly.
+- `tpm` is charged the estimate at admission and then settled to the usage
+  the answer reports (`turnout.core.reserve.charged`): the level may stand
+  above the capacity, a debt that later requests wait out.
 - `max_concurrent` counts requests in flight (streams included),
   `max_streams` streams in flight; each is a lease that expires unless
   renewed, so a lease whose ingress died frees its slot by itself.
@@ -202,12 +205,11 @@ class CeilingExceeded(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def drained(bucket: Bucket, limit: int, now_ms: int) -> int:
-    """The bucket's level at `now_ms` (unit·ms, ≥ 0): it drains `limit` per ms."""
+    """The bucket's level at `now_ms` (unit·ms, ≥ 0): it drains `limit` per ms (a level above
+    the capacity, a `tpm` debt left by usage, `turnout.core.reserve.charged`, drains the same way)."""
     elapsed_ms = now_ms - bucket.at_ms
     if elapsed_ms <= 0:
         return bucket.level
-    if elapsed_ms >= WINDOW_MS:
-        return 0
     return max(0, bucket.level - elapsed_ms * limit)
 
 
@@ -221,7 +223,8 @@ def quota(level: int, limit: int) -> Quota:
 
 
 def estimate_tokens(body_bytes: int, completion_tokens: int | None, n: int) -> int:
-    """The tokens `tpm` counts for a request, before it runs (no reconciliation after).
+    """The tokens `tpm` charges a request at admission; settled to the answer's usage once it
+    has been answered (`turnout.core.reserve.charged`).
 
     The prompt is estimated as a quarter of the request body's bytes,
     rounded up (about 4 bytes per token for English text and JSON); the

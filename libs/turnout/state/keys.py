@@ -237,6 +237,15 @@ def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
     return LIMIT_PREFIX + ":".join([*parts, counter])
 
 
+RESERVATION_PREFIX = "turnout:reserve:"
+
+
+def reservation_key(org: str, field: str, period: str, period_id: str) -> str:
+    """Key of the reservations held against one hard budget in one period (sorted set, member
+    `<request id> <µUSD>`, score expiry epoch ms): `turnout:reserve:acme:key%3Aci:day:2026-12-07`."""
+    return RESERVATION_PREFIX + ":".join((quote(org, safe=""), quote(field, safe=""), period, period_id))
+
+
 AUDIT_STREAM = "turnout:audit"
 """Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""
 

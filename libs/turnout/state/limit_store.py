@@ -5,7 +5,8 @@ for `rpm` and one for `tpm` (hashes `{l: level unit·ms, t: epoch ms}`) and
 a sorted set of leases for `max_concurrent` and one for `max_streams`
 (member = lease id, score = expiry epoch ms); the admission script, which
 checks every scope and then writes all of them or none; lease renewal and
-release; and `LeaseKeeper`, which renews the leases an ingress holds.
+release (`turnout.state.lease_keeper` renews the leases an ingress holds); and the
+reservations of hard budgets, checked and written in the same script.
 Must not import: services, FastAPI, httpx.
 
 The script computes exactly what `turnout.core.limits.decide` computes (a
@@ -15,8 +16,6 @@ so ingresses need not agree on their clocks.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 
@@ -35,13 +34,14 @@ from turnout.core.limits import (
     quota,
     tightest,
 )
+from turnout.core.reserve import SETTLE_HOLD_MS
 from turnout.state import keys
-from turnout.state.errors import StateUnavailable, maps_state_errors
+from turnout.state.errors import maps_state_errors
 
 log = logging.getLogger("turnout.limits")
 
 
-def _now_ms(arg: int) -> str:
+def now_ms_lua(arg: int | str) -> str:
     """Lua setting `now` (epoch ms) from `ARGV[arg]`, or from Redis `TIME` when that is ''."""
     return (
         f"local now = tonumber(ARGV[{arg}])\n"
@@ -52,20 +52,25 @@ def _now_ms(arg: int) -> str:
     )
 
 
-# KEYS: per scope, 4 keys: rpm bucket, tpm bucket, lease set, stream lease set
+# KEYS: per scope, 4 keys: rpm bucket, tpm bucket, lease set, stream lease set;
+#       then per hard budget, 2 keys: its period's spend hash, its reservation set
 # ARGV: now ms ('' = Redis TIME), lease id, lease ms, tokens, stream (0/1), window ms,
-#       concurrency retry ms, then per scope: rpm, tpm, max_concurrent, max_streams (0 = none)
-# Returns: {refused limit or '', refused scope (0-based), wait ms (-1 never fits), now ms,
+#       concurrency retry ms, scope count, then per scope: rpm, tpm, max_concurrent,
+#       max_streams (0 = none), then per budget: ledger field, budget µUSD, worst case µUSD
+# Returns: {refused limit, 'budget' or '', refused scope or budget (0-based), wait ms (-1 never
+#           fits), now ms, spent µUSD and held µUSD of the refusing budget (else 0, 0),
 #           then per scope: rpm level before, rpm level after, tpm before, tpm after (-1 = no limit)}
+# A reservation is a member `<lease id> <µUSD>` of the budget's set, scored by its expiry
+# (epoch ms): expired members are dropped before the sum (`turnout.core.reserve.fits`).
 _ADMIT = (
-    _now_ms(1)
+    now_ms_lua(1)
     + """
 local lease_ms = tonumber(ARGV[3])
 local tokens = tonumber(ARGV[4])
 local stream = ARGV[5] == '1'
 local W = tonumber(ARGV[6])
 local RETRY = tonumber(ARGV[7])
-local n = #KEYS / 4
+local n = tonumber(ARGV[8])
 local refused, refused_scope, refused_wait = '', 0, 0
 local levels = {}
 local writes = {}
@@ -75,7 +80,7 @@ local function longer(w, than)
 end
 for i = 1, n do
   local k = (i - 1) * 4
-  local a = 7 + (i - 1) * 4
+  local a = 8 + (i - 1) * 4
   local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
   local conc, streams = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   local waits = {}
@@ -94,9 +99,7 @@ for i = 1, n do
       local st = redis.call('hmget', key, 'l', 't')
       local level = tonumber(st[1]) or 0
       local elapsed = now - (tonumber(st[2]) or 0)
-      if elapsed >= W then
-        level = 0
-      elseif elapsed > 0 then
+      if elapsed > 0 then
         level = math.max(0, level - elapsed * limit)
       end
       local capacity = limit * W
@@ -123,14 +126,37 @@ for i = 1, n do
     end
   end
 end
+local nb = (#KEYS - 4 * n) / 2
+local b_spent, b_held = 0, 0
+if refused == '' then
+  for b = 1, nb do
+    local sk, rk = KEYS[4 * n + 2 * b - 1], KEYS[4 * n + 2 * b]
+    local ba = 8 + 4 * n + 3 * (b - 1)
+    local spent = math.ceil((tonumber(redis.call('hget', sk, ARGV[ba + 1])) or 0) * 1000000 - 0.000001)
+    redis.call('zremrangebyscore', rk, '-inf', now)
+    local reserved = 0
+    for _, m in ipairs(redis.call('zrange', rk, 0, -1)) do
+      reserved = reserved + (tonumber(string.match(m, ' (%d+)$')) or 0)
+    end
+    if spent + reserved + tonumber(ARGV[ba + 3]) > tonumber(ARGV[ba + 2]) then
+      refused, refused_scope, refused_wait, b_spent, b_held = 'budget', b - 1, -1, spent, reserved
+      break
+    end
+  end
+end
 if refused == '' then
   for _, w in ipairs(writes) do
     redis.call('hset', w[1], 'l', string.format('%d', w[2]), 't', string.format('%d', now))
     redis.call('pexpire', w[1], W)
   end
+  for b = 1, nb do
+    local rk = KEYS[4 * n + 2 * b]
+    redis.call('zadd', rk, now + lease_ms, ARGV[2] .. ' ' .. ARGV[8 + 4 * n + 3 * (b - 1) + 3])
+    redis.call('pexpire', rk, lease_ms * 2)
+  end
   for i = 1, n do
     local k = (i - 1) * 4
-    local a = 7 + (i - 1) * 4
+    local a = 8 + (i - 1) * 4
     if tonumber(ARGV[a + 3]) > 0 then
       redis.call('zadd', KEYS[k + 3], now + lease_ms, ARGV[2])
       redis.call('pexpire', KEYS[k + 3], lease_ms * 2)
@@ -141,7 +167,7 @@ if refused == '' then
     end
   end
 end
-local out = {refused, refused_scope, refused_wait, now}
+local out = {refused, refused_scope, refused_wait, now, string.format('%d', b_spent), string.format('%d', b_held)}
 for _, v in ipairs(levels) do out[#out + 1] = string.format('%d', v) end
 return out
 """
@@ -149,7 +175,7 @@ return out
 
 # KEYS: lease sets   ARGV: lease id, lease ms, now ms ('' = Redis TIME)
 _RENEW = (
-    _now_ms(3)
+    now_ms_lua(3)
     + """
 local lease_ms = tonumber(ARGV[2])
 for _, key in ipairs(KEYS) do
@@ -162,27 +188,76 @@ return 1
 )
 
 
+# KEYS: reservation sets   ARGV: member per key..., hold ms, now ms ('' = Redis TIME)
+# Each member's expiry becomes now + hold (if it is still there); the set lives at least as long.
+_SETTLE = (
+    now_ms_lua("#ARGV")
+    + """
+local hold = tonumber(ARGV[#ARGV - 1])
+for i, key in ipairs(KEYS) do
+  if redis.call('zadd', key, 'XX', 'CH', now + hold, ARGV[i]) == 1 and redis.call('pttl', key) < hold * 2 then
+    redis.call('pexpire', key, hold * 2)
+  end
+end
+return 1
+"""
+)
+
+
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
+    """A hard budget a request reserves its worst case against (`turnout.core.reserve`).
+
+    Attributes:
+        spend_key: the spend ledger hash of the budget's current period.
+        field: the ledger field the budget counts (`org`, `squad:<name>`, `key:<name>`).
+        set_key: the budget's reservation set (`keys.reservation_key`).
+        budget_micro: the budget, µUSD (`micro_usd_down`).
+        worst_micro: the request's worst case, µUSD (`micro_usd_up`).
+    """
+
+    spend_key: str
+    field: str
+    set_key: str
+    budget_micro: int
+    worst_micro: int
+
+
 class Lease(msgspec.Struct, frozen=True, kw_only=True):
-    """Concurrency slots one admitted request holds (empty `sets`: none).
+    """Concurrency slots and budget reservations one admitted request holds (both empty: none).
 
     Attributes:
         id: the lease id (the request id).
         sets: the lease sets it is a member of.
+        holds: (reservation set, member) of each budget reservation.
     """
 
     id: str
     sets: tuple[str, ...] = ()
+    holds: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def held(self) -> bool:
+        """True when the lease holds anything to renew and release."""
+        return bool(self.sets or self.holds)
 
 
 class Admission(msgspec.Struct, frozen=True, kw_only=True):
-    """The store's answer: the verdict, and the lease an admitted request holds."""
+    """The store's answer: the verdict, the lease an admitted request holds, and for a
+    request refused by a budget, which one (index into the reservations) and what its
+    budget had spent and what requests in flight held then (µUSD)."""
 
     verdict: Verdict
     lease: Lease
+    budget_refused: int | None = None
+    spent_micro: int = 0
+    held_micro: int = 0
 
 
-def _keys_of(scope: ScopeLimits) -> list[str]:
-    return [keys.limit_key(scope.kind, scope.org, scope.id, counter) for counter in ("rpm", "tpm", "conc", "streams")]
+def keys_of(scope: ScopeLimits, family: str = "") -> list[str]:
+    """The scope's counters: rpm bucket, tpm bucket, lease set, stream lease set (`family`
+    prefixed to their names: a route with counters of its own, `count:` for count_tokens)."""
+    counters = ("rpm", "tpm", "conc", "streams")
+    return [keys.limit_key(scope.kind, scope.org, scope.id, family + counter) for counter in counters]
 
 
 @maps_state_errors
@@ -200,6 +275,7 @@ class LimitStore:
         self.lease_ms = lease_ms
         self._admit = redis.register_script(_ADMIT)
         self._renew = redis.register_script(_RENEW)
+        self._settle = redis.register_script(_SETTLE)
 
     async def admit(
         self,
@@ -207,6 +283,8 @@ class LimitStore:
         demand: Demand,
         lease_id: str,
         *,
+        reservations: Sequence[Reservation] = (),
+        family: str = "",
         now_ms: int | None = None,
     ) -> Admission:
         """Admit or refuse a request against every scope's limits in one Lua call.
@@ -216,6 +294,8 @@ class LimitStore:
             demand: what the request asks (`demand.lease_ms` is ignored:
                 the store's `lease_ms` applies).
             lease_id: unique per request (the request id).
+            reservations: the hard budgets to reserve the worst case against (all or none).
+            family: the counters' family (`keys_of`): "" for model calls.
             now_ms: the time to decide at, epoch ms; None = Redis `TIME`.
 
         Raises:
@@ -230,14 +310,18 @@ class LimitStore:
             int(demand.stream),
             WINDOW_MS,
             CONCURRENCY_RETRY_MS,
+            len(scopes),
         ]
         for scope in scopes:
-            key_list += _keys_of(scope)
+            key_list += keys_of(scope, family)
             lim = scope.limits
             args += [lim.rpm or 0, lim.tpm or 0, lim.max_concurrent or 0, lim.max_streams or 0]
+        for reservation in reservations:
+            key_list += [reservation.spend_key, reservation.set_key]
+            args += [reservation.field, reservation.budget_micro, reservation.worst_micro]
         raw = await self._admit(keys=key_list, args=args)
         refused, scope_index, wait_ms = _text(raw[0]), int(raw[1]), int(raw[2])
-        levels = [int(v) for v in raw[4:]]
+        levels = [int(v) for v in raw[6:]]
         admitted = refused == ""
         pick = 1 if admitted else 0
         meters: dict[str, list[Quota]] = {"rpm": [], "tpm": []}
@@ -246,6 +330,15 @@ class LimitStore:
                 if limit is not None:
                     meters[name].append(quota(levels[i * 4 + j * 2 + pick], limit))
         refusal = None
+        if refused == "budget":
+            verdict = Verdict(refusal=None, requests=tightest(meters["rpm"]), tokens=tightest(meters["tpm"]))
+            return Admission(
+                verdict=verdict,
+                lease=Lease(id=lease_id),
+                budget_refused=scope_index,
+                spent_micro=int(raw[4]),
+                held_micro=int(raw[5]),
+            )
         if not admitted:
             limit_name: LimitName = refused  # type: ignore[assignment]
             refusal = Refusal(limit=limit_name, scope=scope_index, retry_after_ms=None if wait_ms < 0 else wait_ms)
@@ -253,12 +346,13 @@ class LimitStore:
         sets: list[str] = []
         if admitted:
             for scope in scopes:
-                conc_key, streams_key = _keys_of(scope)[2:]
+                conc_key, streams_key = keys_of(scope, family)[2:]
                 if scope.limits.max_concurrent is not None:
                     sets.append(conc_key)
                 if demand.stream and scope.limits.max_streams is not None:
                     sets.append(streams_key)
-        return Admission(verdict=verdict, lease=Lease(id=lease_id, sets=tuple(sets)))
+        holds = tuple((r.set_key, f"{lease_id} {r.worst_micro}") for r in reservations)
+        return Admission(verdict=verdict, lease=Lease(id=lease_id, sets=tuple(sets), holds=holds))
 
     async def renew(self, leases: Sequence[Lease], *, now_ms: int | None = None) -> None:
         """Push each lease's expiry to now + `lease_ms`, in one round trip (a released lease stays released).
@@ -266,78 +360,38 @@ class LimitStore:
         Raises:
             StateUnavailable: Redis unreachable.
         """
-        held = [lease for lease in leases if lease.sets]
+        held = [lease for lease in leases if lease.held]
         if not held:
             return
         now_arg = "" if now_ms is None else now_ms
         async with self._redis.pipeline(transaction=False) as pipe:
             for lease in held:
-                await self._renew(keys=list(lease.sets), args=[lease.id, self.lease_ms, now_arg], client=pipe)
+                if lease.sets:
+                    await self._renew(keys=list(lease.sets), args=[lease.id, self.lease_ms, now_arg], client=pipe)
+                for set_key, member in lease.holds:
+                    await self._renew(keys=[set_key], args=[member, self.lease_ms, now_arg], client=pipe)
             await pipe.execute()
 
-    async def release(self, lease: Lease) -> None:
-        """Free a lease's slots (the request's answer has been sent).
+    async def release(self, lease: Lease, *, hold_ms: int = SETTLE_HOLD_MS, now_ms: int | None = None) -> None:
+        """Free a lease's slots and settle its reservations (the request's answer has been sent).
+
+        A reservation stays `hold_ms` more (`turnout.core.reserve.SETTLE_HOLD_MS`): by then the
+        request's actual cost is in the spend ledger, which it stood for until then.
 
         Raises:
-            StateUnavailable: Redis unreachable (the slots then expire with the lease).
+            StateUnavailable: Redis unreachable (the slots and reservations then expire with the lease).
         """
-        if lease.sets:
-            async with self._redis.pipeline(transaction=False) as pipe:
-                for key in lease.sets:
-                    pipe.zrem(key, lease.id)
-                await pipe.execute()
+        if not lease.held:
+            return
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for key in lease.sets:
+                pipe.zrem(key, lease.id)
+            if lease.holds:
+                now_arg = "" if now_ms is None else now_ms
+                members = [member for _, member in lease.holds]
+                await self._settle(keys=[k for k, _ in lease.holds], args=[*members, hold_ms, now_arg], client=pipe)
+            await pipe.execute()
 
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-class LeaseKeeper:
-    """Renews the leases one ingress holds, every `lease_ms / 3`, until released.
-
-    A lease is renewed while its request runs (a long stream keeps its
-    slot); when the process dies renewals stop and the slot frees itself
-    within `lease_ms`.
-    """
-
-    def __init__(self, store: LimitStore) -> None:
-        self._store = store
-        self._held: dict[str, Lease] = {}
-        self._task: asyncio.Task[None] | None = None
-
-    def hold(self, lease: Lease) -> None:
-        """Renew `lease` from now on (no-op for a lease with no slots)."""
-        if lease.sets:
-            self._held[lease.id] = lease
-
-    async def release(self, lease: Lease) -> None:
-        """Stop renewing `lease` and free its slots; safe to call twice; never raises."""
-        self._held.pop(lease.id, None)
-        if not lease.sets:
-            return
-        try:
-            await self._store.release(lease)
-        except StateUnavailable as exc:
-            log.warning("limit lease %s not released (it expires by itself): %s", lease.id, exc)
-
-    def start(self) -> None:
-        """Start the renewal task."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="turnout-lease-keeper")
-
-    async def stop(self) -> None:
-        """Stop renewing (held leases then expire by themselves)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        interval_s = self._store.lease_ms / 3000
-        while True:
-            await asyncio.sleep(interval_s)
-            try:
-                await self._store.renew(list(self._held.values()))
-            except StateUnavailable as exc:
-                log.warning("limit lease renewal failed (%s); the next one retries", exc.kind)

@@ -45,3 +45,21 @@ from turnout_ingress.messages_tokens import estimate_input_tokens
 )
 def test_estimate_is_one_token_per_four_characters_of_what_the_model_reads(body: dict[str, Any], tokens: int) -> None:
     assert estimate_input_tokens(body) == tokens
+
+
+def test_a_count_is_not_asked_of_an_offer_whose_breaker_rests() -> None:
+    """Issue #40 item 3: counting goes through the breaker (read only: a count is no probe)."""
+    from turnout.core.breaker import BreakerSnapshot
+    from turnout.health import HealthView
+    from turnout.state.breaker_store import Loaded, Versioned
+    from turnout_ingress.messages_tokens import resting
+
+    entries = {
+        "tripped": Versioned(1, BreakerSnapshot(open=True, trips=1, opened_at_s=990.0, cooldown_s=30.0)),
+        "waiting": Versioned(1, BreakerSnapshot(not_before_s=1_005.0)),
+        "waited": Versioned(1, BreakerSnapshot(not_before_s=999.0)),
+    }
+    view = HealthView(Loaded(now_s=1_000.0, entries=entries), clock=lambda: 0.0)
+    assert [resting(view, t) for t in ("tripped", "waiting", "waited", "unknown")] == [True, True, False, False]
+    assert not resting(None, "tripped")
+    assert not resting(HealthView(Loaded(now_s=1_000.0, entries=entries), degraded=True), "tripped")

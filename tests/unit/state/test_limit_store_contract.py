@@ -13,7 +13,8 @@ import pytest
 from redis.asyncio import Redis
 
 from turnout.core.limits import Counters, Demand, Limits, ScopeLimits, decide
-from turnout.state.limit_store import LeaseKeeper, LimitStore
+from turnout.state.lease_keeper import LeaseKeeper
+from turnout.state.limit_store import LimitStore
 
 T0 = 1_700_000_000_000
 
