@@ -78,6 +78,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         disposition: the SPEC §3 class of `kind`.
         status: upstream HTTP status, or None (transport failure).
         error_code: provider error code, or None.
+        error_type: provider error type (`error.type`), or None.
         message: provider's error message ("" on success).
         retry_after_s: the hint this response carried, seconds, or None.
         delay_before_s: seconds waited before this attempt.
@@ -114,6 +115,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     is_plan_fallback: bool = False
     is_strategy: bool = False
     should_retry: bool | None = None
+    error_type: str | None = None
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -333,6 +335,7 @@ def attempt_record(
         disposition=DISPOSITION[kind],
         status=outcome.status,
         error_code=outcome.error_code,
+        error_type=outcome.error_type,
         message=outcome.message,
         retry_after_s=outcome.retry_after_s,
         should_retry=outcome.should_retry,

@@ -267,7 +267,9 @@ def build_plan(
         which is never contacted; fallback models come from the maps keyed by
         the requested model (else `*`), then `policy.fallback.models`. A
         pinned request keeps only the pinned provider's offers of its model,
-        and gets no provider fallback for it. The main sequence then keeps its
+        and gets no provider fallback for it; unless `policy.pinned.allow_other_providers`,
+        its reroutes, fallback models and special lists keep only that provider's offers too
+        (a model it does not serve drops out; DigitSpace's failover document). The main sequence then keeps its
         first `policy.plan.max_offers` distinct targets, after ordering and
         across provider and model fallbacks; each special list (context
         length, content policy, plan cap) is capped the same way on its own (SPEC §10).
@@ -306,9 +308,10 @@ def build_plan(
     if pinned is not None and not offers_of(base_model, pinned, narrowed=False):
         raise UnknownModel(requested_model)
 
+    confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
     rerouted = bool(settings.reroutes)
     by_strategy = settings.strategy_rule is not None
-    heads = [(m, None) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
+    heads = [(m, confine) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
     entries: list[PlanEntry] = []
     for model, pin in heads:
         for target in offers_of(model, pin):
@@ -328,7 +331,7 @@ def build_plan(
     if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
         for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
-            for target in offers_of(model, None):
+            for target in offers_of(model, confine):
                 entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
 
     limit = policy.plan.max_offers if capped else None
@@ -338,7 +341,7 @@ def build_plan(
             return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
-            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
+            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, confine))
         return cap_offers(out, limit)
 
     if not (fb.enabled and preferences.allow_fallbacks):
