@@ -226,6 +226,14 @@ def test_the_exhausted_answer_on_messages_is_anthropic_shaped(
     assert answer.headers["x-turnout-attempts"] == "3" and "x-turnout-attempt-summary" in answer.headers
 
 
+def test_the_exhausted_answer_of_a_stream_that_never_started(gateway: Gateway) -> None:
+    """Nothing was streamed before every attempt failed: the answer is the same upstream error."""
+    with pytest.raises(openai.APIStatusError) as info:
+        gateway.client(KEY_LAST).chat.completions.create(model="ex", messages=MESSAGES, stream=True)  # type: ignore[arg-type]
+    assert info.value.status_code == 500
+    assert info.value.response.headers["x-turnout-exhausted-answer"] == "last"
+
+
 def test_the_exhausted_answer_on_responses(gateway: Gateway) -> None:
     with pytest.raises(openai.APIStatusError) as info:
         gateway.client(KEY_ORIGINAL).responses.create(model="ex", input="hello")

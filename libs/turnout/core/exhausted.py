@@ -60,13 +60,29 @@ def upstream_message(record: AttemptRecord) -> str:
     return record.message or f"{record.target.provider} failed: {record.kind}"
 
 
-def summary_header(records: Sequence[AttemptRecord]) -> str:
-    """The `x-turnout-attempt-summary` value: one `<n> <provider>/<model> <status or kind>
-    <kind> <duration>ms` entry per attempt, joined by `, ` (e.g. `1 sim-a/x 503 server_error 4ms,
-    2 sim-b/y 500 server_error 3ms`). ASCII as long as the names are; the shell still passes it
-    through its header guard."""
-    return ", ".join(
+SUMMARY_HEADER_MAX_CHARS: Final = 4000
+"""The longest `x-turnout-attempt-summary` (characters): proxies commonly refuse a response whose
+headers pass 8 KiB, and an operator's ceilings may allow hundreds of attempts."""
+
+
+def summary_header(records: Sequence[AttemptRecord], max_chars: int = SUMMARY_HEADER_MAX_CHARS) -> str:
+    """The `x-turnout-attempt-summary` value: one `<n> <provider>/<model> <status, or - when none
+    was received> <kind> <duration>ms` entry per attempt, joined by `, ` (e.g. `1 sim-a/x 503
+    server_error 4ms, 2 sim-b/y 500 server_error 3ms`). Past `max_chars` the entries that fit are
+    kept and `... N more` ends it (the body of a `gateway` answer, and the records, keep them
+    all). ASCII as long as the names are; the shell still passes it through its header guard."""
+    entries = [
         f"{r.number} {r.target.provider}/{r.target.model} "
         f"{r.status if r.status is not None else '-'} {r.kind} {round(r.duration_ms)}ms"
         for r in records
-    )
+    ]
+    text = ", ".join(entries)
+    if len(text) <= max_chars:
+        return text
+    kept: list[str] = []
+    for entry in entries:
+        tail = f", ... {len(entries) - len(kept) - 1} more"
+        if len(", ".join([*kept, entry])) + len(tail) > max_chars:
+            break
+        kept.append(entry)
+    return ", ".join([*kept, f"... {len(entries) - len(kept)} more"])

@@ -85,9 +85,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 OnExhausted = Literal["gateway", "last", "original"]
-"""`fallback.on_exhausted`: whose error answers a plan whose every attempt failed
-(`turnout.core.exhausted`); anything else is refused where a policy is decoded, naming
-`fallback.on_exhausted`."""
+"""`fallback.on_exhausted` (`turnout.core.exhausted`); anything else is refused where decoded."""
 
 
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -155,22 +153,16 @@ class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class PinnedPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a pinned `provider/model` request confines (SPEC §3 step 1; DigitSpace's failover
-    document: "With `provider/model`, only that provider's offers are tried").
-
-    Attributes:
-        allow_other_providers: False (the default): the whole plan (reroutes, fallback models,
-            the context-length, content-policy and plan-cap lists) keeps only the pinned
-            provider's offers; a fallback model that provider does not serve drops out. True:
-            only the requested model is confined; its fallback models keep every provider.
-    """
+    """What a pinned `provider/model` confines (SPEC §3 step 1; DigitSpace: "With `provider/model`,
+    only that provider's offers are tried"). `allow_other_providers` False (default): the whole
+    plan (reroutes, fallback models, special lists) keeps only that provider's offers; True: only
+    the requested model is confined (`turnout.core.plan.build_plan`)."""
 
     allow_other_providers: bool = False
 
 
 class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole policy object of SPEC §4 with its defaults, the plan's cap (§10) and what a
-    pinned request confines (`PinnedPolicy`)."""
+    """SPEC §4's policy with its defaults, the plan's cap (§10) and `PinnedPolicy`."""
 
     retry: RetryPolicy = RetryPolicy()
     fallback: FallbackPolicy = FallbackPolicy()

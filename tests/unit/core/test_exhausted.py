@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from turnout.core.exhausted import chosen_attempt, summary_header, upstream_status
 from turnout.core.plan import Role
 from turnout.core.policy import (
+    BudgetPolicy,
     FallbackPolicy,
     OnExhausted,
     Policy,
@@ -138,3 +139,17 @@ def test_on_exhausted_defaults_to_gateway_and_merges() -> None:
     assert Policy().fallback.on_exhausted == "gateway"
     merged = merge_policy(Policy(), msgspec.convert({"fallback": {"on_exhausted": "original"}}, PolicyOverrides))
     assert merged.fallback.on_exhausted == "original"
+
+
+@hsettings(max_examples=50, deadline=None)
+@given(attempts=st.integers(1, 40), max_chars=st.integers(60, 600))
+def test_summary_header_never_passes_its_cap_and_counts_what_it_leaves_out(attempts: int, max_chars: int) -> None:
+    script = {"sim-a/m-a": [err(503, "down")] * attempts}
+    policy = Policy(retry=RetryPolicy(max_retries=attempts - 1, base_ms=0), budget=BudgetPolicy(max_attempts=attempts))
+    run = drive(plan_of(A), policy, script)
+    assert len(run.records) == attempts
+    text = summary_header(run.records, max_chars)
+    assert len(text) <= max_chars
+    shown = text.count("sim-a/m-a")
+    if shown < attempts:
+        assert text.endswith(f"... {attempts - shown} more")
