@@ -7,14 +7,17 @@ Empryo's default chain under raised operator ceilings, and Mesh API's policy exa
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
 import pytest
+import redis
 
 from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, running_gateway
+from turnout.state import keys
 
 pytestmark = pytest.mark.integration
 
@@ -82,6 +85,7 @@ models:
   mesh-down: {{order: priority, offers: [{{provider: sim-a, model: "md-a~503"}}, {{provider: sim-b, model: "md-b~502"}}]}}
   anthropic/claude-sonnet-5: {{offers: [{{provider: sim-b, model: cs5}}]}}
   ex: {{order: priority, offers: [{{provider: sim-a, model: "ex-a~503"}}, {{provider: sim-b, model: "ex-b~500"}}]}}
+  wide: {{order: priority, offers: [{{provider: sim-a, model: "wd-a~503"}}, {{provider: sim-b, model: wd-b}}, {{provider: sim-a, model: wd-c}}]}}
   emp-1: {{offers: [{{provider: sim-a, model: "e1~503"}}]}}
   emp-2: {{offers: [{{provider: sim-a, model: "e2~503"}}]}}
   emp-3: {{offers: [{{provider: sim-b, model: "e3~503"}}]}}
@@ -94,7 +98,7 @@ ceilings: {{max_retries: 6, max_attempts: 36, max_total_latency_ms: 180000, max_
 orgs:
   acme:
     settings:
-      fallbacks: {{pin-m1: [pin-m4, pin-m2], pin-o1: [pin-o4, pin-o2], emp-1: [emp-2, emp-3]}}
+      fallbacks: {{pin-m1: [pin-m4, pin-m2], pin-o1: [pin-o4, pin-o2], emp-1: [emp-2, emp-3], wide: [pin-m2]}}
     keys:
       - {{name: main, key: {key}}}
       - {{name: open, key: {key_open}, settings: {{policy: {{pinned: {{allow_other_providers: true}}}}}}}}
@@ -252,3 +256,33 @@ def test_empryo_default_chain_three_cycles_of_four_attempts_per_model(gateway: G
     assert info.value.status_code == 502 and info.value.response.headers["x-turnout-attempts"] == "36"
     for model in ("e1~503", "e2~503", "e3~503"):
         assert _statuses(gateway, model) == [503] * 12
+
+
+# ------------------------------------------------------------------ item 6: considered offers
+
+
+def _ended_rows(gw: Gateway, request_id: str) -> list[dict[str, Any]]:
+    with redis.Redis.from_url(gw.redis_url) as store:
+        entries = cast(list[Any], store.xrange(keys.RECORDS_STREAM))
+    rows = [json.loads(fields[b"r"]) for _, fields in entries]
+    return sorted(
+        (r for r in rows if r.get("request_id") == request_id and r.get("phase") == "ended"), key=lambda r: r["attempt"]
+    )
+
+
+def test_the_records_list_the_offers_considered_and_not_attempted(gateway: Gateway) -> None:
+    """DigitSpace: "each request's detail shows the provider that served it and the others that
+    were considered". The plan holds three offers (`plan.max_offers`); the fallback model's is
+    capped out; the third offer is not reached once the second serves."""
+    headers = _create(gateway, "wide", KEY)
+    assert (headers["x-turnout-provider"], headers["x-turnout-attempts"]) == ("sim-b", "3")
+    deadline = time.monotonic() + 10.0
+    while len(rows := _ended_rows(gateway, headers["x-request-id"])) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    considered = [(c["provider"], c["model"], c["reason"]) for c in rows[-1]["considered"]]
+    assert considered == [("sim-a", "wd-c", "not_reached"), ("sim-b", "pn2-b", "capped")]
+    assert [(c["model"], c["reason"]) for c in rows[0]["considered"]] == [
+        ("wd-b", "not_reached"),
+        ("wd-c", "not_reached"),
+        ("pn2-b", "capped"),
+    ]
