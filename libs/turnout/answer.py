@@ -20,6 +20,10 @@ Headers:
     retry-after           seconds, on 429 / 503
     x-should-retry        "false" after an exhausted chain (SDKs then do not
                           multiply the attempts already made)
+    x-turnout-exhausted-answer  `last` or `original`: the error is that upstream
+                          attempt's (`fallback.on_exhausted`)
+    x-turnout-attempt-summary   with it, the per-attempt summary
+                          (`turnout.core.exhausted.summary_header`)
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from urllib.parse import quote
 
 import msgspec
 
+from turnout.core.exhausted import summary_header
 from turnout.core.verdict import Served
 from turnout.router import RouteResult
 
@@ -83,6 +88,11 @@ def answer_of(result: RouteResult, request_id: str) -> tuple[int, dict[str, str]
         headers["retry-after"] = str(verdict.retry_after_s)
     if verdict.should_retry is not None:
         headers["x-should-retry"] = "true" if verdict.should_retry else "false"
+    if verdict.upstream is not None:  # the upstream attempt's own error; the summary goes in headers
+        headers["x-turnout-exhausted-answer"] = verdict.upstream
+        headers["x-turnout-attempt-summary"] = header_text(summary_header(result.records))
+        body = error_body(verdict.message, error_type=verdict.error_type, code=verdict.error_code)
+        return verdict.status_code, headers, body
     body = error_body(
         verdict.message,
         error_type=verdict.error_type,

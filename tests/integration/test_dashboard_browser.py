@@ -125,6 +125,8 @@ def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
         "Retried ×1",
         "Provider fallback",
     ]
+    # both offers of the plan were attempted: none considered and left out (#45 item 6)
+    assert driver.find_element(By.ID, "considered-none").text == "every offer of the plan was attempted"
     trace = driver.find_element(By.ID, "trace").get_attribute("href")
     assert trace == f"http://traces.example/search?request_id={ids['fallback']}"
 

@@ -350,6 +350,17 @@ INVALID: list[tuple[str, str, str]] = [
         "10 is outside the allowed range",
     ),
     (with_("policy", {"retry": {"max_retry": 2}}), "policy.retry.max_retry: ", "unknown field"),
+    (with_("policy", {"fallback": {"on_exhausted": "first"}}), "policy.fallback.on_exhausted: ", "Invalid enum value"),
+    (
+        with_("orgs.acme.keys.0.settings", {"policy": {"fallback": {"on_exhausted": "upstream"}}}),
+        "orgs.acme.keys[0].settings.policy.fallback.on_exhausted: ",
+        "Invalid enum value 'upstream'",
+    ),
+    (
+        with_("orgs.acme.settings.policy", {"pinned": {"allow_other_providers": "yes"}}),
+        "orgs.acme.settings.policy.pinned.allow_other_providers: ",
+        "Expected `bool`",
+    ),
     (with_("policy", {"retries": {}}), "policy.retries: ", "unknown field"),
     (
         with_("orgs.acme.settings.policy", {"budget": {"max_attempts": "six"}}),
@@ -494,6 +505,9 @@ INVALID_IDS = [
     "org-policy-over-attempts-ceiling",
     "key-policy-base-ms-below-range",
     "policy-unknown-field",
+    "policy-unknown-on-exhausted",
+    "key-policy-unknown-on-exhausted",
+    "org-policy-pinned-wrong-type",
     "policy-unknown-section",
     "org-policy-wrong-type",
     "unknown-top-level-field",

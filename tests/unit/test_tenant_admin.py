@@ -222,6 +222,8 @@ OUT_OF_DOMAIN = [
     (b'{"policy": {"budget": {"max_attempts": 0}}}', "settings.policy.budget.max_attempts", "Expected `int` >= 1"),
     (b'{"policy": {"fallback": {"max_cycles": -2}}}', "settings.policy.fallback.max_cycles", ">= 1"),
     (b'{"policy": {"plan": {"max_offers": 0}}}', "settings.policy.plan.max_offers", ">= 1"),
+    (b'{"policy": {"fallback": {"on_exhausted": "first"}}}', "settings.policy.fallback.on_exhausted", "Invalid enum"),
+    (b'{"policy": {"pinned": {"allow_other_providers": 1}}}', "settings.policy.pinned.allow_other_providers", "bool"),
     (b'{"budget": {"usd": -1, "period": "day"}}', "settings.budget.usd", "Expected `float` > 0.0"),
 ]
 

@@ -29,6 +29,7 @@ import msgspec
 
 from turnout.core.backoff import retry_delay
 from turnout.core.classify import DISPOSITION, classify, status_for_lists, status_matches
+from turnout.core.considered import Considered, considered_so_far
 from turnout.core.plan import Plan, PlanEntry, Role
 from turnout.core.policy import Policy
 from turnout.core.types import Disposition, FailureKind, Outcome, Target, TransportError
@@ -78,6 +79,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         disposition: the SPEC §3 class of `kind`.
         status: upstream HTTP status, or None (transport failure).
         error_code: provider error code, or None.
+        error_type: provider error type (`error.type`), or None.
         message: provider's error message ("" on success).
         retry_after_s: the hint this response carried, seconds, or None.
         delay_before_s: seconds waited before this attempt.
@@ -90,6 +92,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
             usage-cap failure (SPEC §10 plan-cap continuity).
         is_strategy: a spend strategy's rule chose its model (SPEC §10).
         should_retry: the provider's `x-should-retry` on this attempt (`Outcome.should_retry`).
+        considered: the plan's offers not attempted as of this attempt's end, and why
+            (`turnout.core.considered`); the request's last record holds the request's.
     """
 
     number: int
@@ -114,6 +118,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     is_plan_fallback: bool = False
     is_strategy: bool = False
     should_retry: bool | None = None
+    error_type: str | None = None
+    considered: tuple[Considered, ...] = ()
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -333,6 +339,7 @@ def attempt_record(
         disposition=DISPOSITION[kind],
         status=outcome.status,
         error_code=outcome.error_code,
+        error_type=outcome.error_type,
         message=outcome.message,
         retry_after_s=outcome.retry_after_s,
         should_retry=outcome.should_retry,
@@ -385,6 +392,7 @@ def on_outcome(
     kind = classify(outcome) if kind is None else kind
     entry = dispatch.entry
     record = attempt_record(dispatch, outcome, kind, cycle=state.cycle, started_s=started_s, now_s=now_s)
+    record = msgspec.structs.replace(record, considered=_considered(state, record))
     state = msgspec.structs.replace(
         state, records=state.records + (record,), wait_until_s=None, delay_s=0.0, delay_reason=None
     )
@@ -422,6 +430,12 @@ def on_outcome(
         stop = StopReason.TERMINAL if disposition is Disposition.TERMINAL else StopReason.EXHAUSTED
         return msgspec.structs.replace(state, stop=stop)
     return _advance(state, now_s, backoff=True)
+
+
+def _considered(state: LoopState, record: AttemptRecord) -> tuple[Considered, ...]:
+    skips = ((s.target, str(s.reason), s.reopen_in_s) for s in state.skips)
+    tried = (r.target for r in (*state.records, record))
+    return considered_so_far(state.plan.left_out, (e.target for e in state.sequence), tried, skips)
 
 
 def _timed_out_at_deadline(state: LoopState, dispatch: Dispatch, outcome: Outcome) -> bool:

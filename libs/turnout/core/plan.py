@@ -17,6 +17,7 @@ from typing import Final
 
 import msgspec
 
+from turnout.core.considered import Considered, Why, left_out
 from turnout.core.credentials import credential_choices
 from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
 from turnout.core.policy import Policy
@@ -75,6 +76,8 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
         key_mode: the BYOK mode its attempts choose credentials by
             (`turnout.core.credentials`).
         strategy: the name of the spend strategy rule that shaped it, or None.
+        left_out: offers of the main sequence's models the builder left out, and why
+            (`turnout.core.considered`: capped, preferences, no credential).
     """
 
     requested_model: str
@@ -85,6 +88,7 @@ class Plan(msgspec.Struct, frozen=True, kw_only=True):
     rerouted: bool = False
     key_mode: KeyMode = "own_then_shared"
     strategy: str | None = None
+    left_out: tuple[Considered, ...] = ()
 
 
 class RoutingSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -267,7 +271,9 @@ def build_plan(
         which is never contacted; fallback models come from the maps keyed by
         the requested model (else `*`), then `policy.fallback.models`. A
         pinned request keeps only the pinned provider's offers of its model,
-        and gets no provider fallback for it. The main sequence then keeps its
+        and gets no provider fallback for it; unless `policy.pinned.allow_other_providers`,
+        its reroutes, fallback models and special lists keep only that provider's offers too
+        (a model it does not serve drops out; DigitSpace's failover document). The main sequence then keeps its
         first `policy.plan.max_offers` distinct targets, after ordering and
         across provider and model fallbacks; each special list (context
         length, content policy, plan cap) is capped the same way on its own (SPEC §10).
@@ -283,8 +289,13 @@ def build_plan(
         raise UnknownModel(requested_model)
     fb = policy.fallback
     reshapes = bool(preferences.order) or preferences.narrows
+    dropped: list[Considered] = []  # the main sequence's offers left out (`Plan.left_out`)
 
-    def offers_of(model: str, pin: str | None, *, narrowed: bool = True) -> tuple[Target, ...]:
+    def drop(before: Sequence[Target], after: Sequence[Target], why: Why, note: bool) -> None:
+        if note:
+            dropped.extend(left_out(t, why) for t in before if t not in after)
+
+    def offers_of(model: str, pin: str | None, *, narrowed: bool = True, note: bool = False) -> tuple[Target, ...]:
         offers = tuple(catalog.get(model, ()))
         if len(offers) > 1:
             ranked = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")](
@@ -296,22 +307,28 @@ def build_plan(
             ranked = tuple(t for t in ranked if t.provider == pin)
         if narrowed and keys is not None:
             providers = frozenset(t.provider for t in offers)
-            ranked = tuple(t for t in ranked if keys.usable(t, providers, settings.key_mode))
+            kept = tuple(t for t in ranked if keys.usable(t, providers, settings.key_mode))
+            drop(ranked, kept, Why.NO_CREDENTIAL, note)
+            ranked = kept
         if narrowed and reshapes:  # else `apply` keeps `ranked` as is (every ordering ranks DOWN targets last)
-            ranked = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
+            kept = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
+            drop(ranked, kept, Why.PREFERENCES, note)
+            ranked = kept
         if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
+            drop(ranked, ranked[:1], Why.CAPPED, note)
             ranked = ranked[:1]
         return ranked
 
     if pinned is not None and not offers_of(base_model, pinned, narrowed=False):
         raise UnknownModel(requested_model)
 
+    confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
     rerouted = bool(settings.reroutes)
     by_strategy = settings.strategy_rule is not None
-    heads = [(m, None) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
+    heads = [(m, confine) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
     entries: list[PlanEntry] = []
     for model, pin in heads:
-        for target in offers_of(model, pin):
+        for target in offers_of(model, pin, note=capped):
             role = (
                 Role.PRIMARY
                 if not entries
@@ -328,7 +345,7 @@ def build_plan(
     if fb.enabled and preferences.allow_fallbacks:
         used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
         for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
-            for target in offers_of(model, None):
+            for target in offers_of(model, confine, note=capped):
                 entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
 
     limit = policy.plan.max_offers if capped else None
@@ -338,16 +355,19 @@ def build_plan(
             return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
-            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, None))
+            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, confine))
         return cap_offers(out, limit)
 
     if not (fb.enabled and preferences.allow_fallbacks):
         entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
     if not entries:
         raise NoMatchingOffer(requested_model)
+    main = cap_offers(entries, limit)
+    drop([e.target for e in entries], [e.target for e in main], Why.CAPPED, capped)
     return Plan(
         requested_model=requested_model,
-        entries=cap_offers(entries, limit),
+        entries=main,
+        left_out=tuple(dropped),
         context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
         content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
         plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),

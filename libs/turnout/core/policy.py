@@ -84,6 +84,10 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         return self.stall_timeout_ms / 1000 if self.stall_timeout_ms else None
 
 
+OnExhausted = Literal["gateway", "last", "original"]
+"""`fallback.on_exhausted` (`turnout.core.exhausted`); anything else is refused where decoded."""
+
+
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Moving to another target after a failure (SPEC §4 `fallback`).
 
@@ -97,6 +101,9 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         credential_fallback: under `key_mode: own_then_shared`, a tenant key
             rejected with 401/403 is retried once on the shared key for the
             same target (SPEC §6).
+        on_exhausted: the answer when every attempt failed: `gateway` (SPEC §7's 502
+            `provider_failed`), `last` (the last attempt's upstream status and error, Edgee)
+            or `original` (the first attempt's, Empryo); see `turnout.core.exhausted`.
     """
 
     enabled: bool = True
@@ -106,6 +113,7 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     on_status: tuple[StatusEntry, ...] = (408, 429, "5xx")
     max_cycles: int = 1
     credential_fallback: bool = True
+    on_exhausted: OnExhausted = "gateway"
 
     @property
     def backoff_s(self) -> float:
@@ -144,13 +152,23 @@ class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     max_offers: int = 3
 
 
+class PinnedPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """What a pinned `provider/model` confines (SPEC §3 step 1; DigitSpace: "With `provider/model`,
+    only that provider's offers are tried"). `allow_other_providers` False (default): the whole
+    plan (reroutes, fallback models, special lists) keeps only that provider's offers; True: only
+    the requested model is confined (`turnout.core.plan.build_plan`)."""
+
+    allow_other_providers: bool = False
+
+
 class Policy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The whole policy object of SPEC §4 with its defaults, and the plan's cap (§10)."""
+    """SPEC §4's policy with its defaults, the plan's cap (§10) and `PinnedPolicy`."""
 
     retry: RetryPolicy = RetryPolicy()
     fallback: FallbackPolicy = FallbackPolicy()
     budget: BudgetPolicy = BudgetPolicy()
     plan: PlanPolicy = PlanPolicy()
+    pinned: PinnedPolicy = PinnedPolicy()
 
 
 MOST = 2**31 - 1
@@ -261,7 +279,7 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
         ),
     )
     plan = PlanPolicy(max_offers=_bounded("plan.max_offers", policy.plan.max_offers, 1, ceilings.max_offers, clamps))
-    return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan), tuple(clamps)
+    return Policy(retry=retry, fallback=fallback, budget=budget, plan=plan, pinned=policy.pinned), tuple(clamps)
 
 
 class _Overrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -306,6 +324,7 @@ class FallbackOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fi
     on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
     max_cycles: AtLeastOne | UnsetType = UNSET
     credential_fallback: bool | UnsetType = UNSET
+    on_exhausted: OnExhausted | UnsetType = UNSET
 
 
 class BudgetOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -321,6 +340,12 @@ class PlanOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields
     max_offers: AtLeastOne | UnsetType = UNSET
 
 
+class PinnedOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """The `pinned` fields a layer sets (see `PinnedPolicy`)."""
+
+    allow_other_providers: bool | UnsetType = UNSET
+
+
 class PolicyOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """A partial policy, as written in the configuration or sent to the admin API (SPEC §4, §6).
 
@@ -333,6 +358,7 @@ class PolicyOverrides(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     fallback: FallbackOverrides | None | UnsetType = UNSET
     budget: BudgetOverrides | None | UnsetType = UNSET
     plan: PlanOverrides | None | UnsetType = UNSET
+    pinned: PinnedOverrides | None | UnsetType = UNSET
 
 
 SECTION_OVERRIDES: dict[str, type[_Overrides]] = {
@@ -340,6 +366,7 @@ SECTION_OVERRIDES: dict[str, type[_Overrides]] = {
     "fallback": FallbackOverrides,
     "budget": BudgetOverrides,
     "plan": PlanOverrides,
+    "pinned": PinnedOverrides,
 }
 """Each policy section's partial form (`Policy` field name -> its overrides Struct)."""
 

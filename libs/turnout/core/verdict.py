@@ -12,6 +12,7 @@ import math
 
 import msgspec
 
+from turnout.core.exhausted import chosen_attempt, upstream_error_type, upstream_message, upstream_status
 from turnout.core.loop import UNAVAILABLE_SKIPS, AttemptRecord, LoopState, SkipReason, SkipRecord, StopReason
 from turnout.core.types import FailureKind
 
@@ -77,6 +78,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
         summary: per-attempt rows, one per attempt made.
         served: facts for the `x-turnout-*` headers.
         param: the request field the error names (the body's `param`), or None.
+        upstream: `last` or `original` when the answer is that upstream attempt's status and
+            error (`fallback.on_exhausted`, `turnout.core.exhausted`): the body then carries no
+            summary, the shell puts it in a header; None for the gateway's own answers.
     """
 
     status_code: int
@@ -88,6 +92,7 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     summary: tuple[AttemptSummary, ...]
     served: Served
     param: str | None = None
+    upstream: str | None = None
 
 
 def served_facts(state: LoopState) -> Served:
@@ -192,7 +197,11 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
           `provider_failed` with the last attempt and the summary.
         Both EXHAUSTED answers quote the original (first) attempt instead of
         the last when the plan was run more than once (`max_cycles`; see
-        `_quoted`).
+        `_quoted`). With `fallback.on_exhausted` `last` or `original`, an
+        EXHAUSTED plan with attempts answers instead with that attempt's
+        upstream status, error type, code and message (`upstream` set;
+        `x-should-retry` and Retry-After as the answer it replaces: true with
+        the rate-limit hint when every failure was a rate limit, else false).
         - DEADLINE: 504 `budget_exhausted` with the summary.
         - ALL_OPEN: 503 `circuit_open`, Retry-After no earlier than the
           first target's return, jittered (`client_retry_after_s`).
@@ -269,9 +278,24 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
         )
     quoted = _quoted(records)
     rate_limited = bool(records) and all(r.kind is FailureKind.RATE_LIMITED for r in records)
+    hints = [r.retry_after_s for r in records if r.retry_after_s is not None]
+    wait_s = min(hints) if hints else (min(reopen) if reopen else 1.0)
+    on_exhausted = state.policy.fallback.on_exhausted
+    chosen = chosen_attempt(records, on_exhausted)
+    if chosen is not None:
+        status = upstream_status(chosen)
+        return Verdict(
+            status_code=status,
+            error_type=upstream_error_type(chosen, status),
+            error_code=chosen.error_code,
+            message=upstream_message(chosen),
+            retry_after_s=_ceil_s(wait_s) if rate_limited else None,
+            should_retry=rate_limited,
+            summary=summary,
+            served=served,
+            upstream=on_exhausted,
+        )
     if rate_limited and quoted is not None:
-        hints = [r.retry_after_s for r in records if r.retry_after_s is not None]
-        wait_s = min(hints) if hints else (min(reopen) if reopen else 1.0)
         return Verdict(
             status_code=429,
             error_type="rate_limit_error",

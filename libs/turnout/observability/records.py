@@ -93,8 +93,14 @@ carries, outside the export, `phase` (`started`, `ended`, `lost`), `run`
 (the job's run, from 1), `deadline_ts` (started rows), `role` (the
 target's role in the plan), `delay_before_s` (seconds waited before the
 attempt) and `delay_reason` (`backoff`, `retry_after`, `fallback_backoff`
-or null), which the dashboard shows, and `should_retry` (ended rows: the
-provider's `x-should-retry`, true / false, or null when it sent none)."""
+or null), which the dashboard shows, `should_retry` (ended rows: the
+provider's `x-should-retry`, true / false, or null when it sent none), and
+`considered` (ended rows: the plan's offers not attempted as of the attempt's
+end, `[{provider, model, catalog_model, reason, reopen_in_s}]`,
+`turnout.core.considered`; the request's last attempt holds the request's:
+a field of the request's own rows, not a row of its own, so phases, exports,
+spend and the Activity list read rows as before; a request that made no
+attempt has no row to hold it)."""
 
 OPEN_ATTEMPTS_TTL_S = 86_400
 """Seconds a request's open-attempts hash lives after its last started row."""
@@ -164,6 +170,7 @@ def attempt_row(
         "delay_before_s": round(record.delay_before_s, 3),
         "delay_reason": record.delay_reason,
         "should_retry": record.should_retry,
+        "considered": [msgspec.to_builtins(c) for c in record.considered],
     }
 
 

@@ -54,6 +54,53 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
     flags: tuple[str, ...]
 
 
+CONSIDERED_WHY = {
+    "capped": "past plan.max_offers",
+    "preferences": "left out by the request's provider preferences",
+    "no_credential": "no credential",
+    "not_reached": "not reached (served or stopped before it)",
+    "circuit_open": "circuit open",
+    "resting": "resting (Retry-After)",
+    "ramping": "in slow start",
+    "credential_open": "the org's own key keeps failing",
+    "plan_capped": "usage cap not reset",
+    "unsupported": "cannot express the request",
+}
+"""A considered offer's `reason` (`turnout.core.considered`), as the detail page words it."""
+
+
+class ConsideredOffer(msgspec.Struct, frozen=True, kw_only=True):
+    """An offer of the plan the request did not attempt, as the detail page shows it.
+
+    Attributes:
+        target: `provider/model` (the upstream model name).
+        catalog_model: the catalog model it serves.
+        why: the reason in words (`CONSIDERED_WHY`, else the stored reason).
+        reopen_in_s: seconds until an offer out of rotation could be tried again, or None.
+    """
+
+    target: str
+    catalog_model: str
+    why: str
+    reopen_in_s: float | None
+
+
+def considered(last: dict[str, Any]) -> tuple[ConsideredOffer, ...]:
+    """The offers of the plan not attempted, from the request's last row (`considered`, a
+    list of `{provider, model, catalog_model, reason, reopen_in_s}`; rows without it: none)."""
+    items = last.get("considered")
+    return tuple(
+        ConsideredOffer(
+            target=f"{c.get('provider')}/{c.get('model')}",
+            catalog_model=str(c.get("catalog_model", "")),
+            why=CONSIDERED_WHY.get(str(c.get("reason")), str(c.get("reason"))),
+            reopen_in_s=c.get("reopen_in_s"),
+        )
+        for c in (items if isinstance(items, list) else [])
+        if isinstance(c, dict)
+    )
+
+
 class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     """One request as the Activity list shows it.
 
@@ -70,6 +117,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
         cost_usd: sum over its attempts.
         badges: labels in a fixed order (`Retried ×2`, `Provider fallback`, ...).
         attempts: its attempts, by number.
+        considered: the plan's offers it did not attempt, and why (from its last row).
     """
 
     request_id: str
@@ -88,6 +136,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     cost_usd: float
     badges: tuple[str, ...]
     attempts: tuple[Attempt, ...]
+    considered: tuple[ConsideredOffer, ...] = ()
 
 
 class Filters(msgspec.Struct, frozen=True, kw_only=True):
@@ -311,4 +360,5 @@ def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
         cost_usd=sum(float(r.get("cost_usd") or 0.0) for r in ordered),
         badges=badges(ordered),
         attempts=attempts(ordered),
+        considered=considered(last),
     )

@@ -22,7 +22,7 @@ from turnout.core.plan import (
     lookup,
     split_pinned,
 )
-from turnout.core.policy import FallbackPolicy, PlanPolicy, Policy
+from turnout.core.policy import FallbackPolicy, PinnedPolicy, PlanPolicy, Policy
 from turnout.core.preferences import Preferences
 from turnout.core.scopes import as_model_map
 from turnout.core.types import Target
@@ -62,6 +62,7 @@ def plan(
     catalog: Mapping[str, Sequence[Target]] = CATALOG,
     max_offers: int = 20,
     health: Mapping[str, TargetHealth] | None = None,
+    providers: frozenset[str] = PROVIDERS | {"pa", "pb"},
 ) -> Plan:
     """A plan over CATALOG; uncapped (20 offers) unless `max_offers` says otherwise."""
 
@@ -71,7 +72,7 @@ def plan(
     return build_plan(
         model,
         catalog=catalog,
-        providers=PROVIDERS,
+        providers=providers,
         settings=RoutingSettings(
             reroutes=tuple(reroutes),
             fallbacks=as_map(fallbacks),
@@ -251,15 +252,75 @@ def test_plan_without_cross_provider_keeps_the_healthiest_offer() -> None:
 # --------------------------------------------------------------------- pinned
 
 
+ALLOW_OTHERS = Policy(pinned=PinnedPolicy(allow_other_providers=True))
+
+# DigitSpace's failover document: "With `provider/model`, only that provider's offers are tried."
+PINNED_CATALOG: dict[str, tuple[Target, ...]] = {
+    "m1": (t("pa", "m1", "m1"), t("pb", "m1", "m1")),
+    "m2": (t("pb", "m2", "m2"),),
+    "m4": (t("pa", "m4", "m4"), t("pb", "m4", "m4")),
+}
+
+
+@pytest.mark.parametrize(
+    ("model", "kwargs", "expected"),
+    [
+        ("pa/m1", {"fallbacks": {"*": ["m4", "m2"]}}, ["pa/m1", "pa/m4"]),
+        ("pa/m1", {"fallbacks": {"*": ["m4", "m2"]}, "policy": ALLOW_OTHERS}, ["pa/m1", "pa/m4", "pb/m4", "pb/m2"]),
+        ("pb/m1", {"fallbacks": {"*": ["m2"]}}, ["pb/m1", "pb/m2"]),
+        ("pa/m1", {"fallbacks": {"*": ["m2"]}}, ["pa/m1"]),
+        ("pa/m1", {"policy": Policy(fallback=FallbackPolicy(models=("m2", "m4")))}, ["pa/m1", "pa/m4"]),
+        ("pa/m1", {"reroutes": ["m2", "m4"]}, ["pa/m4"]),
+        ("pa/m1", {"reroutes": ["m2", "m4"], "policy": ALLOW_OTHERS}, ["pb/m2", "pa/m4", "pb/m4"]),
+        ("m1", {"fallbacks": {"*": ["m2"]}}, ["pa/m1", "pb/m1", "pb/m2"]),
+    ],
+    ids=[
+        "fallback-models-confined",
+        "allow-other-providers",
+        "other-pin",
+        "fallback-elsewhere-drops-out",
+        "gateway-fallback-models-confined",
+        "reroutes-confined",
+        "reroutes-allowed",
+        "not-pinned-untouched",
+    ],
+)
+def test_plan_pinned_request_confines_the_whole_plan(
+    model: str, kwargs: dict[str, object], expected: list[str]
+) -> None:
+    p = plan(model, catalog=PINNED_CATALOG, priority_models=frozenset(PINNED_CATALOG), **kwargs)  # type: ignore[arg-type]
+    assert keys(p.entries) == expected
+
+
+def test_plan_pinned_request_confines_the_special_lists() -> None:
+    p = plan("azure/gpt-5", context_window={"*": ["claude", "gpt-5"]}, priority_models=PRIO)
+    assert keys(p.entries) == ["azure/gpt-5-prod"]
+    assert keys(p.context_window) == []
+    allowed = plan("azure/gpt-5", context_window={"*": ["claude"]}, priority_models=PRIO, policy=ALLOW_OTHERS)
+    assert keys(allowed.context_window) == ["anthropic/claude-sonnet-4-5", "bedrock/anthropic.claude"]
+
+
+@hsettings(max_examples=60, deadline=None)
+@given(
+    pin=st.sampled_from(sorted(PROVIDERS - {"google"})),
+    fallbacks=st.lists(st.sampled_from(sorted(CATALOG)), max_size=4),
+    seed=st.integers(0, 1000),
+)
+def test_plan_pinned_request_never_leaves_its_provider(pin: str, fallbacks: list[str], seed: int) -> None:
+    model = next(m for m, offers in CATALOG.items() if any(o.provider == pin for o in offers) and "/" not in m)
+    p = plan(f"{pin}/{model}", fallbacks={"*": fallbacks}, context_window={"*": fallbacks}, seed=seed)
+    assert {e.target.provider for e in p.entries + p.context_window} == {pin}
+
+
 def test_plan_pinned_request_keeps_only_that_providers_offers() -> None:
-    p = plan("azure/gpt-5", fallbacks={"*": ["claude"]}, priority_models=PRIO)
+    p = plan("azure/gpt-5", fallbacks={"*": ["claude"]}, priority_models=PRIO, policy=ALLOW_OTHERS)
     assert keys(p.entries) == ["azure/gpt-5-prod", "anthropic/claude-sonnet-4-5", "bedrock/anthropic.claude"]
     assert p.entries[0].role is Role.PRIMARY
     assert p.requested_model == "azure/gpt-5"
 
 
 def test_plan_pinned_request_looks_fallbacks_up_by_the_catalog_model() -> None:
-    p = plan("openai/gpt-5", fallbacks={"gpt-5": ["gemini"], "*": ["llama"]})
+    p = plan("openai/gpt-5", fallbacks={"gpt-5": ["gemini"], "*": ["llama"]}, policy=ALLOW_OTHERS)
     assert models_of(p) == ["gpt-5", "gemini"]
 
 

@@ -271,3 +271,18 @@ def test_the_outcome_filter_is_ok_or_failed_else_the_page_says_so(
     from turnout_ingress.ui import _outcome
 
     assert _outcome(value) == (outcome, error)
+
+
+def test_summary_lists_the_considered_offers_of_the_last_row_in_words() -> None:
+    considered = [
+        {"provider": "sim-b", "model": "b", "catalog_model": "chat", "reason": "circuit_open", "reopen_in_s": 12.5},
+        {"provider": "sim-c", "model": "c", "catalog_model": "chat", "reason": "capped", "reopen_in_s": None},
+        {"provider": "sim-d", "model": "d", "catalog_model": "chat", "reason": "something_new"},
+    ]
+    summary = summarize("1-0", [row(1, considered=[]), row(2, is_retry=True, considered=considered, **OK)])
+    assert [(c.target, c.why, c.reopen_in_s) for c in summary.considered] == [
+        ("sim-b/b", "circuit open", 12.5),
+        ("sim-c/c", "past plan.max_offers", None),
+        ("sim-d/d", "something_new", None),
+    ]
+    assert summarize("1-0", [row(1, **OK)]).considered == ()  # rows written before the field: none

@@ -11,6 +11,7 @@ from collections.abc import Awaitable
 from typing import Any, cast
 
 import httpx
+import msgspec
 import pytest
 from redis.asyncio import Redis
 
@@ -89,7 +90,7 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     config = parse_config(CONFIG, env={})
     rows = _ended_rows(await _routed_rows(Catalog(config), config.policy))
     assert [r["attempt"] for r in rows] == [1, 2, 3]
-    extra = {"role", "delay_before_s", "delay_reason", "phase", "run", "should_retry"}
+    extra = {"role", "delay_before_s", "delay_reason", "phase", "run", "should_retry", "considered"}
     assert all(set(r) == set(FIELDS) | extra for r in rows)
     assert not any(r["is_rerun"] or r["lost"] for r in rows)
     assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)
@@ -164,6 +165,18 @@ def test_failed_attempt_row_costs_nothing_even_with_usage() -> None:
     row = attempt_row(RequestInfo(request_id="x"), record, Usage(input_tokens=9, output_tokens=9), catalog, 5.0)
     assert row["cost_usd"] == 0.0 and row["input_tokens"] == 0 and row["latency_ms"] == 1234.568
     assert row["status"] is None and row["class"] == "fallback_now"
+    assert row["considered"] == []
+    from turnout.core.considered import Considered
+
+    capped = Considered(provider="p", model="m", catalog_model="chain", reason="capped")
+    row = attempt_row(
+        RequestInfo(request_id="x"), msgspec.structs.replace(record, considered=(capped,)), Usage(), catalog, 5.0
+    )
+    assert row["considered"] == [
+        {"provider": "p", "model": "m", "catalog_model": "chain", "reason": "capped", "reopen_in_s": None}
+    ]
+    assert list(json.loads(jsonl_lines([row]))) == list(FIELDS)  # exports keep their columns
+    assert csv_lines([row], header=True).splitlines()[0].decode().split(",") == list(FIELDS)
 
 
 async def test_flush_appends_in_batches_and_the_stream_stays_bounded(redis_client: Redis) -> None:
