@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from support.gateway import Gateway
-from support.procs import Fleet
-from support.tenancy import ACME_ADMIN, BETA_ADMIN, OPERATOR, Admin, start_tenancy, tenancy_env
+from support.tenancy import ACME_ADMIN, BETA_ADMIN, OPERATOR, Admin, tenancy_fleet
 
 pytestmark = pytest.mark.integration
 
@@ -27,13 +26,8 @@ PROVIDER_SECRET = "sk-audit-canary-5f1d2e3c4b5a69788796a5b4"
 
 @pytest.fixture(scope="module")
 def gw() -> Iterator[Gateway]:
-    fleet = Fleet()
-    try:
-        gateway = start_tenancy(fleet, tenancy_env())
+    with tenancy_fleet() as gateway:
         yield gateway
-        gateway.close()
-    finally:
-        fleet.stop_all()
 
 
 def _export(gw: Gateway, key: str = OPERATOR, **params: Any) -> list[dict[str, Any]]:

@@ -60,7 +60,9 @@ def ok(data: Any, status: int = 200) -> Response:
 
 def rejected(exc: AdminError) -> RequestRejected:
     """An `AdminError` as the ingress's `RequestRejected` (OpenAI-format error body)."""
-    error_type = {404: "not_found_error", 409: "conflict_error"}.get(exc.status_code, "invalid_request_error")
+    error_type = {403: "permission_error", 404: "not_found_error", 409: "conflict_error"}.get(
+        exc.status_code, "invalid_request_error"
+    )
     return RequestRejected(exc.status_code, exc.message, error_type=error_type, code=exc.code, param=exc.param)
 
 
