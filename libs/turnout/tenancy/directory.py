@@ -225,10 +225,14 @@ class TenantDirectory:
         """
         if not token:
             return None
-        candidates = self._by_prefix.get(lookup_prefix(token), ())
+        return self.authenticate_digest(lookup_prefix(token), hash_token(token))
+
+    def authenticate_digest(self, prefix: str, digest: str) -> Identity | None:
+        """The identity of the key with clear lookup `prefix` and SHA-256 `digest` (what a dashboard
+        session holds instead of the key); None when unknown, revoked or expired."""
+        candidates = self._by_prefix.get(prefix, ())
         if not candidates:
             return None
-        digest = hash_token(token)
         now_s = self._clock()
         for entry in candidates:
             if hmac.compare_digest(entry.digest, digest):
