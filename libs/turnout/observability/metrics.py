@@ -82,6 +82,11 @@ class Metrics:
             registry=r,
         )
         self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
+        self.audit_unauthenticated = Counter(
+            "turnout_audit_unauthenticated_writes",
+            "Admin writes refused before a caller was known (counted here, sampled into the audit log)",
+            registry=r,
+        )
         self.responses_not_stored = Counter(
             "turnout_responses_not_stored",
             "Responses answered but not kept in the conversation store",

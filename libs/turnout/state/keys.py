@@ -238,7 +238,12 @@ def limit_key(kind: str, org: str, scope_id: str | None, counter: str) -> str:
 
 
 AUDIT_STREAM = "turnout:audit"
-"""Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""
+"""Stream of authenticated admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`},
+kept for the retention time (`XADD MINID ~`), never trimmed by count."""
+
+AUDIT_REFUSED_STREAM = "turnout:audit:unauthenticated"
+"""Stream of samples of admin writes refused before a caller was known: fields {e: JSON `AuditEntry`,
+n: writes it stands for}, capped (`XADD MAXLEN ~`): a flood of them never touches `AUDIT_STREAM`."""
 
 
 UI_SCORE_PREFIX = "turnout:ui:score:"

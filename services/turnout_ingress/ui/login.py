@@ -15,7 +15,6 @@ Must not import: the UI's page routes.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
@@ -24,28 +23,23 @@ from fastapi import FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout.state.audit_log import AuditEntry, AuditLog
+from turnout.state.audit_log import AuditEntry
 from turnout.state.errors import StateUnavailable
 from turnout.state.ui_sessions import UiSessions, digest, throttle_names
 from turnout_ingress.admin.access import AdminAPI, Caller
+from turnout_ingress.admin.audit import AuditRecorder
 from turnout_ingress.ui import session
-
-log = logging.getLogger("turnout.audit")
 
 Page = Callable[..., HTMLResponse]
 """`page(template, caller, status=..., **context)`: a rendered dashboard page."""
 
 
 async def audit(request: Request, who: str, org: str | None, status: int) -> None:
-    """One audit entry for a dashboard login or logout (a Redis failure is logged, the answer unchanged)."""
-    audit_log: AuditLog | None = getattr(request.app.state, "audit_log", None)
-    if audit_log is None:
-        return
-    entry = AuditEntry(who=who, org=org, method="POST", path=request.url.path, fields=(), status=status)
-    try:
-        await audit_log.append(entry)
-    except StateUnavailable:
-        log.warning("audit entry not recorded: POST %s by %s -> %d", entry.path, who, status)
+    """One audit entry for a dashboard login or logout (`AuditRecorder`: an unknown key's failure is
+    counted and sampled like an unauthenticated admin write; a Redis failure is logged)."""
+    recorder: AuditRecorder | None = getattr(request.app.state, "audit_recorder", None)
+    if recorder is not None:
+        await recorder.record(AuditEntry(who=who, org=org, method="POST", path=request.url.path, status=status))
 
 
 def client_of(request: Request) -> str:
