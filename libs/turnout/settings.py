@@ -22,6 +22,7 @@ Variables (README "Configuration"):
     TURNOUT_OPERATOR_KEY   the operator's admin key (unset: no operator)
     TURNOUT_UI_TRACE_URL   the dashboard's link to a trace (`{trace_id}` filled in)
     TURNOUT_AUDIT_RETENTION_DAYS  days an authenticated audit entry is kept (default 90)
+    TURNOUT_METRICS_TOKEN  when set, `/metrics` (ingress and worker side port) needs it as a bearer token
     TURNOUT_REDIS_CALL_TIMEOUT_MS  the request path's Redis bound (ms, default 400,
                            at most 60000; parsed by `turnout.state.bounds.call_timeout_s`,
                            whose module constant the request path reads)
@@ -72,6 +73,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         allow_no_aof: start on a Redis without AOF persistence.
         python_optimize: the Python optimization level a server process runs at (0, 1 or 2).
         audit_retention_days: days an authenticated audit entry is kept (> 0; never evicted by count).
+        metrics_token: the bearer token `/metrics` requires, or None (open).
         env: the mapping the settings were read from (for readers of a whole environment).
     """
 
@@ -88,6 +90,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     allow_no_aof: bool = False
     python_optimize: int = 2
     audit_retention_days: float = 90.0
+    metrics_token: str | None = None
     env: dict[str, str] = {}
 
     @property
@@ -147,6 +150,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             redis_call_timeout_s=redis_call_timeout_s,
             allow_no_aof=read_switch(ALLOW_ENV),
             python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
+            metrics_token=env.get("TURNOUT_METRICS_TOKEN") or None,
             audit_retention_days=read("TURNOUT_AUDIT_RETENTION_DAYS", _days, "a positive number of days", 90.0),
             env=dict(env),
         )

@@ -132,7 +132,7 @@ OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 
 def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
     """Credentials known without Redis: the platform provider keys, the file's gateway, BYOK and
-    custom endpoint keys, and the operator key (what the process's `Scrubber` starts with)."""
+    custom endpoint keys, the operator key and the metrics token (what the process's `Scrubber` starts with)."""
     found = [s for p in config.raw.providers.values() for s in p.secrets()]
     for org in config.raw.orgs.values():
         found += [k.key for k in org.keys]
@@ -140,6 +140,7 @@ def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
         found += [e.api_key or "" for e in org.custom_endpoints.values()]
         found += [v for e in org.custom_endpoints.values() for v in (e.headers or {}).values()]
     found.append(env.get(OPERATOR_KEY_ENV, ""))
+    found.append(env.get("TURNOUT_METRICS_TOKEN", ""))
     return [s for s in found if s]
 
 
