@@ -21,6 +21,8 @@ Variables (README "Configuration"):
     TURNOUT_METRICS_HOST   its address (default TURNOUT_HOST, else 127.0.0.1)
     TURNOUT_OPERATOR_KEY   the operator's admin key (unset: no operator)
     TURNOUT_UI_TRACE_URL   the dashboard's link to a trace (`{trace_id}` filled in)
+    TURNOUT_AUDIT_RETENTION_DAYS  days an authenticated audit entry is kept (default 90)
+    TURNOUT_METRICS_TOKEN  when set, `/metrics` (ingress and worker side port) needs it as a bearer token
     TURNOUT_REDIS_CALL_TIMEOUT_MS  the request path's Redis bound (ms, default 400,
                            at most 60000; parsed by `turnout.state.bounds.call_timeout_s`,
                            whose module constant the request path reads)
@@ -70,6 +72,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         redis_call_timeout_s: the request path's Redis bound (seconds; the variable is in ms).
         allow_no_aof: start on a Redis without AOF persistence.
         python_optimize: the Python optimization level a server process runs at (0, 1 or 2).
+        audit_retention_days: days an authenticated audit entry is kept (> 0; never evicted by count).
+        metrics_token: the bearer token `/metrics` requires, or None (open).
         env: the mapping the settings were read from (for readers of a whole environment).
     """
 
@@ -85,6 +89,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_call_timeout_s: float = 0.4
     allow_no_aof: bool = False
     python_optimize: int = 2
+    audit_retention_days: float = 90.0
+    metrics_token: str | None = None
     env: dict[str, str] = {}
 
     @property
@@ -144,6 +150,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             redis_call_timeout_s=redis_call_timeout_s,
             allow_no_aof=read_switch(ALLOW_ENV),
             python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
+            metrics_token=env.get("TURNOUT_METRICS_TOKEN") or None,
+            audit_retention_days=read("TURNOUT_AUDIT_RETENTION_DAYS", _days, "a positive number of days", 90.0),
             env=dict(env),
         )
         for check in (_secret_keys, _ssrf_allow):  # read again where used; checked here to fail at start
@@ -173,6 +181,13 @@ def _ssrf_allow(env: Mapping[str, str]) -> None:
 def _seconds(raw: str) -> float:
     value = float(raw)
     if not math.isfinite(value) or value < 0:
+        raise ValueError(raw)
+    return value
+
+
+def _days(raw: str) -> float:
+    value = _seconds(raw)
+    if value <= 0:
         raise ValueError(raw)
     return value
 

@@ -53,10 +53,12 @@ def _redis_url(args: argparse.Namespace) -> str:
 def cmd_ingress(args: argparse.Namespace) -> int:
     """Run one ingress process."""
     leave_out_unused_imports()
+    import msgspec
     import uvicorn
 
     from turnout.config import load_config
     from turnout.observability.jsonlog import configure_logging
+    from turnout_ingress import fd_budget
     from turnout_ingress.app import create_app
     from turnout_ingress.http_guard import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
@@ -66,6 +68,11 @@ def cmd_ingress(args: argparse.Namespace) -> int:
     config = load_config(_config_path(args), env=settings.env)  # a bad file is refused before Redis is asked
     if (refused := _persistence_refused(args, "ingress")) is not None:
         return refused
+    limits = GuardLimits.of(config.raw.gateway)
+    fitted = fd_budget.apply(limits.max_connections)  # logged when lowered or refused
+    if fitted is None:
+        return EXIT_STARTUP_FAILURE
+    limits = msgspec.structs.replace(limits, max_connections=fitted)
     app = create_app(config, redis_url=_redis_url(args), settings=settings, persistence_check=args.persistence_check)
     server = uvicorn.Server(
         uvicorn.Config(
@@ -77,7 +84,7 @@ def cmd_ingress(args: argparse.Namespace) -> int:
             log_config=None,
             loop="uvloop",
             ws="none",  # no WebSocket route: the `websockets` package (~3 MiB) is never imported
-            http=guarded_protocol(GuardLimits.of(config.raw.gateway)),
+            http=guarded_protocol(limits),
             timeout_graceful_shutdown=25,
         )
     )

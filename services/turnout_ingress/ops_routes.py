@@ -19,7 +19,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
-from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics
+from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics, target_label
+from turnout.observability.metrics_auth import REFUSAL, bearer_ok
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.admin.audit import ADMIN_PREFIX
@@ -159,13 +160,16 @@ def install(app: FastAPI, state: IngressState) -> None:
         return Response(_json.encode(body), media_type=JSON)
 
     @app.get("/metrics")
-    async def metrics() -> Response:
+    async def metrics(request: Request) -> Response:
+        token = state.settings.metrics_token
+        if token is not None and not bearer_ok(request.headers.get("authorization", ""), token):
+            return Response(REFUSAL, status_code=401, media_type=JSON, headers={"www-authenticate": "Bearer"})
         targets = _targets(state)
         view = await state.breakers.view([t[0] for t in targets])
         now = view.store_now()
         for key, _, _ in targets:
             value = BREAKER_STATE_VALUE[state_at(view.snapshot(key), now)]
-            state.metrics.breaker_state.labels(target=key).set(value)
+            state.metrics.bounded.child(state.metrics.breaker_state, target=target_label(key)).set(value)
         depth = await queue_depth(state.redis)
         if depth is not None:
             state.metrics.queue_depth.set(depth)

@@ -1,7 +1,8 @@
 """The worker's observability: Prometheus on a side port and the per-job scope.
 
 Owns: the Prometheus `Metrics` (the runtime's, `turnout.runtime.Observation`)
-served by prometheus-client's own HTTP server on `TURNOUT_METRICS_PORT`
+served by prometheus-client's HTTP server on `TURNOUT_METRICS_PORT` (with
+`TURNOUT_METRICS_TOKEN`, only to scrapes carrying it: `turnout.observability.metrics_auth`)
 (default 9464, 0 disables; bound to `TURNOUT_METRICS_HOST`, else
 `TURNOUT_HOST`, else 127.0.0.1: `turnout.settings`), and the per-job scope
 (job span continuing the ingress's trace, in-flight gauge, queue wait,
@@ -19,9 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from opentelemetry.trace import Span, Status, StatusCode
-from prometheus_client import start_http_server
 
 from turnout.observability.jsonlog import request_context
+from turnout.observability.metrics_auth import serve_metrics
 from turnout.observability.telemetry import JOB_RESULT, job_span
 from turnout.runtime import ROLES, Observation
 from turnout.settings import Settings
@@ -48,6 +49,7 @@ class WorkerObservability:
         self.metrics = obs.metrics
         self._port = settings.metrics_port
         self._host = settings.metrics_host
+        self._token = settings.metrics_token
         self.metrics_port: int | None = None
         self._server: Any = None
 
@@ -56,7 +58,7 @@ class WorkerObservability:
         if self._port <= 0:
             return
         try:
-            self._server, _ = start_http_server(self._port, addr=self._host, registry=self.metrics.registry)
+            self._server = serve_metrics(self._host, self._port, self.metrics.registry, self._token)
         except OSError as exc:
             log.warning("metrics port %s:%d not bound (%s); /metrics disabled", self._host, self._port, exc.strerror)
             return

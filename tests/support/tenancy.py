@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,6 +105,18 @@ def start_tenancy(fleet: Fleet, env: dict[str, str] | None = None, workers: int 
         beta_user=BETA_USER,
         beta_ep=BETA_ENDPOINT_KEY,
     )
+
+
+@contextmanager
+def tenancy_fleet(env: dict[str, str] | None = None) -> Iterator[Gateway]:
+    """A started tenancy fleet (`start_tenancy`), stopped on leaving."""
+    fleet = Fleet()
+    try:
+        gateway = start_tenancy(fleet, env or tenancy_env())
+        yield gateway
+        gateway.close()
+    finally:
+        fleet.stop_all()
 
 
 @dataclass

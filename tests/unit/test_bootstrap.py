@@ -6,11 +6,13 @@ import msgspec
 import pytest
 
 from turnout.config import Config, parse_config
+from turnout.core.limits import Limits
 from turnout.core.scopes import ScopeSettings
+from turnout.core.spend import Budget
 from turnout.errors import ConfigError
 from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.bootstrap import merge_org
-from turnout.tenancy.orgs import OrgDoc, hash_token
+from turnout.tenancy.orgs import Ceiling, OrgDoc, hash_token
 from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
 
@@ -142,3 +144,16 @@ orgs:
 """,
             env={},
         )
+
+
+def test_the_files_limits_and_budgets_are_the_operators_ceilings() -> None:
+    text = BASE.format(reroute="m1", byok="byok-secret-0001", endpoint="http://10.0.0.5:8000/v1")
+    text = text.replace(
+        "settings: {reroutes: [m1]}", "settings: {reroutes: [m1], limits: {rpm: 3}, budget: {usd: 1, period: day}}"
+    ).replace("research: {settings: {fallbacks: [m2]}}", "research: {settings: {limits: {rpm: 5}}}")
+    doc, _ = merge_org(
+        None, "acme", parse_config(text, env={}).raw.orgs["acme"], parse_config(text, env={}), VAULT, ALLOW, 1.0
+    )
+    assert doc is not None
+    assert doc.ceilings["org"].limits == Limits(rpm=3) and doc.ceilings["org"].budget == Budget(usd=1.0, period="day")
+    assert doc.ceilings["squads.research"] == Ceiling(limits=Limits(rpm=5)) and "keys.ci" not in doc.ceilings

@@ -258,12 +258,14 @@ async def test_genai_client_metrics_record_duration_and_tokens(mock_harness: Har
 async def test_prometheus_observer_counts_attempts_fallbacks_and_latency(mock_harness: Harness) -> None:
     await mock_harness.route()
     reg = mock_harness.metrics.registry
+    # the model label is the catalog model id (`chain`), never the upstream's model name
     assert (
-        reg.get_sample_value("turnout_attempts_total", {"provider": "pa", "model": "m-a", "kind": "server_error"}) == 2
+        reg.get_sample_value("turnout_attempts_total", {"provider": "pa", "model": "chain", "kind": "server_error"})
+        == 2
     )
-    assert reg.get_sample_value("turnout_attempts_total", {"provider": "pb", "model": "m-b", "kind": "success"}) == 1
+    assert reg.get_sample_value("turnout_attempts_total", {"provider": "pb", "model": "chain", "kind": "success"}) == 1
     assert reg.get_sample_value("turnout_fallbacks_total", {"model": "chain"}) == 1
-    assert reg.get_sample_value("turnout_upstream_latency_seconds_count", {"provider": "pa", "model": "m-a"}) == 2
+    assert reg.get_sample_value("turnout_upstream_latency_seconds_count", {"provider": "pa", "model": "chain"}) == 2
 
 
 def test_enqueue_and_job_spans_continue_one_trace_through_the_carrier() -> None:
@@ -331,7 +333,7 @@ async def test_with_tracing_off_routing_starts_no_span_and_sends_no_trace_header
     assert started == [] and injected == []
     assert len(seen) == 3 and not [h for h in seen if "traceparent" in h]
     assert metrics.registry.get_sample_value(  # the other observers still see every attempt
-        "turnout_attempts_total", {"provider": "pb", "model": "m-b", "kind": "success"}
+        "turnout_attempts_total", {"provider": "pb", "model": "chain", "kind": "success"}
     )
 
 

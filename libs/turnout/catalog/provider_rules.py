@@ -28,7 +28,14 @@ import re
 from yarl import URL
 
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import METADATA_ADDRESSES, METADATA_HOSTS, IPAddress, embedded_ipv4, parse_loose_ipv4
+from turnout.tenancy.ssrf import (
+    METADATA_ADDRESSES,
+    METADATA_HOSTS,
+    IPAddress,
+    embedded_ipv4,
+    parse_loose_ipv4,
+    query_credential,
+)
 from turnout.tenancy.text import short_name
 
 OWN_PREFIX = "TURNOUT_"
@@ -91,7 +98,8 @@ def check_key_env(path: str, name: str) -> None:
 
 
 def check_base_url(path: str, url: str) -> None:
-    """Refuse a provider base URL whose host is link-local or a cloud metadata address or name.
+    """Refuse a provider base URL whose query carries a credential (`?key=…`, as tenant endpoints'),
+    or whose host is link-local or a cloud metadata address or name.
 
     Checks the URL as written: its host as the upstream client parses it
     (yarl), IP literals in every encoding the resolver reads
@@ -112,9 +120,16 @@ def check_base_url(path: str, url: str) -> None:
             169.254.169.254 is a cloud metadata address; ...`.
     """
     try:
-        host = URL(url).raw_host or ""
+        parsed = URL(url)
+        host = parsed.raw_host or ""
     except ValueError as exc:
         raise ConfigError(f"{path}: the base URL does not parse: {exc}") from None
+    param = query_credential(parsed.raw_query_string)
+    if param is not None:  # the tenant endpoints' rule (`turnout.tenancy.ssrf.check_base_url`)
+        raise ConfigError(
+            f"{path}: the base URL's query carries a credential (`{param}`); put it in the provider's "
+            "`api_key` (or its `auth`), which is kept out of logs and answers, not in the URL"
+        )
     reason = _host_refusal(host)
     if reason is not None:
         raise ConfigError(f"{path}: {reason}; a provider may not point at a link-local or cloud metadata address")

@@ -1,11 +1,20 @@
 """Prometheus metrics of one process, built once and passed down.
 
 Owns: the metric names, labels and buckets (SPEC §9), on a registry of its
-own (no module-level state), and the text exposition.
+own (no module-level state), the text exposition, and the bound on labels
+(#40 item 6): no tenant-chosen string becomes a label — a custom endpoint's
+target is labelled by its provider (`custom:<org>:<endpoint id>`) with model
+`other`, a catalog target by its catalog model id (`model_label`,
+`target_label`) — and each labelled metric holds at most
+`MAX_LABEL_SETS` label sets: past that, every new set is counted under
+`other` in each label (`BoundedLabels`), so no traffic grows a process's
+memory or its `/metrics` without bound.
 Must not import: services, FastAPI, arq.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -16,6 +25,48 @@ BREAKER_STATE_VALUE = {BreakerState.CLOSED: 0, BreakerState.HALF_OPEN: 1, Breake
 """Gauge value per breaker state."""
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+
+OTHER = "other"
+"""The label value of anything not in a closed set, and of every label set past the cap."""
+MAX_LABEL_SETS = 1000
+"""Label sets one metric may hold; more are counted under `other` (`BoundedLabels`)."""
+CUSTOM_PREFIX = "custom:"
+
+
+def model_label(provider: str, catalog_model: str) -> str:
+    """The `model` label of a target: its catalog model id, `other` for a custom endpoint's
+    (whose model names are the tenant's)."""
+    if provider.startswith(CUSTOM_PREFIX) or catalog_model.startswith(CUSTOM_PREFIX):
+        return OTHER
+    return catalog_model
+
+
+def target_label(key: str) -> str:
+    """The `target` label of a target key `provider/model`: a custom endpoint's as `provider/other`."""
+    provider, _, _ = key.partition("/")
+    return f"{provider}/{OTHER}" if provider.startswith(CUSTOM_PREFIX) else key
+
+
+class BoundedLabels:
+    """The children of labelled metrics, at most `cap` label sets per metric (pure; no clock).
+
+    Args:
+        cap: label sets one metric may hold; the sets past it share the all-`other` child.
+    """
+
+    def __init__(self, cap: int = MAX_LABEL_SETS) -> None:
+        self._cap = cap
+        self._seen: dict[int, set[tuple[str, ...]]] = {}  # by the metric's id: one registry's metrics live as long
+
+    def child(self, metric: Any, **labels: str) -> Any:
+        """`metric.labels(**labels)`, or its all-`other` child once the metric holds `cap` sets."""
+        seen = self._seen.setdefault(id(metric), set())
+        values = tuple(labels.values())
+        if values not in seen:
+            if len(seen) >= self._cap:
+                return metric.labels(**dict.fromkeys(labels, OTHER))
+            seen.add(values)
+        return metric.labels(**labels)
 
 
 class Metrics:
@@ -45,7 +96,8 @@ class Metrics:
             (`turnout.state.clock_check`; positive: ahead).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, cap: int = MAX_LABEL_SETS) -> None:
+        self.bounded = BoundedLabels(cap)
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter("turnout_requests", "Requests answered", ["route", "status"], registry=r)
@@ -82,6 +134,11 @@ class Metrics:
             registry=r,
         )
         self.records_dropped = Counter("turnout_records_dropped", "Attempt records dropped", registry=r)
+        self.audit_unauthenticated = Counter(
+            "turnout_audit_unauthenticated_writes",
+            "Admin writes refused before a caller was known (counted here, sampled into the audit log)",
+            registry=r,
+        )
         self.responses_not_stored = Counter(
             "turnout_responses_not_stored",
             "Responses answered but not kept in the conversation store",
@@ -94,15 +151,15 @@ class Metrics:
 
     def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
         """Breakers hook: count a transition."""
-        self.breaker_transitions.labels(target=target, to=str(after)).inc()
+        self.bounded.child(self.breaker_transitions, target=target_label(target), to=str(after)).inc()
 
     def on_trip(self, target: str, rule: str, sole: bool) -> None:
         """Breakers hook: count a trip."""
-        self.breaker_trips.labels(target=target, rule=rule, sole=str(sole).lower()).inc()
+        self.bounded.child(self.breaker_trips, target=target_label(target), rule=rule, sole=str(sole).lower()).inc()
 
     def on_alarm(self, target: str) -> None:
         """Breakers hook: count a platform-key alarm."""
-        self.platform_key_alarms.labels(target=target).inc()
+        self.bounded.child(self.platform_key_alarms, target=target_label(target)).inc()
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""

@@ -18,6 +18,7 @@ from opentelemetry.trace import Tracer
 
 from turnout.core.spend import scope_fields
 from turnout.core.types import FailureKind
+from turnout.observability.metrics import model_label
 from turnout.observability.telemetry import SpanObserver
 
 if TYPE_CHECKING:
@@ -46,13 +47,13 @@ class PrometheusObserver:
 
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`."""
-        target = record.target
-        self._metrics.attempts.labels(provider=target.provider, model=target.model, kind=str(record.kind)).inc()
-        self._metrics.upstream_latency.labels(provider=target.provider, model=target.model).observe(
-            record.duration_ms / 1000.0
-        )
+        target, m = record.target, self._metrics
+        model = model_label(target.provider, target.catalog_model)  # never a tenant's model name
+        m.bounded.child(m.attempts, provider=target.provider, model=model, kind=str(record.kind)).inc()
+        m.bounded.child(m.upstream_latency, provider=target.provider, model=model).observe(record.duration_ms / 1000.0)
         if record.kind is FailureKind.SUCCESS and record.is_fallback:
-            self._metrics.fallbacks.labels(model=info.requested_model).inc()
+            requested = model_label("", info.requested_model)
+            m.bounded.child(m.fallbacks, model=requested).inc()
 
     def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""

@@ -91,20 +91,35 @@ def jsonl_lines(rows: Iterable[dict[str, Any]]) -> bytes:
     return b"".join(_encode.encode(_export_row(r)) + b"\n" for r in rows)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""Leading characters a spreadsheet reads as a formula (OWASP "CSV Injection")."""
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell, neutralised: a text starting with `= + - @`, a tab or a CR gets a leading `'`
+    (OWASP's rule; the writer quotes the cell where its text needs it), so a tenant-chosen
+    `=HYPERLINK(...)` opens as text; booleans `true`/`false`, None empty, numbers as they are."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def csv_header() -> bytes:
     """The CSV header line."""
     return csv_lines([], header=True)
 
 
 def csv_lines(rows: Iterable[dict[str, Any]], *, header: bool = False) -> bytes:
-    """Rows as CSV (RFC 4180; booleans `true`/`false`, null as empty)."""
+    """Rows as CSV (RFC 4180; each cell as `csv_cell`: formulas neutralised, booleans `true`/`false`, null as empty)."""
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\r\n")
     if header:
         writer.writerow(FIELDS)
     for row in rows:
         out = _export_row(row)
-        writer.writerow(
-            "" if v is None else ("true" if v is True else "false" if v is False else v) for v in out.values()
-        )
+        writer.writerow(csv_cell(v) for v in out.values())
     return buf.getvalue().encode()

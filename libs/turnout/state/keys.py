@@ -247,7 +247,12 @@ def reservation_key(org: str, field: str, period: str, period_id: str) -> str:
 
 
 AUDIT_STREAM = "turnout:audit"
-"""Stream of admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`}, capped (`XADD MAXLEN ~`)."""
+"""Stream of authenticated admin writes (who, what, when; no secrets): fields {e: JSON `AuditEntry`},
+kept for the retention time (`XADD MINID ~`), never trimmed by count."""
+
+AUDIT_REFUSED_STREAM = "turnout:audit:unauthenticated"
+"""Stream of samples of admin writes refused before a caller was known: fields {e: JSON `AuditEntry`,
+n: writes it stands for}, capped (`XADD MAXLEN ~`): a flood of them never touches `AUDIT_STREAM`."""
 
 
 UI_SCORE_PREFIX = "turnout:ui:score:"
@@ -291,3 +296,11 @@ def response_index_key(org: str) -> str:
 EPOCH = "turnout:epoch"
 """String: a random token written once into an empty Redis (`turnout.state.epoch`); a process
 that finds another one, or none, after a reconnect knows Redis lost what it held."""
+
+UI_SESSION_PREFIX = "turnout:ui:session:"
+"""String per dashboard session, keyed by the SHA-256 of its id (the id itself is only in the
+browser's cookie): JSON `turnout.state.ui_sessions.SessionRecord`, expiring with the session (`SET EX`)."""
+
+UI_LOGIN_FAILS_PREFIX = "turnout:ui:login-fails:"
+"""Counter per client (`client:<address>`) or per tried key (`key:<SHA-256>`) of failed dashboard
+logins in the current window (`INCR`, expiring at the window's end)."""

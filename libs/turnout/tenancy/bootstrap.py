@@ -33,8 +33,10 @@ from typing import Any
 import msgspec
 
 from turnout.config import Config, CustomEndpointConfig, OrgConfig
+from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout.state.tenant_store import TenantStore
+from turnout.tenancy.ceilings import ceiling_of
 from turnout.tenancy.orgs import (
     EndpointDoc,
     KeyDoc,
@@ -123,15 +125,25 @@ def merge_org(
             raise ConfigError(f"{base}.{path}: {exc}") from None
 
     settings, settings_meta = doc.settings, doc.settings_meta
+    ceilings = dict(doc.ceilings)  # the file's limits and budgets are the operator's ceilings
+
+    def ceiling(path: str, of: ScopeSettings) -> None:
+        found = ceiling_of(of)
+        ceilings.pop(path, None)
+        if found is not None:
+            ceilings[path] = found
+
     fp = fingerprint(cfg.settings)
     if _take(doc, "settings", None if current is None else doc.settings_meta, fp):
         settings, settings_meta = cfg.settings, meta(fp)
+        ceiling("org", cfg.settings)
         changed.append("settings")
     squads = dict(doc.squads)
     for name, squad in cfg.squads.items():
         fp = fingerprint(squad)
         if _take(doc, f"squads.{name}", squads[name].meta if name in squads else None, fp):
             squads[name] = SquadDoc(settings=squad.settings, meta=meta(fp))
+            ceiling(f"squads.{name}", squad.settings)
             changed.append(f"squads.{name}")
     keys = dict(doc.keys)
     seen: set[str] = set()
@@ -152,6 +164,7 @@ def merge_org(
                 created_s=old.created_s if old else now_s,
                 meta=meta(fp),
             )
+            ceiling(f"keys.{key.name}", key.settings)
             changed.append(f"keys.{key.name}")
     provider_keys = dict(doc.provider_keys)
     for provider, secret in cfg.provider_keys.items():
@@ -196,6 +209,7 @@ def merge_org(
         keys=keys,
         provider_keys=provider_keys,
         custom_endpoints=endpoints,
+        ceilings=ceilings,
     )
     try:
         validate_org(merged, config, allow)

@@ -132,7 +132,7 @@ OPERATOR_KEY_ENV = "TURNOUT_OPERATOR_KEY"
 
 def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
     """Credentials known without Redis: the platform provider keys, the file's gateway, BYOK and
-    custom endpoint keys, and the operator key (what the process's `Scrubber` starts with)."""
+    custom endpoint keys, the operator key and the metrics token (what the process's `Scrubber` starts with)."""
     found = [s for p in config.raw.providers.values() for s in p.secrets()]
     for org in config.raw.orgs.values():
         found += [k.key for k in org.keys]
@@ -140,6 +140,7 @@ def static_secrets(config: Config, env: Mapping[str, str]) -> list[str]:
         found += [e.api_key or "" for e in org.custom_endpoints.values()]
         found += [v for e in org.custom_endpoints.values() for v in (e.headers or {}).values()]
     found.append(env.get(OPERATOR_KEY_ENV, ""))
+    found.append(env.get("TURNOUT_METRICS_TOKEN", ""))
     return [s for s in found if s]
 
 
@@ -225,10 +226,14 @@ class TenantDirectory:
         """
         if not token:
             return None
-        candidates = self._by_prefix.get(lookup_prefix(token), ())
+        return self.authenticate_digest(lookup_prefix(token), hash_token(token))
+
+    def authenticate_digest(self, prefix: str, digest: str) -> Identity | None:
+        """The identity of the key with clear lookup `prefix` and SHA-256 `digest` (what a dashboard
+        session holds instead of the key); None when unknown, revoked or expired."""
+        candidates = self._by_prefix.get(prefix, ())
         if not candidates:
             return None
-        digest = hash_token(token)
         now_s = self._clock()
         for entry in candidates:
             if hmac.compare_digest(entry.digest, digest):

@@ -33,9 +33,11 @@ from turnout.config import (
 )
 from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
+from turnout.core.limits import Limits
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, PolicyOverrides, clamp_policy, merge_policy, with_override
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
+from turnout.core.spend import Budget
 from turnout.core.types import Target
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
@@ -131,7 +133,19 @@ class EndpointDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     headers: dict[str, Sealed] | None = None
 
 
-class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+class Ceiling(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
+    """What the operator set at one scope: a ceiling the org's admins cannot lift (`turnout.tenancy.ceilings`).
+
+    Attributes:
+        limits: the operator's `limits` at that scope (each field set is a ceiling), or None.
+        budget: the operator's `budget` at that scope, or None.
+    """
+
+    limits: Limits | None = None
+    budget: Budget | None = None
+
+
+class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
     """Everything Turnout stores about one org (the Redis value of `turnout:tenancy:org:<id>`).
 
     Attributes:
@@ -141,6 +155,10 @@ class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
         tombstones: paths deleted through the admin API (`squads.x`,
             `keys.y`, ...): the configuration file never re-creates them.
         created_s: epoch seconds.
+        ceilings: the operator's ceilings by scope path (`org`, `squads.x`,
+            `keys.y`): written by the file and by the operator key only.
+            Not stored while empty, so a document without them reads as
+            before in a process of the version before them.
     """
 
     id: str
@@ -152,6 +170,7 @@ class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
     custom_endpoints: dict[str, EndpointDoc] = {}
     tombstones: tuple[str, ...] = ()
     created_s: float = 0.0
+    ceilings: dict[str, Ceiling] = {}
 
 
 doc_encoder = msgspec.json.Encoder()

@@ -70,6 +70,16 @@ CREDENTIAL_PARAMS = frozenset(
 )
 """Query parameter names (lowercase) that carry a credential: refused in a base URL."""
 
+
+def query_credential(query: str) -> str | None:
+    """The first parameter of a URL query string (`a=1&key=…`, undecoded) whose name carries a
+    credential (`CREDENTIAL_PARAMS`), or None. Never the value: callers name the parameter only."""
+    for name, _ in parse_qsl(query, keep_blank_values=True):
+        if name.lower() in CREDENTIAL_PARAMS:
+            return name
+    return None
+
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -363,7 +373,7 @@ def check_base_url(url: str, allow: AllowList) -> str:
         raise UnsafeURL(f"the base URL's port is not allowed (the operator's egress policy allows {allowed})")
     if parsed.fragment:
         raise UnsafeURL("the base URL must not carry a fragment")
-    if any(name.lower() in CREDENTIAL_PARAMS for name, _ in parse_qsl(parsed.raw_query_string, keep_blank_values=True)):
+    if query_credential(parsed.raw_query_string) is not None:
         raise UnsafeURL(
             "the base URL must not carry a secret in its query; put the secret in the endpoint's api_key field"
         )

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import Response
 
-from turnout.state.audit_log import AuditLog
+from turnout.state.audit_log import AuditLog, RefusalSampler
 from turnout.tenancy.admin import AdminError
 from turnout_ingress.admin import (
     audit_export,
@@ -58,7 +58,7 @@ from turnout_ingress.admin import (
     squads,
 )
 from turnout_ingress.admin.access import AdminAPI, rejected
-from turnout_ingress.admin.audit import AuditMiddleware
+from turnout_ingress.admin.audit import AuditMiddleware, AuditRecorder
 from turnout_ingress.errors import error_response, naming_the_object
 
 if TYPE_CHECKING:
@@ -100,8 +100,9 @@ def install(app: FastAPI, state: IngressState) -> None:
     The operator key is `TURNOUT_OPERATOR_KEY` (`state.settings.operator_key`).
     """
     app.state.admin_api = AdminAPI(state.keyring, state.settings.operator_key)
-    app.state.audit_log = AuditLog(state.redis)
+    app.state.audit_log = AuditLog(state.redis, retention_s=state.settings.audit_retention_days * 86400)
+    app.state.audit_recorder = AuditRecorder(app.state.audit_log, state.metrics.audit_unauthenticated, RefusalSampler())
     app.add_exception_handler(AdminError, admin_error)
-    app.add_middleware(AuditMiddleware, audit=app.state.audit_log)
+    app.add_middleware(AuditMiddleware, recorder=app.state.audit_recorder)
     for router in ROUTERS:
         app.include_router(router)

@@ -26,7 +26,8 @@ from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.state.errors import StateUnavailable
 from turnout.state.tenant_store import WriteConflict
 from turnout.tenancy.admin import AdminError, T, decode, invalid, not_found
-from turnout.tenancy.orgs import OrgDoc, clamp_settings, validate_org
+from turnout.tenancy.identity import Identity
+from turnout.tenancy.orgs import OrgDoc, clamp_settings, hash_token, validate_org
 from turnout.tenancy.ssrf import refused_addresses
 from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
@@ -60,7 +61,9 @@ def ok(data: Any, status: int = 200) -> Response:
 
 def rejected(exc: AdminError) -> RequestRejected:
     """An `AdminError` as the ingress's `RequestRejected` (OpenAI-format error body)."""
-    error_type = {404: "not_found_error", 409: "conflict_error"}.get(exc.status_code, "invalid_request_error")
+    error_type = {403: "permission_error", 404: "not_found_error", 409: "conflict_error"}.get(
+        exc.status_code, "invalid_request_error"
+    )
     return RequestRejected(exc.status_code, exc.message, error_type=error_type, code=exc.code, param=exc.param)
 
 
@@ -96,6 +99,11 @@ class AdminAPI:
             if token and not self.directory.loaded:
                 raise keys_not_loaded()
             raise UNAUTHORIZED
+        return self._admin(identity, on_who)
+
+    @staticmethod
+    def _admin(identity: Identity, on_who: Callable[[str], None] | None) -> Caller:
+        """The caller of an identified key, if it is an admin key (403 otherwise)."""
         if on_who is not None:
             on_who(f"key {identity.org}/{identity.key}")  # the audit log's `who`
         if not identity.admin:
@@ -103,6 +111,20 @@ class AdminAPI:
                 403, "This route needs an admin key.", error_type="permission_error", code="admin_key_required"
             )
         return Caller(org=identity.org, key=identity.key)
+
+    def held(self, prefix: str, digest: str, on_who: Callable[[str], None] | None = None) -> Caller:
+        """The caller holding the admin key whose lookup `prefix` and SHA-256 `digest` a dashboard
+        session keeps (prefix `""`: the operator key); 401 / 403 / 503 as `identify`."""
+        if not prefix:
+            if self._operator_key is None or not hmac.compare_digest(digest, hash_token(self._operator_key.decode())):
+                raise UNAUTHORIZED
+            if on_who is not None:
+                on_who("operator")
+            return Caller(org=None)
+        identity = self.directory.authenticate_digest(prefix, digest)
+        if identity is None:
+            raise keys_not_loaded() if not self.directory.loaded else UNAUTHORIZED
+        return self._admin(identity, on_who)
 
     def scope(self, request: Request, org: str) -> Caller:
         """The caller, if it may act on `org` (else 404: another org's data looks missing)."""

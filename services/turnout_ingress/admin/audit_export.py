@@ -16,7 +16,7 @@ import msgspec
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response, StreamingResponse
 
-from turnout.errors import GatewayUnavailable
+from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.audit_log import AuditLog
 from turnout.state.errors import StateUnavailable
 from turnout_ingress.admin.deps import Operator
@@ -38,10 +38,14 @@ async def export_audit(
     _: Operator,
     audit: Annotated[AuditLog, Depends(audit_log)],
 ) -> Response:
-    """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable)."""
-    refuse_unknown(request.query_params, ("since", "until"))
+    """The audit entries with `since <= ts <= until`, as a JSON-lines download (503 when Redis is unreachable);
+    `samples=true`: the samples of unauthenticated writes instead (each with `count`)."""
+    refuse_unknown(request.query_params, ("since", "until", "samples"))
     since_s, until_s = parse_range(request.query_params)
-    entries = audit.read(since_s=since_s, until_s=until_s)
+    samples = request.query_params.get("samples", "false").lower()
+    if samples not in ("true", "false"):
+        raise RequestRejected(400, "`samples` must be `true` or `false`.", param="samples", code="invalid_value")
+    entries = audit.read(since_s=since_s, until_s=until_s, samples=samples == "true")
     try:
         first = await anext(entries, None)
     except StateUnavailable as exc:

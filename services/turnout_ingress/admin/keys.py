@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import msgspec
 from fastapi import APIRouter, Request
+from msgspec import UnsetType
 from starlette.responses import Response
 
 from turnout.tenancy.admin import (
@@ -21,7 +22,8 @@ from turnout.tenancy.admin import (
     remove_key,
     revoke_key,
 )
-from turnout.tenancy.orgs import OrgDoc, identity_of, new_gateway_key
+from turnout.tenancy.ceilings import CEILING_FIELDS, check_move, check_within, forget, operator_wrote, scope_path
+from turnout.tenancy.orgs import KeyDoc, OrgDoc, identity_of, new_gateway_key
 from turnout_ingress.admin.access import clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
@@ -35,13 +37,23 @@ async def list_keys(doc: Doc) -> Response:
 
 
 @router.post(ORG + "/keys")
-async def create_key(request: Request, org: str, api: Admin, _: OrgAdmin) -> Response:
-    """A new gateway key (201) with its secret, shown in this answer only."""
+async def create_key(request: Request, org: str, api: Admin, caller: OrgAdmin) -> Response:
+    """A new gateway key (201) with its secret, shown in this answer only; an org admin's key's
+    settings stay within the operator's ceilings (`turnout.tenancy.ceilings`)."""
     spec = decode(await body(request), KeyCreate)
     settings, clamps = clamped(spec.settings, api, "settings")
     spec = msgspec.structs.replace(spec, settings=settings)
     token = new_gateway_key()
-    key = await api.write(request, org, lambda doc: add_key(doc, spec, token, now()))
+    scope = ("key", spec.name)
+
+    def edit(doc: OrgDoc) -> tuple[OrgDoc, KeyDoc]:
+        if caller.operator:
+            new, key = add_key(doc, spec, token, now())
+            return operator_wrote(new, scope, settings, CEILING_FIELDS), key
+        check_within(forget(doc, scope_path(scope)), scope, settings, squad=spec.squad)
+        return add_key(doc, spec, token, now())
+
+    key = await api.write(request, org, edit)
     return ok(
         {
             "key": key_view(key, now()),
@@ -83,8 +95,9 @@ async def effective(name: str, api: Admin, doc: Doc) -> Response:
 
 
 @router.patch(ORG + "/keys/{name}")
-async def update_key(request: Request, org: str, name: str, api: Admin, _: OrgAdmin) -> Response:
-    """Change a key's squad, admin flag or expiry; the key's new view (an empty body is a 400, not a no-op)."""
+async def update_key(request: Request, org: str, name: str, api: Admin, caller: OrgAdmin) -> Response:
+    """Change a key's squad, admin flag or expiry; the key's new view (an empty body is a 400, not a no-op).
+    An org admin does not move a key out of a squad whose operator ceiling binds it (403 `operator_ceiling`)."""
     raw = await body(request)
     if not raw.strip():
         raise AdminError(
@@ -94,7 +107,13 @@ async def update_key(request: Request, org: str, name: str, api: Admin, _: OrgAd
             param="body",
         )
     spec = decode(raw, KeyPatch)
-    await api.write(request, org, lambda doc: (patch_key(doc, name, spec, now()), None))
+
+    def edit(doc: OrgDoc) -> tuple[OrgDoc, None]:
+        if not caller.operator and not isinstance(spec.squad, UnsetType):
+            check_move(doc, name, spec.squad)
+        return patch_key(doc, name, spec, now()), None
+
+    await api.write(request, org, edit)
     return key_answer(await api.read(request, org), name)
 
 
@@ -109,5 +128,5 @@ async def revoke(request: Request, org: str, name: str, api: Admin) -> Response:
 @router.delete(ORG + "/keys/{name}")
 async def delete_key(request: Request, org: str, name: str, api: Admin) -> Response:
     """Delete a key."""
-    await api.write(request, org, lambda doc: (remove_key(doc, name), None))
+    await api.write(request, org, lambda doc: (forget(remove_key(doc, name), f"keys.{name}"), None))
     return ok({"deleted": name})

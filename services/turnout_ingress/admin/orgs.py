@@ -12,6 +12,7 @@ from turnout.errors import ConfigError
 from turnout.state.errors import StateUnavailable
 from turnout.state.org_purge import purge_org_state
 from turnout.tenancy.admin import AdminError, OrgCreate, check_name, clamps_view, decode, not_found, org_view
+from turnout.tenancy.ceilings import CEILING_FIELDS, operator_wrote
 from turnout.tenancy.orgs import OrgDoc, validate_org
 from turnout_ingress.admin.access import clamped, ok, unavailable
 from turnout_ingress.admin.deps import ORG, Admin, Doc, Operator, body, now
@@ -42,7 +43,9 @@ async def create_org(request: Request, api: Admin, _: Operator) -> Response:
     check_name("id", spec.id)
     request.state.audit_org = spec.id  # the audit log's `org` of this write (its path names none)
     settings, clamps = clamped(spec.settings, api, "settings")
-    doc = OrgDoc(id=spec.id, settings=settings, created_s=now())
+    doc = operator_wrote(
+        OrgDoc(id=spec.id, settings=settings, created_s=now()), ("org", None), settings, CEILING_FIELDS
+    )
     try:
         existing, _version = await api.store.load(spec.id)
         if existing is None:  # (an existing org is the 409 below, left untouched)

@@ -14,9 +14,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
-from turnout.tenancy.admin import AdminError, clamps_view, scope_settings, settings_patch, settings_view, with_settings
+from turnout.tenancy.admin import (
+    AdminError,
+    clamps_view,
+    decode,
+    scope_settings,
+    settings_patch,
+    settings_view,
+    with_settings,
+)
+from turnout.tenancy.ceilings import CEILING_FIELDS, check_within, operator_wrote
 from turnout.tenancy.orgs import OrgDoc
-from turnout_ingress.admin.access import clamped, decode_settings, ok, safe
+from turnout_ingress.admin.access import Caller, clamped, decode_settings, ok, safe
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -35,8 +44,12 @@ async def settings_scope(request: Request) -> Scope:
     return ("org", None)
 
 
-async def save(request: Request, api: Admin, org: str, scope: Scope, patch: bool) -> Response:
-    """Replace (`patch` False) or patch a scope's settings; the new settings and the clamps."""
+async def save(request: Request, api: Admin, caller: Caller, org: str, scope: Scope, patch: bool) -> Response:
+    """Replace (`patch` False) or patch a scope's settings; the new settings and the clamps.
+
+    The operator's `limits` and `budget` become the scope's ceilings; an org admin's
+    write that would lift, remove or escape one is refused (403 `operator_ceiling`,
+    `turnout.tenancy.ceilings`)."""
     raw = await body(request)
     if not raw.strip():  # an empty PUT must not wipe every setting by mistake
         raise AdminError(
@@ -52,6 +65,10 @@ async def save(request: Request, api: Admin, org: str, scope: Scope, patch: bool
         current = scope_settings(doc, scope)
         new = settings_patch(current, raw, "settings") if patch else decode_settings(raw)
         new, clamps = clamped(new, api, "settings")
+        if caller.operator:
+            named = tuple(decode(raw, dict[str, Any], "settings")) if patch else CEILING_FIELDS
+            return operator_wrote(with_settings(doc, scope, new, now()), scope, new, named), clamps
+        check_within(doc, scope, new)
         return with_settings(doc, scope, new, now()), clamps
 
     clamps = await api.write(request, org, edit)
@@ -77,8 +94,8 @@ async def set_settings(
     request: Request,
     org: str,
     api: Admin,
-    _: OrgAdmin,
+    caller: OrgAdmin,
     scope: Annotated[Scope, Depends(settings_scope)],
 ) -> Response:
     """PUT replaces a scope's settings whole; PATCH changes the fields the body names."""
-    return await save(request, api, org, scope, patch=request.method == "PATCH")
+    return await save(request, api, caller, org, scope, patch=request.method == "PATCH")

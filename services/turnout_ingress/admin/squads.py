@@ -7,6 +7,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from turnout.tenancy.admin import SquadCreate, add_squad, clamps_view, decode, not_found, remove_squad, settings_view
+from turnout.tenancy.ceilings import CEILING_FIELDS, check_within, forget, operator_wrote, scope_path
+from turnout.tenancy.orgs import OrgDoc
 from turnout_ingress.admin.access import clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
@@ -20,12 +22,21 @@ async def list_squads(doc: Doc) -> Response:
 
 
 @router.post(ORG + "/squads")
-async def create_squad(request: Request, org: str, api: Admin, _: OrgAdmin) -> Response:
-    """A new squad (201), its settings clamped to the ceilings."""
+async def create_squad(request: Request, org: str, api: Admin, caller: OrgAdmin) -> Response:
+    """A new squad (201), its settings clamped to the policy ceilings and, for an org admin,
+    within the operator's (`turnout.tenancy.ceilings`); the operator's limits and budget become its ceiling."""
     spec = decode(await body(request), SquadCreate)
     settings, clamps = clamped(spec.settings, api, "settings")
     spec = msgspec.structs.replace(spec, settings=settings)
-    await api.write(request, org, lambda doc: (add_squad(doc, spec, now()), None))
+    scope = ("squad", spec.name)
+
+    def edit(doc: OrgDoc) -> tuple[OrgDoc, None]:
+        if caller.operator:
+            return operator_wrote(add_squad(doc, spec, now()), scope, settings, CEILING_FIELDS), None
+        check_within(forget(doc, scope_path(scope)), scope, settings)
+        return add_squad(doc, spec, now()), None
+
+    await api.write(request, org, edit)
     return ok({"squad": {"name": spec.name, **settings_view(settings)}, "clamped": clamps_view(clamps)}, 201)
 
 
@@ -41,5 +52,5 @@ async def get_squad(name: str, doc: Doc) -> Response:
 @router.delete(ORG + "/squads/{name}")
 async def delete_squad(request: Request, org: str, name: str, api: Admin) -> Response:
     """Delete a squad (refused while a key belongs to it)."""
-    await api.write(request, org, lambda doc: (remove_squad(doc, name), None))
+    await api.write(request, org, lambda doc: (forget(remove_squad(doc, name), f"squads.{name}"), None))
     return ok({"deleted": name})

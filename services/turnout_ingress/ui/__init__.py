@@ -28,16 +28,17 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import quote, urlencode
 
 import msgspec
 from fastapi import FastAPI, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.staticfiles import StaticFiles
 
-from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.errors import RequestRejected
 from turnout.observability.records_export import iso_ts
 from turnout.state.errors import StateUnavailable
+from turnout.state.ui_sessions import UiSessions
 from turnout_ingress.admin.access import AdminAPI, Caller
 from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.records import MEDIA_TYPES, export_response
@@ -45,6 +46,7 @@ from turnout_ingress.admin.time_query import parse_range
 from turnout_ingress.ops_routes import provider_rows
 from turnout_ingress.ui import figures, reader, samples, session
 from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
+from turnout_ingress.ui.login import install_login
 
 if TYPE_CHECKING:
     import jinja2
@@ -154,17 +156,15 @@ def install(app: FastAPI, state: IngressState) -> None:
         html = _environment().get_template(name).render(caller=caller, **context)
         return HTMLResponse(html, status_code=status, headers=SECURITY_HEADERS)
 
-    def to_login() -> Response:
-        response = RedirectResponse("/ui/login", status_code=303, headers=SECURITY_HEADERS)
-        session.log_out(response)
-        return response
+    sessions = UiSessions(state.redis)
+    to_login = install_login(app, access, sessions, page, SECURITY_HEADERS)
 
     def view(path: str) -> Callable[[Handler], Handler]:
         """Register a GET page at `path` for a logged-in admin (else: to the login form)."""
 
         def register(handler: Handler) -> Handler:
             async def endpoint(request: Request) -> Response:
-                caller = session.current(request, access)
+                caller = await session.current(request, access, sessions)
                 if caller is None:
                     return to_login()
                 try:
@@ -189,34 +189,9 @@ def install(app: FastAPI, state: IngressState) -> None:
 
     @app.get("/ui/login", include_in_schema=False)
     async def login_form(request: Request) -> Response:
-        if session.current(request, access) is not None:
+        if await session.current(request, access, sessions) is not None:
             return RedirectResponse("/ui/activity", status_code=303)
         return page("login.html", None, error=None)
-
-    @app.post("/ui/login", include_in_schema=False)
-    async def login(request: Request) -> Response:
-        if not session.same_origin(request):
-            return page("login.html", None, status=403, error="Cross-site login refused.")
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        key = (form.get("key") or [""])[0].strip()
-        try:
-            access.identify(key)
-        except RequestRejected as exc:
-            message = "That key is not an admin key." if exc.status_code == 403 else "Unknown key."
-            return page("login.html", None, status=401, error=message)
-        except GatewayUnavailable:
-            return page(
-                "login.html", None, status=503, error="Keys cannot be checked yet (Redis unreachable); retry shortly."
-            )
-        response = RedirectResponse("/ui/activity", status_code=303, headers=SECURITY_HEADERS)
-        session.log_in(response, request, key)
-        return response
-
-    @app.post("/ui/logout", include_in_schema=False)
-    async def logout(request: Request) -> Response:
-        if not session.same_origin(request):
-            return Response(status_code=403)
-        return to_login()
 
     @view("/ui/activity")
     async def activity(request: Request, caller: Caller) -> Response:

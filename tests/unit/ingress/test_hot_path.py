@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import Depends, Request
+from prometheus_client import CollectorRegistry, Counter
 from redis.asyncio import Redis
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
@@ -18,9 +19,9 @@ from starlette.responses import Response, StreamingResponse
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.metrics import Metrics
-from turnout.state.audit_log import AuditLog
+from turnout.state.audit_log import AuditLog, RefusalSampler
 from turnout_ingress import errors
-from turnout_ingress.admin.audit import AuditMiddleware
+from turnout_ingress.admin.audit import AuditMiddleware, AuditRecorder
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
 from turnout_ingress.ops_routes import RequestCounter, RouteCounts
 
@@ -50,7 +51,9 @@ def _app(metrics: Metrics, *, hot: bool) -> IngressApp:
     app = IngressApp(docs_url=None, redoc_url=None, redirect_slashes=False)
     errors.install(app)
     app.add_middleware(RequestCounter, metrics=metrics)
-    app.add_middleware(AuditMiddleware, audit=AuditLog(Redis.from_url("redis://127.0.0.1:9")))  # admin writes only
+    audit = AuditLog(Redis.from_url("redis://127.0.0.1:9"))
+    recorder = AuditRecorder(audit, Counter("hot_path_refused", "", registry=CollectorRegistry()), RefusalSampler())
+    app.add_middleware(AuditMiddleware, recorder=recorder)  # admin writes only
 
     async def endpoint(request: Request) -> Response:
         request.state.request_id = "rid-1"

