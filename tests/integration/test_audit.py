@@ -52,7 +52,7 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
     assert acme.call("PATCH", "/orgs/acme/keys/no%20such/settings", {"limits": None}).status_code == 404
     assert acme.call("GET", "/orgs/acme").status_code == 200  # a read: not recorded
 
-    entries = _export(gw, since=str(started - 1))
+    entries = _export(gw, since=f"{started:.3f}")
     seen = [(e["who"], e["method"], e["path"], e["status"], e["fields"]) for e in entries]
     assert seen == [
         ("key acme/admin", "POST", "/admin/v1/orgs/acme/keys", 201, ["name", "settings"]),
@@ -64,7 +64,7 @@ def test_audit_records_every_admin_write_without_secrets_and_only_the_operator_e
     ]
     # the caller's org, never the path's of a refused request (beta's refused DELETE on acme's key is beta's)
     assert [e["org"] for e in entries] == ["acme", "acme", "acme", "beta", "audit-org", "acme"]
-    samples = _export(gw, since=str(started - 1), samples="true")  # the unauthenticated write: sampled apart
+    samples = _export(gw, since=f"{started:.3f}", samples="true")  # the unauthenticated write: sampled apart
     assert [(s["who"], s["org"], s["path"], s["status"]) for s in samples][:1] == [
         ("unauthenticated", None, "/admin/v1/orgs", 401)
     ]
@@ -107,7 +107,7 @@ def test_10000_unauthenticated_admin_writes_lose_no_real_entry_and_are_counted(g
     operator = Admin(gw.base_url, OPERATOR)
     made = [operator.call("POST", "/orgs", {"id": f"flood-{i}"}).status_code for i in range(20)]
     assert made == [201] * 20
-    before = _export(gw, since=str(started - 1))
+    before = _export(gw, since=f"{started:.3f}")
     flood = 10_000
 
     async def attack() -> list[int]:
@@ -127,10 +127,10 @@ def test_10000_unauthenticated_admin_writes_lose_no_real_entry_and_are_counted(g
     statuses = asyncio.run(attack())
     took_s = time.monotonic() - took_s
     assert statuses == [401] * flood
-    after = _export(gw, since=str(started - 1))
+    after = _export(gw, since=f"{started:.3f}")
     assert after == before  # 0 real entries lost, none added by the flood
-    assert all(e["who"] == "operator" and e["org"] and e["org"].startswith("flood-") for e in after)
-    samples = _export(gw, since=str(started - 1), samples="true")
+    assert all(e["who"] == "operator" and e["org"] and e["org"].startswith("flood-") for e in after), after
+    samples = _export(gw, since=f"{started:.3f}", samples="true")
     assert 0 < len(samples) <= took_s + 2 and all(s["org"] is None for s in samples)  # one per second at most
     metrics = httpx.get(f"{gw.base_url}/metrics").text
     counted = [line for line in metrics.splitlines() if line.startswith("turnout_audit_unauthenticated_writes_total")]
