@@ -36,7 +36,6 @@ from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
-from turnout_worker.start_gate import leave
 
 log = logging.getLogger("turnout.worker")
 
@@ -69,7 +68,7 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
     """The worker's runtime: its router's long waits between attempts free the job's slot
     (`PushWorker.sleep_off_slot`), and a job's first pause gives back its start pass
     (`turnout_worker.start_gate`)."""
-    return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=leave)
+    return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=worker.paused)
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -211,6 +210,8 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
+    if not ctx["worker"].lease_held():  # stalled since its claim: another worker may run it now
+        return "skipped: lease lapsed"
     if run > 1 and await ctx["worker"].store.answered(payload.request_id):
         return "skipped: already answered"
     request = _json.decode(payload.body)
