@@ -22,6 +22,7 @@ from arq.worker import func
 from turnout.answer import answer_of, error_body
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
+from turnout.core.liveness import may_run
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.observability.after_answer import answer_first
@@ -210,6 +211,9 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
+    ctx["worker"].bind_ingress(payload.request_id, payload.reply_to, payload.keyed)
+    if not may_run(payload.keyed, ctx["worker"].ingress_gone(payload.reply_to)):
+        return "skipped: ingress gone"  # nobody to answer: withdrawn unrun (`turnout.core.liveness`)
     if not ctx["worker"].lease_held():  # stalled since its claim: another worker may run it now
         return "skipped: lease lapsed"
     if run > 1 and await ctx["worker"].store.answered(payload.request_id):

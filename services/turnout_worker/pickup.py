@@ -76,11 +76,12 @@ from typing import Any, cast
 from arq.connections import ArqRedis, RedisSettings, create_pool
 
 from turnout.core.kept_answer import START_RENEW_S, ClaimClock, lease_ms
+from turnout.core.liveness import may_run
 from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
-from turnout.state.jobs import ADOPT_EVERY_SCANS, LegacyJobs, Picked, PickupStore
+from turnout.state.jobs import ADOPT_EVERY_SCANS, IngressWatch, LegacyJobs, Picked, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
@@ -136,6 +137,7 @@ class PushWorker(JobRunner):
         self._legacy: LegacyJobs | None = None
         self._scans = 0
         self._claim_clock = ClaimClock()
+        self._ingresses: IngressWatch | None = None
         self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
     async def open_pool(self, settings: RedisSettings) -> ArqRedis:
@@ -170,6 +172,8 @@ class PushWorker(JobRunner):
         self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
         self._beat = FleetBeat(self.pool, self.fleet_id, self.max_jobs, self.service_times.mean_ms)
         self._beat.start()
+        self._ingresses = IngressWatch(self.pool)
+        self._ingresses.start()
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
@@ -181,6 +185,8 @@ class PushWorker(JobRunner):
                     await asyncio.sleep(0.2)
         finally:
             await self._beat.stop()
+            if self._ingresses is not None:
+                await self._ingresses.stop()
             for task in (self._listener, self._doorbell, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -384,11 +390,25 @@ class PushWorker(JobRunner):
             raise
 
     def paused(self) -> None:
-        """The router's `paused` hook: the running job is about to make its first upstream call, or to
+        """The router's `paused` hook: the running job is about to make an upstream call, or to
         wait between attempts. Gives its start-gate pass back (`start_gate.leave`) and marks it
-        started (its lease renewed at full length from the next renewal, `_renew_leases`)."""
+        started (its lease renewed at full length from the next renewal, `_renew_leases`); a job
+        whose ingress is gone (`liveness.may_run`) is cancelled there, before the call, and dropped."""
         leave()
         self.mark_started()
+        claimed = self.running_claim()
+        if (
+            claimed is not None
+            and claimed.ingress is not None
+            and not may_run(claimed.keyed, self.ingress_gone(claimed.ingress))
+        ):
+            log.info("job %s withdrawn: its ingress is gone", claimed.job_id)
+            self._cancel(claimed.job_id)
+
+    def ingress_gone(self, reply_to: str) -> bool:
+        """Whether the ingress listening on `reply_to` is gone, by the last read of the leases
+        (`IngressWatch`, every `WATCH_EVERY_S`)."""
+        return self._ingresses is not None and reply_to in self._ingresses.gone
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)

@@ -60,16 +60,21 @@ class Claimed:
             to the full `lease_s` from then on, the short start lease before
             (`turnout.core.kept_answer.lease_ms`).
         renewed_s: this process's monotonic clock when its lease was last set (the claim) or renewed.
+        job_id / ingress / keyed: the job, its ingress's reply channel and whether it carries an
+            `Idempotency-Key` (`bind_ingress`, once its function read its payload; ingress None before).
         lost: the worker gave the job up unrun, its lease past (`lease_held`): its end writes nothing.
     """
 
-    __slots__ = ("at_s", "job", "job_try", "lost", "now_ms", "renewed_s", "started")
+    __slots__ = ("at_s", "ingress", "job", "job_id", "job_try", "keyed", "lost", "now_ms", "renewed_s", "started")
 
     def __init__(self, job: bytes | None, job_try: int, now_ms: int, at_s: float | None = None) -> None:
         self.job, self.job_try, self.now_ms = job, job_try, now_ms
         self.at_s = self.renewed_s = time.monotonic() if at_s is None else at_s
         self.started = False
         self.lost = False
+        self.job_id = ""
+        self.ingress: str | None = None  # the reply channel of the job's ingress, once its payload is read
+        self.keyed = False
 
     def lease_held(self, full_lease_s: float) -> bool:
         """Whether the lease still holds by this process's clock (`kept_answer.lease_held`); when not,
@@ -355,6 +360,16 @@ class JobRunner:
         (`Claimed.lease_held`; True outside a claimed run). A job past it is given up unrun."""
         claimed = _CLAIMED.get()
         return claimed is None or claimed.lease_held(self.lease_s)
+
+    def bind_ingress(self, job_id: str, reply_to: str, keyed: bool) -> None:
+        """Note the ingress of the job running in this context (checked before each attempt)."""
+        claimed = _CLAIMED.get()
+        if claimed is not None:
+            claimed.job_id, claimed.ingress, claimed.keyed = job_id, reply_to, keyed
+
+    def running_claim(self) -> Claimed | None:
+        """The claim of the job running in this context, if any."""
+        return _CLAIMED.get()
 
     def mark_started(self) -> None:
         """The job running in this context makes its first upstream call (or waits between attempts):

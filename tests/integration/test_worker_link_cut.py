@@ -61,9 +61,9 @@ def cut_gw() -> Iterator[tuple[Gateway, PausableProxy]]:
         _, base = fleet.ingress(config_path, redis_url)
         yield Gateway(base_url=base, sim_url=sim_url, redis_url=redis_url, fleet=fleet), proxy
     finally:
+        fleet.stop_all()  # the worker first: no connection comes to the proxy while it stops
         if proxy is not None:
             proxy.stop()
-        fleet.stop_all()
 
 
 def test_a_worker_cut_off_from_redis_delivers_its_paid_answers_when_the_link_returns(

@@ -10,6 +10,7 @@ every client, only the processes behind the proxy lose the link.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 
 from support.procs import free_port
@@ -82,16 +83,20 @@ class PausableProxy:
         """Forward again."""
         self._loop.call_soon_threadsafe(self._open.set)
 
+    async def _shutdown(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self._cut()
+        await asyncio.sleep(0.2)  # the accepts and resets in flight finish
+        for writer in list(self._links):
+            writer.close()
+
     def stop(self) -> None:
         """Stop forwarding and the thread (bounded: 5 s)."""
-        self._loop.call_soon_threadsafe(self._cut)
-
-        def _close() -> None:
-            if self._server is not None:
-                self._server.close()
-            self._loop.stop()
-
-        self._loop.call_soon_threadsafe(self._loop.call_later, 0.1, _close)  # the resets close first
+        done = asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
+        with contextlib.suppress(Exception):
+            done.result(5)
+        self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
         if not self._thread.is_alive():
             self._loop.close()
