@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from support.gateway import ACME_ORG, BREAKER_OFF, Gateway, start_gateway
-from support.procs import Fleet, require_redis
+from support.procs import Fleet, Proc, require_redis
 from support.timed_posts import timed_posts
 
 pytestmark = pytest.mark.integration
@@ -60,26 +60,42 @@ def stalled_gw() -> Iterator[Gateway]:
         fleet.stop_all()
 
 
+ROUNDS = 3
+"""Rounds at most: which worker a ring wakes is Redis's order of the blocked waits, so a round in
+which the stopped worker claimed nothing is run again."""
+
+
+def _round(gw: Gateway, worker_a: Proc) -> tuple[list[tuple[int, float]], int]:
+    """One round: A stopped while idle, `REQUESTS` jobs sent, A resumed; the answers and the jobs A held."""
+    time.sleep(2.5)  # both workers idle, waiting on the doorbell (each pick a sample of Redis `TIME`)
+    worker_a.popen.send_signal(signal.SIGSTOP)
+    try:
+        answers = asyncio.run(timed_posts(gw.base_url, KEY, "slow", REQUESTS, timeout_s=40))
+    finally:
+        worker_a.popen.send_signal(signal.SIGCONT)
+    time.sleep(1.5)  # A, resumed, would call upstream now if it ran a job it had claimed
+    return answers, sum(1 for _, seconds in answers if seconds > JOB_S + 0.5)  # held by the stopped worker
+
+
 def test_a_job_claimed_by_a_stalled_worker_is_served_by_an_idle_one_within_a_second_or_two(
     stalled_gw: Gateway,
 ) -> None:
     worker_a = next(p for p in stalled_gw.fleet.procs if p.name == "worker-0")
-    time.sleep(2.5)  # both workers idle, waiting on the doorbell (each pick a sample of Redis `TIME`)
-    worker_a.popen.send_signal(signal.SIGSTOP)
-    try:
-        answers = asyncio.run(timed_posts(stalled_gw.base_url, KEY, "slow", REQUESTS, timeout_s=40))
-    finally:
-        worker_a.popen.send_signal(signal.SIGCONT)
-    time.sleep(1.5)  # A, resumed, would call upstream now if it ran the job it had claimed
-    calls = Counter(str(c["request_id"]) for c in stalled_gw.sim_log(UPSTREAM))
-    slowest = max(seconds for _, seconds in answers)
-    held_by_a = sum(1 for _, seconds in answers if seconds > JOB_S + 0.5)  # claimed by the stopped worker
-    print(
-        f"\nworker A stopped (SIGSTOP) idle, {REQUESTS} jobs of {JOB_S:.0f} s sent: statuses "
-        f"{dict(Counter(s for s, _ in answers))}, latencies {sorted(round(s, 1) for _, s in answers)} s "
-        f"(bound {BOUND_S:.0f} s; {held_by_a} claimed by A), upstream calls {sum(calls.values())} for {len(calls)} jobs"
-    )
-    assert all(status == 200 for status, _ in answers)
+    sent = held_by_a = 0
+    for _ in range(ROUNDS):
+        answers, held = _round(stalled_gw, worker_a)
+        sent += len(answers)
+        held_by_a += held
+        print(
+            f"\nworker A stopped (SIGSTOP) idle, {REQUESTS} jobs of {JOB_S:.0f} s sent: statuses "
+            f"{dict(Counter(s for s, _ in answers))}, latencies {sorted(round(s, 1) for _, s in answers)} s "
+            f"(bound {BOUND_S:.0f} s; {held} claimed by A)"
+        )
+        assert all(status == 200 for status, _ in answers)
+        assert max(seconds for _, seconds in answers) <= BOUND_S
+        if held:
+            break
+    calls = len(stalled_gw.sim_log(UPSTREAM))
+    print(f"upstream calls {calls} for {sent} jobs")
     assert held_by_a >= 1  # the stopped worker did claim one: the scenario ran
-    assert slowest <= BOUND_S
-    assert sum(calls.values()) == REQUESTS
+    assert calls == sent

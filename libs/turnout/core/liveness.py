@@ -17,12 +17,14 @@ from __future__ import annotations
 INGRESS_LEASE_MS = 1500
 """Life of an ingress's liveness lease (ms, Redis `TIME`)."""
 
-INGRESS_RENEW_S = 0.5
-"""How often an ingress renews its lease (seconds): three renewals per lease."""
+INGRESS_RENEW_S = 1.0
+"""How often an ingress renews its lease (seconds). A renewal late past the lease leaves it out a
+moment, never gone: the ingress still listens on its reply channel (`ingress_gone`)."""
 
-WATCH_EVERY_S = 0.25
+WATCH_EVERY_S = 0.75
 """How often a worker reads the leases (seconds): a killed ingress is known gone within
-`INGRESS_LEASE_MS` + this."""
+`INGRESS_LEASE_MS` + this. Not faster: each read is a command that lands inside requests' windows
+(`tests/integration/test_redis_commands.py` counts them)."""
 
 FORGET_AFTER_MS = 3_600_000
 """A lease past for this long (ms) is deleted by the watch that sees it (the hash stays small)."""

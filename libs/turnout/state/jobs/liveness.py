@@ -4,7 +4,7 @@ Owns: `keys.INGRESS_LEASES` (a hash: an ingress's reply channel -> until when it
 Redis `TIME` ms). `IngressLease` (one per ingress process, started and stopped with its
 `JobQueue`) renews its own every `INGRESS_RENEW_S` in one script (`HSET` of Redis `TIME` +
 `INGRESS_LEASE_MS`); `IngressWatch` (one per worker) reads them every `WATCH_EVERY_S` (one
-pipeline: `TIME`, `HGETALL`) and, only when a lease ran out, asks Redis who still listens on
+script: Redis `TIME` and `HGETALL`) and, only when a lease ran out, asks Redis who still listens on
 that ingress's channel (`PUBSUB NUMSUB`); the rule is `turnout.core.liveness.ingress_gone`.
 Both are background loops: a request's own Redis commands are unchanged. Time (sleep) is injected.
 Must not import: services, FastAPI, httpx, arq.
@@ -34,6 +34,12 @@ log = logging.getLogger("turnout.queue")
 
 # KEYS: leases hash   ARGV: reply channel, lease ms (0: end it now)
 # Returns Redis TIME ms.
+# KEYS: leases hash   Returns {Redis TIME ms, the hash's fields and values, flat}: one command per read.
+_READ = """
+local t = redis.call('time')
+return {tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), redis.call('hgetall', KEYS[1])}
+"""
+
 _RENEW = """
 local t = redis.call('time')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -158,6 +164,7 @@ class IngressWatch(_EveryTurn):
     ) -> None:
         super().__init__(every_s, sleep, "turnout-ingress-watch")
         self._redis = redis
+        self._read = redis.register_script(_READ)
         self.gone: frozenset[str] = frozenset()
 
     async def turn(self) -> frozenset[str]:
@@ -171,12 +178,9 @@ class IngressWatch(_EveryTurn):
             StateUnavailable: Redis unreachable (`gone` is left as it was).
         """
         with state_errors():
-            async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.time()
-                pipe.hgetall(keys.INGRESS_LEASES)
-                (seconds, micros), raw = await pipe.execute()
-            now_ms = int(seconds) * 1000 + int(micros) // 1000
-            leases = {_text(channel): int(until) for channel, until in raw.items()}
+            now_ms, flat = await self._read(keys=[keys.INGRESS_LEASES])
+            now_ms = int(now_ms)
+            leases = {_text(flat[i]): int(flat[i + 1]) for i in range(0, len(flat), 2)}
             out = [channel for channel, until in leases.items() if lease_out(until, now_ms)]
             listeners: dict[str, int] = {}
             if out:
