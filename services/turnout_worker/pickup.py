@@ -138,6 +138,7 @@ class PushWorker(JobRunner):
         self._scans = 0
         self._claim_clock = ClaimClock()
         self._ingresses: IngressWatch | None = None
+        self._lease_set_ms: dict[str, int] = {}  # the lease each job's last renewal set (ms)
         self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
     async def open_pool(self, settings: RedisSettings) -> ArqRedis:
@@ -265,7 +266,11 @@ class PushWorker(JobRunner):
             ticks += 1
             full_ms = int(self.lease_s * 1000)
             leases = self.leases_ms(self.lease_s)  # the claims waiting for a slot too (`_start`)
-            due = {job_id: ms for job_id, ms in leases.items() if ms < full_ms or ticks % full_every == 0}
+            due = {  # the short ones, the full ones on their turn, and a lease just made full (it still has the short one)
+                job_id: ms
+                for job_id, ms in leases.items()
+                if ms < full_ms or ticks % full_every == 0 or self._lease_set_ms.get(job_id) != ms
+            }
             if not due:
                 continue
             sent_s = time.monotonic()
@@ -274,9 +279,12 @@ class PushWorker(JobRunner):
             except StateUnavailable as exc:
                 log.warning("lease renewal failed (%s); retrying", exc.kind)
                 continue
-            for job_id in due:
+            for job_id, ms in due.items():
                 if (claimed := self.claims.get(job_id)) is not None:
                     claimed.renewed_s = sent_s
+                    self._lease_set_ms[job_id] = ms
+            for job_id in set(self._lease_set_ms) - set(leases):  # ended
+                del self._lease_set_ms[job_id]
 
     async def _pick_when_wanted(self) -> None:
         """Fill free slots from the fair queues whenever a doorbell rings or a job ends."""
