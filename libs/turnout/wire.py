@@ -54,6 +54,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         native: the client's own request when it came on another surface than
             chat (`turnout.core.native.Native`: `/v1/messages`); `body` is then
             its OpenAI translation. None: `body` is the client's chat request.
+        keyed: the request carries an `Idempotency-Key`: the job runs to its end even when its
+            ingress is gone (`turnout.core.liveness.may_run`), so a retry gets its answer.
+            Encoded only when true: a worker of the version before it refuses a keyed job.
     """
 
     request_id: str
@@ -72,6 +75,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     catalog_version: int = 0
     operation: Operation = "chat"
     native: Native | None = None
+    keyed: bool = False
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

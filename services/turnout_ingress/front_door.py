@@ -214,6 +214,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         catalog_version=state.catalogs.version,
         operation=admitted.inbound.operation,
         native=admitted.inbound.native,
+        keyed=key is not None,
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
     work = asyncio.ensure_future(state.queue.submit(payload))

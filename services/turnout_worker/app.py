@@ -22,6 +22,7 @@ from arq.worker import func
 from turnout.answer import answer_of, error_body
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
+from turnout.core.liveness import may_run
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
 from turnout.observability.after_answer import answer_first
@@ -36,7 +37,6 @@ from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
-from turnout_worker.start_gate import leave
 
 log = logging.getLogger("turnout.worker")
 
@@ -69,7 +69,7 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
     """The worker's runtime: its router's long waits between attempts free the job's slot
     (`PushWorker.sleep_off_slot`), and a job's first pause gives back its start pass
     (`turnout_worker.start_gate`)."""
-    return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=leave)
+    return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=worker.paused)
 
 
 async def startup(ctx: dict[str, Any]) -> None:
@@ -211,6 +211,11 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return "skipped: deadline passed"
     if ctx["worker"].client_left(payload.request_id):
         return "skipped: client left"
+    ctx["worker"].bind_ingress(payload.request_id, payload.reply_to, payload.keyed)
+    if not may_run(payload.keyed, ctx["worker"].ingress_gone(payload.reply_to)):
+        return "skipped: ingress gone"  # nobody to answer: withdrawn unrun (`turnout.core.liveness`)
+    if not ctx["worker"].lease_held():  # stalled since its claim: another worker may run it now
+        return "skipped: lease lapsed"
     if run > 1 and await ctx["worker"].store.answered(payload.request_id):
         return "skipped: already answered"
     request = _json.decode(payload.body)

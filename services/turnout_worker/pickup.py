@@ -69,21 +69,24 @@ import logging
 import os
 import random
 import socket
+import time
 import uuid
 from typing import Any, cast
 
 from arq.connections import ArqRedis, RedisSettings, create_pool
 
+from turnout.core.kept_answer import START_RENEW_S, ClaimClock, lease_ms
+from turnout.core.liveness import may_run
 from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
-from turnout.state.jobs import ADOPT_EVERY_SCANS, LegacyJobs, PickupStore
+from turnout.state.jobs import ADOPT_EVERY_SCANS, IngressWatch, LegacyJobs, Picked, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
 from turnout.state.pool import use_buffer_checked_pool
 from turnout_worker.connect import connect_when_ready
 from turnout_worker.runner import Claimed, JobRunner
-from turnout_worker.start_gate import START_PASSES, StartGate
+from turnout_worker.start_gate import START_PASSES, StartGate, leave
 
 __all__ = ["Claimed", "PushWorker"]
 
@@ -109,7 +112,6 @@ class PushWorker(JobRunner):
     def __init__(
         self,
         *args: Any,
-        lease_s: float = 10.0,
         start_passes: int = START_PASSES,
         rng: random.Random | None = None,
         **kwargs: Any,
@@ -117,7 +119,6 @@ class PushWorker(JobRunner):
         super().__init__(*args, **kwargs)
         self.start_gate = StartGate(start_passes)
         self._rng = rng or random.Random()
-        self.lease_s = lease_s
         self._renewer: asyncio.Task[None] | None = None
         self._listener: asyncio.Task[None] | None = None
         self._claiming = asyncio.Lock()  # one claim at a time: free slots are counted before claiming
@@ -135,6 +136,9 @@ class PushWorker(JobRunner):
         self._beat: FleetBeat | None = None
         self._legacy: LegacyJobs | None = None
         self._scans = 0
+        self._claim_clock = ClaimClock()
+        self._ingresses: IngressWatch | None = None
+        self._lease_set_ms: dict[str, int] = {}  # the lease each job's last renewal set (ms)
         self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
     async def open_pool(self, settings: RedisSettings) -> ArqRedis:
@@ -157,7 +161,7 @@ class PushWorker(JobRunner):
                 where=once.unix_socket_path or f"{once.host}:{once.port}",
                 rng=self._rng,
             )
-        self._store = PickupStore(self.pool, keys.QUEUE, self.lease_s)
+        self._store = PickupStore(self.pool, keys.QUEUE, lease_ms(False, self.lease_s) / 1000)
         self._legacy = LegacyJobs(self.pool)
         self.ctx["redis"] = self.pool
         self.ctx["worker"] = self
@@ -169,6 +173,8 @@ class PushWorker(JobRunner):
         self._picker = asyncio.create_task(self._pick_when_wanted(), name="turnout-fair-pick")
         self._beat = FleetBeat(self.pool, self.fleet_id, self.max_jobs, self.service_times.mean_ms)
         self._beat.start()
+        self._ingresses = IngressWatch(self.pool)
+        self._ingresses.start()
         log.info("worker ready: max_jobs=%d scan every %.1f s", self.max_jobs, self.poll_delay_s)
         try:
             while True:
@@ -180,6 +186,8 @@ class PushWorker(JobRunner):
                     await asyncio.sleep(0.2)
         finally:
             await self._beat.stop()
+            if self._ingresses is not None:
+                await self._ingresses.stop()
             for task in (self._listener, self._doorbell, self._renewer, self._picker):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -222,8 +230,10 @@ class PushWorker(JobRunner):
             self._promised += free
             try:
                 now_ms, picked = await self.store.ring_and_pick(self._taken_key, DOORBELL_BLOCK_S, free)
+                if not picked:
+                    self._claim_clock.claimed_at_s(now_ms, time.monotonic())  # a sample of the clocks' offset
                 for job in picked:
-                    await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
+                    await self._start(job.job_id, job.score, self._claimed(job, now_ms))
             except StateUnavailable as exc:
                 failures += 1
                 delay = DOORBELL_BACKOFF.delay_s(failures, self._rng.random())
@@ -234,21 +244,47 @@ class PushWorker(JobRunner):
                 self._promised -= free
             failures = 0
 
+    def _claimed(self, job: Picked, now_ms: int) -> Claimed:
+        """The claim of `job` read in a reply carrying Redis `TIME` `now_ms`, dated by `ClaimClock`
+        (a reply read after a stall dates back to when Redis ran it: its start lease may be past)."""
+        return Claimed(job.job, job.job_try, now_ms, self._claim_clock.claimed_at_s(now_ms, time.monotonic()))
+
     def _fair_free(self) -> int:
         """Free slots not promised to a fair pick in flight."""
         return self._free_slots() - self._promised
 
     async def _renew_leases(self) -> None:
-        """Keep the in-progress keys of this worker's jobs alive: running, or claimed and waiting for a slot."""
+        """Keep the in-progress keys of this worker's jobs alive: every `START_RENEW_S` the claimed,
+        not started ones (waiting for a slot, or before their first upstream call) with the short start
+        lease, and every `lease_s / 3` the started ones (or with an answer kept) with the full lease
+        (`kept_answer.lease_ms`). A stalled worker's unstarted jobs so go to another within
+        `START_LEASE_S` (+ a scan); its started ones wait the full lease (their call may be paid)."""
+        full_every = max(1, round(self.lease_s / 3 / START_RENEW_S))
+        ticks = 0
         while True:
-            await asyncio.sleep(self.lease_s / 3)
-            running = [job_id for job_id, task in self.tasks.items() if not task.done()] + list(self._waiting)
-            if not running:
+            await asyncio.sleep(START_RENEW_S)
+            ticks += 1
+            full_ms = int(self.lease_s * 1000)
+            leases = self.leases_ms(self.lease_s)  # the claims waiting for a slot too (`_start`)
+            due = {  # the short ones, the full ones on their turn, and a lease just made full (it still has the short one)
+                job_id: ms
+                for job_id, ms in leases.items()
+                if ms < full_ms or ticks % full_every == 0 or self._lease_set_ms.get(job_id) != ms
+            }
+            if not due:
                 continue
+            sent_s = time.monotonic()
             try:
-                await self.store.renew_leases(running)
+                await self.store.renew_leases(due)
             except StateUnavailable as exc:
                 log.warning("lease renewal failed (%s); retrying", exc.kind)
+                continue
+            for job_id, ms in due.items():
+                if (claimed := self.claims.get(job_id)) is not None:
+                    claimed.renewed_s = sent_s
+                    self._lease_set_ms[job_id] = ms
+            for job_id in set(self._lease_set_ms) - set(leases):  # ended
+                del self._lease_set_ms[job_id]
 
     async def _pick_when_wanted(self) -> None:
         """Fill free slots from the fair queues whenever a doorbell rings or a job ends."""
@@ -271,7 +307,7 @@ class PushWorker(JobRunner):
             try:
                 now_ms, picked = await self.store.pick(free)
                 for job in picked:
-                    await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
+                    await self._start(job.job_id, job.score, self._claimed(job, now_ms))
             finally:
                 self._promised -= free
                 self._pop_again.set()  # the slots it promised and did not fill are free for the doorbell again
@@ -301,12 +337,16 @@ class PushWorker(JobRunner):
                 return
             now_ms, claimed = await self.store.claim(candidates)
             for job in claimed:
-                await self._start(job.job_id, job.score, Claimed(job.job, job.job_try, now_ms))
+                await self._start(job.job_id, job.score, self._claimed(job, now_ms))
 
     async def _start(self, job_id: str, score: Any, claimed: Claimed) -> None:
         self._waiting.add(job_id)  # claimed, its lease renewed while it waits for a slot
+        self.claims[job_id] = claimed
         try:
             await self.sem.acquire()
+        except BaseException:
+            self.claims.pop(job_id, None)
+            raise
         finally:
             self._waiting.discard(job_id)
         self.job_counter += 1
@@ -356,6 +396,27 @@ class PushWorker(JobRunner):
         except BaseException:
             self._slots_owed += 1  # cancelled without a slot: its end must not release one
             raise
+
+    def paused(self) -> None:
+        """The router's `paused` hook: the running job is about to make an upstream call, or to
+        wait between attempts. Gives its start-gate pass back (`start_gate.leave`) and marks it
+        started (its lease renewed at full length from the next renewal, `_renew_leases`); a job
+        whose ingress is gone (`liveness.may_run`) is cancelled there, before the call, and dropped."""
+        leave()
+        self.mark_started()
+        claimed = self.running_claim()
+        if (
+            claimed is not None
+            and claimed.ingress is not None
+            and not may_run(claimed.keyed, self.ingress_gone(claimed.ingress))
+        ):
+            log.info("job %s withdrawn: its ingress is gone", claimed.job_id)
+            self._cancel(claimed.job_id)
+
+    def ingress_gone(self, reply_to: str) -> bool:
+        """Whether the ingress listening on `reply_to` is gone, by the last read of the leases
+        (`IngressWatch`, every `WATCH_EVERY_S`)."""
+        return self._ingresses is not None and reply_to in self._ingresses.gone
 
     def _cancel(self, job_id: str) -> None:
         task = self.job_tasks.get(job_id)

@@ -37,6 +37,7 @@ from typing import Any
 from arq.connections import ArqRedis, RedisSettings
 from arq.worker import Function
 
+from turnout.core.kept_answer import lease_held, lease_ms, may_keep, retry_delay_s, still_kept
 from turnout.state.errors import StateUnavailable
 from turnout.state.jobs import PickupStore, read_job
 
@@ -53,14 +54,34 @@ class Claimed:
         job: the job's envelope bytes, None if it expired.
         job_try: its try counter after this claim (1: the first run).
         now_ms: Redis `TIME` at the claim (epoch ms).
-        at_s: this process's monotonic clock at the claim (seconds).
+        at_s: this process's monotonic clock at the claim (seconds; by default when this is built;
+            the pickup passes `kept_answer.ClaimClock`'s, so a reply read late dates back).
+        started: the job made (or is about to make) its first upstream call: its lease is renewed
+            to the full `lease_s` from then on, the short start lease before
+            (`turnout.core.kept_answer.lease_ms`).
+        renewed_s: this process's monotonic clock when its lease was last set (the claim) or renewed.
+        job_id / ingress / keyed: the job, its ingress's reply channel and whether it carries an
+            `Idempotency-Key` (`bind_ingress`, once its function read its payload; ingress None before).
+        lost: the worker gave the job up unrun, its lease past (`lease_held`): its end writes nothing.
     """
 
-    __slots__ = ("at_s", "job", "job_try", "now_ms")
+    __slots__ = ("at_s", "ingress", "job", "job_id", "job_try", "keyed", "lost", "now_ms", "renewed_s", "started")
 
-    def __init__(self, job: bytes | None, job_try: int, now_ms: int) -> None:
+    def __init__(self, job: bytes | None, job_try: int, now_ms: int, at_s: float | None = None) -> None:
         self.job, self.job_try, self.now_ms = job, job_try, now_ms
-        self.at_s = time.monotonic()
+        self.at_s = self.renewed_s = time.monotonic() if at_s is None else at_s
+        self.started = False
+        self.lost = False
+        self.job_id = ""
+        self.ingress: str | None = None  # the reply channel of the job's ingress, once its payload is read
+        self.keyed = False
+
+    def lease_held(self, full_lease_s: float) -> bool:
+        """Whether the lease still holds by this process's clock (`kept_answer.lease_held`); when not,
+        the job is marked `lost`."""
+        if not lease_held(self.started, self.renewed_s, time.monotonic(), full_lease_s):
+            self.lost = True
+        return not self.lost
 
     def store_now_ms(self) -> int:
         """Redis `TIME` now (epoch ms), extrapolated from the claim with this process's monotonic clock."""
@@ -82,6 +103,8 @@ class JobRunner:
         ctx: the worker's context; each job's `ctx` adds `job_id`, `job_try`, `enqueue_time`
             (aware datetime, the ingress's clock), `score` (the queue score, Redis `TIME` ms).
         max_jobs: slots: jobs run at once.
+        lease_s: a started job's lease (seconds; `turnout_worker.pickup`); before its start, the short
+            `kept_answer.START_LEASE_S`.
         job_timeout: a job's time limit (seconds) when its function sets none.
         poll_delay: seconds between the pickup's scans.
         max_tries: tries of a job when its function sets none; a claim past them drops the job.
@@ -100,6 +123,7 @@ class JobRunner:
         after_job_end: Hook | None = None,
         ctx: dict[str, Any] | None = None,
         max_jobs: int = 10,
+        lease_s: float = 10.0,
         job_timeout: float = 300,
         poll_delay: float = 0.5,
         max_tries: int = 5,
@@ -112,6 +136,7 @@ class JobRunner:
         self.on_job_start, self.after_job_end = on_job_start, after_job_end
         self.ctx: dict[str, Any] = ctx if ctx is not None else {}
         self.max_jobs = max_jobs
+        self.lease_s = lease_s
         self.sem = asyncio.BoundedSemaphore(max_jobs)
         self.job_counter = 0  # jobs holding a slot (or counted while taking one back)
         self.job_timeout_s = job_timeout
@@ -121,6 +146,8 @@ class JobRunner:
         self.handle_signals = handle_signals
         self.allow_pick_jobs = True
         self.tasks: dict[str, asyncio.Task[None]] = {}  # claimed jobs' runs
+        self.claims: dict[str, Claimed] = {}  # their claims (started or not: the lease to renew)
+        self._kept: dict[str, int] = {}  # answers kept while Redis is out of reach: job id -> bytes
         self.job_tasks: dict[str, asyncio.Task[Any]] = {}  # their functions, while they run
         self.aborting_tasks: set[str] = set()  # cancelled because the client left
         self._delivered: set[str] = set()
@@ -193,7 +220,17 @@ class JobRunner:
 
     def _started(self, job_id: str, score: Any, claimed: Claimed) -> asyncio.Task[None]:
         """The run of a claimed job, as a task (the caller holds its slot)."""
+        self.claims[job_id] = claimed
         return asyncio.get_running_loop().create_task(self._run_claimed(job_id, int(float(score)), claimed))
+
+    def leases_ms(self, full_lease_s: float) -> dict[str, int]:
+        """The lease (ms) each job this worker runs should have now: the full one once started, the
+        short start lease before (`kept_answer.lease_ms`)."""
+        return {
+            job_id: lease_ms(claimed.started, full_lease_s)
+            for job_id, claimed in self.claims.items()
+            if not (task := self.tasks.get(job_id)) or not task.done()
+        }
 
     async def _run_claimed(self, job_id: str, score: int, claimed: Claimed) -> None:
         token = _CLAIMED.set(claimed)
@@ -201,9 +238,12 @@ class JobRunner:
             end = await self._run(job_id, score, claimed)
         finally:
             _CLAIMED.reset(token)
+            self.claims.pop(job_id, None)
         try:
             if job_id in self._delivered:  # `deliver` finished the job with its answer
                 self._delivered.discard(job_id)
+            elif claimed.lost:  # given up unrun, its lease past: another worker may hold it now
+                log.warning("job %s: its lease lapsed before its start; left to the worker that holds it", job_id)
             elif end == "drop":
                 await asyncio.shield(self.store.drop(job_id))
             else:
@@ -236,6 +276,8 @@ class JobRunner:
             "enqueue_time": datetime.fromtimestamp(envelope.enqueued_ms / 1000, tz=UTC),
             "score": score,
         }
+        if not claimed.lease_held(self.lease_s):  # stalled while it waited for its slot
+            return "release"
         if self.on_job_start:
             await self.on_job_start(ctx)
         end = await self._call(job_id, function, ctx, envelope.args, envelope.kwargs)
@@ -271,11 +313,70 @@ class JobRunner:
         After this, a re-run of the job (its worker died before the job's end) finds the stored
         answer and makes no upstream call; the run's own end writes nothing.
 
+        When Redis is out of reach the answer is kept (issue 41, item 2: a paid answer is not thrown
+        away): in memory, within `kept_answer.may_keep`'s bounds (a kept answer holds its job's slot,
+        so at most `max_jobs`, and `KEEP_MAX_BYTES`), its job's lease renewed at full length meanwhile
+        (the run goes on), and delivered again every `retry_delay_s` until Redis takes it or
+        `KEEP_S` pass. Delivery is idempotent (`_DELIVER` sets the result, publishes, deletes the job's keys).
+
         Raises:
-            StateUnavailable: Redis unreachable.
+            StateUnavailable: Redis unreachable, and the answer not kept (bounds) or let go (`KEEP_S`).
         """
-        await self.store.deliver(job_id, reply_to, result, ttl_s)
+        try:
+            await self.store.deliver(job_id, reply_to, result, ttl_s)
+        except StateUnavailable as exc:
+            if not may_keep(len(self._kept), sum(self._kept.values()), len(result), max_answers=self.max_jobs):
+                raise
+            log.warning("job %s: answer not delivered (%s); kept until Redis is back", job_id, exc.kind)
+            await self._deliver_kept(job_id, reply_to, result, ttl_s)
         self._delivered.add(job_id)
+
+    async def _deliver_kept(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+        """Deliver a kept answer until Redis takes it or `KEEP_S` pass (`deliver`)."""
+        claimed = self.claims.get(job_id)
+        if claimed is not None:
+            claimed.started = True  # an answer waits: the full lease, whatever happened before
+        self._kept[job_id] = len(result)
+        first = time.monotonic()
+        failures = 1
+        try:
+            while True:
+                await asyncio.sleep(retry_delay_s(failures))
+                try:
+                    await self.store.deliver(job_id, reply_to, result, ttl_s)
+                except StateUnavailable as exc:
+                    failures += 1
+                    if not still_kept(first, time.monotonic()):
+                        log.error("job %s: kept answer let go after %d deliveries (%s)", job_id, failures, exc.kind)
+                        raise
+                    continue
+                log.info("job %s: kept answer delivered after %.1f s", job_id, time.monotonic() - first)
+                return
+        finally:
+            del self._kept[job_id]
+
+    def lease_held(self) -> bool:
+        """Whether the job running in this context still holds its lease by this process's clock
+        (`Claimed.lease_held`; True outside a claimed run). A job past it is given up unrun."""
+        claimed = _CLAIMED.get()
+        return claimed is None or claimed.lease_held(self.lease_s)
+
+    def bind_ingress(self, job_id: str, reply_to: str, keyed: bool) -> None:
+        """Note the ingress of the job running in this context (checked before each attempt)."""
+        claimed = _CLAIMED.get()
+        if claimed is not None:
+            claimed.job_id, claimed.ingress, claimed.keyed = job_id, reply_to, keyed
+
+    def running_claim(self) -> Claimed | None:
+        """The claim of the job running in this context, if any."""
+        return _CLAIMED.get()
+
+    def mark_started(self) -> None:
+        """The job running in this context makes its first upstream call (or waits between attempts):
+        its lease is renewed at full length from now on (`Claimed.started`)."""
+        claimed = _CLAIMED.get()
+        if claimed is not None:
+            claimed.started = True
 
     async def store_now_ms(self) -> int:
         """Redis `TIME` now (epoch ms): extrapolated from the running job's claim, else one round trip.

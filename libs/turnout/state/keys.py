@@ -45,6 +45,10 @@ def fair_org_key(org: str) -> str:
     return FAIR_ORG_PREFIX + org
 
 
+INGRESS_LEASES = _JOBS + "ingresses"
+"""Hash: an ingress's reply channel -> until when its liveness lease runs (Redis `TIME` ms; 0: ended)
+(`turnout.state.jobs.liveness`, the rule: `turnout.core.liveness`)."""
+
 DOORBELL = _JOBS + "doorbell:rings"
 """List: one entry per job enqueued and not yet claimed; a worker with a free slot
 moves one (`BLMOVE`) into its own `doorbell_taken_key` and picks in the same round

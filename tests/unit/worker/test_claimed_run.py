@@ -9,6 +9,7 @@ deleted) when the worker's stop cut it. The store is a stand-in that records eac
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import pytest
@@ -16,6 +17,8 @@ from arq.connections import RedisSettings
 from arq.worker import func
 
 from support.jobs import job_payload
+from turnout.core.kept_answer import START_LEASE_S
+from turnout.state.errors import StateUnavailable
 from turnout.state.jobs import encode_job
 from turnout_worker.pickup import PushWorker
 from turnout_worker.runner import Claimed
@@ -112,9 +115,19 @@ async def test_the_claims_clock_is_redis_time_moved_on_locally() -> None:
 async def test_a_job_that_delivered_nothing_is_dropped(behaviour: str, claimed: Claimed, ran: bool) -> None:
     SEEN.clear()
     worker, store = _worker(behaviour)
+    claimed.renewed_s = time.monotonic()  # claimed now (built at collection: its start lease would have lapsed)
     await _run(worker, claimed)
     assert store.calls == [("drop", "j1")]
     assert bool(SEEN) == ran
+
+
+async def test_a_claim_whose_start_lease_lapsed_runs_nothing_and_writes_no_end() -> None:
+    SEEN.clear()
+    worker, store = _worker("deliver")
+    claimed = _claim()
+    claimed.renewed_s -= START_LEASE_S  # stalled (SIGSTOP) since the claim: another worker may hold it
+    await _run(worker, claimed)
+    assert (SEEN, store.calls) == ([], [])
 
 
 async def test_a_job_whose_client_left_is_dropped_and_one_cut_by_the_stop_is_given_back() -> None:
@@ -134,3 +147,40 @@ async def test_a_job_whose_client_left_is_dropped_and_one_cut_by_the_stop_is_giv
     await asyncio.gather(*worker.tasks.values(), return_exceptions=True)
     assert store.calls == [("release", "j1")]
     assert (worker.job_counter, worker.sem._value) == (0, 2)
+
+
+class _Flaky(_Store):
+    """A store whose first `failures` deliveries find Redis out of reach."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+        self.calls.append(("deliver", job_id))
+        if self.failures > 0:
+            self.failures -= 1
+            raise StateUnavailable("cut") from ConnectionError("cut")
+
+
+async def test_an_answer_redis_did_not_take_is_kept_and_delivered_once_redis_is_back() -> None:
+    worker, _ = _worker("deliver")
+    store = _Flaky(failures=3)
+    worker._store = store  # type: ignore[assignment]
+    await _run(worker, _claim())
+    assert store.calls == [("deliver", "j1")] * 4  # three failed, the fourth took it: no drop, no release
+    assert worker._kept == {} and worker.claims == {}
+
+
+async def test_a_kept_answer_renews_the_full_lease_and_an_unstarted_claim_the_short_one() -> None:
+    worker, _ = _worker("deliver")
+    store = _Flaky(failures=10**6)
+    worker._store = store  # type: ignore[assignment]
+    waiting = Claimed(None, 1, 0)
+    worker.claims["waiting"] = waiting  # claimed, no upstream call yet
+    await worker._start("j1", b"1700000000000", _claim())
+    await asyncio.sleep(0.2)
+    assert worker.leases_ms(10.0) == {"j1": 10_000, "waiting": int(START_LEASE_S * 1000)}
+    for task in worker.tasks.values():
+        task.cancel()
+    await asyncio.gather(*worker.tasks.values(), return_exceptions=True)

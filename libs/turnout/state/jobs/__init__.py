@@ -9,7 +9,8 @@ robin across orgs; each claim sets a lease, counts a try and reads the envelope 
 publish, finish: one script), `drop` (a job that ends without an answer), `release` (a run this
 worker's stop cut: another claims it), `answered`, `now_ms`; and `LegacyJobs` (`legacy.py`),
 which adopts the jobs the previous version queued under arq's keys (rolling upgrade: see there).
-`envelope.py` is a job's bytes and clock. Redis layout: `turnout.state.keys`; every queue key
+`liveness.py` is each ingress's liveness lease (`IngressLease`, started with `JobQueue`) and a
+worker's view of them (`IngressWatch`). `envelope.py` is a job's bytes and clock. Redis layout: `turnout.state.keys`; every queue key
 carries the hash tag `{jobs}` (`keys.JOBS_TAG`), so every script touches one slot (Redis
 Cluster ready; `legacy.py`'s one script, which reads the untagged old layout, excepted).
 
@@ -46,6 +47,7 @@ from turnout.state.jobs.envelope import (
 )
 from turnout.state.jobs.idempotency import Idempotency, IdempotencyConflict
 from turnout.state.jobs.legacy import ADOPT_EVERY_SCANS, LegacyJobs
+from turnout.state.jobs.liveness import IngressLease, IngressWatch
 from turnout.state.jobs.pickup import Picked, PickupStore
 
 __all__ = [
@@ -55,6 +57,8 @@ __all__ = [
     "Envelope",
     "Idempotency",
     "IdempotencyConflict",
+    "IngressLease",
+    "IngressWatch",
     "JobBytes",
     "JobQueue",
     "LegacyJobs",

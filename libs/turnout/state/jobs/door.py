@@ -34,6 +34,7 @@ from turnout.state.errors import STATE_ERRORS
 from turnout.state.fleet import FleetWatch
 from turnout.state.jobs.envelope import encode_job
 from turnout.state.jobs.idempotency import Idempotency, queue_unreachable
+from turnout.state.jobs.liveness import IngressLease
 from turnout.state.listen import Message, listen_forever
 from turnout.wire import JobPayload, JobResult, result_decoder
 
@@ -155,6 +156,7 @@ class JobQueue:
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
+        self._lease = IngressLease(redis, self._channel)  # its jobs are withdrawn unrun once it is gone
 
     @property
     def reply_channel(self) -> str:
@@ -162,15 +164,17 @@ class JobQueue:
         return self._channel
 
     async def start(self) -> None:
-        """Start the shared result listener (reconnects on its own)."""
+        """Start the shared result listener (reconnects on its own) and the liveness lease."""
         self._listener = asyncio.create_task(self._listen(), name="turnout-result-listener")
+        self._lease.start()
 
     async def stop(self) -> None:
-        """Stop the listener."""
+        """Stop the listener and end the liveness lease."""
         if self._listener is not None:
             self._listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._listener
+        await self._lease.stop()
 
     async def _listen(self) -> None:
         await listen_forever(

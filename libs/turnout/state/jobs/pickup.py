@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from redis.asyncio import Redis
@@ -182,7 +182,8 @@ class PickupStore:
     Args:
         redis: the worker's client.
         queue_name: the queue (`keys.QUEUE`: a sorted set scored by run time, epoch ms).
-        lease_s: life of an in-progress key, seconds (renewed by `renew_leases`).
+        lease_s: life of the in-progress key a claim sets, seconds (renewed by `renew_leases`; the
+            worker claims with the short start lease, `turnout.core.kept_answer.START_LEASE_S`).
     """
 
     def __init__(self, redis: Redis, queue_name: str, lease_s: float) -> None:
@@ -286,11 +287,12 @@ class PickupStore:
     def _claim_keys(self, job_id: str) -> list[str]:
         return [keys.IN_PROGRESS_PREFIX + job_id, self._queue, keys.RETRY_PREFIX + job_id, keys.JOB_PREFIX + job_id]
 
-    async def renew_leases(self, job_ids: Sequence[str]) -> None:
-        """Extend the in-progress keys of `job_ids` by the lease (a no-op for a deleted key)."""
+    async def renew_leases(self, leases: Mapping[str, int]) -> None:
+        """Set the in-progress key of each job of `leases` (job id -> lease, ms) to live that long
+        from now, in one pipeline (a no-op for a deleted key)."""
         async with self._redis.pipeline(transaction=False) as pipe:
-            for job_id in job_ids:
-                pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, self._ttl_ms)
+            for job_id, ttl_ms in leases.items():
+                pipe.pexpire(keys.IN_PROGRESS_PREFIX + job_id, ttl_ms)
             await pipe.execute()
 
     async def answered(self, job_id: str) -> bool:
