@@ -190,7 +190,7 @@ class _Spy(NullObserver):
         self.events.append(f"ended {record.target.provider} {record.kind}")
 
 
-def _router(events: list[str], *, probe: bool = False) -> tuple[Router, Any]:
+def _router(events: list[str], *, probe: bool = False, observer: Any = None) -> tuple[Router, Any]:
     config = parse_config(CONFIG, env={})
     catalog = Catalog(config)
     clock = FakeClock(0.0)
@@ -210,7 +210,7 @@ def _router(events: list[str], *, probe: bool = False) -> tuple[Router, Any]:
     router = Router(
         catalog=catalog,
         http=httpx.AsyncClient(transport=a_down_b_up(events)),
-        observer=_Spy(events),
+        observer=observer or _Spy(events),
         sleep=clock.sleep,
         clock=clock,
         rng=random.Random(5),
@@ -276,8 +276,7 @@ async def test_a_span_ended_after_the_answer_ends_at_the_attempts_own_end(spans:
     config = parse_config(CONFIG, env={})
     observer = SpanObserver(provider.get_tracer("test"), Catalog(config))
     events: list[str] = []
-    router, _ = _router(events)
-    router._observer = observer  # the span observer alone
+    router, _ = _router(events, observer=observer)  # the span observer alone
     ticks = _Ticks()
     ticks.now_ns = 5_000_000_000_000
     async with answer_first(clock_ns=ticks):

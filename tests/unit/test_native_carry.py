@@ -1,5 +1,5 @@
 """The native carry from the door to the attempt and back (SPEC §13): which body each family's
-target is sent (`router._spec`), what a Messages request carries (`messages_native.carried`), how
+target is sent (`turnout.router.attempt.call_spec`), what a Messages request carries (`messages_native.carried`), how
 an answer is rendered by its shape (`messages_native.rendered`), and queued jobs and results of
 an older process still decoding."""
 
@@ -21,7 +21,8 @@ from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
 from turnout.core.types import Target
 from turnout.errors import RequestRejected
-from turnout.router import RequestInfo, _spec
+from turnout.router import RequestInfo
+from turnout.router.attempt import call_spec as _spec
 from turnout.state.breaker_store import Loaded
 from turnout.wire import JobPayload, JobResult, payload_decoder, payload_encoder, result_decoder
 from turnout_ingress.messages_native import carried, rendered

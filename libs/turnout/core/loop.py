@@ -21,165 +21,57 @@ Usage by the shell::
 
 from __future__ import annotations
 
-import enum
+import math
 import random
+from collections.abc import Sequence
 from typing import Final
 
 import msgspec
 
 from turnout.core.backoff import retry_delay
-from turnout.core.classify import DISPOSITION, classify, status_for_lists, status_matches
+from turnout.core.classify import classify, status_for_lists, status_matches
 from turnout.core.considered import Considered, considered_so_far
 from turnout.core.plan import Plan, PlanEntry, Role
 from turnout.core.policy import Policy
+from turnout.core.steps import (
+    UNAVAILABLE_SKIPS,
+    AttemptRecord,
+    Dispatch,
+    GiveUp,
+    SkipReason,
+    SkipRecord,
+    Step,
+    StopReason,
+    Wait,
+    attempt_record,
+)
 from turnout.core.types import Disposition, FailureKind, Outcome, Target, TransportError
 
+__all__ = [
+    "CONTINUATION",
+    "UNAVAILABLE_SKIPS",
+    "AttemptRecord",
+    "Dispatch",
+    "GiveUp",
+    "LoopState",
+    "SkipReason",
+    "SkipRecord",
+    "Step",
+    "StopReason",
+    "Wait",
+    "attempt_record",
+    "begin",
+    "begin_continuation",
+    "next_step",
+    "on_credential_open",
+    "on_outcome",
+    "on_plan_capped",
+    "on_skip",
+]
+"""The loop's names and the vocabulary it re-exports (`turnout.core.steps`)."""
 
-class StopReason(enum.StrEnum):
-    """Why the loop ended (SPEC §3 step 5, §7)."""
-
-    SERVED = "served"
-    TERMINAL = "terminal"  # a terminal outcome: answer with it now
-    EXHAUSTED = "exhausted"  # plan or max_attempts used up, or fallback not allowed
-    DEADLINE = "deadline"  # the budget's wall-clock deadline
-    ALL_OPEN = "all_open"  # every target skipped: OPEN, resting or outside its slow-start share
-    CANCELLED = "cancelled"  # the client went away
-
-
-class SkipReason(enum.StrEnum):
-    """Why a target was passed over without an attempt."""
-
-    CIRCUIT_OPEN = "circuit_open"  # OPEN, or HALF_OPEN with another process's probe in flight
-    RESTING = "resting"  # the provider's Retry-After ("not before") holds fleet-wide
-    RAMPING = "ramping"  # slow start after a close left this attempt out
-    NO_CREDENTIAL = "no_credential"
-    CREDENTIAL_OPEN = "credential_open"  # the tenant's own key keeps failing (SPEC §5 "What counts")
-    PLAN_CAPPED = "plan_capped"  # the account's usage cap has not reset yet (SPEC §10 plan-cap continuity)
-    UNSUPPORTED = "unsupported"  # the target's API has no form for a field of the request (Anthropic: `n` > 1)
-
-
-UNAVAILABLE_SKIPS = frozenset({SkipReason.CIRCUIT_OPEN, SkipReason.RESTING, SkipReason.RAMPING})
-"""Skips that say "this target is out of rotation for a while": a plan ended
-by them alone answers 503 with Retry-After (SPEC §5)."""
-
-
-class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """The decision record of one attempt (SPEC §9 fields the loop knows).
-
-    Attributes:
-        number: attempt number within the request, from 1.
-        target: the target attempted.
-        role: its role in the plan.
-        is_retry: same target as the previous attempt.
-        is_fallback: a target other than the primary.
-        is_reroute: the target's model came from a reroute list.
-        resend_count: retries of this target before this attempt (0 first).
-        cycle: pass over the plan, from 1.
-        kind: the classified outcome.
-        disposition: the SPEC §3 class of `kind`.
-        status: upstream HTTP status, or None (transport failure).
-        error_code: provider error code, or None.
-        error_type: provider error type (`error.type`), or None.
-        message: provider's error message ("" on success).
-        retry_after_s: the hint this response carried, seconds, or None.
-        delay_before_s: seconds waited before this attempt.
-        delay_reason: "backoff", "retry_after", "fallback_backoff" or None.
-        started_s: loop clock when the attempt started (seconds).
-        duration_ms: how long the attempt took.
-        is_byok_fallback: made on the shared key after the tenant's own key
-            was rejected on this target (SPEC §6 credential fallback).
-        is_plan_fallback: a `plan_fallbacks` target, after a quota or
-            usage-cap failure (SPEC §10 plan-cap continuity).
-        is_strategy: a spend strategy's rule chose its model (SPEC §10).
-        should_retry: the provider's `x-should-retry` on this attempt (`Outcome.should_retry`).
-        considered: the plan's offers not attempted as of this attempt's end, and why
-            (`turnout.core.considered`); the request's last record holds the request's.
-    """
-
-    number: int
-    target: Target
-    role: Role
-    is_retry: bool
-    is_fallback: bool
-    is_reroute: bool
-    resend_count: int
-    cycle: int
-    kind: FailureKind
-    disposition: Disposition
-    status: int | None
-    error_code: str | None
-    message: str
-    retry_after_s: float | None
-    delay_before_s: float
-    delay_reason: str | None
-    started_s: float
-    duration_ms: float
-    is_byok_fallback: bool = False
-    is_plan_fallback: bool = False
-    is_strategy: bool = False
-    should_retry: bool | None = None
-    error_type: str | None = None
-    considered: tuple[Considered, ...] = ()
-
-
-class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """A target passed over without an attempt (not counted as one).
-
-    Attributes:
-        target: the target skipped.
-        reason: why.
-        reopen_in_s: for an unavailable target (`UNAVAILABLE_SKIPS`), seconds
-            until it may be attempted again.
-        detail: for UNSUPPORTED, what the target's API cannot express ("" otherwise).
-        param: for UNSUPPORTED, the request field it names, or None.
-    """
-
-    target: Target
-    reason: SkipReason
-    reopen_in_s: float | None = None
-    detail: str = ""
-    param: str | None = None
-
-
-class Dispatch(msgspec.Struct, frozen=True, kw_only=True):
-    """Attempt `entry` now, with at most `timeout_s` seconds.
-
-    Attributes:
-        entry: the plan entry to attempt.
-        number: the attempt number this will be (from 1).
-        timeout_s: `min(per_attempt_timeout_ms, time left)` in seconds.
-        is_retry: same target as the previous attempt.
-        resend_count: retries of this target before this attempt.
-        delay_before_s: seconds waited before it (for the record).
-        delay_reason: why it waited, or None.
-        is_byok_fallback: use the credential fallback (the shared key) on
-            this target, its own key having been rejected.
-    """
-
-    entry: PlanEntry
-    number: int
-    timeout_s: float
-    is_retry: bool
-    resend_count: int
-    delay_before_s: float
-    delay_reason: str | None
-    is_byok_fallback: bool = False
-
-
-class Wait(msgspec.Struct, frozen=True, kw_only=True):
-    """Sleep `delay_s` seconds, then ask again. Never ends past the deadline."""
-
-    delay_s: float
-    reason: str
-
-
-class GiveUp(msgspec.Struct, frozen=True, kw_only=True):
-    """The loop is over; `conclude` turns the state into the answer."""
-
-    reason: StopReason
-
-
-Step = Dispatch | Wait | GiveUp
+CONTINUATION = "stream_continuation"
+"""The `delay_reason` of a stream continuation's attempts (`begin_continuation`)."""
 
 
 class LoopState(msgspec.Struct, frozen=True, kw_only=True):
@@ -202,6 +94,9 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
         stop: why the loop ended, or None while it runs.
         byok_fallback: the current entry's tenant key was rejected: its
             next attempts carry the shared key (until the loop moves on).
+        continuing: a stream continuation's loop (`begin_continuation`).
+        first_number: the number of the loop's first attempt (above 1: a
+            continuation's, after the request's attempts).
     """
 
     plan: Plan
@@ -219,6 +114,8 @@ class LoopState(msgspec.Struct, frozen=True, kw_only=True):
     skips: tuple[SkipRecord, ...] = ()
     stop: StopReason | None = None
     byok_fallback: bool = False
+    continuing: bool = False
+    first_number: int = 1
 
 
 def begin(plan: Plan, policy: Policy, *, deadline_s: float) -> LoopState:
@@ -227,6 +124,21 @@ def begin(plan: Plan, policy: Policy, *, deadline_s: float) -> LoopState:
     if not plan.entries:
         return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
     return state
+
+
+def begin_continuation(plan: Plan, targets: Sequence[Target], policy: Policy, *, first_number: int) -> LoopState:
+    """Start the loop of a broken stream's continuation (SPEC §8, `stream_recovery: continue`).
+
+    Each of `targets` (in order, the broken one first) is attempted at most once, as a
+    provider fallback numbered on from `first_number`, with `plan`'s key mode; any failure
+    passes to the next target at once (a target that rejects the prefill included): no retry,
+    backoff, credential fallback, special list, attempt budget or deadline (each attempt has
+    the per-attempt timeout). The loop stops SERVED at the first success.
+    """
+    entries = tuple(PlanEntry(target=t, role=Role.PROVIDER_FALLBACK) for t in targets)
+    continuation = Plan(requested_model=plan.requested_model, entries=entries, key_mode=plan.key_mode)
+    state = begin(continuation, policy, deadline_s=math.inf)
+    return msgspec.structs.replace(state, continuing=True, first_number=first_number)
 
 
 def next_step(state: LoopState, now_s: float) -> Step:
@@ -240,7 +152,7 @@ def next_step(state: LoopState, now_s: float) -> Step:
     """
     if state.stop is not None:
         return GiveUp(reason=state.stop)
-    if len(state.records) >= state.policy.budget.max_attempts:
+    if len(state.records) >= state.policy.budget.max_attempts and not state.continuing:
         return GiveUp(reason=StopReason.EXHAUSTED)
     if now_s >= state.deadline_s:
         return GiveUp(reason=StopReason.DEADLINE)
@@ -249,12 +161,12 @@ def next_step(state: LoopState, now_s: float) -> Step:
     per_attempt_s = state.policy.retry.per_attempt_timeout_s
     return Dispatch(
         entry=state.sequence[state.cursor],
-        number=len(state.records) + 1,
+        number=state.first_number + len(state.records),
         timeout_s=min(per_attempt_s, state.deadline_s - now_s),
         is_retry=state.resend_count > 0,
         resend_count=state.resend_count,
         delay_before_s=state.delay_s,
-        delay_reason=state.delay_reason,
+        delay_reason=CONTINUATION if state.continuing else state.delay_reason,
         is_byok_fallback=state.byok_fallback,
     )
 
@@ -268,7 +180,7 @@ def _advance(state: LoopState, now_s: float, *, backoff: bool) -> LoopState:
     """Move to the next entry (fallback, or fall-through after a skip)."""
     cursor, cycle = state.cursor + 1, state.cycle
     if cursor >= len(state.sequence):
-        if state.special or cycle >= state.policy.fallback.max_cycles:
+        if state.special or state.continuing or cycle >= state.policy.fallback.max_cycles:
             return msgspec.structs.replace(state, stop=StopReason.EXHAUSTED)
         cursor, cycle = 0, cycle + 1
     moved = msgspec.structs.replace(
@@ -314,45 +226,6 @@ def _switch_special(state: LoopState, entries: tuple[PlanEntry, ...]) -> LoopSta
     )
 
 
-def attempt_record(
-    dispatch: Dispatch, outcome: Outcome, kind: FailureKind, *, cycle: int, started_s: float, now_s: float
-) -> AttemptRecord:
-    """The decision record of one performed dispatch (times in seconds of the loop clock).
-
-    `is_fallback` is the entry's, but for the request's first attempt on another provider of
-    the requested model: the targets before it were skipped (out of rotation, slow start, an
-    API that cannot express the request), not tried, and a target a plan leaves out for being
-    out of rotation makes the next provider its primary (SPEC §5: skipped, not tried).
-    """
-    entry = dispatch.entry
-    first_in_place = dispatch.number == 1 and entry.role is Role.PROVIDER_FALLBACK
-    return AttemptRecord(
-        number=dispatch.number,
-        target=entry.target,
-        role=entry.role,
-        is_retry=dispatch.is_retry,
-        is_fallback=entry.is_fallback and not first_in_place,
-        is_reroute=entry.is_reroute,
-        resend_count=dispatch.resend_count,
-        cycle=cycle,
-        kind=kind,
-        disposition=DISPOSITION[kind],
-        status=outcome.status,
-        error_code=outcome.error_code,
-        error_type=outcome.error_type,
-        message=outcome.message,
-        retry_after_s=outcome.retry_after_s,
-        should_retry=outcome.should_retry,
-        delay_before_s=dispatch.delay_before_s,
-        delay_reason=dispatch.delay_reason,
-        started_s=started_s,
-        duration_ms=max(0.0, (now_s - started_s) * 1000.0),
-        is_byok_fallback=dispatch.is_byok_fallback,
-        is_plan_fallback=entry.role is Role.PLAN_FALLBACK,
-        is_strategy=entry.is_strategy,
-    )
-
-
 def on_outcome(
     state: LoopState,
     dispatch: Dispatch,
@@ -387,12 +260,13 @@ def on_outcome(
         status is in `retry_on_status`, the target has retries left, attempts
         remain, and the retry starts before the deadline), or the next target
         (when fallback is enabled and allowed for this failure), after
-        `fallback.backoff_ms`.
+        `fallback.backoff_ms`. A continuation's failure moves on at once.
     """
     kind = classify(outcome) if kind is None else kind
     entry = dispatch.entry
     record = attempt_record(dispatch, outcome, kind, cycle=state.cycle, started_s=started_s, now_s=now_s)
-    record = msgspec.structs.replace(record, considered=_considered(state, record))
+    if not state.continuing:  # a continuation's records leave the request's account of its plan as it was
+        record = msgspec.structs.replace(record, considered=_considered(state, record))
     state = msgspec.structs.replace(
         state, records=state.records + (record,), wait_until_s=None, delay_s=0.0, delay_reason=None
     )
@@ -401,6 +275,8 @@ def on_outcome(
         return msgspec.structs.replace(state, stop=StopReason.CANCELLED)
     if disposition is Disposition.SUCCESS:
         return msgspec.structs.replace(state, stop=StopReason.SERVED)
+    if state.continuing:  # any failure: the next continuation target at once (`begin_continuation`)
+        return _advance(state, now_s, backoff=False)
     if (
         kind is FailureKind.AUTH
         and credential_fallback
@@ -563,8 +439,8 @@ def on_credential_open(state: LoopState, dispatch: Dispatch, *, may_fall_back: b
     With credential fallback allowed (`may_fall_back`) and not yet used on
     this entry, the same target is dispatched next on the shared key (as a
     BYOK fallback, with no attempt spent on the failing key); otherwise the
-    target is skipped (`CREDENTIAL_OPEN`, not an attempt).
+    target is skipped (`CREDENTIAL_OPEN`, not an attempt); a stream continuation always skips it.
     """
-    if may_fall_back and not state.byok_fallback:
+    if may_fall_back and not state.byok_fallback and not state.continuing:
         return msgspec.structs.replace(state, byok_fallback=True)
     return on_skip(state, dispatch, reason=SkipReason.CREDENTIAL_OPEN, reopen_in_s=None, now_s=now_s)

@@ -4,9 +4,11 @@ Owns: choosing where to continue a broken stream and asking for it. The
 continuation request is the original messages plus one assistant message
 holding exactly the text already delivered (an assistant prefill); it goes
 to the same target first, then to the plan's other targets whose catalog
-entry accepts a prefill, each as an ordinary recorded attempt. A target
-that rejects the prefill (e.g. a 400) or fails is passed over; when none
-commits, the caller ends the stream with the *original* failure.
+entry accepts a prefill, each as an ordinary recorded attempt of the one
+attempt path (`Router.continue_stream`: the core's loop, admitted and
+recorded like any other). A target that rejects the prefill (e.g. a 400)
+or fails is passed over; when none commits, the caller ends the stream
+with the *original* failure.
 Must not import: services, FastAPI, arq.
 """
 
@@ -112,20 +114,15 @@ class Continuation:
         self.used += 1
         messages = [*self._request.get("messages", []), {"role": "assistant", "content": delivered_text}]
         request = {**self._request, "messages": messages}
-        for target in self.candidates(broken):
-            result, record = await self._router.attempt_once(
-                request,
-                target=target,
-                number=self._number,
-                info=self._info,
-                view=self._view,
-                policy=self._policy,
-                upstream=self._upstream,
-                reason="stream_continuation",
-                key_mode=self._plan.key_mode,
-            )
-            if record is not None:
-                self._number += 1
-            if result is not None and result.stream is not None:
-                return result
-        return None
+        result, attempts = await self._router.continue_stream(
+            request,
+            plan=self._plan,
+            targets=self.candidates(broken),
+            first_number=self._number,
+            info=self._info,
+            view=self._view,
+            policy=self._policy,
+            upstream=self._upstream,
+        )
+        self._number += attempts
+        return result if result is not None and result.stream is not None else None

@@ -331,7 +331,7 @@ async def relay(
                     yield _taken(frames)
                     return
                 stream, finish = resumed.stream, resumed.finish
-                target = resumed.records[0].target if resumed.records else target
+                target = resumed.records[-1].target if resumed.records else target
                 tally.usage, delivered_before = Usage(), tally.content_deltas  # the next attempt's own usage
                 kind, error, finished, continuing = FailureKind.SUCCESS, "", False, True
     except (asyncio.CancelledError, GeneratorExit):
