@@ -15,8 +15,8 @@ from turnout.adapters.exchange import call_json
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.breaker import BreakerSnapshot
-from turnout.core.loop import AttemptRecord, Dispatch, Role
-from turnout.core.plan import RoutingSettings
+from turnout.core.loop import AttemptRecord, Dispatch
+from turnout.core.plan import Role, RoutingSettings
 from turnout.core.policy import BudgetPolicy, Policy
 from turnout.core.types import FailureKind
 from turnout.router import NullObserver, RequestInfo, Router

@@ -263,7 +263,6 @@ def on_outcome(
         `fallback.backoff_ms`. A continuation's failure moves on at once.
     """
     kind = classify(outcome) if kind is None else kind
-    entry = dispatch.entry
     record = attempt_record(dispatch, outcome, kind, cycle=state.cycle, started_s=started_s, now_s=now_s)
     if not state.continuing:  # a continuation's records leave the request's account of its plan as it was
         record = msgspec.structs.replace(record, considered=_considered(state, record))
@@ -299,7 +298,7 @@ def on_outcome(
     if kind is FailureKind.QUOTA_EXHAUSTED and _may_switch_to_plan_cap(state):
         return _switch_special(state, state.plan.plan_cap)
     if _may_retry(state, disposition, outcome, kind):
-        retried = _try_retry(state, entry, outcome, kind, now_s, rng)
+        retried = _try_retry(state, dispatch.entry, outcome, kind, now_s, rng)
         if retried is not None:
             return retried
     if not _may_fall_back(state, outcome, kind):  # a terminal status retried as listed ends as itself

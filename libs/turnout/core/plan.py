@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import random
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Final
 
 import msgspec
@@ -250,33 +251,28 @@ def build_plan(
         orders: model id -> ordering strategy name (`ORDERINGS`); absent
             models (custom endpoints too) use `health`.
         order_settings: knobs and prices of the orderings.
-        capped: apply `policy.plan.max_offers` and keep one offer per model
-            where the policy (no `cross_provider_same_model`) or the
-            preferences (no `allow_fallbacks`, no `order`) say so; False only
-            to list every target the plan could hold whatever the health,
-            e.g. to read their health first.
-        preferences: the request's `provider` object
-            (`turnout.core.preferences`): `sort` replaces every model's
-            ordering, the others narrow each model's offers; without
-            `allow_fallbacks` the plan keeps only its first model and no
-            special lists.
-        keys: the org's credentials, when known: an offer no attempt could
-            carry a credential to under `settings.key_mode` is left out
-            before preferences and the cap (SPEC §6: under `own_only`, only
-            the offers of providers the org has a key for are eligible).
-            None: every offer stays (the attempt skips it as NO_CREDENTIAL).
+        capped: apply `policy.plan.max_offers` and keep one offer per model where the policy (no
+            `cross_provider_same_model`) or the preferences (no `allow_fallbacks`, no `order`)
+            say so; False only to list every target the plan could hold, to read their health.
+        preferences: the request's `provider` object (`turnout.core.preferences`): `sort`
+            replaces every model's ordering, the others narrow each model's offers; without
+            `allow_fallbacks` the plan keeps only its first model and no special lists.
+        keys: the org's credentials, when known: an offer no attempt could carry a credential
+            to under `settings.key_mode` is left out before preferences and the cap (SPEC §6:
+            under `own_only`, only the offers of providers the org has a key for are
+            eligible). None: every offer stays (the attempt skips it as NO_CREDENTIAL).
 
     Returns:
-        The plan. With a reroute list, its models replace the requested one,
-        which is never contacted; fallback models come from the maps keyed by
-        the requested model (else `*`), then `policy.fallback.models`. A
-        pinned request keeps only the pinned provider's offers of its model,
-        and gets no provider fallback for it; unless `policy.pinned.allow_other_providers`,
-        its reroutes, fallback models and special lists keep only that provider's offers too
-        (a model it does not serve drops out; DigitSpace's failover document). The main sequence then keeps its
-        first `policy.plan.max_offers` distinct targets, after ordering and
-        across provider and model fallbacks; each special list (context
-        length, content policy, plan cap) is capped the same way on its own (SPEC §10).
+        The plan. With a reroute list, its models replace the requested one, which is never
+        contacted; fallback models come from the maps keyed by the requested model (else `*`),
+        then `policy.fallback.models`. A pinned request keeps only the pinned provider's offers
+        of its model, and gets no provider fallback for it; unless
+        `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists
+        keep only that provider's offers too (a model it does not serve drops out; DigitSpace's failover
+        document). The main
+        sequence then keeps its first `policy.plan.max_offers` distinct targets, after ordering
+        and across provider and model fallbacks; each special list (context length, content
+        policy, plan cap) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
@@ -285,93 +281,121 @@ def build_plan(
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
     base_model, pinned = split_pinned(requested_model, catalog, providers)
-    if base_model not in catalog:
+    offers = _Offers(catalog, health, rng, orders or {}, order_settings, settings, policy, preferences, keys, capped)
+    if base_model not in catalog or (pinned is not None and not offers.of(base_model, pinned, narrowed=False)):
         raise UnknownModel(requested_model)
-    fb = policy.fallback
-    reshapes = bool(preferences.order) or preferences.narrows
-    dropped: list[Considered] = []  # the main sequence's offers left out (`Plan.left_out`)
+    confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
+    entries = _main_sequence(offers, base_model, pinned, confine)
+    if not entries:
+        raise NoMatchingOffer(requested_model)
+    main = cap_offers(entries, offers.limit)
+    offers.drop([e.target for e in entries], [e.target for e in main], Why.CAPPED, capped)
+    special = partial(offers.special, base_model=base_model, confine=confine)
+    return Plan(
+        requested_model=requested_model,
+        entries=main,
+        left_out=tuple(offers.dropped),
+        context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
+        content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
+        plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),
+        rerouted=bool(settings.reroutes),
+        key_mode=settings.key_mode,
+        strategy=settings.strategy_rule,
+    )
 
-    def drop(before: Sequence[Target], after: Sequence[Target], why: Why, note: bool) -> None:
+
+class _Offers:
+    """The offers of each model as one request may attempt them (`build_plan`'s arguments):
+    ranked by the model's ordering, kept to a pinned provider, narrowed to those a credential
+    can reach and the preferences allow, one kept without `cross_provider_same_model`; every
+    offer the main sequence leaves out is noted in `dropped` (`Plan.left_out`)."""
+
+    def __init__(
+        self,
+        catalog: Mapping[str, Sequence[Target]],
+        health: Mapping[str, TargetHealth],
+        rng: random.Random,
+        orders: Mapping[str, str],
+        order_settings: OrderSettings,
+        settings: RoutingSettings,
+        policy: Policy,
+        preferences: Preferences,
+        keys: KeyFacts | None,
+        capped: bool,
+    ) -> None:
+        self.catalog, self.health, self.rng, self.orders = catalog, health, rng, orders
+        self.order_settings, self.settings, self.policy = order_settings, settings, policy
+        self.preferences, self.keys, self.capped = preferences, keys, capped
+        self.reshapes = bool(preferences.order) or preferences.narrows
+        self.limit = policy.plan.max_offers if capped else None
+        self.dropped: list[Considered] = []
+
+    def drop(self, before: Sequence[Target], after: Sequence[Target], why: Why, note: bool) -> None:
+        """Note the targets of `before` not in `after` as left out for `why` (when `note`)."""
         if note:
-            dropped.extend(left_out(t, why) for t in before if t not in after)
+            self.dropped.extend(left_out(t, why) for t in before if t not in after)
 
-    def offers_of(model: str, pin: str | None, *, narrowed: bool = True, note: bool = False) -> tuple[Target, ...]:
-        offers = tuple(catalog.get(model, ()))
+    def of(self, model: str, pin: str | None, *, narrowed: bool = True, note: bool = False) -> tuple[Target, ...]:
+        """`model`'s offers, in the order to attempt them (class doc); `note`: record the left-out ones."""
+        offers = tuple(self.catalog.get(model, ()))
         if len(offers) > 1:
-            ranked = ORDERINGS[preferences.sort or (orders or {}).get(model, "health")](
-                offers, health, order_settings, rng
-            )
+            ordering = ORDERINGS[self.preferences.sort or self.orders.get(model, "health")]
+            ranked = ordering(offers, self.health, self.order_settings, self.rng)
         else:
             ranked = offers  # one offer ranks as itself under every ordering
         if pin is not None:
             ranked = tuple(t for t in ranked if t.provider == pin)
-        if narrowed and keys is not None:
+        if narrowed and self.keys is not None:
             providers = frozenset(t.provider for t in offers)
-            kept = tuple(t for t in ranked if keys.usable(t, providers, settings.key_mode))
-            drop(ranked, kept, Why.NO_CREDENTIAL, note)
+            kept = tuple(t for t in ranked if self.keys.usable(t, providers, self.settings.key_mode))
+            self.drop(ranked, kept, Why.NO_CREDENTIAL, note)
             ranked = kept
-        if narrowed and reshapes:  # else `apply` keeps `ranked` as is (every ordering ranks DOWN targets last)
-            kept = apply(ranked, preferences, order_settings.prices, health, listing=not capped)
-            drop(ranked, kept, Why.PREFERENCES, note)
+        if narrowed and self.reshapes:  # else `apply` keeps `ranked` as is (every ordering ranks DOWN targets last)
+            kept = apply(ranked, self.preferences, self.order_settings.prices, self.health, listing=not self.capped)
+            self.drop(ranked, kept, Why.PREFERENCES, note)
             ranked = kept
-        if not fb.cross_provider_same_model and capped:  # uncapped lists them all: which is first depends on health
-            drop(ranked, ranked[:1], Why.CAPPED, note)
+        if not self.policy.fallback.cross_provider_same_model and self.capped:  # uncapped lists them all
+            self.drop(ranked, ranked[:1], Why.CAPPED, note)
             ranked = ranked[:1]
         return ranked
 
-    if pinned is not None and not offers_of(base_model, pinned, narrowed=False):
-        raise UnknownModel(requested_model)
-
-    confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
-    rerouted = bool(settings.reroutes)
-    by_strategy = settings.strategy_rule is not None
-    heads = [(m, confine) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
-    entries: list[PlanEntry] = []
-    for model, pin in heads:
-        for target in offers_of(model, pin, note=capped):
-            role = (
-                Role.PRIMARY
-                if not entries
-                else (
-                    Role.PROVIDER_FALLBACK
-                    if target.catalog_model == entries[0].target.catalog_model
-                    else Role.MODEL_FALLBACK
-                )
-            )
-            entries.append(
-                PlanEntry(target=target, role=role, is_reroute=rerouted and not by_strategy, is_strategy=by_strategy)
-            )
-
-    if fb.enabled and preferences.allow_fallbacks:
-        used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
-        for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
-            for target in offers_of(model, confine, note=capped):
-                entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
-
-    limit = policy.plan.max_offers if capped else None
-
-    def special(model_map: Mapping[str, tuple[str, ...]], role: Role) -> tuple[PlanEntry, ...]:
-        if not model_map or not preferences.allow_fallbacks:
+    def special(
+        self, model_map: Mapping[str, tuple[str, ...]], role: Role, base_model: str, confine: str | None
+    ) -> tuple[PlanEntry, ...]:
+        """A special fallback list (context length, content policy, plan cap): the offers of the
+        models `model_map` gives `base_model`, capped on its own; none without `allow_fallbacks`."""
+        if not model_map or not self.preferences.allow_fallbacks:
             return ()
         out: list[PlanEntry] = []
         for model in _dedupe(lookup(model_map, base_model), frozenset({base_model})):
-            out.extend(PlanEntry(target=t, role=role) for t in offers_of(model, confine))
-        return cap_offers(out, limit)
+            out.extend(PlanEntry(target=t, role=role) for t in self.of(model, confine))
+        return cap_offers(out, self.limit)
 
+
+def _main_sequence(offers: _Offers, base_model: str, pinned: str | None, confine: str | None) -> list[PlanEntry]:
+    """The main sequence before the cap: the requested model's offers (or its reroute list's),
+    then, with fallback on and allowed, the fallback models' (`build_plan`); else only the
+    first model's offers."""
+    settings, fb, preferences = offers.settings, offers.policy.fallback, offers.preferences
+    rerouted, by_strategy = bool(settings.reroutes), settings.strategy_rule is not None
+    heads = [(m, confine) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
+    entries: list[PlanEntry] = []
+    for model, pin in heads:
+        for target in offers.of(model, pin, note=offers.capped):
+            first = entries[0].target.catalog_model if entries else None
+            role = (
+                Role.PRIMARY
+                if first is None
+                else Role.PROVIDER_FALLBACK
+                if target.catalog_model == first
+                else Role.MODEL_FALLBACK
+            )
+            reroute = rerouted and not by_strategy
+            entries.append(PlanEntry(target=target, role=role, is_reroute=reroute, is_strategy=by_strategy))
     if not (fb.enabled and preferences.allow_fallbacks):
-        entries = [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
-    if not entries:
-        raise NoMatchingOffer(requested_model)
-    main = cap_offers(entries, limit)
-    drop([e.target for e in entries], [e.target for e in main], Why.CAPPED, capped)
-    return Plan(
-        requested_model=requested_model,
-        entries=main,
-        left_out=tuple(dropped),
-        context_window=special(settings.context_window_fallbacks, Role.CONTEXT_WINDOW_FALLBACK),
-        content_policy=special(settings.content_policy_fallbacks, Role.CONTENT_POLICY_FALLBACK),
-        plan_cap=special(settings.plan_fallbacks, Role.PLAN_FALLBACK),
-        rerouted=rerouted,
-        key_mode=settings.key_mode,
-        strategy=settings.strategy_rule,
-    )
+        return [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
+    used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
+    for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
+        for target in offers.of(model, confine, note=offers.capped):
+            entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
+    return entries

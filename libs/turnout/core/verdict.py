@@ -209,73 +209,105 @@ def conclude(state: LoopState, reason: StopReason, *, draw: float = 0.0) -> Verd
     """
     records = state.records
     last = records[-1] if records else None
-    summary = summarize(records)
-    served = served_facts(state)
+    summary, served = summarize(records), served_facts(state)
     reopen = [s.reopen_in_s for s in state.skips if s.reason in UNAVAILABLE_SKIPS and s.reopen_in_s is not None]
     model = state.plan.requested_model
-
     if reason is StopReason.TERMINAL and last is not None:
-        status = last.status if last.status is not None and 400 <= last.status <= 599 else None
-        return Verdict(
-            status_code=status if status is not None else _TERMINAL_STATUS.get(last.kind, 400),
-            error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
-            error_code=last.error_code,
-            message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
-            retry_after_s=None,
-            should_retry=False,
-            summary=summary,
-            served=served,
-        )
+        return _terminal(last, summary, served)
     if reason is StopReason.ALL_OPEN:
-        retry_after = client_retry_after_s(min(reopen) if reopen else 1.0, draw)
-        return Verdict(
-            status_code=503,
-            error_type="service_unavailable",
-            error_code="circuit_open",
-            message=f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
-            retry_after_s=retry_after,
-            should_retry=True,
-            summary=summary,
-            served=served,
-        )
+        return _all_open(model, client_retry_after_s(min(reopen) if reopen else 1.0, draw), summary, served)
     if reason is StopReason.DEADLINE:
-        return Verdict(
-            status_code=504,
-            error_type="timeout_error",
-            error_code="budget_exhausted",
-            message=f"The request's time budget ran out after {len(records)} attempt(s) for `{model}`"
-            + (f"; last: {_describe(last)}" if last else "."),
-            retry_after_s=None,
-            should_retry=False,
-            summary=summary,
-            served=served,
-        )
+        return _deadline(model, records, summary, served)
     if reason is StopReason.CANCELLED:
-        return Verdict(
-            status_code=499,
-            error_type="cancelled",
-            error_code="client_closed_request",
-            message="The client closed the request.",
-            retry_after_s=None,
-            should_retry=None,
-            summary=summary,
-            served=served,
-        )
+        return _cancelled(summary, served)
     unsupported = [s for s in state.skips if s.reason is SkipReason.UNSUPPORTED]
     if not records and unsupported:
-        first = unsupported[0]
-        return Verdict(
-            status_code=400,
-            error_type="invalid_request_error",
-            error_code="unsupported_by_providers",
-            message=f"No provider of `{model}` can take this request as sent (none was called): "
-            + _refusals(unsupported),
-            retry_after_s=None,
-            should_retry=False,
-            summary=summary,
-            served=served,
-            param=first.param,
-        )
+        return _unsupported(model, unsupported, summary, served)
+    return _exhausted(state, reopen, summary, served)
+
+
+def _terminal(last: AttemptRecord, summary: tuple[AttemptSummary, ...], served: Served) -> Verdict:
+    """A terminal outcome: the provider's status, its message quoted."""
+    status = last.status if last.status is not None and 400 <= last.status <= 599 else None
+    return Verdict(
+        status_code=status if status is not None else _TERMINAL_STATUS.get(last.kind, 400),
+        error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
+        error_code=last.error_code,
+        message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
+        retry_after_s=None,
+        should_retry=False,
+        summary=summary,
+        served=served,
+    )
+
+
+def _all_open(model: str, retry_after: int, summary: tuple[AttemptSummary, ...], served: Served) -> Verdict:
+    """Every target out of rotation: 503 with the (jittered) `retry_after` seconds."""
+    return Verdict(
+        status_code=503,
+        error_type="service_unavailable",
+        error_code="circuit_open",
+        message=f"Every provider of `{model}` is temporarily out of rotation; retry after {retry_after} s.",
+        retry_after_s=retry_after,
+        should_retry=True,
+        summary=summary,
+        served=served,
+    )
+
+
+def _deadline(
+    model: str, records: tuple[AttemptRecord, ...], summary: tuple[AttemptSummary, ...], served: Served
+) -> Verdict:
+    """The time budget ran out: 504 with the last attempt described."""
+    last = records[-1] if records else None
+    return Verdict(
+        status_code=504,
+        error_type="timeout_error",
+        error_code="budget_exhausted",
+        message=f"The request's time budget ran out after {len(records)} attempt(s) for `{model}`"
+        + (f"; last: {_describe(last)}" if last else "."),
+        retry_after_s=None,
+        should_retry=False,
+        summary=summary,
+        served=served,
+    )
+
+
+def _cancelled(summary: tuple[AttemptSummary, ...], served: Served) -> Verdict:
+    """The client went away: 499, for the records."""
+    return Verdict(
+        status_code=499,
+        error_type="cancelled",
+        error_code="client_closed_request",
+        message="The client closed the request.",
+        retry_after_s=None,
+        should_retry=None,
+        summary=summary,
+        served=served,
+    )
+
+
+def _unsupported(
+    model: str, unsupported: list[SkipRecord], summary: tuple[AttemptSummary, ...], served: Served
+) -> Verdict:
+    """No target's API can express the request and none was called: 400 naming each refusal."""
+    return Verdict(
+        status_code=400,
+        error_type="invalid_request_error",
+        error_code="unsupported_by_providers",
+        message=f"No provider of `{model}` can take this request as sent (none was called): " + _refusals(unsupported),
+        retry_after_s=None,
+        should_retry=False,
+        summary=summary,
+        served=served,
+        param=unsupported[0].param,
+    )
+
+
+def _exhausted(state: LoopState, reopen: list[float], summary: tuple[AttemptSummary, ...], served: Served) -> Verdict:
+    """The plan or the budget used up: the chosen attempt's own answer (`on_exhausted`), 429
+    when every failure was a rate limit, else 502 (see `conclude`)."""
+    records, model = state.records, state.plan.requested_model
     quoted = _quoted(records)
     rate_limited = bool(records) and all(r.kind is FailureKind.RATE_LIMITED for r in records)
     hints = [r.retry_after_s for r in records if r.retry_after_s is not None]

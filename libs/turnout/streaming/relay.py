@@ -40,13 +40,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
 from typing import Any
 
 import anyio
 import msgspec
 
-from turnout.adapters.base import UpstreamStream, Usage
+from turnout.adapters.base import NativeFrames, UpstreamStream, Usage
 from turnout.adapters.commit import DONE, is_content
 from turnout.adapters.transport import transport_error_of
 from turnout.core.types import FailureKind, Target, TransportError
@@ -58,6 +59,7 @@ log = logging.getLogger("turnout.stream")
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
 DONE_FRAME = b"data: [DONE]\n\n"
+Scrub = Callable[[str], str]
 
 _TRANSPORT_KIND = {
     TransportError.CONNECT: FailureKind.TRANSPORT,
@@ -167,6 +169,156 @@ def _taken(frames: list[bytes]) -> bytes:
     return out
 
 
+class _Frames:
+    """The client's side of one relayed answer: its frames as the client asked for them (or a
+    native stream's own events), those read but not yet written (`pending`), and what the
+    relay learnt from the chunks (`tally`), across continuations.
+
+    Args:
+        native: the native stream's event gatherer, or None (the client gets OpenAI chunks).
+        include_usage: the client asked for the usage chunk.
+        request_id: for log lines.
+        clean: the egress scrubber's text function.
+    """
+
+    def __init__(self, native: NativeFrames | None, include_usage: bool, request_id: str, clean: Scrub) -> None:
+        self.tally = _Tally()
+        self.native = native
+        self.pending: list[bytes] = []
+        self._include_usage = include_usage
+        self._request_id = request_id
+        self._clean = clean
+        self._continuing = False
+        self._delivered_before = 0  # content deltas the client had when the latest continuation began
+
+    def continued(self) -> None:
+        """A continuation's stream follows: its chunks carry the first stream's id and the whole answer's usage."""
+        self.tally.usage, self._delivered_before = Usage(), self.tally.content_deltas  # the next attempt's own usage
+        self._continuing = True
+
+    def may_continue(self) -> bool:
+        """Whether a broken stream may be continued: a text answer begun, no tool call, not native."""
+        return self.native is None and not self.tally.tool_calls and bool(self.tally.text)
+
+    def chunk(self, data: str, chunk: dict[str, Any]) -> bytes | None:
+        """The client's frame for one upstream chunk, or None (usage-only and not asked, or native)."""
+        usage_only = self.tally.see(chunk)
+        if self.native is not None or usage_only and not self._include_usage:
+            return None  # a native stream's client gets the provider's events (`take_native`)
+        if not self._continuing:
+            return _client_frame(data, chunk, self._include_usage)
+        if self.tally.chunk_id is not None:
+            chunk["id"] = self.tally.chunk_id  # one seamless answer: the first stream's id throughout
+        usage = chunk.get("usage")
+        if isinstance(usage, dict):
+            whole = whole_answer_usage(self.tally.usage, self._delivered_before)
+            chunk["usage"] = {
+                **usage,
+                "prompt_tokens": whole.input_tokens,
+                "completion_tokens": whole.output_tokens,
+                "total_tokens": whole.input_tokens + whole.output_tokens,
+            }
+        return _client_frame(_encode.encode(chunk).decode(), chunk, self._include_usage)
+
+    def held(self, stream: UpstreamStream) -> None:
+        """Add the frames of the events held up to the commit point (a continuation's role-only opening left out)."""
+        for data in stream.held:
+            held = _decode.decode(data)
+            if self._continuing and not is_content(held):
+                continue  # the continuation's role-only opening chunk
+            out = self.chunk(data, held)
+            if out is not None:
+                self.pending.append(out)
+        if self.native is not None:
+            self.take_native()  # every event up to the commit point's read, its end included
+
+    def batch(self, batch: list[Any]) -> bool:
+        """Add the client's frames for one read's events; True at the end of the stream.
+
+        Raises `_Broken` at an upstream error event, with the frames before it added.
+        """
+        if self.native is not None:
+            self.take_native()
+        for sse in batch:
+            data = sse.data.strip()
+            if data == DONE:
+                if self.native is None:
+                    self.pending.append(DONE_FRAME)
+                return True
+            if not data:
+                continue
+            try:
+                chunk = _decode.decode(sse.data)
+            except msgspec.DecodeError:
+                log.warning("request %s: skipped a malformed stream event after content", self._request_id)
+                continue
+            if not isinstance(chunk, dict):
+                log.warning("request %s: skipped a non-object stream event", self._request_id)
+                continue
+            if sse.event == "error" or chunk.get("error"):
+                raise self._upstream_error(chunk.get("error"))
+            out = self.chunk(sse.data, chunk)
+            if out is not None:
+                self.pending.append(out)
+        return False
+
+    def _upstream_error(self, err: Any) -> _Broken:
+        """The break an upstream error event stands for (its text scrubbed, its type kept)."""
+        message = err.get("message", "") if isinstance(err, dict) else str(err)
+        etype = err.get("type") if isinstance(err, dict) else None
+        return _Broken(
+            FailureKind.SERVER_ERROR,
+            f"the upstream provider failed mid-stream: {self._clean(str(message))}",
+            "upstream_error",
+            etype if isinstance(etype, str) else None,
+        )
+
+    def take_native(self) -> None:
+        """Add the provider's events read so far (a native stream)."""
+        assert self.native is not None
+        sent = self.native.take()
+        if sent:
+            self.pending.append(sent)
+
+    def end_frame(self) -> bytes:
+        """The normal end of the stream."""
+        return DONE_FRAME if self.native is None else self.native.end_frame
+
+    def broken_frame(self, broken: _Broken) -> bytes:
+        """The final event of a broken stream."""
+        if self.native is None:
+            return error_frame(broken.error, code=broken.code)
+        return self.native.error_frame(broken.error, broken.code, broken.error_type)
+
+    def take(self) -> bytes:
+        """The pending frames as one write (`_taken`)."""
+        return _taken(self.pending)
+
+
+async def _writes(stream: UpstreamStream, out: _Frames, stall_timeout_s: float | None) -> AsyncGenerator[bytes]:
+    """The client's writes of one upstream stream, up to its end; raises `_Broken` when it breaks.
+
+    Each read's events go out in one write (the held frames with the events read with them):
+    never more than one send per upstream read, and never one held back for a later read.
+    """
+    out.held(stream)
+    if stream.done:
+        if out.native is None:
+            out.pending.append(DONE_FRAME)
+        yield out.take()
+        return
+    batch: list[Any] | None = stream.pending
+    while batch is not None:
+        if out.batch(batch):
+            yield out.take()
+            return
+        if out.pending:
+            yield out.take()
+        batch = await _next_batch(stream, stall_timeout_s, out.tally)
+    out.pending.append(out.end_frame())
+    yield out.take()
+
+
 async def relay(
     stream: UpstreamStream,
     *,
@@ -197,143 +349,36 @@ async def relay(
     Yields:
         SSE frames (bytes), ending with `data: [DONE]` or a final error event.
     """
-    tally = _Tally()
-    clean = scrub or Scrubber().text
-    native = stream.native  # the provider's own events go out instead of the chunks (module doc)
+    out = _Frames(stream.native, include_usage, request_id, scrub or Scrubber().text)
     kind, error = FailureKind.SUCCESS, ""
     finished = False
-    continuing = False
-    delivered_before = 0  # content deltas the client had when the latest continuation began
-
-    def client_frame(data: str, chunk: dict[str, Any]) -> bytes | None:
-        usage_only = tally.see(chunk)
-        if native is not None or usage_only and not include_usage:
-            return None  # a native stream's client gets the provider's events (`take_native`)
-        if not continuing:
-            return _client_frame(data, chunk, include_usage)
-        if tally.chunk_id is not None:
-            chunk["id"] = tally.chunk_id  # one seamless answer: the first stream's id throughout
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            whole = whole_answer_usage(tally.usage, delivered_before)
-            chunk["usage"] = {
-                **usage,
-                "prompt_tokens": whole.input_tokens,
-                "completion_tokens": whole.output_tokens,
-                "total_tokens": whole.input_tokens + whole.output_tokens,
-            }
-        return _client_frame(_encode.encode(chunk).decode(), chunk, include_usage)
-
-    def client_frames(batch: list[Any], frames: list[bytes]) -> bool:
-        """Append the client's frames for `batch` to `frames`; True at the end of the stream.
-
-        Raises `_Broken` at an upstream error event, with the frames before it appended.
-        """
-        if native is not None:
-            take_native(frames)
-        for sse in batch:
-            data = sse.data.strip()
-            if data == DONE:
-                if native is None:
-                    frames.append(DONE_FRAME)
-                return True
-            if not data:
-                continue
-            try:
-                chunk = _decode.decode(sse.data)
-            except msgspec.DecodeError:
-                log.warning("request %s: skipped a malformed stream event after content", request_id)
-                continue
-            if not isinstance(chunk, dict):
-                log.warning("request %s: skipped a non-object stream event", request_id)
-                continue
-            if sse.event == "error" or chunk.get("error"):
-                err = chunk.get("error")
-                message = err.get("message", "") if isinstance(err, dict) else str(err)
-                etype = err.get("type") if isinstance(err, dict) else None
-                raise _Broken(
-                    FailureKind.SERVER_ERROR,
-                    f"the upstream provider failed mid-stream: {clean(str(message))}",
-                    "upstream_error",
-                    etype if isinstance(etype, str) else None,
-                )
-            out = client_frame(sse.data, chunk)
-            if out is not None:
-                frames.append(out)
-        return False
-
-    def take_native(frames: list[bytes]) -> None:
-        """Append the provider's events read so far (a native stream)."""
-        assert native is not None
-        sent = native.take()
-        if sent:
-            frames.append(sent)
-
-    def end_frame() -> bytes:
-        return DONE_FRAME if native is None else native.end_frame
-
-    def broken_frame(broken: _Broken) -> bytes:
-        if native is None:
-            return error_frame(broken.error, code=broken.code)
-        return native.error_frame(broken.error, broken.code, broken.error_type)
-
-    # Each read's events go out in one write (the held frames with the events read with them):
-    # never more than one send per upstream read, and never one held back for a later read.
-    frames: list[bytes] = []
     try:
         while True:
             try:
-                for data in stream.held:
-                    held = _decode.decode(data)
-                    if continuing and not is_content(held):
-                        continue  # the continuation's role-only opening chunk
-                    out = client_frame(data, held)
-                    if out is not None:
-                        frames.append(out)
-                if native is not None:
-                    take_native(frames)  # every event up to the commit point's read, its end included
-                if stream.done:
-                    if native is None:
-                        frames.append(DONE_FRAME)
-                    yield _taken(frames)
-                    return
-                batch: list[Any] | None = stream.pending
-                while batch is not None:
-                    if client_frames(batch, frames):
-                        yield _taken(frames)
-                        return
-                    if frames:
-                        yield _taken(frames)
-                    batch = await _next_batch(stream, stall_timeout_s, tally)
-                frames.append(end_frame())
-                yield _taken(frames)
+                async with aclosing(_writes(stream, out, stall_timeout_s)) as writes:
+                    async for write in writes:
+                        yield write
                 return
             except _Broken as broken:
                 kind, error = broken.kind, broken.error
                 resumed = None
-                if (
-                    continuation is not None
-                    and target is not None
-                    and native is None
-                    and not tally.tool_calls
-                    and tally.text
-                ):
-                    if frames:
-                        yield _taken(frames)  # what came before the break goes out before the continuation is sought
+                if continuation is not None and target is not None and out.may_continue():
+                    if out.pending:
+                        yield out.take()  # what came before the break goes out before the continuation is sought
                     with anyio.CancelScope(shield=True):
                         await stream.aclose()
-                        await finish(kind, tally.usage, error)
+                        await finish(kind, out.tally.usage, error)
                     finished = True
                     log.warning("request %s: %s; continuing the stream", request_id, error)
-                    resumed = await continuation.resume("".join(tally.text), target)
+                    resumed = await continuation.resume("".join(out.tally.text), target)
                 if resumed is None or resumed.stream is None or resumed.finish is None:
-                    frames.append(broken_frame(broken))  # after the frames before the break
-                    yield _taken(frames)
+                    out.pending.append(out.broken_frame(broken))  # after the frames before the break
+                    yield out.take()
                     return
                 stream, finish = resumed.stream, resumed.finish
                 target = resumed.records[-1].target if resumed.records else target
-                tally.usage, delivered_before = Usage(), tally.content_deltas  # the next attempt's own usage
-                kind, error, finished, continuing = FailureKind.SUCCESS, "", False, True
+                out.continued()
+                kind, error, finished = FailureKind.SUCCESS, "", False
     except (asyncio.CancelledError, GeneratorExit):
         kind, error = FailureKind.CANCELLED, "client went away"
         raise
@@ -341,4 +386,4 @@ async def relay(
         with anyio.CancelScope(shield=True):
             await stream.aclose()
             if not finished:
-                await finish(kind, tally.usage, error)
+                await finish(kind, out.tally.usage, error)

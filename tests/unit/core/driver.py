@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from turnout.core.loop import (
     AttemptRecord,
@@ -27,7 +28,7 @@ from turnout.core.loop import (
     on_skip,
 )
 from turnout.core.plan import Plan, PlanEntry, Role
-from turnout.core.policy import Policy
+from turnout.core.policy import Policy, merge_policy
 from turnout.core.types import Outcome, Target, TransportError
 from turnout.core.verdict import Verdict, conclude
 
@@ -170,6 +171,7 @@ def drive(
     rng: random.Random | None = None,
     skip: SkipRule | None = None,
     max_steps: int = 1000,
+    begun: LoopState | None = None,
 ) -> Run:
     """Run the loop to its end against a fake clock.
 
@@ -184,6 +186,7 @@ def drive(
         skip: called before each dispatch; a `(reason, reopen_in_s)` skips the
             target instead of attempting it.
         max_steps: bound on loop iterations (a test failure when exceeded).
+        begun: a loop already begun (`begin_continuation`) instead of `begin(plan, policy, ...)`.
 
     Returns:
         The `Run`.
@@ -208,7 +211,7 @@ def drive(
         cursors[key] = i + 1
         return script[i]
 
-    state = begin(plan, policy, deadline_s=deadline)
+    state = begin(plan, policy, deadline_s=deadline) if begun is None else begun
     run_steps: list[tuple[float, Dispatch | Wait | GiveUp]] = []
     attempts: list[tuple[float, float, Dispatch]] = []
     for _ in range(max_steps):
@@ -234,3 +237,34 @@ def drive(
         attempts.append((started, now, step))
         state = on_outcome(state, step, outcome, started_s=started, now_s=now, rng=rng)
     raise AssertionError(f"the loop did not end within {max_steps} steps")
+
+
+# ---------------------------------------------------------------- shared plan entries and policies
+
+A = entry("openai", "gpt-5")
+B = entry("azure", "gpt-5-prod", Role.PROVIDER_FALLBACK, catalog_model="gpt-5")
+C = entry("anthropic", "claude", Role.MODEL_FALLBACK)
+CW = entry("google", "gemini-long", Role.CONTEXT_WINDOW_FALLBACK)
+CP = entry("mistral", "mistral-large", Role.CONTENT_POLICY_FALLBACK)
+KA, KB, KC, KCW, KCP = (e.target.key for e in (A, B, C, CW, CP))
+
+ABC = plan_of(A, B, C)
+
+
+def pol(**sections: dict[str, Any]) -> Policy:
+    """A policy from partial sections: `pol(retry={"max_retries": 2})`."""
+    return merge_policy(Policy(), sections)
+
+
+class MaxRandom(random.Random):
+    """Jitter always at the top of its range."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return b
+
+
+class ZeroRandom(random.Random):
+    """Jitter always 0: retries follow at once."""
+
+    def uniform(self, a: float, b: float) -> float:
+        return a

@@ -135,9 +135,9 @@ def test_on_refused_needs_a_refusal() -> None:
 def test_every_target_refused_by_its_breaker_ends_all_open() -> None:
     state, step = _first()
     state = on_refused(state, step, Admission(refused=SkipReason.CIRCUIT_OPEN, reopen_in_s=3.0), now_s=1.0)
-    step = next_step(state, 1.0)
-    assert isinstance(step, Dispatch)
-    state = on_refused(state, step, Admission(refused=SkipReason.RESTING, reopen_in_s=8.0), now_s=1.0)
+    second = next_step(state, 1.0)
+    assert isinstance(second, Dispatch)
+    state = on_refused(state, second, Admission(refused=SkipReason.RESTING, reopen_in_s=8.0), now_s=1.0)
     assert next_step(state, 1.0) == GiveUp(reason=StopReason.ALL_OPEN)
 
 

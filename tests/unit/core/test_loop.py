@@ -1,4 +1,5 @@
-"""Table tests for turnout.core.loop, driven with a fake clock (SPEC §3, §4, §5, §7).
+"""Table tests for turnout.core.loop, driven with a fake clock (SPEC §3, §4, §7): retries, fallback,
+terminal outcomes and special lists, policy overrides.
 
 The driver (`driver.py`) plays the shell: Wait advances the clock, each
 attempt takes `duration_s`, outcomes are scripted per target key.
@@ -9,10 +10,20 @@ from __future__ import annotations
 import random
 from typing import Any
 
-import msgspec
 import pytest
 from driver import (
-    Run,
+    ABC,
+    CP,
+    CW,
+    KA,
+    KB,
+    KC,
+    KCP,
+    KCW,
+    A,
+    B,
+    C,
+    MaxRandom,
     content_policy,
     context_length,
     drive,
@@ -20,54 +31,19 @@ from driver import (
     err,
     ok,
     plan_of,
+    pol,
     quota,
     transport,
 )
 
 from turnout.core.loop import (
-    Dispatch,
     GiveUp,
-    SkipReason,
     StopReason,
-    Wait,
-    begin,
-    next_step,
-    on_outcome,
-    on_skip,
 )
 from turnout.core.plan import Plan, Role, RoutingSettings, build_plan
-from turnout.core.policy import Policy, merge_policy
+from turnout.core.policy import Policy
 from turnout.core.types import Disposition, FailureKind, Outcome, Target, TransportError
-from turnout.core.verdict import conclude, served_facts
-
-A = entry("openai", "gpt-5")
-B = entry("azure", "gpt-5-prod", Role.PROVIDER_FALLBACK, catalog_model="gpt-5")
-C = entry("anthropic", "claude", Role.MODEL_FALLBACK)
-CW = entry("google", "gemini-long", Role.CONTEXT_WINDOW_FALLBACK)
-CP = entry("mistral", "mistral-large", Role.CONTENT_POLICY_FALLBACK)
-KA, KB, KC, KCW, KCP = (e.target.key for e in (A, B, C, CW, CP))
-
-ABC = plan_of(A, B, C)
-
-
-def pol(**sections: dict[str, Any]) -> Policy:
-    """A policy from partial sections: `pol(retry={"max_retries": 2})`."""
-    return merge_policy(Policy(), sections)
-
-
-class MaxRandom(random.Random):
-    """Jitter always at the top of its range."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return b
-
-
-class ZeroRandom(random.Random):
-    """Jitter always 0: retries follow at once."""
-
-    def uniform(self, a: float, b: float) -> float:
-        return a
-
+from turnout.core.verdict import served_facts
 
 # --------------------------------------------------------------------- SPEC §4 worked example
 
@@ -492,347 +468,3 @@ def test_loop_max_attempts_reached_gives_up_without_a_pointless_wait() -> None:
     run = drive(ABC, pol(budget={"max_attempts": 1}, fallback={"backoff_ms": 1000}), {KA: [err(503)]})
     assert run.waits == []
     assert run.give_up.reason is StopReason.EXHAUSTED
-
-
-# --------------------------------------------------------------------- deadline
-
-
-def test_loop_first_dispatch_timeout_is_the_smaller_of_attempt_timeout_and_time_left() -> None:
-    policy = pol(retry={"per_attempt_timeout_ms": 2000})
-    state = begin(ABC, policy, deadline_s=100.0)
-    step = next_step(state, 0.0)
-    assert isinstance(step, Dispatch) and step.timeout_s == 2.0
-    step = next_step(state, 99.5)
-    assert isinstance(step, Dispatch) and step.timeout_s == pytest.approx(0.5)
-
-
-@pytest.mark.parametrize("at_s", [10.0, 10.5], ids=["at-deadline", "after-deadline"])
-def test_loop_nothing_starts_at_or_after_the_deadline(at_s: float) -> None:
-    state = begin(ABC, Policy(), deadline_s=10.0)
-    assert next_step(state, at_s) == GiveUp(reason=StopReason.DEADLINE)
-
-
-@pytest.mark.parametrize(
-    ("attempt_s", "expected"),
-    [(9.9, [KA, KB]), (9.75, [KA, KB]), (9.7, [KA, KA])],
-    ids=["retry-would-start-after", "retry-would-start-exactly-at", "retry-fits"],
-)
-def test_loop_retry_starting_at_or_after_the_deadline_is_not_scheduled(attempt_s: float, expected: list[str]) -> None:
-    # Full jitter at its top: the first retry waits base_ms = 0.25 s.
-    run = drive(
-        ABC,
-        Policy(),
-        {KA: [err(503), ok()], KB: [ok()]},
-        deadline_s=10.0,
-        rng=MaxRandom(),
-        duration_s=lambda d: attempt_s if d.number == 1 else 0.01,
-    )
-    assert run.keys == expected
-    assert all(t + w.delay_s < 10.0 for t, w in run.waits)
-
-
-@pytest.mark.parametrize(
-    ("hint_s", "expected"),
-    [(1.0, [KA, KB]), (1.5, [KA, KB]), (0.99, [KA, KA])],
-    ids=["hint-equals-time-left", "hint-beyond-deadline", "hint-fits"],
-)
-def test_loop_retry_after_reaching_the_deadline_falls_back(hint_s: float, expected: list[str]) -> None:
-    run = drive(
-        ABC,
-        Policy(),
-        {KA: [err(429, retry_after_s=hint_s), ok()], KB: [ok()]},
-        deadline_s=10.0,
-        duration_s=lambda d: 9.0 if d.number == 1 else 0.001,
-    )
-    assert run.keys == expected
-
-
-def test_loop_deadline_during_an_attempt_gives_504_budget_exhausted() -> None:
-    run = drive(ABC, Policy(), {KA: [ok()]}, deadline_s=5.0, duration_s=6.0)
-    assert run.keys == [KA]
-    assert run.records[0].kind is FailureKind.TIMEOUT
-    assert run.now_s == 5.0
-    assert run.give_up.reason is StopReason.DEADLINE
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.error_code) == (504, "budget_exhausted")
-    assert len(run.verdict.summary) == 1
-
-
-def test_loop_deadline_after_several_attempts_reports_them_all() -> None:
-    run = drive(
-        ABC, pol(retry={"max_retries": 0}), {KA: [err(503)], KB: [err(503)], KC: [ok()]}, deadline_s=5.0, duration_s=2.5
-    )
-    assert run.keys == [KA, KB]
-    assert run.give_up.reason is StopReason.DEADLINE
-    assert run.verdict is not None and run.verdict.status_code == 504
-    assert [row.attempt for row in run.verdict.summary] == [1, 2]
-
-
-# --------------------------------------------------------------------- fallback backoff
-
-
-def test_loop_fallback_backoff_waits_before_the_next_target() -> None:
-    run = drive(
-        ABC, pol(retry={"max_retries": 0}, fallback={"backoff_ms": 500}), {KA: [err(500)], KB: [ok()]}, duration_s=0.1
-    )
-    assert [(t, w.delay_s, w.reason) for t, w in run.waits] == [(0.1, 0.5, "fallback_backoff")]
-    assert run.records[1].started_s == pytest.approx(0.6)
-    assert (run.records[1].delay_before_s, run.records[1].delay_reason) == (0.5, "fallback_backoff")
-
-
-def test_loop_fallback_backoff_past_the_deadline_stops_with_deadline() -> None:
-    run = drive(
-        ABC,
-        pol(retry={"max_retries": 0}, fallback={"backoff_ms": 2000}),
-        {KA: [err(500)]},
-        deadline_s=2.0,
-        duration_s=0.5,
-    )
-    assert run.keys == [KA]
-    assert run.waits == []
-    assert run.give_up.reason is StopReason.DEADLINE
-
-
-def test_loop_no_fallback_backoff_after_a_skip() -> None:
-    run = drive(
-        ABC,
-        pol(fallback={"backoff_ms": 500}),
-        {KB: [ok()]},
-        skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 5.0) if d.entry is A else None,
-    )
-    assert run.waits == []
-    assert run.keys == [KB]
-
-
-# --------------------------------------------------------------------- skips (SPEC §5)
-
-
-def test_loop_skipped_target_is_not_an_attempt() -> None:
-    run = drive(
-        ABC, Policy(), {KB: [ok()]}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 12.5) if d.entry is A else None
-    )
-    assert run.keys == [KB]
-    assert run.records[0].number == 1
-    assert run.records[0].is_retry is False
-    assert [(s.target.key, s.reason, s.reopen_in_s) for s in run.state.skips] == [
-        (KA, SkipReason.CIRCUIT_OPEN, 12.5),
-    ]
-    assert served_facts(run.state).attempts == 1
-
-
-def test_loop_an_unsupported_target_is_passed_over_even_with_fallback_off() -> None:
-    """The skip is no attempt and no failure: the next target is tried with fallback disabled,
-    and a plan ending in nothing but such skips is EXHAUSTED (the verdict's 400), never ALL_OPEN."""
-    unsupported = lambda d, now: (SkipReason.UNSUPPORTED, None) if d.entry is A else None
-    run = drive(ABC, pol(fallback={"enabled": False}), {KB: [ok()]}, skip=unsupported)
-    assert run.keys == [KB] and run.records[0].number == 1
-    everything = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.UNSUPPORTED, None))
-    assert everything.records == () and everything.give_up.reason is StopReason.EXHAUSTED
-    assert everything.verdict is not None and everything.verdict.status_code == 400
-
-
-@pytest.mark.parametrize("reason", [SkipReason.CIRCUIT_OPEN, SkipReason.RAMPING, SkipReason.UNSUPPORTED])
-def test_loop_another_provider_reached_by_skips_alone_is_no_fallback(reason: SkipReason) -> None:
-    """Skipped, not tried: the next provider of the requested model serves as the plan's
-    primary would (a plan that left the target out says fallback 0 too); after a failed
-    attempt it is a fallback, and so is another model after skips alone."""
-    skipped_a = drive(ABC, Policy(), {KB: [ok()]}, skip=lambda d, now: (reason, 5.0) if d.entry is A else None)
-    assert [(r.target.key, r.is_fallback) for r in skipped_a.records] == [(KB, False)]
-    assert served_facts(skipped_a.state).fallback is False
-    failed_a = drive(ABC, Policy(), {KA: [err(500)] * 10, KB: [ok()]})
-    assert [(r.target.key, r.is_fallback) for r in failed_a.records][-1] == (KB, True)
-    skipped_ab = drive(ABC, Policy(), {KC: [ok()]}, skip=lambda d, now: (reason, 5.0) if d.entry is not C else None)
-    assert [(r.target.key, r.is_fallback) for r in skipped_ab.records] == [(KC, True)]
-
-
-def test_loop_every_target_skipped_open_answers_503_with_the_shortest_cooldown() -> None:
-    reopen = {KA: 12.5, KB: 3.2, KC: 30.0}
-    run = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, reopen[d.entry.target.key]))
-    assert run.records == ()
-    assert run.give_up.reason is StopReason.ALL_OPEN
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.error_code, run.verdict.retry_after_s) == (503, "circuit_open", 4)
-
-
-def test_loop_every_target_skipped_open_over_two_cycles_is_still_all_open() -> None:
-    run = drive(ABC, pol(fallback={"max_cycles": 2}), {}, skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 7.0))
-    assert len(run.state.skips) == 6
-    assert run.give_up.reason is StopReason.ALL_OPEN
-
-
-def test_loop_every_target_without_credential_is_exhausted_502() -> None:
-    run = drive(ABC, Policy(), {}, skip=lambda d, now: (SkipReason.NO_CREDENTIAL, None))
-    assert run.records == ()
-    assert run.give_up.reason is StopReason.EXHAUSTED
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.error_code) == (502, "provider_failed")
-
-
-def test_loop_some_open_some_without_credential_is_all_open() -> None:
-    run = drive(
-        ABC,
-        Policy(),
-        {},
-        skip=lambda d, now: (SkipReason.CIRCUIT_OPEN, 9.0) if d.entry is B else (SkipReason.NO_CREDENTIAL, None),
-    )
-    assert run.give_up.reason is StopReason.ALL_OPEN
-    assert run.verdict is not None and run.verdict.retry_after_s == 9
-
-
-def test_loop_skips_after_a_failed_attempt_end_as_exhausted_not_all_open() -> None:
-    run = drive(
-        ABC,
-        pol(retry={"max_retries": 0}),
-        {KA: [err(500)]},
-        skip=lambda d, now: None if d.entry is A else (SkipReason.CIRCUIT_OPEN, 5.0),
-    )
-    assert run.keys == [KA]
-    assert run.give_up.reason is StopReason.EXHAUSTED
-    assert run.verdict is not None and run.verdict.status_code == 502
-
-
-def test_loop_skipping_a_scheduled_retry_moves_to_the_next_target() -> None:
-    opened: set[str] = set()
-
-    def skip(d: Dispatch, now: float) -> tuple[SkipReason, float | None] | None:
-        if d.is_retry:
-            opened.add(d.entry.target.key)
-        return (SkipReason.CIRCUIT_OPEN, 30.0) if d.entry.target.key in opened else None
-
-    run = drive(ABC, Policy(), {KA: [err(503)], KB: [ok()]}, skip=skip)
-    assert run.keys == [KA, KB]
-    assert run.records[1].is_retry is False and run.records[1].resend_count == 0
-
-
-# --------------------------------------------------------------------- verdict of a loop
-
-
-def test_loop_every_failure_a_rate_limit_answers_429_with_the_shortest_hint() -> None:
-    run = drive(
-        ABC,
-        Policy(),
-        {
-            KA: [err(429, retry_after_s=5.0), err(429, retry_after_s=3.0)],
-            KB: [err(429, retry_after_s=7.0)],
-            KC: [err(429)],
-        },
-    )
-    assert run.keys == [KA, KA, KB, KC]
-    assert run.give_up.reason is StopReason.EXHAUSTED
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.retry_after_s) == (429, 3)
-
-
-def test_loop_rate_limits_mixed_with_other_failures_answer_502() -> None:
-    run = drive(ABC, Policy(), {KA: [err(429), err(429)], KB: [err(503)], KC: [err(429)]})
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.error_code) == (502, "provider_failed")
-
-
-def test_loop_reroute_exhausted_answers_502_and_never_calls_the_requested_model() -> None:
-    catalog = {
-        "gpt-5": (Target(provider="openai", model="gpt-5", catalog_model="gpt-5"),),
-        "claude": (Target(provider="anthropic", model="claude", catalog_model="claude"),),
-    }
-    p = build_plan(
-        "gpt-5",
-        catalog=catalog,
-        providers=frozenset({"openai", "anthropic"}),
-        settings=RoutingSettings(reroutes=("claude",)),
-        policy=Policy(),
-        health={},
-        rng=random.Random(0),
-    )
-    run = drive(p, Policy(), {"anthropic/claude": [err(503), err(500)]})
-    assert run.keys == ["anthropic/claude", "anthropic/claude"]
-    assert run.give_up.reason is StopReason.EXHAUSTED
-    assert run.verdict is not None
-    assert (run.verdict.status_code, run.verdict.error_code) == (502, "provider_failed")
-    assert run.verdict.served.reroute is True
-    assert all(r.is_reroute for r in run.records)
-
-
-def test_loop_empty_plan_gives_up_at_once() -> None:
-    state = begin(plan_of(requested_model="gpt-5"), Policy(), deadline_s=10.0)
-    assert next_step(state, 0.0) == GiveUp(reason=StopReason.EXHAUSTED)
-
-
-def test_loop_cancelled_attempt_stops_the_loop() -> None:
-    state = begin(ABC, Policy(), deadline_s=10.0)
-    step = next_step(state, 0.0)
-    assert isinstance(step, Dispatch)
-    state = on_outcome(
-        state, step, Outcome(), started_s=0.0, now_s=0.2, rng=random.Random(0), kind=FailureKind.CANCELLED
-    )
-    assert next_step(state, 0.2) == GiveUp(reason=StopReason.CANCELLED)
-    assert conclude(state, StopReason.CANCELLED).status_code == 499
-
-
-def test_loop_states_are_never_mutated() -> None:
-    state = begin(ABC, Policy(), deadline_s=10.0)
-    before = msgspec.structs.asdict(state)
-    step = next_step(state, 0.0)
-    assert isinstance(step, Dispatch)
-    on_outcome(state, step, err(503), started_s=0.0, now_s=0.1, rng=random.Random(0))
-    on_skip(state, step, reason=SkipReason.CIRCUIT_OPEN, reopen_in_s=1.0, now_s=0.0)
-    assert msgspec.structs.asdict(state) == before
-
-
-# --------------------------------------------------------------------- attempt records
-
-
-def test_loop_attempt_records_carry_the_decision_facts() -> None:
-    policy = pol(retry={"max_retries": 1}, fallback={"backoff_ms": 100})
-    run: Run = drive(
-        ABC,
-        policy,
-        {KA: [err(503, "overloaded", code="server_busy"), err(429, "slow down", retry_after_s=0.3)], KB: [ok()]},
-        duration_s=0.2,
-        rng=MaxRandom(),
-    )
-    r1, r2, r3 = run.records
-    assert [r.number for r in run.records] == [1, 2, 3]
-
-    assert (r1.target.key, r1.role, r1.is_retry, r1.is_fallback, r1.is_reroute, r1.resend_count, r1.cycle) == (
-        KA,
-        Role.PRIMARY,
-        False,
-        False,
-        False,
-        0,
-        1,
-    )
-    assert (r1.kind, r1.disposition, r1.status, r1.error_code, r1.message) == (
-        FailureKind.SERVER_ERROR,
-        Disposition.RETRY_THEN_FALLBACK,
-        503,
-        "server_busy",
-        "overloaded",
-    )
-    assert (r1.delay_before_s, r1.delay_reason, r1.started_s) == (0.0, None, 0.0)
-    assert r1.duration_ms == pytest.approx(200.0)
-
-    assert (r2.target.key, r2.is_retry, r2.is_fallback, r2.resend_count) == (KA, True, False, 1)
-    assert (r2.delay_before_s, r2.delay_reason) == (0.25, "backoff")
-    assert r2.started_s == pytest.approx(0.45)
-    assert (r2.kind, r2.retry_after_s) == (FailureKind.RATE_LIMITED, 0.3)
-
-    assert (r3.target.key, r3.role, r3.is_retry, r3.is_fallback, r3.resend_count) == (
-        KB,
-        Role.PROVIDER_FALLBACK,
-        False,
-        True,
-        0,
-    )
-    assert (r3.delay_before_s, r3.delay_reason) == (0.1, "fallback_backoff")
-    assert r3.started_s == pytest.approx(0.75)
-    assert (r3.kind, r3.disposition, r3.message) == (FailureKind.SUCCESS, Disposition.SUCCESS, "")
-
-
-def test_loop_dispatch_numbers_and_waits_line_up_with_records() -> None:
-    run = drive(ABC, Policy(), {KA: [err(503), err(503)], KB: [err(502)], KC: [ok()]}, rng=random.Random(5))
-    dispatches = [s for _, s in run.steps if isinstance(s, Dispatch)]
-    assert [d.number for d in dispatches] == [1, 2, 3, 4]
-    assert [d.is_retry for d in dispatches] == [False, True, False, False]
-    assert all(isinstance(s, Wait) and s.reason == "backoff" for _, s in run.waits)
-    assert len(run.waits) <= 1  # a jitter of exactly 0 needs no wait
