@@ -29,6 +29,7 @@ from turnout.core.deadline import Deadline
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.plan import Plan
+from turnout.core.policy import Policy
 from turnout.core.types import FailureKind
 from turnout.health import HealthView
 from turnout.observability.telemetry import request_span
@@ -161,23 +162,54 @@ async def serve_stream(
         return Response(payload, status_code=status, headers=headers, media_type=JSON)
     continuation = None
     if policy.retry.stream_recovery == "continue" and operation == "chat":
-        prefill = catalog.supports_prefill
-        continuation = Continuation(
-            router=state.router,
-            request=upstream_request,
-            plan=plan,
-            view=view,
-            info=info,
-            policy=policy,
-            upstream=open_stream,
-            supports_prefill=lambda t: prefill.get(t.key, True),
-            first_number=len(result.records) + 1,
+        continuation = _continuation(
+            state, catalog, upstream_request, plan, view, info, policy, len(result.records) + 1
         )
+    return _event_stream(state, result, result.finish, include_usage, policy, request_id, continuation, used)
+
+
+def _continuation(
+    state: IngressState,
+    catalog: Catalog,
+    request: dict[str, Any],
+    plan: Plan,
+    view: HealthView,
+    info: RequestInfo,
+    policy: Policy,
+    first_number: int,
+) -> Continuation:
+    """The rescue of a committed chat stream that breaks (`retry.stream_recovery: continue`): its
+    attempts go through the router's one attempt path, numbered on from `first_number`."""
+    prefill = catalog.supports_prefill
+    return Continuation(
+        router=state.router,
+        request=request,
+        plan=plan,
+        view=view,
+        info=info,
+        policy=policy,
+        upstream=open_stream,
+        supports_prefill=lambda t: prefill.get(t.key, True),
+        first_number=first_number,
+    )
+
+
+def _event_stream(
+    state: IngressState,
+    result: RouteResult,
+    finish: Finish,
+    include_usage: bool,
+    policy: Policy,
+    request_id: str,
+    continuation: Continuation | None,
+    used: Callable[[int | None], None] | None,
+) -> EventStreamResponse:
+    """The SSE response relaying `result`'s committed stream (ended by `finish`), with the `x-turnout-*` headers."""
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
     response = EventStreamResponse(
         relay(
             result.stream,
-            finish=result.finish if used is None else _telling(result.finish, used),
+            finish=finish if used is None else _telling(finish, used),
             include_usage=include_usage,
             stall_timeout_s=policy.retry.stall_timeout_s,
             request_id=request_id,

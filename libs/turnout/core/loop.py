@@ -2,9 +2,11 @@
 
 Owns: what to do next (dispatch a target, wait, give up), how an outcome or a
 skipped target changes the loop's state, and the decision record of every
-attempt. The shell (`turnout.router`) performs the steps: it dispatches
-through an adapter, sleeps through an injected sleep, asks the breaker for
-admission, and feeds the results back here.
+attempt; a broken stream's continuation is the same loop (`begin_continuation`).
+The shell (`turnout.router`) performs the steps: it dispatches through an
+adapter, sleeps through an injected sleep, performs the gates' one decision
+(`turnout.core.admission`), and feeds the results back here. The loop's
+vocabulary (steps, records, reasons) lives in `turnout.core.steps`.
 Must not import: anything outside the standard library, msgspec and
 `turnout.core`. Time is a float of seconds passed in (any monotonic origin,
 the same for every call on one state); randomness is a `random.Random`.
@@ -14,7 +16,7 @@ Usage by the shell::
     state = begin(plan, policy, deadline_s=now + budget)
     while not isinstance(step := next_step(state, now()), GiveUp):
         if isinstance(step, Wait): await sleep(step.delay_s); continue
-        # admission refused -> state = on_skip(state, step, ...); continue
+        # a gate closed -> state = on_refused(state, step, admission(state, gates), now()); continue
         outcome = await adapter.call(step.entry.target, timeout_s=step.timeout_s)
         state = on_outcome(state, step, outcome, started_s, now(), rng)
 """

@@ -3,7 +3,12 @@
 Owns: composing the pure core (plan, loop, verdict) with the edges (the
 upstream adapter, an injected clock and sleep, the RNG), and producing one
 `RouteResult` per request. It is the only loop; every decision it performs
-comes from `turnout.core`.
+comes from `turnout.core`. A request's loop (`route`) and a broken stream's
+continuation (`continue_stream`) run the same loop shell over the same
+attempt path. Its modules, one job each: `attempt` (performing one dispatch:
+its gates' `Admission`, the upstream call, the outcome fed back), `recording`
+(ending an attempt with the observer and the breakers), `request` (what a
+request brings and gets back, the observer hooks).
 Must not import: services, FastAPI, arq.
 """
 
