@@ -13,12 +13,11 @@ fleet with the official `openai` SDK streaming:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
 
-from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, running_gateway
+from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, running_gateway, template_flow
 
 pytestmark = pytest.mark.integration
 
@@ -32,10 +31,6 @@ STALL_RETRIES = {"retry": {**WATCHDOG, "stall_retries": 2, "base_ms": 0}}
 """Empryo's opt-in stall retries (`maxStallRetries`)."""
 
 
-def _flow(value: object) -> str:
-    return json.dumps(value).replace("{", "{{").replace("}", "}}")
-
-
 CONFIG = (
     SIM_PROVIDERS
     + """\
@@ -44,7 +39,7 @@ models:
   stall: {{order: priority, offers: [{{provider: sim-a, model: "st-a~stall0,200"}}, {{provider: sim-b, model: st-b}}]}}
   stall-opt: {{order: priority, offers: [{{provider: sim-a, model: "so-a~stall0,200"}}, {{provider: sim-b, model: so-b}}]}}
 """
-    + "policy: {{retry: WATCHDOG}}\n".replace("WATCHDOG", _flow({**WATCHDOG, "base_ms": 0}))
+    + "policy: {{retry: WATCHDOG}}\n".replace("WATCHDOG", template_flow({**WATCHDOG, "base_ms": 0}))
     + BREAKER_OFF
     + """
 orgs:
@@ -54,7 +49,7 @@ orgs:
       - {{name: stall, key: KEY_STALL, settings: {{policy: STALL_RETRIES}}}}
 """.replace("KEY_STALL", KEY_STALL)
     .replace("KEY", KEY)
-    .replace("STALL_RETRIES", _flow(STALL_RETRIES))
+    .replace("STALL_RETRIES", template_flow(STALL_RETRIES))
 )
 
 
