@@ -24,7 +24,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-import turnout.health
+import turnout.health.probes
 import turnout.health.writes
 from turnout.core.breaker import (
     CLOSED,
@@ -50,6 +50,7 @@ from turnout.health import (
     MAX_PROBE_HOLD_S,
     RAMP_RETRY_S,
     STALE_AFTER_S,
+    BreakerHooks,
     Breakers,
     Gate,
     HealthView,
@@ -248,20 +249,22 @@ class Fleet:
 
     def process(self) -> Breakers:
         """Another process's `Breakers` over the same store (same hooks, same RNG)."""
-        return Breakers(
+        return Breakers.over(
             self.store,
             self.settings,
             on_store_error=self.on_store_error,
-            on_transition=lambda t, old, new: self.transitions.append((t, old, new)),
-            on_alarm=self.alarms.append,
-            on_trip=lambda t, rule, sole: self.trips.append((t, rule, sole)),
+            hooks=BreakerHooks(
+                on_transition=lambda t, old, new: self.transitions.append((t, old, new)),
+                on_alarm=self.alarms.append,
+                on_trip=lambda t, rule, sole: self.trips.append((t, rule, sole)),
+            ),
             sole_targets=self.sole_targets,
             clock=self.time.monotonic,
             rng=self.rng,
         )
 
     async def view(self, *subjects: str) -> HealthView:
-        return await self.breakers.view(subjects or [T])
+        return await self.breakers.reads.view(subjects or [T])
 
     async def result(
         self,
@@ -275,7 +278,7 @@ class Fleet:
     ) -> None:
         """One attempt's result, recorded from a fresh view (no probe)."""
         view = await self.view(target, *([credential_key] if credential_key else []))
-        await self.breakers.record(
+        await self.breakers.results.record(
             target,
             kind,
             probe_token=None,
@@ -285,7 +288,7 @@ class Fleet:
             credential=credential,
             credential_key=credential_key,
         )
-        await self.breakers.drain()  # a plain success returns before its write
+        await self.breakers.results.drain()  # a plain success returns before its write
 
     async def fail(self, n: int, kind: FailureKind = FailureKind.SERVER_ERROR, target: str = T) -> None:
         for i in range(n):
@@ -296,7 +299,7 @@ class Fleet:
             await self.result(FailureKind.SUCCESS, target)
 
     async def admit(self, target: str = T) -> Gate:
-        return await self.breakers.admit(target, await self.view(target))
+        return await self.breakers.gate.admit(target, await self.view(target))
 
     async def snapshot(self, subject: str = T) -> BreakerSnapshot:
         return (await self.store.load([subject])).entries[subject].snapshot
@@ -313,7 +316,7 @@ class Fleet:
 
     async def probe(self, target: str = T) -> tuple[HealthView, Gate]:
         view = await self.view(target)
-        gate = await self.breakers.admit(target, view)
+        gate = await self.breakers.gate.admit(target, view)
         assert gate.admitted and gate.probe, gate
         await settle()  # the permit's renewal starts and sleeps
         return view, gate
@@ -335,7 +338,7 @@ def time() -> FakeTime:
 @pytest.fixture
 def sleeper(time: FakeTime, monkeypatch: pytest.MonkeyPatch) -> ManualSleep:
     manual = ManualSleep(time)
-    monkeypatch.setattr(turnout.health, "asyncio", AsyncioWithSleep(manual))
+    monkeypatch.setattr(turnout.health.probes, "asyncio", AsyncioWithSleep(manual))  # the permit renewals
     monkeypatch.setattr(turnout.health.writes, "asyncio", AsyncioWithSleep(manual))  # the writes' backoff
     return manual
 
@@ -416,9 +419,9 @@ async def test_breakers_tenant_key_failures_count_against_the_credential_only(
     assert cred.open and cred.last_error == "HTTP 401"
 
     view = await fleet.view(T, CRED)
-    assert not await fleet.breakers.credential_admits(CRED, view)
-    assert await fleet.breakers.admit(T, view) == Gate(admitted=True), "other tenants still use the target"
-    assert await fleet.breakers.credential_admits(credential_subject("org-2", "acme"), view)
+    assert not await fleet.breakers.credentials.admits(CRED, view)
+    assert await fleet.breakers.gate.admit(T, view) == Gate(admitted=True), "other tenants still use the target"
+    assert await fleet.breakers.credentials.admits(credential_subject("org-2", "acme"), view)
 
 
 async def test_breakers_own_account_rate_limit_never_rests_the_shared_target(fleet: Fleet) -> None:
@@ -443,9 +446,9 @@ async def test_breakers_tenant_key_without_a_credential_subject_counts_nowhere(f
 async def test_breakers_credential_health_heals_through_half_open(fleet: Fleet) -> None:
     for _ in range(FRESH_RUN):
         await fleet.result(FailureKind.AUTH, credential=Credential.OWN, credential_key=CRED)
-    assert not await fleet.breakers.credential_admits(CRED, await fleet.view(T, CRED))
+    assert not await fleet.breakers.credentials.admits(CRED, await fleet.view(T, CRED))
     fleet.time.advance(SETTINGS.cooldown_s)
-    assert await fleet.breakers.credential_admits(CRED, await fleet.view(T, CRED)), "HALF_OPEN: the next use probes"
+    assert await fleet.breakers.credentials.admits(CRED, await fleet.view(T, CRED)), "HALF_OPEN: the next use probes"
     await fleet.result(FailureKind.SUCCESS, credential=Credential.OWN, credential_key=CRED)
     cred = await fleet.snapshot(CRED)
     assert not cred.open and cred.closed_at_s == fleet.time.epoch
@@ -516,24 +519,24 @@ async def test_breakers_sole_target_opens_only_later(time: FakeTime, sleeper: Ma
 async def test_breakers_recording_view_sees_its_own_trip(fleet: Fleet) -> None:
     view = await fleet.view()
     for _ in range(FRESH_RUN):
-        await fleet.breakers.record(T, FailureKind.TIMEOUT, probe_token=None, error="timeout", view=view)
+        await fleet.breakers.results.record(T, FailureKind.TIMEOUT, probe_token=None, error="timeout", view=view)
     assert view.entries[T].version == FRESH_RUN
-    assert not (await fleet.breakers.admit(T, view)).admitted
+    assert not (await fleet.breakers.gate.admit(T, view)).admitted
 
 
 async def test_breakers_targets_are_independent(fleet: Fleet) -> None:
     await fleet.trip()
     view = await fleet.view(T, U)
-    assert not (await fleet.breakers.admit(T, view)).admitted
-    assert (await fleet.breakers.admit(U, view)).admitted
+    assert not (await fleet.breakers.gate.admit(T, view)).admitted
+    assert (await fleet.breakers.gate.admit(U, view)).admitted
 
 
 async def test_breakers_non_probe_results_while_open_only_count(fleet: Fleet) -> None:
     before_trip = await fleet.view()  # an attempt admitted before the trip
     await fleet.trip()
     opened = await fleet.snapshot()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=before_trip)
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="late", view=before_trip)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=before_trip)
+    await fleet.breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="late", view=before_trip)
     snap = await fleet.snapshot()
     assert (snap.open, snap.trips, snap.opened_at_s, snap.cooldown_s) == (
         True,
@@ -552,8 +555,8 @@ async def test_breakers_non_probe_results_while_open_only_count(fleet: Fleet) ->
 async def test_breakers_half_open_admits_exactly_one_probe_fleet_wide(fleet: Fleet) -> None:
     await fleet.trip_and_cool()
     processes = [fleet.breakers, *(fleet.process() for _ in range(4))]
-    views = [await p.view([T]) for p in processes for _ in range(5)]
-    gates = await asyncio.gather(*(processes[i // 5].admit(T, v) for i, v in enumerate(views)))
+    views = [await p.reads.view([T]) for p in processes for _ in range(5)]
+    gates = await asyncio.gather(*(processes[i // 5].gate.admit(T, v) for i, v in enumerate(views)))
     probes = [g for g in gates if g.admitted]
     assert len(probes) == 1
     assert probes[0].probe and probes[0].reopen_in_s is None and probes[0].reason is None
@@ -563,7 +566,7 @@ async def test_breakers_half_open_admits_exactly_one_probe_fleet_wide(fleet: Fle
 async def test_breakers_half_open_probe_success_closes_with_slow_start(fleet: Fleet) -> None:
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
 
     snap = await fleet.snapshot()
     now = fleet.time.epoch
@@ -592,7 +595,7 @@ async def test_breakers_half_open_probe_failure_reopens_with_doubled_capped_cool
     assert expected[1] == SETTINGS.max_cooldown_s
     for trips, cooldown in enumerate(expected, start=2):
         view, gate = await fleet.probe()
-        await fleet.breakers.record(
+        await fleet.breakers.results.record(
             T, FailureKind.SERVER_ERROR, probe_token=gate.probe_token, error="HTTP 500", view=view
         )
         snap = await fleet.snapshot()
@@ -609,18 +612,18 @@ async def test_breakers_provider_healed_after_a_long_outage_is_back_within_30_s(
     await fleet.trip_and_cool()
     for _ in range(10):  # a long outage: every probe fails
         view, gate = await fleet.probe()
-        await fleet.breakers.record(T, FailureKind.TRANSPORT, probe_token=gate.probe_token, error="", view=view)
+        await fleet.breakers.results.record(T, FailureKind.TRANSPORT, probe_token=gate.probe_token, error="", view=view)
         fleet.time.advance((await fleet.snapshot()).cooldown_s)
     # The provider heals right after the last failed probe: the next probe comes
     # within the capped cooldown, and its success closes the breaker.
     view, gate = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.TRANSPORT, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, FailureKind.TRANSPORT, probe_token=gate.probe_token, error="", view=view)
     healed_at = fleet.time.epoch
     gate = await fleet.admit()
     assert gate.reopen_in_s is not None and gate.reopen_in_s <= 30.0
     fleet.time.advance(gate.reopen_in_s)
     view, gate = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
     assert not (await fleet.snapshot()).open
     assert fleet.time.epoch - healed_at <= 30.0
 
@@ -630,7 +633,7 @@ async def test_breakers_record_releases_the_probe_even_for_neutral(fleet: Fleet,
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
     assert await fleet.admit() == CIRCUIT_OPEN_PROBE_IN_FLIGHT  # permit held
-    await fleet.breakers.record(T, kind, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, kind, probe_token=gate.probe_token, error="", view=view)
     # Nothing counted: still HALF_OPEN, and the permit is free for the next probe.
     assert (await fleet.snapshot()).trips == 1
     assert fleet.sleeper.held == [], "the renewal stopped"
@@ -641,7 +644,7 @@ async def test_breakers_record_releases_the_probe_even_for_neutral(fleet: Fleet,
 async def test_breakers_record_releases_the_probe_on_success_and_failure(fleet: Fleet, kind: FailureKind) -> None:
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
-    await fleet.breakers.record(T, kind, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, kind, probe_token=gate.probe_token, error="", view=view)
     assert fleet.sleeper.held == [], "the renewal stopped"
     assert await fleet.permit_free(), "probe permit not released"
 
@@ -662,12 +665,12 @@ async def test_breakers_probe_that_outlived_its_permit_does_not_free_the_next_ho
     view_b, gate_b = await fleet.probe()
     assert gate_b.probe_token != gate_a.probe_token
 
-    await fleet.breakers.record(T, kind, probe_token=gate_a.probe_token, error="late", view=view_a)
+    await fleet.breakers.results.record(T, kind, probe_token=gate_a.probe_token, error="late", view=view_a)
     assert not await fleet.permit_free(), "the old probe freed the newer holder's permit"
     if kind is FailureKind.CANCELLED:  # still HALF_OPEN: no second probe while B runs
         assert await fleet.admit() == CIRCUIT_OPEN_PROBE_IN_FLIGHT
 
-    await fleet.breakers.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
+    await fleet.breakers.results.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
     assert await fleet.permit_free(), "the holder's own release frees the permit"
 
 
@@ -683,13 +686,13 @@ async def test_breakers_probe_permit_is_renewed_while_the_probe_runs_past_its_tt
 
     for _ in range(9):  # three TTLs
         await fleet.sleeper.tick()
-        assert await other.admit(T, await other.view([T])) == CIRCUIT_OPEN_PROBE_IN_FLIGHT
+        assert await other.gate.admit(T, await other.reads.view([T])) == CIRCUIT_OPEN_PROBE_IN_FLIGHT
         assert not await fleet.permit_free()
     assert fleet.time.epoch - started >= 3 * SETTINGS.probe_ttl_s - 1e-6
     assert fleet.store.renewals == [(gate_a.probe_token, True)] * 9
     assert fleet.sleeper.delays == [RENEW_EVERY_S] * 10
 
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
     assert fleet.sleeper.held == [], "the renewal stopped with the release"
     assert not (await fleet.snapshot()).open
     assert await fleet.permit_free()
@@ -720,7 +723,7 @@ async def test_breakers_probe_renewal_stops_once_the_permit_is_lost(fleet: Fleet
     assert len(fleet.sleeper.held) == 1, "A's renewal gave up; B's goes on"
     await fleet.sleeper.tick()
     assert fleet.store.renewals[-1] == (gate_b.probe_token, True)
-    await fleet.breakers.record(T, FailureKind.CANCELLED, probe_token=gate_a.probe_token, error="", view=view_a)
+    await fleet.breakers.results.record(T, FailureKind.CANCELLED, probe_token=gate_a.probe_token, error="", view=view_a)
     assert not await fleet.permit_free()
 
 
@@ -773,15 +776,15 @@ async def test_breakers_retry_after_rests_the_target_fleet_wide_without_counting
     assert counts(snap, fleet.time.epoch, SETTINGS) == (0.0, 0.0), "a Retry-After is not a failure"
 
     other = fleet.process()  # another worker
-    gate = await other.admit(T, await other.view([T]))
+    gate = await other.gate.admit(T, await other.reads.view([T]))
     assert (gate.admitted, gate.reason) == (False, SkipReason.RESTING)
     assert gate.reopen_in_s == pytest.approx(30.0 - NOT_BEFORE_SLACK_S)
-    assert (await other.view([T, U])).unavailable_for([T]) == pytest.approx(30.0 - NOT_BEFORE_SLACK_S)
+    assert (await other.reads.view([T, U])).unavailable_for([T]) == pytest.approx(30.0 - NOT_BEFORE_SLACK_S)
 
     fleet.time.advance(29.0)
-    assert (await other.admit(T, await other.view([T]))).reason is SkipReason.RESTING
+    assert (await other.gate.admit(T, await other.reads.view([T]))).reason is SkipReason.RESTING
     fleet.time.advance(1.0 - NOT_BEFORE_SLACK_S)
-    assert await other.admit(T, await other.view([T])) == Gate(admitted=True)
+    assert await other.gate.admit(T, await other.reads.view([T])) == Gate(admitted=True)
     assert fleet.transitions == [] and fleet.trips == []
 
 
@@ -795,7 +798,7 @@ async def test_breakers_retry_after_is_capped_and_a_later_one_is_kept(fleet: Fle
 async def test_breakers_probe_told_retry_after_waits_that_long_without_a_trip(fleet: Fleet) -> None:
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
-    await fleet.breakers.record(
+    await fleet.breakers.results.record(
         T, FailureKind.RATE_LIMITED, probe_token=gate.probe_token, error="HTTP 429", view=view, retry_after_s=12.0
     )
     snap = await fleet.snapshot()
@@ -814,7 +817,7 @@ async def test_breakers_probe_told_retry_after_is_not_reported_as_a_trip(fleet: 
     Retry-After is not one (the snapshot's `trips` does not grow either)."""
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
-    await fleet.breakers.record(
+    await fleet.breakers.results.record(
         T, FailureKind.RATE_LIMITED, probe_token=gate.probe_token, error="HTTP 429", view=view, retry_after_s=12.0
     )
     assert (await fleet.snapshot()).trips == 1
@@ -827,7 +830,7 @@ async def test_breakers_probe_told_retry_after_is_not_reported_as_a_trip(fleet: 
 async def _closed_by_probe(fleet: Fleet) -> float:
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
     return fleet.time.epoch
 
 
@@ -882,8 +885,8 @@ async def test_breakers_slow_start_applies_to_a_view_read_before_the_close(fleet
     await fleet.trip_and_cool()
     view_b = await fleet.view()
     view_a, gate_a = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
-    gate = await fleet.breakers.admit(T, view_b)  # the first attempt after the close: 10 % share, paced
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
+    gate = await fleet.breakers.gate.admit(T, view_b)  # the first attempt after the close: 10 % share, paced
     assert gate == Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)
     assert await fleet.permit_free(), "the permit taken to check was given back"
 
@@ -897,10 +900,10 @@ async def test_breakers_stale_view_is_read_again_before_admission(fleet: Fleet) 
 
     fresh_enough = HealthView(Loaded(now_s=old.now_s, entries=dict(old.entries)), clock=fleet.time.monotonic)
     fleet.time.advance(STALE_AFTER_S)
-    assert (await fleet.breakers.admit(T, fresh_enough)).admitted, "a fresh view is trusted as read"
+    assert (await fleet.breakers.gate.admit(T, fresh_enough)).admitted, "a fresh view is trusted as read"
 
     fleet.time.advance(0.1)
-    gate = await fleet.breakers.admit(T, old)
+    gate = await fleet.breakers.gate.admit(T, old)
     assert not gate.admitted
     assert gate.reopen_in_s == pytest.approx(SETTINGS.cooldown_s - STALE_AFTER_S - 0.1)
     assert old.entries[T].snapshot.open
@@ -911,7 +914,7 @@ async def test_breakers_stale_view_sees_the_cooldown_end(fleet: Fleet) -> None:
     await fleet.trip()
     view = await fleet.view()
     fleet.time.advance(SETTINGS.cooldown_s)
-    assert (await fleet.breakers.admit(T, view)).probe
+    assert (await fleet.breakers.gate.admit(T, view)).probe
 
 
 async def test_breakers_fresh_view_extrapolates_the_store_clock(fleet: Fleet) -> None:
@@ -919,7 +922,7 @@ async def test_breakers_fresh_view_extrapolates_the_store_clock(fleet: Fleet) ->
     view = await fleet.view()
     fleet.time.advance(STALE_AFTER_S)  # still fresh: not read again
     assert view.store_now() == fleet.time.epoch
-    gate = await fleet.breakers.admit(T, view)
+    gate = await fleet.breakers.gate.admit(T, view)
     assert gate.reopen_in_s == pytest.approx(SETTINGS.cooldown_s - STALE_AFTER_S)
 
 
@@ -930,9 +933,11 @@ async def test_breakers_probe_is_not_admitted_from_a_view_read_before_a_failed_p
     await fleet.trip_and_cool()
     view_b = await fleet.view()
     view_a, gate_a = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=gate_a.probe_token, error="x", view=view_a)
+    await fleet.breakers.results.record(
+        T, FailureKind.SERVER_ERROR, probe_token=gate_a.probe_token, error="x", view=view_a
+    )
 
-    gate = await fleet.breakers.admit(T, view_b)
+    gate = await fleet.breakers.gate.admit(T, view_b)
     assert gate == Gate(admitted=False, reopen_in_s=2 * SETTINGS.cooldown_s, reason=SkipReason.CIRCUIT_OPEN)
     assert await fleet.permit_free(), "the permit taken to check was given back"
     assert fleet.sleeper.held == [], "no renewal left running"
@@ -942,9 +947,9 @@ async def test_breakers_view_read_before_a_successful_probe_admits_without_probe
     await fleet.trip_and_cool()
     view_b = await fleet.view()
     view_a, gate_a = await fleet.probe()
-    await fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
+    await fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate_a.probe_token, error="", view=view_a)
 
-    gate = await fleet.breakers.admit(T, view_b)
+    gate = await fleet.breakers.gate.admit(T, view_b)
     assert not gate.probe, "B is not a probe of a closed breaker"
     assert gate == Gate(admitted=False, reopen_in_s=RAMP_RETRY_S, reason=SkipReason.RAMPING)  # slow start
     assert await fleet.permit_free(), "the permit taken to check was given back"
@@ -969,7 +974,7 @@ async def test_breakers_view_reads_targets_and_credentials_in_one_round_trip(
     fleet = Fleet(time, sleeper, store=store)
     await fleet.trip()
     store.loads.clear()
-    view = await fleet.breakers.view([T, CRED, T, U])
+    view = await fleet.breakers.reads.view([T, CRED, T, U])
     assert store.loads == [[T, CRED, U]]
     assert set(view.entries) == {T, CRED, U}
     assert view.snapshot(T).open and view.snapshot("nobody/none") == CLOSED
@@ -1194,24 +1199,24 @@ class DownStore:
 
 async def test_breakers_outage_closed_policy_admits_and_reads_degraded(caplog: pytest.LogCaptureFixture) -> None:
     store = DownStore()
-    breakers = Breakers(store, SETTINGS, on_store_error="closed")
+    breakers = Breakers.over(store, SETTINGS, on_store_error="closed")
     with caplog.at_level(logging.WARNING, logger="turnout.breaker"):
-        view = await breakers.view([T, U])
+        view = await breakers.reads.view([T, U])
     assert view.degraded
     assert view.entries == {}
     assert view.unavailable_for([T, U]) is None
-    assert await breakers.admit(T, view) == Gate(admitted=True)
-    assert await breakers.credential_admits(CRED, view)
+    assert await breakers.gate.admit(T, view) == Gate(admitted=True)
+    assert await breakers.credentials.admits(CRED, view)
     for _ in range(5):
-        await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="x", view=view)
+        await breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="x", view=view)
     assert store.calls == ["load"], "a degraded view records nothing"
     assert "on_store_error=closed" in caplog.text
 
 
 async def test_breakers_outage_fail_policy_refuses_with_redis_unavailable() -> None:
-    breakers = Breakers(DownStore(), SETTINGS, on_store_error="fail")
+    breakers = Breakers.over(DownStore(), SETTINGS, on_store_error="fail")
     with pytest.raises(GatewayUnavailable) as info:
-        await breakers.view([T])
+        await breakers.reads.view([T])
     assert info.value.code == "redis_unavailable"
     assert info.value.retry_after_s >= 1
     assert isinstance(info.value.__cause__, StateUnavailable)
@@ -1231,10 +1236,12 @@ async def test_breakers_outage_during_record_never_raises(
     token = await store.acquire_probe(T, SETTINGS.probe_ttl_s) if probe else None
     store.down = True
     for kind in [FailureKind.SUCCESS, FailureKind.SERVER_ERROR, FailureKind.CANCELLED, FailureKind.AUTH]:
-        await fleet.breakers.record(
+        await fleet.breakers.results.record(
             T, kind, probe_token=token, error="x", view=view, credential=Credential.OWN, credential_key=CRED
         )
-    await fleet.breakers.record(T, FailureKind.RATE_LIMITED, probe_token=token, error="", view=view, retry_after_s=3.0)
+    await fleet.breakers.results.record(
+        T, FailureKind.RATE_LIMITED, probe_token=token, error="", view=view, retry_after_s=3.0
+    )
 
 
 async def test_breakers_outage_closed_policy_admits_when_the_probe_permit_is_unreachable(
@@ -1245,7 +1252,7 @@ async def test_breakers_outage_closed_policy_admits_when_the_probe_permit_is_unr
     await fleet.trip_and_cool()
     view = await fleet.view()
     store.down = True
-    assert await fleet.breakers.admit(T, view) == Gate(admitted=True)
+    assert await fleet.breakers.gate.admit(T, view) == Gate(admitted=True)
 
 
 async def test_breakers_outage_fail_policy_refuses_when_the_probe_permit_is_unreachable(
@@ -1257,7 +1264,7 @@ async def test_breakers_outage_fail_policy_refuses_when_the_probe_permit_is_unre
     view = await fleet.view()
     store.down = True
     with pytest.raises(GatewayUnavailable):
-        await fleet.breakers.admit(T, view)
+        await fleet.breakers.gate.admit(T, view)
 
 
 async def test_breakers_outage_fail_policy_refuses_a_stale_reread(time: FakeTime, sleeper: ManualSleep) -> None:
@@ -1267,10 +1274,10 @@ async def test_breakers_outage_fail_policy_refuses_a_stale_reread(time: FakeTime
     time.advance(STALE_AFTER_S + 0.1)
     store.down = True
     with pytest.raises(GatewayUnavailable) as info:
-        await fleet.breakers.admit(T, view)
+        await fleet.breakers.gate.admit(T, view)
     assert info.value.code == "redis_unavailable"
     with pytest.raises(GatewayUnavailable):
-        await fleet.breakers.credential_admits(CRED, view)
+        await fleet.breakers.credentials.admits(CRED, view)
 
 
 class LosesRedisAfterTheProbePermit(CountingStore):
@@ -1296,7 +1303,7 @@ async def test_breakers_outage_after_taking_the_permit_admits_as_the_probe(
     fleet = Fleet(time, sleeper, store=store)
     await store.compare_and_set(T, 0, _opened(time.epoch - 30.0, cooldown=5.0))
     # The permit is held, so the attempt is the probe: record() gives the permit back.
-    gate = await fleet.breakers.admit(T, await fleet.view())
+    gate = await fleet.breakers.gate.admit(T, await fleet.view())
     assert gate.admitted and gate.probe and gate.reopen_in_s is None
     await settle()
     assert await store.acquire_probe(T, 30.0) is None, "the gate holds the permit"
@@ -1336,7 +1343,7 @@ async def test_breakers_record_gives_up_after_bounded_conflicts(
 async def test_breakers_record_recomputes_from_the_current_entry_on_conflict(fleet: Fleet) -> None:
     stale = await fleet.view()
     await fleet.fail(FRESH_RUN - 1)
-    await fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="last", view=stale)
+    await fleet.breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="last", view=stale)
     snap = await fleet.snapshot()
     assert snap.open, "the last failure must count on top of the stored ones"
     assert snap.last_error == "last"
@@ -1371,12 +1378,12 @@ async def test_breakers_results_queued_behind_a_write_go_in_the_next_one_in_orde
     view = await fleet.view()
     speed = Speed(ttft_ms=10.0, tokens_per_s=None)
     first = asyncio.create_task(
-        fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=view, measures=speed)
+        fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=view, measures=speed)
     )
     await _real_sleep(0)
     queued = [
         asyncio.create_task(
-            fleet.breakers.record(
+            fleet.breakers.results.record(
                 T,
                 FailureKind.SERVER_ERROR,
                 probe_token=None,
@@ -1392,11 +1399,13 @@ async def test_breakers_results_queued_behind_a_write_go_in_the_next_one_in_orde
     await asyncio.gather(first, *queued)
     assert len(store.written) == 2, "one write for the first result, one for the ten queued behind it"
     one_by_one = CountingStore(time)
-    expected = Breakers(one_by_one, fleet.settings, clock=time.monotonic)
-    await expected.record(T, FailureKind.SUCCESS, probe_token=None, error="", view=await expected.view([T]))
+    expected = Breakers.over(one_by_one, fleet.settings, clock=time.monotonic)
+    await expected.results.record(
+        T, FailureKind.SUCCESS, probe_token=None, error="", view=await expected.reads.view([T])
+    )
     for i in range(10):
-        await expected.record(
-            T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=await expected.view([T])
+        await expected.results.record(
+            T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=await expected.reads.view([T])
         )
     last, carried = store.written[1]
     assert (last.run, last.last_error, last.open) == (10, "e9", True)
@@ -1414,7 +1423,7 @@ async def test_breakers_result_of_a_caller_that_stops_waiting_is_still_written(
     fleet = Fleet(time, sleeper, store=store)
     view = await fleet.view()
     waiting = asyncio.create_task(
-        fleet.breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="gone", view=view)
+        fleet.breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="gone", view=view)
     )
     await _real_sleep(0)
     waiting.cancel()
@@ -1433,7 +1442,7 @@ async def test_breakers_record_cancelled_while_stopping_the_renewal_stays_cancel
     await fleet.trip_and_cool()
     view, gate = await fleet.probe()
     recording = asyncio.create_task(
-        fleet.breakers.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
+        fleet.breakers.results.record(T, FailureKind.SUCCESS, probe_token=gate.probe_token, error="", view=view)
     )
     await _real_sleep(0)  # record() runs until it waits for the renewal task to end
     assert not recording.done()
@@ -1449,11 +1458,11 @@ async def test_health_view_orders_by_the_measures_of_closed_targets_too() -> Non
     from turnout.health import Breakers
     from turnout.state.breaker_store import MemoryBreakerStore
 
-    breakers = Breakers(MemoryBreakerStore(), BreakerSettings(), speed_alpha=0.5)
-    await breakers.record_speed("a/m", ttft_ms=100.0, tokens_per_s=None)
-    await breakers.record_speed("a/m", ttft_ms=300.0, tokens_per_s=40.0)
-    await breakers.record_speed("b/m", ttft_ms=None, tokens_per_s=None)  # nothing to record
-    view = await breakers.view(["a/m", "b/m"])
+    breakers = Breakers.over(MemoryBreakerStore(), BreakerSettings(), speed_alpha=0.5)
+    await breakers.speed.record("a/m", ttft_ms=100.0, tokens_per_s=None)
+    await breakers.speed.record("a/m", ttft_ms=300.0, tokens_per_s=40.0)
+    await breakers.speed.record("b/m", ttft_ms=None, tokens_per_s=None)  # nothing to record
+    view = await breakers.reads.view(["a/m", "b/m"])
     health = view.ordering_health(breakers.settings)
     assert set(health) == {"a/m"}
     assert health["a/m"].ttft_ms == 200.0 and health["a/m"].tokens_per_s == 40.0
