@@ -22,9 +22,10 @@ Must not import: services, FastAPI, httpx.
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
+
+import msgspec
 
 from turnout.core.breaker import BreakerSettings
 from turnout.core.ordering import OrderSettings
@@ -63,8 +64,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Breakers:
+class Breakers(msgspec.Struct, frozen=True, kw_only=True):
     """Fleet-wide breakers, health and credential health: the parts, each with one job.
 
     Attributes:
