@@ -151,10 +151,12 @@ _NO_STATUS: Final = StatusSet(frozenset(), frozenset())
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(entries: tuple[object, ...]) -> StatusSet:
+def _parsed(entries: tuple[tuple[type, object], ...]) -> StatusSet:
+    """The list of (type, entry) pairs parsed: typed, so `500.0` and `True` are never
+    taken for a cached `500` or `1` (they are equal as keys)."""
     codes: set[int] = set()
     classes: set[int] = set()
-    for entry in entries:
+    for _, entry in entries:
         if isinstance(entry, bool):
             continue
         if isinstance(entry, int):
@@ -180,7 +182,7 @@ def status_set(entries: object) -> StatusSet:
     if isinstance(entries, str):
         entries = (entries,)
     try:
-        key = tuple(cast(Iterable[object], entries))
+        key = tuple((type(entry), entry) for entry in cast(Iterable[object], entries))
     except TypeError:  # not iterable
         return _NO_STATUS
     try:

@@ -179,3 +179,10 @@ def test_a_status_list_is_parsed_once_and_matches_codes_and_classes() -> None:
     assert [s in parsed for s in (408, 429, 500, 599, 600, 404, True)] == [True, True, True, True, False, False, False]
     assert status_set("5xx") == status_set(("5xx",)) and status_set(7) == status_set(())  # a junk list is empty
     assert status_set([{"unhashable": 1}, 503]).codes == frozenset({503})
+
+
+def test_a_junk_entry_equal_to_a_cached_code_is_still_junk() -> None:
+    """`500.0 == 500` and `True == 1` as cache keys: a list parsed before must not stand in for them."""
+    assert status_matches(500, [500]) and status_set((1,)).codes == frozenset({1})
+    assert not status_matches(500, [500.0])  # type: ignore[list-item]
+    assert status_set((True,)).codes == frozenset()
