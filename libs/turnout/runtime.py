@@ -70,12 +70,16 @@ class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
         health_cache_s: seconds one health read serves the process's later requests
             (`turnout.health.reads.HealthReads`, `cache_s`); the role that keeps reads must
             listen on `keys.HEALTH_CHANNEL` and call `Breakers.reads.forget`.
+        reruns: the role runs jobs that run again after their process died (queued jobs), so its
+            attempts are kept open until they end (`RecordWriter`'s `open_attempts`); the
+            ingress's own attempts (streams) are never re-run.
     """
 
     service: str
     upstream_connections: Callable[[Config], int]
     custom_connections: Callable[[Config], int]
     health_cache_s: float = 0.0
+    reruns: bool = False
 
 
 HEALTH_CACHE_S = 0.1
@@ -93,6 +97,7 @@ ROLES: dict[Role, RoleShape] = {
         service="turnout-worker",
         upstream_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
         custom_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
+        reruns=True,
     ),
 }
 
@@ -109,6 +114,7 @@ class Observation:
         telemetry: tracer and meter providers to use instead of building them
             (the caller then shuts them down).
         scrub: the process's credential scrubber, applied to span text.
+        reruns: the process's jobs may run again after it dies (`RoleShape.reruns`).
     """
 
     def __init__(
@@ -121,13 +127,14 @@ class Observation:
         env: dict[str, str],
         telemetry: Telemetry | None = None,
         scrub: Callable[[str], str] | None = None,
+        reruns: bool = True,
     ) -> None:
         self.telemetry = telemetry or setup_tracing(service, env, scrub=scrub)
         self._owns_telemetry = telemetry is None
         self.metrics = Metrics()
         records_max = config.raw.gateway.records_max
         self.records = (
-            RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc)
+            RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc, open_attempts=reruns)
             if records_max > 0
             else None
         )
@@ -345,6 +352,7 @@ def build_runtime(
         env=settings.env,
         telemetry=telemetry,
         scrub=directory.scrubber.credentials,
+        reruns=shape.reruns,
     )
     rng = rng or random.Random()
     breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng, cache_s=shape.health_cache_s)
