@@ -5,7 +5,7 @@ catalog in force (`turnout.catalog.live.LiveCatalog`, kept in step with
 Redis by its watch), the tenant directory (vault, egress policy, scrubber),
 the observation (telemetry, Prometheus metrics, attempt records, spend
 ledger, the router's observers), the fleet's breakers
-(`turnout.health.redis_breakers`, with every metrics hook), the clock-skew
+(`turnout.health.Breakers` over Redis, with every metrics hook), the clock-skew
 check against Redis's clock, the upstream HTTP clients and the router — the
 same way for both roles, so the ingress and the workers cannot drift apart;
 and `require_persistence`, the start-up AOF check both roles run before
@@ -37,7 +37,7 @@ from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
 from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
-from turnout.health import Breakers, redis_breakers
+from turnout.health import BreakerHooks, Breakers
 from turnout.observability.jsonlog import scrub_logs
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, SpendObserver, route_observers
@@ -45,6 +45,7 @@ from turnout.observability.records import RecordsObserver, RecordWriter
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import Router
 from turnout.settings import Settings
+from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.persistence import Decision, require_persistence_when_reachable
 from turnout.state.persistence import require_persistence as check_persistence
@@ -67,8 +68,8 @@ class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
         upstream_connections: the shared upstream client's pool, from the configuration.
         custom_connections: the custom-endpoint client's pool, from the configuration.
         health_cache_s: seconds one health read serves the process's later requests
-            (`turnout.health.Breakers`, `cache_s`); the role that keeps reads must
-            listen on `keys.HEALTH_CHANNEL` and call `Breakers.forget`.
+            (`turnout.health.reads.HealthReads`, `cache_s`); the role that keeps reads must
+            listen on `keys.HEALTH_CHANNEL` and call `Breakers.reads.forget`.
         reruns: the role runs jobs that run again after their process died (queued jobs), so its
             attempts are kept open until they end (`RecordWriter`'s `open_attempts`); the
             ingress's own attempts (streams) are never re-run.
@@ -256,7 +257,7 @@ class Runtime:
         observation, close the upstream clients, stop the watches."""
         await self.clock_check.stop()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.breakers.drain(), 5.0)
+            await asyncio.wait_for(self.breakers.results.drain(), 5.0)
         await self.obs.stop()
         await self.http.aclose()
         await self.directory.stop()
@@ -282,6 +283,33 @@ def freeze_startup_heap() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def redis_breakers(
+    config: Config,
+    redis: Redis,
+    catalog: CatalogSource,
+    *,
+    metrics: Metrics,
+    rng: random.Random,
+    cache_s: float = 0.0,
+) -> Breakers:
+    """The fleet's breakers over Redis, as every process builds them (one place, so the
+    ingress and the workers never drift apart): the configuration's thresholds, outage
+    policy and speed averages, every metrics hook, the catalog's sole offers; `cache_s`
+    as in `turnout.health.reads.HealthReads`."""
+    b, r = config.raw.breaker, config.raw.routing
+    return Breakers.over(
+        RedisBreakerStore(redis),
+        b.settings(),
+        on_store_error=b.on_store_error,
+        hooks=BreakerHooks(on_transition=metrics.on_transition, on_alarm=metrics.on_alarm, on_trip=metrics.on_trip),
+        sole_targets=catalog.current.sole_targets,
+        speed_alpha=r.speed_alpha,
+        speed_ttl_s=r.speed_ttl_s,
+        rng=rng,
+        cache_s=cache_s,
+    )
 
 
 def build_runtime(
