@@ -73,7 +73,7 @@ async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict
         targets, errors_of = _targets(state), None
     else:
         targets, errors_of = _org_targets(state, org)
-    view = await state.breakers.view([t[0] for t in targets])
+    view = await state.breakers.reads.view([t[0] for t in targets])
     now = view.store_now()
     rows = []
     settings = state.breakers.settings
@@ -165,7 +165,7 @@ def install(app: FastAPI, state: IngressState) -> None:
         if token is not None and not bearer_ok(request.headers.get("authorization", ""), token):
             return Response(REFUSAL, status_code=401, media_type=JSON, headers={"www-authenticate": "Bearer"})
         targets = _targets(state)
-        view = await state.breakers.view([t[0] for t in targets])
+        view = await state.breakers.reads.view([t[0] for t in targets])
         now = view.store_now()
         for key, _, _ in targets:
             value = BREAKER_STATE_VALUE[state_at(view.snapshot(key), now)]

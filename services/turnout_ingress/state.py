@@ -76,7 +76,7 @@ class IngressState:
             max_depth=config.raw.gateway.max_queue_depth,
             around_enqueue=None if tracer is None else functools.partial(enqueue_span, tracer),
             fleet=self.fleet,
-            also={keys.HEALTH_CHANNEL: self.runtime.breakers.forget},  # the health reads kept a moment
+            also={keys.HEALTH_CHANNEL: self.runtime.breakers.reads.forget},  # the health reads kept a moment
             rng=self.rng,
             clock=clock,
         )

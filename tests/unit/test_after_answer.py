@@ -195,7 +195,7 @@ def _router(events: list[str], *, probe: bool = False, observer: Any = None) -> 
     catalog = Catalog(config)
     clock = FakeClock(0.0)
     breakers = clock.breakers(catalog)
-    record, admit = breakers.record, breakers.admit
+    record, admit = breakers.results.record, breakers.gate.admit
 
     async def counted(target: str, kind: FailureKind, **kwargs: Any) -> None:
         events.append(f"breaker {target} {kind}")
@@ -205,8 +205,8 @@ def _router(events: list[str], *, probe: bool = False, observer: Any = None) -> 
         gate = await admit(target, view)
         return Gate(admitted=True, probe_token="probe-1") if probe and target.startswith("pb/") else gate
 
-    breakers.record = counted  # type: ignore[method-assign]
-    breakers.admit = admitted  # type: ignore[method-assign]
+    breakers.results.record = counted  # type: ignore[method-assign]
+    breakers.gate.admit = admitted  # type: ignore[method-assign]
     router = Router(
         catalog=catalog,
         http=httpx.AsyncClient(transport=a_down_b_up(events)),

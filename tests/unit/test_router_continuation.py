@@ -115,7 +115,7 @@ async def test_an_open_breaker_is_passed_over_without_an_attempt() -> None:
     hosts: list[str] = []
     clock = FakeClock(1000.0)
     router, _ = _router({}, hosts, clock)
-    store = router._breakers._store
+    store = router._breakers.store
     assert isinstance(store, MemoryBreakerStore)
     tripped = BreakerSnapshot(open=True, trips=1, opened_at_s=1000.0, cooldown_s=60.0, trip_rule="run")
     assert await store.compare_and_set("pa/m-a", 0, tripped) is None

@@ -115,7 +115,7 @@ class Router:
         self._catalogs = catalog
         self._paused = paused or _nothing
         self._http = http
-        self._breakers = breakers or Breakers(
+        self._breakers = breakers or Breakers.over(
             MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.current.sole_targets, rng=rng
         )
         self._clock = clock
@@ -203,7 +203,7 @@ class Router:
 
         A worker passes the read the ingress made for the job (`shipped`):
         it stands for the read when fresh enough and complete
-        (`Breakers.shipped_view`), and a plan with usage caps always reads.
+        (`Breakers.reads.shipped_view`), and a plan with usage caps always reads.
 
         Args:
             catalog: the request's catalog snapshot (default: the one in force now).
@@ -235,9 +235,9 @@ class Router:
         subjects = [*targets, *_credential_subjects(org, own, targets)]
         view = None
         if shipped is not None and not caps:
-            view = self._breakers.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
+            view = self._breakers.reads.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
         if view is None:
-            view = await self._breakers.view(subjects, caps)
+            view = await self._breakers.reads.view(subjects, caps)
         health = view.ordering_health(self._breakers.settings)
         return self._build(catalog, model, settings, policy, health, preferences=preferences, keys=keys), view
 

@@ -134,7 +134,7 @@ class Attempts:
         decided = admission(state, gates)
         gate: Gate | None = None
         if decided.ask_breaker:
-            gate = await self._breakers.admit(target.key, attempt.view)
+            gate = await self._breakers.gate.admit(target.key, attempt.view)
             refused = None if gate.admitted else gate.reason or SkipReason.CIRCUIT_OPEN
             answer = BreakerAnswer(refused=refused, reopen_in_s=gate.reopen_in_s)
             decided = admission(state, msgspec.structs.replace(gates, breaker=answer))
@@ -203,7 +203,7 @@ class Attempts:
         """False while the tenant-owned credential of `call` is failing (SPEC §5 "What counts")."""
         if call.credential is Credential.SHARED or not info.org:
             return True
-        return await self._breakers.credential_admits(credential_subject(info.org, target.provider), view)
+        return await self._breakers.credentials.admits(credential_subject(info.org, target.provider), view)
 
     def _resolve(
         self, attempt: Attempt, target: Target, key_mode: KeyMode, policy: Policy, byok_fallback: bool

@@ -58,7 +58,7 @@ class Recorder:
         measures = None
         if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
             measures = Speed(ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms))
-        await self.breakers.record(
+        await self.breakers.results.record(
             record.target.key,
             record.kind,
             probe_token=probe_token,
@@ -70,7 +70,7 @@ class Recorder:
             credential_key=_credential_key(call, record.target, info),
         )
         if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
-            await self.breakers.cap_plan(
+            await self.breakers.plan_caps.cap(
                 plan_cap_scope(call.credential, info.org), record.target.key, record.retry_after_s, view
             )
 
@@ -80,7 +80,7 @@ class Recorder:
         """Tell the observer of an attempt the client's leaving cancelled; returns the breakers'
         count of it, for the caller to await shielded (it must run to its end)."""
         self.observer.attempt_ended(handle, info, record, Usage())
-        return self.breakers.record(
+        return self.breakers.results.record(
             record.target.key, FailureKind.CANCELLED, probe_token=probe_token, error="", view=view
         )
 
@@ -110,7 +110,7 @@ class Recorder:
                 ttft_ms=record.duration_ms,
                 tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
             )
-            await self.breakers.record(
+            await self.breakers.results.record(
                 record.target.key,
                 kind,
                 probe_token=probe_token,
@@ -125,7 +125,7 @@ class Recorder:
 
 
 def _credential_key(call: ResolvedCall, target: Target, info: RequestInfo) -> str | None:
-    """The health subject of the tenant's own credential `call` used (`Breakers.record`
+    """The health subject of the tenant's own credential `call` used (`Breakers.results.record`
     counts it there too), or None for the shared key."""
     owned = call.credential is not Credential.SHARED and bool(info.org)
     return credential_subject(info.org, target.provider) if owned else None

@@ -35,13 +35,13 @@ class Watched(MemoryBreakerStore):
 def _breakers(quiet_window_s: float) -> tuple[Watched, Breakers]:
     clock = FakeClock()
     store = Watched(clock)
-    return store, Breakers(store, BreakerSettings(), clock=clock, wall=clock, quiet_window_s=quiet_window_s)
+    return store, Breakers.over(store, BreakerSettings(), clock=clock, wall=clock, quiet_window_s=quiet_window_s)
 
 
 async def _succeed(breakers: Breakers, target: str, n: int) -> None:
     for _ in range(n):
-        view = await breakers.view([target])
-        await breakers.record(target, FailureKind.SUCCESS, probe_token=None, error="", view=view)
+        view = await breakers.reads.view([target])
+        await breakers.results.record(target, FailureKind.SUCCESS, probe_token=None, error="", view=view)
 
 
 async def _settle_steps(n: int = 20) -> None:
@@ -55,7 +55,7 @@ async def test_plain_successes_within_the_window_share_one_write() -> None:
     await _succeed(breakers, T, 5)
     await _settle_steps()
     assert store.announced == [], "waiting for company: nothing written yet"
-    await breakers.drain()
+    await breakers.results.drain()
     assert store.announced == [False], "one quiet write for five successes"
     assert (await store.load([T])).entries[T].snapshot.successes == 5
 
@@ -64,7 +64,7 @@ async def test_each_subject_waits_on_its_own() -> None:
     store, breakers = _breakers(HOUR_S)
     await _succeed(breakers, T, 2)
     await _succeed(breakers, U, 3)
-    await breakers.drain()
+    await breakers.results.drain()
     loaded = await store.load([T, U])
     assert store.announced == [False, False]
     assert (loaded.entries[T].snapshot.successes, loaded.entries[U].snapshot.successes) == (2, 3)
@@ -75,9 +75,9 @@ async def test_a_failure_ends_the_wait_and_is_written_after_the_successes_before
     await _succeed(breakers, T, 3)
     await _settle_steps()
     assert store.announced == [], "the successes wait for company"
-    view = await breakers.view([T])
+    view = await breakers.reads.view([T])
     async with asyncio.timeout(30):  # a failure is waited for: it must not wait out the hour
-        await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="HTTP 503", view=view)
+        await breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="HTTP 503", view=view)
     assert store.announced == [True], "one write, announced: the failure is news"
     snap = (await store.load([T])).entries[T].snapshot
     assert snap.successes == 3 and snap.failures == 1
@@ -90,7 +90,7 @@ async def test_without_a_window_each_plain_success_is_written_at_once() -> None:
         await _succeed(breakers, T, 1)
         await _settle_steps()
         assert len(store.announced) == n
-    await breakers.drain()
+    await breakers.results.drain()
 
 
 async def test_the_window_runs_out_on_its_own() -> None:
