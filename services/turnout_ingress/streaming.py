@@ -29,6 +29,7 @@ from turnout.core.deadline import Deadline
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.plan import Plan
+from turnout.core.policy import Policy
 from turnout.core.types import FailureKind
 from turnout.health import HealthView
 from turnout.observability.telemetry import request_span
@@ -117,24 +118,12 @@ async def serve_stream(
     and the response's `shape` says so. `used`: told the tokens the committed stream
     used (what it streamed: the usage its end reports) once it ends, to settle `tpm`.
     """
-    raw_options = body.get("stream_options")
-    options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
-    include_usage = bool(options.get("include_usage"))
-    upstream_request = {**body, "stream": True, "stream_options": {**options, "include_usage": True}}
+    upstream_request, include_usage = _upstream_request(body)
     policy = identity.policy
     catalog = catalog or state.catalog  # the plan's catalog serves every attempt (turnout.catalog.live)
     if plan is None or view is None:
         plan, view = await state.router.plan(body["model"], identity.settings, policy, identity.org, catalog=catalog)
-    info = RequestInfo(
-        request_id=request_id,
-        org=identity.org,
-        squad=identity.squad,
-        key=identity.key,
-        requested_model=str(body["model"]),
-        streaming=True,
-        strategy=identity.settings.strategy_rule,
-        operation=operation,
-    )
+    info = _request_info(identity, request_id, body, operation)
 
     async def route_in_span() -> RouteResult:
         # the request span covers the loop up to the commit point; the committed
@@ -161,23 +150,75 @@ async def serve_stream(
         return Response(payload, status_code=status, headers=headers, media_type=JSON)
     continuation = None
     if policy.retry.stream_recovery == "continue" and operation == "chat":
-        prefill = catalog.supports_prefill
-        continuation = Continuation(
-            router=state.router,
-            request=upstream_request,
-            plan=plan,
-            view=view,
-            info=info,
-            policy=policy,
-            upstream=open_stream,
-            supports_prefill=lambda t: prefill.get(t.key, True),
-            first_number=len(result.records) + 1,
-        )
+        continuation = _continuation(state, upstream_request, plan, view, info, policy, catalog, result)
+    finish = result.finish if used is None else _telling(result.finish, used)
+    return _event_stream(state, result, finish, request_id, include_usage, policy, continuation)
+
+
+def _upstream_request(body: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The request sent upstream (`stream: true`, asking for the usage at the end, which settles
+    `tpm`), and whether the client itself asked for the usage (`stream_options.include_usage`)."""
+    raw_options = body.get("stream_options")
+    options: dict[str, Any] = raw_options if isinstance(raw_options, dict) else {}
+    include_usage = bool(options.get("include_usage"))
+    return {**body, "stream": True, "stream_options": {**options, "include_usage": True}}, include_usage
+
+
+def _request_info(identity: Identity, request_id: str, body: dict[str, Any], operation: Operation) -> RequestInfo:
+    """What the router records of a streaming request of `operation` by `identity`."""
+    return RequestInfo(
+        request_id=request_id,
+        org=identity.org,
+        squad=identity.squad,
+        key=identity.key,
+        requested_model=str(body["model"]),
+        streaming=True,
+        strategy=identity.settings.strategy_rule,
+        operation=operation,
+    )
+
+
+def _continuation(
+    state: IngressState,
+    upstream_request: dict[str, Any],
+    plan: Plan,
+    view: HealthView,
+    info: RequestInfo,
+    policy: Policy,
+    catalog: Catalog,
+    result: RouteResult,
+) -> Continuation:
+    """How the committed stream `result` continues on another target after a mid-stream failure
+    (`retry.stream_recovery: continue`): the same plan, the attempts numbered after `result`'s."""
+    prefill = catalog.supports_prefill
+    return Continuation(
+        router=state.router,
+        request=upstream_request,
+        plan=plan,
+        view=view,
+        info=info,
+        policy=policy,
+        upstream=open_stream,
+        supports_prefill=lambda t: prefill.get(t.key, True),
+        first_number=len(result.records) + 1,
+    )
+
+
+def _event_stream(
+    state: IngressState,
+    result: RouteResult,
+    finish: Finish,
+    request_id: str,
+    include_usage: bool,
+    policy: Policy,
+    continuation: Continuation | None,
+) -> EventStreamResponse:
+    """The SSE response relaying the committed stream of `result`, with the served headers."""
     headers = {**served_headers(result.served, request_id), "cache-control": "no-cache", "x-accel-buffering": "no"}
     response = EventStreamResponse(
         relay(
             result.stream,
-            finish=result.finish if used is None else _telling(result.finish, used),
+            finish=finish,
             include_usage=include_usage,
             stall_timeout_s=policy.retry.stall_timeout_s,
             request_id=request_id,
