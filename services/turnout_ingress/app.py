@@ -1,8 +1,8 @@
 """The ingress: FastAPI app factory and the OpenAI-compatible routes.
 
 Owns: composing the HTTP surface (the client surfaces through the front door,
-`turnout_ingress.front_door`; models, health; `HEAD` on every `GET` route,
-`turnout_ingress.methods`) and the per-process objects (config, catalog, key
+`turnout_ingress.serving.front_door`; models, health; `HEAD` on every `GET` route,
+`turnout_ingress.guard.methods`) and the per-process objects (config, catalog, key
 ring, Redis client, job queue) built in the factory. It makes no upstream
 call on the non-streaming path (SPEC §1).
 """
@@ -30,16 +30,19 @@ from turnout.settings import Settings
 from turnout.state.persistence import PersistenceRefused
 from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
-from turnout_ingress import admin, errors, front_door, messages_routes, observability, ops_routes, responses_routes, ui
+from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress.admin.audit import ADMIN_PREFIX
-from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
+from turnout_ingress.guard.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
+from turnout_ingress.guard.methods import HeadAsGet
+from turnout_ingress.guard.refusal_writer import RefusalWriter
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
-from turnout_ingress.messages_routes import anthropic_models, model_object
-from turnout_ingress.methods import HeadAsGet
 from turnout_ingress.ops_routes import RouteCounts
-from turnout_ingress.refusal_writer import RefusalWriter
+from turnout_ingress.serving import front_door
+from turnout_ingress.serving.validation import authenticate
 from turnout_ingress.state import IngressState
-from turnout_ingress.validation import authenticate
+from turnout_ingress.surfaces.messages import routes as messages_routes
+from turnout_ingress.surfaces.messages.routes import anthropic_models, model_object
+from turnout_ingress.surfaces.responses import routes as responses_routes
 
 log = logging.getLogger("turnout.ingress")
 _json = msgspec.json.Encoder()
@@ -83,7 +86,7 @@ def create_app(
     )
     state = IngressState(config, redis, listen_redis, settings, telemetry)
     refusals_max = config.raw.gateway.refusals_max_per_org
-    rows = (  # door-refusal rows (`turnout_ingress.refusal_writer`); None: not stored
+    rows = (  # door-refusal rows (`turnout_ingress.guard.refusal_writer`); None: not stored
         RefusalWriter(redis, max_len=refusals_max, registry=state.metrics.registry) if refusals_max > 0 else None
     )
 

@@ -200,3 +200,21 @@ def test_the_private_import_check_finds_one(tmp_path: Path) -> None:
     sample = tmp_path / "sample.py"
     sample.write_text("from httpx_sse._decoders import SSEDecoder\nfrom starlette import _utils\nimport msgspec\n")
     assert _private_imports(sample) == ["httpx_sse._decoders.SSEDecoder", "starlette._utils"]
+
+
+INGRESS = ROOT / "services" / "turnout_ingress"
+
+
+def test_the_ingress_keeps_few_top_level_modules() -> None:
+    """The ingress's top level is its composition and a few shared modules; the rest is grouped
+    by concern (`serving/`, `surfaces/`, `limits/`, `guard/`, `admin/`, `ui/`)."""
+    top = sorted(p.stem for p in INGRESS.glob("*.py") if p.stem != "__init__")
+    assert len(top) <= 8, top
+
+
+@pytest.mark.parametrize("group", ["guard", "limits", "serving", "surfaces", "surfaces/messages", "surfaces/responses"])
+def test_an_ingress_group_imports_nothing_on_its_own(group: str) -> None:
+    """Importing one module of a group does not import the group's other modules (so a shared
+    module, e.g. `errors`, may use one without a cycle through the group's package)."""
+    tree = ast.parse((INGRESS / group / "__init__.py").read_text())
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]

@@ -28,8 +28,8 @@ from typing import Any
 
 import msgspec
 
-from turnout_ingress.messages_events import sse
-from turnout_ingress.responses_answer import call_item, message_item, obj, response_object, status_of, usage_of
+from turnout_ingress.surfaces.messages.events import sse
+from turnout_ingress.surfaces.responses.answer import call_item, message_item, obj, response_object, status_of, usage_of
 
 _decode = msgspec.json.Decoder()
 Keeper = Callable[[dict[str, Any]], Awaitable[None]]
@@ -44,7 +44,7 @@ class EventSequencer:
         request_id: the gateway's request id (ids of the Response and its items).
         created_at: epoch seconds the request arrived.
         model: the requested model, named until a chunk names the serving one.
-        echo: the request fields the Response echoes (`responses_request.ResponsesCall.echo`).
+        echo: the request fields the Response echoes (`request.ResponsesCall.echo`).
     """
 
     def __init__(self, *, request_id: str, created_at: int, model: str, echo: dict[str, Any]) -> None:

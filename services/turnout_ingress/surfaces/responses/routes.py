@@ -9,8 +9,8 @@ Owns:
 Each is scoped to the caller's org and gateway key (`turnout.state.response_store`): an
 unknown, expired, deleted or another key's or org's id is the same 404 `response_not_found`.
 An unreachable store is 503 `redis_unavailable`. `POST /v1/responses` is the front door's
-(`turnout_ingress.surfaces.responses`).
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+(`turnout_ingress.surfaces.responses.surface`).
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 
 Source: https://platform.openai.com/docs/api-reference/responses/get, /delete, /input-items.
 """
@@ -28,8 +28,8 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.errors import StateUnavailable
 from turnout.state.response_store import StoredResponse
 from turnout_ingress.errors import JSON
-from turnout_ingress.surfaces.responses import STORE_UNREACHABLE
-from turnout_ingress.validation import authenticate, invalid
+from turnout_ingress.serving.validation import authenticate, invalid
+from turnout_ingress.surfaces.responses.surface import STORE_UNREACHABLE
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

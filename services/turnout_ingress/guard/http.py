@@ -52,8 +52,8 @@ import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from turnout.config import GatewayConfig
-from turnout_ingress.messages_wire import error_body as anthropic_error_body
-from turnout_ingress.messages_wire import on_anthropic_surface
+from turnout_ingress.surfaces.messages.wire import error_body as anthropic_error_body
+from turnout_ingress.surfaces.messages.wire import on_anthropic_surface
 
 _REASONS = {
     400: b"Bad Request",

@@ -2,7 +2,7 @@
 told in the Responses request's words.
 
 Owns: `MessageSource` (which `input` items made each chat message of a turn,
-`responses_request.translate_input`) and `client_error`, which rewrites a 400's `param` and the paths
+`request.translate_input`) and `client_error`, which rewrites a 400's `param` and the paths
 in its `message` from the canonical chat request (`messages[3].tool_calls[1].function.arguments`, as an
 adapter names them, `turnout.adapters.anthropic_wire`) to the client's (`input[2].arguments`). The
 canonical messages are the `instructions` (when given), the stored conversation of

@@ -4,7 +4,7 @@ Owns: checking a `POST /v1/responses` body and translating it into the OpenAI ch
 request every family serves (`ResponsesCall`: the chat body, the fields the Response
 echoes, the input items as `GET /v1/responses/{id}/input_items` lists them, and the
 conversation messages of this turn). Tools, `tool_choice` and `text.format` are
-`responses_tools`'; the answer direction is `responses_answer`, the stream's `responses_events`.
+`tools`'; the answer direction is `answer`, the stream's `events`.
 Must not import: FastAPI, starlette, Redis; no I/O, no clock.
 
 Sources: https://platform.openai.com/docs/api-reference/responses/create (request
@@ -27,7 +27,7 @@ Decisions (README "The Responses surface" has the table):
   chat form: offered under `tool_choice` auto / none they are left out of the chat
   request; one that may be forced is refused (400 `unsupported_tool` naming
   `tools[i].type`), or with `defer_builtin` kept as `builtin_refusal` for the surface,
-  which sends such a request only to `api: responses` offers (`responses_native`). So are `prompt`,
+  which sends such a request only to `api: responses` offers (`native`). So are `prompt`,
   `conversation` and `background: true` (OpenAI-hosted features).
 - Fields this gateway does not translate and that do not change the answer's content
   (`include`, `service_tier`, `prompt_cache_key`, `safety_identifier`, `top_logprobs`,
@@ -44,8 +44,8 @@ import msgspec
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
 from turnout.errors import RequestRejected
-from turnout_ingress.responses_params import MessageSource
-from turnout_ingress.responses_tools import (
+from turnout_ingress.surfaces.responses.params import MessageSource
+from turnout_ingress.surfaces.responses.tools import (
     FUNCTION_NAME,
     NAMESPACE_JOIN,
     chat_tools_of,
@@ -88,19 +88,19 @@ class ResponsesCall:
         instructions: the system message of `instructions`, or None.
         turn: the chat messages of this request's `input`, in order.
         input_items: `input` as Response input items (ids `<prefix>_<request id>_<n>`
-            are given by `responses_answer.with_ids`), for `input_items` pages.
+            are given by `answer.with_ids`), for `input_items` pages.
         echo: the request fields the Response object echoes, OpenAI's defaults filled in.
         previous_response_id: the response this one continues, or None.
         store: whether the Response and its conversation are kept (default true).
         tools_left_out: the types of the built-in tools offered and left out
-            (`responses_tools.translate_tools`), in order, once each.
+            (`tools.translate_tools`), in order, once each.
         sent_input: `input` as the client sent it, as a list of items (a string is one user
-            message `{role, content}`): what a native follow-up replays (`responses_native`).
+            message `{role, content}`): what a native follow-up replays (`native`).
         builtin_refusal: with `defer_builtin`, the 400 `unsupported_tool` a built-in tool that
             may be forced would have raised (only `api: responses` offers can serve the request);
             None when there is none.
         sources: the `input` items each message of `turn` came from (an error about the
-            chat request names the client's field: `responses_params.client_error`).
+            chat request names the client's field: `params.client_error`).
     """
 
     chat: dict[str, Any]
@@ -208,7 +208,7 @@ def translate_input(value: Any) -> tuple[list[dict[str, Any]], list[dict[str, An
 
     Returns:
         (chat messages, input items without ids, each message's source items
-        (`responses_params.MessageSource`, parallel to the messages)), each in the order
+        (`params.MessageSource`, parallel to the messages)), each in the order
         given; `reasoning` items are dropped from both.
 
     Raises:
@@ -373,7 +373,7 @@ def _reasoning(value: Any) -> tuple[dict[str, Any], str | None]:
 
 def translate_request(data: dict[str, Any], *, defer_builtin: bool = False) -> ResponsesCall:
     """The `ResponsesCall` of a decoded Responses body whose `model` is checked
-    (`turnout_ingress.validation.decode_request`) and whose `provider` object is taken out.
+    (`turnout_ingress.serving.validation.decode_request`) and whose `provider` object is taken out.
 
     Args:
         data: the decoded body.

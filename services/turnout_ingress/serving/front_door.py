@@ -1,6 +1,6 @@
 """The front door: the one admission pipeline every client surface is served through.
 
-Owns: the `POST` route of each surface of `turnout_ingress.surfaces.SURFACES` and the
+Owns: the `POST` route of each surface of `turnout_ingress.surfaces.registry.SURFACES` and the
 pipeline behind it, written once: authenticate (401) → read the body (413) → the
 surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
 `prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
@@ -12,7 +12,7 @@ hook (a stream settles in its own renderer, before its last frame). A refusal at
 `RequestRejected` or `GatewayUnavailable`, answered by the app's handlers
 (`turnout_ingress.errors`) in the shape of the route it came to.
 
-`Idempotency-Key` (`turnout_ingress.idempotency`): a retry with the same key and body
+`Idempotency-Key` (`turnout_ingress.serving.idempotency`): a retry with the same key and body
 joins or replays the first request's answer (`x-turnout-idempotent-replay: 1`); a keyed
 queued job outlives its client, so its stored answer is the retry's replay; a stream is
 never replayed. A client that leaves an unkeyed queued request cancels its job (499).
@@ -40,15 +40,15 @@ from turnout.errors import RequestRejected
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
-from turnout_ingress import idempotency
-from turnout_ingress.budgets import budgeted
-from turnout_ingress.disconnect import Outlived, unless_client_leaves
-from turnout_ingress.limits import answer_tokens
-from turnout_ingress.preflight import check_plan
-from turnout_ingress.reservations import reservations
-from turnout_ingress.streaming import EventStreamResponse, serve_stream
-from turnout_ingress.surfaces import SURFACES, Inbound, Surface
-from turnout_ingress.validation import authenticate, read_body
+from turnout_ingress.limits.admission import answer_tokens
+from turnout_ingress.limits.budgets import budgeted
+from turnout_ingress.limits.reservations import reservations
+from turnout_ingress.serving import idempotency
+from turnout_ingress.serving.disconnect import Outlived, unless_client_leaves
+from turnout_ingress.serving.preflight import check_plan
+from turnout_ingress.serving.streaming import EventStreamResponse, serve_stream
+from turnout_ingress.serving.validation import authenticate, read_body
+from turnout_ingress.surfaces.registry import SURFACES, Inbound, Surface
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -138,7 +138,7 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
         ) from None
     used = functools.partial(state.limiter.used, held) if held.scopes else None
     admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog, used)
-    if inbound.stream:  # a stream is never replayed (turnout_ingress.idempotency)
+    if inbound.stream:  # a stream is never replayed (turnout_ingress.serving.idempotency)
         serving = idempotency.stream_once(
             state, key, raw, identity, request_id, deadline, lambda: _streamed(state, surface, request, admitted)
         )

@@ -7,7 +7,7 @@ until the period resets), and handing on an identity whose routing settings
 the strategy's rule has shaped (its model in place of the requested one, its
 own fallback; the reroute list ignored). The decision itself is
 `turnout.core.budget.decide`. The reservation of a request's worst case
-against a hard budget, once its plan is known, is `turnout_ingress.reservations`.
+against a hard budget, once its plan is known, is `turnout_ingress.limits.reservations`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from turnout.core.budget import Refused, decide, with_strategy
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.identity import Identity
-from turnout_ingress.reservations import whose
+from turnout_ingress.limits.reservations import whose
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

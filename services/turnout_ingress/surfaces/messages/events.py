@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 
-from turnout_ingress.messages_wire import STOP_REASON, anthropic_usage, message_id
+from turnout_ingress.surfaces.messages.wire import STOP_REASON, anthropic_usage, message_id
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()

@@ -16,7 +16,7 @@ Owns the Responses half of "same family, same bytes" (SPEC §13, README "The Res
 - `native_stream`: a native stream's events relayed as sent but for the same three fields of
   the Response its `response.*` events carry, the Response kept before the last event, and the
   relay's own final `error` event numbered after the provider's last.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`; no I/O but the keeper's.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`; no I/O but the keeper's.
 Source: https://platform.openai.com/docs/api-reference/responses.
 """
 
@@ -28,9 +28,9 @@ from typing import Any, Final
 import msgspec
 
 from turnout.core.native import RESPONSES, Native
-from turnout_ingress.responses_answer import response_id
-from turnout_ingress.responses_request import ResponsesCall
-from turnout_ingress.validation import provider_headers
+from turnout_ingress.serving.validation import provider_headers
+from turnout_ingress.surfaces.responses.answer import response_id
+from turnout_ingress.surfaces.responses.request import ResponsesCall
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()

@@ -33,7 +33,7 @@ from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
 from turnout.adapters.gemini import count_tokens_call
 from turnout.tenancy.byok import resolve_call
 from turnout.tenancy.identity import Identity
-from turnout_ingress.messages_wire import to_openai_request
+from turnout_ingress.surfaces.messages.wire import to_openai_request
 
 if TYPE_CHECKING:
     from turnout.core.plan import Plan

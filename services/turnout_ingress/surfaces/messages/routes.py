@@ -1,7 +1,7 @@
 """The rest of the Anthropic surface: count_tokens, the models list, errors on any `/v1/messages` path.
 
 Owns:
-- `POST /v1/messages/count_tokens` (counting: `messages_tokens`), admitted against the
+- `POST /v1/messages/count_tokens` (counting: `tokens`), admitted against the
   key's `rpm` on counters of its own (`Limiter.admit_count`; 429 over it);
 - `anthropic_models`: `GET /v1/models` in Anthropic's shape, for callers that
   send `anthropic-version` (the Anthropic SDKs always do);
@@ -9,7 +9,7 @@ Owns:
   `/v1/messages` (404 `not_found_error`, 405), so an Anthropic SDK never
   meets an OpenAI-format body there;
 - Anthropic-format refusals of its routes (`rejected`; the 401's text, naming
-  `x-api-key`, is `messages_wire.ANTHROPIC_UNAUTHORIZED`).
+  `x-api-key`, is `wire.ANTHROPIC_UNAUTHORIZED`).
 Must not import: `turnout_ingress.app`.
 """
 
@@ -29,16 +29,16 @@ from turnout.core.plan import MAX_MODEL_ID_CHARS, UnknownModel
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON, door_refused, error_response
-from turnout_ingress.messages_tokens import count_input_tokens
-from turnout_ingress.messages_wire import (
+from turnout_ingress.guard.methods import REFUSAL
+from turnout_ingress.serving.validation import authenticate, read_body
+from turnout_ingress.surfaces.messages.tokens import count_input_tokens
+from turnout_ingress.surfaces.messages.wire import (
     ANTHROPIC_UNAUTHORIZED,
     check_messages_request,
     decode_messages_body,
     error_body,
     to_openai_request,
 )
-from turnout_ingress.methods import REFUSAL
-from turnout_ingress.validation import authenticate, read_body
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

@@ -37,8 +37,8 @@ from turnout.router import Finish, RequestInfo, RouteResult
 from turnout.streaming.continuation import Continuation
 from turnout.streaming.relay import relay
 from turnout.tenancy.identity import Identity
-from turnout_ingress.disconnect import unless_client_leaves
 from turnout_ingress.errors import JSON
+from turnout_ingress.serving.disconnect import unless_client_leaves
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

@@ -48,8 +48,8 @@ from turnout.state.lease_keeper import LeaseKeeper
 from turnout.state.limit_store import Lease, LimitStore, Reservation
 from turnout.state.token_charge import TokenCharger
 from turnout.tenancy.identity import Identity
-from turnout_ingress.disconnect import Outlived
-from turnout_ingress.reservations import over_budget
+from turnout_ingress.limits.reservations import over_budget
+from turnout_ingress.serving.disconnect import Outlived
 
 log = logging.getLogger("turnout.limits")
 
@@ -137,7 +137,7 @@ class Limiter:
             body_bytes: the request body's size (the prompt estimate).
             request_id: the lease id.
             stream: a streaming request (counts against `max_streams` too).
-            reservations: its hard budgets (`turnout_ingress.budgets.reservations`).
+            reservations: its hard budgets (`turnout_ingress.limits.budgets.reservations`).
 
         Returns:
             What to release once the answer has been sent, and the

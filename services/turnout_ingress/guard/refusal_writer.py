@@ -1,6 +1,6 @@
 """The ingress's writer of door-refusal rows: a bounded buffer flushed to Redis in the background.
 
-Owns: `RefusalWriter`, the `RowSink` of `turnout_ingress.door.DoorRefusals`. A row is
+Owns: `RefusalWriter`, the `RowSink` of `turnout_ingress.guard.door.DoorRefusals`. A row is
 taken without blocking the refusal's answer: appended to an in-memory buffer of at
 most `buffer_max` rows, written by a background `Flusher` in batches (one pipelined
 round trip each, `turnout.state.refusals_stream.append`) to its org's stream or the
@@ -26,7 +26,7 @@ from redis.asyncio import Redis
 from turnout.state import refusals_stream
 from turnout.state.errors import StateUnavailable
 from turnout.state.flusher import Flusher
-from turnout_ingress.door import RateCap, RefusalRow
+from turnout_ingress.guard.door import RateCap, RefusalRow
 
 log = logging.getLogger("turnout.ingress.refusals")
 

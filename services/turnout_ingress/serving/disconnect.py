@@ -30,7 +30,7 @@ async def _disconnected(request: Request) -> None:
 class Outlived(Response):
     """The answer (499, never sent: the client is gone) of a request whose `work` runs on after its
     client left (`outlive_client`). The limiter keeps the request's concurrency slots until `work`
-    ends (`turnout_ingress.limits.Limiter.answer`), so leaving early frees no slot a running job holds."""
+    ends (`turnout_ingress.limits.admission.Limiter.answer`), so leaving early frees no slot a running job holds."""
 
     def __init__(self, work: asyncio.Future[Any]) -> None:
         super().__init__(status_code=499)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from turnout_ingress.responses_tools import NAMESPACE_JOIN, split_call_name
+from turnout_ingress.surfaces.responses.tools import NAMESPACE_JOIN, split_call_name
 
 INCOMPLETE: Final = {"length": "max_output_tokens", "content_filter": "content_filter"}
 """`finish_reason` -> `incomplete_details.reason` (other reasons: completed)."""
@@ -45,7 +45,7 @@ def request_id_of(resp_id: str) -> str:
 
 
 def with_ids(items: list[dict[str, Any]], request_id: str) -> list[dict[str, Any]]:
-    """`items` (input items of `responses_request`) with ids `<kind>_in_<request id>_<n>` and
+    """`items` (input items of `request`) with ids `<kind>_in_<request id>_<n>` and
     `status: completed`, as `GET /v1/responses/{id}/input_items` lists them."""
     out = []
     for n, item in enumerate(items):
@@ -95,7 +95,7 @@ def message_item(
 def call_item(request_id: str, n: int, call_id: str, name: str, arguments: str, tools: Any = None) -> dict[str, Any]:
     """The `n`-th `function_call` output item (`call_id` is the chat tool call's id); a chat name
     joined from a `namespace` tool of the request's `tools` is parted into `name` and
-    `namespace` again (`responses_tools.split_call_name`)."""
+    `namespace` again (`tools.split_call_name`)."""
     own, space = split_call_name(name, tools)
     item = {
         "id": f"fc_{request_id}_{n}",
@@ -166,7 +166,7 @@ def response_object(
     incomplete_details: dict[str, str] | None = None,
     error: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """A Response object (OpenAI reference) with the request's `echo` fields (`responses_request`).
+    """A Response object (OpenAI reference) with the request's `echo` fields (`request`).
 
     Args:
         request_id: the gateway's request id (the Response id is derived from it).

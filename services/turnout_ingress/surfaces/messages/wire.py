@@ -5,7 +5,7 @@ OpenAI chat request, translating the OpenAI `chat.completion` the fleet
 answers back into an Anthropic `message`, every error body of that route in
 Anthropic's shape `{"type": "error", "error": {"type", "message"},
 "request_id"}`, and which requests' errors take that shape
-(`answers_anthropic`). The stream translation is in `messages_events`.
+(`answers_anthropic`). The stream translation is in `events`.
 Must not import: FastAPI, starlette, Redis; no I/O.
 
 Sources: https://docs.anthropic.com/en/api/messages and /en/api/errors.
@@ -18,7 +18,7 @@ Decisions (lossy where OpenAI has no field):
   `top_k`, `thinking`, `service_tier` and thinking blocks are dropped;
   `tool_result.is_error` is dropped; a `tool_result` with images, documents,
   server tools and other block types have no translation (`WireError`): an
-  Anthropic target is sent the client's own body (SPEC §13, `messages_native`),
+  Anthropic target is sent the client's own body (SPEC §13, `native`),
   an OpenAI-family one is skipped as unable to express it.
 - A `tool_result` block becomes a `tool` message placed where it stood, so
   it directly follows the assistant's `tool_calls`.

@@ -12,7 +12,7 @@ Owns the two edges of "same family, same bytes" (SPEC §13) on the Messages surf
   express it and Anthropic ones serve it.
 - `rendered`: a fleet answer for a Messages client by its shape — a native body
   (`messages`: the provider's `message`, unchanged) as is; a `chat` one (an OpenAI
-  target served, or any error) translated (`messages_wire`).
+  target served, or any error) translated (`wire`).
 
 Must not import: `turnout_ingress.app`.
 """
@@ -30,14 +30,14 @@ from turnout.core.native import MESSAGES, Native
 from turnout.core.preferences import Preferences
 from turnout.errors import RequestRejected
 from turnout_ingress.errors import JSON
-from turnout_ingress.messages_wire import (
+from turnout_ingress.serving.validation import provider_headers, take_preferences
+from turnout_ingress.surfaces.messages.wire import (
     error_body,
     from_openai_error,
     parse_messages_request,
     to_anthropic_message,
     to_openai_request,
 )
-from turnout_ingress.validation import provider_headers, take_preferences
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
@@ -78,7 +78,7 @@ def carried(raw: bytes, headers: Iterable[tuple[str, str]]) -> Carried:
 
     Raises:
         RequestRejected: 400 naming the field: the Messages checks
-            (`messages_wire.check_messages_request`: `model`, `max_tokens`,
+            (`wire.check_messages_request`: `model`, `max_tokens`,
             `messages.3.role`, ...), then the `provider` object
             (`provider.only[1]`), then a passed header whose value is not
             printable ASCII (`anthropic-beta`), which no provider could be sent.

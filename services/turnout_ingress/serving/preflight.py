@@ -3,7 +3,7 @@
 Owns: `check_plan`, which the front door runs before admitting a request against its
 limits, so that a request the fleet cannot serve (an unknown model, preferences that leave
 no offer, every target out of rotation) costs no quota and no queue slot.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """OpenAI Responses tools, tool choice and text format -> their chat counterparts (pure).
 
 Owns: `translate_tools`, `translate_tool_choice`, `translate_format` and the 400 they raise
-(`invalid`). Used by `responses_request`.
+(`invalid`). Used by `request`.
 Must not import: FastAPI, starlette, Redis; no I/O.
 
 Sources: https://platform.openai.com/docs/api-reference/responses/create (`tools`,

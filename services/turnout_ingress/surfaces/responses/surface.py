@@ -1,32 +1,32 @@
 """`POST /v1/responses`: the OpenAI Responses surface, for Codex CLI, the OpenAI Agents SDK
 and the `openai` SDK's `client.responses.*`.
 
-Owns: reading a Responses body into the front door's `Inbound` (`responses_request`; the
+Owns: reading a Responses body into the front door's `Inbound` (`request`; the
 `provider` object taken out and checked as on the chat route; the client's own request
-carried for `api: responses` offers, `responses_native.carried`), the two hooks of a
+carried for `api: responses` offers, `native.carried`), the two hooks of a
 stateful surface, and answering in the Responses shape:
 - `prepare` (before the plan): with `previous_response_id`, the stored conversation of
   that response (`turnout.state.response_store`, scoped to the caller's org and key) is
   put in front of this turn's input — as chat messages, and as items in the native
-  carry's body (`responses_native.upstream_body`) — so any target can serve the
+  carry's body (`native.upstream_body`) — so any target can serve the
   follow-up; an unknown, expired or another key's id is 404 `previous_response_not_found`,
   an unreachable store 503 `redis_unavailable`; a built-in tool that may be forced on a
   model with no `api: responses` offer is 400 `unsupported_tool`;
 - `render`: the fleet's `chat.completion` becomes a Response object
-  (`responses_answer`), an `api: responses` offer's Response keeps its own but for its id
-  (`responses_native.client_response`); every other answer is the fleet's OpenAI error
+  (`answer`), an `api: responses` offer's Response keeps its own but for its id
+  (`native.client_response`); every other answer is the fleet's OpenAI error
   body as it is, with its `x-turnout-*` headers and per-attempt summary, but for a 400's
-  fields of the canonical chat request, told as the client's (`responses_params`:
+  fields of the canonical chat request, told as the client's (`params`:
   `input[2].arguments`, not `messages[3].tool_calls[1]`);
 - `render_native`: an `api: responses` offer's stream relayed as sent
-  (`responses_native.native_stream`);
+  (`native.native_stream`);
 - `settle` (non-streamed) and the stream's keeper (before `response.completed`): with
   `store` (default true) the Response, its input items and its conversation are kept. A
   store that fails is logged and counted (`turnout_responses_not_stored`); the client
   still gets its answer.
-The direct path's chat frames become Responses events (`responses_events`). The other
-routes (`GET` / `DELETE /v1/responses/{id}`, `input_items`) are `responses_routes`.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+The direct path's chat frames become Responses events (`events`). The other
+routes (`GET` / `DELETE /v1/responses/{id}`, `input_items`) are `routes`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 
 Source: https://platform.openai.com/docs/api-reference/responses.
 """
@@ -49,9 +49,11 @@ from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.identity import Identity
 from turnout_ingress.errors import JSON
-from turnout_ingress.responses_answer import output_messages, request_id_of, to_response, with_ids
-from turnout_ingress.responses_events import EventSequencer, responses_stream
-from turnout_ingress.responses_native import (
+from turnout_ingress.serving.validation import decode_request, take_preferences
+from turnout_ingress.surfaces.base import Inbound
+from turnout_ingress.surfaces.responses.answer import output_messages, request_id_of, to_response, with_ids
+from turnout_ingress.surfaces.responses.events import EventSequencer, responses_stream
+from turnout_ingress.surfaces.responses.native import (
     KEPT_STATUSES,
     carried,
     client_response,
@@ -60,10 +62,8 @@ from turnout_ingress.responses_native import (
     replayable,
     upstream_body,
 )
-from turnout_ingress.responses_params import client_error
-from turnout_ingress.responses_request import ResponsesCall, translate_request
-from turnout_ingress.surfaces.base import Inbound
-from turnout_ingress.validation import decode_request, take_preferences
+from turnout_ingress.surfaces.responses.params import client_error
+from turnout_ingress.surfaces.responses.request import ResponsesCall, translate_request
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -161,7 +161,7 @@ class Responses:
     async def prepare(self, state: IngressState, inbound: Inbound, identity: Identity, request_id: str) -> Inbound:
         """The conversation rebuilt: instructions, the stored turns of `previous_response_id`,
         then this turn's input; the native carry's body with the same turns as items
-        (`responses_native.upstream_body`). See `Surface.prepare`.
+        (`native.upstream_body`). See `Surface.prepare`.
 
         Raises:
             RequestRejected: 404 `previous_response_not_found`; 400 `unsupported_tool` for a
@@ -256,7 +256,7 @@ class Responses:
         return Response(_encode.encode(turn.answer), status_code=200, headers=kept, media_type=JSON)
 
     def render_stream(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
-        """Responses events (`responses_events.responses_stream`), the Response kept before its
+        """Responses events (`events.responses_stream`), the Response kept before its
         last event. See `Surface.render_stream`."""
         turn: ResponsesTurn = inbound.context
         sequencer = EventSequencer(
@@ -270,7 +270,7 @@ class Responses:
 
     def render_native(self, frames: AsyncIterable[Any], inbound: Inbound) -> AsyncIterable[Any]:
         """An `api: responses` offer's events as sent, its Response's id Turnout's, the Response
-        kept before the last event (`responses_native.native_stream`). See `Surface.render_native`."""
+        kept before the last event (`native.native_stream`). See `Surface.render_native`."""
         turn: ResponsesTurn = inbound.context
 
         async def keeper(response: dict[str, Any]) -> None:
@@ -283,7 +283,7 @@ class Responses:
 
 def _told_as_sent(body: bytes, turn: ResponsesTurn) -> bytes:
     """A 400's error body with the canonical chat request's fields told as the client's
-    (`responses_params.client_error`); `body` itself when it is not such an error."""
+    (`params.client_error`); `body` itself when it is not such an error."""
     try:
         answer = _decode.decode(body)
     except msgspec.DecodeError:

@@ -13,7 +13,7 @@ Owns:
   with how many refusals it stands for, so a flood cannot flood the log; and, given a
   `RowSink`, one stored row per refusal (`RefusalRow`: `refusal_row`, read back by
   `GET /admin/v1/refusals`), whose writer caps the rows of callers not identified
-  (`RateCap`, `turnout_ingress.refusal_writer`).
+  (`RateCap`, `turnout_ingress.guard.refusal_writer`).
 Must not import: `turnout_ingress.app`.
 """
 
@@ -29,7 +29,7 @@ import msgspec
 from prometheus_client import Counter
 
 from turnout.observability.metrics import Metrics
-from turnout_ingress.surfaces import SURFACES
+from turnout_ingress.surfaces.registry import SURFACES
 
 log = logging.getLogger("turnout.ingress.door")
 
@@ -204,7 +204,7 @@ def refusal_row(
 
 
 class RowSink(Protocol):
-    """Where the stored rows go (`turnout_ingress.refusal_writer.RefusalWriter`)."""
+    """Where the stored rows go (`turnout_ingress.guard.refusal_writer.RefusalWriter`)."""
 
     def add(self, row: RefusalRow) -> None:
         """Take `row` for writing; never blocks nor raises."""
