@@ -48,7 +48,7 @@ telemetry = app.state.turnout.obs.telemetry
 assert telemetry.tracing is None
 with telemetry.tracer.start_as_current_span("x") as span:  # built at first use
     assert span.get_span_context().is_valid and not span.is_recording()
-from turnout_ingress.ui import _environment
+from turnout_ingress.ui.render import _environment
 assert _environment().get_template("login.html") is not None and "jinja2" in sys.modules
 print("ok")
 """
