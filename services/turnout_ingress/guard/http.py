@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -133,130 +133,141 @@ def refusal(status: int, message: str, request_id: str, *, anthropic: bool = Fal
     )
 
 
-def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
-    """uvicorn's httptools protocol class with the guards, for `uvicorn.run(http=...)`."""
+class GuardedProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with the guards: one connection; see the module docstring.
 
-    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+    Attributes:
+        limits: the guards' settings, set on the subclass `guarded_protocol` makes.
+    """
+
+    limits: ClassVar[GuardLimits]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._in_head = True
+        self._received_in_head = 0  # bytes read while a head is incomplete
+        self._head_size = 0  # the current head's request line and headers, as parsed
+        self._url_size = 0  # the current request line's target, as parsed so far
+        self._refused = False
+        self._deadline: asyncio.TimerHandle | None = None
+        self._keep_alive_held = False  # the request's keep-alive, given back once its body is whole
+
+    def _arm(self, seconds: float, what: str) -> None:
+        self._disarm()
+        self._deadline = self.loop.call_later(seconds, self._expired, what)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _refuse(self, status: int, message: str) -> None:
+        self._disarm()
+        if not self._refused and not self.transport.is_closing():
+            path = getattr(self, "url", b"").split(b"?", 1)[0]  # the request line's target, when it came
+            anthropic = on_anthropic_surface(path.decode("latin-1"))
+            self.transport.write(refusal(status, message, uuid.uuid4().hex, anthropic=anthropic))
+            self.transport.close()
+        self._refused = True
+
+    def _too_large(self, head_bytes: int) -> None:
+        # `head_bytes`: the head's bytes read (incomplete) or parsed (whole); its target the larger part → 414
+        if self._url_size * 2 > head_bytes:
+            self._refuse(
+                414,
+                f"The request's URL is too long: the request line and headers may be "
+                f"{self.limits.max_header_bytes} bytes at most, and the URL alone is {self._url_size} bytes or more.",
+            )
+        else:
+            self._refuse(431, f"The request's headers are larger than {self.limits.max_header_bytes} bytes.")
+
+    def _expired(self, what: str) -> None:
+        self._deadline = None
+        if what == "head":
+            self._refuse(408, f"The request's headers did not arrive within {self.limits.header_timeout_s:g} s.")
+        elif self.cycle is not None and self.cycle.response_started:
+            self.transport.close()
+        else:
+            self._refuse(408, f"The request's body did not arrive within {self.limits.body_timeout_s:g} s.")
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        if len(self.connections) > self.limits.max_connections:
+            self._refuse(503, "The gateway has too many open connections; retry shortly.")
+            return
+        self._arm(self.limits.header_timeout_s, "head")
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    def shutdown(self) -> None:
+        self._keep_alive_held = False  # the server is stopping: nothing to give back
+        super().shutdown()
+
+    def data_received(self, data: bytes) -> None:
+        if self._refused:
+            return
+        if self._in_head:
+            self._received_in_head += len(data)
+        super().data_received(data)
+        if self._in_head and self._received_in_head > self.limits.max_header_bytes:
+            self._too_large(self._received_in_head)  # a head still incomplete after this many bytes
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's own answer is plain text with no request id; this one is the gateway's error body
+        self._refuse(400, "The request is not valid HTTP/1.1 and could not be read.")
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_size = 0
+        self._url_size = 0
+        if self._deadline is None:  # a later request on a keep-alive connection
+            self._arm(self.limits.header_timeout_s, "head")
+
+    def on_url(self, url: bytes) -> None:
+        self._head_size += len(url)
+        self._url_size += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_size += len(name) + len(value) + 4
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        self._in_head = False
+        self._received_in_head = 0
+        if self._head_size > self.limits.max_header_bytes:
+            self._too_large(self._head_size)  # a whole head that arrived at once
+        if self._refused:
+            return
+        self._arm(self.limits.body_timeout_s, "body")
+        before = self.cycle
+        super().on_headers_complete()
+        if self.cycle is not before and self.cycle.keep_alive:  # a new request that may keep the connection
+            self.cycle.keep_alive = False  # until its body is whole: an answer before then closes it
+            self._keep_alive_held = True
+
+    def on_body(self, body: bytes) -> None:
+        if not self._refused:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if self._refused:
+            return
+        self._disarm()
+        self._in_head = True
+        if self._keep_alive_held and not self.cycle.response_started:  # whole before any answer
+            self.cycle.keep_alive = True
+        self._keep_alive_held = False
+        super().on_message_complete()
+
+
+def guarded_protocol(limits: GuardLimits) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol class with the guards under `limits`, for `uvicorn.run(http=...)`."""
+
+    class GuardedHttpToolsProtocol(GuardedProtocol):
         """One connection; see the module docstring."""
 
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._in_head = True
-            self._received_in_head = 0  # bytes read while a head is incomplete
-            self._head_size = 0  # the current head's request line and headers, as parsed
-            self._url_size = 0  # the current request line's target, as parsed so far
-            self._refused = False
-            self._deadline: asyncio.TimerHandle | None = None
-            self._keep_alive_held = False  # the request's keep-alive, given back once its body is whole
-
-        def _arm(self, seconds: float, what: str) -> None:
-            self._disarm()
-            self._deadline = self.loop.call_later(seconds, self._expired, what)
-
-        def _disarm(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-
-        def _refuse(self, status: int, message: str) -> None:
-            self._disarm()
-            if not self._refused and not self.transport.is_closing():
-                path = getattr(self, "url", b"").split(b"?", 1)[0]  # the request line's target, when it came
-                anthropic = on_anthropic_surface(path.decode("latin-1"))
-                self.transport.write(refusal(status, message, uuid.uuid4().hex, anthropic=anthropic))
-                self.transport.close()
-            self._refused = True
-
-        def _too_large(self, head_bytes: int) -> None:
-            # `head_bytes`: the head's bytes read (incomplete) or parsed (whole); its target the larger part → 414
-            if self._url_size * 2 > head_bytes:
-                self._refuse(
-                    414,
-                    f"The request's URL is too long: the request line and headers may be "
-                    f"{limits.max_header_bytes} bytes at most, and the URL alone is {self._url_size} bytes or more.",
-                )
-            else:
-                self._refuse(431, f"The request's headers are larger than {limits.max_header_bytes} bytes.")
-
-        def _expired(self, what: str) -> None:
-            self._deadline = None
-            if what == "head":
-                self._refuse(408, f"The request's headers did not arrive within {limits.header_timeout_s:g} s.")
-            elif self.cycle is not None and self.cycle.response_started:
-                self.transport.close()
-            else:
-                self._refuse(408, f"The request's body did not arrive within {limits.body_timeout_s:g} s.")
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if len(self.connections) > limits.max_connections:
-                self._refuse(503, "The gateway has too many open connections; retry shortly.")
-                return
-            self._arm(limits.header_timeout_s, "head")
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            super().connection_lost(exc)
-
-        def shutdown(self) -> None:
-            self._keep_alive_held = False  # the server is stopping: nothing to give back
-            super().shutdown()
-
-        def data_received(self, data: bytes) -> None:
-            if self._refused:
-                return
-            if self._in_head:
-                self._received_in_head += len(data)
-            super().data_received(data)
-            if self._in_head and self._received_in_head > limits.max_header_bytes:
-                self._too_large(self._received_in_head)  # a head still incomplete after this many bytes
-
-        def send_400_response(self, msg: str) -> None:
-            # uvicorn's own answer is plain text with no request id; this one is the gateway's error body
-            self._refuse(400, "The request is not valid HTTP/1.1 and could not be read.")
-
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._head_size = 0
-            self._url_size = 0
-            if self._deadline is None:  # a later request on a keep-alive connection
-                self._arm(limits.header_timeout_s, "head")
-
-        def on_url(self, url: bytes) -> None:
-            self._head_size += len(url)
-            self._url_size += len(url)
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._head_size += len(name) + len(value) + 4
-            super().on_header(name, value)
-
-        def on_headers_complete(self) -> None:
-            self._in_head = False
-            self._received_in_head = 0
-            if self._head_size > limits.max_header_bytes:
-                self._too_large(self._head_size)  # a whole head that arrived at once
-            if self._refused:
-                return
-            self._arm(limits.body_timeout_s, "body")
-            before = self.cycle
-            super().on_headers_complete()
-            if self.cycle is not before and self.cycle.keep_alive:  # a new request that may keep the connection
-                self.cycle.keep_alive = False  # until its body is whole: an answer before then closes it
-                self._keep_alive_held = True
-
-        def on_body(self, body: bytes) -> None:
-            if not self._refused:
-                super().on_body(body)
-
-        def on_message_complete(self) -> None:
-            if self._refused:
-                return
-            self._disarm()
-            self._in_head = True
-            if self._keep_alive_held and not self.cycle.response_started:  # whole before any answer
-                self.cycle.keep_alive = True
-            self._keep_alive_held = False
-            super().on_message_complete()
-
+    GuardedHttpToolsProtocol.limits = limits
     return GuardedHttpToolsProtocol
