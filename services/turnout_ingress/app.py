@@ -89,6 +89,41 @@ def create_app(
     rows = (  # door-refusal rows (`turnout_ingress.guard.refusal_writer`); None: not stored
         RefusalWriter(redis, max_len=refusals_max, registry=state.metrics.registry) if refusals_max > 0 else None
     )
+    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
+    app = IngressApp(
+        title="Turnout",
+        version="0.1.0",
+        lifespan=_lifespan(state, rows, persistence_check),
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+    )
+    app.state.turnout = state
+    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler(), rows)  # made visible
+    errors.install(app)
+    app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
+    ops_routes.install(app, state)
+    admin.install(app, state)
+    observability.install(app, state)
+    front_door.install(app, state)  # every surface: chat completions, messages, responses, ...
+    messages_routes.install(app, state)  # the rest of the Anthropic surface
+    responses_routes.install(app, state)  # stored Responses: GET, DELETE, input_items
+    ui.install(app, state)
+    _install_models_and_health(app, state)
+    _hot_routes_first(app)
+    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
+        app.serve_hot(RouteCounts(state.metrics))
+    return app
+
+
+def _lifespan(
+    state: IngressState,
+    rows: RefusalWriter | None,
+    persistence_check: Callable[[], Awaitable[object]] | None,
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: starts the queue, the fleet view, the limiter, the runtime (a sealed-keys
+    refusal sets `keys_refused` and raises `SealedKeysRefused`), the refusal `rows` writer and the
+    later AOF check; on shutdown drains and stops them and closes both Redis clients."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -96,7 +131,7 @@ def create_app(
         state.fleet.start()
         state.limiter.start()
         try:
-            await state.runtime.start(listen_redis, bootstrap=True)
+            await state.runtime.start(state.listen_redis, bootstrap=True)
         except SealedKeysRefused:  # logged; the CLI exits with EXIT_SEALED_KEYS
             state.keys_refused = True
             raise
@@ -117,24 +152,15 @@ def create_app(
             await state.runtime.stop()
             if rows is not None:
                 await rows.stop()
-            await redis.aclose()
-            await listen_redis.aclose()
+            await state.redis.aclose()
+            await state.listen_redis.aclose()
 
-    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
-    app = IngressApp(
-        title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
-    )
-    app.state.turnout = state
-    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler(), rows)  # made visible
-    errors.install(app)
-    app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
-    ops_routes.install(app, state)
-    admin.install(app, state)
-    observability.install(app, state)
-    front_door.install(app, state)  # every surface: chat completions, messages, responses, ...
-    messages_routes.install(app, state)  # the rest of the Anthropic surface
-    responses_routes.install(app, state)  # stored Responses: GET, DELETE, input_items
-    ui.install(app, state)
+    return lifespan
+
+
+def _install_models_and_health(app: FastAPI, state: IngressState) -> None:
+    """The models list and one model (OpenAI's shape, or Anthropic's for an Anthropic SDK), and the
+    liveness and readiness probes (503 while draining or with Redis unreachable)."""
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -158,16 +184,11 @@ def create_app(
     async def readiness() -> Response:
         if state.draining:
             return errors.error_response(503, "draining", error_type="service_unavailable", code="draining")
-        if not await answers(redis, 0.5):
+        if not await answers(state.redis, 0.5):
             return errors.error_response(
                 503, "Redis is unreachable.", error_type="service_unavailable", code="redis_unavailable"
             )
         return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
-
-    _hot_routes_first(app)
-    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
-        app.serve_hot(RouteCounts(state.metrics))
-    return app
 
 
 def _hot_routes_first(app: FastAPI) -> None:
