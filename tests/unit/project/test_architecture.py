@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 LIB = ROOT / "libs" / "turnout"
 SERVICES = ("turnout_ingress", "turnout_worker", "turnout_sim", "turnout_cli")
 WEB = ("fastapi", "starlette", "uvicorn")
@@ -218,3 +218,14 @@ def test_an_ingress_group_imports_nothing_on_its_own(group: str) -> None:
     module, e.g. `errors`, may use one without a cycle through the group's package)."""
     tree = ast.parse((INGRESS / group / "__init__.py").read_text())
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)]
+
+
+def test_the_unit_test_folders_mirror_the_source_packages() -> None:
+    """`tests/unit/<x>/` tests the source package `<x>`: a package of the library, a service (named
+    without `turnout_`) or the client; `project` checks the whole tree, `bench` the benchmarks'
+    helpers. Tests of the library's top-level modules sit in `tests/unit/` itself."""
+    packages = {p.name for p in LIB.iterdir() if (p / "__init__.py").exists()}
+    services = {s.removeprefix("turnout_") for s in SERVICES}
+    unit = ROOT / "tests" / "unit"
+    folders = {p.name for p in unit.iterdir() if p.is_dir() and any(p.glob("test_*.py"))}
+    assert folders - (packages | services | {"client", "project", "bench"}) == set()

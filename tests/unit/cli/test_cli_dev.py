@@ -15,7 +15,7 @@ from turnout.config import parse_config
 from turnout_cli.dev import DEMO_CONFIG, DEMO_KEY, _banner, _wait_redis
 from turnout_cli.main import build_parser
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_procfile_demo_catalog_is_turnout_devs() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEST_DIRS = sorted(
     str(d.relative_to(ROOT))
     for d in (ROOT / "tests").rglob("*")

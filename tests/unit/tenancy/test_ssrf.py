@@ -30,7 +30,7 @@ from turnout.tenancy.ssrf import (
     refused_addresses,
 )
 
-HOSTILE_FILE = Path(__file__).resolve().parents[1] / "data" / "hostile_urls.txt"
+HOSTILE_FILE = Path(__file__).resolve().parents[2] / "data" / "hostile_urls.txt"
 HOSTILE = [
     line.strip()
     for line in HOSTILE_FILE.read_text(encoding="utf-8").splitlines()
