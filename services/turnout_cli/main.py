@@ -58,9 +58,9 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
     from turnout.config import load_config
     from turnout.observability.jsonlog import configure_logging
-    from turnout_ingress import fd_budget
     from turnout_ingress.app import create_app
-    from turnout_ingress.http_guard import GuardLimits, guarded_protocol
+    from turnout_ingress.guard import fd_budget
+    from turnout_ingress.guard.http import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)

@@ -81,7 +81,7 @@ END_FRAME: Final = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 def error_event(message: str, code: str, error_type: str | None = None) -> bytes:
     """The final `error` event of a broken native stream: the provider's error type when it
     sent one, else `timeout_error` for a stall (`stream_stalled`) and `api_error` otherwise
-    (the types the ingress gives a translated stream's end, `turnout_ingress.messages_events`)."""
+    (the types the ingress gives a translated stream's end, `turnout_ingress.surfaces.messages.events`)."""
     etype = error_type or ("timeout_error" if code == "stream_stalled" else "api_error")
     data = {"type": "error", "error": {"type": etype, "message": message}}
     return b"event: error\ndata: " + _encode.encode(data) + b"\n\n"

@@ -5,7 +5,7 @@ Owns: the request and response translations an Anthropic upstream needs
 `message` -> OpenAI `chat.completion`), the stop-reason and usage tables,
 and the constants of the wire (version header, default `max_tokens`). The
 streaming translation lives in `anthropic_events`; the client-facing
-direction (Anthropic clients) in the ingress (`turnout_ingress.messages_wire`).
+direction (Anthropic clients) in the ingress (`turnout_ingress.surfaces.messages.wire`).
 Must not import: httpx, services, FastAPI, arq; no I/O, no clock (times are
 passed in).
 
