@@ -16,6 +16,7 @@ SERVED = {
     "x-turnout-fallback": "1",
     "x-turnout-reroute": "0",
     "x-turnout-byok-fallback": "1",
+    "x-turnout-plan-fallback": "1",
     "x-turnout-strategy": "cost",
     "x-turnout-idempotent-replay": "1",
 }
@@ -32,8 +33,11 @@ def test_every_header_is_read() -> None:
         fallback=True,
         reroute=False,
         byok_fallback=True,
+        plan_fallback=True,
         strategy="cost",
         idempotent_replay=True,
+        exhausted_answer=None,
+        attempt_summary=None,
         should_retry=None,
         retry_after_s=None,
         requested_model="demo-gpt",
@@ -50,6 +54,8 @@ def test_every_header_is_read() -> None:
         (429, {"x-turnout-attempts": "2", "x-should-retry": "true", "retry-after": "3"}, True),
         (503, {"x-turnout-attempts": "0", "retry-after": "5"}, True),
         (503, {"x-should-retry": "false", "retry-after": "1"}, False),
+        (500, {"x-turnout-attempts": "3", "x-turnout-exhausted-answer": "last"}, True),
+        (400, {"x-turnout-attempts": "2", "x-turnout-exhausted-answer": "original"}, True),
         (400, {"x-turnout-attempts": "1"}, False),
         (401, {}, False),
     ],
@@ -59,12 +65,27 @@ def test_every_header_is_read() -> None:
         "all-rate-limited",
         "circuit-open",
         "queue-full-no-attempts",
+        "exhausted-answer-last",
+        "exhausted-answer-original",
         "terminal-4xx",
         "unauthenticated",
     ],
 )
 def test_chain_exhausted_only_after_the_attempt_loop(status: int, headers: dict[str, str], exhausted: bool) -> None:
     assert parse_routing(status, httpx.Headers(headers)).chain_exhausted is exhausted
+
+
+def test_plan_fallback_and_the_exhausted_answer_are_read() -> None:
+    headers = {
+        "x-turnout-attempts": "2",
+        "x-turnout-plan-fallback": "0",
+        "x-turnout-exhausted-answer": "last",
+        "x-turnout-attempt-summary": "1 pa/m1 500 server 12ms, 2 pb/m2 500 server 9ms",
+    }
+    event = parse_routing(500, httpx.Headers(headers))
+    assert (event.plan_fallback, event.exhausted_answer) == (False, "last")
+    assert event.attempt_summary == headers["x-turnout-attempt-summary"]
+    assert parse_routing(200, httpx.Headers({"x-turnout-plan-fallback": "1"})).as_attributes()["turnout.plan_fallback"]
 
 
 def test_circuit_open_before_any_attempt_is_exhausted_too() -> None:
