@@ -17,48 +17,19 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from support.gateway import Gateway, start_gateway
-from support.procs import Fleet, require_redis
+from support.client_fleet import KEY, client_fleet
+from support.gateway import Gateway
 from turnout_client import GatewayRouting, gateway_http_client, http_package, routing_of, span_hook
 
 pytestmark = pytest.mark.integration
 
-KEY = "tk-test-client-helper-001"
 MESSAGES: Any = [{"role": "user", "content": "hello there"}]
-
-CONFIG = """\
-providers:
-  sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
-  sim-b: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-b}}
-models:
-  ok:           {{offers: [{{provider: sim-a, model: ch-ok}}]}}
-  down-primary:
-    order: priority
-    offers: [{{provider: sim-a, model: "ch-dp-a~503"}}, {{provider: sim-b, model: ch-dp-b}}]
-  all-fail:
-    order: priority
-    offers: [{{provider: sim-a, model: "ch-af-a~503"}}, {{provider: sim-b, model: "ch-af-b~500"}}]
-policy:
-  retry: {{base_ms: 250, max_ms: 1000}}
-breaker: {{consecutive_failures: 1000, sole_consecutive_failures: 1000, failure_rate: 1.0, sole_failure_rate: 1.0}}
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
 
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
-    """Its own fleet: these tests count simulator calls and must not share targets (or breakers)."""
-    require_redis()
-    fleet = Fleet()
-    try:
-        gw = start_gateway(fleet, CONFIG, key=KEY)
-        yield gw
-        gw.close()
-    finally:
-        fleet.stop_all()
+    """Its own fleet (`support.client_fleet`)."""
+    yield from client_fleet()
 
 
 def _openai(gw: Gateway, events: list[GatewayRouting], **options: Any) -> openai.OpenAI:
