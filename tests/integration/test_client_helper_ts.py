@@ -36,7 +36,8 @@ NODE_TIMEOUT_S = 90
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
-    """Its own fleet (`support.client_fleet`)."""
+    """Its own fleet (`support.client_fleet`), once the packages are known to be installed."""
+    _require_install()
     yield from client_fleet()
 
 
@@ -59,7 +60,6 @@ def _summary(tap: str, name: str) -> int:
 
 
 def test_typescript_helper_passes_its_node_tests_against_the_fleet(gateway: Gateway) -> None:
-    _require_install()
     build = subprocess.run(
         [str(TSC), "-p", "tsconfig.test.json"], cwd=PACKAGE, capture_output=True, text=True, timeout=NODE_TIMEOUT_S
     )
