@@ -3,11 +3,13 @@
 
 This test starts the fleet of `support.client_fleet` (the Python helper's), compiles the
 package and its tests with `tsc`, and runs them with `node --test`, giving the fleet's
-addresses in `TURNOUT_TEST_BASE_URL`, `TURNOUT_TEST_SIM_URL` and `TURNOUT_TEST_KEY`. The
-node tests are the Python helper's: header parsing (`test/routing.test.ts`), the fetch
-wrapper under both SDKs against a mock gateway (`test/fetch.test.ts`), and routing events on
-plain and streamed answers, the client-side chain after an exhausted gateway chain, and one
-Idempotency-Key across an SDK retry against this fleet (`test/fleet.test.ts`).
+addresses in `TURNOUT_TEST_BASE_URL` and `TURNOUT_TEST_SIM_URL` and its keys in
+`TURNOUT_TEST_KEY` and `TURNOUT_TEST_KEY_LAST`. The node tests are the Python helper's:
+header parsing from the shared case table (`test/routing.test.ts`), the fetch wrapper under
+both SDKs against a mock gateway (`test/fetch.test.ts`), and, against this fleet, routing
+events on plain and streamed answers, the client-side chain after an exhausted gateway chain
+(502, and an exhausted answer in the upstream's own status), and one Idempotency-Key across
+an SDK retry (`test/fleet.test.ts`).
 
 `scripts/ts-client` installs the packages (`npm ci`); without node the test skips saying so,
 and in CI (`CI=true`) a missing install with node present is a failure.
@@ -24,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from support.client_fleet import KEY, client_fleet
+from support.client_fleet import KEY, KEY_LAST, client_fleet
 from support.gateway import Gateway
 
 pytestmark = pytest.mark.integration
@@ -72,6 +74,7 @@ def test_typescript_helper_passes_its_node_tests_against_the_fleet(gateway: Gate
         "TURNOUT_TEST_BASE_URL": gateway.base_url,
         "TURNOUT_TEST_SIM_URL": gateway.sim_url,
         "TURNOUT_TEST_KEY": KEY,
+        "TURNOUT_TEST_KEY_LAST": KEY_LAST,
     }
     run = subprocess.run(
         ["node", "--test", "--test-reporter=tap", "build/test/"],

@@ -3,7 +3,8 @@ TypeScript: tests/integration/test_client_helper_ts.py, whose node tests in
 clients/typescript/test/fleet.test.ts name the same models).
 
 Models: `ok` (served by sim-a), `down-primary` (its first offer answers 503, its second
-serves: a fallback), `all-fail` (both offers fail: the gateway's chain is exhausted, 502).
+serves: a fallback), `all-fail` (both offers fail: the gateway's chain is exhausted, 502;
+500 for `KEY_LAST`).
 The breaker never opens, so every test sees the same attempts.
 """
 
@@ -14,6 +15,9 @@ from collections.abc import Iterator
 from support.gateway import Gateway, running_gateway
 
 KEY = "tk-test-client-helper-001"
+KEY_LAST = "tk-test-client-helper-last"
+"""A key whose policy answers an exhausted plan with the last attempt's own error
+(`fallback.on_exhausted: last`): `all-fail` then answers 500, not 502."""
 
 CONFIG = """\
 providers:
@@ -34,11 +38,12 @@ orgs:
   acme:
     keys:
       - {{name: main, key: {key}}}
+      - {{name: last, key: {key_last}, settings: {{policy: {{fallback: {{on_exhausted: last}}}}}}}}
 """
 
 
 def client_fleet() -> Iterator[Gateway]:
     """Its own fleet (redis-server, simulator, ingress, one worker): the tests count simulator
     calls and must not share targets (or breakers). For a module-scoped fixture."""
-    with running_gateway(CONFIG, key=KEY) as gateway:
+    with running_gateway(CONFIG, key=KEY, key_last=KEY_LAST) as gateway:
         yield gateway

@@ -1,10 +1,11 @@
 // gatewayFetch with the official `openai` and `@anthropic-ai/sdk` packages against a REAL
 // fleet (redis, simulator, ingress, worker), started by
 // tests/integration/test_client_helper_ts.py, which passes its addresses in
-// TURNOUT_TEST_BASE_URL, TURNOUT_TEST_SIM_URL and TURNOUT_TEST_KEY (the suite skips
-// without them). The Python helper's tests/integration/test_client_helper.py, same cases:
-// routing events on plain and streamed answers, the client-side model chain after an
-// exhausted gateway chain, one Idempotency-Key across an SDK retry.
+// TURNOUT_TEST_BASE_URL and TURNOUT_TEST_SIM_URL and its keys in TURNOUT_TEST_KEY and
+// TURNOUT_TEST_KEY_LAST (the suite skips without them). The Python helper's
+// tests/integration/test_client_helper.py, same cases: routing events on plain and streamed
+// answers, the client-side model chain after an exhausted gateway chain, one
+// Idempotency-Key across an SDK retry.
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
@@ -16,6 +17,8 @@ import { type Fetch, gatewayFetch, type GatewayFetchOptions, type GatewayRouting
 const BASE_URL = process.env["TURNOUT_TEST_BASE_URL"];
 const SIM_URL = process.env["TURNOUT_TEST_SIM_URL"];
 const KEY = process.env["TURNOUT_TEST_KEY"] ?? "";
+/** A key whose policy answers an exhausted plan with the last attempt's own error (`on_exhausted: last`). */
+const KEY_LAST = process.env["TURNOUT_TEST_KEY_LAST"] ?? "";
 const SKIP = BASE_URL === undefined || SIM_URL === undefined
   ? "no fleet: TURNOUT_TEST_BASE_URL / TURNOUT_TEST_SIM_URL unset (tests/integration/test_client_helper_ts.py starts one)"
   : false;
@@ -27,9 +30,9 @@ async function simLog(model: string): Promise<unknown[]> {
   return (await response.json()) as unknown[];
 }
 
-function openai(events: GatewayRouting[], options: GatewayFetchOptions = {}): OpenAI {
+function openai(events: GatewayRouting[], options: GatewayFetchOptions = {}, apiKey = KEY): OpenAI {
   const fetch = gatewayFetch({ onRouting: (e) => events.push(e), ...options });
-  return new OpenAI({ baseURL: `${BASE_URL}/v1`, apiKey: KEY, fetch, maxRetries: 2 });
+  return new OpenAI({ baseURL: `${BASE_URL}/v1`, apiKey, fetch, maxRetries: 2 });
 }
 
 describe("gatewayFetch against a real fleet", { skip: SKIP }, () => {
@@ -68,6 +71,17 @@ describe("gatewayFetch against a real fleet", { skip: SKIP }, () => {
     assert.deepEqual([served?.status, served?.provider, served?.requestedModel, served?.chainIndex], [200, "sim-a", "ok", 1]);
     // all-fail was sent once: its upstream calls are the gateway's own attempts, no SDK retry on top
     assert.equal((await upstreamCalls()) - before, first?.attempts);
+  });
+
+  it("moves the client-side chain on an exhausted answer in the upstream's own status", async () => {
+    const events: GatewayRouting[] = [];
+    const answer = await openai(events, { modelChain: { "all-fail": ["ok"] } }, KEY_LAST).chat.completions
+      .create({ model: "all-fail", messages: MESSAGES });
+    assert.ok(answer.choices[0]?.message.content);
+    const [first, served] = events;
+    assert.deepEqual([first?.status, first?.exhaustedAnswer, first?.shouldRetry, first?.chainExhausted], [500, "last", false, true]);
+    assert.ok(first?.attemptSummary?.includes("ch-af-b~500 500"), first?.attemptSummary ?? "no summary");
+    assert.deepEqual([served?.status, served?.requestedModel, served?.chainIndex], [200, "ok", 1]);
   });
 
   it("replays an SDK retry after a lost answer instead of paying twice", async () => {
