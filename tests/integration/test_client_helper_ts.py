@@ -86,5 +86,5 @@ def test_typescript_helper_passes_its_node_tests_against_the_fleet(gateway: Gate
     )
     failed = "\n".join(line for line in run.stdout.splitlines() if line.lstrip().startswith("not ok"))
     assert run.returncode == 0, f"node tests failed:\n{failed}\n{run.stdout[-8000:]}{run.stderr[-2000:]}"
-    assert _summary(run.stdout, "fail") == 0 and _summary(run.stdout, "skipped") == 0, run.stdout[-2000:]
-    assert _summary(run.stdout, "pass") >= 30, run.stdout[-2000:]
+    assert _summary(run.stdout, "fail") == 0 and "# SKIP" not in run.stdout, run.stdout[-2000:]  # the fleet suite ran
+    assert _summary(run.stdout, "pass") >= 39, run.stdout[-2000:]
