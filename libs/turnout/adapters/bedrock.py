@@ -185,6 +185,43 @@ def _no_credentials(reason: str) -> AttemptResult:
     )
 
 
+def signed_request(
+    client: httpx.AsyncClient, spec: CallSpec, path: str, body: bytes, *, accept: str = "application/json"
+) -> httpx.Request | AttemptResult:
+    """`POST {spec.base_url}{path}` of `body` signed with SigV4 for `spec.region` with the call's
+    credentials (`credentials_for(spec.api_key)`), or a 401-like failure without a call when there
+    are none. Signed headers: `content-type`, `accept`, `host`, `x-amz-date` (and
+    `x-amz-security-token`); the request id goes in `x-request-id` (unsigned)."""
+    try:
+        credentials = credentials_for(spec.api_key)
+    except (NoAwsCredentials, ValueError) as exc:
+        return _no_credentials(str(exc))
+    url = str(endpoint_url(spec.base_url, path))
+    unsigned = [("content-type", "application/json"), ("accept", accept)]
+    headers = signed_headers(url, body, unsigned, credentials, spec.region or "")
+    return post_request(client, spec.base_url, path, [*headers, ("x-request-id", spec.request_id)], body)
+
+
+COUNTED_FIELDS: Final = ("messages", "system", "toolConfig", "additionalModelRequestFields")
+"""The Converse request fields `CountTokens` reads (its `ConverseTokensRequest`)."""
+
+
+def count_tokens_call(model: str, request: dict[str, Any]) -> tuple[str, bytes]:
+    """(path under the provider's `base_url`, JSON body) of Bedrock's `CountTokens` of an OpenAI
+    chat `request` for `model`: `POST /model/{modelId}/count-tokens` (the id encoded as
+    `converse_path` encodes it) with `{"input": {"converse": {...}}}`, the Converse request's
+    `COUNTED_FIELDS`; answered `{"inputTokens": N}`. Sent signed (`signed_request`). Pure.
+    Source: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CountTokens.html.
+
+    Raises:
+        WireError: the request cannot be expressed in Converse.
+    """
+    translated = to_converse_request(request)
+    converse = {k: translated[k] for k in COUNTED_FIELDS if k in translated}
+    path = converse_path(model, stream=False).removesuffix("/converse") + "/count-tokens"
+    return path, _encode.encode({"input": {"converse": converse}})
+
+
 class BedrockConverse:
     """The `ApiFamily` of Amazon Bedrock's Converse / ConverseStream APIs."""
 
@@ -211,28 +248,16 @@ class BedrockConverse:
     def build_request(
         self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
     ) -> httpx.Request | AttemptResult:
-        """`POST {base_url}/model/{modelId}/converse[-stream]`, signed for `spec.region`; a request
+        """`POST {base_url}/model/{modelId}/converse[-stream]` (`signed_request`); a request
         Converse cannot express is a 400 without a call, and so is one without credentials (401);
-        see `ApiFamily`.
-
-        Signed headers: `content-type`, `host`, `x-amz-date` (and `x-amz-security-token`); the
-        request id goes in `x-request-id` (unsigned).
-        """
+        see `ApiFamily`."""
         try:
             body = _encode.encode(to_converse_request(_decode.decode(spec.body)))
         except (WireError, msgspec.DecodeError) as exc:
             message = f"{exc.message} (param: {exc.param})" if isinstance(exc, WireError) else "the body is not JSON"
             return AttemptResult(outcome=Outcome(status=400, error_type="invalid_request_error", message=message))
-        try:
-            credentials = credentials_for(spec.api_key)
-        except (NoAwsCredentials, ValueError) as exc:
-            return _no_credentials(str(exc))
-        path = converse_path(spec.target.model, stream=stream)
-        url = str(endpoint_url(spec.base_url, path))
         accept = EVENT_STREAM if stream else "application/json"
-        unsigned = [("content-type", "application/json"), ("accept", accept)]
-        headers = signed_headers(url, body, unsigned, credentials, spec.region or "")
-        return post_request(client, spec.base_url, path, [*headers, ("x-request-id", spec.request_id)], body)
+        return signed_request(client, spec, converse_path(spec.target.model, stream=stream), body, accept=accept)
 
     def read_outcome(
         self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False
