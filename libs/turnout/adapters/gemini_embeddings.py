@@ -22,10 +22,10 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import untranslatable
 from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Usage
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GeminiChat, json_request, read_google_body
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import Native
 from turnout.core.types import Outcome
 

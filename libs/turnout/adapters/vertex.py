@@ -34,7 +34,7 @@ import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
 
-from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_message, untranslatable
+from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_message
 from turnout.adapters.anthropic_chat import translated_events as anthropic_events
 from turnout.adapters.anthropic_events import ChunkTranslator
 from turnout.adapters.anthropic_wire import count_tokens_body, to_anthropic_request
@@ -44,6 +44,7 @@ from turnout.adapters.gemini import GeminiChat, json_request, model_path, outcom
 from turnout.adapters.gemini_wire import to_gemini_request
 from turnout.adapters.google_errors import google_error_outcome
 from turnout.adapters.sse import event_batches
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import Native
 
 _decode = msgspec.json.Decoder()

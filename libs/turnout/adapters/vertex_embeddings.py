@@ -24,11 +24,11 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import untranslatable
 from turnout.adapters.base import AttemptResult, CallSpec, Usage
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import json_request, read_google_body
 from turnout.adapters.gemini_embeddings import GeminiEmbeddings, embeddings_list, texts_of
+from turnout.adapters.translated import untranslatable
 from turnout.adapters.vertex import publisher_prefix
 from turnout.core.types import Outcome
 
