@@ -74,8 +74,12 @@ def test_the_google_kinds_take_their_fields() -> None:
             "project: my-proj, location: us-central1, credentials_file: relative/sa.json",
             "providers.vertex.credentials_file: an absolute path",
         ),
+        (
+            "project: my-proj, location: europe-west4, credentials_file: /sa.json",
+            "providers.vertex.location: 'europe-west4' is not the location of base_url",
+        ),
     ],
-    ids=["project", "location", "credentials_file", "bad-project", "bad-location", "relative-file"],
+    ids=["project", "location", "credentials_file", "bad-project", "bad-location", "relative-file", "other-location"],
 )
 def test_a_vertex_provider_without_a_valid_field_is_refused_naming_it(vertex: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
@@ -124,7 +128,7 @@ def test_the_stored_catalog_keeps_the_fields_and_a_changed_one_is_a_new_catalog(
     }
     assert set(stored["gemini"]) == {"kind", "base_url", "key"}  # defaults omitted
     assert same_catalog(doc, config)
-    moved = _config(VERTEX.replace("us-central1", "europe-west4"))
+    moved = _config(VERTEX.replace("us-central1", "europe-west4"), text=TEXT.replace("us-central1", "europe-west4"))
     assert not same_catalog(doc, moved) and file_digest(moved) != file_digest(config)
     assert config_of(doc, config, {}, vault).raw.providers["vertex"] == config.raw.providers["vertex"]
 

@@ -31,7 +31,7 @@ from turnout.core.types import Outcome
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
-TEXT_ONLY: Final = "Gemini providers embed text only: `input` must be a string or an array of strings."
+TEXT_ONLY: Final = "Gemini and Vertex AI providers embed text only: `input` must be a string or an array of strings."
 
 
 def texts_of(request: dict[str, Any]) -> list[str]:

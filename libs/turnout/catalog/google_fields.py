@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Final
+from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError
 
@@ -27,6 +28,8 @@ PROJECT: Final = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[0-9
 """A Google Cloud project id (`my-proj`, `example.com:my-proj`) or project number."""
 LOCATION: Final = re.compile(r"[a-z]+(?:-[a-z]+[0-9]*)*")
 """A Vertex AI location (`us-central1`, `europe-west4`, `global`)."""
+REGIONAL_HOST: Final = "-aiplatform.googleapis.com"
+"""A Vertex AI regional endpoint's host is `{location}` followed by this (its location must be the provider's)."""
 _VERSIONED: Final = re.compile(r"/v1(?:beta[0-9]*)?(?:/|$)")
 
 
@@ -75,6 +78,11 @@ def check_google_fields(
         raise ConfigError(f"{path}.project: {project!r} is not a Google Cloud project id such as my-proj")
     if not LOCATION.fullmatch(location):
         raise ConfigError(f"{path}.location: {location!r} is not a Vertex AI location such as us-central1")
+    host = urlsplit(base_url).hostname or ""
+    if host.endswith(REGIONAL_HOST) and host.removesuffix(REGIONAL_HOST) != location:
+        raise ConfigError(  # Vertex AI answers a location other than its endpoint's with a 400
+            f"{path}.location: {location!r} is not the location of base_url ({host.removesuffix(REGIONAL_HOST)})"
+        )
     assert credentials_file is not None
     if not credentials_file.startswith("/") or any(ord(c) < 0x20 for c in credentials_file):
         raise ConfigError(  # each process reads it from its own disk: a relative path depends on where it started

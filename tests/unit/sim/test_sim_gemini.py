@@ -332,3 +332,19 @@ async def test_claude_on_vertex_ai_counts_tokens_by_raw_predict(sim_url: str) ->
     assert unversioned.status_code == 400 and anonymous.status_code == 401
     assert gemini_form.status_code == 400 and "generateContentRequest" in gemini_form.json()["error"]["message"]
     assert logged == []
+
+
+def test_turnout_sim_writes_a_key_file_whose_token_endpoint_is_the_simulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README "Providers: Gemini and Vertex AI": the key file a `vertex` provider on the simulator needs."""
+    from turnout.catalog.google_fields import check_credentials_file
+    from turnout_cli.main import main
+
+    path = tmp_path / "sa.json"
+    assert main(["sim", "--port", "9199", "--write-key-file", str(path)]) == 0
+    info = json.loads(path.read_text())
+    assert info["type"] == "service_account" and info["token_uri"] == "http://127.0.0.1:9199/token"
+    assert info["private_key"].startswith("-----BEGIN PRIVATE KEY-----") and path.stat().st_mode & 0o077 == 0
+    check_credentials_file("providers.vertex.credentials_file", str(path))  # what `turnout config check` reads
+    assert "token_uri http://127.0.0.1:9199/token" in capsys.readouterr().out
