@@ -185,6 +185,17 @@ def test_the_admin_cli_sends_the_vertex_fields_and_knows_every_kind() -> None:
     assert set(KINDS) == set(get_args(ProviderKind))
 
 
+def test_a_worker_names_each_vertex_key_file_it_cannot_use(tmp_path: Path) -> None:
+    from turnout.catalog.google_fields import unusable_key_files
+
+    key = write_key_file(tmp_path / "sa.json", "https://oauth2.googleapis.com/token")
+    assert unusable_key_files(_config(VERTEX.replace("/secrets/sa.json", str(key))).raw.providers) == []
+    missing = tmp_path / "missing.json"
+    assert unusable_key_files(_config(VERTEX.replace("/secrets/sa.json", str(missing))).raw.providers) == [
+        f"providers.vertex.credentials_file: {missing}: cannot be read (FileNotFoundError)"
+    ]
+
+
 def test_config_check_names_an_unreadable_or_invalid_credentials_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

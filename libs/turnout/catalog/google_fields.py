@@ -4,7 +4,8 @@ Owns: `check_google_fields`, the write-time rules of a provider's `project`, `lo
 `credentials_file` (required for `vertex`, refused on every other kind) and of a Google
 provider's `base_url` (its API root: the family adds `/v1beta/models/...` or
 `/v1/projects/...` itself), and `check_credentials_file`, which `turnout config check` runs to
-name an unreadable or invalid service-account file (README "Providers: Gemini and Vertex AI").
+name an unreadable or invalid service-account file (README "Providers: Gemini and Vertex AI"),
+and `unusable_key_files`, which a worker logs at start and at each catalog change.
 Must not import: services, FastAPI, arq, httpx.
 
 Sources: https://cloud.google.com/resource-manager/docs/creating-managing-projects (project
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError
@@ -120,3 +122,22 @@ def check_credentials_file(path: str, credentials_file: str) -> None:
     missing = [k for k in REQUIRED_KEYS if not isinstance(info.get(k), str) or not info.get(k)]
     if missing:
         raise ConfigError(f"{path}: {credentials_file}: the service-account key file lacks {', '.join(missing)}")
+
+
+def unusable_key_files(providers: Mapping[str, Any]) -> list[str]:
+    """Why each `vertex` provider's service-account file cannot be used on this host, one
+    `check_credentials_file` message per such provider (`providers.<name>.credentials_file: ...`),
+    in name order; [] when every one can (I/O: reads the files).
+
+    Args:
+        providers: provider name -> its configuration (`kind`, `credentials_file`).
+    """
+    found: list[str] = []
+    for name in sorted(providers):
+        provider = providers[name]
+        if getattr(provider, "kind", None) == "vertex" and getattr(provider, "credentials_file", None):
+            try:
+                check_credentials_file(f"providers.{name}.credentials_file", provider.credentials_file)
+            except ConfigError as exc:
+                found.append(str(exc))
+    return found
