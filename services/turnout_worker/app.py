@@ -20,6 +20,7 @@ from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout.answer import answer_of, error_body
+from turnout.catalog.google_fields import unusable_key_files
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
 from turnout.core.liveness import may_run
@@ -72,6 +73,13 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
     return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=worker.paused)
 
 
+def _warn_unusable_key_files(config: Config) -> None:
+    """Log a warning per `vertex` provider whose service-account file this worker cannot use
+    (`unusable_key_files`): its calls fail as that provider's credential failures until it can."""
+    for reason in unusable_key_files(config.raw.providers):
+        log.warning("%s: this worker's calls to the provider fail as auth failures until it can be used", reason)
+
+
 async def startup(ctx: dict[str, Any]) -> None:
     """Startup hook (arq's signature, `turnout_worker.runner`): build the runtime (`worker_runtime`).
 
@@ -88,6 +96,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     runtime = worker_runtime(config, ctx["redis"], settings, ctx["worker"])
     obs = observe.WorkerObservability(runtime.obs, settings)
     await runtime.start(ctx["redis"], bootstrap=False)
+    live = runtime.catalog_watch.live
+    live.on_swap(lambda swapped, _catalog: _warn_unusable_key_files(swapped))
+    _warn_unusable_key_files(live.config)
     ctx["turnout"] = WorkerServices(config, runtime, obs)
     obs.start()
     if ctx.get("freeze_heap"):  # set by the process entry point (`run`)

@@ -68,6 +68,7 @@ from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import MESSAGES, Native
 from turnout.core.types import Outcome, TransportError
 
@@ -124,17 +125,6 @@ def native_request(client: httpx.AsyncClient, spec: CallSpec, native: Native, *,
     if stream:
         headers.append(("accept", "text/event-stream"))
     return post_request(client, spec.base_url, MESSAGES_PATH, headers, spec.body)
-
-
-def untranslatable(exc: WireError) -> AttemptResult:
-    """The outcome of a request Anthropic cannot express: a 400 without a call."""
-    return AttemptResult(
-        outcome=Outcome(
-            status=400,
-            error_type="invalid_request_error",
-            message=f"{exc.message} (param: {exc.param})",
-        )
-    )
 
 
 def outcome_of_message(

@@ -1,15 +1,15 @@
 """`POST /v1/messages/count_tokens`: Anthropic's token count, from the provider or estimated.
 
 Owns: counting a Messages body's input tokens. When an offer of the model
-is served by an `anthropic` provider with a key the caller's `key_mode` lets
-it use (`turnout.tenancy.byok.resolve_call`, as its model calls choose: its
+is served by a provider whose API counts tokens (`turnout.adapters.token_counts`:
+`anthropic`, `gemini`, `vertex`, `bedrock`) with a credential the caller's `key_mode`
+lets it use (`turnout.tenancy.byok.resolve_call`, as its model calls choose: its
 own key, the platform key, or none — an `own_only` key with a key of its own
 for the model never reaches the platform key; a tenant custom endpoint is
-never asked), that provider's
-own `POST {base_url}/v1/messages/count_tokens` answers, and for a `gemini`
-provider the Gemini API's `POST {base_url}/v1beta/models/{model}:countTokens`
-(`{"totalTokens": N}`; the body translated as a chat request to that
-provider would be: `turnout.adapters.gemini.count_tokens_call`) — offers in
+never asked), that provider's own count answers (the Anthropic API's
+count_tokens; Gemini's and Vertex AI's `countTokens`, Claude on Vertex AI's
+`count-tokens:rawPredict`; Bedrock's `CountTokens`; the body translated as a
+chat request to that provider would be, by the family's module) — offers in
 plan order; the first that answers wins. Otherwise — no such offer, or none
 answered within `UPSTREAM_TIMEOUT_S` — the count is an estimate: one token
 per `CHARS_PER_TOKEN` characters of the text the model would read (system
@@ -27,10 +27,8 @@ import json
 import math
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
-from turnout.adapters.anthropic_wire import ANTHROPIC_VERSION, MESSAGES_PATH
-from turnout.adapters.gemini import count_tokens_call
+from turnout.adapters.chat_parts import WireError
+from turnout.adapters.token_counts import COUNTING_KINDS, count_spec, provider_count
 from turnout.tenancy.byok import resolve_call
 from turnout.tenancy.identity import Identity
 from turnout_ingress.surfaces.messages.wire import to_openai_request
@@ -44,9 +42,6 @@ CHARS_PER_TOKEN = 4
 """Characters per token of the estimate (English prose averages about four)."""
 UPSTREAM_TIMEOUT_S = 10.0
 """How long one provider's count may take, seconds."""
-COUNT_PATH = MESSAGES_PATH + "/count_tokens"
-COUNTING_KINDS = ("anthropic", "gemini")
-"""The provider kinds whose API counts tokens (asked with a platform key)."""
 
 
 def _texts(value: Any) -> list[str]:
@@ -98,54 +93,20 @@ async def count_input_tokens(
     """
     tried: set[str] = set()
     tenant = state.keyring.credentials(identity.org)
+    try:
+        request: dict[str, Any] | None = to_openai_request({**body, "max_tokens": 1})
+    except WireError:
+        request = None  # only the Anthropic-speaking APIs can count it
     for entry in plan.entries:
         target = entry.target
         call = resolve_call(state.catalog, tenant, target, key_mode=plan.key_mode, policy=identity.policy)
         if call is None or call.custom or resting(view, target.key):
             continue
-        provider = call.provider
-        if provider.kind not in COUNTING_KINDS or not provider.api_key or target.key in tried:
+        if call.provider.kind not in COUNTING_KINDS or target.key in tried:
             continue
         tried.add(target.key)
-        model_body = {**body, "model": target.model}
-        if provider.kind == "gemini":
-            counted = await _ask_gemini(state.http, provider.base_url, provider.api_key, model_body)
-        else:
-            counted = await _ask(state.http, provider.base_url, provider.api_key, model_body)
+        spec = count_spec(call.provider, target, timeout_s=UPSTREAM_TIMEOUT_S)
+        counted = await provider_count(state.http, spec, body, request)
         if counted is not None:
             return counted, target.provider
     return estimate_input_tokens(body), None
-
-
-async def _ask(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[str, Any]) -> int | None:
-    """One provider's count, or None (any failure: the caller estimates)."""
-    try:
-        response = await http.post(
-            base_url.rstrip("/") + COUNT_PATH,
-            json={k: v for k, v in body.items() if k not in ("stream", "max_tokens")},
-            headers={"x-api-key": api_key, "anthropic-version": ANTHROPIC_VERSION},
-            timeout=UPSTREAM_TIMEOUT_S,
-        )
-        count = response.json().get("input_tokens") if response.status_code == 200 else None
-    except Exception:  # noqa: BLE001 - any failure (httpx's, the aiohttp transport's, a bad body): estimate
-        return None
-    return _counted(count)
-
-
-async def _ask_gemini(http: httpx.AsyncClient, base_url: str, api_key: str, body: dict[str, Any]) -> int | None:
-    """A Gemini provider's count of a Messages `body` (its `model` the offer's), or None (any
-    failure, a body Gemini cannot express included: the caller goes on)."""
-    try:
-        path, payload = count_tokens_call(body["model"], to_openai_request({**body, "max_tokens": 1}))
-        response = await http.post(
-            base_url.rstrip("/") + path, json=payload, headers={"x-goog-api-key": api_key}, timeout=UPSTREAM_TIMEOUT_S
-        )
-        count = response.json().get("totalTokens") if response.status_code == 200 else None
-    except Exception:  # noqa: BLE001 - any failure (a WireError, httpx's, the transport's, a bad body): go on
-        return None
-    return _counted(count)
-
-
-def _counted(count: Any) -> int | None:
-    """A provider's count when it is a whole number of tokens (>= 0), else None."""
-    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
