@@ -24,8 +24,8 @@ from turnout.observability.metrics_auth import REFUSAL, bearer_ok
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.admin.audit import ADMIN_PREFIX
-from turnout_ingress.door import PUBLIC_ROUTES, route_label
 from turnout_ingress.errors import JSON
+from turnout_ingress.guard.door import PUBLIC_ROUTES, route_label
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState

@@ -29,7 +29,7 @@ from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.jobs import JobQueue
 from turnout.state.response_store import ResponseStore
-from turnout_ingress.limits import Limiter
+from turnout_ingress.limits.admission import Limiter
 
 
 class IngressState:

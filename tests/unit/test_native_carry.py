@@ -25,8 +25,8 @@ from turnout.router import RequestInfo
 from turnout.router.attempt import call_spec as _spec
 from turnout.state.breaker_store import Loaded
 from turnout.wire import JobPayload, JobResult, payload_decoder, payload_encoder, result_decoder
-from turnout_ingress.messages_native import carried, rendered
 from turnout_ingress.surfaces.chat import CHAT as CHAT_SURFACE
+from turnout_ingress.surfaces.messages.native import carried, rendered
 
 CLIENT: dict[str, Any] = {
     "model": "claude-x",

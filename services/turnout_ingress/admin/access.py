@@ -32,7 +32,7 @@ from turnout.tenancy.ssrf import refused_addresses
 from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
-from turnout_ingress.validation import UNAUTHORIZED, keys_not_loaded
+from turnout_ingress.serving.validation import UNAUTHORIZED, keys_not_loaded
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp
