@@ -4,6 +4,7 @@ Owns the tenancy wing, one job per module:
 - `identity`: the caller's `Identity` resolved from a gateway key;
 - `orgs`: the org document stored in Redis and its validation;
 - `admin`: the admin API's edits of an org document, without HTTP;
+- `views`: what admin reads show of an org document (secrets masked);
 - `text`: write-time rules for tenant strings (ids, model names, keys, URLs);
 - `ssrf`: where a tenant's custom endpoint may point;
 - `vault`: encryption at rest of provider keys;
