@@ -10,10 +10,10 @@ from turnout.core.limits import Limits
 from turnout.core.scopes import ScopeSettings
 from turnout.core.spend import Budget
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
 from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.bootstrap import merge_org
 from turnout.tenancy.orgs import Ceiling, OrgDoc, hash_token
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])

@@ -18,7 +18,7 @@ Every error of a file is reported at once, each naming its path (unknown
 provider, unknown model, malformed `custom:` entry, fallback cycle, a value
 over a ceiling, a provider key read from one of Turnout's own `TURNOUT_*`
 variables or a provider at a cloud metadata address:
-`turnout.catalog.provider_rules`). Nothing half-loads: `load_config` returns
+`turnout.rules.provider_rules`). Nothing half-loads: `load_config` returns
 a complete `Config` or raises `ConfigError`.
 The names below are the ones the rest of the code uses.
 Must not import: services, FastAPI, arq, httpx.

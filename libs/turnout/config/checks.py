@@ -19,7 +19,7 @@ from turnout.config.provider_checks import check_models_section, check_providers
 from turnout.config.scope_checks import check_models
 from turnout.core.model_types import naming_embedding_models
 from turnout.core.policy import Policy, clamp_policy
-from turnout.tenancy.ssrf import AllowList
+from turnout.rules.ssrf import AllowList
 
 
 def _check_gateway_sections(found: Findings, raw: RawConfig, broken: frozenset[str]) -> None:

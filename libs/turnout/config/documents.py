@@ -149,7 +149,7 @@ class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 class EgressConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where tenant custom endpoints may point (`turnout.tenancy.ssrf`; README "Secrets and the SSRF guard").
+    """Where tenant custom endpoints may point (`turnout.rules.ssrf`; README "Secrets and the SSRF guard").
 
     Attributes:
         schemes: URL schemes allowed besides `https`.

@@ -3,7 +3,7 @@
 Owns: `${NAME}` / `${NAME:-default}` interpolation of a read document, naming
 every unset variable and every `${` that starts no reference at once, and the
 refusal of a reference to one of Turnout's own variables in a string sent
-upstream (`turnout.catalog.provider_rules`: `${TURNOUT_SECRET_KEY}` as a key
+upstream (`turnout.rules.provider_rules`: `${TURNOUT_SECRET_KEY}` as a key
 would send the vault's key to a provider).
 Must not import: services, FastAPI, arq, httpx.
 """
@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from turnout.catalog import provider_rules
+from turnout.rules import provider_rules
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
@@ -106,7 +106,7 @@ def _is_key(path: str) -> bool:
 
 def key_reference_errors(data: Mapping[str, Any]) -> list[str]:
     """A `${NAME}` of one of Turnout's own variables in any string sent upstream (`_sent_strings`:
-    keys, base URLs, model names), looked for before interpolation (`turnout.catalog.provider_rules`:
+    keys, base URLs, model names), looked for before interpolation (`turnout.rules.provider_rules`:
     `${TURNOUT_SECRET_KEY}` would send the vault's key to a provider).
 
     Returns:

@@ -31,7 +31,7 @@ class Findings:
     """The errors found so far in one document, `path: message` each, in the order found.
 
     A rule either adds its message (`add`) or is one of the shared checks that raise
-    `ConfigError` (`turnout.tenancy.text`, `turnout.aws.config_rules`, ...), run
+    `ConfigError` (`turnout.rules.text`, `turnout.aws.config_rules`, ...), run
     through `check`, which keeps its errors and tells whether it passed, so a rule
     that needs another's value checks it only when that one passed.
     """

@@ -31,7 +31,7 @@ from turnout.config.reading import read_document
 from turnout.config.type_errors import collect
 from turnout.core.policy import Policy, merge_policy
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import AllowList
+from turnout.rules.ssrf import AllowList
 
 _REQUIRED_EMPTY: dict[str, Any] = {"providers": {}, "models": {}}
 """What a required section that did not convert holds while the other sections are checked."""

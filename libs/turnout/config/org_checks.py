@@ -3,7 +3,7 @@
 Owns: what the file may say of an org before it is merged into the tenancy
 store (`turnout.tenancy.bootstrap`): ids fit for a header, BYOK keys only for
 known providers that take a key, custom endpoints whose base URL passes the
-SSRF guard (`turnout.tenancy.ssrf`, the policy the fleet applies), squads,
+SSRF guard (`turnout.rules.ssrf`, the policy the fleet applies), squads,
 gateway keys named once and declared once across the file, and every
 scope's settings (`turnout.config.scope_checks`).
 Must not import: services, FastAPI, arq, httpx.
@@ -18,8 +18,8 @@ from turnout.config.provider_checks import check_sendable
 from turnout.config.providers import SERVICE_ACCOUNT_ONLY, TOKEN_KINDS
 from turnout.config.scope_checks import check_scope
 from turnout.core.policy import Policy
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.tenancy.text import check_id, check_secret, check_url
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.rules.text import check_id, check_secret, check_url
 
 
 def _check_provider_keys(found: Findings, base: str, org: OrgConfig, raw: RawConfig) -> None:

@@ -1,7 +1,7 @@
 """The rules of `providers:` and `models:` beyond their types (SPEC §11; README "Providers").
 
 Owns: a provider's name and base URL (http(s), no query, no credential, no
-metadata address: `turnout.catalog.provider_rules`), the fields each kind
+metadata address: `turnout.rules.provider_rules`), the fields each kind
 takes or needs (`api_version`, `auth` and `headers`, the AWS and Google
 fields), and a model's offers: a known provider of a kind that serves the
 model's type and API, each provider's model listed once, with one price.
@@ -14,8 +14,6 @@ from __future__ import annotations
 import re
 
 from turnout.aws import config_rules as aws_rules
-from turnout.catalog import provider_rules
-from turnout.catalog.google_fields import check_google_fields
 from turnout.config.findings import Findings
 from turnout.config.providers import (
     API_VERSION_KINDS,
@@ -29,7 +27,9 @@ from turnout.config.providers import (
 )
 from turnout.core.upstream_auth import AUTH_KINDS, ProviderAuth, Refused, auth_refusal, headers_refusal
 from turnout.errors import ConfigError
-from turnout.tenancy.text import check_model, check_secret, check_url, short_name
+from turnout.rules import provider_rules
+from turnout.rules.google_fields import check_google_fields
+from turnout.rules.text import check_model, check_secret, check_url, short_name
 
 
 def _a(word: str) -> str:

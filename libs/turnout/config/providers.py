@@ -84,7 +84,7 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         project, location, credentials_file: a `vertex` provider's Google Cloud project id,
             Vertex AI location (`us-central1`) and service-account key file (its path), all
             three required for that kind and refused on the others
-            (`turnout.catalog.google_fields`, README "Providers: Vertex AI").
+            (`turnout.rules.google_fields`, README "Providers: Vertex AI").
     """
 
     kind: ProviderKind
@@ -98,7 +98,7 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     access_key_id: str | None = None
     secret_access_key: str | None = None
     session_token: str | None = None
-    # vertex (turnout.catalog.google_fields)
+    # vertex (turnout.rules.google_fields)
     project: str | None = None
     location: str | None = None
     credentials_file: str | None = None

@@ -21,7 +21,7 @@ from turnout.core.model_types import naming_embedding_models
 from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
 from turnout.core.scopes import MODEL_MAPS, ScopeSettings, as_model_map, named_models
 from turnout.errors import ConfigError
-from turnout.tenancy.text import check_model
+from turnout.rules.text import check_model
 
 
 def check_policy(found: Findings, path: str, partial: PolicyOverrides, base: Policy, ceilings: Ceilings) -> None:

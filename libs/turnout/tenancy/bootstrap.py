@@ -35,6 +35,7 @@ import msgspec
 from turnout.config import Config, CustomEndpointConfig, KeyConfig, OrgConfig, SquadConfig
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.ceilings import ceiling_of
 from turnout.tenancy.orgs import (
@@ -48,7 +49,6 @@ from turnout.tenancy.orgs import (
     lookup_prefix,
     validate_org,
 )
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy.vault import (
     Binding,
     Sealed,

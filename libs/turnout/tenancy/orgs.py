@@ -41,9 +41,9 @@ from turnout.core.spend import Budget
 from turnout.core.types import Target
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.rules.text import check_id, check_url
 from turnout.tenancy.identity import Identity
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.tenancy.text import check_id, check_url
 from turnout.tenancy.vault import Sealed
 
 Origin = Literal["config", "api"]
