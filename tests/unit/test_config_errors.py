@@ -8,9 +8,10 @@ from typing import Annotated, Literal
 import msgspec
 import pytest
 
-from turnout.config import load_config, parse_config
+from turnout.config import check_scope_settings, load_config, parse_config
 from turnout.config.findings import MAX_ERRORS, report
 from turnout.config.type_errors import collect
+from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout_cli.main import main
 
@@ -308,3 +309,15 @@ def test_turnout_config_check_lists_the_three_errors_of_a_file(
     assert main(["config", "check", str(path)]) == 1
     lines = capsys.readouterr().err.splitlines()
     assert lines == [f"invalid: {path}: 3 error(s)", *(f"  {line}" for line in THREE_ERRORS)]
+
+
+def test_a_scope_edit_is_refused_with_every_error_it_holds() -> None:
+    config = parse_config(PROVIDER_A + "models:\n  m: {offers: [{provider: a, model: m}]}\n", env={})
+    settings = ScopeSettings(reroutes=["nope"], fallbacks={"m": ["m"], "ghost": ["m"]})
+    with pytest.raises(ConfigError) as info:
+        check_scope_settings("squads.s.settings", settings, config, None)
+    assert info.value.errors == [
+        "squads.s.settings.reroutes[0]: unknown model 'nope' (not in `models`)",
+        "squads.s.settings.fallbacks: unknown model 'ghost' (not in `models`)",
+        "squads.s.settings.fallbacks: fallback cycle m -> m",
+    ]
