@@ -33,6 +33,7 @@ from typing import Any
 import msgspec
 
 from turnout.config import Config, CustomEndpointConfig, KeyConfig, OrgConfig, SquadConfig
+from turnout.config.findings import report
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
@@ -249,8 +250,9 @@ def merge_org(
         return current, []
     try:
         validate_org(merged, config, allow)
-    except ConfigError as exc:
-        raise ConfigError(f"{step.base}.{exc}") from None
+    except ConfigError as exc:  # each error's path is the org's; named from the file's root
+        errors = [f"{step.base}.{error}" for error in exc.errors]
+        raise ConfigError(report(errors), errors) from None
     return merged, step.changed
 
 

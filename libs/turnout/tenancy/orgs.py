@@ -239,7 +239,8 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList, previous: OrgDoc
 
     Raises:
         ConfigError: the first problem, its path relative to the org
-            (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`).
+            (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`);
+            for a scope's settings, each of their problems (`check_scope_settings`).
     """
     org = _org_config(doc)
     check_id("id", doc.id)
