@@ -18,7 +18,7 @@ Variants: `uvicorn` (httptools, as before), `uvicorn-h11` (h11 with
 `h11_max_incomplete_event_size` 64 KiB and `--limit-concurrency`),
 `hypercorn` (h11 incomplete size 64 KiB, `read_timeout` 10 s), `granian`
 (`header_read_timeout` 10 s, buffer 64 KiB), `guarded` (what `turnout
-ingress` runs: httptools plus `turnout_ingress.http_guard`). Missing servers
+ingress` runs: httptools plus `turnout_ingress.guard.http`). Missing servers
 are skipped. Bounded: one wave per variant.
 
 Usage: .venv/bin/python bench/ingress_hardening.py [--servers uvicorn,guarded] [--hold-s 40]
@@ -100,7 +100,7 @@ def serve(variant: str, port: int) -> None:
         }
     elif variant == "guarded":
         from turnout.config import load_config
-        from turnout_ingress.http_guard import GuardLimits, guarded_protocol
+        from turnout_ingress.guard.http import GuardLimits, guarded_protocol
 
         gateway = load_config(os.environ["TURNOUT_CONFIG"]).raw.gateway
         options["http"] = guarded_protocol(GuardLimits.of(gateway))

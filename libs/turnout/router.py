@@ -211,7 +211,7 @@ class Router:
         self._catalogs = catalog
         self._paused = paused or _nothing
         self._http = http
-        self._breakers = breakers or Breakers(
+        self._breakers = breakers or Breakers.over(
             MemoryBreakerStore(), BreakerSettings(), sole_targets=catalog.current.sole_targets, rng=rng
         )
         self._observer: RouteObserver = observer or NullObserver()
@@ -287,7 +287,7 @@ class Router:
 
         A worker passes the read the ingress made for the job (`shipped`):
         it stands for the read when fresh enough and complete
-        (`Breakers.shipped_view`), and a plan with usage caps always reads.
+        (`Breakers.reads.shipped_view`), and a plan with usage caps always reads.
 
         Args:
             catalog: the request's catalog snapshot (default: the one in force now).
@@ -319,9 +319,9 @@ class Router:
         subjects = [*targets, *_credential_subjects(org, own, targets)]
         view = None
         if shipped is not None and not caps:
-            view = self._breakers.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
+            view = self._breakers.reads.shipped_view(subjects, shipped.loaded, shipped.store_now_s)
         if view is None:
-            view = await self._breakers.view(subjects, caps)
+            view = await self._breakers.reads.view(subjects, caps)
         health = view.ordering_health(self._breakers.settings)
         return self._build(catalog, model, settings, policy, health, preferences=preferences, keys=keys), view
 
@@ -437,7 +437,7 @@ class Router:
         )
         if capped_s is not None and not state.special:
             return on_plan_capped(state, step, reopen_in_s=capped_s, now_s=self._clock()), None
-        gate = await self._breakers.admit(target.key, view)
+        gate = await self._breakers.gate.admit(target.key, view)
         if not gate.admitted:
             return on_skip(
                 state,
@@ -466,7 +466,7 @@ class Router:
             )
             self._observer.attempt_ended(handle, info, state.records[-1], Usage())
             await asyncio.shield(
-                self._breakers.record(
+                self._breakers.results.record(
                     target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
                 )
             )
@@ -493,10 +493,10 @@ class Router:
         """False while the tenant-owned credential of `call` is failing (SPEC §5 "What counts")."""
         if call.credential is Credential.SHARED or not info.org:
             return True
-        return await self._breakers.credential_admits(credential_subject(info.org, target.provider), view)
+        return await self._breakers.credentials.admits(credential_subject(info.org, target.provider), view)
 
     def _record_args(self, call: ResolvedCall, target: Target, info: RequestInfo) -> dict[str, Any]:
-        """The credential facts `Breakers.record` counts by."""
+        """The credential facts `Breakers.results.record` counts by."""
         owned = call.credential is not Credential.SHARED and bool(info.org)
         return {
             "credential": call.credential,
@@ -541,7 +541,7 @@ class Router:
         measures = None
         if record.kind is FailureKind.SUCCESS:  # a JSON answer: its latency is the whole call
             measures = Speed(ttft_ms=record.duration_ms, tokens_per_s=output_rate(result.usage, record.duration_ms))
-        await self._breakers.record(
+        await self._breakers.results.record(
             record.target.key,
             record.kind,
             probe_token=gate.probe_token,
@@ -552,7 +552,7 @@ class Router:
             **self._record_args(call, record.target, info),
         )
         if record.kind is FailureKind.QUOTA_EXHAUSTED and record.retry_after_s:  # the provider said when it resets
-            await self._breakers.cap_plan(
+            await self._breakers.plan_caps.cap(
                 plan_cap_scope(call.credential, info.org), record.target.key, record.retry_after_s, view
             )
 
@@ -582,7 +582,7 @@ class Router:
         call = self._resolve(self.catalog, target, info, key_mode, policy, False)
         if call is None or not await self._credential_admits(call, target, info, view):
             return None, None
-        gate = await self._breakers.admit(target.key, view)
+        gate = await self._breakers.gate.admit(target.key, view)
         if not gate.admitted:
             return None, None
         timeout_s = policy.retry.per_attempt_timeout_s
@@ -614,7 +614,7 @@ class Router:
             )
             self._observer.attempt_ended(handle, info, cancelled, Usage())
             await asyncio.shield(
-                self._breakers.record(
+                self._breakers.results.record(
                     target.key, FailureKind.CANCELLED, probe_token=gate.probe_token, error="", view=view
                 )
             )
@@ -664,7 +664,7 @@ class Router:
                 ttft_ms=record.duration_ms,
                 tokens_per_s=output_rate(usage, final.duration_ms) if kind is FailureKind.SUCCESS else None,
             )
-            await self._breakers.record(
+            await self._breakers.results.record(
                 record.target.key,
                 kind,
                 probe_token=gate.probe_token,

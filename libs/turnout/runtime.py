@@ -5,7 +5,7 @@ catalog in force (`turnout.catalog.live.LiveCatalog`, kept in step with
 Redis by its watch), the tenant directory (vault, egress policy, scrubber),
 the observation (telemetry, Prometheus metrics, attempt records, spend
 ledger, the router's observers), the fleet's breakers
-(`turnout.health.redis_breakers`, with every metrics hook), the clock-skew
+(`turnout.health.Breakers` over Redis, with every metrics hook), the clock-skew
 check against Redis's clock, the upstream HTTP clients and the router — the
 same way for both roles, so the ingress and the workers cannot drift apart;
 and `require_persistence`, the start-up AOF check both roles run before
@@ -37,7 +37,7 @@ from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
 from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
-from turnout.health import Breakers, redis_breakers
+from turnout.health import BreakerHooks, Breakers
 from turnout.observability.jsonlog import scrub_logs
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, SpendObserver, route_observers
@@ -45,6 +45,7 @@ from turnout.observability.records import RecordsObserver, RecordWriter
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import Router
 from turnout.settings import Settings
+from turnout.state.breaker_store import RedisBreakerStore
 from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.persistence import Decision, require_persistence_when_reachable
 from turnout.state.persistence import require_persistence as check_persistence
@@ -67,14 +68,18 @@ class RoleShape(msgspec.Struct, frozen=True, kw_only=True):
         upstream_connections: the shared upstream client's pool, from the configuration.
         custom_connections: the custom-endpoint client's pool, from the configuration.
         health_cache_s: seconds one health read serves the process's later requests
-            (`turnout.health.Breakers`, `cache_s`); the role that keeps reads must
-            listen on `keys.HEALTH_CHANNEL` and call `Breakers.forget`.
+            (`turnout.health.reads.HealthReads`, `cache_s`); the role that keeps reads must
+            listen on `keys.HEALTH_CHANNEL` and call `Breakers.reads.forget`.
+        reruns: the role runs jobs that run again after their process died (queued jobs), so its
+            attempts are kept open until they end (`RecordWriter`'s `open_attempts`); the
+            ingress's own attempts (streams) are never re-run.
     """
 
     service: str
     upstream_connections: Callable[[Config], int]
     custom_connections: Callable[[Config], int]
     health_cache_s: float = 0.0
+    reruns: bool = False
 
 
 HEALTH_CACHE_S = 0.1
@@ -92,6 +97,7 @@ ROLES: dict[Role, RoleShape] = {
         service="turnout-worker",
         upstream_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
         custom_connections=lambda c: c.raw.gateway.worker_max_jobs + 100,
+        reruns=True,
     ),
 }
 
@@ -108,6 +114,7 @@ class Observation:
         telemetry: tracer and meter providers to use instead of building them
             (the caller then shuts them down).
         scrub: the process's credential scrubber, applied to span text.
+        reruns: the process's jobs may run again after it dies (`RoleShape.reruns`).
     """
 
     def __init__(
@@ -120,13 +127,14 @@ class Observation:
         env: dict[str, str],
         telemetry: Telemetry | None = None,
         scrub: Callable[[str], str] | None = None,
+        reruns: bool = True,
     ) -> None:
         self.telemetry = telemetry or setup_tracing(service, env, scrub=scrub)
         self._owns_telemetry = telemetry is None
         self.metrics = Metrics()
         records_max = config.raw.gateway.records_max
         self.records = (
-            RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc)
+            RecordWriter(redis, max_len=records_max, on_drop=self.metrics.records_dropped.inc, open_attempts=reruns)
             if records_max > 0
             else None
         )
@@ -249,7 +257,7 @@ class Runtime:
         observation, close the upstream clients, stop the watches."""
         await self.clock_check.stop()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.breakers.drain(), 5.0)
+            await asyncio.wait_for(self.breakers.results.drain(), 5.0)
         await self.obs.stop()
         await self.http.aclose()
         await self.directory.stop()
@@ -275,6 +283,33 @@ def freeze_startup_heap() -> int:
     gc.collect()
     gc.freeze()
     return gc.get_freeze_count()
+
+
+def redis_breakers(
+    config: Config,
+    redis: Redis,
+    catalog: CatalogSource,
+    *,
+    metrics: Metrics,
+    rng: random.Random,
+    cache_s: float = 0.0,
+) -> Breakers:
+    """The fleet's breakers over Redis, as every process builds them (one place, so the
+    ingress and the workers never drift apart): the configuration's thresholds, outage
+    policy and speed averages, every metrics hook, the catalog's sole offers; `cache_s`
+    as in `turnout.health.reads.HealthReads`."""
+    b, r = config.raw.breaker, config.raw.routing
+    return Breakers.over(
+        RedisBreakerStore(redis),
+        b.settings(),
+        on_store_error=b.on_store_error,
+        hooks=BreakerHooks(on_transition=metrics.on_transition, on_alarm=metrics.on_alarm, on_trip=metrics.on_trip),
+        sole_targets=catalog.current.sole_targets,
+        speed_alpha=r.speed_alpha,
+        speed_ttl_s=r.speed_ttl_s,
+        rng=rng,
+        cache_s=cache_s,
+    )
 
 
 def build_runtime(
@@ -317,6 +352,7 @@ def build_runtime(
         env=settings.env,
         telemetry=telemetry,
         scrub=directory.scrubber.credentials,
+        reruns=shape.reruns,
     )
     rng = rng or random.Random()
     breakers = redis_breakers(config, redis, catalog, metrics=obs.metrics, rng=rng, cache_s=shape.health_cache_s)

@@ -44,7 +44,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         trace: W3C trace context carrier (`traceparent`, `tracestate`).
         health: the health read the ingress planned with (`HealthView.loaded`);
             the worker plans with it instead of reading again while it is
-            fresh (`Breakers.shipped_view`); None: the worker reads.
+            fresh (`Breakers.reads.shipped_view`); None: the worker reads.
         catalog_version: the catalog version the ingress accepted the job
             on (`turnout.catalog.live`); a worker on an older one catches up
             before planning, so a model the ingress knows is never 404 there.

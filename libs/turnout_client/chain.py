@@ -17,7 +17,8 @@ Rules:
   share one.
 - **Model chain.** When the gateway says its whole chain is exhausted (an
   answer of the attempt loop — it carries `x-turnout-attempts` — with
-  status 429, 502, 503 or 504), the same request is sent once with the next
+  status 429, 502, 503 or 504, or an exhausted answer in the upstream's own
+  status, `x-turnout-exhausted-answer`), the same request is sent once with the next
   model of the caller's chain (its own key: `<key>.<n>`). The chain never
   re-sends a model: the gateway has already retried and fallen back (that is
   what `x-should-retry: false` says), so the client only adds *different*

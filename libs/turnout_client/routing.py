@@ -15,9 +15,16 @@ Header meanings (the gateway's README, "What the client sees"):
     x-turnout-reroute          1 when a reroute model served
     x-turnout-byok-fallback    1 when the platform key served after the
                                caller's own key was rejected
+    x-turnout-plan-fallback    1 when a `plan_fallbacks` model served after
+                               a quota or usage-cap failure
     x-turnout-strategy         the routing strategy in force, when one is
     x-turnout-idempotent-replay  1 when the answer is a replay of an
                                earlier request with the same Idempotency-Key
+    x-turnout-exhausted-answer `last` or `original`: every attempt failed and
+                               the error is that upstream attempt's own
+                               (`policy.fallback.on_exhausted`)
+    x-turnout-attempt-summary  with it, one `<n> <provider>/<model> <status>
+                               <kind> <ms>ms` entry per attempt
     x-should-retry             "false": the gateway already retried and fell
                                back; a client retry would multiply attempts
     Retry-After                delta-seconds (RFC 9110 §10.2.3)
@@ -46,9 +53,16 @@ class GatewayRouting:
             attempt was made.
         attempts: upstream attempts the gateway made; None when the answer
             did not come from the attempt loop (auth, validation, overload).
-        fallback / reroute / byok_fallback: the gateway's flags.
+        fallback / reroute / byok_fallback / plan_fallback: the gateway's
+            flags (`plan_fallback`: a `plan_fallbacks` model served after a
+            quota or usage-cap failure).
         strategy: the routing strategy named by the gateway, None when none.
         idempotent_replay: the answer replays an earlier identical request.
+        exhausted_answer: `last` / `original` when every attempt failed and
+            the answer is that upstream attempt's own status and error
+            (`policy.fallback.on_exhausted`), else None.
+        attempt_summary: `x-turnout-attempt-summary` (sent with
+            `exhausted_answer`), else None.
         should_retry: `x-should-retry` as a bool, None when absent.
         retry_after_s: `Retry-After` in seconds (delta-seconds form only),
             None when absent or not a number.
@@ -69,8 +83,11 @@ class GatewayRouting:
     fallback: bool
     reroute: bool
     byok_fallback: bool
+    plan_fallback: bool
     strategy: str | None
     idempotent_replay: bool
+    exhausted_answer: str | None
+    attempt_summary: str | None
     should_retry: bool | None
     retry_after_s: float | None
     requested_model: str | None = None
@@ -81,7 +98,11 @@ class GatewayRouting:
     def chain_exhausted(self) -> bool:
         """No target of the model could serve: the attempt loop ran and failed
         (the answer carries `x-turnout-attempts`), or every target is out of
-        rotation (`circuit_open`, refused before any attempt)."""
+        rotation (`circuit_open`, refused before any attempt). An exhausted
+        answer in the upstream's own status (`exhausted_answer` set) counts
+        whatever that status is."""
+        if self.exhausted_answer is not None and self.attempts is not None:
+            return True
         if self.status not in EXHAUSTED_STATUSES:
             return False
         return self.attempts is not None or self.error_code == "circuit_open"
@@ -96,8 +117,10 @@ class GatewayRouting:
             "turnout.fallback": self.fallback,
             "turnout.reroute": self.reroute,
             "turnout.byok_fallback": self.byok_fallback,
+            "turnout.plan_fallback": self.plan_fallback,
             "turnout.strategy": self.strategy,
             "turnout.idempotent_replay": self.idempotent_replay,
+            "turnout.exhausted_answer": self.exhausted_answer,
             "turnout.should_retry": self.should_retry,
             "turnout.retry_after_s": self.retry_after_s,
             "turnout.requested_model": self.requested_model,
@@ -163,8 +186,11 @@ def parse_routing(
         fallback=_flag(headers, "x-turnout-fallback"),
         reroute=_flag(headers, "x-turnout-reroute"),
         byok_fallback=_flag(headers, "x-turnout-byok-fallback"),
+        plan_fallback=_flag(headers, "x-turnout-plan-fallback"),
         strategy=headers.get("x-turnout-strategy"),
         idempotent_replay=_flag(headers, "x-turnout-idempotent-replay"),
+        exhausted_answer=headers.get("x-turnout-exhausted-answer"),
+        attempt_summary=headers.get("x-turnout-attempt-summary"),
         should_retry=None if should is None else should.strip().lower() == "true",
         retry_after_s=_seconds(headers.get("retry-after")),
         requested_model=requested_model,

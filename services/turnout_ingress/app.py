@@ -1,8 +1,8 @@
 """The ingress: FastAPI app factory and the OpenAI-compatible routes.
 
 Owns: composing the HTTP surface (the client surfaces through the front door,
-`turnout_ingress.front_door`; models, health; `HEAD` on every `GET` route,
-`turnout_ingress.methods`) and the per-process objects (config, catalog, key
+`turnout_ingress.serving.front_door`; models, health; `HEAD` on every `GET` route,
+`turnout_ingress.guard.methods`) and the per-process objects (config, catalog, key
 ring, Redis client, job queue) built in the factory. It makes no upstream
 call on the non-streaming path (SPEC §1).
 """
@@ -30,16 +30,19 @@ from turnout.settings import Settings
 from turnout.state.persistence import PersistenceRefused
 from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
-from turnout_ingress import admin, errors, front_door, messages_routes, observability, ops_routes, responses_routes, ui
+from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress.admin.audit import ADMIN_PREFIX
-from turnout_ingress.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
+from turnout_ingress.guard.door import PUBLIC_ROUTES, DoorRefusals, LogSampler
+from turnout_ingress.guard.methods import HeadAsGet
+from turnout_ingress.guard.refusal_writer import RefusalWriter
 from turnout_ingress.hot_path import HOT_PATHS, IngressApp
-from turnout_ingress.messages_routes import anthropic_models, model_object
-from turnout_ingress.methods import HeadAsGet
 from turnout_ingress.ops_routes import RouteCounts
-from turnout_ingress.refusal_writer import RefusalWriter
+from turnout_ingress.serving import front_door
+from turnout_ingress.serving.validation import authenticate
 from turnout_ingress.state import IngressState
-from turnout_ingress.validation import authenticate
+from turnout_ingress.surfaces.messages import routes as messages_routes
+from turnout_ingress.surfaces.messages.routes import anthropic_models, model_object
+from turnout_ingress.surfaces.responses import routes as responses_routes
 
 log = logging.getLogger("turnout.ingress")
 _json = msgspec.json.Encoder()
@@ -83,9 +86,44 @@ def create_app(
     )
     state = IngressState(config, redis, listen_redis, settings, telemetry)
     refusals_max = config.raw.gateway.refusals_max_per_org
-    rows = (  # door-refusal rows (`turnout_ingress.refusal_writer`); None: not stored
+    rows = (  # door-refusal rows (`turnout_ingress.guard.refusal_writer`); None: not stored
         RefusalWriter(redis, max_len=refusals_max, registry=state.metrics.registry) if refusals_max > 0 else None
     )
+    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
+    app = IngressApp(
+        title="Turnout",
+        version="0.1.0",
+        lifespan=_lifespan(state, rows, persistence_check),
+        docs_url=None,
+        redoc_url=None,
+        redirect_slashes=False,
+    )
+    app.state.turnout = state
+    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler(), rows)  # made visible
+    errors.install(app)
+    app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
+    ops_routes.install(app, state)
+    admin.install(app, state)
+    observability.install(app, state)
+    front_door.install(app, state)  # every surface: chat completions, messages, responses, ...
+    messages_routes.install(app, state)  # the rest of the Anthropic surface
+    responses_routes.install(app, state)  # stored Responses: GET, DELETE, input_items
+    ui.install(app, state)
+    _install_models_and_health(app, state)
+    _hot_routes_first(app)
+    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
+        app.serve_hot(RouteCounts(state.metrics))
+    return app
+
+
+def _lifespan(
+    state: IngressState,
+    rows: RefusalWriter | None,
+    persistence_check: Callable[[], Awaitable[object]] | None,
+) -> Callable[[FastAPI], contextlib.AbstractAsyncContextManager[None]]:
+    """The app's lifespan: starts the queue, the fleet view, the limiter, the runtime (a sealed-keys
+    refusal sets `keys_refused` and raises `SealedKeysRefused`), the refusal `rows` writer and the
+    later AOF check; on shutdown drains and stops them and closes both Redis clients."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -93,7 +131,7 @@ def create_app(
         state.fleet.start()
         state.limiter.start()
         try:
-            await state.runtime.start(listen_redis, bootstrap=True)
+            await state.runtime.start(state.listen_redis, bootstrap=True)
         except SealedKeysRefused:  # logged; the CLI exits with EXIT_SEALED_KEYS
             state.keys_refused = True
             raise
@@ -114,24 +152,15 @@ def create_app(
             await state.runtime.stop()
             if rows is not None:
                 await rows.stop()
-            await redis.aclose()
-            await listen_redis.aclose()
+            await state.redis.aclose()
+            await state.listen_redis.aclose()
 
-    # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
-    app = IngressApp(
-        title="Turnout", version="0.1.0", lifespan=lifespan, docs_url=None, redoc_url=None, redirect_slashes=False
-    )
-    app.state.turnout = state
-    app.state.door = DoorRefusals(state.metrics, PUBLIC_ROUTES, ADMIN_PREFIX, LogSampler(), rows)  # made visible
-    errors.install(app)
-    app.add_middleware(HeadAsGet)  # the innermost: the middleware around it sees the request's own method
-    ops_routes.install(app, state)
-    admin.install(app, state)
-    observability.install(app, state)
-    front_door.install(app, state)  # every surface: chat completions, messages, responses, ...
-    messages_routes.install(app, state)  # the rest of the Anthropic surface
-    responses_routes.install(app, state)  # stored Responses: GET, DELETE, input_items
-    ui.install(app, state)
+    return lifespan
+
+
+def _install_models_and_health(app: FastAPI, state: IngressState) -> None:
+    """The models list and one model (OpenAI's shape, or Anthropic's for an Anthropic SDK), and the
+    liveness and readiness probes (503 while draining or with Redis unreachable)."""
 
     @app.get("/v1/models")
     async def models(request: Request) -> Response:
@@ -155,16 +184,11 @@ def create_app(
     async def readiness() -> Response:
         if state.draining:
             return errors.error_response(503, "draining", error_type="service_unavailable", code="draining")
-        if not await answers(redis, 0.5):
+        if not await answers(state.redis, 0.5):
             return errors.error_response(
                 503, "Redis is unreachable.", error_type="service_unavailable", code="redis_unavailable"
             )
         return Response(_json.encode({"status": "ready"}), media_type=errors.JSON)
-
-    _hot_routes_first(app)
-    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
-        app.serve_hot(RouteCounts(state.metrics))
-    return app
 
 
 def _hot_routes_first(app: FastAPI) -> None:

@@ -1,5 +1,5 @@
 """HTTP error mapping of the ingress: every error is an OpenAI-format body, or Anthropic's for a
-request that gets that shape (`messages_wire.answers_anthropic`: the `/v1/messages` paths, and
+request that gets that shape (`surfaces.messages.wire.answers_anthropic`: the `/v1/messages` paths, and
 `/v1/models` with `anthropic-version`).
 
 Owns: one handler table from exception class to (status, body, headers).
@@ -18,9 +18,9 @@ from starlette.responses import Response
 
 from turnout.answer import error_body
 from turnout.errors import GatewayUnavailable, RequestRejected
-from turnout_ingress.messages_wire import ANTHROPIC_UNAUTHORIZED, answers_anthropic
-from turnout_ingress.messages_wire import error_body as anthropic_error_body
-from turnout_ingress.methods import allowed
+from turnout_ingress.guard.methods import allowed
+from turnout_ingress.surfaces.messages.wire import ANTHROPIC_UNAUTHORIZED, answers_anthropic
+from turnout_ingress.surfaces.messages.wire import error_body as anthropic_error_body
 
 JSON = "application/json"
 
@@ -73,13 +73,13 @@ def path_shown(request: Request) -> str:
 
 
 def door_refused(request: Request, status: int, code: str | None) -> str:
-    """Count, log and store a refusal at the door (`turnout_ingress.door`), with the caller's org and
+    """Count, log and store a refusal at the door (`turnout_ingress.guard.door`), with the caller's org and
     key when known (`validation.authenticate` sets them). Returns the request's id, minted onto
     `request.state.request_id` when it had none, so the answer's `x-request-id` is the stored row's."""
     rid: str | None = getattr(request.state, "request_id", None)
     if not rid:
         rid = request.state.request_id = uuid.uuid4().hex
-    door = getattr(request.app.state, "door", None)  # `turnout_ingress.door.DoorRefusals`, set by the app factory
+    door = getattr(request.app.state, "door", None)  # `turnout_ingress.guard.door.DoorRefusals`, set by the app factory
     if door is not None:
         state = request.state
         door.refused(

@@ -15,7 +15,7 @@ What the whole stack does for these routes is done here, the same way:
 What it leaves out does nothing for these routes: matching the path against every route,
 FastAPI's dependency solving (the endpoints take only the `Request`: checked at start),
 the audit middleware (admin writes only), the `HEAD` middleware (`HEAD` only,
-`turnout_ingress.methods`), the body-limit wrapper (no limit is set), the
+`turnout_ingress.guard.methods`), the body-limit wrapper (no limit is set), the
 exit stack (no dependency with `yield`) and FastAPI's own telemetry (it acts only with
 global OpenTelemetry providers, which Turnout never installs).
 
@@ -38,7 +38,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from turnout_ingress.ops_routes import RouteCounts
-from turnout_ingress.surfaces import SURFACES
+from turnout_ingress.surfaces.registry import SURFACES
 
 HOT_PATHS = frozenset(surface.path for surface in SURFACES)
 """The paths nearly every request takes, the client surfaces' (`turnout_ingress.surfaces`): matched

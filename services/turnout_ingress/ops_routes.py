@@ -24,8 +24,8 @@ from turnout.observability.metrics_auth import REFUSAL, bearer_ok
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
 from turnout_ingress.admin.audit import ADMIN_PREFIX
-from turnout_ingress.door import PUBLIC_ROUTES, route_label
 from turnout_ingress.errors import JSON
+from turnout_ingress.guard.door import PUBLIC_ROUTES, route_label
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -73,7 +73,7 @@ async def provider_rows(state: IngressState, org: str | None) -> tuple[list[dict
         targets, errors_of = _targets(state), None
     else:
         targets, errors_of = _org_targets(state, org)
-    view = await state.breakers.view([t[0] for t in targets])
+    view = await state.breakers.reads.view([t[0] for t in targets])
     now = view.store_now()
     rows = []
     settings = state.breakers.settings
@@ -165,7 +165,7 @@ def install(app: FastAPI, state: IngressState) -> None:
         if token is not None and not bearer_ok(request.headers.get("authorization", ""), token):
             return Response(REFUSAL, status_code=401, media_type=JSON, headers={"www-authenticate": "Bearer"})
         targets = _targets(state)
-        view = await state.breakers.view([t[0] for t in targets])
+        view = await state.breakers.reads.view([t[0] for t in targets])
         now = view.store_now()
         for key, _, _ in targets:
             value = BREAKER_STATE_VALUE[state_at(view.snapshot(key), now)]

@@ -29,7 +29,7 @@ from turnout.state import keys
 from turnout.state.fleet import FleetWatch
 from turnout.state.jobs import JobQueue
 from turnout.state.response_store import ResponseStore
-from turnout_ingress.limits import Limiter
+from turnout_ingress.limits.admission import Limiter
 
 
 class IngressState:
@@ -76,7 +76,7 @@ class IngressState:
             max_depth=config.raw.gateway.max_queue_depth,
             around_enqueue=None if tracer is None else functools.partial(enqueue_span, tracer),
             fleet=self.fleet,
-            also={keys.HEALTH_CHANNEL: self.runtime.breakers.forget},  # the health reads kept a moment
+            also={keys.HEALTH_CHANNEL: self.runtime.breakers.reads.forget},  # the health reads kept a moment
             rng=self.rng,
             clock=clock,
         )

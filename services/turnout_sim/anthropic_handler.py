@@ -212,12 +212,33 @@ VERTEX_VERSION = "vertex-2023-10-16"
 VERTEX_METHODS = ("rawPredict", "streamRawPredict")
 
 
+VERTEX_COUNT = "count-tokens"
+"""Vertex AI's `.../publishers/anthropic/models/count-tokens:rawPredict`: Anthropic's count_tokens."""
+
+
+def _vertex_count(request: web.Request, body: object, method: str) -> web.Response:
+    """`count-tokens:rawPredict`: `{"input_tokens": N}` as `count_tokens` counts, for a body naming
+    its `model` and `anthropic_version: "vertex-2023-10-16"` with a token the token endpoint issued;
+    not logged (no attempt)."""
+    token = credentials.bearer(request.headers.get("authorization"))
+    if token is None or token not in request.app[ISSUED]:
+        return web.json_response(wire.error("authentication_error", "invalid authentication credentials"), status=401)
+    fields = body if isinstance(body, dict) else {}
+    if method != "rawPredict" or fields.get("anthropic_version") != VERTEX_VERSION:
+        return web.json_response(wire.error("invalid_request_error", "anthropic_version: is required"), status=400)
+    try:
+        req = wire.parse_request({**fields, "anthropic_version": None, "max_tokens": 1})
+    except wire.RequestError as exc:
+        return web.json_response(exc.body, status=400)
+    return web.json_response({"input_tokens": req.chat.prompt_tokens})
+
+
 def route(
     state_key: web.AppKey[Any], *, vertex: bool = False
 ) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """The `POST /v1/messages` handler over the app's `SimState` (at `state_key`); with `vertex`,
-    Vertex AI's `.../publishers/anthropic/models/{model}:rawPredict` (`:streamRawPredict`): the
-    model named by the URL (the body has none), `anthropic_version: "vertex-2023-10-16"` in the
+    Vertex AI's `.../publishers/anthropic/models/{model}:rawPredict` (`:streamRawPredict`;
+    `count-tokens:rawPredict` is the count, `_vertex_count`): the model named by the URL (the body has none), `anthropic_version: "vertex-2023-10-16"` in the
     body instead of the header (400 without it), a Bearer token the token endpoint issued
     (`google_token.ISSUED`; 401 `authentication_error` without one)."""
 
@@ -233,6 +254,8 @@ def route(
         api_key = request.headers.get("x-api-key") or credentials.bearer(request.headers.get("authorization"))
         if vertex:
             model_name, _, method = request.match_info["call"].rpartition(":")
+            if model_name == VERTEX_COUNT:
+                return _vertex_count(request, body, method)
             if isinstance(body, dict):
                 version = body.pop("anthropic_version", None) if method in VERTEX_METHODS else None
                 body = {**body, "model": model_name}

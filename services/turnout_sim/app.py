@@ -343,6 +343,7 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app.router.add_post("/v1/messages/count_tokens", anthropic_handler.count_tokens)
     app.router.add_post("/model/{model:.+}/converse", bedrock_handler.route(STATE, stream=False))
     app.router.add_post("/model/{model:.+}/converse-stream", bedrock_handler.route(STATE, stream=True))
+    app.router.add_post("/model/{model:.+}/count-tokens", bedrock_handler.count_route(STATE))
     app.router.add_get("/v1/models", list_models)
     app.router.add_get("/sim/log", get_log)
     app.router.add_delete("/sim/log", delete_log)

@@ -23,6 +23,9 @@ fingerprinted as the credential, the body as received and the `x-amz-*` headers 
   last `contentBlockStop` without `messageStop` or `metadata`;
 - `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `i<N>`, `len<N>` and `+<N>ms` as on the
   other routes (counts over the `contentBlockDelta` events).
+`POST /model/{modelId}/count-tokens` (`CountTokens`, signed as the calls are) answers
+`{"inputTokens": N}` for an `{"input": {"converse": {...}}}` body, N the prompt tokens the same
+Converse request is answered with; not logged (counting is no model call).
 Must not import: turnout's gateway packages.
 """
 
@@ -246,3 +249,25 @@ async def _admit(
     turn = state.cursors.turn((req.model, header), steps, attempt.t_s, seed=state.seed)
     attempt.step = turn.step.token
     return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env)
+
+
+def count_route(state_key: web.AppKey[Any]) -> Callable[[web.Request], Awaitable[web.Response]]:
+    """The `POST /model/{model}/count-tokens` handler (module doc): the signature checked as a
+    call's (403 otherwise), `{"inputTokens": N}` or a 400 `ValidationException`; no attempt logged."""
+
+    async def count_tokens(request: web.Request) -> web.Response:
+        state = request.app[state_key]
+        env = Env(clock=state.clock, stopping=state.stopping, received_mono_s=time.monotonic())
+        raw = await request.read()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        url = f"{request.scheme}://{request.host}{request.raw_path}"
+        signed = sigv4_check.check(request.method, url, headers, raw)
+        if isinstance(signed, sigv4_check.Refused):
+            return _error(env, wire.AwsError(403, signed.error_type, signed.message))
+        try:
+            counted = wire.count_input(request.match_info["model"], json.loads(raw))
+        except ValueError as exc:  # JSON, UnicodeDecodeError, wire.RequestError
+            return _error(env, exc.error if isinstance(exc, wire.RequestError) else wire.status_error(400))
+        return _json(env, 200, {"inputTokens": counted})
+
+    return count_tokens

@@ -184,6 +184,24 @@ def parse_request(model: str, body: object, *, stream: bool) -> ConverseRequest:
     return ConverseRequest(model=model, stream=stream, chat=chat, call=call)
 
 
+def count_input(model: str, body: object) -> int:
+    """`CountTokens`' `inputTokens` of a decoded body `{"input": {"converse": {...}}}`: the prompt
+    tokens the same Converse request is answered with (words of its message and system text).
+
+    Raises:
+        RequestError: no `input.converse` (the simulator does not count `invokeModel` bodies), or
+            a Converse request `parse_request` refuses.
+    """
+    given = body.get("input") if isinstance(body, dict) else None
+    converse = given.get("converse") if isinstance(given, dict) else None
+    if not isinstance(converse, dict):
+        raise RequestError(
+            "1 validation error detected: Value at 'input' failed to satisfy constraint: the simulator counts "
+            "'converse' inputs only"
+        )
+    return parse_request(model, converse, stream=False).chat.prompt_tokens
+
+
 def with_answer_length(req: ConverseRequest, answer_tokens: int) -> ConverseRequest:
     """`req` answered by a model whose full answer is `answer_tokens` long (step `len<N>`)."""
     return replace(req, chat=openai_wire.with_answer_length(req.chat, answer_tokens))

@@ -25,9 +25,12 @@ format:
 - `reset`, `close`, `hang`, `slow`, `cut`, `stall`, `badchunk`, `i<N>`, `+<N>ms` and `len<N>`
   behave as on the other routes (counts over the content events).
 `...:batchEmbedContents` (the Gemini API's embeddings) takes the same steps, its success one
-unit vector per text (as `/v1/embeddings` makes them). Events are framed
+unit vector per text (as `/v1/embeddings` makes them); so does Vertex AI's `...:predict` (its
+text-embedding models: `instances[].content` in, `predictions[].embeddings.values` and
+`.statistics.token_count` out). Events are framed
 `data: {GenerateContentResponse}\\r\\n\\r\\n`. `...:countTokens` answers
-`{"totalTokens": N}` (the words of the request's texts), not logged.
+`{"totalTokens": N}` (the words of the request's texts), not logged; Vertex AI's takes the
+request's fields only (a `generateContentRequest` is the Gemini API's: 400 on Vertex AI).
 Must not import: turnout's gateway packages.
 """
 
@@ -52,7 +55,7 @@ from turnout_sim.openai_wire import RequestError
 from turnout_sim.scenarios import Step, StepKind, scenario_for
 
 SCENARIO_HEADER = "x-sim-scenario"
-METHODS = ("generateContent", "streamGenerateContent", "batchEmbedContents")
+METHODS = ("generateContent", "streamGenerateContent", "batchEmbedContents", "predict")
 """The methods that are model calls (logged, a scenario step consumed); `countTokens` is answered apart."""
 _DURATION_UNITS_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 _RETRY_KINDS = frozenset(
@@ -136,9 +139,11 @@ async def answer(
     attempt: Attempt,
     env: Env,
     embed: tuple[list[str], int | None] | None = None,
+    predict: bool = False,
 ) -> web.StreamResponse:
     """Answer a `generateContent` request according to `step` (see the module doc); with `embed`
-    (texts, dimensions) a `batchEmbedContents` one, whose success is `wire.embeddings`."""
+    (texts, dimensions) a `batchEmbedContents` one, whose success is `wire.embeddings` (with
+    `predict`, Vertex AI's `:predict`: `wire.predictions`)."""
     gone = await before_head(request, step, attempt, env)
     if gone is not None:
         return gone
@@ -156,7 +161,7 @@ async def answer(
         blocked = _blocked(step, req, response_id)
         body = blocked if blocked is not None else wire.answer(req, response_id=response_id)
         if embed is not None:
-            body = wire.embeddings(req.model, *embed)
+            body = (wire.predictions if predict else wire.embeddings)(req.model, *embed)
         error_body = json.dumps(_body_error(step, req.model)).encode()
         return await send_json(request, json.dumps(body).encode(), step, attempt, env, error_body=error_body)
     except ConnectionError:
@@ -189,6 +194,9 @@ def _count_tokens(request: web.Request, env: Env, raw: bytes, vertex: bool) -> w
     except ValueError:
         body = None
     inner = wire.field(body, "generateContentRequest") or body
+    if vertex and inner is not body:
+        unknown = 'Invalid JSON payload received. Unknown name "generateContentRequest": Cannot find field.'
+        return _json(env, 400, wire.error(400, unknown))
     try:
         req = wire.parse_request(inner, "count", stream=False)
     except RequestError as exc:
@@ -243,7 +251,7 @@ async def _admit(
         attempt.status = status
         return _json(env, status, body)
 
-    if method not in METHODS or not model:
+    if method not in METHODS or not model or (method == "predict" and not vertex):
         return reject(404, wire.error(404, f"Method not found: {method or request.path}"))
     refusal = _credential_refusal(request, vertex)
     if refusal is not None:
@@ -257,8 +265,8 @@ async def _admit(
         body = None
     embed = None
     try:
-        if method == "batchEmbedContents":
-            embed = wire.batch_texts(body)
+        if method in ("batchEmbedContents", "predict"):
+            embed = (wire.predict_texts if method == "predict" else wire.batch_texts)(body)
             body = {"contents": [{"parts": [{"text": text}]} for text in embed[0]]}  # its size, for the steps
         req = wire.parse_request(body, model, stream=stream)
     except RequestError as exc:
@@ -270,4 +278,13 @@ async def _admit(
         return reject(400, wire.error(400, f"Invalid simulator scenario: {exc}"))
     turn = state.cursors.turn((model, header), steps, attempt.t_s, seed=state.seed)
     attempt.step = turn.step.token
-    return await answer(request, req, turn.step, verdict=turn.verdict, attempt=attempt, env=env, embed=embed)
+    return await answer(
+        request,
+        req,
+        turn.step,
+        verdict=turn.verdict,
+        attempt=attempt,
+        env=env,
+        embed=embed,
+        predict=method == "predict",
+    )

@@ -321,6 +321,37 @@ def embeddings(model: str, texts: list[str], dimensions: int | None) -> dict[str
     return {"embeddings": [{"values": embeddings_wire.vector(model, text, size)} for text in texts]}
 
 
+def predict_texts(body: object) -> tuple[list[str], int | None]:
+    """(texts, `parameters.outputDimensionality` or None) of a Vertex AI `:predict` body for a
+    text-embedding model (`{"instances": [{"content", "task_type"?, "title"?}], "parameters"?}`).
+
+    Raises:
+        RequestError: no `instances`, or one without `content` (Google's 400).
+    """
+    instances = field(body, "instances")
+    if not isinstance(instances, list) or not instances:
+        raise RequestError(error(400, "Invalid JSON payload: instances is not specified"))
+    texts = [i.get("content") if isinstance(i, dict) else None for i in instances]
+    if not all(isinstance(t, str) and t for t in texts):
+        raise RequestError(error(400, "Invalid instance: content is not specified"))
+    dimensions = field(field(body, "parameters"), "outputDimensionality")
+    return [str(t) for t in texts], dimensions if isinstance(dimensions, int) and dimensions > 0 else None
+
+
+def predictions(model: str, texts: list[str], dimensions: int | None) -> dict[str, Any]:
+    """Vertex AI's `:predict` answer for text embeddings: one prediction per text, its unit vector
+    in `embeddings.values` (as `embeddings`) and its words in `embeddings.statistics.token_count`;
+    `metadata.billableCharacterCount` the texts' characters."""
+    vectors = embeddings(model, texts, dimensions)["embeddings"]
+    return {
+        "predictions": [
+            {"embeddings": {"values": v["values"], "statistics": {"truncated": False, "token_count": len(t.split())}}}
+            for v, t in zip(vectors, texts, strict=True)
+        ],
+        "metadata": {"billableCharacterCount": sum(len(t) for t in texts)},
+    }
+
+
 def sse_event(obj: object) -> bytes:
     """One SSE event as Google frames them: `data: <compact json>\\r\\n\\r\\n`."""
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode("utf-8") + b"\r\n\r\n"

@@ -29,6 +29,7 @@ from turnout.observability.after_answer import answer_first
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
+from turnout.rules.google_fields import unusable_key_files
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
@@ -72,6 +73,13 @@ def worker_runtime(config: Config, redis: Any, settings: Settings, worker: PushW
     return build_runtime(config, redis, settings, role="worker", sleep=worker.sleep_off_slot, paused=worker.paused)
 
 
+def _warn_unusable_key_files(config: Config) -> None:
+    """Log a warning per `vertex` provider whose service-account file this worker cannot use
+    (`unusable_key_files`): its calls fail as that provider's credential failures until it can."""
+    for reason in unusable_key_files(config.raw.providers):
+        log.warning("%s: this worker's calls to the provider fail as auth failures until it can be used", reason)
+
+
 async def startup(ctx: dict[str, Any]) -> None:
     """Startup hook (arq's signature, `turnout_worker.runner`): build the runtime (`worker_runtime`).
 
@@ -88,6 +96,9 @@ async def startup(ctx: dict[str, Any]) -> None:
     runtime = worker_runtime(config, ctx["redis"], settings, ctx["worker"])
     obs = observe.WorkerObservability(runtime.obs, settings)
     await runtime.start(ctx["redis"], bootstrap=False)
+    live = runtime.catalog_watch.live
+    live.on_swap(lambda swapped, _catalog: _warn_unusable_key_files(swapped))
+    _warn_unusable_key_files(live.config)
     ctx["turnout"] = WorkerServices(config, runtime, obs)
     obs.start()
     if ctx.get("freeze_heap"):  # set by the process entry point (`run`)
@@ -202,25 +213,17 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         A short status word ("served", "error 502", "skipped").
     """
     services: WorkerServices = ctx["turnout"]
+    worker: PushWorker = ctx["worker"]
     run = int(ctx.get("job_try", 1))
     if run > 1:
         await _mark_lost(services, payload.request_id, run)
-    store_now_ms = await ctx["worker"].store_now_ms()  # from the claim: no round trip
+    store_now_ms = await worker.store_now_ms()  # from the claim: no round trip
     time_left_s = _time_left_s(ctx, payload, store_now_ms)
-    if time_left_s <= 0:
-        return "skipped: deadline passed"
-    if ctx["worker"].client_left(payload.request_id):
-        return "skipped: client left"
-    ctx["worker"].bind_ingress(payload.request_id, payload.reply_to, payload.keyed)
-    if not may_run(payload.keyed, ctx["worker"].ingress_gone(payload.reply_to)):
-        return "skipped: ingress gone"  # nobody to answer: withdrawn unrun (`turnout.core.liveness`)
-    if not ctx["worker"].lease_held():  # stalled since its claim: another worker may run it now
-        return "skipped: lease lapsed"
-    if run > 1 and await ctx["worker"].store.answered(payload.request_id):
-        return "skipped: already answered"
+    skipped = await _why_skip(worker, payload, run, time_left_s)
+    if skipped is not None:
+        return f"skipped: {skipped}"
     request = _json.decode(payload.body)
     request.pop("provider", None)  # the preferences ride in the payload; never sent upstream
-    rid = payload.request_id
     await _catch_up(services.runtime.catalog_watch, payload.catalog_version)
     catalog = services.router.catalog  # this job's catalog to its end, whatever changes meanwhile
     try:
@@ -234,40 +237,11 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
             catalog=catalog,
             shipped=shipped,
         )
-    except (UnknownModel, NoMatchingOffer) as exc:
-        status, code, param = (
-            (404, "model_not_found", "model")
-            if isinstance(exc, UnknownModel)
-            else (400, "no_matching_offer", "provider")
-        )
-        result = JobResult(
-            request_id=rid,
-            status_code=status,
-            headers={"x-request-id": rid},
-            body=error_body(str(exc), error_type="invalid_request_error", code=code, param=param),
-        )
-        await _deliver(ctx, payload, result)
-        return f"error {status}"
-    except GatewayUnavailable as exc:
-        result = JobResult(
-            request_id=rid,
-            status_code=503,
-            headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
-            body=error_body(exc.message, error_type="service_unavailable", code=exc.code),
-        )
-        await _deliver(ctx, payload, result)
-        return "error 503"
-    info = RequestInfo(
-        request_id=rid,
-        org=payload.org,
-        squad=payload.squad,
-        key=payload.key,
-        requested_model=str(request["model"]),
-        strategy=payload.settings.strategy_rule,
-        run=run,
-        deadline_s=time.time() + time_left_s,
-        operation=payload.operation,
-    )
+    except (UnknownModel, NoMatchingOffer, GatewayUnavailable) as exc:
+        refused = _unplanned(exc, payload.request_id)
+        await _deliver(ctx, payload, refused)
+        return f"error {refused.status_code}"
+    info = _request_info(payload, request, run, time_left_s)
     started = time.monotonic()
     with request_span(services.obs.telemetry.tracing, info):
         routed = await services.router.route(
@@ -282,12 +256,66 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         )
     status, headers, body = answer_of(routed, payload.request_id)
     if status != 504:  # a job cut by its deadline says nothing of how long serving takes
-        ctx["worker"].service_times.add((time.monotonic() - started) * 1000)
+        worker.service_times.add((time.monotonic() - started) * 1000)
     result = JobResult(
         request_id=payload.request_id, status_code=status, headers=headers, body=body, shape=routed.shape
     )
     await _deliver(ctx, payload, result)
     return "served" if status == 200 else f"error {status}"
+
+
+async def _why_skip(worker: PushWorker, payload: JobPayload, run: int, time_left_s: float) -> str | None:
+    """Why the job must not run (its deadline passed, its client or ingress gone, its lease lapsed,
+    a re-run's answer already stored), or None to run it. Binds the job to its ingress on the way
+    (the worker then hears that ingress leave)."""
+    if time_left_s <= 0:
+        return "deadline passed"
+    if worker.client_left(payload.request_id):
+        return "client left"
+    worker.bind_ingress(payload.request_id, payload.reply_to, payload.keyed)
+    if not may_run(payload.keyed, worker.ingress_gone(payload.reply_to)):
+        return "ingress gone"  # nobody to answer: withdrawn unrun (`turnout.core.liveness`)
+    if not worker.lease_held():  # stalled since its claim: another worker may run it now
+        return "lease lapsed"
+    if run > 1 and await worker.store.answered(payload.request_id):
+        return "already answered"
+    return None
+
+
+def _unplanned(exc: UnknownModel | NoMatchingOffer | GatewayUnavailable, rid: str) -> JobResult:
+    """The error answer of a job that could not be planned: 404 unknown model, 400 no offer
+    matching the preferences, 503 (with `Retry-After`) the gateway unavailable."""
+    if isinstance(exc, GatewayUnavailable):
+        return JobResult(
+            request_id=rid,
+            status_code=503,
+            headers={"x-request-id": rid, "retry-after": str(exc.retry_after_s)},
+            body=error_body(exc.message, error_type="service_unavailable", code=exc.code),
+        )
+    status, code, param = (
+        (404, "model_not_found", "model") if isinstance(exc, UnknownModel) else (400, "no_matching_offer", "provider")
+    )
+    return JobResult(
+        request_id=rid,
+        status_code=status,
+        headers={"x-request-id": rid},
+        body=error_body(str(exc), error_type="invalid_request_error", code=code, param=param),
+    )
+
+
+def _request_info(payload: JobPayload, request: dict[str, Any], run: int, time_left_s: float) -> RequestInfo:
+    """What the router records of the job's `request` (run `run`, `time_left_s` seconds left)."""
+    return RequestInfo(
+        request_id=payload.request_id,
+        org=payload.org,
+        squad=payload.squad,
+        key=payload.key,
+        requested_model=str(request["model"]),
+        strategy=payload.settings.strategy_rule,
+        run=run,
+        deadline_s=time.time() + time_left_s,
+        operation=payload.operation,
+    )
 
 
 def build_worker(

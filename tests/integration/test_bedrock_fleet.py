@@ -3,7 +3,8 @@ ingress → Redis → worker → the simulator's Bedrock routes (`/model/{modelI
 `/converse-stream`, SigV4 verified). Chat, streams and a tool round trip are served translated;
 Bedrock throttling falls over to the Anthropic API; a guardrail is a content-policy 400 that is
 not retried; "Input is too long" takes the context-window fallback; a tenant's own Bedrock keys
-and, for a provider without keys, the environment's credentials are the ones that sign."""
+and, for a provider without keys, the environment's credentials are the ones that sign; count_tokens
+on the Messages surface asks Bedrock's `CountTokens`, signed with the caller's keys."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 
+import anthropic
 import openai
 import pytest
 from openai.types.chat import ChatCompletionMessageParam, ChatCompletionToolParam
@@ -290,3 +292,15 @@ def test_an_orgs_own_bedrock_key_is_refused_unless_of_the_keys_form(gw: Gateway,
     assert made.status_code == 200, made.text
     assert AWS_TEST_KEYS[TENANT_ID] not in made.text
     assert operator.call("DELETE", "/orgs/acme/provider-keys/bedrock").status_code == 200
+
+
+@pytest.mark.parametrize(("key", "model"), [(KEY, "claude"), (TENANT, "claude-own"), (KEY, "claude-chain")])
+def test_count_tokens_asks_bedrocks_count_tokens_signed_as_the_calls_are(gw: Gateway, key: str, model: str) -> None:
+    """The fleet's keys, a tenant's own (both verified by the simulator) and the credential chain."""
+    with anthropic.Anthropic(base_url=gw.base_url, api_key=key, max_retries=0) as claude:
+        raw = claude.messages.with_raw_response.count_tokens(
+            model=model, system="be brief", messages=[{"role": "user", "content": "three words here"}]
+        )
+    assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
+    assert raw.headers["x-turnout-count-source"] == "provider"
+    assert raw.headers["x-turnout-provider"] == ("bedrock-chain" if model == "claude-chain" else "bedrock")

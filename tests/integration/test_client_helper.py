@@ -17,53 +17,24 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from support.gateway import Gateway, start_gateway
-from support.procs import Fleet, require_redis
+from support.client_fleet import KEY, KEY_LAST, client_fleet
+from support.gateway import Gateway
 from turnout_client import GatewayRouting, gateway_http_client, http_package, routing_of, span_hook
 
 pytestmark = pytest.mark.integration
 
-KEY = "tk-test-client-helper-001"
 MESSAGES: Any = [{"role": "user", "content": "hello there"}]
-
-CONFIG = """\
-providers:
-  sim-a: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-a}}
-  sim-b: {{kind: openai_compatible, base_url: "{sim}/v1", api_key: key-b}}
-models:
-  ok:           {{offers: [{{provider: sim-a, model: ch-ok}}]}}
-  down-primary:
-    order: priority
-    offers: [{{provider: sim-a, model: "ch-dp-a~503"}}, {{provider: sim-b, model: ch-dp-b}}]
-  all-fail:
-    order: priority
-    offers: [{{provider: sim-a, model: "ch-af-a~503"}}, {{provider: sim-b, model: "ch-af-b~500"}}]
-policy:
-  retry: {{base_ms: 250, max_ms: 1000}}
-breaker: {{consecutive_failures: 1000, sole_consecutive_failures: 1000, failure_rate: 1.0, sole_failure_rate: 1.0}}
-orgs:
-  acme:
-    keys:
-      - {{name: main, key: {key}}}
-"""
 
 
 @pytest.fixture(scope="module")
 def gateway() -> Iterator[Gateway]:
-    """Its own fleet: these tests count simulator calls and must not share targets (or breakers)."""
-    require_redis()
-    fleet = Fleet()
-    try:
-        gw = start_gateway(fleet, CONFIG, key=KEY)
-        yield gw
-        gw.close()
-    finally:
-        fleet.stop_all()
+    """Its own fleet (`support.client_fleet`)."""
+    yield from client_fleet()
 
 
-def _openai(gw: Gateway, events: list[GatewayRouting], **options: Any) -> openai.OpenAI:
+def _openai(gw: Gateway, events: list[GatewayRouting], key: str = KEY, **options: Any) -> openai.OpenAI:
     http = gateway_http_client(on_routing=events.append, **options)
-    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=KEY, http_client=http, max_retries=2)
+    return openai.OpenAI(base_url=f"{gw.base_url}/v1", api_key=key, http_client=http, max_retries=2)
 
 
 def test_openai_sdk_answer_carries_the_routing_event(gateway: Gateway) -> None:
@@ -102,6 +73,22 @@ def test_client_model_chain_serves_after_the_gateway_chain_is_exhausted(gateway:
     assert (served.status, served.provider, served.requested_model, served.chain_index) == (200, "sim-a", "ok", 1)
     # all-fail was sent once: its upstream calls are the gateway's own attempts, no SDK retry on top
     assert upstream_calls() - before == first.attempts
+
+
+def test_client_model_chain_moves_on_an_exhausted_answer_in_the_upstreams_own_status(gateway: Gateway) -> None:
+    events: list[GatewayRouting] = []
+    with _openai(gateway, events, key=KEY_LAST, model_chain={"all-fail": ["ok"]}) as client:
+        completion = client.chat.completions.create(model="all-fail", messages=MESSAGES)
+    assert completion.choices[0].message.content
+    first, served = events
+    assert (first.status, first.exhausted_answer, first.should_retry, first.chain_exhausted) == (
+        500,
+        "last",
+        False,
+        True,
+    )
+    assert first.attempt_summary and "ch-af-b~500 500" in first.attempt_summary
+    assert (served.status, served.requested_model, served.chain_index) == (200, "ok", 1)
 
 
 class DropsTheFirstAnswer:

@@ -18,7 +18,7 @@ import redis
 from support.gateway import KEY, OPERATOR, SIM_PROVIDERS, Gateway, running_gateway
 from support.procs import wait_until
 from turnout.state import keys
-from turnout_ingress.refusal_writer import UNIDENTIFIED_ROWS_PER_S
+from turnout_ingress.guard.refusal_writer import UNIDENTIFIED_ROWS_PER_S
 
 pytestmark = pytest.mark.integration
 

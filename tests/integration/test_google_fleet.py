@@ -6,7 +6,8 @@ key file). Chat, streams, a tool round trip, JSON schema output and embeddings a
 RESOURCE_EXHAUSTED with a 20 s `retryDelay` falls over and rests its target fleet-wide; a safety
 block is a content-policy 400, not retried; Claude is served on Vertex AI by `rawPredict`; a
 service account the token endpoint refuses fails over no request to the provider; a tenant's
-own Gemini key is the one sent."""
+own Gemini key is the one sent; count_tokens asks Gemini's and Vertex AI's own counts; Vertex AI
+embeds by `:predict`."""
 
 from __future__ import annotations
 
@@ -54,6 +55,10 @@ models:
     offers: [{{provider: vertex, model: claude-sonnet-4@20250514}}]
   vertex-refused:
     offers: [{{provider: vertex-refused, model: gemini-refused}}]
+  vertex-embed:
+    type: embedding
+    order: priority
+    offers: [{{provider: vertex, model: "text-embedding-v~503"}}, {{provider: vertex, model: text-embedding-005}}, {{provider: gem-a, model: embed-after-vertex}}]
   gem-embed:
     type: embedding
     order: priority
@@ -228,6 +233,37 @@ def test_count_tokens_on_the_messages_surface_asks_gemini(gw: Gateway) -> None:
         )
     assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
     assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "gem-a"
+
+
+@pytest.mark.parametrize("model", ["vertex-flash", "vertex-claude"])
+def test_count_tokens_asks_vertex_ai_for_gemini_and_claude_without_a_model_call(gw: Gateway, model: str) -> None:
+    upstream = "gemini-2.5-flash" if model == "vertex-flash" else "claude-sonnet-4@20250514"
+    before = len(gw.sim_log(upstream))
+    with anthropic.Anthropic(base_url=gw.base_url, api_key=KEY, max_retries=0) as claude:
+        raw = claude.messages.with_raw_response.count_tokens(
+            model=model, system="be brief", messages=[{"role": "user", "content": "three words here"}]
+        )
+        refused = claude.messages.with_raw_response.count_tokens(
+            model="vertex-refused", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert raw.parse().input_tokens == 5  # the simulator counts words: system 2 + message 3
+    assert raw.headers["x-turnout-count-source"] == "provider" and raw.headers["x-turnout-provider"] == "vertex"
+    assert len(gw.sim_log(upstream)) == before  # counting is no model call
+    assert refused.headers["x-turnout-count-source"] == "estimate"  # no token: estimated, no error
+
+
+def test_vertex_embeddings_by_predict_fall_over_within_the_project(gw: Gateway) -> None:
+    raw = gw.client().embeddings.with_raw_response.create(model="vertex-embed", input=["two words", "a"], dimensions=8)
+    answer = raw.parse()
+    assert [len(v.embedding) for v in answer.data] == [8, 8] and raw.headers["x-turnout-provider"] == "vertex"
+    assert answer.usage.prompt_tokens == 3  # the predictions' token_count
+    assert {e["status"] for e in gw.sim_log("text-embedding-v~503")} == {503}
+    [sent] = _sent(gw, "text-embedding-005")[-1:]
+    assert sent == {
+        "instances": [{"content": "two words"}, {"content": "a"}],
+        "parameters": {"outputDimensionality": 8},
+    }
+    assert gw.sim_log("embed-after-vertex") == []
 
 
 def test_embeddings_fall_over_and_come_back_as_the_client_asked(gw: Gateway) -> None:

@@ -1,4 +1,4 @@
-"""`turnout ingress` runs with the HTTP guards (`turnout_ingress.http_guard`): a real ingress process."""
+"""`turnout ingress` runs with the HTTP guards (`turnout_ingress.guard.http`): a real ingress process."""
 
 from __future__ import annotations
 

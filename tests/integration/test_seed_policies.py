@@ -16,7 +16,7 @@ import openai
 import pytest
 import redis
 
-from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, running_gateway
+from support.gateway import BREAKER_OFF, SIM_PROVIDERS, Gateway, running_gateway, template_flow
 from turnout.state import keys
 
 pytestmark = pytest.mark.integration
@@ -64,11 +64,6 @@ KEYS |= {"key_last": KEY_LAST, "key_original": KEY_ORIGINAL, "key_empryo": KEY_E
 """Each key's template field (`{key_open}`) and value, written into CONFIG."""
 
 
-def _flow(value: object) -> str:
-    """`value` as YAML flow (JSON), braces doubled for the template's `format`."""
-    return json.dumps(value).replace("{", "{{").replace("}", "}}")
-
-
 CONFIG = (
     SIM_PROVIDERS
     + """\
@@ -107,9 +102,9 @@ orgs:
       - {{name: last, key: {key_last}, settings: {{policy: {{retry: {{base_ms: 0}}, fallback: {{on_exhausted: last}}}}}}}}
       - {{name: original, key: {key_original}, settings: {{policy: {{retry: {{base_ms: 0}}, fallback: {{on_exhausted: original}}}}}}}}
       - {{name: empryo, key: {key_empryo}, settings: {{policy: EMPRYO}}}}
-""".replace("MESH_WORKED", _flow(MESH_WORKED))
-    .replace("MESH", _flow(MESH_POLICY))
-    .replace("EMPRYO", _flow(EMPRYO))
+""".replace("MESH_WORKED", template_flow(MESH_WORKED))
+    .replace("MESH", template_flow(MESH_POLICY))
+    .replace("EMPRYO", template_flow(EMPRYO))
 )
 for _name, _key in KEYS.items():
     CONFIG = CONFIG.replace("{" + _name + "}", _key)

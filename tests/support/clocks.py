@@ -39,7 +39,7 @@ class FakeClock:
 
     def breakers(self, catalog: Catalog, seed: int = 17) -> Breakers:
         """In-memory breakers whose store and views read this clock; seeded draws."""
-        return Breakers(
+        return Breakers.over(
             MemoryBreakerStore(clock=self),
             BreakerSettings(),
             sole_targets=catalog.sole_targets,

@@ -7,6 +7,7 @@ the fault script (`label~503,200`), so tests never share scenario state.
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,6 +165,11 @@ class Gateway:
         """Attempts the simulator received for upstream `model`."""
         data: list[dict[str, object]] = httpx.get(f"{self.sim_url}/sim/log", params={"model": model}).json()
         return data
+
+
+def template_flow(value: object) -> str:
+    """`value` as YAML flow (JSON) for a `start_gateway` template: braces doubled for its `format`."""
+    return json.dumps(value).replace("{", "{{").replace("}", "}}")
 
 
 def one_model_config(upstream_model: str) -> str:

@@ -102,6 +102,18 @@ def test_the_bedrock_fields_are_refused_on_other_kinds(field: str) -> None:
         _config(text=text)
 
 
+def test_a_region_other_than_the_endpoints_is_refused_and_a_vpc_endpoint_takes_any() -> None:
+    text = BEDROCK.replace("region: us-east-1PROVIDER", "region: us-west-2PROVIDER")
+    with pytest.raises(
+        ConfigError, match=r"providers\.bedrock\.region: 'us-west-2' is not the region of base_url \(us-east-1\)"
+    ):
+        _config(text=text)
+    vpc = text.replace(
+        "https://bedrock-runtime.us-east-1.amazonaws.com", "https://vpce-1.bedrock-runtime.example.internal"
+    )
+    _config(text=vpc)
+
+
 def test_a_base_url_holding_the_model_path_is_refused() -> None:
     text = BEDROCK.replace("amazonaws.com,", "amazonaws.com/model/x,")
     with pytest.raises(
@@ -121,14 +133,12 @@ def test_the_stored_catalog_seals_the_key_and_keeps_the_region() -> None:
     doc = doc_from_config(config, vault)
     stored = doc_encoder.encode(doc)
     assert ENV["AWS_SECRET_ACCESS_KEY"].encode() not in stored and b'"region":"us-east-1"' in stored
-    assert same_catalog(doc, config) and not same_catalog(
-        doc, _config(text=BEDROCK.replace("us-east-1P", "eu-west-1P"))
-    )
+    assert same_catalog(doc, config) and not same_catalog(doc, _config(text=BEDROCK.replace("us-east-1", "eu-west-1")))
     assert config_of(doc, config, ENV, vault).raw.providers["bedrock"] == config.raw.providers["bedrock"]
 
 
 def test_a_region_changes_the_digest_and_a_fleet_without_bedrock_stores_no_region() -> None:
-    assert file_digest(_config()) != file_digest(_config(text=BEDROCK.replace("us-east-1P", "eu-west-1P")))
+    assert file_digest(_config()) != file_digest(_config(text=BEDROCK.replace("us-east-1", "eu-west-1")))
     other = parse_config(
         "providers: {o: {kind: openai, base_url: https://api.openai.com/v1}}\nmodels: {m: {offers: [{provider: o, model: m}]}}",
         env={},

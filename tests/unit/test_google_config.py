@@ -74,8 +74,12 @@ def test_the_google_kinds_take_their_fields() -> None:
             "project: my-proj, location: us-central1, credentials_file: relative/sa.json",
             "providers.vertex.credentials_file: an absolute path",
         ),
+        (
+            "project: my-proj, location: europe-west4, credentials_file: /sa.json",
+            "providers.vertex.location: 'europe-west4' is not the location of base_url",
+        ),
     ],
-    ids=["project", "location", "credentials_file", "bad-project", "bad-location", "relative-file"],
+    ids=["project", "location", "credentials_file", "bad-project", "bad-location", "relative-file", "other-location"],
 )
 def test_a_vertex_provider_without_a_valid_field_is_refused_naming_it(vertex: str, words: str) -> None:
     with pytest.raises(ConfigError, match=words.replace("(", r"\(")):
@@ -124,7 +128,7 @@ def test_the_stored_catalog_keeps_the_fields_and_a_changed_one_is_a_new_catalog(
     }
     assert set(stored["gemini"]) == {"kind", "base_url", "key"}  # defaults omitted
     assert same_catalog(doc, config)
-    moved = _config(VERTEX.replace("us-central1", "europe-west4"))
+    moved = _config(VERTEX.replace("us-central1", "europe-west4"), text=TEXT.replace("us-central1", "europe-west4"))
     assert not same_catalog(doc, moved) and file_digest(moved) != file_digest(config)
     assert config_of(doc, config, {}, vault).raw.providers["vertex"] == config.raw.providers["vertex"]
 
@@ -179,6 +183,17 @@ def test_the_admin_cli_sends_the_vertex_fields_and_knows_every_kind() -> None:
         },
     )
     assert set(KINDS) == set(get_args(ProviderKind))
+
+
+def test_a_worker_names_each_vertex_key_file_it_cannot_use(tmp_path: Path) -> None:
+    from turnout.rules.google_fields import unusable_key_files
+
+    key = write_key_file(tmp_path / "sa.json", "https://oauth2.googleapis.com/token")
+    assert unusable_key_files(_config(VERTEX.replace("/secrets/sa.json", str(key))).raw.providers) == []
+    missing = tmp_path / "missing.json"
+    assert unusable_key_files(_config(VERTEX.replace("/secrets/sa.json", str(missing))).raw.providers) == [
+        f"providers.vertex.credentials_file: {missing}: cannot be read (FileNotFoundError)"
+    ]
 
 
 def test_config_check_names_an_unreadable_or_invalid_credentials_file(

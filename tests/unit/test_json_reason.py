@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from turnout.adapters.chat_parts import WireError
 from turnout.errors import RequestRejected
 from turnout.json_reason import LONE_SURROGATE, OutOfRange, json_reason, out_of_range
-from turnout_ingress.messages_wire import parse_messages_request
-from turnout_ingress.validation import parse_chat_request
+from turnout_ingress.serving.validation import parse_chat_request
+from turnout_ingress.surfaces.messages.wire import parse_messages_request
 
 
 def _reason(raw: bytes) -> str:
@@ -138,7 +138,7 @@ def test_out_of_range_gives_the_field_apart_for_a_caller_that_names_it() -> None
 
 def test_the_messages_route_says_a_number_out_of_range_not_invalid_json() -> None:
     from turnout.adapters.chat_parts import WireError
-    from turnout_ingress.messages_wire import decode_messages_body
+    from turnout_ingress.surfaces.messages.wire import decode_messages_body
 
     with pytest.raises(WireError) as huge:
         decode_messages_body(b'{"model":"m","max_tokens":1e400}')

@@ -24,8 +24,8 @@ from turnout.errors import RequestRejected
 from turnout.router import RequestInfo, _spec
 from turnout.state.breaker_store import Loaded
 from turnout.wire import JobPayload, JobResult, payload_decoder, payload_encoder, result_decoder
-from turnout_ingress.messages_native import carried, rendered
 from turnout_ingress.surfaces.chat import CHAT as CHAT_SURFACE
+from turnout_ingress.surfaces.messages.native import carried, rendered
 
 CLIENT: dict[str, Any] = {
     "model": "claude-x",

@@ -58,7 +58,7 @@ async def test_the_offer_kept_is_never_one_whose_breaker_is_open(
     catalog = Catalog(config)
     clock = FakeClock(1000.0)
     breakers = clock.breakers(catalog, seed=seed)
-    store = breakers._store
+    store = breakers.store
     assert isinstance(store, MemoryBreakerStore)
     tripped = BreakerSnapshot(open=True, trips=1, opened_at_s=1000.0, cooldown_s=60.0, trip_rule="run")
     assert await store.compare_and_set(open_target, 0, tripped) is None

@@ -53,13 +53,13 @@ async def _route(model: str, request: dict[str, Any]) -> tuple[Any, list[str], l
     counted: list[str] = []
     clock = FakeClock(0.0)
     breakers = clock.breakers(catalog)
-    record = breakers.record
+    record = breakers.results.record
 
     async def spy_record(target: str, *args: Any, **kwargs: Any) -> Any:
         counted.append(target)
         return await record(target, *args, **kwargs)
 
-    breakers.record = spy_record  # type: ignore[method-assign]
+    breakers.results.record = spy_record  # type: ignore[method-assign]
 
     class Spy(NullObserver):
         async def attempt_dispatched(self, handle: object) -> None:

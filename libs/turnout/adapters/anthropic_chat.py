@@ -68,6 +68,7 @@ from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import MESSAGES, Native
 from turnout.core.types import Outcome, TransportError
 
@@ -81,7 +82,7 @@ END_FRAME: Final = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 def error_event(message: str, code: str, error_type: str | None = None) -> bytes:
     """The final `error` event of a broken native stream: the provider's error type when it
     sent one, else `timeout_error` for a stall (`stream_stalled`) and `api_error` otherwise
-    (the types the ingress gives a translated stream's end, `turnout_ingress.messages_events`)."""
+    (the types the ingress gives a translated stream's end, `turnout_ingress.surfaces.messages.events`)."""
     etype = error_type or ("timeout_error" if code == "stream_stalled" else "api_error")
     data = {"type": "error", "error": {"type": etype, "message": message}}
     return b"event: error\ndata: " + _encode.encode(data) + b"\n\n"
@@ -124,17 +125,6 @@ def native_request(client: httpx.AsyncClient, spec: CallSpec, native: Native, *,
     if stream:
         headers.append(("accept", "text/event-stream"))
     return post_request(client, spec.base_url, MESSAGES_PATH, headers, spec.body)
-
-
-def untranslatable(exc: WireError) -> AttemptResult:
-    """The outcome of a request Anthropic cannot express: a 400 without a call."""
-    return AttemptResult(
-        outcome=Outcome(
-            status=400,
-            error_type="invalid_request_error",
-            message=f"{exc.message} (param: {exc.param})",
-        )
-    )
 
 
 def outcome_of_message(

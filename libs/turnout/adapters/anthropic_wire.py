@@ -5,7 +5,7 @@ Owns: the request and response translations an Anthropic upstream needs
 `message` -> OpenAI `chat.completion`), the stop-reason and usage tables,
 and the constants of the wire (version header, default `max_tokens`). The
 streaming translation lives in `anthropic_events`; the client-facing
-direction (Anthropic clients) in the ingress (`turnout_ingress.messages_wire`).
+direction (Anthropic clients) in the ingress (`turnout_ingress.surfaces.messages.wire`).
 Must not import: httpx, services, FastAPI, arq; no I/O, no clock (times are
 passed in).
 
@@ -53,6 +53,11 @@ ANTHROPIC_VERSION: Final = "2023-06-01"
 """The `anthropic-version` header value this adapter speaks."""
 MESSAGES_PATH: Final = "/v1/messages"
 """Appended to an `anthropic` provider's `base_url` (`https://api.anthropic.com`)."""
+
+COUNT_PATH: Final = MESSAGES_PATH + "/count_tokens"
+"""Anthropic's token count, under an `anthropic` provider's `base_url`."""
+COUNT_FIELDS: Final = ("messages", "system", "tools", "tool_choice", "thinking")
+"""The Messages request fields Anthropic's count_tokens reads (with `model`)."""
 
 FINISH_REASON: Final[dict[str, str]] = {
     "end_turn": "stop",
@@ -309,3 +314,10 @@ def to_openai_completion(message: dict[str, Any], *, created_s: int) -> dict[str
         ],
         "usage": openai_usage(message.get("usage")),
     }
+
+
+def count_tokens_body(messages: dict[str, Any], model: str) -> dict[str, Any]:
+    """The count_tokens body of a Messages request `messages` for `model`: its `COUNT_FIELDS`
+    and `model` (`stream`, `max_tokens`, sampling fields left out: counting reads the input only).
+    Source: https://docs.anthropic.com/en/api/messages-count-tokens. Pure."""
+    return {"model": model, **{k: messages[k] for k in COUNT_FIELDS if k in messages}}

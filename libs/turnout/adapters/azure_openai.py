@@ -40,11 +40,9 @@ from turnout.adapters.base import AttemptResult, CallSpec
 from turnout.adapters.openai_chat import OpenAIChat, outcome_of_response
 from turnout.adapters.openai_operations import outcome_of_completion, outcome_of_embeddings
 from turnout.adapters.prepared import post_request
-from turnout.core.types import Outcome
+from turnout.adapters.translated import FILTERED, content_policy_failure
 
 _decode = msgspec.json.Decoder()
-FILTERED: Final = "content_filter"
-"""The `finish_reason` (and error code) of Azure's content filter."""
 FILTERED_MESSAGE: Final = (
     "The response was filtered by the provider's content management policy (finish_reason content_filter)."
 )
@@ -86,14 +84,7 @@ def filtered_outcome(result: AttemptResult) -> AttemptResult:
         return result
     if not all(isinstance(c, dict) and c.get("finish_reason") == FILTERED for c in choices):
         return result
-    outcome = Outcome(
-        status=result.outcome.status,
-        error_type="invalid_request_error",
-        error_code=FILTERED,
-        message=FILTERED_MESSAGE,
-        error_in_body=True,
-    )
-    return AttemptResult(outcome=outcome, usage=result.usage)
+    return content_policy_failure(result.outcome.status, FILTERED_MESSAGE, result.usage)
 
 
 class AzureChat(OpenAIChat):

@@ -47,9 +47,7 @@ from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
     NativeFrames,
-    Refusal,
     Usage,
-    crossing_refusal,
     endpoint_url,
 )
 from turnout.adapters.bedrock_events import EVENT_STREAM, EventTranslator, frames
@@ -60,13 +58,11 @@ from turnout.adapters.bedrock_wire import (
     to_converse_request,
     to_openai_completion,
 )
-from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
-from turnout.adapters.openai_chat import DONE_FRAME, error_frame
 from turnout.adapters.prepared import post_request
+from turnout.adapters.translated import TranslatingChat, content_policy_failure, error_event
 from turnout.aws.sigv4 import NoAwsCredentials, credentials_for, signed_headers
 from turnout.core.hints import retry_after_s
-from turnout.core.native import Native
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
@@ -89,17 +85,6 @@ def aws_error(headers: httpx.Headers, data: Any) -> tuple[str | None, str]:
         etype = body["__type"].rsplit("#", 1)[-1] or None
     message = body.get("message", body.get("Message", ""))
     return etype, message if isinstance(message, str) else str(message)
-
-
-def _policy_failure(status: int, reason: str, usage: Usage) -> AttemptResult:
-    outcome = Outcome(
-        status=status,
-        error_type="invalid_request_error",
-        error_code="content_filter",
-        message=POLICY_MESSAGE.format(reason=reason),
-        error_in_body=True,
-    )
-    return AttemptResult(outcome=outcome, usage=usage)
 
 
 def outcome_of_converse(
@@ -138,7 +123,7 @@ def outcome_of_converse(
     )
     tokens = Usage(input_tokens=body["usage"]["prompt_tokens"], output_tokens=body["usage"]["completion_tokens"])
     if data.get("stopReason") in POLICY_STOPS:
-        return _policy_failure(status, str(data["stopReason"]), tokens)
+        return content_policy_failure(status, POLICY_MESSAGE.format(reason=data["stopReason"]), tokens)
     return AttemptResult(outcome=Outcome(status=status), body=_encode.encode(body), usage=tokens)
 
 
@@ -163,8 +148,7 @@ async def translated_events(
             try:
                 chunks = translator.feed(frame)
             except StreamError as exc:
-                error = {"error": {"type": exc.error_type, "message": exc.message}}
-                out.append(ServerSentEvent(event="error", data=_encode.encode(error).decode()))
+                out.append(error_event(exc.error_type, exc.message))
                 yield out
                 return
             out.extend(_event(chunk) for chunk in chunks)
@@ -185,54 +169,63 @@ def _no_credentials(reason: str) -> AttemptResult:
     )
 
 
-class BedrockConverse:
-    """The `ApiFamily` of Amazon Bedrock's Converse / ConverseStream APIs."""
+def signed_request(
+    client: httpx.AsyncClient, spec: CallSpec, path: str, body: bytes, *, accept: str = "application/json"
+) -> httpx.Request | AttemptResult:
+    """`POST {spec.base_url}{path}` of `body` signed with SigV4 for `spec.region` with the call's
+    credentials (`credentials_for(spec.api_key)`), or a 401-like failure without a call when there
+    are none. Signed headers: `content-type`, `accept`, `host`, `x-amz-date` (and
+    `x-amz-security-token`); the request id goes in `x-request-id` (unsigned)."""
+    try:
+        credentials = credentials_for(spec.api_key)
+    except (NoAwsCredentials, ValueError) as exc:
+        return _no_credentials(str(exc))
+    url = str(endpoint_url(spec.base_url, path))
+    unsigned = [("content-type", "application/json"), ("accept", accept)]
+    headers = signed_headers(url, body, unsigned, credentials, spec.region or "")
+    return post_request(client, spec.base_url, path, [*headers, ("x-request-id", spec.request_id)], body)
+
+
+COUNTED_FIELDS: Final = ("messages", "system", "toolConfig", "additionalModelRequestFields")
+"""The Converse request fields `CountTokens` reads (its `ConverseTokensRequest`)."""
+
+
+def count_tokens_call(model: str, request: dict[str, Any]) -> tuple[str, bytes]:
+    """(path under the provider's `base_url`, JSON body) of Bedrock's `CountTokens` of an OpenAI
+    chat `request` for `model`: `POST /model/{modelId}/count-tokens` (the id encoded as
+    `converse_path` encodes it) with `{"input": {"converse": {...}}}`, the Converse request's
+    `COUNTED_FIELDS`; answered `{"inputTokens": N}`. Sent signed (`signed_request`). Pure.
+    Source: https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_CountTokens.html.
+
+    Raises:
+        WireError: the request cannot be expressed in Converse.
+    """
+    translated = to_converse_request(request)
+    converse = {k: translated[k] for k in COUNTED_FIELDS if k in translated}
+    path = converse_path(model, stream=False).removesuffix("/converse") + "/count-tokens"
+    return path, _encode.encode({"input": {"converse": converse}})
+
+
+class BedrockConverse(TranslatingChat):
+    """The `ApiFamily` of Amazon Bedrock's Converse / ConverseStream APIs: what it refuses is what
+    `to_converse_request` refuses (`TranslatingChat`)."""
 
     stream_end: Final = "messageStop"
-    native_surface: Final = SURFACE
+    native_surface = SURFACE
     stream_media_type: Final = EVENT_STREAM
 
-    def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:
-        """What `to_converse_request` refuses of `request`, or None (a request from another
-        surface with no translation: `crossing_refusal`); see `ApiFamily`."""
-        crossing = crossing_refusal(native, SURFACE)
-        if crossing is not None:
-            return crossing
-        try:
-            to_converse_request(request)
-        except WireError as exc:
-            return Refusal(exc.message, exc.param)
-        return None
+    def translate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`to_converse_request`."""
+        return to_converse_request(request)
 
-    def native_frames(self) -> NativeFrames:
-        """Never used (no client speaks Converse); OpenAI's end and error events."""
-        return NativeFrames(end_frame=DONE_FRAME, error_frame=error_frame)
-
-    def build_request(
-        self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
+    def send_translated(
+        self, client: httpx.AsyncClient, spec: CallSpec, translated: dict[str, Any], *, stream: bool
     ) -> httpx.Request | AttemptResult:
-        """`POST {base_url}/model/{modelId}/converse[-stream]`, signed for `spec.region`; a request
-        Converse cannot express is a 400 without a call, and so is one without credentials (401);
-        see `ApiFamily`.
-
-        Signed headers: `content-type`, `host`, `x-amz-date` (and `x-amz-security-token`); the
-        request id goes in `x-request-id` (unsigned).
-        """
-        try:
-            body = _encode.encode(to_converse_request(_decode.decode(spec.body)))
-        except (WireError, msgspec.DecodeError) as exc:
-            message = f"{exc.message} (param: {exc.param})" if isinstance(exc, WireError) else "the body is not JSON"
-            return AttemptResult(outcome=Outcome(status=400, error_type="invalid_request_error", message=message))
-        try:
-            credentials = credentials_for(spec.api_key)
-        except (NoAwsCredentials, ValueError) as exc:
-            return _no_credentials(str(exc))
-        path = converse_path(spec.target.model, stream=stream)
-        url = str(endpoint_url(spec.base_url, path))
+        """`POST {base_url}/model/{modelId}/converse[-stream]` (`signed_request`); a call without
+        credentials is a 401-like failure without a call."""
         accept = EVENT_STREAM if stream else "application/json"
-        unsigned = [("content-type", "application/json"), ("accept", accept)]
-        headers = signed_headers(url, body, unsigned, credentials, spec.region or "")
-        return post_request(client, spec.base_url, path, [*headers, ("x-request-id", spec.request_id)], body)
+        path = converse_path(spec.target.model, stream=stream)
+        return signed_request(client, spec, path, _encode.encode(translated), accept=accept)
 
     def read_outcome(
         self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False

@@ -31,6 +31,7 @@ from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.openai_operations import OPENAI_COMPLETIONS, OPENAI_EMBEDDINGS
 from turnout.adapters.openai_responses import OPENAI_RESPONSES
 from turnout.adapters.vertex import VERTEX_AI
+from turnout.adapters.vertex_embeddings import VERTEX_EMBEDDINGS
 from turnout.config import RESPONSES_KINDS, OfferApi, ProviderKind
 from turnout.core.model_types import Operation
 
@@ -77,6 +78,7 @@ OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = Ma
         ("azure_openai", "embeddings"): AZURE_EMBEDDINGS,
         ("azure_openai", "completions"): AZURE_COMPLETIONS,
         ("gemini", "embeddings"): GEMINI_EMBEDDINGS,
+        ("vertex", "embeddings"): VERTEX_EMBEDDINGS,
     }
 )
 """(provider kind, operation) -> the family that performs it, for every operation but `chat`

@@ -34,32 +34,26 @@ import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
 
-from turnout.adapters.anthropic_chat import untranslatable
 from turnout.adapters.anthropic_events import StreamError
 from turnout.adapters.base import (
     SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
     NativeFrames,
-    Refusal,
     Usage,
-    crossing_refusal,
 )
-from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.gemini_events import GeminiChunks, StreamBlocked
 from turnout.adapters.gemini_wire import blocked, is_answer, openai_usage, to_gemini_request, to_openai_completion
 from turnout.adapters.google_errors import google_error_fields, google_error_outcome
-from turnout.adapters.openai_chat import DONE_FRAME, error_frame
 from turnout.adapters.prepared import post_request
 from turnout.adapters.sse import event_batches, object_data
-from turnout.core.native import CHAT, Native
+from turnout.adapters.translated import FILTERED, TranslatingChat, content_policy_failure, error_event
+from turnout.core.native import CHAT
 from turnout.core.types import Outcome, TransportError
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
-FILTERED: Final = "content_filter"
-"""The error code of a blocked answer (read as CONTENT_POLICY, as Azure's filter is)."""
 
 
 def model_path(prefix: str, model: str, *, stream: bool) -> str:
@@ -100,14 +94,6 @@ def json_request(
     return post_request(client, spec.base_url, path, headers, _encode.encode(body))
 
 
-def blocked_outcome(status: int, reason: str, usage: Usage) -> AttemptResult:
-    """The content-policy failure of a blocked answer: a 2xx error envelope of code `content_filter`."""
-    outcome = Outcome(
-        status=status, error_type="invalid_request_error", error_code=FILTERED, message=reason, error_in_body=True
-    )
-    return AttemptResult(outcome=outcome, usage=usage)
-
-
 def read_google_body(
     status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, what: str, shape: Callable[[Any], bool]
 ) -> tuple[AttemptResult | None, Any]:
@@ -134,7 +120,7 @@ def outcome_of_answer(status: int, headers: httpx.Headers, content: bytes, now_e
     """An `AttemptResult` for a complete `generateContent` answer (pure).
 
     A 2xx `GenerateContentResponse` is translated to an OpenAI `chat.completion`, or is a
-    content-policy failure when blocked (`blocked_outcome`); a 2xx Google error body is
+    content-policy failure when blocked (`translated.content_policy_failure`); a 2xx Google error body is
     `error_in_body`; any other 2xx body is PROTOCOL. Error statuses: `google_error_outcome`.
     Usage from `usageMetadata` (`gemini_wire.openai_usage`).
     """
@@ -147,14 +133,9 @@ def outcome_of_answer(status: int, headers: httpx.Headers, content: bytes, now_e
     tokens = Usage(input_tokens=usage["prompt_tokens"], output_tokens=usage["completion_tokens"])
     reason = blocked(data)
     if reason is not None:
-        return blocked_outcome(status, reason, tokens)
+        return content_policy_failure(status, reason, tokens)
     body = to_openai_completion(data, model="", created_s=int(now_epoch_s))
     return AttemptResult(outcome=Outcome(status=status), body=_encode.encode(body), usage=tokens)
-
-
-def _error_event(error_type: str | None, code: str | None, message: str) -> ServerSentEvent:
-    error = {"error": {"type": error_type, "code": code, "message": message}}
-    return ServerSentEvent(event="error", data=_encode.encode(error).decode())
 
 
 async def translated_events(
@@ -180,11 +161,11 @@ async def translated_events(
             try:
                 translated, done = chunks.feed(data)
             except StreamError as exc:
-                out.append(_error_event(exc.error_type, exc.error_type, exc.message))
+                out.append(error_event(exc.error_type, exc.message, exc.error_type))
                 yield out
                 return
             except StreamBlocked as exc:
-                out.append(_error_event("invalid_request_error", FILTERED, str(exc)))
+                out.append(error_event("invalid_request_error", str(exc), FILTERED))
                 yield out
                 return
             out.extend(ServerSentEvent(data=_encode.encode(chunk).decode()) for chunk in translated)
@@ -196,8 +177,10 @@ async def translated_events(
             yield out
 
 
-class GeminiChat:
-    """The `ApiFamily` of the Gemini API's `generateContent` (the `gemini` kind)."""
+class GeminiChat(TranslatingChat):
+    """The `ApiFamily` of the Gemini API's `generateContent` (the `gemini` kind): what it refuses
+    is what `to_gemini_request` refuses (`n` > 1, an image URL that is not a data URL, a part or
+    role Gemini has no form for; `TranslatingChat`)."""
 
     stream_end = "finishReason"
     native_surface = CHAT
@@ -208,33 +191,15 @@ class GeminiChat:
         `/v1beta/models/{model}:...` with the key in `x-goog-api-key`."""
         return model_path("/v1beta", spec.target.model, stream=stream), ("x-goog-api-key", spec.api_key)
 
-    def refusal(self, request: dict[str, Any], model: str, native: Native | None = None) -> Refusal | None:
-        """What `to_gemini_request` refuses of `request` (`n` > 1, an image URL that is not a
-        data URL, a part or role Gemini has no form for), or a request of another surface with
-        no translation; else None. See `ApiFamily`."""
-        crossing = crossing_refusal(native, CHAT)
-        if crossing is not None:
-            return crossing
-        try:
-            to_gemini_request(request)
-        except WireError as exc:
-            return Refusal(exc.message, exc.param)
-        return None
+    def translate(self, request: dict[str, Any]) -> dict[str, Any]:
+        """`to_gemini_request`."""
+        return to_gemini_request(request)
 
-    def native_frames(self) -> NativeFrames:
-        """Never used (no client speaks Gemini's surface to Turnout): OpenAI's frames."""
-        return NativeFrames(end_frame=DONE_FRAME, error_frame=error_frame)
-
-    def build_request(
-        self, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
+    def send_translated(
+        self, client: httpx.AsyncClient, spec: CallSpec, translated: dict[str, Any], *, stream: bool
     ) -> httpx.Request | AttemptResult:
-        """`POST` of the translated body at `endpoint`, or a 400 without a call for a body Gemini
-        cannot express; see `ApiFamily`. The credential is never logged or echoed; Turnout's
-        request id goes in `x-request-id`."""
-        try:
-            translated = to_gemini_request(_decode.decode(spec.body))
-        except WireError as exc:
-            return untranslatable(exc)
+        """`POST` of `translated` at `endpoint`; the credential is never logged or echoed;
+        Turnout's request id goes in `x-request-id`."""
         path, credential = self.endpoint(spec, stream=stream)
         return json_request(client, spec, path, credential, translated, stream=stream)
 

@@ -22,16 +22,16 @@ from urllib.parse import quote
 import httpx
 import msgspec
 
-from turnout.adapters.anthropic_chat import untranslatable
 from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Usage
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GeminiChat, json_request, read_google_body
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import Native
 from turnout.core.types import Outcome
 
 _decode = msgspec.json.Decoder()
 _encode = msgspec.json.Encoder()
-TEXT_ONLY: Final = "Gemini providers embed text only: `input` must be a string or an array of strings."
+TEXT_ONLY: Final = "Gemini and Vertex AI providers embed text only: `input` must be a string or an array of strings."
 
 
 def texts_of(request: dict[str, Any]) -> list[str]:
@@ -65,6 +65,16 @@ def is_batch(data: Any) -> bool:
     return isinstance(found, list) and all(isinstance(e, dict) and isinstance(e.get("values"), list) for e in found)
 
 
+def embeddings_list(vectors: list[Any], tokens: int) -> dict[str, Any]:
+    """OpenAI's embeddings answer of `vectors` (in input order) and `tokens` input tokens (pure)."""
+    return {
+        "object": "list",
+        "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+        "model": "",
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 def outcome_of_embeddings(status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float) -> AttemptResult:
     """An OpenAI embeddings list for a `batchEmbedContents` answer (pure); errors as Google's; a
     2xx without an `embeddings` list of `values` is malformed (PROTOCOL)."""
@@ -73,15 +83,9 @@ def outcome_of_embeddings(status: int, headers: httpx.Headers, content: bytes, n
     )
     if failure is not None:
         return failure
-    found = data["embeddings"]
     metadata = data.get("usageMetadata")
     tokens = int(metadata.get("promptTokenCount") or 0) if isinstance(metadata, dict) else 0
-    body = {
-        "object": "list",
-        "data": [{"object": "embedding", "index": i, "embedding": e["values"]} for i, e in enumerate(found)],
-        "model": "",
-        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-    }
+    body = embeddings_list([e["values"] for e in data["embeddings"]], tokens)
     return AttemptResult(outcome=Outcome(status=status), body=_encode.encode(body), usage=Usage(input_tokens=tokens))
 
 

@@ -64,7 +64,7 @@ def error_event(message: str, code: str, error_type: str | None = None) -> bytes
     """The final `error` event of a broken native Responses stream (`ResponseErrorEvent`: `type`
     `error`, `code`, `message`, `param`); the code is the provider's error type when it sent
     one, else the relay's (`stream_interrupted`, `stream_stalled`, `upstream_error`). Its
-    `sequence_number` is the ingress's to give (`turnout_ingress.responses_native`)."""
+    `sequence_number` is the ingress's to give (`turnout_ingress.surfaces.responses.native`)."""
     data = {"type": "error", "code": error_type or code, "message": message, "param": None}
     return b"event: error\ndata: " + _encode.encode(data) + b"\n\n"
 

@@ -34,15 +34,17 @@ import httpx
 import msgspec
 from httpx_sse import ServerSentEvent
 
-from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_message, untranslatable
+from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_message
 from turnout.adapters.anthropic_chat import translated_events as anthropic_events
 from turnout.adapters.anthropic_events import ChunkTranslator
-from turnout.adapters.anthropic_wire import to_anthropic_request
+from turnout.adapters.anthropic_wire import count_tokens_body, to_anthropic_request
 from turnout.adapters.base import AttemptResult, CallSpec, NativeFrames, Refusal
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GeminiChat, json_request, model_path, outcome_of_answer
+from turnout.adapters.gemini_wire import to_gemini_request
 from turnout.adapters.google_errors import google_error_outcome
 from turnout.adapters.sse import event_batches
+from turnout.adapters.translated import untranslatable
 from turnout.core.native import Native
 
 _decode = msgspec.json.Decoder()
@@ -77,6 +79,39 @@ def raw_predict_request(client: httpx.AsyncClient, spec: CallSpec, *, stream: bo
     method = "streamRawPredict" if stream else "rawPredict"
     path = f"{publisher_prefix(spec, 'anthropic')}/models/{quote(spec.target.model, safe='')}:{method}"
     return json_request(client, spec, path, ("authorization", f"Bearer {spec.api_key}"), translated, stream=stream)
+
+
+GEMINI_COUNTED: Final = ("contents", "systemInstruction", "tools")
+"""The translated request's fields Vertex AI's `countTokens` reads (it has no `generateContentRequest`)."""
+
+
+def count_tokens_call(
+    spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+) -> tuple[str, dict[str, Any], str]:
+    """(path under `spec.base_url`, body, the answer's count field) of Vertex AI's token count of
+    a Messages request for `spec`'s target (pure):
+
+    - a Claude model: `.../publishers/anthropic/models/count-tokens:rawPredict` with Anthropic's
+      count_tokens body (`anthropic_wire.count_tokens_body`, the target's model in it) and
+      `anthropic_version: vertex-2023-10-16`, answered `{"input_tokens": N}`;
+    - a Gemini model: `.../publishers/google/models/{model}:countTokens` with the `GEMINI_COUNTED`
+      fields of `request` (the OpenAI chat form of `messages`) translated, answered `{"totalTokens": N}`.
+
+    Sources: https://cloud.google.com/vertex-ai/generative-ai/docs/partner-models/claude/count-tokens,
+    https://cloud.google.com/vertex-ai/generative-ai/docs/model-reference/count-tokens.
+
+    Raises:
+        WireError: a Gemini model and a `request` Gemini cannot express (or none).
+    """
+    model = spec.target.model
+    if is_claude(model):
+        body = {**count_tokens_body(messages, model), "anthropic_version": VERTEX_ANTHROPIC_VERSION}
+        return f"{publisher_prefix(spec, 'anthropic')}/models/count-tokens:rawPredict", body, "input_tokens"
+    if request is None:
+        raise WireError("the request has no chat form to count", "messages")
+    translated = to_gemini_request(request)
+    body = {k: translated[k] for k in GEMINI_COUNTED if k in translated}
+    return f"{publisher_prefix(spec, 'google')}/models/{quote(model, safe='')}:countTokens", body, "totalTokens"
 
 
 def _is_anthropic(data: Any) -> bool:

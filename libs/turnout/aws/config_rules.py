@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from typing import Final, Protocol
+from urllib.parse import urlsplit
 
 from turnout.aws.keys import KEY_FORM, join_key, split_key
 from turnout.errors import ConfigError
@@ -27,6 +28,8 @@ FIELDS: Final = ("region", "access_key_id", "secret_access_key", "session_token"
 """The fields only a `bedrock` provider takes."""
 REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}")
 """An AWS region name (`us-east-1`, `us-gov-west-1`, `ap-southeast-2`)."""
+RUNTIME_HOST: Final = re.compile(r"bedrock-runtime(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
+"""The host of an AWS Bedrock runtime endpoint, naming its region."""
 ACCESS_KEY_ID: Final = re.compile(r"[A-Za-z0-9]{16,128}")
 """An AWS access key id (`AKIA...`, `ASIA...`)."""
 
@@ -116,8 +119,8 @@ def check_key(path: str, kind: str, key: str) -> None:
 
 
 def check_fields(path: str, provider: AwsFields) -> None:
-    """The rules of the `bedrock` fields: refused on another kind; for `bedrock`, `region` required
-    and of AWS's form, the key (if any) of `join_key`'s form, the keys' fields folded already
+    """The rules of the `bedrock` fields: refused on another kind; for `bedrock`, `region` required,
+    of AWS's form and, with an AWS runtime endpoint as `base_url`, the endpoint's region, the key (if any) of `join_key`'s form, the keys' fields folded already
     (`folded_key`), and a `base_url` that is the runtime endpoint (no `/model/...` path).
 
     Raises:
@@ -137,6 +140,12 @@ def check_fields(path: str, provider: AwsFields) -> None:
     folded_key(path, provider)  # the pairing rules, for a provider built without folding (an admin edit)
     if provider.api_key:
         check_key(f"{path}.api_key", provider.kind, provider.api_key)
+    endpoint = RUNTIME_HOST.fullmatch(urlsplit(provider.base_url).hostname or "")
+    if endpoint is not None and endpoint["region"] != provider.region:
+        raise ConfigError(  # AWS would refuse every call: a signature scoped to another region (403)
+            f"{path}.region: {provider.region!r} is not the region of base_url ({endpoint['region']}); "
+            "a call is signed for the endpoint's region"
+        )
     if re.search(r"/model(?:/|$)", provider.base_url.split("?", 1)[0].rstrip("/")):
         raise ConfigError(
             f"{path}.base_url: a `bedrock` base_url is the runtime endpoint without /model "

@@ -177,7 +177,7 @@ def attach(
     """
 
     def on_swap(config: Config, catalog: Catalog) -> None:
-        breakers.use_sole_targets(catalog.sole_targets)
+        breakers.transitions.use_sole_targets(catalog.sole_targets)
         directory.config = config
         directory.scrubber.know("catalog", [s for p in config.raw.providers.values() for s in p.secrets()])
 

@@ -28,7 +28,7 @@ ProviderKind = Literal[
     "gemini",
     "vertex",
 ]
-EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai", "gemini")
+EMBEDDING_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai", "gemini", "vertex")
 """The provider kinds whose API serves embeddings (`POST {base_url}/embeddings`; Azure's under its deployment)."""
 API_VERSION_KINDS: tuple[ProviderKind, ...] = ("azure_openai",)
 """The provider kinds whose requests name an API version (`api-version=`), required in their config."""

@@ -481,7 +481,14 @@ def _may_retry(state: LoopState, disposition: Disposition, outcome: Outcome, kin
         disposition is Disposition.RETRY_THEN_FALLBACK
         or (disposition is Disposition.FALLBACK_NOW and outcome.should_retry is True)
         or status_matches(_received(outcome), state.policy.retry.retry_on_status)
+        or _stalled(outcome, state.policy)
     )
+
+
+def _stalled(outcome: Outcome, policy: Policy) -> bool:
+    """Whether a failure is a stream that sent nothing before its first-token timeout, under a
+    policy that opts into re-sending those to the same target (`retry.stall_retries`)."""
+    return outcome.transport is TransportError.FIRST_TOKEN_TIMEOUT and policy.retry.stall_retries > 0
 
 
 def _try_retry(
@@ -489,9 +496,10 @@ def _try_retry(
 ) -> LoopState | None:
     policy = state.policy
     listed = status_matches(status_for_lists(outcome, kind, purpose="retry"), policy.retry.retry_on_status)
-    if not listed and outcome.should_retry is not True:  # the provider's `true` stands for the list
+    stalled = _stalled(outcome, policy)
+    if not listed and not stalled and outcome.should_retry is not True:  # the provider's `true` stands for the list
         return None
-    if state.resend_count >= _retry_allowance(state, entry):
+    if state.resend_count >= (policy.retry.stall_retries if stalled else _retry_allowance(state, entry)):
         return None
     if len(state.records) >= policy.budget.max_attempts:
         return None

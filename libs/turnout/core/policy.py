@@ -50,6 +50,10 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
             timeout applies.
         stall_timeout_ms: streaming gap between chunks that ends a stream;
             0 = no stall watchdog.
+        stall_retries: re-sends to the same target of a stream that sent nothing before its
+            first-token timeout (`ttft_timeout_ms`), opt-in (seed 003, `maxStallRetries`);
+            0 = a stalled stream falls over at once, as every timeout does (SPEC §3). Bounded
+            by the operator's `max_retries` ceiling; the attempt budget and deadline still apply.
         stream_recovery: what a committed stream does when it breaks:
             `none` ends it with an error event; `continue` asks the same
             target, then the plan's other targets that accept an assistant
@@ -66,6 +70,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     fallback_target_retries: int = 0
     ttft_timeout_ms: int = 0
     stall_timeout_ms: int = 0
+    stall_retries: int = 0
     stream_recovery: Literal["none", "continue"] = "none"
 
     @property
@@ -266,6 +271,7 @@ def clamp_policy(policy: Policy, ceilings: Ceilings) -> tuple[Policy, tuple[Clam
         stall_timeout_ms=_bounded(
             "retry.stall_timeout_ms", r.stall_timeout_ms, 0, ceilings.max_total_latency_ms, clamps
         ),
+        stall_retries=_bounded("retry.stall_retries", r.stall_retries, 0, ceilings.max_retries, clamps),
     )
     fallback = msgspec.structs.replace(
         f,
@@ -311,6 +317,7 @@ class RetryOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_field
     fallback_target_retries: Count | UnsetType = UNSET
     ttft_timeout_ms: Count | UnsetType = UNSET
     stall_timeout_ms: Count | UnsetType = UNSET
+    stall_retries: Count | UnsetType = UNSET
     stream_recovery: Literal["none", "continue"] | UnsetType = UNSET
 
 

@@ -1,6 +1,6 @@
 """One request's read of breaker health: the snapshots of its targets and credentials,
 their measures and usage caps, as of one moment, and what routing asks of them (SPEC §5
-"Ordering", §10). A read may be kept a moment by `turnout.health.Breakers` (`cache_s`)
+"Ordering", §10). A read may be kept a moment by `turnout.health.reads.HealthReads` (`cache_s`)
 or shipped with a job; its age is carried with it.
 Must not import: services, FastAPI, httpx, Redis.
 """

@@ -1,15 +1,16 @@
 """Breaker snapshot writes, batched per subject (issue: Performance; SPEC §5).
 
-Owns: the latest snapshot a process has seen of each subject (a target or a
-tenant credential), and the compare-and-set writes of changes to it. Changes
+Owns: the compare-and-set writes of changes to each subject's snapshot (a
+target or a tenant credential), starting from the latest snapshot the process
+has seen of it (`turnout.health.seen`). Changes
 of one subject queued while a write is in flight go together in the next
 write, applied in arrival order to the latest snapshot seen: the same
 snapshot as writing them one by one, in one round trip. Plain successes
 (quiet changes) wait up to `QUIET_WINDOW_S` for company before their write;
 anything else is written at once. A write runs in its
 own task, so a caller that stops waiting loses nothing queued. The decisions
-(what a change is, what it announces) come from the caller; `turnout.health`
-is the one caller. Clock and RNG are injected.
+(what a change is, what it announces) come from the caller;
+`turnout.health.results` is the one caller. Clock and RNG are injected.
 Must not import: services, FastAPI, httpx.
 """
 
@@ -22,7 +23,8 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from turnout.core.breaker import CLOSED, BreakerSnapshot
+from turnout.core.breaker import BreakerSnapshot
+from turnout.health.seen import LatestSeen
 from turnout.state.breaker_store import BreakerStore, SpeedSample, Versioned
 from turnout.state.errors import StateUnavailable
 
@@ -33,14 +35,11 @@ log = logging.getLogger("turnout.breaker")
 
 CAS_TRIES = 100
 """Compare-and-set rounds one batch may lose before it is given up (logged)."""
-KNOWN_MAX = 100_000
-"""Subjects whose latest snapshot a process remembers at most."""
 QUIET_WINDOW_S = 0.1
 """Longest a subject's quiet changes (plain successes) wait for more to join their write (seconds).
 
 A change that is not quiet ends the wait at once, and `drain` ends every wait.
 Measured in bench/README.md ("Plain successes written together")."""
-_UNKNOWN = Versioned(0, CLOSED)
 
 Change = Callable[[BreakerSnapshot, float], BreakerSnapshot]
 """A pure change of a snapshot at a store-clock time (epoch seconds)."""
@@ -55,11 +54,6 @@ class _Queued(NamedTuple):
     speed: SpeedSample | None
     quiet: bool  # a plain success: nothing the other processes must hear of at once
     done: asyncio.Future[bool]  # True when the write carried `speed`
-
-
-def later(a: tuple[float, Versioned], b: tuple[float, Versioned]) -> bool:
-    """Whether (seen at, entry) `a` is later than `b`: seen later, or at the same time with a higher version."""
-    return a[0] > b[0] or (a[0] == b[0] and a[1].version > b[1].version)
 
 
 def standing_changed(old: BreakerSnapshot, new: BreakerSnapshot) -> bool:
@@ -80,10 +74,11 @@ def _retrieved(done: asyncio.Future[bool]) -> None:
 
 
 class SnapshotWrites:
-    """Batched compare-and-set writes of breaker snapshots, and the latest snapshot seen per subject.
+    """Batched compare-and-set writes of breaker snapshots.
 
     Args:
         store: where snapshots live.
+        seen: the latest snapshot the process has seen per subject (read and kept up to date).
         clock: monotonic seconds (when a snapshot was seen).
         rng: jitter of the backoff between conflicting writes.
         on_written: called after a stored write with (subject, the snapshot before, each
@@ -98,6 +93,7 @@ class SnapshotWrites:
     def __init__(
         self,
         store: BreakerStore,
+        seen: LatestSeen,
         *,
         clock: Callable[[], float],
         rng: random.Random,
@@ -115,22 +111,9 @@ class SnapshotWrites:
         self._on_written = on_written
         self._on_announced = on_announced
         self._on_lost = on_lost
-        self._known: dict[str, tuple[float, Versioned]] = {}  # subject -> (seen at, the latest snapshot seen)
+        self._seen = seen
         self._queued: dict[str, list[_Queued]] = {}  # subject -> changes waiting for its writer
         self._writers: dict[str, asyncio.Task[None]] = {}  # subject -> its writer task
-
-    def note(self, subject: str, entry: Versioned | None, seen_at: float) -> None:
-        """Keep `entry`, seen at `seen_at` (monotonic s), as the latest known of `subject` unless
-        one seen later is kept. Seen, not versioned: versions start again when keys are lost."""
-        if entry is not None and ((known := self._known.get(subject)) is None or not later(known, (seen_at, entry))):
-            if known is None and len(self._known) >= KNOWN_MAX:
-                self._known.clear()  # forgetting only costs a conflicting write
-            self._known[subject] = (seen_at, entry)
-
-    def seen_since(self, subject: str, entry: Versioned, read_at: float) -> Versioned | None:
-        """The snapshot of `subject` seen after `entry` was read at `read_at` (monotonic s), if any."""
-        known = self._known.get(subject)
-        return known[1] if known is not None and later(known, (read_at, entry)) else None
 
     async def update(
         self, subject: str, view: HealthView, change: Change, speed: SpeedSample | None, *, quiet: bool
@@ -147,7 +130,7 @@ class SnapshotWrites:
         Raises:
             StateUnavailable: the store failed the write.
         """
-        self.note(subject, view.entries.get(subject), view.read_at)
+        self._seen.note(subject, view.entries.get(subject), view.read_at)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[bool] = loop.create_future()
         done.add_done_callback(_retrieved)
@@ -216,7 +199,7 @@ class SnapshotWrites:
     async def _commit(self, subject: str, batch: list[_Queued]) -> bool:
         """One compare-and-set of `batch`'s changes applied in order (retried on conflict with
         jittered backoff). Returns True when the write carried the batch's speed samples."""
-        entry = self._known.get(subject, (0.0, _UNKNOWN))[1]
+        entry = self._seen.latest(subject)
         speeds = [item.speed for item in batch if item.speed is not None]
         carried = False
         now = batch[0].now
@@ -236,7 +219,7 @@ class SnapshotWrites:
             carried = carried or bool(speeds)
             if current is None:
                 committed = Versioned(entry.version + 1, snap)
-                self.note(subject, committed, self._clock())
+                self._seen.note(subject, committed, self._clock())
                 if notify:
                     self._on_announced(subject)
                 for item in batch:
@@ -245,7 +228,7 @@ class SnapshotWrites:
                 return carried
             speeds = []  # folded by the refused write already (the script folds them whatever its outcome)
             entry, now = current.entries[subject], current.now_s
-            self.note(subject, entry, self._clock())
+            self._seen.note(subject, entry, self._clock())
         log.error("breaker %s: result not recorded after %d conflicting writes", subject, CAS_TRIES)
         return carried
 

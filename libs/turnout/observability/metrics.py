@@ -91,7 +91,7 @@ class Metrics:
         queue_wait: seconds from enqueue to a worker starting the job.
         records_dropped: attempt records dropped (buffer full, Redis down).
         responses_not_stored: Responses answered with `store` but not kept, by reason
-            (`redis_unavailable`, `too_large`; `turnout_ingress.surfaces.responses`).
+            (`redis_unavailable`, `too_large`; `turnout_ingress.surfaces.responses.surface`).
         clock_skew: this process's wall clock minus Redis `TIME`, in seconds
             (`turnout.state.clock_check`; positive: ahead).
     """

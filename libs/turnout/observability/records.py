@@ -268,6 +268,8 @@ class RecordWriter:
         batch_max: rows per pipelined round trip.
         flush_interval_s: longest a row waits before a flush starts.
         on_drop: called with the number of rows dropped.
+        open_attempts: keep the open-attempts hash (a process whose jobs run again after it
+            dies); False: every row is only appended (one command a row instead of 2 or 3).
     """
 
     def __init__(
@@ -279,8 +281,10 @@ class RecordWriter:
         batch_max: int = 500,
         flush_interval_s: float = 0.25,
         on_drop: Callable[[int], None] | None = None,
+        open_attempts: bool = True,
     ) -> None:
         self._redis = redis
+        self._open_attempts = open_attempts
         self._max_len = max_len
         self._buffer: deque[_Item] = deque()
         self._buffer_max = buffer_max
@@ -356,10 +360,10 @@ class RecordWriter:
         if self._on_drop is not None:
             self._on_drop(n)
 
-    @staticmethod
-    def _entry(row: dict[str, Any]) -> records_stream.Entry:
-        """`row` as a stream entry: a `started` row opens its attempt, any other closes it."""
-        attempt_id = row.get("attempt_id")
+    def _entry(self, row: dict[str, Any]) -> records_stream.Entry:
+        """`row` as a stream entry: a `started` row opens its attempt, any other closes it (when
+        the writer keeps open attempts)."""
+        attempt_id = row.get("attempt_id") if self._open_attempts else None
         return records_stream.Entry(
             org=row["org"],
             raw=_encode.encode(row),

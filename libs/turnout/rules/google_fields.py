@@ -4,7 +4,8 @@ Owns: `check_google_fields`, the write-time rules of a provider's `project`, `lo
 `credentials_file` (required for `vertex`, refused on every other kind) and of a Google
 provider's `base_url` (its API root: the family adds `/v1beta/models/...` or
 `/v1/projects/...` itself), and `check_credentials_file`, which `turnout config check` runs to
-name an unreadable or invalid service-account file (README "Providers: Gemini and Vertex AI").
+name an unreadable or invalid service-account file (README "Providers: Gemini and Vertex AI"),
+and `unusable_key_files`, which a worker logs at start and at each catalog change.
 Must not import: services, FastAPI, arq, httpx.
 
 Sources: https://cloud.google.com/resource-manager/docs/creating-managing-projects (project
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlsplit
 
 from turnout.errors import ConfigError
 
@@ -27,6 +30,8 @@ PROJECT: Final = re.compile(r"(?:[a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]|[0-9
 """A Google Cloud project id (`my-proj`, `example.com:my-proj`) or project number."""
 LOCATION: Final = re.compile(r"[a-z]+(?:-[a-z]+[0-9]*)*")
 """A Vertex AI location (`us-central1`, `europe-west4`, `global`)."""
+REGIONAL_HOST: Final = "-aiplatform.googleapis.com"
+"""A Vertex AI regional endpoint's host is `{location}` followed by this (its location must be the provider's)."""
 _VERSIONED: Final = re.compile(r"/v1(?:beta[0-9]*)?(?:/|$)")
 
 
@@ -75,6 +80,11 @@ def check_google_fields(
         raise ConfigError(f"{path}.project: {project!r} is not a Google Cloud project id such as my-proj")
     if not LOCATION.fullmatch(location):
         raise ConfigError(f"{path}.location: {location!r} is not a Vertex AI location such as us-central1")
+    host = urlsplit(base_url).hostname or ""
+    if host.endswith(REGIONAL_HOST) and host.removesuffix(REGIONAL_HOST) != location:
+        raise ConfigError(  # Vertex AI answers a location other than its endpoint's with a 400
+            f"{path}.location: {location!r} is not the location of base_url ({host.removesuffix(REGIONAL_HOST)})"
+        )
     assert credentials_file is not None
     if not credentials_file.startswith("/") or any(ord(c) < 0x20 for c in credentials_file):
         raise ConfigError(  # each process reads it from its own disk: a relative path depends on where it started
@@ -112,3 +122,22 @@ def check_credentials_file(path: str, credentials_file: str) -> None:
     missing = [k for k in REQUIRED_KEYS if not isinstance(info.get(k), str) or not info.get(k)]
     if missing:
         raise ConfigError(f"{path}: {credentials_file}: the service-account key file lacks {', '.join(missing)}")
+
+
+def unusable_key_files(providers: Mapping[str, Any]) -> list[str]:
+    """Why each `vertex` provider's service-account file cannot be used on this host, one
+    `check_credentials_file` message per such provider (`providers.<name>.credentials_file: ...`),
+    in name order; [] when every one can (I/O: reads the files).
+
+    Args:
+        providers: provider name -> its configuration (`kind`, `credentials_file`).
+    """
+    found: list[str] = []
+    for name in sorted(providers):
+        provider = providers[name]
+        if getattr(provider, "kind", None) == "vertex" and getattr(provider, "credentials_file", None):
+            try:
+                check_credentials_file(f"providers.{name}.credentials_file", provider.credentials_file)
+            except ConfigError as exc:
+                found.append(str(exc))
+    return found

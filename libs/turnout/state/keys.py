@@ -94,7 +94,7 @@ CANCEL_CHANNEL = "turnout:cancel"
 HEALTH_CHANNEL = "turnout:health:changed"
 """Pub/sub channel: message = a breaker subject (target or credential) whose standing just changed
 (a failure counted, a trip, a close, a rest) or a usage cap (`cap_subject`) just noted; processes
-that keep health reads a moment (`turnout.health.Breakers`, `cache_s`) forget them."""
+that keep health reads a moment (`turnout.health.reads.HealthReads`, `cache_s`) forget them."""
 
 
 def result_key(job_id: str) -> str:

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
 
 from turnout.core.limits import (
     CONCURRENCY_RETRY_MS,
@@ -383,14 +385,23 @@ class LimitStore:
         """
         if not lease.held:
             return
+        settle_keys = [k for k, _ in lease.holds]
+        settle_args: list[Any] = [
+            *(member for _, member in lease.holds),
+            hold_ms,
+            "" if now_ms is None else now_ms,
+        ]
         async with self._redis.pipeline(transaction=False) as pipe:
             for key in lease.sets:
                 pipe.zrem(key, lease.id)
-            if lease.holds:
-                now_arg = "" if now_ms is None else now_ms
-                members = [member for _, member in lease.holds]
-                await self._settle(keys=[k for k, _ in lease.holds], args=[*members, hold_ms, now_arg], client=pipe)
-            await pipe.execute()
+            if lease.holds:  # by its SHA: a script object in a pipeline first sends SCRIPT EXISTS
+                pipe.evalsha(self._settle.sha, len(settle_keys), *settle_keys, *settle_args)
+            replies = await pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, NoScriptError):  # Redis restarted: the script itself loads it
+                await self._settle(keys=settle_keys, args=settle_args)
+            elif isinstance(reply, Exception):
+                raise reply
 
 
 def _text(value: bytes | str) -> str:

@@ -1,6 +1,6 @@
 """The door refusals' streams in Redis: appending batches, reading one stream newest first.
 
-Owns: the Redis side of the refusal rows (`turnout_ingress.door.refusal_row`): one stream
+Owns: the Redis side of the refusal rows (`turnout_ingress.guard.door.refusal_row`): one stream
 per org (`keys.refusals_key(org)`) and one for callers not identified
 (`keys.refusals_key(None)`), each `XADD MAXLEN ~ N`, so a flood of one tenant (or of
 callers without a key) evicts only its own stream's rows, never another org's nor an

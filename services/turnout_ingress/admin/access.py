@@ -32,7 +32,7 @@ from turnout.tenancy.identity import Identity
 from turnout.tenancy.orgs import OrgDoc, clamp_settings, hash_token, validate_org
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
-from turnout_ingress.validation import UNAUTHORIZED, keys_not_loaded
+from turnout_ingress.serving.validation import UNAUTHORIZED, keys_not_loaded
 
 if TYPE_CHECKING:
     from turnout.core.policy import Clamp

@@ -19,7 +19,7 @@ from fastapi import Depends, Request
 from turnout.tenancy.orgs import OrgDoc
 from turnout_ingress.admin.access import AdminAPI, Caller
 from turnout_ingress.admin.audit import audit_fields
-from turnout_ingress.validation import read_body
+from turnout_ingress.serving.validation import read_body
 
 MAX_BODY_BYTES = 256 * 1024
 ORG = "/admin/v1/orgs/{org}"

@@ -1,7 +1,7 @@
 """Admin route of the door refusals' rows (README "Door refusals").
 
 Owns: `GET /admin/v1/refusals?org=…&since=…&until=…&route=…&status=…&code=…&limit=…`,
-the stored rows of requests refused at the door (`turnout_ingress.door.RefusalRow`),
+the stored rows of requests refused at the door (`turnout_ingress.guard.door.RefusalRow`),
 newest first, as JSON `{"object": "list", "org", "data": [row, ...], "has_more"}`.
 Who reads what, as the records export (`records.queried_org`): an org's admin key
 reads its own org's rows only (`org` may be left out; another org's id, and `-`, answer
@@ -32,7 +32,7 @@ from turnout_ingress.admin.deps import Admin
 from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.records import ingress_redis, queried_org
 from turnout_ingress.admin.time_query import INVALID_VALUE, SHOWN_CHARS, parse_range, refuse_unknown
-from turnout_ingress.door import CODE_PATTERN, ROUTE_LABELS, RefusalRow
+from turnout_ingress.guard.door import CODE_PATTERN, ROUTE_LABELS, RefusalRow
 
 PATH = "/admin/v1/refusals"
 UNIDENTIFIED = "-"

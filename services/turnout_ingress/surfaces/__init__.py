@@ -1,24 +1,9 @@
-"""The client surfaces the front door serves, and their registry.
+"""The client surfaces the front door serves: one module or package per client API.
 
-Owns: `SURFACES`, the one list of the `POST` routes served through the front door
-(`turnout_ingress.front_door`). Adding a surface: a module here implementing
-`turnout_ingress.surfaces.base.Surface` (parse its request into the canonical one, render
-the fleet's answer, its stream and its errors in its own shape) and one line below.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Modules: `registry` (`SURFACES`, the one list of the surfaces' `POST` routes), `base`
+(the `Surface` seam and the canonical `Inbound`), `chat`, `completions`, `embeddings`
+and `inputs` (OpenAI's), and the packages `messages` (Anthropic's Messages API) and
+`responses` (OpenAI's Responses API), each with its wire translation, its events, its
+native carry and its other routes.
+This package imports nothing: a surface's module imports only what it needs.
 """
-
-from __future__ import annotations
-
-from typing import Final
-
-from turnout_ingress.surfaces.base import Inbound, Surface
-from turnout_ingress.surfaces.chat import CHAT
-from turnout_ingress.surfaces.completions import COMPLETIONS
-from turnout_ingress.surfaces.embeddings import EMBEDDINGS
-from turnout_ingress.surfaces.messages import MESSAGES
-from turnout_ingress.surfaces.responses import RESPONSES
-
-SURFACES: Final[tuple[Surface, ...]] = (CHAT, MESSAGES, EMBEDDINGS, COMPLETIONS, RESPONSES)
-"""Every surface, in the order their routes are registered."""
-
-__all__ = ["SURFACES", "Inbound", "Surface"]

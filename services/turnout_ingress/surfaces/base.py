@@ -2,7 +2,7 @@
 
 Owns: `Surface`, the protocol each client surface implements, and `Inbound`, the one
 canonical request a surface parses its body into. The front door
-(`turnout_ingress.front_door`) runs the admission pipeline once for every surface:
+(`turnout_ingress.serving.front_door`) runs the admission pipeline once for every surface:
 authentication, body size, budgets, the pre-flight plan, Idempotency-Key, limits, then
 the queue (non-streaming) or the direct path (streaming). A surface only reads its own
 request shape and writes its own answer shape; it performs no I/O and admits nothing.
@@ -19,7 +19,7 @@ request, e.g. put a stored conversation in front of it), and `settle`, awaited a
 non-streamed answer is rendered (e.g. to store it). A stream settles in its own
 `render_stream`, before its last frame. What a surface carries from `parse` to these
 hooks and to `render` rides in `Inbound.context`.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """`POST /v1/chat/completions`: the OpenAI Chat Completions surface.
 
 Owns: reading a chat completions body into the front door's `Inbound` (the checks of
-`turnout_ingress.validation.parse_chat_request`; the `provider` object taken out and
+`turnout_ingress.serving.validation.parse_chat_request`; the `provider` object taken out and
 checked; an `OpenAI-Beta` header carried to OpenAI-family targets, as `anthropic-beta` is on
 the Messages surface) and answering in the fleet's own shape, which is this surface's: the
 worker's answer and the direct path's frames go to the client as they are.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Final
 
 from turnout.core.native import CHAT as NATIVE_CHAT
 from turnout.core.native import Native
+from turnout_ingress.serving.validation import parse_chat_request, provider_headers, take_preferences
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
-from turnout_ingress.validation import parse_chat_request, provider_headers, take_preferences
 
 
 class ChatCompletions(FleetShaped):

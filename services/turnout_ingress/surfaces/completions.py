@@ -6,7 +6,7 @@ fleet's own shape (OpenAI's `text_completion` body, its stream's chunks, or an O
 error body). Chat models serve it, through `openai`, `openai_compatible` and `azure_openai` offers only
 (the legacy endpoint exists on OpenAI-family APIs); an offer whose API has no such call is
 skipped, and a plan with none is a 400 naming why (`turnout.adapters.families.family_for`).
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 
 Source: https://platform.openai.com/docs/api-reference/completions/create.
 """
@@ -17,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from turnout.core.limits import MAX_REQUEST_TOKENS
+from turnout_ingress.serving.validation import decode_request, invalid, take_preferences
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
 from turnout_ingress.surfaces.inputs import check_text_input
-from turnout_ingress.validation import decode_request, invalid, take_preferences
 
 _INTEGERS: Final = {"max_tokens": (0, MAX_REQUEST_TOKENS), "n": (1, 128), "best_of": (1, 128), "logprobs": (0, 5)}
 """Integer fields and their ranges (OpenAI reference: `max_tokens` may be 0 with `echo`; `logprobs` at most 5)."""

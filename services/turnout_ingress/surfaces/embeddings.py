@@ -6,7 +6,7 @@ fleet's own shape, which is this surface's (OpenAI's `list` of `embedding` objec
 OpenAI error body). The request goes through the queue and the same attempt loop as chat;
 only models of `type: embedding` serve it, and only by their own offers
 (`turnout.core.model_types`). A batch is one request: it is never split across models.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 
 Source: https://platform.openai.com/docs/api-reference/embeddings/create (`input` a string,
 an array of strings, an array of token ids or an array of such arrays, at most 2048 items,
@@ -24,9 +24,9 @@ import msgspec
 from starlette.responses import Response
 
 from turnout.core.native import CHAT
+from turnout_ingress.serving.validation import decode_request, invalid, take_preferences
 from turnout_ingress.surfaces.base import FleetShaped, Inbound
 from turnout_ingress.surfaces.inputs import check_text_input
-from turnout_ingress.validation import decode_request, invalid, take_preferences
 
 MAX_DIMENSIONS: Final = 65_536
 """Largest `dimensions` accepted (no embedding model has more; the provider checks its own)."""

@@ -3,7 +3,7 @@
 Owns: `check_text_input`, for a field (`input` of an embeddings request, `prompt` of a
 completions request) that takes one of four forms: a string, an array of strings, an
 array of token ids, or an array of token-id arrays.
-Must not import: `turnout_ingress.app`, `turnout_ingress.front_door`.
+Must not import: `turnout_ingress.app`, `turnout_ingress.serving.front_door`.
 
 Source: https://platform.openai.com/docs/api-reference/embeddings/create and
 /completions/create (the four forms; at most 2048 items in an embeddings array).
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from turnout_ingress.validation import invalid
+from turnout_ingress.serving.validation import invalid
 
 MAX_ITEMS: Final = 2048
 """Most inputs in one request, an array of strings or of token-id arrays (OpenAI reference: "any

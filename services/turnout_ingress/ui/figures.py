@@ -82,6 +82,26 @@ class SpendRow(msgspec.Struct, frozen=True, kw_only=True):
     requests: int
 
 
+class SpendTable(msgspec.Struct, frozen=True, kw_only=True):
+    """The cost table of one scope, as computed from the records (the Spend page keeps it `SPEND_CACHE_S`).
+
+    Attributes:
+        table: the rows (`spend`).
+        partial: the scan stopped at its bound of records.
+        records: how many records it read.
+        as_of_s: when (epoch s).
+        read_ms: how long the read took (ms).
+        made_monotonic_s: when, on the monotonic clock (s), for the cache's age.
+    """
+
+    table: list[SpendRow]
+    partial: bool
+    records: int
+    as_of_s: float
+    read_ms: float
+    made_monotonic_s: float
+
+
 def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]] = PERIODS) -> list[SpendRow]:
     """Cost (USD) per org, squad and key over each period ending at `now_s` (epoch s).
 

@@ -1,7 +1,8 @@
-"""The dashboard's login and logout routes: sessions opened and ended, failed logins throttled, each audited.
+"""The dashboard's entry: the login form, login and logout; sessions opened and ended, failed logins
+throttled, each audited.
 
-Owns: `POST /ui/login` — refused cross-site (403), throttled while the
-client or the tried key's digest is at `LOGIN_FAILS_MAX` failed logins in
+Owns: `GET /ui` (to Activity), `GET /ui/login` (the form), `POST /ui/login` —
+refused cross-site (403), throttled while the client or the tried key's digest is at `LOGIN_FAILS_MAX` failed logins in
 the current window (429 with `Retry-After`, `turnout.state.ui_sessions`),
 else the key checked with the admin API's rules (401 unknown, 403-like 401
 for a key that is not an admin's, 503 while keys cannot be checked), a
@@ -15,23 +16,21 @@ Must not import: the UI's page routes.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.audit_log import AuditEntry
 from turnout.state.errors import StateUnavailable
-from turnout.state.ui_sessions import UiSessions, digest, throttle_names
-from turnout_ingress.admin.access import AdminAPI, Caller
+from turnout.state.ui_sessions import digest, throttle_names
+from turnout_ingress.admin.access import Caller
 from turnout_ingress.admin.audit import AuditRecorder
 from turnout_ingress.ui import session
-
-Page = Callable[..., HTMLResponse]
-"""`page(template, caller, status=..., **context)`: a rendered dashboard page."""
+from turnout_ingress.ui.deps import Board
+from turnout_ingress.ui.render import SECURITY_HEADERS, page, to_login
 
 
 async def audit(request: Request, who: str, org: str | None, status: int) -> None:
@@ -47,74 +46,84 @@ def client_of(request: Request) -> str:
     return request.client.host if request.client is not None else "unknown"
 
 
-def install_login(
-    app: FastAPI, access: AdminAPI, sessions: UiSessions, page: Page, headers: dict[str, str]
-) -> Callable[[], Response]:
-    """Register `POST /ui/login` and `POST /ui/logout`; returns `to_login` (a redirect to the
-    login form that clears the cookie)."""
+router = APIRouter(include_in_schema=False)
 
-    def to_login() -> Response:
-        response = RedirectResponse("/ui/login", status_code=303, headers=headers)
-        session.log_out(response)
-        return response
 
-    def unavailable() -> HTMLResponse:
-        return page(
-            "login.html", None, status=503, error="Keys cannot be checked yet (Redis unreachable); retry shortly."
-        )
+def unavailable() -> HTMLResponse:
+    """The login form again (503): keys cannot be checked while Redis is unreachable."""
+    return page("login.html", None, status=503, error="Keys cannot be checked yet (Redis unreachable); retry shortly.")
 
-    @app.post("/ui/login", include_in_schema=False)
-    async def login(request: Request) -> Response:
-        if not session.same_origin(request):
-            return page("login.html", None, status=403, error="Cross-site login refused.")
-        form = parse_qs((await request.body()).decode("utf-8", "replace"))
-        key = (form.get("key") or [""])[0].strip()
-        names = throttle_names(client_of(request), digest(key))
+
+@router.get("/ui")
+@router.get("/ui/")  # typed by hand in a browser; the app does not redirect slashes
+async def ui_root() -> Response:
+    """The dashboard's first page: Activity (303)."""
+    return RedirectResponse("/ui/activity", status_code=303)
+
+
+@router.get("/ui/login")
+async def login_form(request: Request, board: Board) -> Response:
+    """The login form; Activity (303) for an admin already logged in."""
+    if await session.current(request, board.access, board.sessions) is not None:
+        return RedirectResponse("/ui/activity", status_code=303)
+    return page("login.html", None, error=None)
+
+
+@router.post("/ui/login")
+async def login(request: Request, board: Board) -> Response:
+    """Open a session for the form's admin `key` (see the module doc), answered with its cookie
+    and a redirect to Activity (303); a refusal is the login form again, saying why."""
+    if not session.same_origin(request):
+        return page("login.html", None, status=403, error="Cross-site login refused.")
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    key = (form.get("key") or [""])[0].strip()
+    names = throttle_names(client_of(request), digest(key))
+    sessions = board.sessions
+    try:
+        wait_s = await sessions.wait_s(names)
+    except StateUnavailable:
+        return unavailable()
+    if wait_s:
+        await audit(request, "unauthenticated", None, 429)
+        refused = page("login.html", None, status=429, error=f"Too many failed logins; retry in {wait_s} s.")
+        refused.headers["retry-after"] = str(wait_s)
+        return refused
+    who: dict[str, Any] = {"who": "unauthenticated"}
+    try:
+        caller: Caller = board.access.identify(key, on_who=lambda name: who.update(who=name))
+    except RequestRejected as exc:
         try:
-            wait_s = await sessions.wait_s(names)
+            await sessions.failed(names)
         except StateUnavailable:
             return unavailable()
-        if wait_s:
-            await audit(request, "unauthenticated", None, 429)
-            refused = page("login.html", None, status=429, error=f"Too many failed logins; retry in {wait_s} s.")
-            refused.headers["retry-after"] = str(wait_s)
-            return refused
-        who: dict[str, Any] = {"who": "unauthenticated"}
+        await audit(request, who["who"], None, 401)
+        message = "That key is not an admin key." if exc.status_code == 403 else "Unknown key."
+        return page("login.html", None, status=401, error=message)
+    except GatewayUnavailable:
+        return unavailable()
+    try:
+        session_id = await sessions.open(session.record_of(key, caller))
+    except StateUnavailable:
+        return unavailable()
+    await audit(request, who["who"], caller.org, 303)
+    response = RedirectResponse("/ui/activity", status_code=303, headers=SECURITY_HEADERS)
+    session.log_in(response, request, session_id)
+    return response
+
+
+@router.post("/ui/logout")
+async def logout(request: Request, board: Board) -> Response:
+    """End the cookie's session (refused cross-site: 403) and go back to the login form."""
+    if not session.same_origin(request):
+        return Response(status_code=403)
+    session_id = request.cookies.get(session.COOKIE, "")
+    caller = await session.current(request, board.access, board.sessions)
+    if session_id:
         try:
-            caller: Caller = access.identify(key, on_who=lambda name: who.update(who=name))
-        except RequestRejected as exc:
-            try:
-                await sessions.failed(names)
-            except StateUnavailable:
-                return unavailable()
-            await audit(request, who["who"], None, 401)
-            message = "That key is not an admin key." if exc.status_code == 403 else "Unknown key."
-            return page("login.html", None, status=401, error=message)
-        except GatewayUnavailable:
-            return unavailable()
-        try:
-            session_id = await sessions.open(session.record_of(key, caller))
+            await board.sessions.end(session_id)
         except StateUnavailable:
-            return unavailable()
-        await audit(request, who["who"], caller.org, 303)
-        response = RedirectResponse("/ui/activity", status_code=303, headers=headers)
-        session.log_in(response, request, session_id)
-        return response
-
-    @app.post("/ui/logout", include_in_schema=False)
-    async def logout(request: Request) -> Response:
-        if not session.same_origin(request):
-            return Response(status_code=403)
-        session_id = request.cookies.get(session.COOKIE, "")
-        caller = await session.current(request, access, sessions)
-        if session_id:
-            try:
-                await sessions.end(session_id)
-            except StateUnavailable:
-                return page("error.html", caller, status=503, message="Cannot log out right now; retry shortly.")
-        if caller is not None:
-            who = "operator" if caller.operator else f"key {caller.org}/{caller.key}"
-            await audit(request, who, caller.org, 303)
-        return to_login()
-
-    return to_login
+            return page("error.html", caller, status=503, message="Cannot log out right now; retry shortly.")
+    if caller is not None:
+        who = "operator" if caller.operator else f"key {caller.org}/{caller.key}"
+        await audit(request, who, caller.org, 303)
+    return to_login()

@@ -134,80 +134,108 @@ async def read_page(
     wanted = org.encode() if org else None
     high = cursor or (_ms_id(filters.until_s + CLOCK_SLACK_S) if filters.until_s is not None else "+")
     low = _ms_id(filters.since_s - CLOCK_SLACK_S) if filters.since_s is not None else "-"
-    groups: dict[str, _Group] = {}
-    order: list[str] = []
-    shown: list[RequestSummary] = []
-    skipped_first: dict[str, str] = {}  # a skipped request's attempt-1 entry, once read
-    done = 0  # groups of `order` already judged, in order
-    scanned = 0
-    last_id: str | None = None
+    scan = _PageScan(filters, skip, size, now_s)
+    async for entry_id, entry_org, raw in entries(redis, high, low):
+        scan.scanned += 1
+        scan.last_id = entry_id
+        if wanted is None or entry_org == wanted:
+            scan.add(entry_id, _decode.decode(raw))
+        if len(scan.shown) >= size or scan.scanned >= scan_max:
+            return scan.stopped()
+    return scan.ended()
 
-    def judge(final: bool) -> None:
-        nonlocal done
-        while done < len(order) and len(shown) < size:
-            group = groups[order[done]]
+
+class _PageScan:
+    """One page's read in progress (see the module docstring): the groups opened, in the order
+    read (newest first), how many of them are judged, and the requests shown so far."""
+
+    def __init__(self, filters: Filters, skip: frozenset[str], size: int, now_s: float) -> None:
+        self.filters = filters
+        self.skip = skip
+        self.size = size
+        self.now_s = now_s
+        self.groups: dict[str, _Group] = {}
+        self.order: list[str] = []
+        self.shown: list[RequestSummary] = []
+        self.skipped_first: dict[str, str] = {}  # a skipped request's attempt-1 entry, once read
+        self.done = 0  # groups of `order` already judged, in order
+        self.scanned = 0
+        self.last_id: str | None = None
+
+    def add(self, entry_id: str, row: dict[str, Any]) -> None:
+        """Take the row of stream entry `entry_id` (of the page's org) into its request's group,
+        decide the groups it is older than by `DECIDE_AFTER_S`, and judge what is decided."""
+        rid = str(row.get("request_id"))
+        first = _first(row)
+        if rid in self.skip:
+            if first:
+                self.skipped_first[rid] = entry_id
+        elif (group := self.groups.get(rid)) is None:
+            self.groups[rid] = _Group(entry_id, row)
+            self.order.append(rid)
+        else:
+            group.rows.append(row)
+            group.oldest_id = entry_id
+            group.decided = group.decided or first
+        ts = float(row.get("ts", 0.0))
+        for pending in self.order[self.done :]:
+            g = self.groups[pending]
+            if not g.decided and g.newest_ts - ts > DECIDE_AFTER_S:
+                g.decided = True
+        self._judge(final=False)
+
+    def _judge(self, final: bool) -> None:
+        """Show, in order, the decided groups (`final`: every group) that pass the filters, until
+        the page is full or an undecided group comes."""
+        while self.done < len(self.order) and len(self.shown) < self.size:
+            group = self.groups[self.order[self.done]]
             if not (group.decided or final):
                 return
-            rows = resolve(group.rows, now_s)
-            if filters.matches(rows):
-                shown.append(summarize(group.entry_id, rows))
-            done += 1
+            rows = resolve(group.rows, self.now_s)
+            if self.filters.matches(rows):
+                self.shown.append(summarize(group.entry_id, rows))
+            self.done += 1
 
-    ended = True
-    async for entry_id, entry_org, raw in entries(redis, high, low):
-        scanned += 1
-        last_id = entry_id
-        if wanted is None or entry_org == wanted:
-            row = _decode.decode(raw)
-            rid = str(row.get("request_id"))
-            first = _first(row)
-            if rid in skip:
-                if first:
-                    skipped_first[rid] = entry_id
-            elif (group := groups.get(rid)) is None:
-                groups[rid] = _Group(entry_id, row)
-                order.append(rid)
-            else:
-                group.rows.append(row)
-                group.oldest_id = entry_id
-                group.decided = group.decided or first
-            ts = float(row.get("ts", 0.0))
-            for pending in order[done:]:
-                g = groups[pending]
-                if not g.decided and g.newest_ts - ts > DECIDE_AFTER_S:
-                    g.decided = True
-            judge(final=False)
-        if len(shown) >= size or scanned >= scan_max:
-            ended = False
-            break
-    if ended:
-        judge(final=True)
-        return Page(requests=tuple(shown), cursor=None, skip=(), scanned=scanned, truncated=False)
-    truncated = len(shown) < size
+    def ended(self) -> Page:
+        """The page when the stream (or the time window) has ended: every group judged, no cursor."""
+        self._judge(final=True)
+        return Page(requests=tuple(self.shown), cursor=None, skip=(), scanned=self.scanned, truncated=False)
 
-    def still_skipped(boundary: str | None) -> set[str]:
-        # A skipped request whose attempt 1 lies newer than the next page's start has no rows left past it.
+    def stopped(self) -> Page:
+        """The page when the read stopped (full, or at `scan_max`), with the next page's cursor and skip."""
+        truncated = len(self.shown) < self.size
+        if self.done == 0:
+            # Nothing judged: resume at the first open group (inclusive), or just past what was read.
+            resume = (
+                self.groups[self.order[0]].entry_id if self.order else ("(" + self.last_id if self.last_id else None)
+            )
+            return Page(
+                requests=(),
+                cursor=resume,
+                skip=tuple(sorted(self._still_skipped(resume))),
+                scanned=self.scanned,
+                truncated=truncated,
+            )
+        boundary = self.groups[self.order[self.done - 1]].entry_id
+        straddling = {rid for rid in self.order[: self.done] if _id_key(self.groups[rid].oldest_id) < _id_key(boundary)}
+        return Page(
+            requests=tuple(self.shown),
+            cursor="(" + boundary,
+            skip=tuple(sorted(self._still_skipped(boundary) | straddling)),
+            scanned=self.scanned,
+            truncated=truncated,
+        )
+
+    def _still_skipped(self, boundary: str | None) -> set[str]:
+        """The skipped requests with rows left past `boundary` (one whose attempt 1 lies newer than
+        the next page's start has none)."""
         return {
             rid
-            for rid in skip
-            if boundary is None or rid not in skipped_first or _id_key(skipped_first[rid]) <= _id_key(boundary)
+            for rid in self.skip
+            if boundary is None
+            or rid not in self.skipped_first
+            or _id_key(self.skipped_first[rid]) <= _id_key(boundary)
         }
-
-    if done == 0:
-        # Nothing judged: resume at the first open group (inclusive), or just past what was read.
-        resume = groups[order[0]].entry_id if order else ("(" + last_id if last_id else None)
-        return Page(
-            requests=(), cursor=resume, skip=tuple(sorted(still_skipped(resume))), scanned=scanned, truncated=truncated
-        )
-    boundary = groups[order[done - 1]].entry_id
-    straddling = {rid for rid in order[:done] if _id_key(groups[rid].oldest_id) < _id_key(boundary)}
-    return Page(
-        requests=tuple(shown),
-        cursor="(" + boundary,
-        skip=tuple(sorted(still_skipped(boundary) | straddling)),
-        scanned=scanned,
-        truncated=truncated,
-    )
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:

@@ -14,13 +14,13 @@ from turnout.adapters.azure_openai import (
     AZURE_CHAT,
     AZURE_COMPLETIONS,
     AZURE_EMBEDDINGS,
-    FILTERED,
     deployment_path,
     filtered_outcome,
 )
 from turnout.adapters.base import AttemptResult, CallSpec
 from turnout.adapters.families import FAMILIES, OTHER_OPERATIONS, family_for
 from turnout.adapters.openai_chat import outcome_of_response
+from turnout.adapters.translated import FILTERED
 from turnout.core.classify import classify, disposition
 from turnout.core.native import CHAT
 from turnout.core.types import Disposition, FailureKind, Target

@@ -243,7 +243,7 @@ def test_model_paths_quote_the_model() -> None:
 
 def test_the_registry_names_the_google_families_and_every_provider_name() -> None:
     assert FAMILIES["gemini"] is GEMINI_CHAT and FAMILIES["vertex"] is VERTEX_AI
-    assert family_for("gemini", "completions") is None and family_for("vertex", "embeddings") is None
+    assert family_for("gemini", "completions") is None and family_for("vertex", "completions") is None
     kinds: list[ProviderKind] = ["openai", "anthropic", "azure_openai", "gemini", "vertex"]
     assert [provider_name(k, "p") for k in kinds] == [
         "openai",

@@ -55,7 +55,7 @@ async def test_the_request_goes_to_batch_embed_contents_with_the_key_header() ->
         operation="embeddings",
     )
     family = family_for("gemini", "embeddings")
-    assert family is GEMINI_EMBEDDINGS and family_for("vertex", "embeddings") is None
+    assert family is GEMINI_EMBEDDINGS and family_for("vertex", "completions") is None
     async with httpx.AsyncClient() as client:
         request = GEMINI_EMBEDDINGS.build_request(client, spec, stream=False)
     assert isinstance(request, httpx.Request)

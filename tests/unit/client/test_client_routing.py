@@ -2,74 +2,39 @@
 
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
 import httpx
 import pytest
 
 from turnout_client import GatewayRouting, parse_routing, routing_of
 from turnout_client.routing import error_code_of
 
-SERVED = {
-    "x-request-id": "rid-1",
-    "x-turnout-provider": "sim-west",
-    "x-turnout-model": "gpt-x",
-    "x-turnout-attempts": "3",
-    "x-turnout-fallback": "1",
-    "x-turnout-reroute": "0",
-    "x-turnout-byok-fallback": "1",
-    "x-turnout-strategy": "cost",
-    "x-turnout-idempotent-replay": "1",
-}
+CASES = json.loads((Path(__file__).resolve().parents[2] / "data" / "client_routing_cases.json").read_text())["cases"]
+"""Shared with the TypeScript helper's tests (clients/typescript/test/routing.test.ts)."""
+SERVED = CASES[0]["headers"]
 
 
-def test_every_header_is_read() -> None:
-    event = parse_routing(200, httpx.Headers(SERVED), requested_model="demo-gpt")
-    assert event == GatewayRouting(
-        status=200,
-        request_id="rid-1",
-        provider="sim-west",
-        model="gpt-x",
-        attempts=3,
-        fallback=True,
-        reroute=False,
-        byok_fallback=True,
-        strategy="cost",
-        idempotent_replay=True,
-        should_retry=None,
-        retry_after_s=None,
-        requested_model="demo-gpt",
-        chain_index=0,
-    )
-    assert not event.chain_exhausted
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_headers_read_as_both_helpers_read_them(case: dict[str, Any]) -> None:
+    event = parse_routing(case["status"], httpx.Headers(case["headers"]), error_code=case["error_code"])
+    fields = {name: getattr(event, name) for name in case["expect"]}
+    assert fields == case["expect"]
 
 
-@pytest.mark.parametrize(
-    ("status", "headers", "exhausted"),
-    [
-        (502, {"x-turnout-attempts": "4", "x-should-retry": "false"}, True),
-        (504, {"x-turnout-attempts": "2", "x-should-retry": "false"}, True),
-        (429, {"x-turnout-attempts": "2", "x-should-retry": "true", "retry-after": "3"}, True),
-        (503, {"x-turnout-attempts": "0", "retry-after": "5"}, True),
-        (503, {"x-should-retry": "false", "retry-after": "1"}, False),
-        (400, {"x-turnout-attempts": "1"}, False),
-        (401, {}, False),
-    ],
-    ids=[
-        "provider-failed",
-        "budget-exhausted",
-        "all-rate-limited",
-        "circuit-open",
-        "queue-full-no-attempts",
-        "terminal-4xx",
-        "unauthenticated",
-    ],
-)
-def test_chain_exhausted_only_after_the_attempt_loop(status: int, headers: dict[str, str], exhausted: bool) -> None:
-    assert parse_routing(status, httpx.Headers(headers)).chain_exhausted is exhausted
+def test_every_field_is_in_the_shared_table() -> None:
+    assert set(CASES[0]["expect"]) | {"requested_model", "chain_index"} == {
+        f.name for f in dataclasses.fields(GatewayRouting)
+    } | {"chain_exhausted"}
 
 
-def test_circuit_open_before_any_attempt_is_exhausted_too() -> None:
-    assert parse_routing(503, httpx.Headers({}), error_code="circuit_open").chain_exhausted
-    assert not parse_routing(503, httpx.Headers({}), error_code="queue_full").chain_exhausted
+def test_the_request_side_fields_come_from_the_caller() -> None:
+    event = parse_routing(200, httpx.Headers(SERVED), requested_model="demo-gpt", chain_index=2)
+    assert (event.requested_model, event.chain_index) == ("demo-gpt", 2)
+    assert parse_routing(200, httpx.Headers(SERVED)).as_attributes()["turnout.plan_fallback"] is True
 
 
 @pytest.mark.parametrize(
@@ -85,22 +50,6 @@ def test_circuit_open_before_any_attempt_is_exhausted_too() -> None:
 )
 def test_error_code_of_reads_both_shapes(content: bytes, code: str | None) -> None:
     assert error_code_of(content) == code
-
-
-@pytest.mark.parametrize(
-    ("headers", "should_retry", "retry_after_s", "attempts"),
-    [
-        ({"x-should-retry": "false", "retry-after": "7"}, False, 7.0, None),
-        ({"x-should-retry": "TRUE", "retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, True, None, None),
-        ({"retry-after": "-1", "x-turnout-attempts": "many"}, None, None, None),
-    ],
-    ids=["seconds", "http-date-is-not-read", "malformed"],
-)
-def test_retry_hints_and_malformed_values(
-    headers: dict[str, str], should_retry: bool | None, retry_after_s: float | None, attempts: int | None
-) -> None:
-    event = parse_routing(429, httpx.Headers(headers))
-    assert (event.should_retry, event.retry_after_s, event.attempts) == (should_retry, retry_after_s, attempts)
 
 
 def test_routing_of_reads_a_plain_response_and_an_sdk_raw_response() -> None:

@@ -81,6 +81,17 @@ class MockGateway:
                 headers={"x-request-id": "r0", "retry-after": "5", "x-should-retry": "false"},
                 json={"error": {"message": "later", "type": "service_unavailable", "code": code}},
             )
+        if model == "upstream-500":  # `fallback.on_exhausted: last`: the last attempt's own status
+            return self.pkg.Response(
+                500,
+                headers={
+                    **served,
+                    "x-turnout-attempts": "2",
+                    "x-should-retry": "false",
+                    "x-turnout-exhausted-answer": "last",
+                },
+                json={"error": {"message": "upstream broke", "type": "server_error", "code": None}},
+            )
         if model == "bad":
             return self.pkg.Response(
                 400,
@@ -155,7 +166,7 @@ def test_a_callers_own_idempotency_key_is_kept(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", PACKAGES)
-@pytest.mark.parametrize("exhausted", ["exhausted", "limited"])
+@pytest.mark.parametrize("exhausted", ["exhausted", "limited", "upstream-500"])
 def test_an_exhausted_chain_moves_to_the_next_model_once(name: str, exhausted: str) -> None:
     pkg = importlib.import_module(name)
     gateway = MockGateway(pkg)

@@ -40,7 +40,7 @@ SPEC_POLICY_JSON = """
 
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
 EXTENSIONS = {
-    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stream_recovery": "none"},
+    "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stall_retries": 0, "stream_recovery": "none"},
     "fallback": {"credential_fallback": True, "on_exhausted": "gateway"},
     "budget": {},
 }
@@ -175,6 +175,7 @@ FLOORS: list[tuple[str, int]] = [
     ("retry.fallback_target_retries", 0),
     ("retry.ttft_timeout_ms", 0),
     ("retry.stall_timeout_ms", 0),
+    ("retry.stall_retries", 0),
     ("fallback.backoff_ms", 0),
     ("fallback.max_cycles", 1),
     ("budget.max_attempts", 1),

@@ -15,7 +15,7 @@ from turnout.errors import RequestRejected
 from turnout.settings import Settings
 from turnout_ingress.admin.refusals import DEFAULT_LIMIT, MAX_LIMIT, RefusalQuery, matches, newest, parse_query
 from turnout_ingress.app import create_app
-from turnout_ingress.door import RefusalRow, refusal_row
+from turnout_ingress.guard.door import RefusalRow, refusal_row
 
 
 def test_an_empty_query_reads_everything_up_to_the_default_limit() -> None:

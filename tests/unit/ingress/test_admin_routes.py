@@ -12,7 +12,7 @@ from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.quote import quoted
 from turnout_ingress.admin.records import export_org
 from turnout_ingress.admin.time_query import parse_range, parse_time
-from turnout_ingress.ui import _times
+from turnout_ingress.ui.query import times
 
 
 @pytest.mark.parametrize(
@@ -118,8 +118,8 @@ def test_the_operator_exports_the_org_it_names_and_must_name_one() -> None:
 
 
 def test_the_dashboard_shows_a_reversed_range_as_an_error() -> None:
-    assert _times({"since": "2020-01-01", "until": "2030-01-01"}) == (1_577_836_800.0, 1_893_456_000.0, None)
-    since_s, until_s, error = _times({"since": "2030-01-01", "until": "2020-01-01"})
+    assert times({"since": "2020-01-01", "until": "2030-01-01"}) == (1_577_836_800.0, 1_893_456_000.0, None)
+    since_s, until_s, error = times({"since": "2030-01-01", "until": "2020-01-01"})
     assert (since_s, until_s) == (None, None)
     assert error is not None and "is later than `until`" in error
 

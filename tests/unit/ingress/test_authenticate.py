@@ -1,4 +1,4 @@
-"""`turnout_ingress.validation.authenticate`: 401 for a missing or wrong key, 503 for a key that cannot be checked yet."""
+"""`turnout_ingress.serving.validation.authenticate`: 401 for a missing or wrong key, 503 for a key that cannot be checked yet."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.requests import Request
 
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.tenancy.identity import Identity
-from turnout_ingress.validation import authenticate
+from turnout_ingress.serving.validation import authenticate
 
 KNOWN = "tk-known-key-00000001"
 

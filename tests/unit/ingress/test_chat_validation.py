@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from turnout.errors import RequestRejected
-from turnout_ingress.validation import parse_chat_request
+from turnout_ingress.serving.validation import parse_chat_request
 
 BASE: dict[str, Any] = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
 

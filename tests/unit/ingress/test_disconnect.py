@@ -1,4 +1,4 @@
-"""A request's work is stopped when its client leaves, even when a cancel is lost, unless it is to outlive its client (`turnout_ingress.disconnect`)."""
+"""A request's work is stopped when its client leaves, even when a cancel is lost, unless it is to outlive its client (`turnout_ingress.serving.disconnect`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 from starlette.requests import Request
 
-from turnout_ingress.disconnect import unless_client_leaves
+from turnout_ingress.serving.disconnect import unless_client_leaves
 
 
 def _request(leaves: asyncio.Event) -> Request:

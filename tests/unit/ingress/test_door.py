@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from support.clocks import FakeClock
 from turnout.observability.metrics import Metrics
-from turnout_ingress.door import (
+from turnout_ingress.guard.door import (
     PUBLIC_ROUTES,
     ROUTE_LABELS,
     UNSERVED_FAMILIES,

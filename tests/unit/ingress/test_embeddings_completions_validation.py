@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 from turnout.errors import RequestRejected
-from turnout_ingress.surfaces import SURFACES
 from turnout_ingress.surfaces.completions import COMPLETIONS, parse_completions_request
 from turnout_ingress.surfaces.embeddings import EMBEDDINGS, parse_embeddings_request
+from turnout_ingress.surfaces.registry import SURFACES
 
 
 def _raw(**fields: Any) -> bytes:

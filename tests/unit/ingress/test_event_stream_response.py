@@ -11,7 +11,7 @@ import pytest
 from starlette.responses import StreamingResponse
 from starlette.types import Message
 
-from turnout_ingress.streaming import EventStreamResponse
+from turnout_ingress.serving.streaming import EventStreamResponse
 
 # every behaviour is Starlette's own: each test runs on both
 RESPONSES = pytest.mark.parametrize("response_class", [StreamingResponse, EventStreamResponse])

@@ -8,7 +8,7 @@ import sys
 
 from turnout.errors import ConfigError
 from turnout.rules import provider_rules
-from turnout_ingress.fd_budget import MIN_CONNECTIONS, Fit, fit
+from turnout_ingress.guard.fd_budget import MIN_CONNECTIONS, Fit, fit
 
 
 def test_a_cap_that_fits_is_kept() -> None:
@@ -45,7 +45,7 @@ def test_a_process_under_ulimit_1024_lowers_the_default_cap_and_says_so() -> Non
     code = (
         "import logging, resource; logging.basicConfig(level=logging.WARNING);"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024));"
-        "from turnout_ingress import fd_budget; print(fd_budget.apply(10_000))"
+        "from turnout_ingress.guard import fd_budget; print(fd_budget.apply(10_000))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "512"

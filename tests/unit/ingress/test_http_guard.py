@@ -1,4 +1,4 @@
-"""The ingress's HTTP guards (`turnout_ingress.http_guard`) on a real uvicorn server.
+"""The ingress's HTTP guards (`turnout_ingress.guard.http`) on a real uvicorn server.
 
 A tiny ASGI app served in-process on 127.0.0.1 by uvicorn with the guarded
 protocol; raw sockets play the attackers. Deadlines are short (0.4 s) and
@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 
 from turnout.config import GatewayConfig
-from turnout_ingress.http_guard import GuardLimits, guarded_protocol
+from turnout_ingress.guard.http import GuardLimits, guarded_protocol
 
 LIMITS = GuardLimits(max_header_bytes=8 * 1024, header_timeout_s=0.4, body_timeout_s=0.4, max_connections=5)
 

@@ -1,4 +1,4 @@
-"""`turnout_ingress.idempotency.key_of`: the one `Idempotency-Key` header a request may send."""
+"""`turnout_ingress.serving.idempotency.key_of`: the one `Idempotency-Key` header a request may send."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from starlette.datastructures import Headers
 
 from turnout.errors import RequestRejected
-from turnout_ingress.idempotency import MAX_KEY_CHARS, key_of
+from turnout_ingress.serving.idempotency import MAX_KEY_CHARS, key_of
 
 _ASCII_KEY = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=MAX_KEY_CHARS)
 

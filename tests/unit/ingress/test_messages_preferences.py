@@ -12,9 +12,9 @@ import pytest
 from support.malformed_provider import MALFORMED_PROVIDERS
 from turnout.core.preferences import MaxPrice, Preferences
 from turnout.errors import RequestRejected
-from turnout_ingress.messages_native import carried
-from turnout_ingress.messages_routes import rejected
-from turnout_ingress.messages_wire import parse_messages_request, to_openai_request
+from turnout_ingress.surfaces.messages.native import carried
+from turnout_ingress.surfaces.messages.routes import rejected
+from turnout_ingress.surfaces.messages.wire import parse_messages_request, to_openai_request
 
 BODY: dict[str, Any] = {"model": "claude-x", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
 

@@ -1,4 +1,4 @@
-"""The count_tokens estimate (`turnout_ingress.messages_tokens.estimate_input_tokens`)."""
+"""The count_tokens estimate (`turnout_ingress.surfaces.messages.tokens.estimate_input_tokens`)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from turnout_ingress.messages_tokens import estimate_input_tokens
+from turnout_ingress.surfaces.messages.tokens import estimate_input_tokens
 
 
 @pytest.mark.parametrize(
@@ -52,7 +52,7 @@ def test_a_count_is_not_asked_of_an_offer_whose_breaker_rests() -> None:
     from turnout.core.breaker import BreakerSnapshot
     from turnout.health import HealthView
     from turnout.state.breaker_store import Loaded, Versioned
-    from turnout_ingress.messages_tokens import resting
+    from turnout_ingress.surfaces.messages.tokens import resting
 
     entries = {
         "tripped": Versioned(1, BreakerSnapshot(open=True, trips=1, opened_at_s=990.0, cooldown_s=30.0)),

@@ -11,8 +11,8 @@ import pytest
 from turnout.adapters.anthropic_events import DONE, ChunkTranslator
 from turnout.adapters.anthropic_wire import to_anthropic_request, to_openai_completion
 from turnout.adapters.chat_parts import WireError
-from turnout_ingress.messages_events import EventTranslator, anthropic_stream
-from turnout_ingress.messages_wire import (
+from turnout_ingress.surfaces.messages.events import EventTranslator, anthropic_stream
+from turnout_ingress.surfaces.messages.wire import (
     error_type_for,
     from_openai_error,
     parse_messages_request,

@@ -1,4 +1,4 @@
-"""The fleet's `chat.completion` -> a Response object (`turnout_ingress.responses_answer`), and the
+"""The fleet's `chat.completion` -> a Response object (`turnout_ingress.surfaces.responses.answer`), and the
 Response's output back to chat messages for the stored conversation."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnout_ingress.responses_answer import output_messages, to_response, usage_of, with_ids
-from turnout_ingress.responses_request import translate_request
+from turnout_ingress.surfaces.responses.answer import output_messages, to_response, usage_of, with_ids
+from turnout_ingress.surfaces.responses.request import translate_request
 
 ECHO = translate_request({"model": "m", "input": "hi"}).echo
 

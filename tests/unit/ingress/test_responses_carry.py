@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from turnout.core.native import RESPONSES, native_body
 from turnout.errors import RequestRejected
-from turnout_ingress.responses_native import (
+from turnout_ingress.surfaces.responses.native import (
     carried,
     client_response,
     items_of_messages,
@@ -22,7 +22,7 @@ from turnout_ingress.responses_native import (
     replayable,
     upstream_body,
 )
-from turnout_ingress.responses_request import translate_request
+from turnout_ingress.surfaces.responses.request import translate_request
 
 BODY: Any = {
     "model": "deep",

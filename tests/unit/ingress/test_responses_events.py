@@ -1,4 +1,4 @@
-"""Chat chunks -> Responses events (`turnout_ingress.responses_events`): the order official clients
+"""Chat chunks -> Responses events (`turnout_ingress.surfaces.responses.events`): the order official clients
 parse, sequence numbers from 0 without a gap, every item added is done, and the final Response
 equals what the non-streamed path answers for the same content."""
 
@@ -11,9 +11,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnout_ingress.responses_answer import to_response
-from turnout_ingress.responses_events import EventSequencer, responses_stream
-from turnout_ingress.responses_request import translate_request
+from turnout_ingress.surfaces.responses.answer import to_response
+from turnout_ingress.surfaces.responses.events import EventSequencer, responses_stream
+from turnout_ingress.surfaces.responses.request import translate_request
 
 ECHO = translate_request({"model": "m", "input": "hi"}).echo
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from turnout_ingress.responses_answer import output_messages, to_response
-from turnout_ingress.responses_events import EventSequencer
-from turnout_ingress.responses_request import translate_request
-from turnout_ingress.responses_tools import split_call_name
+from turnout_ingress.surfaces.responses.answer import output_messages, to_response
+from turnout_ingress.surfaces.responses.events import EventSequencer
+from turnout_ingress.surfaces.responses.request import translate_request
+from turnout_ingress.surfaces.responses.tools import split_call_name
 
 CLOSE = {"type": "function", "name": "close_agent", "parameters": {"type": "object", "properties": {}}}
 NAMESPACE = {"type": "namespace", "name": "multi_agent_v1", "description": "agents", "tools": [CLOSE]}

@@ -1,5 +1,5 @@
 """An error about the canonical chat request told in the Responses request's words
-(`turnout_ingress.responses_params`): `messages[3].tool_calls[1].function.arguments` is `input[2].arguments`."""
+(`turnout_ingress.surfaces.responses.params`): `messages[3].tool_calls[1].function.arguments` is `input[2].arguments`."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from turnout_ingress.responses_params import MessageSource, client_error, client_path
-from turnout_ingress.responses_request import translate_input, translate_request
+from turnout_ingress.surfaces.responses.params import MessageSource, client_error, client_path
+from turnout_ingress.surfaces.responses.request import translate_input, translate_request
 
 ITEMS: Any = [
     {"role": "user", "content": "weather?"},

@@ -1,4 +1,4 @@
-"""Responses requests -> the canonical chat request (`turnout_ingress.responses_request`): every
+"""Responses requests -> the canonical chat request (`turnout_ingress.surfaces.responses.request`): every
 input form, tools, formats, the echo, and a 400 naming the field for each refusal."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from turnout.errors import RequestRejected
-from turnout_ingress.responses_request import translate_input, translate_request
-from turnout_ingress.surfaces.responses import RESPONSES
+from turnout_ingress.surfaces.responses.request import translate_input, translate_request
+from turnout_ingress.surfaces.responses.surface import RESPONSES
 
 TOOL: Any = {"type": "function", "name": "f", "description": "d", "parameters": {"type": "object"}, "strict": True}
 

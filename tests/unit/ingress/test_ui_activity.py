@@ -248,9 +248,9 @@ def test_ledger_rows_carry_each_scopes_budget_and_the_share_used() -> None:
 def test_the_last_window_is_a_whole_number_of_minutes_else_the_page_says_so(
     value: str | None, minutes: int, error: str | None
 ) -> None:
-    from turnout_ingress.ui import _last_minutes
+    from turnout_ingress.ui.query import last_minutes
 
-    assert _last_minutes(value) == (minutes, error)
+    assert last_minutes(value) == (minutes, error)
 
 
 @pytest.mark.parametrize(
@@ -268,9 +268,9 @@ def test_the_last_window_is_a_whole_number_of_minutes_else_the_page_says_so(
 def test_the_outcome_filter_is_ok_or_failed_else_the_page_says_so(
     value: str | None, outcome: str | None, error: str | None
 ) -> None:
-    from turnout_ingress.ui import _outcome
+    from turnout_ingress.ui.query import outcome as outcome_filter
 
-    assert _outcome(value) == (outcome, error)
+    assert outcome_filter(value) == (outcome, error)
 
 
 def test_summary_lists_the_considered_offers_of_the_last_row_in_words() -> None:

@@ -229,3 +229,26 @@ async def test_bedrocks_own_validation(make: Callable[..., Any], messages: list[
     with pytest.raises(ClientError, match=words) as caught:
         await _run(lambda: client.converse(modelId=MODEL, messages=messages))
     assert caught.value.response["Error"]["Code"] == "ValidationException"
+
+
+async def test_count_tokens_counts_a_converse_input_as_boto3_asks_and_logs_no_call(
+    sim_url: str, make: Callable[..., Any]
+) -> None:
+    client = make()
+    converse = {"messages": [{"role": "user", "content": [{"text": "three words here"}]}], "system": [{"text": "be"}]}
+    counted = await _run(
+        lambda: client.count_tokens(modelId=MODEL, input={"converse": {**converse, "toolConfig": WEATHER}})
+    )
+    assert counted["inputTokens"] == 4  # the words of the message and system text, as a call's usage counts them
+    with pytest.raises(ClientError) as refused:
+        await _run(lambda: make(secret="wrongSecret").count_tokens(modelId=MODEL, input={"converse": converse}))
+    assert refused.value.response["Error"]["Code"] == "InvalidSignatureException"
+    with pytest.raises(ClientError) as invalid:
+        await _run(
+            lambda: client.count_tokens(
+                modelId=MODEL, input={"converse": {"messages": [{"role": "assistant", "content": [{"text": "x"}]}]}}
+            )
+        )
+    assert invalid.value.response["Error"]["Code"] == "ValidationException"
+    async with httpx.AsyncClient(base_url=sim_url) as http:
+        assert (await http.get("/sim/log")).json() == []  # counting is no model call

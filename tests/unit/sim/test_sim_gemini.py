@@ -207,17 +207,22 @@ def test_vertex_ai_through_a_service_account_whose_token_endpoint_is_the_simulat
     assert (text, streamed) == ("tok0 tok1 tok2", "tok0 tok1")
 
 
-def _vertex_calls(url: str) -> tuple[str | None, str]:
+def _vertex_client(url: str) -> genai.Client:
+    """google-genai's Vertex AI client of the simulator, its service account's `token_uri` the simulator's."""
     credentials = service_account.Credentials.from_service_account_info(  # type: ignore[no-untyped-call]
         service_account_info(url + "/token"), scopes=SCOPES
     )
-    client = genai.Client(
+    return genai.Client(
         vertexai=True,
         project="my-proj",
         location="us-central1",
         credentials=credentials,
         http_options=types.HttpOptions(base_url=url, api_version="v1"),
     )
+
+
+def _vertex_calls(url: str) -> tuple[str | None, str]:
+    client = _vertex_client(url)
     answer = client.models.generate_content(
         model="gemini-2.5-flash", contents="hi", config=types.GenerateContentConfig(max_output_tokens=3)
     )
@@ -265,3 +270,81 @@ async def test_claude_on_vertex_ai_by_raw_predict(sim_url: str) -> None:
     assert whole.json()["model"] == "claude-sonnet-4@20250514"
     assert b"event: message_stop" in streamed.content
     assert unversioned.status_code == 400 and anonymous.status_code == 401
+
+
+def test_vertex_ai_counts_tokens_and_embeds_as_google_genai_asks() -> None:
+    """google-genai's Vertex AI client (`models.count_tokens`: `:countTokens` with the request's own
+    fields; `models.embed_content` of a text-embedding model: `:predict` with `instances`) reads the
+    simulator's answers, with a token from the simulator's token endpoint."""
+
+    async def serve() -> tuple[int | None, list[int], list[float | None], int]:
+        from turnout_sim.app import start_in_background
+
+        runner, url = await start_in_background("127.0.0.1", 0)
+        try:
+            counted, sizes, tokens = await asyncio.to_thread(_vertex_count_and_embed, url)
+            async with httpx.AsyncClient(base_url=url) as http:
+                logged = len((await http.get("/sim/log")).json())
+            return counted, sizes, tokens, logged
+        finally:
+            await runner.cleanup()
+
+    counted, sizes, tokens, logged = asyncio.run(serve())
+    assert counted == 4  # system "be brief" + "two words"
+    assert sizes == [8, 8] and tokens == [2, 1]
+    assert logged == 1  # the embedding is a model call; the count is not
+
+
+def _vertex_count_and_embed(url: str) -> tuple[int | None, list[int], list[float | None]]:
+    client = _vertex_client(url)
+    config = types.CountTokensConfig(system_instruction="be brief", tools=[types.Tool(function_declarations=[WEATHER])])
+    counted = client.models.count_tokens(model="gemini-2.5-flash", contents="two words", config=config)
+    embedded = client.models.embed_content(
+        model="text-embedding-005",
+        contents=["two words", "one"],
+        config=types.EmbedContentConfig(output_dimensionality=8, task_type="RETRIEVAL_QUERY"),
+    )
+    found = embedded.embeddings or []
+    stats = [e.statistics.token_count if e.statistics else None for e in found]
+    return counted.total_tokens, [len(e.values or []) for e in found], stats
+
+
+async def test_claude_on_vertex_ai_counts_tokens_by_raw_predict(sim_url: str) -> None:
+    path = "/v1/projects/p/locations/us-east5/publishers/anthropic/models/count-tokens:rawPredict"
+    body = {
+        "anthropic_version": "vertex-2023-10-16",
+        "model": "claude-sonnet-4@20250514",
+        "system": "be brief",
+        "messages": [{"role": "user", "content": "three words here"}],
+    }
+    async with httpx.AsyncClient(base_url=sim_url) as http:
+        auth = {"authorization": f"Bearer {(await _token(http)).json()['access_token']}"}
+        counted = await http.post(path, json=body, headers=auth)
+        unversioned = await http.post(path, json={**body, "anthropic_version": None}, headers=auth)
+        anonymous = await http.post(path, json=body)
+        gemini_form = await http.post(
+            "/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens",
+            json={"generateContentRequest": {"contents": [{"parts": [{"text": "x"}]}]}},
+            headers=auth,
+        )
+        logged = (await http.get("/sim/log")).json()
+    assert counted.status_code == 200 and counted.json() == {"input_tokens": 5}
+    assert unversioned.status_code == 400 and anonymous.status_code == 401
+    assert gemini_form.status_code == 400 and "generateContentRequest" in gemini_form.json()["error"]["message"]
+    assert logged == []
+
+
+def test_turnout_sim_writes_a_key_file_whose_token_endpoint_is_the_simulator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """README "Providers: Gemini and Vertex AI": the key file a `vertex` provider on the simulator needs."""
+    from turnout.rules.google_fields import check_credentials_file
+    from turnout_cli.main import main
+
+    path = tmp_path / "sa.json"
+    assert main(["sim", "--port", "9199", "--write-key-file", str(path)]) == 0
+    info = json.loads(path.read_text())
+    assert info["type"] == "service_account" and info["token_uri"] == "http://127.0.0.1:9199/token"
+    assert info["private_key"].startswith("-----BEGIN PRIVATE KEY-----") and path.stat().st_mode & 0o077 == 0
+    check_credentials_file("providers.vertex.credentials_file", str(path))  # what `turnout config check` reads
+    assert "token_uri http://127.0.0.1:9199/token" in capsys.readouterr().out

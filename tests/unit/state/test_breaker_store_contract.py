@@ -21,10 +21,13 @@ import msgspec
 import pytest
 from redis.asyncio import Redis
 
-import turnout.health
+import turnout.health.probes
+import turnout.health.reads
+import turnout.health.results
+import turnout.health.speed
 from turnout.core.breaker import CLOSED, BreakerSettings, BreakerSnapshot, BreakerState, counts
 from turnout.core.types import FailureKind
-from turnout.health import Breakers
+from turnout.health import BreakerHooks, Breakers
 from turnout.state import keys
 from turnout.state.breaker_store import (
     BreakerStore,
@@ -68,7 +71,7 @@ class FakeClock:
 
 
 class StalledRenewals:
-    """`asyncio` as `turnout.health` sees it, with the probe permit's renewal
+    """`asyncio` as `turnout.health.probes` sees it, with the probe permit's renewal
     stalled (a holder whose process froze): sleeps of 50 ms or more never end
     (until cancelled); shorter ones (CAS backoff jitter) are real."""
 
@@ -92,8 +95,9 @@ def _store_calls_wait_as_long_as_they_take(monkeypatch: pytest.MonkeyPatch) -> N
     the request path's bounds on a health read (`REQUEST_REDIS_TIMEOUT_S`, 0.4 s: CI once saw
     200 concurrent reads time out and degrade) and on recording a result (1 s); these tests are
     about lost updates, not those bounds."""
-    monkeypatch.setattr(turnout.health, "RECORD_TIMEOUT_S", 120.0)
-    monkeypatch.setattr(turnout.health, "REQUEST_REDIS_TIMEOUT_S", 120.0)
+    monkeypatch.setattr(turnout.health.results, "RECORD_TIMEOUT_S", 120.0)
+    for part in (turnout.health.reads, turnout.health.probes, turnout.health.speed):
+        monkeypatch.setattr(part, "REQUEST_REDIS_TIMEOUT_S", 120.0)
 
 
 @dataclass
@@ -222,13 +226,15 @@ async def test_store_concurrent_records_lose_no_update(harness: Harness, workers
     def on_transition(target: str, old: BreakerState, new: BreakerState) -> None:
         transitions.append((target, old, new))
 
-    fleet = [Breakers(harness.store, settings, on_transition=on_transition) for _ in range(workers)]
-    views = await asyncio.gather(*(fleet[i % workers].view([T]) for i in range(200)))
+    fleet = [
+        Breakers.over(harness.store, settings, hooks=BreakerHooks(on_transition=on_transition)) for _ in range(workers)
+    ]
+    views = await asyncio.gather(*(fleet[i % workers].reads.view([T]) for i in range(200)))
     assert all(v.entries[T].version == 0 for v in views)
 
     await asyncio.gather(
         *(
-            fleet[i % workers].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
+            fleet[i % workers].results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
             for i, view in enumerate(views)
         )
     )
@@ -371,7 +377,7 @@ async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
     """Through `Breakers` on each store: probe A's process stalls (its permit is not
     renewed) and A outlives its permit; B takes a new one; A's late result releases
     nothing of B's."""
-    monkeypatch.setattr(turnout.health, "asyncio", StalledRenewals())
+    monkeypatch.setattr(turnout.health.probes, "asyncio", StalledRenewals())
     # run_chance 0.5: one failure on a fresh target is already an unlikely run.
     settings = BreakerSettings(
         consecutive_failures=1,
@@ -380,27 +386,27 @@ async def test_breakers_probe_that_outlived_its_permit_keeps_the_next_holders(
         max_cooldown_s=harness.s * 0.1,
         probe_ttl_s=harness.s * 0.2,
     )
-    breakers = Breakers(harness.store, settings, clock=harness.expected_now, rng=random.Random(3))
-    view = await breakers.view([T])
-    await breakers.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="trip", view=view)
+    breakers = Breakers.over(harness.store, settings, clock=harness.expected_now, rng=random.Random(3))
+    view = await breakers.reads.view([T])
+    await breakers.results.record(T, FailureKind.SERVER_ERROR, probe_token=None, error="trip", view=view)
     assert (await harness.store.load([T])).entries[T].snapshot.open
     await harness.advance(harness.s * 0.15)  # HALF_OPEN
 
-    view_a = await breakers.view([T])
-    gate_a = await breakers.admit(T, view_a)
+    view_a = await breakers.reads.view([T])
+    gate_a = await breakers.gate.admit(T, view_a)
     assert gate_a.admitted and gate_a.probe
     await harness.advance(harness.s * 0.25)  # A's permit expires while A still runs
 
-    view_b = await breakers.view([T])
-    gate_b = await breakers.admit(T, view_b)
+    view_b = await breakers.reads.view([T])
+    gate_b = await breakers.gate.admit(T, view_b)
     assert gate_b.admitted and gate_b.probe
     assert gate_b.probe_token != gate_a.probe_token
 
-    await breakers.record(T, FailureKind.CANCELLED, probe_token=gate_a.probe_token, error="", view=view_a)
+    await breakers.results.record(T, FailureKind.CANCELLED, probe_token=gate_a.probe_token, error="", view=view_a)
     assert await harness.store.acquire_probe(T, 30.0) is None, "the old probe freed the newer holder's permit"
-    assert not (await breakers.admit(T, await breakers.view([T]))).admitted, "a second probe while B runs"
+    assert not (await breakers.gate.admit(T, await breakers.reads.view([T]))).admitted, "a second probe while B runs"
 
-    await breakers.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
+    await breakers.results.record(T, FailureKind.CANCELLED, probe_token=gate_b.probe_token, error="", view=view_b)
     assert await harness.store.acquire_probe(T, 30.0) is not None
 
 
@@ -445,13 +451,15 @@ async def test_redis_store_fifty_processes_recording_concurrently_lose_no_failur
     settings = BreakerSettings(window=1e7, consecutive_failures=10**6, failure_rate=2.0)
     clients = [Redis.from_url(redis_url) for _ in range(50)]
     try:
-        fleet = [Breakers(RedisBreakerStore(c), settings) for c in clients]
-        views = await asyncio.gather(*(b.view([T]) for b in fleet for _ in range(4)))
+        fleet = [Breakers.over(RedisBreakerStore(c), settings) for c in clients]
+        views = await asyncio.gather(*(b.reads.view([T]) for b in fleet for _ in range(4)))
         assert all(v.entries[T].version == 0 for v in views)
         with caplog.at_level(logging.ERROR, logger="turnout.breaker"):
             await asyncio.gather(
                 *(
-                    fleet[i // 4].record(T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view)
+                    fleet[i // 4].results.record(
+                        T, FailureKind.SERVER_ERROR, probe_token=None, error=f"e{i}", view=view
+                    )
                     for i, view in enumerate(views)
                 )
             )

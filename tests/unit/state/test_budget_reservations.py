@@ -98,3 +98,14 @@ async def test_tpm_charge_matches_the_pure_settlement_and_keeps_a_debt(redis_cli
     wait = refused.verdict.refusal.retry_after_ms
     assert wait is not None and wait > 0
     assert (await store.admit(scopes, demand, "c", now_ms=T0 + 100 + WINDOW_MS + wait)).verdict.admitted
+
+
+async def test_a_release_after_redis_lost_its_scripts_still_settles(redis_client: Redis) -> None:
+    """The release sends the settlement by its SHA (no `SCRIPT EXISTS` first); a Redis that no
+    longer holds the script (restarted) gets the script itself, and the reservation is settled."""
+    store = LimitStore(redis_client, lease_ms=1_000)
+    held = await store.admit([], PLAIN, "a", reservations=[_budget(600_000)], now_ms=T0)
+    await redis_client.script_flush()
+    await store.release(held.lease, hold_ms=100, now_ms=T0 + 10)  # settled: stays until T0 + 110
+    assert (await store.admit([], PLAIN, "b", reservations=[_budget(600_000)], now_ms=T0 + 109)).budget_refused == 0
+    assert (await store.admit([], PLAIN, "c", reservations=[_budget(600_000)], now_ms=T0 + 110)).budget_refused is None

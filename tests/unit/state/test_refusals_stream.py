@@ -10,8 +10,8 @@ from redis.asyncio import Redis
 from support.clocks import FakeClock
 from turnout.state import keys, refusals_stream
 from turnout.state.org_purge import purge_org_state
-from turnout_ingress.door import RateCap, RefusalRow, refusal_row
-from turnout_ingress.refusal_writer import RefusalWriter
+from turnout_ingress.guard.door import RateCap, RefusalRow, refusal_row
+from turnout_ingress.guard.refusal_writer import RefusalWriter
 
 
 def _row(org: str | None, i: int = 0, *, status: int = 401, route: str = "other") -> RefusalRow:

@@ -1,4 +1,4 @@
-"""The Responses surface's hooks against the conversation store (`turnout_ingress.surfaces.responses`,
+"""The Responses surface's hooks against the conversation store (`turnout_ingress.surfaces.responses.surface`,
 `turnout.state.response_store`): a store that fails after an answer loses no answer (logged and counted), an unreachable
 store at `prepare` is a 503, an unknown `previous_response_id` a 404, and a stored conversation leads the new turn."""
 
@@ -17,7 +17,7 @@ from turnout.config import parse_config
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.metrics import Metrics
 from turnout.state.response_store import ResponseStore
-from turnout_ingress.surfaces.responses import RESPONSES, ResponsesTurn
+from turnout_ingress.surfaces.responses.surface import RESPONSES, ResponsesTurn
 
 IDENTITY: Any = SimpleNamespace(org="acme", key="main")
 COMPLETION = {

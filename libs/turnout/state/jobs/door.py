@@ -47,17 +47,19 @@ RING_SCAN = 128
 """Orgs of the fair ring the door counts when estimating a new job's wait (bounds the script's work)."""
 
 # KEYS: job key, queue, result key, the org's fair queue, fair ring, doorbell
-# ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any)
-# Returns {1, 0} added, {0, 0} duplicate, {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
+# ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any),
+#       keyed (1: an Idempotency-Key's job, whose id may come again; 0: a fresh random id, not looked up)
+# Returns {1, 0} added, {0, 0} duplicate (keyed only), {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
 # Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
 # ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
 _ENQUEUE = (
     """
-if redis.call('exists', KEYS[1], KEYS[3]) > 0 then return {0, 0} end
+if ARGV[8] == '1' and redis.call('exists', KEYS[1], KEYS[3]) > 0 then return {0, 0} end
 if redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then return {-1, 0} end
 local limit = tonumber(ARGV[7])
+local own = -1
 if limit >= 0 then
-  local own = redis.call('zcard', KEYS[4])
+  own = redis.call('zcard', KEYS[4])
   local ahead = own
   for _, org in ipairs(redis.call('lrange', KEYS[5], 0, """
     + str(RING_SCAN - 1)
@@ -71,7 +73,8 @@ local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
 redis.call('zadd', KEYS[2], now_ms, ARGV[3])
 redis.call('zadd', KEYS[4], now_ms, ARGV[3])
-if redis.call('zcard', KEYS[4]) == 1 then redis.call('rpush', KEYS[5], ARGV[6]) end
+if own < 0 then own = redis.call('zcard', KEYS[4]) - 1 end
+if own == 0 then redis.call('rpush', KEYS[5], ARGV[6]) end
 redis.call('rpush', KEYS[6], '1')
 return {1, 0}
 """
@@ -362,6 +365,7 @@ class JobQueue:
                         keys.FAIR_ORG_PREFIX,
                         payload.org,
                         max_jobs_ahead(expires_ms, capacity),
+                        int(payload.keyed),
                     ],
                 )
         except STATE_ERRORS as exc:
