@@ -50,7 +50,7 @@ def error_body(
 def header_text(value: str) -> str:
     """`value` fit for an HTTP header: as is when printable ASCII (RFC 9110 §5.5 field-value
     characters), else percent-encoded as UTF-8. Names are checked when written
-    (`turnout.tenancy.text`); this is the last guard, so a name stored before that check
+    (`turnout.rules.text`); this is the last guard, so a name stored before that check
     can never turn an answer the provider already gave (and billed) into a 500."""
     if value.isascii() and value.isprintable():
         return value

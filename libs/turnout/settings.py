@@ -173,7 +173,7 @@ def _secret_keys(env: Mapping[str, str]) -> None:
 
 def _ssrf_allow(env: Mapping[str, str]) -> None:
     """`TURNOUT_SSRF_ALLOW` parses (each entry a host or network). Raises ValueError naming the entry."""
-    from turnout.tenancy.ssrf import AllowList
+    from turnout.rules.ssrf import AllowList
 
     AllowList.from_env(env)
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import msgspec
 
+from turnout.core.health_reads import Loaded
 from turnout.core.model_types import Operation
 from turnout.core.native import CHAT, Native
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.core.preferences import Preferences
-from turnout.state.breaker_store import Loaded
 
 
 class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):

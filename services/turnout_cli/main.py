@@ -183,8 +183,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 def cmd_config_check(args: argparse.Namespace) -> int:
     """Validate a configuration file; print what it declares, or its errors (every type error at once).
     A `vertex` provider's service-account file is read too (`check_credentials_file`)."""
-    from turnout.catalog.google_fields import check_credentials_file
     from turnout.config import load_config
+    from turnout.rules.google_fields import check_credentials_file
 
     try:
         config = load_config(args.file)

@@ -20,7 +20,6 @@ from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout.answer import answer_of, error_body
-from turnout.catalog.google_fields import unusable_key_files
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
 from turnout.core.liveness import may_run
@@ -30,6 +29,7 @@ from turnout.observability.after_answer import answer_first
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
+from turnout.rules.google_fields import unusable_key_files
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind

@@ -1,4 +1,4 @@
-"""`turnout config check` reports every type error of a file at once (turnout.config_errors)."""
+"""`turnout config check` reports every type error of a file at once (turnout.config.type_errors)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,12 @@ from typing import Annotated, Literal
 import msgspec
 import pytest
 
-from turnout.config import load_config, parse_config
-from turnout.config_errors import MAX_ERRORS, collect, report
+from turnout.config import check_scope_settings, load_config, parse_config
+from turnout.config.findings import MAX_ERRORS, report
+from turnout.config.type_errors import collect
+from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout_cli.main import main
 
 TWO_MISPLACED = """
 providers:
@@ -222,3 +225,99 @@ def test_a_yaml_error_names_the_file_not_pyyamls_string(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert f'in "{path}", line 2' in str(info.value) and "<unicode string>" not in str(info.value)
+
+
+THREE_KINDS = """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1", api_key: k}
+models:
+  m: {offers: [{provider: azure-east, model: m}]}
+gateway: {max_body_bytes: big}
+breaker: {windw: 3}
+"""
+"""A type error, an unknown field with a close name and an offer naming an unknown provider."""
+THREE_ERRORS = [
+    "breaker.windw: unknown field `windw` (did you mean `window`?)",
+    "gateway.max_body_bytes: Expected `int`, got `str`",
+    "models.m.offers[0].provider: unknown provider 'azure-east'",
+]
+
+
+def test_errors_of_every_kind_are_reported_in_one_run() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(THREE_KINDS, env={})
+    assert info.value.errors == THREE_ERRORS
+    assert str(info.value).splitlines() == info.value.errors
+
+
+def test_every_cross_check_of_a_file_is_reported_not_only_the_first() -> None:
+    text = """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1?key=1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m}, {provider: b, model: m}]}
+policy: {fallback: {models: [nope]}}
+orgs:
+  acme:
+    squads: {}
+    keys: [{name: k1, key: gateway-key-1, squad: research}]
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert [line.split(":")[0] for line in info.value.errors] == [
+        "providers.a.base_url",
+        "models.m.offers[1].provider",
+        "policy.fallback.models[0]",
+        "orgs.acme.keys[0].squad",
+    ]
+
+
+def test_a_cross_check_waits_for_the_types_of_the_sections_it_reads() -> None:
+    text = """
+providers:
+  a: {kind: openaai, base_url: "https://a.example/v1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={})
+    assert len(info.value.errors) == 1 and info.value.errors[0].startswith("providers.a.kind: Invalid enum value")
+
+
+def test_an_unset_variable_and_a_reference_to_turnouts_own_are_reported_together() -> None:
+    text = """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1", api_key: "${TURNOUT_SECRET_KEY}"}
+  b: {kind: openai, base_url: "https://b.example/v1", api_key: "${B_KEY}"}
+models:
+  m: {offers: [{provider: a, model: m}]}
+"""
+    with pytest.raises(ConfigError) as info:
+        parse_config(text, env={"TURNOUT_SECRET_KEY": "x"})
+    assert [line.split(":")[0] for line in info.value.errors] == ["providers.a.api_key", "providers.b.api_key"]
+
+
+def test_a_dict_key_of_the_wrong_type_is_named_with_its_mapping() -> None:
+    assert collect({1: {"name": "x"}}, dict[str, Inner], "by_name") == ["by_name: Expected `str`, got `int`"]
+
+
+def test_turnout_config_check_lists_the_three_errors_of_a_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "turnout.yaml"
+    path.write_text(THREE_KINDS, encoding="utf-8")
+    assert main(["config", "check", str(path)]) == 1
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [f"invalid: {path}: 3 error(s)", *(f"  {line}" for line in THREE_ERRORS)]
+
+
+def test_a_scope_edit_is_refused_with_every_error_it_holds() -> None:
+    config = parse_config(PROVIDER_A + "models:\n  m: {offers: [{provider: a, model: m}]}\n", env={})
+    settings = ScopeSettings(reroutes=["nope"], fallbacks={"m": ["m"], "ghost": ["m"]})
+    with pytest.raises(ConfigError) as info:
+        check_scope_settings("squads.s.settings", settings, config, None)
+    assert info.value.errors == [
+        "squads.s.settings.reroutes[0]: unknown model 'nope' (not in `models`)",
+        "squads.s.settings.fallbacks: unknown model 'ghost' (not in `models`)",
+        "squads.s.settings.fallbacks: fallback cycle m -> m",
+    ]

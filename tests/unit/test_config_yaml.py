@@ -9,9 +9,8 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnout import config_yaml
-from turnout.config import parse_config
-from turnout.config_yaml import MAX_DEPTH, load_yaml
+from turnout.config import parse_config, yaml_loader
+from turnout.config.yaml_loader import MAX_DEPTH, load_yaml
 from turnout.errors import ConfigError
 
 
@@ -64,9 +63,9 @@ def test_aliases_of_aliases_are_capped_before_any_value_is_built() -> None:
 def test_the_alias_cap_counts_each_alias_as_a_copy_of_its_value(monkeypatch: pytest.MonkeyPatch) -> None:
     # l1 adds 10 copies of l0 (11 values each: the list and its 10 scalars) = 110 values;
     # l2 adds 10 copies of l1 (1 + 110) = 1,110 values: 1,220 in all.
-    monkeypatch.setattr(config_yaml, "MAX_ALIAS_VALUES", 1_220)
+    monkeypatch.setattr(yaml_loader, "MAX_ALIAS_VALUES", 1_220)
     assert len(load_yaml(_laughs(levels=2))["l2"]) == 10
-    monkeypatch.setattr(config_yaml, "MAX_ALIAS_VALUES", 1_219)
+    monkeypatch.setattr(yaml_loader, "MAX_ALIAS_VALUES", 1_219)
     with pytest.raises(yaml.YAMLError):
         load_yaml(_laughs(levels=2))
 
@@ -101,7 +100,7 @@ def test_a_configuration_file_gets_one_clear_error(text: str, expected: str) -> 
     assert expected in str(info.value)
 
 
-_TEXTS = st.text(max_size=8).filter(lambda t: not config_yaml._EXPONENT_FLOAT.match(t))
+_TEXTS = st.text(max_size=8).filter(lambda t: not yaml_loader._EXPONENT_FLOAT.match(t))
 """Text a YAML 1.1 emitter (PyYAML's dump) leaves unquoted although YAML 1.2, and so this loader,
 reads it as a number (`0E0`, `1e5`): such text is quoted in a configuration, as in any YAML 1.2 file."""
 _SCALARS = st.one_of(st.integers(), st.booleans(), st.none(), _TEXTS)

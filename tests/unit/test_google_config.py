@@ -16,15 +16,15 @@ import pytest
 from support.google_keys import write_key_file
 from turnout.catalog import Catalog
 from turnout.catalog.doc import config_of, doc_encoder, doc_from_config, file_digest, same_catalog
-from turnout.catalog.google_fields import check_credentials_file
 from turnout.config import ProviderConfig, ProviderKind, has_shared_credential, parse_config
 from turnout.core.credentials import Credential
 from turnout.core.policy import Policy
 from turnout.core.types import Target
 from turnout.errors import ConfigError
+from turnout.rules.google_fields import check_credentials_file
+from turnout.rules.ssrf import AllowList
 from turnout.tenancy.byok import resolve_call
 from turnout.tenancy.orgs import OrgDoc, ProviderKeyDoc, validate_org
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Sealed, Vault, generate_key
 from turnout_cli.admin import _request
 from turnout_cli.admin_catalog import KINDS
@@ -186,7 +186,7 @@ def test_the_admin_cli_sends_the_vertex_fields_and_knows_every_kind() -> None:
 
 
 def test_a_worker_names_each_vertex_key_file_it_cannot_use(tmp_path: Path) -> None:
-    from turnout.catalog.google_fields import unusable_key_files
+    from turnout.rules.google_fields import unusable_key_files
 
     key = write_key_file(tmp_path / "sa.json", "https://oauth2.googleapis.com/token")
     assert unusable_key_files(_config(VERTEX.replace("/secrets/sa.json", str(key))).raw.providers) == []

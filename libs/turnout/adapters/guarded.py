@@ -1,6 +1,6 @@
 """The SSRF-guarded upstream client for tenant custom endpoints (SPEC §6).
 
-Owns: the connect-time half of the SSRF guard (`turnout.tenancy.ssrf` holds the
+Owns: the connect-time half of the SSRF guard (`turnout.rules.ssrf` holds the
 rules). Two checks, so that no path reaches a refused address:
 
 - `GuardTransport` checks every request URL before it leaves (scheme,
@@ -30,7 +30,7 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from httpx_aiohttp import AiohttpTransport
 
 from turnout.adapters.transport import UpstreamClient
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url, refused_addresses
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url, refused_addresses
 
 REFUSED = "refused by the SSRF guard"
 

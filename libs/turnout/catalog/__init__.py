@@ -4,8 +4,6 @@ Owns, one job per module:
 - `snapshot`: `Catalog`, the routable view of one configuration (immutable);
 - `doc`: the catalog as stored in Redis (keys only as references) and back
   to a validated configuration, with the file's rules;
-- `provider_rules`: what a provider may read its key from and point at
-  (no `TURNOUT_*` variable, no link-local or cloud metadata address);
 - `seed`: the bootstrap rule between a process's file and Redis;
 - `live`: the catalog in force in one process, swapped whole;
 - `watch`: keeping it in step with Redis (pub/sub + version re-check);

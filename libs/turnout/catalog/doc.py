@@ -28,9 +28,9 @@ from typing import Literal
 import msgspec
 
 from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
-from turnout.catalog.provider_rules import check_key_env, key_env_refusal
 from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
 from turnout.core.upstream_auth import ProviderAuth
+from turnout.rules.provider_rules import check_key_env, key_env_refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, header_binding
 
 log = logging.getLogger("turnout.catalog")

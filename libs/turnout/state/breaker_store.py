@@ -37,31 +37,28 @@ import msgspec
 from redis.asyncio import Redis
 
 from turnout.core.breaker import CLOSED, BreakerSnapshot
+from turnout.core.health_reads import Loaded, Speed, Versioned
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 
+__all__ = [
+    "BreakerStore",
+    "Loaded",
+    "MemoryBreakerStore",
+    "RedisBreakerStore",
+    "Speed",
+    "SpeedSample",
+    "SpeedSamples",
+    "Versioned",
+    "cap_subject",
+    "ewma",
+    "samples",
+]
+"""`Loaded`, `Speed` and `Versioned` are the pure core's (`turnout.core.health_reads`), named here
+as what a read of the store returns."""
+
 _encode = msgspec.msgpack.Encoder()
 _decode = msgspec.msgpack.Decoder(BreakerSnapshot)
-
-
-class Versioned(msgspec.Struct, frozen=True):
-    """A snapshot with the version it was read at (0 = never written)."""
-
-    version: int
-    snapshot: BreakerSnapshot
-
-
-class Speed(msgspec.Struct, frozen=True, kw_only=True):
-    """The fleet's rolling measures of one target (SPEC §10 `latency`, `throughput`).
-
-    Attributes:
-        ttft_ms: latency in milliseconds (time to first token of a stream,
-            the whole answer of a JSON call), or None when unmeasured.
-        tokens_per_s: completion tokens per second of an attempt, or None.
-    """
-
-    ttft_ms: float | None = None
-    tokens_per_s: float | None = None
 
 
 class SpeedSample(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,16 +87,6 @@ def samples(speed: SpeedSamples) -> tuple[SpeedSample, ...]:
     if isinstance(speed, SpeedSample):
         return (speed,)
     return tuple(speed)
-
-
-class Loaded(msgspec.Struct, frozen=True):
-    """Snapshots read together, with the store's clock at the read (epoch seconds),
-    and the measures of those subjects that have any."""
-
-    now_s: float
-    entries: dict[str, Versioned]
-    speeds: dict[str, Speed] = {}
-    caps: dict[str, float] = {}
 
 
 def cap_subject(scope: str, target: str) -> str:

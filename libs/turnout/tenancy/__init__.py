@@ -4,17 +4,17 @@ Owns the tenancy wing, one job per module:
 - `identity`: the caller's `Identity` resolved from a gateway key;
 - `orgs`: the org document stored in Redis and its validation;
 - `admin`: the admin API's edits of an org document, without HTTP;
-- `text`: write-time rules for tenant strings (ids, model names, keys, URLs);
-- `ssrf`: where a tenant's custom endpoint may point;
+- `views`: what admin reads show of an org document (secrets masked);
 - `vault`: encryption at rest of provider keys;
 - `byok`: from the pure credential choice to a provider to call;
 - `directory`: each process's snapshot of the tenancy store, kept fresh;
 - `bootstrap`: the configuration file's `orgs:` merged into the store.
 
+The rules for what a tenant writes (ids, keys, URLs: `turnout.rules.text`)
+and where its endpoints may point (`turnout.rules.ssrf`) are in the leaf
+package `turnout.rules`, which the configuration reads too.
 The names below are re-exported; each module is imported on first use
-(PEP 562), so importing one module of the wing never loads the others (the
-configuration imports `text` and `ssrf` while `orgs` imports the
-configuration).
+(PEP 562), so importing one module of the wing never loads the others.
 """
 
 from __future__ import annotations
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
     from turnout.tenancy.orgs import OrgDoc as OrgDoc
     from turnout.tenancy.orgs import hash_token as hash_token
     from turnout.tenancy.orgs import validate_org as validate_org
-    from turnout.tenancy.ssrf import AllowList as AllowList
-    from turnout.tenancy.ssrf import UnsafeURL as UnsafeURL
-    from turnout.tenancy.ssrf import check_base_url as check_base_url
     from turnout.tenancy.vault import Sealed as Sealed
     from turnout.tenancy.vault import Vault as Vault
 
@@ -52,9 +49,6 @@ FACE = {
     "OrgDoc": "orgs",
     "hash_token": "orgs",
     "validate_org": "orgs",
-    "AllowList": "ssrf",
-    "UnsafeURL": "ssrf",
-    "check_base_url": "ssrf",
     "Sealed": "vault",
     "Vault": "vault",
 }

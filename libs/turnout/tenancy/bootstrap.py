@@ -32,9 +32,11 @@ from typing import Any
 
 import msgspec
 
-from turnout.config import Config, CustomEndpointConfig, OrgConfig
+from turnout.config import Config, CustomEndpointConfig, KeyConfig, OrgConfig, SquadConfig
+from turnout.config.findings import report
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.ceilings import ceiling_of
 from turnout.tenancy.orgs import (
@@ -48,9 +50,9 @@ from turnout.tenancy.orgs import (
     lookup_prefix,
     validate_org,
 )
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.tenancy.vault import (
     Binding,
+    Sealed,
     Vault,
     VaultUnavailable,
     endpoint_binding,
@@ -76,12 +78,133 @@ def fingerprint(value: Any) -> str:
     return hashlib.sha256(b"turnout-config-object\0" + msgspec.json.encode(value)).hexdigest()[:32]
 
 
-def _take(doc: OrgDoc, path: str, meta: Meta | None, fp: str) -> bool:
-    if path in doc.tombstones:
-        return False
-    if meta is None:
-        return True
-    return meta.origin == "config" and meta.applied != fp
+class _Merge:
+    """The steps of merging one org of the file into its stored document (module rules 1–5), one
+    per kind of object; each returns the objects of its kind as merged and records the paths it
+    created or updated (`changed`) and the operator's ceilings the file's settings set."""
+
+    def __init__(self, current: OrgDoc | None, org_id: str, vault: Vault, now_s: float) -> None:
+        self.org_id = org_id
+        self.base = f"orgs.{org_id}"
+        self.doc = current or OrgDoc(id=org_id, created_s=now_s)
+        self.fresh = current is None
+        self.vault = vault
+        self.now_s = now_s
+        self.changed: list[str] = []
+        self.ceilings = dict(self.doc.ceilings)  # the file's limits and budgets are the operator's ceilings
+
+    def _take(self, path: str, meta: Meta | None, value: Any) -> Meta | None:
+        """The `Meta` to store when the file's `value` at `path` is applied (module rules 1–4), or
+        None when it is not; an applied path is recorded in `changed`."""
+        fp = fingerprint(value)
+        if path in self.doc.tombstones or (meta is not None and (meta.origin != "config" or meta.applied == fp)):
+            return None
+        self.changed.append(path)
+        return Meta(origin="config", applied=fp, updated_s=self.now_s)
+
+    def _seal(self, path: str, secret: str, binding: Binding) -> Sealed:
+        """`secret` sealed for `binding`.
+
+        Raises:
+            ConfigError: no vault key (`{base}.{path}: ...`).
+        """
+        try:
+            return self.vault.seal(secret, binding)
+        except VaultUnavailable as exc:
+            raise ConfigError(f"{self.base}.{path}: {exc}") from None
+
+    def _ceiling(self, path: str, of: ScopeSettings) -> None:
+        """The operator's ceiling at `path` is what the file's settings `of` set, or none."""
+        found = ceiling_of(of)
+        self.ceilings.pop(path, None)
+        if found is not None:
+            self.ceilings[path] = found
+
+    def settings(self, settings: ScopeSettings) -> tuple[ScopeSettings, Meta | None]:
+        """The org's own settings and their `Meta`."""
+        meta = self._take("settings", None if self.fresh else self.doc.settings_meta, settings)
+        if meta is None:
+            return self.doc.settings, self.doc.settings_meta
+        self._ceiling("org", settings)
+        return settings, meta
+
+    def squads(self, squads: dict[str, SquadConfig]) -> dict[str, SquadDoc]:
+        """The org's squads, the file's merged in."""
+        merged = dict(self.doc.squads)
+        for name, squad in squads.items():
+            meta = self._take(f"squads.{name}", merged[name].meta if name in merged else None, squad)
+            if meta is not None:
+                merged[name] = SquadDoc(settings=squad.settings, meta=meta)
+                self._ceiling(f"squads.{name}", squad.settings)
+        return merged
+
+    def keys(self, keys: list[KeyConfig]) -> dict[str, KeyDoc]:
+        """The org's gateway keys, the file's merged in (only their digests kept).
+
+        Raises:
+            ConfigError: a key name used twice in the file's org.
+        """
+        merged = dict(self.doc.keys)
+        seen: set[str] = set()
+        for i, key in enumerate(keys):
+            if key.name in seen:
+                raise ConfigError(f"{self.base}.keys[{i}].name: key name {key.name!r} is used twice in this org")
+            seen.add(key.name)
+            old = merged.get(key.name)
+            meta = self._take(f"keys.{key.name}", old.meta if old else None, key)
+            if meta is not None:
+                merged[key.name] = KeyDoc(
+                    name=key.name,
+                    digest=hash_token(key.key),
+                    prefix=lookup_prefix(key.key),
+                    squad=key.squad,
+                    admin=key.admin,
+                    settings=key.settings,
+                    created_s=old.created_s if old else self.now_s,
+                    meta=meta,
+                )
+                self._ceiling(f"keys.{key.name}", key.settings)
+        return merged
+
+    def provider_keys(self, provider_keys: dict[str, str]) -> dict[str, ProviderKeyDoc]:
+        """The org's BYOK keys, the file's merged in, sealed."""
+        merged = dict(self.doc.provider_keys)
+        for provider, secret in provider_keys.items():
+            path = f"provider_keys.{provider}"
+            meta = self._take(path, merged[provider].meta if provider in merged else None, [provider, secret])
+            if meta is not None:
+                binding = provider_key_binding(self.org_id, provider)
+                merged[provider] = ProviderKeyDoc(secret=self._seal(path, secret, binding), meta=meta)
+        return merged
+
+    def endpoints(self, endpoints: dict[str, CustomEndpointConfig], allow: AllowList) -> dict[str, EndpointDoc]:
+        """The org's custom endpoints, the file's merged in, their key and header values sealed.
+
+        Raises:
+            ConfigError: a base URL the SSRF guard refuses (`{base}.custom_endpoints.<id>.base_url`).
+        """
+        merged = dict(self.doc.custom_endpoints)
+        for name, endpoint in endpoints.items():
+            path = f"custom_endpoints.{name}"
+            meta = self._take(path, merged[name].meta if name in merged else None, _endpoint_fields(endpoint))
+            if meta is None:
+                continue
+            try:
+                url = check_base_url(endpoint.base_url, allow)
+            except UnsafeURL as exc:
+                raise ConfigError(f"{self.base}.{path}.base_url: refused: {exc}") from None
+            key = endpoint.api_key
+            sealed = self._seal(f"{path}.api_key", key, endpoint_binding(self.org_id, name)) if key else None
+            headers = (
+                None
+                if endpoint.headers is None
+                else {
+                    h: self._seal(f"{path}.headers.{h}", v, header_binding(self.org_id, name, h, endpoint=True))
+                    for h, v in endpoint.headers.items()
+                }
+            )
+            merged[name] = EndpointDoc(base_url=url, secret=sealed, meta=meta, auth=endpoint.auth, headers=headers)
+        return merged
 
 
 def merge_org(
@@ -111,111 +234,26 @@ def merge_org(
     Raises:
         ConfigError: a path under `orgs.<org_id>` names the problem.
     """
-    base = f"orgs.{org_id}"
-    doc = current or OrgDoc(id=org_id, created_s=now_s)
-    changed: list[str] = []
-
-    def meta(fp: str) -> Meta:
-        return Meta(origin="config", applied=fp, updated_s=now_s)
-
-    def seal(path: str, secret: str, binding: Binding) -> Any:
-        try:
-            return vault.seal(secret, binding)
-        except VaultUnavailable as exc:
-            raise ConfigError(f"{base}.{path}: {exc}") from None
-
-    settings, settings_meta = doc.settings, doc.settings_meta
-    ceilings = dict(doc.ceilings)  # the file's limits and budgets are the operator's ceilings
-
-    def ceiling(path: str, of: ScopeSettings) -> None:
-        found = ceiling_of(of)
-        ceilings.pop(path, None)
-        if found is not None:
-            ceilings[path] = found
-
-    fp = fingerprint(cfg.settings)
-    if _take(doc, "settings", None if current is None else doc.settings_meta, fp):
-        settings, settings_meta = cfg.settings, meta(fp)
-        ceiling("org", cfg.settings)
-        changed.append("settings")
-    squads = dict(doc.squads)
-    for name, squad in cfg.squads.items():
-        fp = fingerprint(squad)
-        if _take(doc, f"squads.{name}", squads[name].meta if name in squads else None, fp):
-            squads[name] = SquadDoc(settings=squad.settings, meta=meta(fp))
-            ceiling(f"squads.{name}", squad.settings)
-            changed.append(f"squads.{name}")
-    keys = dict(doc.keys)
-    seen: set[str] = set()
-    for i, key in enumerate(cfg.keys):
-        if key.name in seen:
-            raise ConfigError(f"{base}.keys[{i}].name: key name {key.name!r} is used twice in this org")
-        seen.add(key.name)
-        fp = fingerprint(key)
-        old = keys.get(key.name)
-        if _take(doc, f"keys.{key.name}", old.meta if old else None, fp):
-            keys[key.name] = KeyDoc(
-                name=key.name,
-                digest=hash_token(key.key),
-                prefix=lookup_prefix(key.key),
-                squad=key.squad,
-                admin=key.admin,
-                settings=key.settings,
-                created_s=old.created_s if old else now_s,
-                meta=meta(fp),
-            )
-            ceiling(f"keys.{key.name}", key.settings)
-            changed.append(f"keys.{key.name}")
-    provider_keys = dict(doc.provider_keys)
-    for provider, secret in cfg.provider_keys.items():
-        fp = fingerprint([provider, secret])
-        path = f"provider_keys.{provider}"
-        if _take(doc, path, provider_keys[provider].meta if provider in provider_keys else None, fp):
-            provider_keys[provider] = ProviderKeyDoc(
-                secret=seal(path, secret, provider_key_binding(org_id, provider)), meta=meta(fp)
-            )
-            changed.append(path)
-    endpoints = dict(doc.custom_endpoints)
-    for name, endpoint in cfg.custom_endpoints.items():
-        fp = fingerprint(_endpoint_fields(endpoint))
-        path = f"custom_endpoints.{name}"
-        if _take(doc, path, endpoints[name].meta if name in endpoints else None, fp):
-            try:
-                url = check_base_url(endpoint.base_url, allow)
-            except UnsafeURL as exc:
-                raise ConfigError(f"{base}.{path}.base_url: refused: {exc}") from None
-            sealed = (
-                seal(f"{path}.api_key", endpoint.api_key, endpoint_binding(org_id, name)) if endpoint.api_key else None
-            )
-            headers = (
-                None
-                if endpoint.headers is None
-                else {
-                    h: seal(f"{path}.headers.{h}", v, header_binding(org_id, name, h, endpoint=True))
-                    for h, v in endpoint.headers.items()
-                }
-            )
-            endpoints[name] = EndpointDoc(
-                base_url=url, secret=sealed, meta=meta(fp), auth=endpoint.auth, headers=headers
-            )
-            changed.append(path)
-    if not changed and current is not None:
-        return current, []
+    step = _Merge(current, org_id, vault, now_s)
+    settings, settings_meta = step.settings(cfg.settings)
     merged = msgspec.structs.replace(
-        doc,
+        step.doc,
         settings=settings,
         settings_meta=settings_meta,
-        squads=squads,
-        keys=keys,
-        provider_keys=provider_keys,
-        custom_endpoints=endpoints,
-        ceilings=ceilings,
+        squads=step.squads(cfg.squads),
+        keys=step.keys(cfg.keys),
+        provider_keys=step.provider_keys(cfg.provider_keys),
+        custom_endpoints=step.endpoints(cfg.custom_endpoints, allow),
+        ceilings=step.ceilings,
     )
+    if not step.changed and current is not None:
+        return current, []
     try:
         validate_org(merged, config, allow)
-    except ConfigError as exc:
-        raise ConfigError(f"{base}.{exc}") from None
-    return merged, changed
+    except ConfigError as exc:  # each error's path is the org's; named from the file's root
+        errors = [f"{step.base}.{error}" for error in exc.errors]
+        raise ConfigError(report(errors), errors) from None
+    return merged, step.changed
 
 
 async def bootstrap(

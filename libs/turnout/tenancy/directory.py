@@ -30,6 +30,7 @@ from redis.asyncio import Redis
 from turnout.config import Config, ProviderConfig, egress_policy
 from turnout.core.types import Target
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
 from turnout.scrub import Scrubber
 from turnout.state import keys
 from turnout.state.epoch import EpochTracker
@@ -37,7 +38,6 @@ from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.identity import Identity
 from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import (
     Binding,
     Sealed,

@@ -41,9 +41,9 @@ from turnout.core.spend import Budget
 from turnout.core.types import Target
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
+from turnout.rules.text import check_id, check_url
 from turnout.tenancy.identity import Identity
-from turnout.tenancy.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.tenancy.text import check_id, check_url
 from turnout.tenancy.vault import Sealed
 
 Origin = Literal["config", "api"]
@@ -239,7 +239,8 @@ def validate_org(doc: OrgDoc, config: Config, allow: AllowList, previous: OrgDoc
 
     Raises:
         ConfigError: the first problem, its path relative to the org
-            (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`).
+            (`custom_endpoints.vllm.base_url: 10.0.0.5 is a private address`);
+            for a scope's settings, each of their problems (`check_scope_settings`).
     """
     org = _org_config(doc)
     check_id("id", doc.id)

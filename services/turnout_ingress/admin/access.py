@@ -23,13 +23,13 @@ from yarl import URL
 
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
+from turnout.rules.ssrf import refused_addresses
+from turnout.rules.text import MAX_SECRET_CHARS, refusal
 from turnout.state.errors import StateUnavailable
 from turnout.state.tenant_store import WriteConflict
 from turnout.tenancy.admin import AdminError, T, decode, invalid, not_found
 from turnout.tenancy.identity import Identity
 from turnout.tenancy.orgs import OrgDoc, clamp_settings, hash_token, validate_org
-from turnout.tenancy.ssrf import refused_addresses
-from turnout.tenancy.text import MAX_SECRET_CHARS, refusal
 from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.serving.validation import UNAUTHORIZED, keys_not_loaded
@@ -239,7 +239,7 @@ def clamped(settings: ScopeSettings, api: AdminAPI, path: str) -> tuple[ScopeSet
 
 
 def secret_fit(path: str, secret: str) -> None:
-    """Refuse (400 naming `path`) an API key unfit for an `Authorization` header (`turnout.tenancy.text`)."""
+    """Refuse (400 naming `path`) an API key unfit for an `Authorization` header (`turnout.rules.text`)."""
     reason = refusal(secret, max_chars=MAX_SECRET_CHARS, visible_ascii=True)
     if reason is not None:
         raise rejected(invalid(path, reason))

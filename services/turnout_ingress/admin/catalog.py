@@ -37,12 +37,12 @@ from turnout.catalog.doc import (
     platform_key_binding,
     rotate_keys,
 )
-from turnout.catalog.provider_rules import key_env_refusal
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
 from turnout.core.upstream_auth import ProviderAuth, headers_refusal
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
+from turnout.rules.provider_rules import key_env_refusal
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
@@ -70,7 +70,7 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
     `api_key` (the key itself: sealed with `TURNOUT_SECRET_KEY`, 409 without
     it) or `api_key_env` (the name of an environment variable every process
-    reads, never one of Turnout's own `TURNOUT_*`: `turnout.catalog.provider_rules`);
+    reads, never one of Turnout's own `TURNOUT_*`: `turnout.rules.provider_rules`);
     neither keeps the provider's current key; `api_key: null` removes it.
     `api_version`: required for `azure_openai` and refused on the other kinds; `project`,
     `location`, `credentials_file` (a path on every process's disk): required for `vertex`

@@ -14,9 +14,7 @@ from turnout.tenancy.admin import (
     KeyPatch,
     NoFields,
     add_key,
-    clamps_view,
     decode,
-    key_view,
     not_found,
     patch_key,
     remove_key,
@@ -24,6 +22,7 @@ from turnout.tenancy.admin import (
 )
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_move, check_within, forget, operator_wrote, scope_path
 from turnout.tenancy.orgs import KeyDoc, OrgDoc, identity_of, new_gateway_key
+from turnout.tenancy.views import clamps_view, key_view
 from turnout_ingress.admin.access import clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 

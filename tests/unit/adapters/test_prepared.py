@@ -15,7 +15,7 @@ from turnout.adapters.openai_chat import OPENAI_CHAT
 from turnout.adapters.prepared import post_request
 from turnout.adapters.transport import UpstreamClient, make_http_client
 from turnout.core.types import Target
-from turnout.tenancy.ssrf import AllowList
+from turnout.rules.ssrf import AllowList
 
 BODY = b'{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}'
 

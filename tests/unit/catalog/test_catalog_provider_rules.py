@@ -1,5 +1,5 @@
 """A catalog provider never reads its key from one of Turnout's own variables, nor points at a
-link-local or cloud metadata address (turnout.catalog.provider_rules): in the file, in a catalog
+link-local or cloud metadata address (turnout.rules.provider_rules): in the file, in a catalog
 edit (the admin API's check) and in a stored catalog."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, config_of, resolve_key
-from turnout.catalog.provider_rules import OWN_VARIABLE, OWN_VARIABLE_SENT, check_key_env, key_env_refusal
 from turnout.config import ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
+from turnout.rules.provider_rules import OWN_VARIABLE, OWN_VARIABLE_SENT, check_key_env, key_env_refusal
 from turnout.tenancy.vault import Vault, generate_key
 from turnout_cli.main import main
 

@@ -19,10 +19,11 @@ from turnout.config import parse_config
 from turnout.core.types import Target
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
-from turnout.tenancy.admin import endpoint_view, put_endpoint, rotate_secrets
+from turnout.tenancy.admin import put_endpoint, rotate_secrets
 from turnout.tenancy.directory import OrgCredentials, static_secrets
 from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.vault import SecretUnreadable, Vault, VaultUnavailable, generate_key, header_binding
+from turnout.tenancy.views import endpoint_view
 from turnout_cli.admin import _request
 from turnout_cli.main import build_parser
 

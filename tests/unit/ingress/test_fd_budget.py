@@ -6,8 +6,8 @@ import resource
 import subprocess
 import sys
 
-from turnout.catalog import provider_rules
 from turnout.errors import ConfigError
+from turnout.rules import provider_rules
 from turnout_ingress.guard.fd_budget import MIN_CONNECTIONS, Fit, fit
 
 

@@ -120,6 +120,34 @@ def test_the_cycle_check_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
+def _package_graph() -> dict[str, set[str]]:
+    """Each package of the library (and each top-level module) -> the others its modules import."""
+
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for module, targets in _module_graph().items():
+        if module.startswith("turnout."):
+            own = package(module)
+            found = {package(t) for t in targets if t.startswith("turnout.")} - {own}
+            graph.setdefault(own, set()).update(found)
+            for target in found:
+                graph.setdefault(target, set())
+    return graph
+
+
+def test_the_configuration_the_rules_and_the_wire_format_are_in_no_package_cycle() -> None:
+    """`turnout.config` reads the catalog's and tenancy's rules from the leaf `turnout.rules`,
+    not from those packages (which read the configuration), and the wire format reads the
+    health documents a job carries from the core (`turnout.core.health_reads`), not from the
+    state edge (whose queue reads the wire format): none of them is in a package cycle."""
+    graph = _package_graph()
+    cycling = {package for cycle in _cycles(graph) for package in cycle}
+    assert not cycling & {"turnout.config", "turnout.rules", "turnout.wire"}, cycling
+    assert graph["turnout.rules"] <= {"turnout.errors", "turnout.scrub", "turnout.core"}, graph["turnout.rules"]
+
+
 @pytest.mark.parametrize(
     "path",
     sorted((ROOT / "libs").rglob("*.py")) + sorted((ROOT / "services").rglob("*.py")),

@@ -338,7 +338,7 @@ def test_turnout_sim_writes_a_key_file_whose_token_endpoint_is_the_simulator(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """README "Providers: Gemini and Vertex AI": the key file a `vertex` provider on the simulator needs."""
-    from turnout.catalog.google_fields import check_credentials_file
+    from turnout.rules.google_fields import check_credentials_file
     from turnout_cli.main import main
 
     path = tmp_path / "sa.json"

@@ -12,13 +12,13 @@ from redis.asyncio import Redis
 
 from support.waiting import eventually
 from turnout.config import parse_config
+from turnout.rules.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
 from turnout.tenancy.admin import KeyCreate, SquadCreate, add_key, add_squad, revoke_key
 from turnout.tenancy.bootstrap import bootstrap
 from turnout.tenancy.directory import TenantDirectory
 from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key
 
 CONFIG = parse_config(

@@ -5,15 +5,15 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnout.config import Config, parse_config
+from turnout.config import Config, OrgConfig, parse_config
 from turnout.core.limits import Limits
 from turnout.core.scopes import ScopeSettings
 from turnout.core.spend import Budget
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
 from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.bootstrap import merge_org
 from turnout.tenancy.orgs import Ceiling, OrgDoc, hash_token
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
@@ -157,3 +157,23 @@ def test_the_files_limits_and_budgets_are_the_operators_ceilings() -> None:
     assert doc is not None
     assert doc.ceilings["org"].limits == Limits(rpm=3) and doc.ceilings["org"].budget == Budget(usd=1.0, period="day")
     assert doc.ceilings["squads.research"] == Ceiling(limits=Limits(rpm=5)) and "keys.ci" not in doc.ceilings
+
+
+def test_every_error_of_a_merged_orgs_settings_is_named_from_the_files_root() -> None:
+    config = parse_config(
+        """
+providers:
+  a: {kind: openai, base_url: "https://a.example/v1", api_key: k}
+models:
+  m: {offers: [{provider: a, model: m}]}
+""",
+        env={},
+    )
+    org = OrgConfig(settings=ScopeSettings(reroutes=["nope"], fallbacks={"m": ["gone"]}))
+    with pytest.raises(ConfigError) as info:
+        merge_org(None, "acme", org, config, VAULT, ALLOW, 0.0)
+    assert info.value.errors == [
+        "orgs.acme.settings.reroutes[0]: unknown model 'nope' (not in `models`)",
+        "orgs.acme.settings.fallbacks.m[0]: unknown model 'gone' (not in `models`)",
+    ]
+    assert str(info.value).splitlines() == info.value.errors

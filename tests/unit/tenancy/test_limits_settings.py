@@ -9,10 +9,10 @@ from turnout.config import parse_config
 from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
 from turnout.tenancy.admin import AdminError, decode, settings_patch
 from turnout.tenancy.bootstrap import merge_org
 from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
-from turnout.tenancy.ssrf import AllowList
 from turnout.tenancy.vault import Vault, generate_key
 
 BASE = """

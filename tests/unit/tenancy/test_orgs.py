@@ -11,6 +11,7 @@ from turnout.config import parse_config
 from turnout.core.scopes import ScopeSettings
 from turnout.core.types import Target
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
 from turnout.tenancy.admin import AdminError, decode
 from turnout.tenancy.orgs import (
     EndpointDoc,
@@ -25,7 +26,6 @@ from turnout.tenancy.orgs import (
     references,
     validate_org,
 )
-from turnout.tenancy.ssrf import AllowList
 
 CONFIG = parse_config(
     """

@@ -21,7 +21,7 @@ from turnout.adapters.transport import direct_transport, transport_error_of
 from turnout.config import egress_policy, parse_config
 from turnout.core.types import Target, TransportError
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import (
+from turnout.rules.ssrf import (
     AllowList,
     UnsafeURL,
     address_refusal,

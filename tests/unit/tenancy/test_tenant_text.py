@@ -10,10 +10,10 @@ from test_orgs import CONFIG, doc, s
 
 from turnout.config import parse_config
 from turnout.errors import ConfigError
+from turnout.rules.ssrf import AllowList
+from turnout.rules.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
 from turnout.tenancy.admin import AdminError, check_name
 from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
-from turnout.tenancy.ssrf import AllowList
-from turnout.tenancy.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
 
 
 @pytest.mark.parametrize(

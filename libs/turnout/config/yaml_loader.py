@@ -19,7 +19,7 @@ checked while the file is read, before any value is built:
 Each is a `yaml.YAMLError` naming the line, as any other malformed file.
 A number with an exponent (`1e300`) is read as a float, as YAML 1.2 and
 JSON read it (PyYAML's YAML 1.1 rules wanted a dot and a signed exponent).
-Must not import: anything of Turnout's.
+Must not import: anything of Turnout's (the rest of `turnout.config` reads it).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ never quoted, since it may be a secret):
   settings, `custom:<endpoint>:<model>` entries): 1–`MAX_MODEL_CHARS`
   printable ASCII characters without spaces, since they travel in headers;
 - endpoint URLs: at most `MAX_URL_CHARS` printable ASCII characters (their
-  other rules are `turnout.tenancy.ssrf.check_base_url`).
+  other rules are `turnout.rules.ssrf.check_base_url`).
 """
 
 from __future__ import annotations

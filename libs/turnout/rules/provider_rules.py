@@ -11,7 +11,7 @@ providers at run time"):
   the operator key, the Redis URL with its password, ... and a provider's
   key is sent, as a bearer token, to the provider's base URL;
 - its base URL's host is no link-local address (169.254.0.0/16, fe80::/10)
-  and no cloud metadata address or name (`turnout.tenancy.ssrf`'s lists:
+  and no cloud metadata address or name (`turnout.rules.ssrf`'s lists:
   169.254.169.254, fd00:ec2::254, metadata.google.internal, ...), in any
   form the client would connect to (IPv4 in decimal / octal / hex / short
   form, IPv6 embedding one). Private and loopback hosts stay allowed: a
@@ -28,7 +28,7 @@ import re
 from yarl import URL
 
 from turnout.errors import ConfigError
-from turnout.tenancy.ssrf import (
+from turnout.rules.ssrf import (
     METADATA_ADDRESSES,
     METADATA_HOSTS,
     IPAddress,
@@ -36,7 +36,7 @@ from turnout.tenancy.ssrf import (
     parse_loose_ipv4,
     query_credential,
 )
-from turnout.tenancy.text import short_name
+from turnout.rules.text import short_name
 
 OWN_PREFIX = "TURNOUT_"
 """The prefix of Turnout's own environment variables (README "Secrets and the SSRF guard")."""
@@ -103,8 +103,8 @@ def check_base_url(path: str, url: str) -> None:
 
     Checks the URL as written: its host as the upstream client parses it
     (yarl), IP literals in every encoding the resolver reads
-    (`turnout.tenancy.ssrf.parse_loose_ipv4`) and IPv6 forms embedding an
-    IPv4 address (`turnout.tenancy.ssrf.embedded_ipv4`). A host *name* that
+    (`turnout.rules.ssrf.parse_loose_ipv4`) and IPv6 forms embedding an
+    IPv4 address (`turnout.rules.ssrf.embedded_ipv4`). A host *name* that
     resolves to a metadata address when a request is sent is not caught:
     catalog providers share the plain upstream client, which has no
     checking resolver (the SSRF-guarded client of tenant custom endpoints,
@@ -125,7 +125,7 @@ def check_base_url(path: str, url: str) -> None:
     except ValueError as exc:
         raise ConfigError(f"{path}: the base URL does not parse: {exc}") from None
     param = query_credential(parsed.raw_query_string)
-    if param is not None:  # the tenant endpoints' rule (`turnout.tenancy.ssrf.check_base_url`)
+    if param is not None:  # the tenant endpoints' rule (`turnout.rules.ssrf.check_base_url`)
         raise ConfigError(
             f"{path}: the base URL's query carries a credential (`{param}`); put it in the provider's "
             "`api_key` (or its `auth`), which is kept out of logs and answers, not in the URL"
