@@ -21,7 +21,6 @@ import asyncio
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -254,7 +253,8 @@ Turnout is up.
        -H "Content-Type: application/json" -i \\
        -d '{{"model": "{model}", "messages": [{{"role": "user", "content": "hello"}}]}}'
 
-  {shlex.quote(sys.executable)} -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
+  # with the official SDK (pip install openai: not in the runtime install):
+  python3 -c 'import openai; c = openai.OpenAI(base_url="{base}/v1", api_key="{key}"); \\
 r = c.chat.completions.with_raw_response.create(model="{model}", messages=[{{"role": "user", "content": "hi"}}]); \\
 print(r.headers.get("x-turnout-provider"), r.headers.get("x-turnout-attempts"), r.parse().choices[0].message.content)'
 

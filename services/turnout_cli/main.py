@@ -22,7 +22,8 @@ import argparse
 import importlib.metadata
 import os
 import sys
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings
@@ -181,23 +182,20 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    """Validate a configuration file; print what it declares, or its errors (every type error at once).
-    A `vertex` provider's service-account file is read too (`check_credentials_file`)."""
+    """Validate a configuration file; print what it declares, or every error it has at once.
+    A `vertex` provider's service-account file is read too (`unusable_key_files`), also when
+    the file has other errors."""
     from turnout.config import load_config
-    from turnout.rules.google_fields import check_credentials_file
+    from turnout.rules.google_fields import unusable_key_files
 
     try:
         config = load_config(args.file)
-        for name, provider in config.raw.providers.items():
-            if provider.credentials_file is not None:
-                check_credentials_file(f"providers.{name}.credentials_file", provider.credentials_file)
     except ConfigError as exc:
-        if len(exc.errors) > 1:
-            print(f"invalid: {args.file}: {len(exc.errors)} error(s)", file=sys.stderr)
-            print("\n".join(f"  {line}" for line in exc.errors), file=sys.stderr)
-        else:
-            print(f"invalid: {exc}", file=sys.stderr)
-        return 1
+        errors = exc.errors + [e for e in unusable_key_files(_file_providers(args.file)) if e not in exc.errors]
+        return _invalid(args.file, errors)
+    errors = unusable_key_files(config.raw.providers)
+    if errors:
+        return _invalid(args.file, errors)
     raw = config.raw
     keys = sum(len(o.keys) for o in raw.orgs.values())
     print(
@@ -205,6 +203,30 @@ def cmd_config_check(args: argparse.Namespace) -> int:
         f"{len(raw.orgs)} org(s), {keys} gateway key(s)"
     )
     return 0
+
+
+def _file_providers(path: str) -> dict[Any, Any]:
+    """The `providers:` mapping of the file at `path` as written, `${...}` replaced from the
+    environment where set; {} when the file or its YAML cannot be read (already reported)."""
+    from turnout.config.environment import interpolate
+    from turnout.config.reading import read_document
+
+    try:
+        data, _ = interpolate(read_document(Path(path).read_text(encoding="utf-8"), path), os.environ)
+    except (OSError, ConfigError):
+        return {}
+    providers = data.get("providers") if isinstance(data, dict) else None
+    return providers if isinstance(providers, dict) else {}
+
+
+def _invalid(path: str, errors: list[str]) -> int:
+    """Print a file's errors (one line; or a count and a line each) to stderr; the exit status 1."""
+    if len(errors) > 1:
+        print(f"invalid: {path}: {len(errors)} error(s)", file=sys.stderr)
+        print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
+    else:
+        print(f"invalid: {errors[0]}", file=sys.stderr)
+    return 1
 
 
 def cmd_dev(args: argparse.Namespace) -> int:

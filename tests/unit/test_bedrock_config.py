@@ -111,7 +111,13 @@ def test_a_region_other_than_the_endpoints_is_refused_and_a_vpc_endpoint_takes_a
     vpc = text.replace(
         "https://bedrock-runtime.us-east-1.amazonaws.com", "https://vpce-1.bedrock-runtime.example.internal"
     )
-    _config(text=vpc)
+    _config(text=vpc)  # a private name says no region: any is taken
+    aws_vpc = text.replace(
+        "https://bedrock-runtime.us-east-1.amazonaws.com",
+        "https://vpce-0abc-xyz.bedrock-runtime.us-east-1.vpce.amazonaws.com",
+    )
+    with pytest.raises(ConfigError, match=r"'us-west-2' is not the region of base_url \(us-east-1\)"):
+        _config(text=aws_vpc)  # an interface endpoint's AWS name says its region
 
 
 def test_a_base_url_holding_the_model_path_is_refused() -> None:

@@ -211,6 +211,21 @@ def test_config_check_names_an_unreadable_or_invalid_credentials_file(
     assert main(["config", "check", str(path)]) == 0
 
 
+def test_config_check_names_the_credentials_file_beside_the_files_other_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every error at once: a file with another error (an offer naming an unknown provider)
+    still has its vertex key file read and named."""
+    path = tmp_path / "turnout.yaml"
+    missing = tmp_path / "missing.json"
+    broken = TEXT.replace("VERTEX", VERTEX.replace("/secrets/sa.json", str(missing)))
+    path.write_text(broken + "  other: {offers: [{provider: nowhere, model: x}]}\n")
+    assert main(["config", "check", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "2 error(s)" in err and "unknown provider 'nowhere'" in err
+    assert f"providers.vertex.credentials_file: {missing}: cannot be read (FileNotFoundError)" in err
+
+
 @pytest.mark.parametrize(
     ("content", "words"),
     [

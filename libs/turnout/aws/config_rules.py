@@ -28,8 +28,12 @@ FIELDS: Final = ("region", "access_key_id", "secret_access_key", "session_token"
 """The fields only a `bedrock` provider takes."""
 REGION: Final = re.compile(r"[a-z]{2}(?:-[a-z]+)+-[0-9]{1,2}")
 """An AWS region name (`us-east-1`, `us-gov-west-1`, `ap-southeast-2`)."""
-RUNTIME_HOST: Final = re.compile(r"bedrock-runtime(?:-fips)?\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?")
-"""The host of an AWS Bedrock runtime endpoint, naming its region."""
+RUNTIME_HOST: Final = re.compile(
+    r"(?:vpce-[a-z0-9-]+\.)?bedrock-runtime(?:-fips)?\.(?P<region>[a-z0-9-]+)\.(?:vpce\.)?amazonaws\.com(?:\.cn)?"
+)
+"""The host of an AWS Bedrock runtime endpoint, naming its region: the public one
+(`bedrock-runtime.us-east-1.amazonaws.com`, `-fips`, `.cn`) or an interface VPC endpoint's
+(`vpce-0abc-xyz.bedrock-runtime.us-east-1.vpce.amazonaws.com`)."""
 ACCESS_KEY_ID: Final = re.compile(r"[A-Za-z0-9]{16,128}")
 """An AWS access key id (`AKIA...`, `ASIA...`)."""
 

@@ -25,7 +25,7 @@ from turnout.config.providers import (
     ModelConfig,
     ProviderConfig,
 )
-from turnout.core.upstream_auth import AUTH_KINDS, ProviderAuth, Refused, auth_refusal, headers_refusal
+from turnout.core.upstream_auth import AUTH_KINDS, ProviderAuth, Refused, auth_refusal, headers_refusals
 from turnout.errors import ConfigError
 from turnout.rules import provider_rules
 from turnout.rules.google_fields import check_google_fields
@@ -110,13 +110,13 @@ def check_sendable(path: str, auth: ProviderAuth | None, headers: dict[str, str]
     Raises:
         ConfigError: the field named (`turnout.core.upstream_auth`).
     """
-    refused: Refused | None = None
-    if auth is not None:
-        refused = auth_refusal(f"{path}.auth", auth)
-    if refused is None and headers is not None:
-        refused = headers_refusal(f"{path}.headers", headers, auth)
-    if refused is not None:
-        raise ConfigError(str(refused))
+    refused: list[Refused] = []
+    if auth is not None and (bad_auth := auth_refusal(f"{path}.auth", auth)) is not None:
+        refused.append(bad_auth)
+    if not refused and headers is not None:  # an unusable auth header: what the headers clash with is unknown
+        refused = headers_refusals(f"{path}.headers", headers, auth)
+    if refused:
+        raise ConfigError("\n".join(map(str, refused)), [str(r) for r in refused])
 
 
 def _check_provider(found: Findings, name: str, provider: ProviderConfig) -> None:

@@ -92,36 +92,51 @@ def auth_refusal(path: str, auth: ProviderAuth) -> Refused | None:
 
 
 def headers_refusal(path: str, headers: Mapping[str, str], auth: ProviderAuth | None) -> Refused | None:
-    """Why extra headers cannot be sent, or None: more than `MAX_HEADERS`; a name not an HTTP
-    token, reserved, or the key's header; a value empty, too long, holding a control
-    character (RFC 9110 §5.5) or a character outside ASCII (the HTTP client sends values as
-    ASCII bytes). The value itself is never quoted (it may be a secret).
+    """The first of `headers_refusals`, or None (an API answer names one field)."""
+    refused = headers_refusals(path, headers, auth)
+    return refused[0] if refused else None
+
+
+def headers_refusals(path: str, headers: Mapping[str, str], auth: ProviderAuth | None) -> list[Refused]:
+    """Why extra headers cannot be sent, each header's first reason, in the order written; [] when
+    they can: more than `MAX_HEADERS`; a name not an HTTP token, one the transport or the gateway
+    sets (`RESERVED`), the key's header, or given twice; a value empty, too long, holding a
+    control character (RFC 9110 §5.5) or a character outside ASCII (the HTTP client sends values
+    as ASCII bytes). The value itself is never quoted (it may be a secret).
 
     Args:
         path: the field's path (`providers.vllm.headers`), named with the header.
         headers: name -> value (values already interpolated from `${VAR}`).
         auth: the provider's `auth` (its header is the key's: not an extra header too).
     """
-    if len(headers) > MAX_HEADERS:
-        return Refused(path, f"at most {MAX_HEADERS} headers")
+    refused = [Refused(path, f"at most {MAX_HEADERS} headers")] if len(headers) > MAX_HEADERS else []
     key_header = (auth or DEFAULT_AUTH).header.lower()
     seen: set[str] = set()
     for name, value in headers.items():
-        where = f"{path}.{name}"
-        if not _TOKEN.fullmatch(name):
-            return Refused(where, "not a header name (letters, digits and -, at most 64)")
-        lower = name.lower()
-        if lower in RESERVED or lower == key_header or lower == "authorization":
-            return Refused(where, f"{name} is set by the gateway itself (the key's header: use `auth`)")
-        if lower in seen:
-            return Refused(where, f"{name} is given twice (header names ignore case)")
-        seen.add(lower)
-        if not value or len(value) > MAX_HEADER_VALUE_CHARS:
-            return Refused(where, f"a value of 1 to {MAX_HEADER_VALUE_CHARS} characters")
-        if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in value):
-            return Refused(where, "the value holds a control character (CR, LF, NUL, ...)")
-        if not value.isascii():
-            return Refused(where, "the value holds a character outside ASCII (HTTP sends header values as bytes)")
+        reason = _header_fault(name, value, key_header, seen)
+        if reason is not None:
+            refused.append(Refused(f"{path}.{name}", reason))
+    return refused
+
+
+def _header_fault(name: str, value: str, key_header: str, seen: set[str]) -> str | None:
+    """Why one extra header cannot be sent (`headers_refusals`), or None; notes its name in `seen`."""
+    if not _TOKEN.fullmatch(name):
+        return "not a header name (letters, digits and -, at most 64)"
+    lower = name.lower()
+    if lower == key_header or lower == "authorization":
+        return f"{name} carries the key, which the gateway sets itself (where it goes: use `auth`)"
+    if lower in RESERVED:
+        return f"{name} is set by the HTTP client or the gateway itself for every call"
+    if lower in seen:
+        return f"{name} is given twice (header names ignore case)"
+    seen.add(lower)
+    if not value or len(value) > MAX_HEADER_VALUE_CHARS:
+        return f"a value of 1 to {MAX_HEADER_VALUE_CHARS} characters"
+    if any(ord(c) < 0x20 and c != "\t" or ord(c) == 0x7F for c in value):
+        return "the value holds a control character (CR, LF, NUL, ...)"
+    if not value.isascii():
+        return "the value holds a character outside ASCII (HTTP sends header values as bytes)"
     return None
 
 

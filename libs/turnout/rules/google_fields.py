@@ -130,14 +130,22 @@ def unusable_key_files(providers: Mapping[str, Any]) -> list[str]:
     in name order; [] when every one can (I/O: reads the files).
 
     Args:
-        providers: provider name -> its configuration (`kind`, `credentials_file`).
+        providers: provider name -> its configuration (`kind`, `credentials_file`): a
+            `ProviderConfig`, or the file's plain mapping (so a file with other errors still has
+            its key files checked); a name or value of another type is passed over.
     """
     found: list[str] = []
-    for name in sorted(providers):
+    for name in sorted(n for n in providers if isinstance(n, str)):
         provider = providers[name]
-        if getattr(provider, "kind", None) == "vertex" and getattr(provider, "credentials_file", None):
+        kind, credentials_file = _field(provider, "kind"), _field(provider, "credentials_file")
+        if kind == "vertex" and isinstance(credentials_file, str) and credentials_file:
             try:
-                check_credentials_file(f"providers.{name}.credentials_file", provider.credentials_file)
+                check_credentials_file(f"providers.{name}.credentials_file", credentials_file)
             except ConfigError as exc:
                 found.append(str(exc))
     return found
+
+
+def _field(provider: Any, name: str) -> Any:
+    """A provider's field, from a `ProviderConfig` or from the file's plain mapping."""
+    return provider.get(name) if isinstance(provider, Mapping) else getattr(provider, name, None)

@@ -54,7 +54,10 @@ def test_an_openai_compatible_provider_takes_its_auth_and_interpolated_headers()
     [
         (FILE.replace("sk-o}", "sk-o, headers: {X-A: b}}"), r"providers\.openai\.headers: only an openai_compatible"),
         (FILE.replace("sk-o}", "sk-o, auth: {header: x}}"), r"providers\.openai\.auth: only an openai_compatible"),
-        (FILE.replace("EXTRA", ", headers: {Host: x}"), r"providers\.vllm\.headers\.Host: Host is set by the gateway"),
+        (
+            FILE.replace("EXTRA", ", headers: {Host: x}"),
+            r"providers\.vllm\.headers\.Host: Host is set by the HTTP client or the gateway",
+        ),
         (FILE.replace("EXTRA", ", auth: {header: 'a b'}"), r"providers\.vllm\.auth\.header: 'a b' is not a header"),
         (FILE.replace("EXTRA", ", auth: {header: k, realm: x}"), r"providers\.vllm\.auth"),
     ],

@@ -15,6 +15,7 @@ from turnout.core.upstream_auth import (
     auth_headers,
     auth_refusal,
     headers_refusal,
+    headers_refusals,
 )
 
 TOKEN_CHARS = st.sampled_from("!#$%&'*+.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-")
@@ -62,9 +63,10 @@ def test_an_auth_that_cannot_be_sent_is_refused_naming_the_field(auth: ProviderA
     ("headers", "auth", "param", "words"),
     [
         ({"X Org": "a"}, None, "p.headers.X Org", "not a header name"),
-        ({"Host": "a"}, None, "p.headers.Host", "set by the gateway itself"),
-        ({"Authorization": "Bearer x"}, None, "p.headers.Authorization", "the key's header"),
-        ({"api-key": "x"}, ProviderAuth(header="Api-Key", scheme=""), "p.headers.api-key", "the key's header"),
+        ({"Host": "a"}, None, "p.headers.Host", "set by the HTTP client or the gateway itself"),
+        ({"Content-Type": "a"}, None, "p.headers.Content-Type", "set by the HTTP client or the gateway itself"),
+        ({"Authorization": "Bearer x"}, None, "p.headers.Authorization", "carries the key"),
+        ({"api-key": "x"}, ProviderAuth(header="Api-Key", scheme=""), "p.headers.api-key", "carries the key"),
         ({"X-Org": "a", "x-org": "b"}, None, "p.headers.x-org", "given twice"),
         ({"X-Org": ""}, None, "p.headers.X-Org", "a value of 1 to"),
         ({"X-Org": "a\r\nX-Evil: 1"}, None, "p.headers.X-Org", "control character"),
@@ -93,3 +95,11 @@ def test_a_control_character_anywhere_in_a_value_is_refused(name: str, value: st
     cut = len(value) // 2
     refused = headers_refusal("p.headers", {name: value[:cut] + bad + value[cut:]}, None)
     assert refused is not None and "control character" in refused.reason
+
+
+def test_every_header_that_cannot_be_sent_is_named_at_once() -> None:
+    headers = {"api-key": "y", "X-Request-Id": "z", "Bad Name": "v", "X-Org": "ok"}
+    refused = headers_refusals("p.headers", headers, ProviderAuth(header="api-key", scheme=""))
+    assert [r.param for r in refused] == ["p.headers.api-key", "p.headers.X-Request-Id", "p.headers.Bad Name"]
+    assert "carries the key" in refused[0].reason and "HTTP client" in refused[1].reason
+    assert headers_refusal("p.headers", headers, ProviderAuth(header="api-key", scheme="")) == refused[0]
