@@ -23,7 +23,7 @@ import contextlib
 import gc
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Literal
 
 import httpx
@@ -35,7 +35,6 @@ from turnout.catalog import Catalog, CatalogSource
 from turnout.catalog.key_check import SealedKeysRefused
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
-from turnout.catalog.watch import attach as attach_catalog
 from turnout.config import Config
 from turnout.health import BreakerHooks, Breakers
 from turnout.observability.jsonlog import scrub_logs
@@ -46,6 +45,7 @@ from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import Router
 from turnout.settings import Settings
 from turnout.state.breaker_store import RedisBreakerStore
+from turnout.state.catalog_store import CatalogStore
 from turnout.state.clock_check import ClockSkewCheck
 from turnout.state.persistence import Decision, require_persistence_when_reachable
 from turnout.state.persistence import require_persistence as check_persistence
@@ -388,6 +388,32 @@ def build_runtime(
         custom_http=custom_http,
         router=router,
     )
+
+
+def attach_catalog(
+    live: LiveCatalog,
+    redis: Redis,
+    file: Config,
+    *,
+    directory: TenantDirectory,
+    breakers: Breakers,
+    env: Mapping[str, str],
+) -> CatalogWatch:
+    """The catalog watch of one process, with its swaps wired to the process's parts: the
+    breakers' sole offers, the tenant directory's configuration (admin validation, identities)
+    and the scrubber (every provider key in force is scrubbed from logs and spans).
+
+    Args:
+        env: the environment (`env` key references; `TURNOUT_CATALOG_FROM_FILE`).
+    """
+
+    def on_swap(config: Config, catalog: Catalog) -> None:
+        breakers.transitions.use_sole_targets(catalog.sole_targets)
+        directory.config = config
+        directory.scrubber.know("catalog", [s for p in config.raw.providers.values() for s in p.secrets()])
+
+    live.on_swap(on_swap)
+    return CatalogWatch(live, CatalogStore(redis), file, directory.vault, env)
 
 
 def require_persistence(

@@ -166,7 +166,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
 
 def _secret_keys(env: Mapping[str, str]) -> None:
     """`TURNOUT_SECRET_KEY` parses (each key 32 URL-safe base64 bytes). Raises ValueError naming it."""
-    from turnout.tenancy.vault import Vault
+    from turnout.vault import Vault
 
     Vault.from_env(env)
 

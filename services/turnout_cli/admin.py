@@ -38,7 +38,7 @@ DEFAULT_URL = "http://127.0.0.1:8080"
 
 def cmd_gen_secret_key(args: argparse.Namespace) -> int:
     """Print a new key for `TURNOUT_SECRET_KEY` (32 random bytes, URL-safe base64)."""
-    from turnout.tenancy.vault import generate_key
+    from turnout.vault import generate_key
 
     print(generate_key())
     return 0

@@ -411,7 +411,7 @@ def _demo_tenancy_env(home: Path) -> None:
     Variables already set win; the children inherit them."""
     os.environ.setdefault("TURNOUT_SSRF_ALLOW", "127.0.0.1")
     if "TURNOUT_SECRET_KEY" not in os.environ:
-        from turnout.tenancy.vault import generate_key
+        from turnout.vault import generate_key
 
         path = home / "secret.key"
         if not path.exists():

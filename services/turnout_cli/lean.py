@@ -18,7 +18,7 @@ Owns: import-time savings, applied at the start of `turnout ingress` and
 Not here: redis-py 5.3 imports PyJWT (and through it `cryptography`'s
 OpenSSL bindings, ~10 MiB a process) at module load; `pyproject.toml` keeps
 redis-py below 5.3 instead, as `turnout.settings` imports redis before any
-start-up code can run. (`turnout.tenancy.vault` imports `cryptography` itself
+start-up code can run. (`turnout.vault` imports `cryptography` itself
 only once a key is configured or used.)
 
 Measured RSS at rest: bench/README.md ("Memory").

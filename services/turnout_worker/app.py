@@ -25,10 +25,10 @@ from turnout.config import Config
 from turnout.core.liveness import may_run
 from turnout.core.plan import NoMatchingOffer, UnknownModel
 from turnout.errors import GatewayUnavailable
-from turnout.observability.after_answer import answer_first
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
 from turnout.router import RequestInfo, Router, Shipped
+from turnout.router.after_answer import answer_first
 from turnout.rules.google_fields import unusable_key_files
 from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
@@ -131,7 +131,7 @@ async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
-        # a plain success's bookkeeping runs after its delivery (`turnout.observability.after_answer`)
+        # a plain success's bookkeeping runs after its delivery (`turnout.router.after_answer`)
         async with answer_first():
             result = await _serve_or_500(ctx, payload)
         observe.set_job_result(span, result)

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from support.procs import Fleet, free_port, require_redis
-from turnout.tenancy.vault import generate_key
+from turnout.vault import generate_key
 
 pytestmark = pytest.mark.integration
 

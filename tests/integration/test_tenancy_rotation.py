@@ -29,7 +29,7 @@ from support.tenancy import (
     start_tenancy,
     tenancy_env,
 )
-from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
+from turnout.vault import Binding, Sealed, SecretUnreadable, Vault, endpoint_binding, provider_key_binding
 
 pytestmark = pytest.mark.integration
 

@@ -47,7 +47,7 @@ from support.tenancy import (
     wait_for,
 )
 from turnout.state.tenant_store import TenantStore
-from turnout.tenancy.orgs import OrgDoc
+from turnout.stored.orgs import OrgDoc
 
 pytestmark = pytest.mark.integration
 

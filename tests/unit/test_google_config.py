@@ -15,7 +15,7 @@ import pytest
 
 from support.google_keys import write_key_file
 from turnout.catalog import Catalog
-from turnout.catalog.doc import config_of, doc_encoder, doc_from_config, file_digest, same_catalog
+from turnout.catalog.doc import config_of, doc_from_config, file_digest, same_catalog
 from turnout.config import ProviderConfig, ProviderKind, has_shared_credential, parse_config
 from turnout.core.credentials import Credential
 from turnout.core.policy import Policy
@@ -23,9 +23,11 @@ from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.rules.google_fields import check_credentials_file
 from turnout.rules.ssrf import AllowList
+from turnout.stored.catalog import doc_encoder
+from turnout.stored.orgs import OrgDoc, ProviderKeyDoc
 from turnout.tenancy.byok import resolve_call
-from turnout.tenancy.orgs import OrgDoc, ProviderKeyDoc, validate_org
-from turnout.tenancy.vault import Sealed, Vault, generate_key
+from turnout.tenancy.orgs import validate_org
+from turnout.vault import Sealed, Vault, generate_key
 from turnout_cli.admin import _request
 from turnout_cli.admin_catalog import KINDS
 from turnout_cli.main import build_parser, main

@@ -6,7 +6,7 @@ import pytest
 
 from turnout.errors import ConfigError
 from turnout.settings import DEFAULT_REDIS_URL, Settings, SettingsError
-from turnout.tenancy.vault import generate_key
+from turnout.vault import generate_key
 
 
 def test_settings_defaults_from_an_empty_environment() -> None:

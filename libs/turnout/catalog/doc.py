@@ -1,10 +1,10 @@
-"""The catalog document: models and providers as stored in Redis (SPEC §11 `providers:` / `models:`).
+"""The catalog document from a file and back (SPEC §11 `providers:` / `models:`).
 
-Owns: the stored shape of the catalog (each model with its offers, each
-provider with its base URL and a *reference* to its key, never the key in
-clear), building it from a configuration file, the file's digest (to tell a
-file already applied from a new one), and turning a document back into a
-validated `Config` — with the very checks a file gets (`turnout.config`), so
+Owns: building the stored catalog (`turnout.stored.catalog`: each model with
+its offers, each provider with its base URL and a *reference* to its key,
+never the key in clear) from a configuration file, the file's digest (to
+tell a file already applied from a new one), and turning a document back
+into a validated `Config` — with the very checks a file gets (`turnout.config`), so
 an admin edit and a file obey the same rules.
 
 Provider key references (`KeyRef.source`):
@@ -23,15 +23,14 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping
-from typing import Literal
 
 import msgspec
 
 from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
-from turnout.config import Config, ModelConfig, ProviderConfig, ProviderKind, with_catalog
-from turnout.core.upstream_auth import ProviderAuth
+from turnout.config import Config, ProviderConfig, with_catalog
 from turnout.rules.provider_rules import check_key_env, key_env_refusal
-from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, Vault, VaultUnavailable, header_binding
+from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_encoder
+from turnout.vault import Binding, SecretUnreadable, Vault, VaultUnavailable, header_binding
 
 log = logging.getLogger("turnout.catalog")
 
@@ -44,44 +43,6 @@ def platform_key_binding(provider: str) -> Binding:
     return Binding(org=PLATFORM_ORG, kind="provider_key", name=provider)
 
 
-class KeyRef(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where a provider's shared key comes from (module doc); never the key in clear."""
-
-    source: Literal["sealed", "env", "file"]
-    name: str = ""
-    sealed: Sealed | None = None
-
-    def view(self) -> dict[str, str]:
-        """What an admin read shows: the source, the variable name, or the sealed key's last characters."""
-        if self.source == "env":
-            return {"source": "env", "name": self.name}
-        if self.source == "sealed" and self.sealed is not None:
-            return {"source": "sealed", "tail": f"…{self.sealed.tail}"}
-        return {"source": self.source}
-
-
-class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """One provider of the stored catalog (`turnout.config.ProviderConfig` with a key reference).
-
-    Fields left at their defaults are not stored (`omit_defaults`), so the catalog of a fleet
-    with no `KIND_FIELDS` anywhere (no Azure or Vertex AI provider) stays readable by a process of the version before it,
-    which refuses unknown fields, during a rolling upgrade.
-    """
-
-    kind: ProviderKind
-    base_url: str
-    key: KeyRef | None = None
-    api_version: str | None = None
-    auth: ProviderAuth | None = None
-    headers: dict[str, KeyRef] | None = None
-    """Extra header name -> a reference to its value (`sealed`, bound to the provider and the
-    header: `header_binding`; or `file`: the value the process's own file gives)."""
-    region: str | None = None
-    project: str | None = None
-    location: str | None = None
-    credentials_file: str | None = None
-
-
 KIND_FIELDS = ("api_version", "region", "project", "location", "credentials_file")
 """The provider fields only some kinds take (`ProviderConfig`), stored and digested only when set."""
 
@@ -89,30 +50,6 @@ KIND_FIELDS = ("api_version", "region", "project", "location", "credentials_file
 def kind_fields(provider: ProviderConfig | ProviderEntry) -> dict[str, str]:
     """`provider`'s `KIND_FIELDS` that are set (name -> value)."""
     return {name: value for name in KIND_FIELDS if (value := getattr(provider, name)) is not None}
-
-
-class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The stored catalog.
-
-    Attributes:
-        providers: provider name -> its entry.
-        models: catalog model id -> its offers and ordering (as in the file).
-        origin: `file` (last written by a file apply) or `api` (by an admin edit).
-        file_digest: digest of the file whose content was last applied.
-    """
-
-    providers: dict[str, ProviderEntry]
-    models: dict[str, ModelConfig]
-    origin: Literal["file", "api"] = "file"
-    file_digest: str = ""
-
-    def content(self) -> tuple[dict[str, ProviderEntry], dict[str, ModelConfig]]:
-        """The catalog itself (what a comparison with a file looks at)."""
-        return self.providers, self.models
-
-
-doc_encoder = msgspec.json.Encoder(order="sorted")
-doc_decoder = msgspec.json.Decoder(CatalogDoc)
 
 
 def _digested(provider: ProviderConfig) -> dict[str, object]:

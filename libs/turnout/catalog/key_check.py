@@ -21,8 +21,9 @@ Must not import: services, FastAPI, arq, httpx.
 
 from __future__ import annotations
 
-from turnout.catalog.doc import CatalogDoc, platform_key_binding
-from turnout.tenancy.vault import SECRET_KEY_ENV, SecretUnreadable, Vault, VaultUnavailable
+from turnout.catalog.doc import platform_key_binding
+from turnout.stored.catalog import CatalogDoc
+from turnout.vault import SECRET_KEY_ENV, SecretUnreadable, Vault, VaultUnavailable
 
 SHOWN_PROVIDERS = 5
 """Providers named in a refusal; more are counted ("and 3 more")."""

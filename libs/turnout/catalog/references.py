@@ -20,13 +20,10 @@ Must not import: services, FastAPI, arq, httpx, Redis.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from turnout.config import Config, ModelConfig, OrgConfig
 from turnout.core.scopes import ScopeSettings, named_models
-
-if TYPE_CHECKING:
-    from turnout.tenancy.orgs import OrgDoc
+from turnout.stored.orgs import OrgDoc
 
 MAX_LISTED = 10
 """References a refusal lists; the rest are counted (`and 3 more`)."""

@@ -24,12 +24,13 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from turnout.catalog.doc import CatalogDoc, doc_from_config, file_digest, same_catalog
+from turnout.catalog.doc import doc_from_config, file_digest, same_catalog
 from turnout.config import Config
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
 from turnout.state.switches import CATALOG_FROM_FILE
 from turnout.state.tenant_store import CAS_ATTEMPTS
-from turnout.tenancy.vault import Vault
+from turnout.stored.catalog import CatalogDoc
+from turnout.vault import Vault
 
 log = logging.getLogger("turnout.catalog")
 

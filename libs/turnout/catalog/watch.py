@@ -5,7 +5,8 @@ subscription to the catalog channel that re-reads the catalog as soon as it
 is written, and a re-check of the catalog version every `POLL_S` that
 catches anything the subscription missed (pub/sub may drop a message, e.g.
 across a reconnect); each new version is swapped in whole
-(`turnout.catalog.live`). Also `attach`: what a process wires to a swap.
+(`turnout.catalog.live`). What a process wires to a swap (breakers, tenant
+directory, scrubber) is wired where the process is composed (`turnout.runtime`).
 
 Propagation bound: a catalog write is in force in every connected process
 within `POLL_S` (0.5 s) + one Redis round trip, typically milliseconds
@@ -18,17 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from redis.asyncio import Redis
 
-from turnout.catalog.doc import CatalogDoc, config_of
+from turnout.catalog.doc import config_of
 from turnout.catalog.key_check import refusal
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import FROM_FILE_ENV, seed
-from turnout.catalog.snapshot import Catalog
 from turnout.config import Config
 from turnout.errors import ConfigError
 from turnout.state import keys
@@ -37,11 +35,8 @@ from turnout.state.epoch import EpochTracker
 from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.persistence import warn_unless_persistent
 from turnout.state.switches import switch_on
-from turnout.tenancy.vault import Vault
-
-if TYPE_CHECKING:
-    from turnout.health import Breakers
-    from turnout.tenancy.directory import TenantDirectory
+from turnout.stored.catalog import CatalogDoc
+from turnout.vault import Vault
 
 log = logging.getLogger("turnout.catalog")
 
@@ -160,26 +155,3 @@ class CatalogWatch:
             epoch=EpochTracker(),
             on_new_epoch=persistence,
         )
-
-
-def attach(
-    live: LiveCatalog,
-    redis: Redis,
-    file: Config,
-    *,
-    directory: TenantDirectory,
-    breakers: Breakers,
-    env: Mapping[str, str] | None = None,
-) -> CatalogWatch:
-    """The watch of one process (ingress or worker), with its swaps wired to the process's parts:
-    the breakers' sole offers, the tenant directory's configuration (admin validation, identities)
-    and the scrubber (every provider key in force is scrubbed from logs and spans).
-    """
-
-    def on_swap(config: Config, catalog: Catalog) -> None:
-        breakers.transitions.use_sole_targets(catalog.sole_targets)
-        directory.config = config
-        directory.scrubber.know("catalog", [s for p in config.raw.providers.values() for s in p.secrets()])
-
-    live.on_swap(on_swap)
-    return CatalogWatch(live, CatalogStore(redis), file, directory.vault, os.environ if env is None else env)

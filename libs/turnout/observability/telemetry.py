@@ -28,7 +28,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer
 
 from turnout.adapters.families import provider_name
 from turnout.core.types import FailureKind, Target
-from turnout.observability.after_answer import ended_at_ns
+from turnout.router.after_answer import ended_at_ns
 
 if TYPE_CHECKING:
     from turnout.adapters.base import Usage

@@ -8,7 +8,10 @@ continuation (`continue_stream`) run the same loop shell over the same
 attempt path. Its modules, one job each: `attempt` (performing one dispatch:
 its gates' `Admission`, the upstream call, the outcome fed back), `recording`
 (ending an attempt with the observer and the breakers), `request` (what a
-request brings and gets back, the observer hooks).
+request brings and gets back, the observer hooks), `after_answer` (a worker's
+scope in which a plain success's bookkeeping waits until the answer is
+delivered). `turnout.observability` implements the observer hooks and
+imports this package, never the other way round.
 Must not import: services, FastAPI, arq.
 """
 

@@ -34,7 +34,7 @@ from turnout.core.policy import Policy
 from turnout.core.scopes import KeyMode
 from turnout.core.types import FailureKind, Outcome, Target
 from turnout.health import Breakers, Gate, HealthView, credential_subject, plan_cap_scope
-from turnout.observability.after_answer import later
+from turnout.router.after_answer import later
 from turnout.router.recording import Recorder
 from turnout.router.request import Clock, RequestInfo
 from turnout.scrub import Scrubber

@@ -1,6 +1,6 @@
 """The catalog store in Redis: one versioned document, written atomically.
 
-Owns: reading and writing `turnout.catalog.doc.CatalogDoc` with optimistic
+Owns: reading and writing `turnout.stored.catalog.CatalogDoc` with optimistic
 concurrency (compare-and-set on the catalog version, one Lua script), the
 digests of the configuration files already applied, and the message every
 write publishes. Key names are in `turnout.state.keys`.
@@ -26,10 +26,10 @@ from typing import TypeVar
 
 from redis.asyncio import Redis
 
-from turnout.catalog.doc import CatalogDoc, doc_decoder, doc_encoder
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 from turnout.state.tenant_store import CAS_ATTEMPTS, read_counter
+from turnout.stored.catalog import CatalogDoc, doc_decoder, doc_encoder
 
 T = TypeVar("T")
 

@@ -203,7 +203,7 @@ TENANCY_ORGS = "turnout:tenancy:orgs"
 """Hash org id -> the config version of its last write (processes reload changed orgs only)."""
 
 TENANCY_ORG_PREFIX = "turnout:tenancy:org:"
-"""String per org: the JSON `turnout.tenancy.orgs.OrgDoc` (secrets sealed, keys hashed)."""
+"""String per org: the JSON `turnout.stored.orgs.OrgDoc` (secrets sealed, keys hashed)."""
 
 TENANCY_DELETED = "turnout:tenancy:deleted"
 """Set of org ids deleted through the admin API (the config file never re-creates them)."""
@@ -218,7 +218,7 @@ def tenancy_org_key(org: str) -> str:
 
 
 CATALOG_DOC = "turnout:catalog:doc"
-"""String: the JSON `turnout.catalog.doc.CatalogDoc` (models and providers; keys only as references)."""
+"""String: the JSON `turnout.stored.catalog.CatalogDoc` (models and providers; keys only as references)."""
 
 CATALOG_VERSION = "turnout:catalog:version"
 """String counter: INCR on every catalog write (the catalog version; 0 = never written)."""

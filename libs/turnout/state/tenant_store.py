@@ -1,6 +1,6 @@
 """The tenancy store in Redis: org documents, the config version, invalidation.
 
-Owns: reading and writing `turnout.tenancy.orgs.OrgDoc` documents with optimistic
+Owns: reading and writing `turnout.stored.orgs.OrgDoc` documents with optimistic
 concurrency (compare-and-set on the org's version, one Lua script), the
 fleet-wide version counter, and the invalidation message every write
 publishes. Key names are in `turnout.state.keys`.
@@ -28,7 +28,7 @@ from redis.asyncio import Redis
 
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
-from turnout.tenancy.orgs import OrgDoc, doc_decoder, doc_encoder
+from turnout.stored.orgs import OrgDoc, doc_decoder, doc_encoder
 
 T = TypeVar("T")
 

@@ -7,25 +7,6 @@ Owns, one job per module:
   delivered (policy `stream_recovery: continue`), and the usage the client
   is told afterwards.
 
-The names below are re-exported; each module is imported on first use
-(PEP 562), like the other packages of the library.
+Names are imported from their modules (`from turnout.streaming.continuation
+import Continuation`), like the other packages of the library.
 """
-
-from __future__ import annotations
-
-from typing import TYPE_CHECKING
-
-from turnout import lazy_face
-
-if TYPE_CHECKING:
-    from turnout.streaming.continuation import Continuation as Continuation
-    from turnout.streaming.continuation import whole_answer_usage as whole_answer_usage
-
-#: Public name -> the module of this package that defines it.
-FACE = {
-    "Continuation": "continuation",
-    "whole_answer_usage": "continuation",
-}
-
-if not TYPE_CHECKING:
-    __getattr__ = lazy_face(__name__, FACE)

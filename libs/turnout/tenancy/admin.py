@@ -20,19 +20,9 @@ from turnout.core.field_values import with_enum_values
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.json_reason import json_reason, out_of_range
-from turnout.tenancy.orgs import (
-    NAME_RE,
-    EndpointDoc,
-    KeyDoc,
-    Meta,
-    OrgDoc,
-    ProviderKeyDoc,
-    SquadDoc,
-    hash_token,
-    lookup_prefix,
-    references,
-)
-from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, header_binding, provider_key_binding
+from turnout.stored.orgs import EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc
+from turnout.tenancy.orgs import NAME_RE, hash_token, lookup_prefix, references
+from turnout.vault import Sealed, Vault, endpoint_binding, header_binding, provider_key_binding
 
 T = TypeVar("T")
 

@@ -38,19 +38,10 @@ from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.state.tenant_store import TenantStore
+from turnout.stored.orgs import EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc
 from turnout.tenancy.ceilings import ceiling_of
-from turnout.tenancy.orgs import (
-    EndpointDoc,
-    KeyDoc,
-    Meta,
-    OrgDoc,
-    ProviderKeyDoc,
-    SquadDoc,
-    hash_token,
-    lookup_prefix,
-    validate_org,
-)
-from turnout.tenancy.vault import (
+from turnout.tenancy.orgs import hash_token, lookup_prefix, validate_org
+from turnout.vault import (
     Binding,
     Sealed,
     Vault,

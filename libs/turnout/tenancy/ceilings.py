@@ -27,8 +27,8 @@ from msgspec import UNSET, UnsetType
 from turnout.core.limits import Limits
 from turnout.core.scopes import ScopeSettings
 from turnout.core.spend import Budget
+from turnout.stored.orgs import Ceiling, OrgDoc
 from turnout.tenancy.admin import AdminError
-from turnout.tenancy.orgs import Ceiling, OrgDoc
 
 Scope = tuple[str, str | None]
 """(`org` | `squad` | `key`, the squad's or key's name; None for the org)."""

@@ -36,9 +36,10 @@ from turnout.state import keys
 from turnout.state.epoch import EpochTracker
 from turnout.state.follow import follow, stop_task, wait_ready
 from turnout.state.tenant_store import TenantStore
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.identity import Identity
-from turnout.tenancy.orgs import OrgDoc, custom_provider, hash_token, identity_of, lookup_prefix
-from turnout.tenancy.vault import (
+from turnout.tenancy.orgs import custom_provider, hash_token, identity_of, lookup_prefix
+from turnout.vault import (
     Binding,
     Sealed,
     SecretUnreadable,

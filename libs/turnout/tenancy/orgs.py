@@ -1,16 +1,11 @@
-"""The tenancy data model as stored in Redis: one document per org (SPEC §6).
+"""What tenancy does with an org document (SPEC §6); the document itself is `turnout.stored.orgs`.
 
-Owns: the org document schema (org settings, squads, gateway keys, BYOK
-provider keys, custom endpoints, and where each object came from), its
-validation against the configuration (the same checks as the file's, paths
-relative to the org: `squads.research.settings.fallbacks`), policy clamping
-on save, gateway key generation and hashing, and the routing identity of a
-key (scopes resolved org > squad > key).
+Owns: the org document's validation against the configuration (the same
+checks as the file's, paths relative to the org:
+`squads.research.settings.fallbacks`), policy clamping on save, gateway key
+generation and hashing, and the routing identity of a key (scopes resolved
+org > squad > key).
 Must not import: services, FastAPI, arq, httpx, Redis.
-
-Secrets never sit here in clear: gateway keys are SHA-256 digests (with a
-short prefix for lookup and display), provider and endpoint keys are
-`turnout.tenancy.vault.Sealed` tokens.
 """
 
 from __future__ import annotations
@@ -18,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from typing import Literal
 
 import msgspec
 from msgspec import UNSET
@@ -33,20 +27,15 @@ from turnout.config import (
 )
 from turnout.core.budget import budget_scope
 from turnout.core.credentials import DEFAULT_KEY_MODE
-from turnout.core.limits import Limits
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Clamp, PolicyOverrides, clamp_policy, merge_policy, with_override
 from turnout.core.scopes import ScopeSettings, as_model_map, resolve_settings, scope_limits
-from turnout.core.spend import Budget
 from turnout.core.types import Target
-from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
 from turnout.rules.text import check_id, check_url
+from turnout.stored.orgs import KeyDoc, OrgDoc
 from turnout.tenancy.identity import Identity
-from turnout.tenancy.vault import Sealed
-
-Origin = Literal["config", "api"]
 
 KEY_PREFIX = "tk-"
 """Every generated gateway key starts with this."""
@@ -57,124 +46,6 @@ KEY_RANDOM_BYTES = 24
 
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 """Ids of orgs, squads, keys and custom endpoints created through the admin API."""
-
-
-class Meta(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Where an object came from, for the merge with the configuration file.
-
-    Attributes:
-        origin: `config` (created or last set by the file) or `api` (created
-            or edited through the admin API: the file never touches it again).
-        applied: fingerprint of the file's value last applied ("" for `api`).
-        updated_s: epoch seconds of the last change.
-    """
-
-    origin: Origin = "api"
-    applied: str = ""
-    updated_s: float = 0.0
-
-
-class SquadDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A squad: its settings."""
-
-    settings: ScopeSettings = ScopeSettings()
-    meta: Meta = Meta()
-
-
-class KeyDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A gateway key, stored hashed.
-
-    Attributes:
-        name: the key's id within its org (records and spans show it).
-        digest: SHA-256 of the key, hex.
-        prefix: the key's first `LOOKUP_CHARS` characters (lookup, display).
-        squad: its squad, or None.
-        admin: may call the org's admin routes.
-        settings: its own scope settings.
-        created_s / expires_s / revoked_s: epoch seconds; None = never.
-    """
-
-    name: str
-    digest: str
-    prefix: str
-    squad: str | None = None
-    admin: bool = False
-    settings: ScopeSettings = ScopeSettings()
-    created_s: float = 0.0
-    expires_s: float | None = None
-    revoked_s: float | None = None
-    meta: Meta = Meta()
-
-    def usable(self, now_s: float) -> bool:
-        """Neither revoked nor expired at `now_s`."""
-        return self.revoked_s is None and (self.expires_s is None or now_s < self.expires_s)
-
-
-class ProviderKeyDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A tenant's own key for one configured provider (BYOK)."""
-
-    secret: Sealed
-    meta: Meta = Meta()
-
-
-class EndpointDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """A tenant's OpenAI-compatible custom endpoint; `secret` None = sends no key.
-
-    `auth`: where the key goes (None: `authorization: Bearer`); `headers`: extra header name ->
-    its value sealed to the endpoint and the header (`vault.header_binding`). Fields at their
-    defaults are not stored, so an endpoint without them reads as before in a process of the
-    version before them (which refuses unknown fields) during a rolling upgrade.
-    """
-
-    base_url: str
-    secret: Sealed | None = None
-    meta: Meta = Meta()
-    auth: ProviderAuth | None = None
-    headers: dict[str, Sealed] | None = None
-
-
-class Ceiling(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """What the operator set at one scope: a ceiling the org's admins cannot lift (`turnout.tenancy.ceilings`).
-
-    Attributes:
-        limits: the operator's `limits` at that scope (each field set is a ceiling), or None.
-        budget: the operator's `budget` at that scope, or None.
-    """
-
-    limits: Limits | None = None
-    budget: Budget | None = None
-
-
-class OrgDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True):
-    """Everything Turnout stores about one org (the Redis value of `turnout:tenancy:org:<id>`).
-
-    Attributes:
-        id: the org id.
-        settings / settings_meta: org scope settings and their origin.
-        squads / keys / provider_keys / custom_endpoints: by name.
-        tombstones: paths deleted through the admin API (`squads.x`,
-            `keys.y`, ...): the configuration file never re-creates them.
-        created_s: epoch seconds.
-        ceilings: the operator's ceilings by scope path (`org`, `squads.x`,
-            `keys.y`): written by the file and by the operator key only.
-            Not stored while empty, so a document without them reads as
-            before in a process of the version before them.
-    """
-
-    id: str
-    settings: ScopeSettings = ScopeSettings()
-    settings_meta: Meta = Meta()
-    squads: dict[str, SquadDoc] = {}
-    keys: dict[str, KeyDoc] = {}
-    provider_keys: dict[str, ProviderKeyDoc] = {}
-    custom_endpoints: dict[str, EndpointDoc] = {}
-    tombstones: tuple[str, ...] = ()
-    created_s: float = 0.0
-    ceilings: dict[str, Ceiling] = {}
-
-
-doc_encoder = msgspec.json.Encoder()
-doc_decoder = msgspec.json.Decoder(OrgDoc)
 
 
 def hash_token(token: str) -> str:

@@ -17,9 +17,9 @@ import msgspec
 from turnout.core.policy import Clamp
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.scrub import redact_shapes
+from turnout.stored.orgs import EndpointDoc, KeyDoc, OrgDoc, ProviderKeyDoc
 from turnout.tenancy.admin import LATEST_S
-from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, ProviderKeyDoc
-from turnout.tenancy.vault import mask
+from turnout.vault import mask
 
 
 def iso(epoch_s: float | None) -> str | None:

@@ -27,10 +27,11 @@ from turnout.rules.ssrf import refused_addresses
 from turnout.rules.text import MAX_SECRET_CHARS, refusal
 from turnout.state.errors import StateUnavailable
 from turnout.state.tenant_store import WriteConflict
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, T, decode, invalid, not_found
 from turnout.tenancy.identity import Identity
-from turnout.tenancy.orgs import OrgDoc, clamp_settings, hash_token, validate_org
-from turnout.tenancy.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
+from turnout.tenancy.orgs import clamp_settings, hash_token, validate_org
+from turnout.vault import Binding, Sealed, SecretUnreadable, VaultUnavailable
 from turnout_ingress.errors import JSON
 from turnout_ingress.serving.validation import UNAUTHORIZED, keys_not_loaded
 

@@ -27,16 +27,7 @@ from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
 from turnout.aws import config_rules as aws_rules
-from turnout.catalog.doc import (
-    PLATFORM_ORG,
-    CatalogDoc,
-    KeyRef,
-    ProviderEntry,
-    doc_from_config,
-    kind_fields,
-    platform_key_binding,
-    rotate_keys,
-)
+from turnout.catalog.doc import PLATFORM_ORG, doc_from_config, kind_fields, platform_key_binding, rotate_keys
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
@@ -45,9 +36,10 @@ from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.rules.provider_rules import key_env_refusal
 from turnout.state.catalog_store import CatalogConflict
 from turnout.state.errors import StateUnavailable
+from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, decode, invalid, not_found
-from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.vault import SecretUnreadable, VaultUnavailable, header_binding
+from turnout.vault import SecretUnreadable, VaultUnavailable, header_binding
 from turnout_ingress.admin.access import AdminAPI, ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import Admin, Operator, body
 

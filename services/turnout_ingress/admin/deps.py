@@ -16,7 +16,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from turnout.tenancy.orgs import OrgDoc
+from turnout.stored.orgs import OrgDoc
 from turnout_ingress.admin.access import AdminAPI, Caller
 from turnout_ingress.admin.audit import audit_fields
 from turnout_ingress.serving.validation import read_body

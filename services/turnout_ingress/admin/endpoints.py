@@ -7,10 +7,10 @@ from starlette.responses import Response
 
 from turnout.core.upstream_auth import auth_refusal, headers_refusal
 from turnout.rules.ssrf import UnsafeURL, check_base_url
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import EndpointPut, decode, invalid, not_found, put_endpoint, remove_endpoint
-from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.vault import endpoint_binding, header_binding
 from turnout.tenancy.views import endpoint_view
+from turnout.vault import endpoint_binding, header_binding
 from turnout_ingress.admin.access import dns_check, ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Request
 from msgspec import UnsetType
 from starlette.responses import Response
 
+from turnout.stored.orgs import KeyDoc, OrgDoc
 from turnout.tenancy.admin import (
     AdminError,
     KeyCreate,
@@ -21,7 +22,7 @@ from turnout.tenancy.admin import (
     revoke_key,
 )
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_move, check_within, forget, operator_wrote, scope_path
-from turnout.tenancy.orgs import KeyDoc, OrgDoc, identity_of, new_gateway_key
+from turnout.tenancy.orgs import identity_of, new_gateway_key
 from turnout.tenancy.views import clamps_view, key_view
 from turnout_ingress.admin.access import clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now

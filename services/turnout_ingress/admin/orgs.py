@@ -11,9 +11,10 @@ from starlette.responses import Response
 from turnout.errors import ConfigError
 from turnout.state.errors import StateUnavailable
 from turnout.state.org_purge import purge_org_state
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, OrgCreate, check_name, decode, not_found
 from turnout.tenancy.ceilings import CEILING_FIELDS, operator_wrote
-from turnout.tenancy.orgs import OrgDoc, validate_org
+from turnout.tenancy.orgs import validate_org
 from turnout.tenancy.views import clamps_view, org_view
 from turnout_ingress.admin.access import clamped, ok, unavailable
 from turnout_ingress.admin.deps import ORG, Admin, Doc, Operator, body, now

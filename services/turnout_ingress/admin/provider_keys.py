@@ -8,8 +8,8 @@ from starlette.responses import Response
 from turnout.aws import config_rules as aws_rules
 from turnout.errors import ConfigError
 from turnout.tenancy.admin import ProviderKeyPut, decode, invalid, put_provider_key, remove_provider_key
-from turnout.tenancy.vault import provider_key_binding
 from turnout.tenancy.views import provider_key_view
+from turnout.vault import provider_key_binding
 from turnout_ingress.admin.access import ok, rejected, seal, secret_fit
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 

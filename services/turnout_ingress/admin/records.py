@@ -25,8 +25,8 @@ from starlette.responses import Response, StreamingResponse
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.observability.records_export import attempts, csv_header, csv_lines, jsonl_lines, read_rows
 from turnout.state.errors import StateUnavailable
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import not_found
-from turnout.tenancy.orgs import OrgDoc
 from turnout_ingress.admin.access import AdminAPI, Caller, rejected
 from turnout_ingress.admin.deps import Admin
 from turnout_ingress.admin.quote import quoted

@@ -14,9 +14,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, decode, scope_settings, settings_patch, with_settings
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_within, operator_wrote
-from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.views import clamps_view, settings_view
 from turnout_ingress.admin.access import Caller, clamped, decode_settings, ok, safe
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now

@@ -6,9 +6,9 @@ import msgspec
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import SquadCreate, add_squad, decode, not_found, remove_squad
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_within, forget, operator_wrote, scope_path
-from turnout.tenancy.orgs import OrgDoc
 from turnout.tenancy.views import clamps_view, settings_view
 from turnout_ingress.admin.access import clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from turnout.core.spend import Budget
-from turnout.tenancy.orgs import OrgDoc
+from turnout.stored.orgs import OrgDoc
 
 
 class Row(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,14 +11,15 @@ import msgspec
 import pytest
 
 from turnout.catalog import Catalog
-from turnout.catalog.doc import KeyRef, config_of, doc_encoder, doc_from_config, file_digest, same_catalog
+from turnout.catalog.doc import config_of, doc_from_config, file_digest, same_catalog
 from turnout.config import ProviderConfig, parse_config, with_catalog
 from turnout.core.credentials import Credential
 from turnout.core.policy import Policy
 from turnout.core.types import Target
 from turnout.errors import ConfigError
+from turnout.stored.catalog import KeyRef, doc_encoder
 from turnout.tenancy.byok import resolve_call
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.vault import Vault, generate_key
 from turnout_cli.admin import _request
 from turnout_cli.main import build_parser
 

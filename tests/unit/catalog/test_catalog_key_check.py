@@ -5,10 +5,11 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, doc_from_config, platform_key_binding
+from turnout.catalog.doc import doc_from_config, platform_key_binding
 from turnout.catalog.key_check import SHOWN_PROVIDERS, refusal, sealed_providers
 from turnout.config import parse_config
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry
+from turnout.vault import Vault, generate_key
 
 FLEET_KEY = generate_key()
 FLEET = Vault([FLEET_KEY])

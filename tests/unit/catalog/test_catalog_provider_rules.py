@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from turnout.catalog.doc import CatalogDoc, KeyRef, ProviderEntry, config_of, resolve_key
+from turnout.catalog.doc import config_of, resolve_key
 from turnout.config import ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
 from turnout.rules.provider_rules import OWN_VARIABLE, OWN_VARIABLE_SENT, check_key_env, key_env_refusal
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry
+from turnout.vault import Vault, generate_key
 from turnout_cli.main import main
 
 NOT_A_NAME = "must be an environment variable name"

@@ -13,8 +13,8 @@ from turnout.catalog.references import MAX_LISTED, model_users, provider_users, 
 from turnout.config import parse_config, with_catalog
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
-from turnout.tenancy.orgs import KeyDoc, OrgDoc, ProviderKeyDoc, SquadDoc
-from turnout.tenancy.vault import Binding, Vault, generate_key
+from turnout.stored.orgs import KeyDoc, OrgDoc, ProviderKeyDoc, SquadDoc
+from turnout.vault import Binding, Vault, generate_key
 
 CATALOG: dict[str, Any] = {
     "providers": {

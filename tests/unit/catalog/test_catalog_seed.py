@@ -7,12 +7,7 @@ import pytest
 
 from turnout.catalog import Catalog
 from turnout.catalog.doc import (
-    CatalogDoc,
-    KeyRef,
-    ProviderEntry,
     config_of,
-    doc_decoder,
-    doc_encoder,
     doc_from_config,
     file_digest,
     platform_key_binding,
@@ -24,7 +19,8 @@ from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import decide
 from turnout.config import Config, ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_decoder, doc_encoder
+from turnout.vault import Vault, generate_key
 
 FILE = parse_config(
     """

@@ -14,16 +14,17 @@ import pytest
 
 from turnout.adapters.base import CallSpec
 from turnout.adapters.openai_chat import OpenAIChat
-from turnout.catalog.doc import config_of, doc_encoder, doc_from_config, file_digest, rotate_keys, same_catalog
+from turnout.catalog.doc import config_of, doc_from_config, file_digest, rotate_keys, same_catalog
 from turnout.config import parse_config
 from turnout.core.types import Target
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.errors import ConfigError
+from turnout.stored.catalog import doc_encoder
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import put_endpoint, rotate_secrets
 from turnout.tenancy.directory import OrgCredentials, static_secrets
-from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.vault import SecretUnreadable, Vault, VaultUnavailable, generate_key, header_binding
 from turnout.tenancy.views import endpoint_view
+from turnout.vault import SecretUnreadable, Vault, VaultUnavailable, generate_key, header_binding
 from turnout_cli.admin import _request
 from turnout_cli.main import build_parser
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-import importlib
 from pathlib import Path
 
 import pytest
@@ -137,15 +136,23 @@ def _package_graph() -> dict[str, set[str]]:
     return graph
 
 
-def test_the_configuration_the_rules_and_the_wire_format_are_in_no_package_cycle() -> None:
-    """`turnout.config` reads the catalog's and tenancy's rules from the leaf `turnout.rules`,
-    not from those packages (which read the configuration), and the wire format reads the
-    health documents a job carries from the core (`turnout.core.health_reads`), not from the
-    state edge (whose queue reads the wire format): none of them is in a package cycle."""
+def test_no_package_cycles() -> None:
+    """No package of the library imports, through any chain, a package that imports it: the
+    documents the state edge stores are in the leaf `turnout.stored` (not in the wings that give
+    them meaning), the vault is the leaf `turnout.vault`, the router's bookkeeping scope is the
+    router's (the observability wing imports the router, never the reverse), and a process's
+    parts are wired to each other where it is composed (`turnout.runtime`)."""
     graph = _package_graph()
-    cycling = {package for cycle in _cycles(graph) for package in cycle}
-    assert not cycling & {"turnout.config", "turnout.rules", "turnout.wire"}, cycling
+    assert "turnout.state" in graph and "turnout.router" in graph
+    assert _cycles(graph) == []
+
+
+def test_the_leaves_import_only_what_is_below_them() -> None:
+    """The configuration's rules, the vault and the stored documents sit below every wing."""
+    graph = _package_graph()
     assert graph["turnout.rules"] <= {"turnout.errors", "turnout.scrub", "turnout.core"}, graph["turnout.rules"]
+    assert graph["turnout.vault"] == set(), graph["turnout.vault"]
+    assert graph["turnout.stored"] <= {"turnout.core", "turnout.config", "turnout.vault"}, graph["turnout.stored"]
 
 
 @pytest.mark.parametrize(
@@ -156,32 +163,6 @@ def test_the_configuration_the_rules_and_the_wire_format_are_in_no_package_cycle
 def test_redis_errors_are_mapped_only_in_the_state_edge(path: Path) -> None:
     if path.parent != LIB / "state":
         assert "RedisError" not in path.read_text(), f"{path}: catch StateUnavailable (turnout.state.errors)"
-
-
-PACKAGES = ("tenancy", "observability", "streaming", "catalog")
-
-
-@pytest.mark.parametrize("package", PACKAGES)
-def test_each_package_face_resolves_every_name_it_lists(package: str) -> None:
-    face = importlib.import_module(f"turnout.{package}")
-    for name, module in face.FACE.items():
-        home = importlib.import_module(f"turnout.{package}.{module}")
-        assert getattr(face, name) is getattr(home, name)
-    with pytest.raises(AttributeError):
-        _ = face.no_such_name
-
-
-@pytest.mark.parametrize("package", PACKAGES)
-def test_each_package_face_names_exactly_what_it_types(package: str) -> None:
-    tree = ast.parse((LIB / package / "__init__.py").read_text())
-    typed = {
-        alias.asname
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith(f"turnout.{package}.")
-        for alias in node.names
-    }
-    face = importlib.import_module(f"turnout.{package}")
-    assert typed == set(face.FACE)
 
 
 def test_the_library_keeps_few_top_level_modules() -> None:

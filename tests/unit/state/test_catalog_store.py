@@ -11,14 +11,15 @@ import pytest
 from redis.asyncio import Redis
 
 from support.waiting import eventually
-from turnout.catalog.doc import CatalogDoc, doc_encoder, doc_from_config
+from turnout.catalog.doc import doc_from_config
 from turnout.catalog.live import LiveCatalog
 from turnout.catalog.seed import seed
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import parse_config
 from turnout.state import keys
 from turnout.state.catalog_store import CatalogConflict, CatalogStore
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.stored.catalog import CatalogDoc, doc_encoder
+from turnout.vault import Vault, generate_key
 
 TEXT = """
 providers:

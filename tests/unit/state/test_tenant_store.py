@@ -15,11 +15,11 @@ from turnout.config import parse_config
 from turnout.rules.ssrf import AllowList
 from turnout.state import keys
 from turnout.state.tenant_store import TenantStore
+from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import KeyCreate, SquadCreate, add_key, add_squad, revoke_key
 from turnout.tenancy.bootstrap import bootstrap
 from turnout.tenancy.directory import TenantDirectory
-from turnout.tenancy.orgs import OrgDoc
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.vault import Vault, generate_key
 
 CONFIG = parse_config(
     """

@@ -11,10 +11,11 @@ from turnout.core.scopes import ScopeSettings
 from turnout.core.spend import Budget
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
+from turnout.stored.orgs import Ceiling, OrgDoc
 from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.bootstrap import merge_org
-from turnout.tenancy.orgs import Ceiling, OrgDoc, hash_token
-from turnout.tenancy.vault import Vault, generate_key, provider_key_binding
+from turnout.tenancy.orgs import hash_token
+from turnout.vault import Vault, generate_key, provider_key_binding
 
 VAULT = Vault([generate_key()])
 ALLOW = AllowList.parse("10.0.0.0/8").widened(schemes=["http"], ports=[8000])

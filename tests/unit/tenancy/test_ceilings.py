@@ -8,9 +8,9 @@ import pytest
 from turnout.core.limits import Limits
 from turnout.core.scopes import ScopeSettings
 from turnout.core.spend import Budget
+from turnout.stored.orgs import Ceiling, OrgDoc, doc_decoder, doc_encoder
 from turnout.tenancy.admin import AdminError, KeyCreate, SquadCreate, add_key, add_squad
 from turnout.tenancy.ceilings import check_move, check_within, forget, operator_wrote
-from turnout.tenancy.orgs import Ceiling, OrgDoc, doc_decoder, doc_encoder
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
 HARD = Budget(usd=1.0, period="day", hard=True)

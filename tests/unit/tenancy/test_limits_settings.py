@@ -10,10 +10,11 @@ from turnout.core.limits import Limits, ScopeLimits
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
+from turnout.stored.orgs import KeyDoc, OrgDoc, SquadDoc
 from turnout.tenancy.admin import AdminError, decode, settings_patch
 from turnout.tenancy.bootstrap import merge_org
-from turnout.tenancy.orgs import KeyDoc, OrgDoc, SquadDoc, identity_of
-from turnout.tenancy.vault import Vault, generate_key
+from turnout.tenancy.orgs import identity_of
+from turnout.vault import Vault, generate_key
 
 BASE = """
 providers:

@@ -12,12 +12,9 @@ from turnout.core.scopes import ScopeSettings
 from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
+from turnout.stored.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc
 from turnout.tenancy.admin import AdminError, decode
 from turnout.tenancy.orgs import (
-    EndpointDoc,
-    KeyDoc,
-    OrgDoc,
-    SquadDoc,
     clamp_settings,
     hash_token,
     identity_of,
@@ -170,8 +167,8 @@ def test_an_unknown_policy_field_is_refused_when_settings_are_decoded_naming_its
 
 def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:
     d, k = doc()
-    from turnout.tenancy.orgs import ProviderKeyDoc
-    from turnout.tenancy.vault import Sealed
+    from turnout.stored.orgs import ProviderKeyDoc
+    from turnout.vault import Sealed
 
     bad = msgspec.structs.replace(d, provider_keys={"zzz": ProviderKeyDoc(secret=Sealed(token="t", tail=""))})
     with pytest.raises(ConfigError, match="^provider_keys.zzz: unknown provider"):
@@ -182,8 +179,8 @@ def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:
 
 
 def test_a_provider_key_held_before_its_provider_left_the_catalog_does_not_block_later_writes() -> None:
-    from turnout.tenancy.orgs import ProviderKeyDoc
-    from turnout.tenancy.vault import Sealed
+    from turnout.stored.orgs import ProviderKeyDoc
+    from turnout.vault import Sealed
 
     d, k = doc()
     stale = {"gone": ProviderKeyDoc(secret=Sealed(token="t", tail=""))}  # "gone" is not in CONFIG's providers

@@ -10,6 +10,7 @@ import pytest
 from cryptography.fernet import Fernet
 
 from turnout.core.scopes import ScopeSettings
+from turnout.stored.orgs import EndpointDoc, OrgDoc
 from turnout.tenancy.admin import (
     AdminError,
     KeyCreate,
@@ -27,9 +28,9 @@ from turnout.tenancy.admin import (
     rotate_secrets,
     settings_patch,
 )
-from turnout.tenancy.orgs import FALLBACK_MAPS, EndpointDoc, OrgDoc, hash_token
-from turnout.tenancy.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
+from turnout.tenancy.orgs import FALLBACK_MAPS, hash_token
 from turnout.tenancy.views import key_view, org_view
+from turnout.vault import Sealed, Vault, endpoint_binding, generate_key, provider_key_binding
 
 TOKEN = "tk-abcdefgh-secret-part-000000000000"
 
@@ -189,8 +190,8 @@ def test_views_mask_secrets_and_rotation_reseals_every_one() -> None:
 
 @pytest.mark.parametrize("ttl_s", [1e300, 1e12, float("inf"), 0.0, -5.0])
 def test_a_key_lifetime_out_of_range_is_refused_naming_ttl_s(ttl_s: float) -> None:
+    from turnout.stored.orgs import OrgDoc
     from turnout.tenancy.admin import AdminError, KeyCreate, add_key
-    from turnout.tenancy.orgs import OrgDoc
 
     with pytest.raises(AdminError) as info:
         add_key(OrgDoc(id="acme"), KeyCreate(name="k", ttl_s=ttl_s), "tk-secret-000000001", 1_700_000_000.0)

@@ -12,8 +12,9 @@ from turnout.config import parse_config
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
 from turnout.rules.text import MAX_MODEL_CHARS, check_id, check_model, check_secret, check_url, short_name
+from turnout.stored.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc
 from turnout.tenancy.admin import AdminError, check_name
-from turnout.tenancy.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc, validate_org
+from turnout.tenancy.orgs import validate_org
 
 
 @pytest.mark.parametrize(

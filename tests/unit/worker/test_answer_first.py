@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from support.jobs import job_payload
-from turnout.observability.after_answer import later
+from turnout.router.after_answer import later
 from turnout.wire import JobPayload, payload_encoder
 from turnout_worker import app, observe
 

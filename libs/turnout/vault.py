@@ -3,7 +3,10 @@
 Owns: sealing and opening provider keys and custom endpoint keys with
 authenticated encryption bound to where the secret belongs, the masked form
 admin reads show (`…a1b2`), and generating a key.
-Must not import: services, FastAPI, arq, httpx.
+A leaf of the library (msgspec, and `cryptography` once used): the tenancy
+wing seals the tenants' keys with it, the catalog the operator's, and the
+stored documents (`turnout.stored`) hold its `Sealed` tokens.
+Must not import: services, FastAPI, arq, httpx, any other `turnout` module.
 
 Sealing: AES-256-GCM (`cryptography`'s AEAD), a random 96-bit nonce per
 seal, and the secret's place — (org, `provider_key` | `custom_endpoint`,

@@ -1,4 +1,4 @@
-"""`turnout.observability.after_answer`: a plain success's bookkeeping waits for the end of the
+"""`turnout.router.after_answer`: a plain success's bookkeeping waits for the end of the
 worker's scope (after the delivery); failures and a probe's success are counted in place; without
 a scope nothing changes; the attempt span still ends at the attempt's own end."""
 
@@ -24,9 +24,9 @@ from turnout.core.loop import AttemptRecord
 from turnout.core.plan import RoutingSettings
 from turnout.core.types import FailureKind
 from turnout.health import Gate
-from turnout.observability.after_answer import answer_first, ended_at_ns, later
 from turnout.observability.telemetry import SpanObserver
 from turnout.router import NullObserver, RequestInfo, Router, RouteResult
+from turnout.router.after_answer import answer_first, ended_at_ns, later
 
 CONFIG = (
     TWO_PROVIDERS
