@@ -145,7 +145,7 @@ class Observation:
             meter=self.telemetry.metering,
             metrics=self.metrics,
             records=RecordsObserver(self.records, catalog) if self.records is not None else None,
-            spend=SpendObserver(self.spend, catalog),
+            spend=SpendObserver(self.spend, catalog, self.metrics),
         )
 
     def instrument(self, http: httpx.AsyncClient) -> None:

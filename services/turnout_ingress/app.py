@@ -87,7 +87,9 @@ def create_app(
     state = IngressState(config, redis, listen_redis, settings, telemetry)
     refusals_max = config.raw.gateway.refusals_max_per_org
     rows = (  # door-refusal rows (`turnout_ingress.guard.refusal_writer`); None: not stored
-        RefusalWriter(redis, max_len=refusals_max, registry=state.metrics.registry) if refusals_max > 0 else None
+        RefusalWriter(redis, max_len=refusals_max, dropped=state.metrics.refusal_rows_dropped)
+        if refusals_max > 0
+        else None
     )
     # redirect_slashes off: `/v1/models/` is a JSON 404 naming the route like any other unknown path, not a 307
     app = IngressApp(

@@ -11,6 +11,8 @@ Errors are scrubbed before the breaker stores them (`turnout.scrub`).
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -19,7 +21,14 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from turnout.core.breaker import calls, ramp_share, reopen_in_s, resting_for_s, score, state_at
-from turnout.observability.metrics import BREAKER_STATE_VALUE, CONTENT_TYPE, Metrics, target_label
+from turnout.observability.metrics import (
+    BREAKER_STATE_VALUE,
+    CONTENT_TYPE,
+    OTHER,
+    Metrics,
+    status_class,
+    target_label,
+)
 from turnout.observability.metrics_auth import REFUSAL, bearer_ok
 from turnout.state.server import queue_depth
 from turnout_ingress.admin.access import AdminAPI
@@ -107,44 +116,93 @@ class RouteCounts:
     """`turnout_requests_total` by route and status: the `route` label is the path of a
     public route (`PUBLIC_ROUTES`), "admin" for any path under `/admin/v1/` (the admin API, one
     label whatever the org, key or id in the path), the family of a well-known provider API
-    route the gateway does not serve (`/v1/images`), else "other" (`door.route_label`)."""
+    route the gateway does not serve (`/v1/images`), else "other" (`door.route_label`).
+    The same label keys the end-to-end duration and time-to-first-token histograms."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
         self._children: dict[tuple[str, int], Any] = {}  # (public path, status) -> its counter child
 
+    def route(self, path: str) -> str:
+        """The `route` label of a request for `path`."""
+        return path if path in PUBLIC_ROUTES else route_label(path, PUBLIC_ROUTES, ADMIN_PREFIX)
+
     def count(self, path: str, status: int) -> None:
         """Count one answer of `status` (HTTP status) to a request for `path`."""
         child = self._children.get((path, status))
         if child is None:
+            child = self._metrics.requests.labels(route=self.route(path), status=str(status))
             if path in PUBLIC_ROUTES:  # kept only for the closed set of routes, keyed by path: the cache stays bounded
-                child = self._metrics.requests.labels(route=path, status=str(status))
                 self._children[(path, status)] = child
-            else:  # a closed set of labels too (`door.route_label`)
-                route = route_label(path, PUBLIC_ROUTES, ADMIN_PREFIX)
-                child = self._metrics.requests.labels(route=route, status=str(status))
         child.inc()
+
+    def answered(self, path: str, status: int, duration_s: float) -> None:
+        """Observe one answer's end-to-end duration (s, arrival to last byte)."""
+        labels = {"route": self.route(path), "status_class": status_class(status)}
+        self._metrics.request_duration.labels(**labels).observe(duration_s)
+
+    def first_token(self, path: str, provider: str, seconds: float) -> None:
+        """Observe one stream's time to first token (s, arrival to its first content sent)."""
+        m = self._metrics
+        m.bounded.child(m.time_to_first_token, route=self.route(path), provider=provider).observe(seconds)
+
+
+def _stream_provider(message: Message) -> str | None:
+    """The serving provider (`x-turnout-provider`) of a `200 text/event-stream` response start, else None."""
+    if message["status"] != 200:
+        return None
+    headers: dict[bytes, bytes] = dict(message.get("headers", ()))
+    if not headers.get(b"content-type", b"").startswith(b"text/event-stream"):
+        return None
+    provider = headers.get(b"x-turnout-provider", OTHER.encode())
+    return provider.decode("latin-1")
 
 
 class RequestCounter:
-    """Pure ASGI middleware: count answered HTTP requests by route and status (`RouteCounts`)."""
+    """Pure ASGI middleware: count answered HTTP requests by route and status, time them from
+    arrival to the last byte sent, and time a stream's first content (`RouteCounts`).
 
-    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+    Args:
+        app: the wrapped application.
+        metrics: where the counts and histograms go.
+        clock: monotonic seconds (injected in tests).
+    """
+
+    def __init__(self, app: ASGIApp, metrics: Metrics, clock: Callable[[], float] = time.perf_counter) -> None:
         self._app = app
         self._counts = RouteCounts(metrics)
+        self._clock = clock
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        path = scope.get("path", "")
+        path, arrived, counts = scope.get("path", ""), self._clock(), self._counts
+        status: int | None = None
+        stream: str | None = None  # the serving provider until the stream's first content is sent
+        done = False
 
         async def counting_send(message: Message) -> None:
+            nonlocal status, stream, done
             if message["type"] == "http.response.start":
-                self._counts.count(path, message["status"])
+                status, stream = message["status"], _stream_provider(message)
+                counts.count(path, status)
+            elif message["type"] == "http.response.body" and status is not None:
+                if stream is not None and message.get("body"):
+                    counts.first_token(path, stream, self._clock() - arrived)
+                    stream = None
+                if not message.get("more_body", False) and not done:
+                    done = True
+                    await send(message)
+                    counts.answered(path, status, self._clock() - arrived)
+                    return
             await send(message)
 
-        await self._app(scope, receive, counting_send)
+        try:
+            await self._app(scope, receive, counting_send)
+        finally:
+            if status is not None and not done:  # the client left, or the body failed, mid-answer
+                counts.answered(path, status, self._clock() - arrived)
 
 
 def install(app: FastAPI, state: IngressState) -> None:

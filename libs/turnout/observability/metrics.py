@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from turnout.core.breaker import BreakerState
@@ -31,6 +31,15 @@ OTHER = "other"
 MAX_LABEL_SETS = 1000
 """Label sets one metric may hold; more are counted under `other` (`BoundedLabels`)."""
 CUSTOM_PREFIX = "custom:"
+NO_ORG = "none"
+"""The `org` label of an attempt no org made (the operator key, a dev request)."""
+
+REQUEST_BUCKETS_S = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30, 60, 120)
+"""End-to-end request buckets (s): OpenTelemetry's `http.server.request.duration` advisory
+boundaries, then 30, 60 and 120 s for long completions."""
+TTFT_BUCKETS_S = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 30)
+"""Time-to-first-token buckets (s): OpenTelemetry's `gen_ai.server.time_to_first_token`
+advisory boundaries, then 30 s."""
 
 
 def model_label(provider: str, catalog_model: str) -> str:
@@ -39,6 +48,17 @@ def model_label(provider: str, catalog_model: str) -> str:
     if provider.startswith(CUSTOM_PREFIX) or catalog_model.startswith(CUSTOM_PREFIX):
         return OTHER
     return catalog_model
+
+
+def org_label(org: str | None) -> str:
+    """The `org` label of an attempt: its org id (operator-created, counted under `BoundedLabels`'s
+    cap like every label), `none` when no org made it."""
+    return org or NO_ORG
+
+
+def status_class(status: int) -> str:
+    """The `status_class` label of an HTTP status: `2xx`, `4xx`, `5xx`, ..."""
+    return f"{status // 100}xx"
 
 
 def target_label(key: str) -> str:
@@ -94,9 +114,22 @@ class Metrics:
             (`redis_unavailable`, `too_large`; `turnout_ingress.surfaces.responses.surface`).
         clock_skew: this process's wall clock minus Redis `TIME`, in seconds
             (`turnout.state.clock_check`; positive: ahead).
+        door_refusals: requests refused at the door by route, status and code
+            (`turnout_ingress.door.DoorRefusals`).
+        refusal_rows_dropped: door-refusal rows not stored, by reason (`RefusalWriter`).
+        tokens: tokens of served attempts by provider, model, org and `token_type`
+            (`input` / `output`): OpenTelemetry's `gen_ai.client.token.usage`, as a counter.
+        cost: US dollars of served attempts (catalog prices) by provider, model and org.
+        request_duration: seconds from a request's arrival at the ingress to its answer's
+            last byte, by route and status class (OpenTelemetry's `http.server.request.duration`).
+        time_to_first_token: seconds from a stream's arrival to its first content sent to
+            the client, by route and serving provider (`gen_ai.server.time_to_first_token`).
+
+    No series has a `_created` sample (`disable_created_metrics`, process-wide).
     """
 
     def __init__(self, cap: int = MAX_LABEL_SETS) -> None:
+        disable_created_metrics()  # type: ignore[no-untyped-call]  # prometheus_client's public switch; idempotent
         self.bounded = BoundedLabels(cap)
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -148,6 +181,44 @@ class Metrics:
         self.clock_skew = Gauge(
             "turnout_clock_skew_seconds", "This process's wall clock minus Redis TIME (positive: ahead)", registry=r
         )
+        self.door_refusals = Counter(
+            "turnout_door_refusals",
+            "Requests refused at the door, before any upstream call",
+            ["route", "status", "code"],
+            registry=r,
+        )
+        self.refusal_rows_dropped = Counter(
+            "turnout_refusal_rows_dropped",
+            "Door-refusal rows not stored: capped (callers not identified), buffer full, Redis unavailable",
+            ["reason"],
+            registry=r,
+        )
+        self.tokens = Counter(
+            "turnout_gen_ai_client_token_usage",
+            "Tokens of served attempts (gen_ai.client.token.usage)",
+            ["provider", "model", "org", "token_type"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "turnout_cost_usd",
+            "US dollars of served attempts (catalog prices)",
+            ["provider", "model", "org"],
+            registry=r,
+        )
+        self.request_duration = Histogram(
+            "turnout_http_server_request_duration_seconds",
+            "Request arrival to the answer's last byte (http.server.request.duration)",
+            ["route", "status_class"],
+            buckets=REQUEST_BUCKETS_S,
+            registry=r,
+        )
+        self.time_to_first_token = Histogram(
+            "turnout_gen_ai_server_time_to_first_token_seconds",
+            "Stream arrival to its first content sent (gen_ai.server.time_to_first_token)",
+            ["route", "provider"],
+            buckets=TTFT_BUCKETS_S,
+            registry=r,
+        )
 
     def on_transition(self, target: str, before: BreakerState, after: BreakerState) -> None:
         """Breakers hook: count a transition."""
@@ -160,6 +231,18 @@ class Metrics:
     def on_alarm(self, target: str) -> None:
         """Breakers hook: count a platform-key alarm."""
         self.bounded.child(self.platform_key_alarms, target=target_label(target)).inc()
+
+    def count_usage(self, provider: str, catalog_model: str, org: str | None, input_tokens: int, output: int) -> None:
+        """Add one served attempt's input and output tokens (bounded labels: `model_label`, `org_label`)."""
+        model, org_value = model_label(provider, catalog_model), org_label(org)
+        for token_type, n in (("input", input_tokens), ("output", output)):
+            labels = {"provider": provider, "model": model, "org": org_value, "token_type": token_type}
+            self.bounded.child(self.tokens, **labels).inc(n)
+
+    def count_cost(self, provider: str, catalog_model: str, org: str | None, usd: float) -> None:
+        """Add one served attempt's cost in US dollars (bounded labels: `model_label`, `org_label`)."""
+        labels = {"provider": provider, "model": model_label(provider, catalog_model), "org": org_label(org)}
+        self.bounded.child(self.cost, **labels).inc(usd)
 
     def exposition(self) -> bytes:
         """The registry in Prometheus text format."""

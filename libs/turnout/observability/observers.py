@@ -33,7 +33,8 @@ log = logging.getLogger("turnout.telemetry")
 
 
 class PrometheusObserver:
-    """Counts attempts, fallbacks and upstream latency in a `Metrics` registry."""
+    """Counts attempts, fallbacks, upstream latency and served attempts' tokens in a `Metrics`
+    registry (their cost is the spend observer's, which prices them)."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
@@ -51,7 +52,10 @@ class PrometheusObserver:
         model = model_label(target.provider, target.catalog_model)  # never a tenant's model name
         m.bounded.child(m.attempts, provider=target.provider, model=model, kind=str(record.kind)).inc()
         m.bounded.child(m.upstream_latency, provider=target.provider, model=model).observe(record.duration_ms / 1000.0)
-        if record.kind is FailureKind.SUCCESS and record.is_fallback:
+        if record.kind is not FailureKind.SUCCESS:
+            return
+        m.count_usage(target.provider, target.catalog_model, info.org, usage.input_tokens, usage.output_tokens)
+        if record.is_fallback:
             requested = model_label("", info.requested_model)
             m.bounded.child(m.fallbacks, model=requested).inc()
 
@@ -61,11 +65,13 @@ class PrometheusObserver:
 
 class SpendObserver:
     """Adds each successful attempt's cost (catalog prices, the attempt records'
-    `cost_usd`) to the spend ledger of its org, squad and key (SPEC §10)."""
+    `cost_usd`) to the spend ledger of its org, squad and key (SPEC §10), and to
+    `metrics.cost` when given (every priced attempt, with or without an org)."""
 
-    def __init__(self, ledger: SpendLedger, catalog: CatalogSource) -> None:
+    def __init__(self, ledger: SpendLedger, catalog: CatalogSource, metrics: Metrics | None = None) -> None:
         self._ledger = ledger
         self._catalog = catalog
+        self._metrics = metrics
 
     def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
         """See `RouteObserver`."""
@@ -77,10 +83,13 @@ class SpendObserver:
     def attempt_ended(self, handle: object, info: RequestInfo, record: AttemptRecord, usage: Usage) -> None:
         """See `RouteObserver`: failed attempts cost nothing."""
         price = self._catalog.current.prices.get(record.target.key)
-        if record.kind is not FailureKind.SUCCESS or price is None or not info.org:
+        if record.kind is not FailureKind.SUCCESS or price is None:
             return
         cost = price.cost_usd(usage.input_tokens, usage.output_tokens)
-        self._ledger.add(info.org, scope_fields(info.squad, info.key), cost)
+        if self._metrics is not None:
+            self._metrics.count_cost(record.target.provider, record.target.catalog_model, info.org, cost)
+        if info.org:
+            self._ledger.add(info.org, scope_fields(info.squad, info.key), cost)
 
     def waited(self, info: RequestInfo, delay_s: float, reason: str) -> None:
         """See `RouteObserver`."""

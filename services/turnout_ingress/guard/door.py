@@ -26,7 +26,6 @@ from collections.abc import Callable
 from typing import Final, Protocol
 
 import msgspec
-from prometheus_client import Counter
 
 from turnout.observability.metrics import Metrics
 from turnout_ingress.surfaces.registry import SURFACES
@@ -236,12 +235,7 @@ class DoorRefusals:
         self._sampler = sampler
         self._rows = rows
         self._clock = clock
-        self._counter = Counter(
-            "turnout_door_refusals",
-            "Requests refused at the door, before any upstream call",
-            ["route", "status", "code"],
-            registry=metrics.registry,
-        )
+        self._counter = metrics.door_refusals
 
     def refused(
         self,

@@ -20,7 +20,7 @@ import logging
 from collections import deque
 
 import msgspec
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import Counter
 from redis.asyncio import Redis
 
 from turnout.state import refusals_stream
@@ -42,7 +42,7 @@ class RefusalWriter:
     Args:
         redis: the process's client.
         max_len: approximate bound of each stream (`XADD MAXLEN ~`), >= 1.
-        registry: where the drop counter is registered.
+        dropped: the drop counter by `reason` (`Metrics.refusal_rows_dropped`).
         cap: the per-process cap of rows of callers not identified.
         buffer_max: rows held in memory at most.
         batch_max: rows per pipelined round trip.
@@ -54,7 +54,7 @@ class RefusalWriter:
         redis: Redis,
         *,
         max_len: int,
-        registry: CollectorRegistry,
+        dropped: Counter,
         cap: RateCap | None = None,
         buffer_max: int = 2000,
         batch_max: int = 500,
@@ -67,12 +67,7 @@ class RefusalWriter:
         self._buffer_max = buffer_max
         self._batch_max = batch_max
         self._flusher = Flusher(self.flush, interval_s=flush_interval_s, name="turnout-refusals-flush")
-        self._dropped = Counter(
-            "turnout_refusal_rows_dropped",
-            "Door-refusal rows not stored: capped (callers not identified), buffer full, Redis unavailable",
-            ["reason"],
-            registry=registry,
-        )
+        self._dropped = dropped
         self.written = 0
 
     def __len__(self) -> int:

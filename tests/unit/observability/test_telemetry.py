@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace import Tracer as SdkTracer
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
+from redis.asyncio import Redis
 
 from support.clocks import FakeClock
 from turnout.adapters.base import Usage
@@ -33,11 +34,12 @@ from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
 from turnout.observability.metrics import Metrics
-from turnout.observability.observers import Observers, PrometheusObserver, route_observers
+from turnout.observability.observers import Observers, PrometheusObserver, SpendObserver, route_observers
 from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import RequestInfo, Router
 from turnout.scrub import Scrubber
+from turnout.state.spend_store import SpendLedger
 from turnout_sim.app import start_in_background
 
 
@@ -266,6 +268,26 @@ async def test_prometheus_observer_counts_attempts_fallbacks_and_latency(mock_ha
     assert reg.get_sample_value("turnout_attempts_total", {"provider": "pb", "model": "chain", "kind": "success"}) == 1
     assert reg.get_sample_value("turnout_fallbacks_total", {"model": "chain"}) == 1
     assert reg.get_sample_value("turnout_upstream_latency_seconds_count", {"provider": "pa", "model": "chain"}) == 2
+
+
+async def test_served_attempts_count_tokens_and_the_spend_observers_cost_by_provider_model_and_org(
+    mock_harness: Harness,
+) -> None:
+    metrics = Metrics()
+    ledger = SpendLedger(Redis(port=1))  # buffers in memory; never flushed here
+    mock_harness.router = mock_harness.router_with(
+        Observers(PrometheusObserver(metrics), SpendObserver(ledger, mock_harness.catalog, metrics))
+    )
+    await mock_harness.route()  # pa fails twice (no tokens, no cost), pb serves 7 in + 5 out at $3 / $4 per Mtok
+    sample = metrics.registry.get_sample_value
+    served = {"provider": "pb", "model": "chain", "org": "acme"}
+    assert sample("turnout_gen_ai_client_token_usage_total", {**served, "token_type": "input"}) == 7
+    assert sample("turnout_gen_ai_client_token_usage_total", {**served, "token_type": "output"}) == 5
+    assert sample("turnout_cost_usd_total", served) == pytest.approx((7 * 3 + 5 * 4) / 1e6)
+    failed = {"provider": "pa", "model": "chain", "org": "acme"}
+    assert sample("turnout_gen_ai_client_token_usage_total", {**failed, "token_type": "input"}) is None
+    assert sample("turnout_cost_usd_total", failed) is None
+    assert b"_created" not in metrics.exposition()
 
 
 def test_enqueue_and_job_spans_continue_one_trace_through_the_carrier() -> None:

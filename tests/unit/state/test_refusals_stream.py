@@ -8,6 +8,7 @@ from prometheus_client import CollectorRegistry
 from redis.asyncio import Redis
 
 from support.clocks import FakeClock
+from turnout.observability.metrics import Metrics
 from turnout.state import keys, refusals_stream
 from turnout.state.org_purge import purge_org_state
 from turnout_ingress.guard.door import RateCap, RefusalRow, refusal_row
@@ -54,8 +55,10 @@ def test_id_bounds_widen_a_time_range_by_the_slack() -> None:
 
 
 async def test_the_writer_caps_unidentified_rows_and_never_an_orgs(redis_client: Redis) -> None:
-    registry = CollectorRegistry()
-    writer = RefusalWriter(redis_client, max_len=1000, registry=registry, cap=RateCap(2, clock=FakeClock(0.0)))
+    registry = (metrics := Metrics()).registry
+    writer = RefusalWriter(
+        redis_client, max_len=1000, dropped=metrics.refusal_rows_dropped, cap=RateCap(2, clock=FakeClock(0.0))
+    )
     for i in range(50):
         writer.add(_row(None, i))
         writer.add(_row("acme", i, status=429))
@@ -67,8 +70,8 @@ async def test_the_writer_caps_unidentified_rows_and_never_an_orgs(redis_client:
 
 
 async def test_a_full_buffer_drops_and_counts(redis_client: Redis) -> None:
-    registry = CollectorRegistry()
-    writer = RefusalWriter(redis_client, max_len=1000, registry=registry, buffer_max=5)
+    registry = (metrics := Metrics()).registry
+    writer = RefusalWriter(redis_client, max_len=1000, dropped=metrics.refusal_rows_dropped, buffer_max=5)
     for i in range(8):
         writer.add(_row("acme", i))
     assert len(writer) == 5 and _dropped(registry, "buffer_full") == 3
@@ -76,9 +79,9 @@ async def test_a_full_buffer_drops_and_counts(redis_client: Redis) -> None:
 
 
 async def test_redis_down_drops_the_batch_counts_it_and_holds_nothing() -> None:
-    registry = CollectorRegistry()
+    registry = (metrics := Metrics()).registry
     down = Redis(port=1, socket_connect_timeout=0.2)
-    writer = RefusalWriter(down, max_len=10, registry=registry, batch_max=4)
+    writer = RefusalWriter(down, max_len=10, dropped=metrics.refusal_rows_dropped, batch_max=4)
     for i in range(6):
         writer.add(_row("acme", i))
     assert await writer.flush() == 0
@@ -87,7 +90,7 @@ async def test_redis_down_drops_the_batch_counts_it_and_holds_nothing() -> None:
 
 
 async def test_the_background_flush_writes_and_stop_writes_the_rest(redis_client: Redis) -> None:
-    writer = RefusalWriter(redis_client, max_len=100, registry=CollectorRegistry(), flush_interval_s=3600)
+    writer = RefusalWriter(redis_client, max_len=100, dropped=Metrics().refusal_rows_dropped, flush_interval_s=3600)
     writer.start()
     writer.add(_row("acme", 1))
     await writer.stop()
