@@ -190,7 +190,7 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
     assert [r["attempt"] for r in records] == [1, 2, 3]
     for record, span in zip(records, attempts):
         attrs = span["attributes"]
-        assert record["provider"] == attrs["gen_ai.provider.name"]
+        assert record["provider"] == attrs["turnout.provider"]
         assert record["served_model"] == attrs["gen_ai.request.model"]
         assert record["kind"] == attrs["turnout.attempt.kind"] and record["class"] == attrs["turnout.attempt.class"]
         assert record["is_fallback"] == attrs["turnout.attempt.is_fallback"]

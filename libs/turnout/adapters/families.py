@@ -60,13 +60,24 @@ PROVIDER_NAMES: Final[Mapping[ProviderKind, str]] = MappingProxyType(
 )
 """Provider kind -> its OpenTelemetry GenAI well-known `gen_ai.provider.name`
 (https://opentelemetry.io/docs/specs/semconv/registry/attributes/gen-ai/); a kind absent here
-(`openai_compatible`: any server) is named by the provider's own name (`provider_name`)."""
+(`openai_compatible`: any server) is named by `provider_name`."""
+
+WELL_KNOWN_PROVIDER_NAMES: Final = frozenset(
+    {*PROVIDER_NAMES.values(), "azure.ai.inference", "cohere", "deepseek", "gcp.gen_ai", "groq"}
+    | {"ibm.watsonx.ai", "mistral_ai", "perplexity", "x_ai"}
+)
+"""Every well-known `gen_ai.provider.name` value of the GenAI semantic conventions."""
 
 
 def provider_name(kind: ProviderKind, provider: str) -> str:
     """The `gen_ai.provider.name` of a call to `provider` (the catalog's name) of `kind`:
-    `PROVIDER_NAMES[kind]`, else `provider`."""
-    return PROVIDER_NAMES.get(kind, provider)
+    `PROVIDER_NAMES[kind]`; for an OpenAI-compatible server, `provider` when the operator named
+    it by a well-known value (`groq`, `deepseek`, ...), else `openai`, the API it speaks (the
+    conventions' "best knowledge" rule; the operator's name is on spans as `turnout.provider`)."""
+    named = PROVIDER_NAMES.get(kind)
+    if named is not None:
+        return named
+    return provider if provider in WELL_KNOWN_PROVIDER_NAMES else "openai"
 
 
 OTHER_OPERATIONS: Final[Mapping[tuple[ProviderKind, Operation], ApiFamily]] = MappingProxyType(

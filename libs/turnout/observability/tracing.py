@@ -21,6 +21,13 @@ Exporters (SPEC §12: the standard variables):
                            JSON line to this file (tests, debugging);
                            `{service}` in the path becomes the service name.
 
+HTTP spans use the stable HTTP semantic conventions (`http.request.method`,
+`http.response.status_code`, `server.address`, `url.full`, ...): `setup_tracing`
+sets `OTEL_SEMCONV_STABILITY_OPT_IN=http` in the process environment, which
+the FastAPI and httpx instrumentations read once, when they first instrument,
+unless the operator set it (`http/dup` emits the old names beside the new).
+This is the one process-wide effect of this module.
+
 The SDK is imported only when used (tracing on, a metric reader, a read of
 `Telemetry.tracer_provider`): a process with tracing off never loads it.
 
@@ -37,7 +44,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING
 
 from opentelemetry import metrics
@@ -56,6 +63,15 @@ INSTRUMENTATION_NAME = "turnout"
 """Name of the tracer and meter Turnout's own spans and metrics come from."""
 
 TRACE_FILE_ENV = "TURNOUT_TRACE_FILE"
+SEMCONV_OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
+STABLE_HTTP = "http"
+"""The opt-in value for the stable HTTP semantic conventions only (no old attribute names)."""
+
+
+def opt_in_stable_http(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Set `OTEL_SEMCONV_STABILITY_OPT_IN=http` in `environ` (default the process's) unless it
+    is set: the instrumentations read it from `os.environ` once, at their first instrumenting."""
+    environ.setdefault(SEMCONV_OPT_IN_ENV, STABLE_HTTP)
 
 
 class Telemetry:
@@ -172,8 +188,10 @@ def setup_tracing(
             (default: redaction by shape only).
 
     Returns:
-        A `Telemetry`; call `shutdown()` when the process stops.
+        A `Telemetry`; call `shutdown()` when the process stops. Sets
+        `OTEL_SEMCONV_STABILITY_OPT_IN=http` in `os.environ` unless set (module doc).
     """
+    opt_in_stable_http()  # before any instrumentation reads it (module doc)
     env = os.environ if env is None else env
     service = env.get("OTEL_SERVICE_NAME") or service_name
     names = _names(env.get("OTEL_TRACES_EXPORTER"))

@@ -435,7 +435,8 @@ async def test_a_frame_with_a_bad_crc_raises_botocores_parser_error() -> None:
 
 def test_spans_name_bedrock_by_its_well_known_provider_name() -> None:
     assert provider_name("bedrock", "bedrock-east") == "aws.bedrock"
-    assert provider_name("openai_compatible", "pa") == "pa"  # any server: the provider's own name
+    assert provider_name("openai_compatible", "pa") == "openai"  # any server: the API it speaks
+    assert provider_name("openai_compatible", "groq") == "groq"  # named by a well-known value: that value
 
 
 def test_a_process_that_calls_no_bedrock_provider_never_loads_botocore() -> None:

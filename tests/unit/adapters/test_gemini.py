@@ -252,4 +252,4 @@ def test_the_registry_names_the_google_families_and_every_provider_name() -> Non
         "gcp.gemini",
         "gcp.vertex_ai",
     ]
-    assert provider_name("openai_compatible", "vllm") == "vllm" and "openai_compatible" not in PROVIDER_NAMES
+    assert provider_name("openai_compatible", "vllm") == "openai" and "openai_compatible" not in PROVIDER_NAMES

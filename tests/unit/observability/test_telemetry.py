@@ -170,7 +170,7 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
     assert first["error.type"] == "server_error" and first["turnout.attempt.class"] == "retry_then_fallback"
     assert first["turnout.attempt.kind"] == "server_error" and first["http.response.status_code"] == 503
     assert first["server.address"] == "pa.test" and first["server.port"] == 8443
-    assert first["gen_ai.provider.name"] == "pa" and first["gen_ai.operation.name"] == "chat"  # openai_compatible
+    assert first["gen_ai.provider.name"] == "openai" and first["gen_ai.operation.name"] == "chat"  # openai_compatible
     assert first["turnout.provider"] == "pa"
     assert retry["turnout.attempt.delay_before_s"] > 0
     assert "error.type" not in fallback and fallback["turnout.attempt.class"] == "success"
