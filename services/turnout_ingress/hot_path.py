@@ -5,8 +5,9 @@ surface (`HOT_PATHS`: `/v1/chat/completions`, `/v1/messages`, ...; nearly every 
 calling their endpoints directly, and every other request through FastAPI's whole stack.
 
 What the whole stack does for these routes is done here, the same way:
-- the request counter (`turnout_requests_total` by route and status, `RouteCounts`, as
-  the `RequestCounter` middleware counts);
+- the request counter and timer (`turnout_requests_total` by route and status, the
+  end-to-end duration and a stream's time to first token: `RouteCounts.answer`, as the
+  `RequestCounter` middleware counts);
 - the exception handlers (`turnout_ingress.errors`, looked up along the exception's
   classes): a handled exception's response is counted; the `Exception` handler's 500 is
   sent, not counted, and the exception raised again for the server to log, as Starlette's
@@ -35,7 +36,7 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from turnout_ingress.ops_routes import RouteCounts
 from turnout_ingress.surfaces.registry import SURFACES
@@ -96,22 +97,14 @@ class IngressApp(FastAPI):
         self, endpoint: Endpoint, counter: RouteCounts, scope: Scope, receive: Receive, send: Send
     ) -> None:
         scope["app"] = self
-        route = scope["path"]
-        started = False
-
-        async def counting_send(message: Message) -> None:
-            nonlocal started
-            if message["type"] == "http.response.start":
-                started = True
-                counter.count(route, message["status"])
-            await send(message)
-
+        sent = counter.answer(scope["path"], send)  # counted and timed (`RouteCounts`)
+        counting_send = sent.send
         request = Request(scope, receive, counting_send)
         try:
             response = await endpoint(request)
             await response(scope, receive, counting_send)
         except Exception as exc:
-            if started:
+            if sent.status is not None:
                 raise
             handler, server_error = self._handler_of(exc)
             if handler is None:
@@ -122,3 +115,5 @@ class IngressApp(FastAPI):
                 raise
             await answer(scope, receive, counting_send)
             exc.__traceback__ = None
+        finally:
+            sent.close()

@@ -117,10 +117,16 @@ class RouteCounts:
     public route (`PUBLIC_ROUTES`), "admin" for any path under `/admin/v1/` (the admin API, one
     label whatever the org, key or id in the path), the family of a well-known provider API
     route the gateway does not serve (`/v1/images`), else "other" (`door.route_label`).
-    The same label keys the end-to-end duration and time-to-first-token histograms."""
+    The same label keys the end-to-end duration and time-to-first-token histograms (`answer`).
 
-    def __init__(self, metrics: Metrics) -> None:
+    Args:
+        metrics: where the counts and histograms go.
+        clock: monotonic seconds (injected in tests).
+    """
+
+    def __init__(self, metrics: Metrics, clock: Callable[[], float] = time.perf_counter) -> None:
         self._metrics = metrics
+        self.clock = clock
         self._children: dict[tuple[str, int], Any] = {}  # (public path, status) -> its counter child
 
     def route(self, path: str) -> str:
@@ -146,6 +152,10 @@ class RouteCounts:
         m = self._metrics
         m.bounded.child(m.time_to_first_token, route=self.route(path), provider=provider).observe(seconds)
 
+    def answer(self, path: str, send: Send) -> Answer:
+        """An `Answer` to a request for `path` that arrived now, sending through `send`."""
+        return Answer(self, path, send)
+
 
 def _stream_provider(message: Message) -> str | None:
     """The serving provider (`x-turnout-provider`) of a `200 text/event-stream` response start, else None."""
@@ -158,9 +168,47 @@ def _stream_provider(message: Message) -> str | None:
     return provider.decode("latin-1")
 
 
+class Answer:
+    """One request's answer, counted and timed as it is sent (`RouteCounts`): `send` is the ASGI
+    send that counts its start, observes a stream's first content (time to first token) and
+    its last byte (end-to-end duration); call `close` once the application returned or raised."""
+
+    __slots__ = ("_arrived", "_counts", "_done", "_path", "_send", "_stream", "status")
+
+    def __init__(self, counts: RouteCounts, path: str, send: Send) -> None:
+        self._counts, self._path, self._send = counts, path, send
+        self._arrived = counts.clock()
+        self.status: int | None = None  # set at the response start
+        self._stream: str | None = None  # the serving provider until a stream's first content is sent
+        self._done = False
+
+    async def send(self, message: Message) -> None:
+        """Send `message` (ASGI), counting and timing the answer."""
+        counts = self._counts
+        if message["type"] == "http.response.start":
+            self.status, self._stream = message["status"], _stream_provider(message)
+            counts.count(self._path, message["status"])
+        elif message["type"] == "http.response.body" and self.status is not None:
+            if self._stream is not None and message.get("body"):
+                counts.first_token(self._path, self._stream, counts.clock() - self._arrived)
+                self._stream = None
+            if not message.get("more_body", False) and not self._done:
+                self._done = True
+                await self._send(message)
+                counts.answered(self._path, self.status, counts.clock() - self._arrived)
+                return
+        await self._send(message)
+
+    def close(self) -> None:
+        """Observe the duration of an answer started but not finished (the client left, the body failed)."""
+        if self.status is not None and not self._done:
+            self._done = True
+            self._counts.answered(self._path, self.status, self._counts.clock() - self._arrived)
+
+
 class RequestCounter:
     """Pure ASGI middleware: count answered HTTP requests by route and status, time them from
-    arrival to the last byte sent, and time a stream's first content (`RouteCounts`).
+    arrival to the last byte sent, and time a stream's first content (`RouteCounts.answer`).
 
     Args:
         app: the wrapped application.
@@ -170,39 +218,17 @@ class RequestCounter:
 
     def __init__(self, app: ASGIApp, metrics: Metrics, clock: Callable[[], float] = time.perf_counter) -> None:
         self._app = app
-        self._counts = RouteCounts(metrics)
-        self._clock = clock
+        self._counts = RouteCounts(metrics, clock)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        path, arrived, counts = scope.get("path", ""), self._clock(), self._counts
-        status: int | None = None
-        stream: str | None = None  # the serving provider until the stream's first content is sent
-        done = False
-
-        async def counting_send(message: Message) -> None:
-            nonlocal status, stream, done
-            if message["type"] == "http.response.start":
-                status, stream = message["status"], _stream_provider(message)
-                counts.count(path, status)
-            elif message["type"] == "http.response.body" and status is not None:
-                if stream is not None and message.get("body"):
-                    counts.first_token(path, stream, self._clock() - arrived)
-                    stream = None
-                if not message.get("more_body", False) and not done:
-                    done = True
-                    await send(message)
-                    counts.answered(path, status, self._clock() - arrived)
-                    return
-            await send(message)
-
+        answer = self._counts.answer(scope.get("path", ""), send)
         try:
-            await self._app(scope, receive, counting_send)
+            await self._app(scope, receive, answer.send)
         finally:
-            if status is not None and not done:  # the client left, or the body failed, mid-answer
-                counts.answered(path, status, self._clock() - arrived)
+            answer.close()
 
 
 def install(app: FastAPI, state: IngressState) -> None:
