@@ -128,6 +128,7 @@ class RouteCounts:
         self._metrics = metrics
         self.clock = clock
         self._children: dict[tuple[str, int], Any] = {}  # (public path, status) -> its counter child
+        self._durations: dict[tuple[str, int], Any] = {}  # (public path, status) -> its histogram child
 
     def route(self, path: str) -> str:
         """The `route` label of a request for `path`."""
@@ -144,8 +145,13 @@ class RouteCounts:
 
     def answered(self, path: str, status: int, duration_s: float) -> None:
         """Observe one answer's end-to-end duration (s, arrival to last byte)."""
-        labels = {"route": self.route(path), "status_class": status_class(status)}
-        self._metrics.request_duration.labels(**labels).observe(duration_s)
+        child = self._durations.get((path, status))
+        if child is None:
+            labels = {"route": self.route(path), "status_class": status_class(status)}
+            child = self._metrics.request_duration.labels(**labels)
+            if path in PUBLIC_ROUTES:  # bounded, as `count`'s
+                self._durations[(path, status)] = child
+        child.observe(duration_s)
 
     def first_token(self, path: str, provider: str, seconds: float) -> None:
         """Observe one stream's time to first token (s, arrival to its first content sent)."""
