@@ -61,6 +61,21 @@ def total(samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: st
     return sum(v for k, v in samples.get(name, {}).items() if set(labels.items()) <= set(k))
 
 
+def quantile(samples: dict[str, dict[tuple[tuple[str, str], ...], float]], name: str, q: float) -> float:
+    """PromQL's `histogram_quantile(q, ...)` over all of `name`'s buckets (linear within a bucket), s."""
+    buckets: dict[float, float] = defaultdict(float)
+    for labels, value in samples.get(f"{name}_bucket", {}).items():
+        if dict(labels).get("route") == "/v1/chat/completions":
+            buckets[float(dict(labels)["le"])] += value
+    bounds = sorted(buckets)
+    rank, lower, below = q * buckets[bounds[-1]], 0.0, 0.0
+    for bound in bounds:
+        if buckets[bound] >= rank:
+            return lower + (bound - lower) * (rank - below) / max(buckets[bound] - below, 1e-9)
+        lower, below = bound, buckets[bound]
+    return lower
+
+
 def send(gw: Gateway) -> None:
     headers = {"authorization": f"Bearer {KEY}"}
     hi = [{"role": "user", "content": "hello there"}]
@@ -104,6 +119,8 @@ def test_metrics_after_100_requests_count_tokens_cost_duration_and_ttft(fleet: t
     assert total(worker, "turnout_fallbacks_total", model="chain") == FALLBACKS
     assert "_created" not in texts["ingress"] + texts["worker"]
     print()
+    for name in (duration, ttft):
+        print(f"{name}: p50 {quantile(ingress, name, 0.5):.3f} s, p95 {quantile(ingress, name, 0.95):.3f} s")
     for process, text in texts.items():
         for line in text.splitlines():
             if line.startswith(("turnout_gen_ai", "turnout_cost", "turnout_http_server", "turnout_fallbacks")) and (
