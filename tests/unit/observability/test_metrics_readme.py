@@ -11,7 +11,7 @@ from pathlib import Path
 
 from support.metric_series import exported, observed
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+README = Path(__file__).resolve().parents[3] / "README.md"
 ROW = re.compile(r"^\| `(turnout_[a-z_]+)` \| (counter|gauge|histogram) \|([^|]*)\|")
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from support.metric_series import observed, sample_names
 
-DASHBOARD = Path(__file__).resolve().parents[2] / "infra" / "grafana" / "turnout.json"
+DASHBOARD = Path(__file__).resolve().parents[3] / "infra" / "grafana" / "turnout.json"
 KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool", "offset"}
 
 
