@@ -181,6 +181,11 @@ class Metrics:
         self.clock_skew = Gauge(
             "turnout_clock_skew_seconds", "This process's wall clock minus Redis TIME (positive: ahead)", registry=r
         )
+        self._declare_answer_series(r)
+        self._declare_usage_series(r)
+
+    def _declare_answer_series(self, r: CollectorRegistry) -> None:
+        """The ingress's answer series: door refusals, end-to-end duration, time to first token."""
         self.door_refusals = Counter(
             "turnout_door_refusals",
             "Requests refused at the door, before any upstream call",
@@ -191,18 +196,6 @@ class Metrics:
             "turnout_refusal_rows_dropped",
             "Door-refusal rows not stored: capped (callers not identified), buffer full, Redis unavailable",
             ["reason"],
-            registry=r,
-        )
-        self.tokens = Counter(
-            "turnout_gen_ai_client_token_usage",
-            "Tokens of served attempts (gen_ai.client.token.usage)",
-            ["provider", "model", "org", "token_type"],
-            registry=r,
-        )
-        self.cost = Counter(
-            "turnout_cost_usd",
-            "US dollars of served attempts (catalog prices)",
-            ["provider", "model", "org"],
             registry=r,
         )
         self.request_duration = Histogram(
@@ -217,6 +210,21 @@ class Metrics:
             "Stream arrival to its first content sent (gen_ai.server.time_to_first_token)",
             ["route", "provider"],
             buckets=TTFT_BUCKETS_S,
+            registry=r,
+        )
+
+    def _declare_usage_series(self, r: CollectorRegistry) -> None:
+        """The served attempts' tokens and cost."""
+        self.tokens = Counter(
+            "turnout_gen_ai_client_token_usage",
+            "Tokens of served attempts (gen_ai.client.token.usage)",
+            ["provider", "model", "org", "token_type"],
+            registry=r,
+        )
+        self.cost = Counter(
+            "turnout_cost_usd",
+            "US dollars of served attempts (catalog prices)",
+            ["provider", "model", "org"],
             registry=r,
         )
 
