@@ -321,3 +321,23 @@ def test_a_scope_edit_is_refused_with_every_error_it_holds() -> None:
         "squads.s.settings.fallbacks: unknown model 'ghost' (not in `models`)",
         "squads.s.settings.fallbacks: fallback cycle m -> m",
     ]
+
+
+CLAMPED = """
+providers:
+  azure: {kind: openai_compatible, base_url: "http://127.0.0.1:9/v1", api_key: k}
+models:
+  m: {offers: [{provider: azrue, model: x}]}
+policy: {retry: {stall_retries: 9, base_ms: 10}, budget: {max_attempts: 7}}
+"""
+
+
+def test_a_clamped_value_names_the_ceiling_that_bounds_it_and_an_unknown_provider_a_close_one() -> None:
+    with pytest.raises(ConfigError) as info:
+        parse_config(CLAMPED, env={})
+    assert sorted(info.value.errors) == [
+        "models.m.offers[0].provider: unknown provider 'azrue' (did you mean 'azure'?)",
+        "policy.budget.max_attempts: 7 is outside the allowed range (at most 6: ceilings.max_attempts)",
+        "policy.retry.base_ms: 10 is outside the allowed range (at least 250)",
+        "policy.retry.stall_retries: 9 is outside the allowed range (at most 6: ceilings.max_retries)",
+    ]

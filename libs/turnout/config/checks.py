@@ -18,7 +18,7 @@ from turnout.config.org_checks import check_orgs
 from turnout.config.provider_checks import check_models_section, check_providers
 from turnout.config.scope_checks import check_models
 from turnout.core.model_types import naming_embedding_models
-from turnout.core.policy import Policy, clamp_policy
+from turnout.core.policy import Policy, clamp_policy, clamp_reason
 from turnout.rules.ssrf import AllowList
 
 
@@ -36,7 +36,7 @@ def _check_gateway_policy(found: Findings, raw: RawConfig, policy: Policy) -> No
     """`policy:` within `ceilings:`, its fallback models in the catalog and none an embedding model."""
     _, clamps = clamp_policy(policy, raw.ceilings)
     for c in clamps:
-        found.add(f"policy.{c.path}: {c.requested} is outside the allowed range (limit {c.applied})")
+        found.add(f"policy.{c.path}: {clamp_reason(c)}")
     check_models(found, "policy.fallback.models", list(policy.fallback.models), raw.models, None)
     gateway_named = ((f"policy.fallback.models[{i}]", m) for i, m in enumerate(policy.fallback.models))
     refused = naming_embedding_models(gateway_named, embedding_models(raw))

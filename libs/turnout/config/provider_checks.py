@@ -11,6 +11,7 @@ Must not import: services, FastAPI, arq, httpx.
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from turnout.aws import config_rules as aws_rules
@@ -184,7 +185,9 @@ def _check_model(
         path = f"models.{model}.offers[{i}]"
         found.check(check_model, f"{path}.model", offer.model)
         if offer.provider not in providers:
-            found.add(f"{path}.provider: unknown provider {offer.provider!r}")
+            close = difflib.get_close_matches(offer.provider, list(providers), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            found.add(f"{path}.provider: unknown provider {offer.provider!r}{hint}")
             continue
         _check_offer_kind(found, path, spec, offer.api_in_force, offer.provider, providers[offer.provider].kind)
         target = (offer.provider, offer.model)

@@ -18,7 +18,15 @@ from turnout.config.documents import Config, OrgConfig, RawConfig, embedding_mod
 from turnout.config.findings import Findings
 from turnout.config.providers import ModelConfig
 from turnout.core.model_types import naming_embedding_models
-from turnout.core.policy import Ceilings, FallbackOverrides, Policy, PolicyOverrides, clamp_policy, merge_policy
+from turnout.core.policy import (
+    Ceilings,
+    FallbackOverrides,
+    Policy,
+    PolicyOverrides,
+    clamp_policy,
+    clamp_reason,
+    merge_policy,
+)
 from turnout.core.scopes import MODEL_MAPS, ScopeSettings, as_model_map, named_models
 from turnout.errors import ConfigError
 from turnout.rules.text import check_model
@@ -28,7 +36,7 @@ def check_policy(found: Findings, path: str, partial: PolicyOverrides, base: Pol
     """`partial` merged over `base` is within `ceilings`: each value outside named (`{path}.<field>`)."""
     _, clamps = clamp_policy(merge_policy(base, partial), ceilings)
     for c in clamps:
-        found.add(f"{path}.{c.path}: {c.requested} is outside the allowed range (at most/least {c.applied})")
+        found.add(f"{path}.{c.path}: {clamp_reason(c)}")
 
 
 def check_models(

@@ -15,7 +15,7 @@ name.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -217,6 +217,32 @@ class Clamp(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     requested: int
     applied: int
+
+
+CEILING_OF: Final = {
+    "retry.max_retries": "max_retries",
+    "retry.fallback_target_retries": "max_retries",
+    "retry.stall_retries": "max_retries",
+    "retry.per_attempt_timeout_ms": "max_total_latency_ms",
+    "retry.ttft_timeout_ms": "max_total_latency_ms",
+    "retry.stall_timeout_ms": "max_total_latency_ms",
+    "fallback.max_cycles": "max_cycles",
+    "budget.max_attempts": "max_attempts",
+    "budget.max_total_latency_ms": "max_total_latency_ms",
+    "plan.max_offers": "max_offers",
+}
+"""The `ceilings:` field that bounds each policy field from above (`clamp_policy`)."""
+
+
+def clamp_reason(clamp: Clamp) -> str:
+    """Why a value was clamped, for an error or a report: `9 is outside the allowed range (at most
+    6: ceilings.max_retries)`, `10 ... (at least 250)`; the ceiling named when one set the bound."""
+    if clamp.applied < clamp.requested:
+        ceiling = CEILING_OF.get(clamp.path)
+        bound = f"at most {clamp.applied}" + (f": ceilings.{ceiling}" if ceiling else "")
+    else:
+        bound = f"at least {clamp.applied}"
+    return f"{clamp.requested} is outside the allowed range ({bound})"
 
 
 BASE_MS_RANGE = (250, 60_000)
