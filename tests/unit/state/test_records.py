@@ -289,6 +289,22 @@ async def test_started_rows_stay_open_until_their_end_is_written(redis_client: R
         await writer.stop()
 
 
+async def test_a_writer_whose_attempts_never_rerun_only_appends(redis_client: Redis) -> None:
+    """The ingress's writer (`RoleShape.reruns` false: its streams never run again) appends each row
+    and keeps no open-attempts hash, one command a row instead of 2 or 3 (issue: Performance)."""
+    from turnout.runtime import ROLES
+
+    assert (ROLES["ingress"].reruns, ROLES["worker"].reruns) == (False, True)
+    await redis_client.delete(keys.RECORDS_STREAM, keys.open_attempts_key("job-1"))
+    writer = RecordWriter(redis_client, max_len=100, open_attempts=False)
+    writer.add(_phase_row(1, "started"))
+    await writer.flush()
+    assert await redis_client.exists(keys.open_attempts_key("job-1")) == 0
+    writer.add(_phase_row(1, "ended"))
+    await writer.flush()
+    assert await redis_client.xlen(keys.RECORDS_STREAM) == 2
+
+
 async def test_settle_does_not_wait_without_a_flusher_or_while_redis_fails() -> None:
     writer = RecordWriter(Redis(port=1, socket_connect_timeout=0.2), max_len=10)
     written = writer.add_started(_phase_row(1, "started"))
