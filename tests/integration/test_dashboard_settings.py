@@ -274,3 +274,17 @@ def test_in_a_browser_an_admin_edits_a_setting_sees_the_diff_confirms_and_sees_t
         5,
         "the key's policy in force",
     )
+
+
+def test_the_operators_limits_become_the_scopes_ceiling_and_the_review_says_so(gw: Gateway) -> None:
+    ui = Session(gw, OPERATOR)
+    assert 'href="/ui/settings/acme"' in ui.client.get("/ui/settings").text
+    page = "/ui/settings/beta/keys/admin"
+    review = ui.post(page, {**ui.form(page), "limits.rpm": "50", "policy.retry.max_retries": "99"})
+    assert review.status_code == 200, review.text
+    assert 'data-path="limits.rpm"' in review.text and 'data-path="operator ceiling (keys.admin)"' in review.text
+    assert "policy.retry.max_retries: 99 → 6" in review.text  # clamped to `ceilings.max_retries`, as the admin API does
+    assert ui.post(page, hidden(review.text)).status_code == 303
+    org_admin = Session(gw, BETA_ADMIN)
+    above = org_admin.post(page, {**org_admin.form(page), "limits.rpm": "51"})
+    assert above.status_code == 403 and "ceiling at key admin is 50" in above.text
