@@ -14,8 +14,10 @@ Usage: .venv/bin/python bench/ui_settings_screenshots.py [--out docs]
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from support.dashboard import ACME_ADMIN, ACME_USER, browser, chat, log_in, start_dashboard
 from support.echo_upstream import EchoUpstream
+from support.gateway import Gateway
 from support.procs import Fleet
 
 WIDTH = 1360
@@ -46,45 +49,57 @@ def until(driver: Any, element_id: str) -> Any:
     )[0]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=HERE.parent / "docs")
-    args = parser.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def dashboard_and_browser() -> Iterator[tuple[Gateway, Any]]:
+    """The dashboard fleet and a headless Chromium, both stopped on the way out."""
     echo, fleet = EchoUpstream(), Fleet()
     driver = None
     try:
         gw = start_dashboard(fleet, echo)
         driver = browser(WIDTH, 900)
-        log_in(driver, gw.base_url, ACME_ADMIN)
-        driver.get(f"{gw.base_url}/ui/settings/acme/keys/ci-bot")
-        until(driver, "settings-form")
-        fallbacks = driver.find_element(By.NAME, "fallbacks")
-        fallbacks.clear()
-        fallbacks.send_keys("chat: small")
-        Select(driver.find_element(By.NAME, "policy.fallback.cross_provider_same_model")).select_by_value("false")
-        shot(driver, args.out / "ui-settings.png")
-        driver.find_element(By.ID, "review").click()
-        until(driver, "diff")
-        shot(driver, args.out / "ui-settings-review.png")
-        driver.find_element(By.ID, "confirm").click()
-        until(driver, "saved")
-        shot(driver, args.out / "ui-settings-saved.png")
-        answer = chat(gw.base_url, ACME_USER, "chat")
-        assert answer.status_code == 200, answer.text
-        print("served by", answer.headers["x-turnout-provider"], answer.headers["x-turnout-model"])
-        for _ in range(50):  # the last attempt's record is written just after the answer
-            driver.get(f"{gw.base_url}/ui/requests/{answer.headers['x-request-id']}")
-            if "in_flight" not in until(driver, "attempts").text:
-                break
-            time.sleep(0.2)
-        shot(driver, args.out / "ui-settings-request.png")
-        print("\n".join(str(p) for p in sorted(args.out.glob("ui-settings*.png"))))
+        yield gw, driver
     finally:
         if driver is not None:
             driver.quit()
         fleet.stop_all()
         echo.stop()
+
+
+def edit_and_follow(gw: Gateway, driver: Any, out: Path) -> None:
+    """Edit ci-bot's fallbacks as acme's admin, review, save, send a request; a PNG of each step."""
+    log_in(driver, gw.base_url, ACME_ADMIN)
+    driver.get(f"{gw.base_url}/ui/settings/acme/keys/ci-bot")
+    until(driver, "settings-form")
+    fallbacks = driver.find_element(By.NAME, "fallbacks")
+    fallbacks.clear()
+    fallbacks.send_keys("chat: small")
+    Select(driver.find_element(By.NAME, "policy.fallback.cross_provider_same_model")).select_by_value("false")
+    shot(driver, out / "ui-settings.png")
+    driver.find_element(By.ID, "review").click()
+    until(driver, "diff")
+    shot(driver, out / "ui-settings-review.png")
+    driver.find_element(By.ID, "confirm").click()
+    until(driver, "saved")
+    shot(driver, out / "ui-settings-saved.png")
+    answer = chat(gw.base_url, ACME_USER, "chat")
+    assert answer.status_code == 200, answer.text
+    print("served by", answer.headers["x-turnout-provider"], answer.headers["x-turnout-model"])
+    for _ in range(50):  # the last attempt's record is written just after the answer
+        driver.get(f"{gw.base_url}/ui/requests/{answer.headers['x-request-id']}")
+        if "in_flight" not in until(driver, "attempts").text:
+            break
+        time.sleep(0.2)
+    shot(driver, out / "ui-settings-request.png")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=HERE.parent / "docs")
+    out: Path = parser.parse_args().out
+    out.mkdir(parents=True, exist_ok=True)
+    with dashboard_and_browser() as (gw, driver):
+        edit_and_follow(gw, driver, out)
+    print("\n".join(str(p) for p in sorted(out.glob("ui-settings*.png"))))
 
 
 if __name__ == "__main__":

@@ -139,6 +139,10 @@ def test_a_keys_fallbacks_edited_in_the_dashboard_are_what_the_admin_api_and_rou
     assert after.status_code == 200, after.text
     assert after.headers["x-turnout-provider"] == "sim-b"
     assert ui.form(KEY_PAGE)["fallbacks"] == "down: small"
+    assert (
+        '<small class="force" data-field="fallbacks">in force: down: small · key</small>'
+        in ui.client.get(KEY_PAGE).text
+    )
     audit = Admin(gw.base_url, OPERATOR).call("GET", "/audit/export").text.splitlines()
     assert any(
         '"who":"key acme/admin"' in e

@@ -5,7 +5,9 @@ or an org's `admin: true` gateway key), keeping an org admin inside its org
 (another org's objects answer 404, exactly as missing ones), reading an
 org's document from Redis, and applying an edit with compare-and-set: the
 edited document is validated whole (`turnout.tenancy.orgs.validate_org`) and either
-written atomically or refused naming the offending path. Also the
+written atomically or refused naming the offending path (`write`; `write_as` and
+`preview_as` for a caller the dashboard's session identified: the same checks, and
+the edited document without writing it). Also the
 registration-time DNS check of custom endpoint hosts.
 """
 

@@ -4,7 +4,9 @@ PUT replaces a scope's settings whole (`{}` sets every setting to inherit),
 PATCH changes the fields it names; either way a value outside its field's
 domain (a negative count, a number out of range) is refused with a 400
 naming the field (`turnout.tenancy.admin.decode`), and the policy is
-clamped to the ceilings and the clamps are returned.
+clamped to the ceilings and the clamps are returned. The edit itself
+(`settings_edit`) is also the dashboard's Settings pages' (`turnout_ingress.ui.pages.settings`):
+one write path, one set of checks and error words.
 """
 
 from __future__ import annotations

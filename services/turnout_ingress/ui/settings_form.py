@@ -118,7 +118,7 @@ GROUPS: tuple[str, ...] = tuple(dict.fromkeys(f.group for f in FIELDS))
 """The form's sections, in order (`routing`, `policy.retry`, ..., `budget`, `strategy`, `limits`)."""
 
 
-def _leaf(values: Mapping[str, Any], path: str) -> Any:
+def leaf(values: Mapping[str, Any], path: str) -> Any:
     """The value at a dotted `path` of nested dicts, or None."""
     at: Any = values
     for part in path.split("."):
@@ -128,7 +128,7 @@ def _leaf(values: Mapping[str, Any], path: str) -> Any:
     return at
 
 
-def _text(field: Field, value: Any) -> str:
+def text_of(field: Field, value: Any) -> str:
     """A stored value as its field's text (None: empty, inherit)."""
     if value is None:
         return ""
@@ -150,7 +150,7 @@ def _text(field: Field, value: Any) -> str:
 def form_values(settings: ScopeSettings) -> dict[str, str]:
     """A scope's own settings as the form's texts, by field name (empty: inherit)."""
     values = _plain(settings)
-    return {f.name: _text(f, _leaf(values, f.name)) for f in FIELDS}
+    return {f.name: text_of(f, leaf(values, f.name)) for f in FIELDS}
 
 
 _SPLIT = re.compile(r"[,\s]+")

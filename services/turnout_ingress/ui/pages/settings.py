@@ -44,6 +44,7 @@ from turnout_ingress.serving.validation import read_body
 from turnout_ingress.ui import csrf
 from turnout_ingress.ui.deps import Board, PageRoute, Viewer
 from turnout_ingress.ui.render import SECURITY_HEADERS, page
+from turnout_ingress.ui.settings_force import in_force
 from turnout_ingress.ui.settings_form import FIELDS, GROUPS, Change, FormError, diff, field_of, form_values, to_patch
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
@@ -139,11 +140,23 @@ async def settings_page(request: Request, caller: Viewer, board: Board) -> Respo
     if at is None:
         return _missing(caller)
     saved = [s for s in request.query_params.get("saved", "").split(",") if s]
-    return _form_page(request, caller, at.doc, at.org, at.scope, form_values(at.current), saved=saved)
+    return _form_page(request, board, caller, at.doc, at.org, at.scope, form_values(at.current), saved=saved)
+
+
+def _force(board: Board, doc: OrgDoc, scope: Scope) -> dict[str, tuple[str, str]]:
+    """For a key: each field's value in force and its scope (`settings_force.in_force`); else none."""
+    kind, name = scope
+    key = doc.keys.get(name or "") if kind == "key" else None
+    if key is None:
+        return {}
+    squad = (key.squad, doc.squads[key.squad].settings) if key.squad in doc.squads else None
+    config = board.access.directory.config
+    return in_force(doc.settings, squad, key.settings, config.policy, config.raw.ceilings)
 
 
 def _form_page(
     request: Request,
+    board: Board,
     caller: Caller,
     doc: OrgDoc,
     org: str,
@@ -159,6 +172,7 @@ def _form_page(
     return page(
         "settings_scope.html",
         caller,
+        force=_force(board, doc, scope),
         status=status,
         nav="settings",
         org=org,
@@ -227,20 +241,20 @@ async def _review(
     try:
         patch = to_patch(form, current)
     except FormError as exc:
-        return _form_page(request, caller, doc, org, scope, values, status=400, errors={exc.name: exc.message})
+        return _form_page(request, board, caller, doc, org, scope, values, status=400, errors={exc.name: exc.message})
     if not patch:
-        return _form_page(request, caller, doc, org, scope, values, notice="Nothing to change.")
+        return _form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
     raw = _json.encode(patch)
     api = board.access
     try:
         before, after, clamps = await api.preview_as(caller, org, settings_edit(api, caller, scope, raw, True))
     except (RequestRejected, AdminError) as exc:
         status, errors = _refused(exc)
-        return _form_page(request, caller, doc, org, scope, values, status=status, errors=errors)
+        return _form_page(request, board, caller, doc, org, scope, values, status=status, errors=errors)
     old = scope_settings(before, scope)
     changes = diff(old, scope_settings(after, scope)) + _ceiling_changes(before, after, scope)
     if not changes:
-        return _form_page(request, caller, doc, org, scope, values, notice="Nothing to change.")
+        return _form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
     return page(
         "settings_review.html",
         caller,
@@ -288,7 +302,7 @@ async def _confirm(
         await _audit(request, caller, org, scope, fields, status)
         fresh = await _doc(board, caller, org) or doc
         values = form_values(scope_settings(fresh, scope)) if _has(fresh, scope) else {}
-        return _form_page(request, caller, fresh, org, scope, values, status=status, errors=errors)
+        return _form_page(request, board, caller, fresh, org, scope, values, status=status, errors=errors)
     await _audit(request, caller, org, scope, fields, 200)  # the admin API's PATCH answers 200
     saved = quote(",".join(fields), safe=",")
     return RedirectResponse(f"{_url(org, scope)}?saved={saved}", status_code=303, headers=SECURITY_HEADERS)
