@@ -125,7 +125,7 @@ async def test_the_bootstrap_rule_against_redis(redis_client: Redis, caplog: pyt
     doc, _ = await store.load()
     assert doc is not None and set(doc.models) == {"m1", "admin"} and doc.models["m1"].offers[0].model == "edited"
     assert await seed(store, third, VAULT, force=True) == "forced"
-    doc, version = await store.load()
+    doc, _ = await store.load()
     assert doc is not None and set(doc.models) == {"m1", "m3"} and doc.models["m1"].offers[0].model == "m1-new"
     assert await seed(store, third, VAULT, force=True) == "kept"  # asked, but Redis holds this very file
 
