@@ -63,43 +63,44 @@ NAMES = st.sampled_from([f"models.m{i}" for i in range(4)] + [f"providers.p{i}" 
 PRINTS = st.sampled_from(["a", "b", "c"])
 
 
+State = tuple[dict[str, str], dict[str, Owned], dict[str, str], Plan]
+
+
 @st.composite
-def states(draw: st.DrawFn) -> tuple[dict[str, str], dict[str, Owned], dict[str, str], frozenset[str]]:
+def states(draw: st.DrawFn) -> State:
+    """Stored entries, an ownership record, the file's entries, and the plan of a start."""
     stored = draw(st.dictionaries(NAMES, PRINTS))
     owned = draw(st.dictionaries(NAMES, st.builds(Owned, written=PRINTS, source=PRINTS)))
     file = draw(st.dictionaries(NAMES, PRINTS))
     same = draw(
         st.frozensets(st.sampled_from(sorted(set(stored) & set(file))) if set(stored) & set(file) else st.nothing())
     )
-    return stored, owned, file, same
+    return stored, owned, file, plan(stored, owned, file, same)
 
 
 @given(states())
 def test_an_api_edit_is_never_overwritten_nor_removed_by_a_file(
-    state: tuple[dict[str, str], dict[str, Owned], dict[str, str], frozenset[str]],
+    state: State,
 ) -> None:
-    stored, owned, file, same = state
-    got = plan(stored, owned, file, same)
+    stored, owned, _file, got = state
     edited = {n for n, o in owned.items() if stored.get(n) != o.written}
     assert not edited & {*got.write, *got.remove}
 
 
 @given(states())
 def test_nothing_the_file_never_owned_is_removed_or_overwritten(
-    state: tuple[dict[str, str], dict[str, Owned], dict[str, str], frozenset[str]],
+    state: State,
 ) -> None:
-    stored, owned, file, same = state
-    got = plan(stored, owned, file, same)
+    stored, owned, _file, got = state
     foreign = set(stored) - set(owned)
     assert not foreign & {*got.write, *got.remove}
 
 
 @given(states())
 def test_what_the_file_owns_and_nobody_edited_ends_as_the_file_says(
-    state: tuple[dict[str, str], dict[str, Owned], dict[str, str], frozenset[str]],
+    state: State,
 ) -> None:
-    stored, owned, file, same = state
-    got = plan(stored, owned, file, same)
+    stored, owned, file, got = state
     for name, o in owned.items():
         if stored.get(name) != o.written:
             continue

@@ -53,7 +53,7 @@ def orgs(draw: st.DrawFn) -> OrgDoc:
     return OrgDoc(
         id="o",
         settings_meta=draw(METAS),
-        keys={n: key(n, m, squad=draw(st.none() | st.sampled_from(sorted(squads) or [None]))) for n, m in keys.items()},
+        keys={n: key(n, m, squad=draw(st.none() | st.sampled_from([*squads, "gone"]))) for n, m in keys.items()},
         squads={n: SquadDoc(meta=m) for n, m in squads.items()},
     )
 
@@ -67,7 +67,7 @@ def test_nothing_the_file_never_wrote_is_removed(org: OrgDoc, declared_keys: fro
     )
     new, removed = prune(org, declared)
     for name, k in org.keys.items():
-        assert (name in new.keys) == (k.meta.origin == "api" or (declared is not None and name in declared_keys))
+        assert (name in new.keys) == (k.meta.origin == "api" or name in (declared_keys or ()))
     for name, squad in org.squads.items():
         if squad.meta.origin == "api" or any(k.squad == name for k in new.keys.values()):
             assert name in new.squads
