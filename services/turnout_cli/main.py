@@ -103,6 +103,8 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         return EXIT_NO_PERSISTENCE
     if state.keys_refused:
         return EXIT_SEALED_KEYS
+    if state.config_refused:  # logged in one line
+        return 2
     return 0 if server.started else EXIT_STARTUP_FAILURE
 
 
