@@ -4,10 +4,10 @@
 Starts the tenancy fleet (Redis, simulator, one worker, one ingress; `tests/support/tenancy.py`)
 with the worker able to count its live objects (`bench/memtrace/sitecustomize.py`), reaches the
 worker with `--warm` then `--names` distinct `custom:beta-ep:tenant-model-<i>` names (one key
-reroute and one request each, as `tests/integration/test_bounded_metrics.py` does), and prints
-the worker's RSS before and after the names and the object types whose live count grew most.
+reroute and one request each, as `tests/integration/test_bounded_metrics.py` does) in `--waves`
+waves, and prints after each the worker's RSS and the object types whose live count grew most.
 
-Usage: .venv/bin/python bench/worker_memory.py [--names 3000] [--warm 300] [--top 20]
+Usage: .venv/bin/python bench/worker_memory.py [--names 3000] [--warm 300] [--waves 1] [--top 20]
 """
 
 from __future__ import annotations
@@ -46,10 +46,21 @@ def _census(gw: Gateway, out: Path, n: int) -> dict[str, list[int]]:
     return counts
 
 
+def _report(before: dict[str, list[int]], after: dict[str, list[int]], names: int, top: int) -> None:
+    """Print the live objects' growth between two censuses, the types that grew most first."""
+    grown = {k: (v[0] - before.get(k, [0, 0])[0], v[1] - before.get(k, [0, 0])[1]) for k, v in after.items()}
+    total = sum(size for _, size in grown.values())
+    print(f"  live objects' shallow size: {total / 1024:+.0f} KiB ({total / max(1, names):.0f} B per name)")
+    print("  types that grew most (objects, shallow KiB, live after):")
+    for name, (count, size) in sorted(grown.items(), key=lambda kv: -kv[1][1])[:top]:
+        print(f"    {count:+8d} {size / 1024:+9.1f} {after[name][0]:8d}  {name}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--names", type=int, default=3000)
     parser.add_argument("--warm", type=int, default=300)
+    parser.add_argument("--waves", type=int, default=1, help="send the names in this many waves, a census after each")
     parser.add_argument("--top", type=int, default=20)
     args = parser.parse_args()
     out = Path(tempfile.mkdtemp(prefix="turnout-memtrace-"))
@@ -59,17 +70,18 @@ def main() -> None:
         first = 100_000
         warm, _ = asyncio.run(send(gw, range(first, first + args.warm)))
         assert warm.count(200) == len(warm), warm[:10]
-        before, rss0 = _census(gw, out, 0), worker_rss_kib(gw)
-        statuses, took_s = asyncio.run(send(gw, range(args.names)))
-        after, rss1 = _census(gw, out, 1), worker_rss_kib(gw)
-    print(f"{statuses.count(200)}/{args.names} served in {took_s:.0f} s")
-    print(f"worker RSS {rss0 / 1024:.1f} -> {rss1 / 1024:.1f} MiB (+{(rss1 - rss0) / 1024:.1f} MiB)")
-    grown = {k: (v[0] - before.get(k, [0, 0])[0], v[1] - before.get(k, [0, 0])[1]) for k, v in after.items()}
-    total = sum(size for _, size in grown.values())
-    print(f"live objects' shallow size: {total / 1024:+.0f} KiB ({total / max(1, args.names):.0f} B per name)")
-    print("types that grew most (objects, shallow KiB):")
-    for name, (count, size) in sorted(grown.items(), key=lambda kv: -kv[1][1])[: args.top]:
-        print(f"  {count:+8d} {size / 1024:+9.1f}  {name}")
+        census, rss = _census(gw, out, 0), worker_rss_kib(gw)
+        print(f"after a {args.warm}-name warm-up: worker RSS {rss / 1024:.1f} MiB")
+        size = args.names // args.waves
+        for wave in range(args.waves):
+            statuses, took_s = asyncio.run(send(gw, range(wave * size, (wave + 1) * size)))
+            now, rss_now = _census(gw, out, wave + 1), worker_rss_kib(gw)
+            print(
+                f"wave {wave + 1}: {statuses.count(200)}/{size} served in {took_s:.0f} s; worker RSS "
+                f"{rss / 1024:.1f} -> {rss_now / 1024:.1f} MiB ({(rss_now - rss) / 1024:+.1f} MiB)"
+            )
+            _report(census, now, size, args.top)
+            census, rss = now, rss_now
 
 
 if __name__ == "__main__":
