@@ -131,9 +131,13 @@ async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
-        # a plain success's bookkeeping runs after its delivery (`turnout.router.after_answer`)
-        async with answer_first():
-            result = await _serve_or_500(ctx, payload)
+        try:
+            # a plain success's bookkeeping runs after its delivery (`turnout.router.after_answer`)
+            async with answer_first():
+                result = await _serve_or_500(ctx, payload)
+        finally:  # its costs are in the ledger's batch now: its reservations go with them, in one write
+            if payload.holds:
+                ctx["turnout"].runtime.obs.spend.settle(payload.org, payload.holds)
         observe.set_job_result(span, result)
     return result
 
