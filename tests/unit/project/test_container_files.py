@@ -50,3 +50,20 @@ def test_compose_runs_the_image_with_redis_aof_on_a_volume() -> None:
         (mount,) = services[name]["volumes"]
         catalog = yaml.safe_load((ROOT / "infra" / mount.split(":")[0]).read_text())
         assert all(p["base_url"].startswith("http://sim:9100") for p in catalog["providers"].values())
+
+
+def _build_only_packages() -> set[str]:
+    """The runtime lock's packages there only for the build backend: hatchling and what only it needs."""
+    text = (ROOT / "requirements.lock").read_text()
+    via: dict[str, set[str]] = {}
+    for block in re.split(r"\n(?=[a-z0-9][a-z0-9._-]*==)", text):
+        name = block.split("==", 1)[0].strip()
+        via[name] = set(re.findall(r"#\s+(?:via\s+)?([a-z0-9][a-z0-9._-]*)\s*$", block, re.MULTILINE)) - {"via"}
+    return {"hatchling"} | {name for name, parents in via.items() if parents == {"hatchling"}}
+
+
+def test_the_image_removes_exactly_the_build_backend_and_what_only_it_needs() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    removed = re.search(r"pip uninstall -q -y ((?:hatchling|[a-z-]+ )+[a-z-]+)", text)
+    assert removed is not None
+    assert set(removed.group(1).split()) == _build_only_packages()
