@@ -6,6 +6,7 @@
     turnout worker               one worker process (arq)
     turnout sim                  the provider simulator
     turnout config check FILE    validate a configuration file
+    turnout healthcheck          the container image's HEALTHCHECK (`turnout_cli.healthcheck`)
     turnout logs export          download one org's attempt records (admin key, or operator key and --org)
     turnout logs refusals        one org's door refusals, newest first (admin key, or operator key and --org)
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
@@ -130,6 +131,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except SealedKeysRefused:  # logged
         return EXIT_SEALED_KEYS
     return 0
+
+
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    """Check the server this container runs (`turnout_cli.healthcheck`; urllib imported only here)."""
+    from turnout_cli.healthcheck import cmd_healthcheck as check_container
+
+    return check_container()
 
 
 EXIT_NO_PERSISTENCE = 3
@@ -384,6 +392,8 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     c = csub.add_parser("check", help="validate a configuration file")
     c.add_argument("file")
     c.set_defaults(func=cmd_config_check)
+    p = sub.add_parser("healthcheck", help="check the server this container runs (the image's HEALTHCHECK)")
+    p.set_defaults(func=cmd_healthcheck)
     add_logs_parser(sub)
     add_admin_parser(sub)
     return parser
