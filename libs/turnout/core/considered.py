@@ -28,7 +28,8 @@ class Why(enum.StrEnum):
     """Why an offer of the plan was not attempted. The values of `turnout.core.loop.SkipReason`
     stand as they are beside these."""
 
-    CAPPED = "capped"  # past `plan.max_offers` (or one offer per model without cross_provider_same_model)
+    CAPPED = "capped"  # past `plan.max_offers`
+    ONE_PER_MODEL = "one_per_model"  # a model's offer after its first, without `fallback.cross_provider_same_model`
     PREFERENCES = "preferences"  # the request's `provider` preferences left it out
     NO_CREDENTIAL = "no_credential"  # no key the key mode allows (SPEC §6)
     NOT_REACHED = "not_reached"  # in the plan; the loop served or stopped before it

@@ -355,7 +355,7 @@ class _Offers:
             self.drop(ranked, kept, Why.PREFERENCES, note)
             ranked = kept
         if not self.policy.fallback.cross_provider_same_model and self.capped:  # uncapped lists them all
-            self.drop(ranked, ranked[:1], Why.CAPPED, note)
+            self.drop(ranked, ranked[:1], Why.ONE_PER_MODEL, note)
             ranked = ranked[:1]
         return ranked
 

@@ -56,6 +56,7 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
 
 CONSIDERED_WHY = {
     "capped": "past plan.max_offers",
+    "one_per_model": "one offer per model (fallback.cross_provider_same_model off)",
     "preferences": "left out by the request's provider preferences",
     "no_credential": "no credential",
     "not_reached": "not reached (served or stopped before it)",
