@@ -135,6 +135,8 @@ def test_the_outage_is_told_by_the_timeline_and_the_figures(outage: tuple[Gatewa
     figures = dict(re.findall(r'<dd id="fig-(\w+)"[^>]*>([^<]*)</dd>', activity))
     assert float(figures["rps"]) > 0 and figures["errors"] == "0.0 %"
     assert figures["ttft"] != "— / —" and float(figures["fallbacks"]) > 0, figures
+    live = httpx.get(f"{gw.base_url}/ui/activity?fragment=glance&window=2m", cookies=cookies).text
+    assert live.lstrip().startswith("<section") and 'id="chart-outcomes"' in live and "<table" not in live
     assert (
         "default-src 'self'"
         in httpx.get(f"{gw.base_url}/ui/activity", cookies=cookies).headers["content-security-policy"]

@@ -20,9 +20,12 @@ from turnout_ingress.admin.access import Caller
 from turnout_ingress.ui import charts, reader, series, timeline
 from turnout_ingress.ui.deps import Dashboard
 from turnout_ingress.ui.figures import LedgerRow, Row
+from turnout_ingress.ui.series import Window
 
-SCAN_MAX = 200_000
+SCAN_MAX = 100_000
 """Attempt records a chart window reads at most (the page says when it stopped there)."""
+CACHE_S = 5.0
+"""A window's rows serve the pages of one scope this many seconds."""
 LIVE_S = 300.0
 """The header's live figures cover the last this many seconds."""
 HISTORY_S = 3600.0
@@ -31,28 +34,24 @@ DAYS = 7
 """Days in Spend's daily chart."""
 
 
-class Window(msgspec.Struct, frozen=True, kw_only=True):
-    """One chart window's rows for a viewer: the rows, whether the read stopped at `SCAN_MAX`, its end."""
-
-    name: str
-    span_s: float
-    now_s: float
-    rows: list[Row]
-    partial: bool
-
-
 async def read_window(board: Dashboard, caller: Caller, name: str | None, now_s: float | None = None) -> Window:
-    """The attempt rows of `caller`'s scope over the window `name` (`series.WINDOWS`) and the live span.
+    """The attempt rows of `caller`'s scope over the window `name` (`series.WINDOWS`) and the live span,
+    read at most once per `CACHE_S` per scope and window (`Dashboard.glance_cache`).
 
     Raises:
         StateUnavailable: Redis unreachable.
     """
     now_s = time.time() if now_s is None else now_s
     name, span_s = series.window_s(name)
+    cached = board.glance_cache.get((caller.org, name))
+    if cached is not None and 0 <= now_s - cached.now_s < CACHE_S:
+        return cached
     rows, partial = await reader.window_rows(
         board.state.redis, scope_org=caller.org, since_s=now_s - max(span_s, LIVE_S), scan_max=SCAN_MAX
     )
-    return Window(name=name, span_s=span_s, now_s=now_s, rows=rows, partial=partial)
+    window = Window(name=name, span_s=span_s, now_s=now_s, rows=rows, partial=partial)
+    board.glance_cache[(caller.org, name)] = window
+    return window
 
 
 async def spend_today(board: Dashboard, caller: Caller, now_s: float) -> float:

@@ -27,7 +27,7 @@ from turnout_ingress.ui.figures import Row
 
 WINDOWS: dict[str, float] = {"2m": 120.0, "5m": 300.0, "15m": 900.0, "1h": 3600.0, "6h": 21_600.0, "24h": 86_400.0}
 """The charts' windows: the `window` query parameter's values and their length in seconds."""
-DEFAULT_WINDOW = "1h"
+DEFAULT_WINDOW = "15m"
 BUCKETS = 60
 """Time buckets per chart."""
 OUTCOMES = ("ok", "recovered", "failed")
@@ -38,6 +38,21 @@ def window_s(value: str | None) -> tuple[str, float]:
     """The `window` query parameter as (name, seconds); `DEFAULT_WINDOW` when absent or unknown."""
     name = value if value in WINDOWS else DEFAULT_WINDOW
     return name, WINDOWS[name]
+
+
+class Window(msgspec.Struct, frozen=True, kw_only=True):
+    """One chart window's attempt rows for a viewer (`glance.read_window`).
+
+    Attributes:
+        name / span_s: the window (`WINDOWS`) and its length (s); now_s: its end (epoch s).
+        rows: its attempt rows, ended or lost; partial: the read stopped at its limit.
+    """
+
+    name: str
+    span_s: float
+    now_s: float
+    rows: list[Row]
+    partial: bool
 
 
 class Req(msgspec.Struct, frozen=True, kw_only=True):

@@ -29,8 +29,12 @@ async def activity(request: Request, caller: Viewer, board: Board) -> Response:
     """The page of requests the query's filters select (an org's admin: its org only), from the
     query's `cursor` (none: the newest, and the page refreshes live); `fragment`: the rows only.
     The whole page starts with the header's live figures and the charts of the query's `window`
-    (`series.WINDOWS`; of the viewer's scope, the filters aside: `glance`)."""
+    (`series.WINDOWS`; of the viewer's scope, the filters aside: `glance`), which refresh live
+    too (`fragment=glance`: those only)."""
     q = request.query_params
+    if q.get("fragment") == "glance":
+        params = {k: q.get(k) for k in FILTERS}
+        return page("glance.html", caller, **await _at_glance(q, caller, board), params=params)
     filters, error = await _filters(q, caller, board)
     cursor = valid_cursor(q.get("cursor"))
     skip = frozenset(s for s in (q.get("skip") or "").split(",") if s)
@@ -50,17 +54,10 @@ async def activity(request: Request, caller: Viewer, board: Board) -> Response:
     older = None
     if result.cursor is not None:
         older = {**params, "cursor": result.cursor, "skip": ",".join(result.skip)}
-    if q.get("fragment"):
-        at_glance: dict[str, Any] = {}
-        name = "activity_rows.html"
-    else:
-        window = await glance.read_window(board, caller, q.get("window"))
-        at_glance = glance.activity_charts(window) | {
-            "window": window,
-            "windows": tuple(series.WINDOWS),
-            "spend_today": await glance.spend_today(board, caller, window.now_s),
-            "live_min": int(glance.LIVE_S // 60),
-        }
+    at_glance: dict[str, Any] = {}
+    name = "activity_rows.html"
+    if not q.get("fragment"):
+        at_glance = await _at_glance(q, caller, board)
         name = "activity.html"
     return page(
         name,
@@ -75,6 +72,21 @@ async def activity(request: Request, caller: Viewer, board: Board) -> Response:
         outcomes=OUTCOMES,
         export_formats=tuple(MEDIA_TYPES),
     )
+
+
+async def _at_glance(q: QueryParams, caller: Caller, board: Board) -> dict[str, Any]:
+    """The header's figures and the charts of the query's `window` for `caller` (`glance`).
+
+    Raises:
+        StateUnavailable: Redis unreachable (the page's 503).
+    """
+    window = await glance.read_window(board, caller, q.get("window"))
+    return glance.activity_charts(window) | {
+        "window": window,
+        "windows": tuple(series.WINDOWS),
+        "spend_today": await glance.spend_today(board, caller, window.now_s),
+        "live_min": int(glance.LIVE_S // 60),
+    }
 
 
 async def _filters(q: QueryParams, caller: Caller, board: Board) -> tuple[Filters, str | None]:
