@@ -70,7 +70,7 @@ async def spend_today(board: Dashboard, caller: Caller, now_s: float) -> float:
 def activity_charts(w: Window) -> dict[str, Any]:
     """Activity's header figures (`series.Glance`) and its two charts (SVG strings) over `w`."""
     reqs = series.requests(w.rows)
-    b = series.buckets(w.rows, w.now_s, w.span_s)
+    b = series.buckets(w.rows, w.now_s, w.span_s, reqs=reqs)
     return {
         "glance": series.glance(reqs, w.now_s, LIVE_S),
         "outcomes_svg": charts.stacked_bars(
@@ -106,10 +106,11 @@ async def provider_lanes(
         events = [msgspec.structs.replace(e, error="") for e in events]
     per_target = timeline.by_target(events)
     b = series.buckets(w.rows, w.now_s, w.span_s)
+    went = series.moved(w.rows)
     lanes = []
     for i, target in enumerate(targets):
         mine = per_target.get(target, [])
-        moved = series.moved_to(w.rows, target)
+        moved = went.get(target, [])
         words = "Its traffic went to " + ", ".join(f"{t} ({n})" for t, n in moved) + "." if moved else ""
         svg = charts.lane(
             f"lane-{i}",

@@ -79,28 +79,43 @@ class Req(msgspec.Struct, frozen=True, kw_only=True):
         return max(0.0, self.end_s - self.start_s) * 1000.0
 
 
+def _attempt_order(r: Row) -> tuple[int, int]:
+    return (r.run or 1, r.attempt)
+
+
 def requests(rows: Iterable[Row]) -> list[Req]:
     """The requests of `rows` (attempt rows, any order, ended or lost), oldest first by start.
 
     A request whose first attempts lie before the rows read is counted from the rows present.
     """
-    groups: dict[str, list[Row]] = defaultdict(list)
+    groups: dict[str, list[Row]] = {}
     for r in rows:
-        groups[r.request_id].append(r)
+        if (group := groups.get(r.request_id)) is None:
+            groups[r.request_id] = [r]
+        else:
+            group.append(r)
     out: list[Req] = []
     for group in groups.values():
-        group.sort(key=lambda r: (r.run or 1, r.attempt))
-        last = group[-1]
+        if len(group) == 1:  # most requests: one attempt
+            last = group[0]
+            start_s, end_s = last.ts, last.ts + (last.latency_ms or 0.0) / 1000.0
+            fallback, cost = last.is_fallback, last.cost_usd or 0.0
+        else:
+            group.sort(key=_attempt_order)
+            last = group[-1]
+            start_s = min(r.ts for r in group)
+            end_s = max(r.ts + (r.latency_ms or 0.0) / 1000.0 for r in group)
+            fallback, cost = any(r.is_fallback for r in group), sum(r.cost_usd or 0.0 for r in group)
         served = last.kind == "success"
         outcome = ("recovered" if len(group) > 1 or last.attempt > 1 else "ok") if served else "failed"
         out.append(
             Req(
-                start_s=min(r.ts for r in group),
-                end_s=max(r.ts + (r.latency_ms or 0.0) / 1000.0 for r in group),
+                start_s=start_s,
+                end_s=end_s,
                 outcome=outcome,
-                fallback=any(r.is_fallback for r in group),
+                fallback=fallback,
                 ttft_ms=last.ttft_ms if served else None,
-                cost_usd=sum(r.cost_usd or 0.0 for r in group),
+                cost_usd=cost,
             )
         )
     out.sort(key=lambda q: q.start_s)
@@ -184,14 +199,16 @@ def _index(ts: float, start_s: float, step_s: float, n: int) -> int | None:
     return i if 0 <= i < n else None
 
 
-def buckets(rows: Iterable[Row], now_s: float, span_s: float, n: int = BUCKETS) -> Buckets:
+def buckets(
+    rows: Sequence[Row], now_s: float, span_s: float, n: int = BUCKETS, reqs: Sequence[Req] | None = None
+) -> Buckets:
     """The window (`now_s - span_s`, `now_s`] cut into `n` buckets: requests by outcome and their
-    latency percentiles (by request start), and each target's share of the attempts (by attempt start)."""
-    rows = list(rows)
+    latency percentiles (by request start), and each target's share of the attempts (by attempt
+    start); `reqs`: the requests of `rows` when already made (`requests`)."""
     start_s, step_s = now_s - span_s, span_s / n
     outcomes = {o: [0] * n for o in OUTCOMES}
     latencies: list[list[float]] = [[] for _ in range(n)]
-    for q in requests(rows):
+    for q in requests(rows) if reqs is None else reqs:
         i = _index(q.start_s, start_s, step_s, n)
         if i is not None:
             outcomes[q.outcome][i] += 1
@@ -217,18 +234,19 @@ def buckets(rows: Iterable[Row], now_s: float, span_s: float, n: int = BUCKETS) 
     )
 
 
-def moved_to(rows: Iterable[Row], target: str) -> list[tuple[str, int]]:
-    """Where the traffic `target` did not serve went: the targets that served requests whose
-    attempts include a failed one on `target`, with how many, most first."""
+def moved(rows: Iterable[Row]) -> dict[str, list[tuple[str, int]]]:
+    """Where the traffic each target did not serve went: per target with a failed attempt, the
+    targets that served those requests, with how many, most first."""
     by_request: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
-        by_request[r.request_id].append(r)
-    went: Counter[str] = Counter()
+        if r.kind != "success" or r.attempt > 1 or r.is_fallback:  # a request of one served attempt moved nothing
+            by_request[r.request_id].append(r)
+    went: dict[str, Counter[str]] = defaultdict(Counter)
     for group in by_request.values():
-        tried = any(f"{r.provider}/{r.served_model}" == target and r.kind != "success" for r in group)
         served = [r for r in group if r.kind == "success"]
-        if tried and served:
-            there = f"{served[-1].provider}/{served[-1].served_model}"
-            if there != target:
-                went[there] += 1
-    return went.most_common()
+        if not served:
+            continue
+        there = f"{served[-1].provider}/{served[-1].served_model}"
+        for failed in {f"{r.provider}/{r.served_model}" for r in group if r.kind != "success"} - {there}:
+            went[failed][there] += 1
+    return {target: counts.most_common() for target, counts in went.items()}

@@ -87,7 +87,7 @@ def test_moved_to_names_where_a_failing_targets_traffic_went() -> None:
         row("y", 1, NOW - 3, "server_error"),
         row("y", 2, NOW - 2, provider="sim-b"),
     ]
-    assert series.moved_to(rows, "sim-a/m") == [("sim-b/m", 2)]
+    assert series.moved(rows) == {"sim-a/m": [("sim-b/m", 2)]}
 
 
 def test_window_names_fall_back_to_the_default() -> None:
