@@ -94,7 +94,8 @@ carries, outside the export, `phase` (`started`, `ended`, `lost`), `run`
 target's role in the plan), `delay_before_s` (seconds waited before the
 attempt) and `delay_reason` (`backoff`, `retry_after`, `fallback_backoff`
 or null), which the dashboard shows, `should_retry` (ended rows: the
-provider's `x-should-retry`, true / false, or null when it sent none), and
+provider's `x-should-retry`, true / false, or null when it sent none), `ttft_ms`
+(ended rows: a committed stream's time to its first chunk in ms, else null), and
 `considered` (ended rows: the plan's offers not attempted as of the attempt's
 end, `[{provider, model, catalog_model, reason, reopen_in_s}]`,
 `turnout.core.considered`; the request's last attempt holds the request's:
@@ -171,6 +172,7 @@ def attempt_row(
         "delay_reason": record.delay_reason,
         "should_retry": record.should_retry,
         "considered": [msgspec.to_builtins(c) for c in record.considered],
+        "ttft_ms": round(record.first_token_ms, 3) if record.first_token_ms is not None else None,
     }
 
 

@@ -171,6 +171,10 @@ def spend_key(org: str, period: str, period_id: str) -> str:
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
 
+BREAKER_TRANSITIONS_STREAM = "turnout:breaker:transitions"
+"""Stream of breaker transitions of the targets (opened, closed, resting on a Retry-After): fields
+{r: JSON event, `turnout.observability.breaker_log`}, capped by length and age (the dashboard's timeline)."""
+
 OPEN_ATTEMPTS_PREFIX = "turnout:attempts:open:"
 """Hash per request id: attempt id -> its `started` record row (JSON), removed when the
 attempt ends; what is left when a job re-runs is the dead run's lost attempts."""

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from turnout.core.attempt_phases import IN_FLIGHT_KIND
+from turnout_ingress.ui.client_view import ClientAnswer, client_answer
 
 MODEL_FALLBACK_ROLES = frozenset({"model_fallback", "context_window_fallback", "content_policy_fallback"})
 OUTCOMES = ("ok", "failed")
@@ -119,6 +120,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
         badges: labels in a fixed order (`Retried ×2`, `Provider fallback`, ...).
         attempts: its attempts, by number.
         considered: the plan's offers it did not attempt, and why (from its last row).
+        answer: what the client was answered (`client_view.client_answer`).
     """
 
     request_id: str
@@ -138,6 +140,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     badges: tuple[str, ...]
     attempts: tuple[Attempt, ...]
     considered: tuple[ConsideredOffer, ...] = ()
+    answer: ClientAnswer | None = None
 
 
 class Filters(msgspec.Struct, frozen=True, kw_only=True):
@@ -362,4 +365,5 @@ def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
         badges=badges(ordered),
         attempts=attempts(ordered),
         considered=considered(last),
+        answer=client_answer(ordered),
     )
