@@ -148,7 +148,7 @@ class Breakers(msgspec.Struct, frozen=True, kw_only=True):
             settings=settings,
             store=store,
             reads=reads,
-            gate=TargetGate(settings, reads, probes, SlowStart(settings), outage),
+            gate=TargetGate(settings, reads, probes, SlowStart(settings, store), outage),
             credentials=CredentialHealth(reads),
             results=ResultWriter(settings, writes, probes, speed, transitions, outage, on_alarm=hooks.on_alarm),
             plan_caps=PlanCaps(store, outage),
