@@ -28,6 +28,7 @@ import msgspec
 
 from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
 from turnout.config import Config, ProviderConfig, with_catalog
+from turnout.config.providers import ProbeConfig
 from turnout.rules.provider_rules import check_key_env, key_env_refusal
 from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_encoder
 from turnout.vault import Binding, SecretUnreadable, Vault, VaultUnavailable, header_binding
@@ -60,6 +61,8 @@ def _digested(provider: ProviderConfig) -> dict[str, object]:
     for name in dict.fromkeys((*KIND_FIELDS, "auth", "headers", *BEDROCK_FIELDS)):
         if fields[name] is None:
             del fields[name]
+    if fields["probe"] is msgspec.UNSET:  # no active probe: digested as before the field existed
+        del fields["probe"]
     return fields
 
 
@@ -89,6 +92,7 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             key=key,
             auth=p.auth,
             headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
+            probe=_probe(p.probe),
             **kind_fields(p),
         )
     return CatalogDoc(
@@ -131,16 +135,21 @@ def resolve_headers(name: str, refs: dict[str, KeyRef] | None, file: Config, vau
     return out
 
 
+def _probe(probe: ProbeConfig | msgspec.UnsetType) -> ProbeConfig | None:
+    """A provider's active probe as the stored document holds it (None: none)."""
+    return None if isinstance(probe, msgspec.UnsetType) else probe
+
+
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
     """True when `doc` holds the file's models and providers (kinds, URLs, `KIND_FIELDS`, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
     file_providers = {
-        n: (p.kind, p.base_url, kind_fields(p), bool(p.api_key), p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, kind_fields(p), bool(p.api_key), p.auth, sorted(p.headers or ()), _probe(p.probe))
         for n, p in config.raw.providers.items()
     }
     return file_providers == {
-        n: (p.kind, p.base_url, kind_fields(p), p.key is not None, p.auth, sorted(p.headers or ()))
+        n: (p.kind, p.base_url, kind_fields(p), p.key is not None, p.auth, sorted(p.headers or ()), p.probe)
         for n, p in doc.providers.items()
     }
 
@@ -200,6 +209,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             api_key=resolve_key(name, p.key, file, env, vault),
             auth=p.auth,
             headers=resolve_headers(name, p.headers, file, vault),
+            probe=msgspec.UNSET if p.probe is None else p.probe,
             **kind_fields(p),
         )
         for name, p in doc.providers.items()
