@@ -60,14 +60,19 @@ Probed = tuple[Target, ProviderConfig, ProbeConfig]
 
 
 def probed_targets(catalog: CatalogSource) -> dict[str, Probed]:
-    """The targets of the catalog in force whose provider has an active probe, by target key."""
+    """The targets of the catalog in force whose provider has an active probe, by target key. A
+    `tiny_request` (a chat request) is sent only to chat offers: an embedding model's target or an
+    `api: responses` offer is probed only by a `models` call."""
     current = catalog.current
     out: dict[str, Probed] = {}
-    for targets in current.models.values():
+    for model, targets in current.models.items():
         for target in targets:
             provider = current.providers.get(target.provider)
             probe = provider.active_probe if provider is not None else None
-            if provider is not None and probe is not None:
+            if provider is None or probe is None:
+                continue
+            chat = model not in current.embedding_models and current.apis.get(target.key, "chat") == "chat"
+            if chat or probe.call_for(provider.kind) == "models":
                 out.setdefault(target.key, (target, provider, probe))
     return out
 

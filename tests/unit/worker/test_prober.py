@@ -164,3 +164,17 @@ async def test_stopping_gives_the_lease_back(fleet: Fleet, upstream: Upstream) -
     await asyncio.sleep(0.01)
     await prober.stop()
     assert lease.holds >= 1 and lease.released == 1
+
+
+def test_a_chat_probe_goes_only_to_chat_offers() -> None:
+    config = """
+providers:
+  acme: {kind: openai_compatible, base_url: "https://upstream.test/v1", api_key: sk-probe-test-key, PROBE}
+models:
+  chat: {offers: [{provider: acme, model: model-a}]}
+  vectors: {type: embedding, offers: [{provider: acme, model: embed-a}]}
+"""
+    tiny = Catalog(parse_config(config.replace("PROBE", "probe: {active: true, call: tiny_request}")))
+    listing = Catalog(parse_config(config.replace("PROBE", "probe: {active: true}")))
+    assert set(probed_targets(tiny)) == {T}
+    assert set(probed_targets(listing)) == {T, "acme/embed-a"}
