@@ -28,6 +28,7 @@ import msgspec
 
 from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
 from turnout.config import Config, ProviderConfig, with_catalog
+from turnout.config.providers import ProbeConfig
 from turnout.rules.provider_rules import check_key_env, key_env_refusal
 from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_encoder
 from turnout.vault import Binding, SecretUnreadable, Vault, VaultUnavailable, header_binding
@@ -60,6 +61,8 @@ def _digested(provider: ProviderConfig) -> dict[str, object]:
     for name in dict.fromkeys((*KIND_FIELDS, "auth", "headers", *BEDROCK_FIELDS)):
         if fields[name] is None:
             del fields[name]
+    if fields["probe"] is msgspec.UNSET:  # no active probe: digested as before the field existed
+        del fields["probe"]
     return fields
 
 
@@ -110,9 +113,12 @@ def _same_model(doc: CatalogDoc, name: str, model: object) -> bool:
 
 def _provider_view(p: ProviderConfig | ProviderEntry) -> tuple[object, ...]:
     """What a comparison of a file's provider with a stored one looks at: kind, URL, `KIND_FIELDS`,
-    whether a key is set, auth, the header names."""
-    has_key = bool(p.api_key) if isinstance(p, ProviderConfig) else p.key is not None
-    return (p.kind, p.base_url, kind_fields(p), has_key, p.auth, sorted(p.headers or ()))
+    whether a key is set, auth, the header names, the active probe."""
+    if isinstance(p, ProviderConfig):
+        has_key, probe = bool(p.api_key), _probe(p.probe)
+    else:
+        has_key, probe = p.key is not None, p.probe
+    return (p.kind, p.base_url, kind_fields(p), has_key, p.auth, sorted(p.headers or ()), probe)
 
 
 def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
@@ -131,6 +137,7 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             key=key,
             auth=p.auth,
             headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
+            probe=_probe(p.probe),
             **kind_fields(p),
         )
     return CatalogDoc(
@@ -171,6 +178,11 @@ def resolve_headers(name: str, refs: dict[str, KeyRef] | None, file: Config, vau
         if value:
             out[header] = value
     return out
+
+
+def _probe(probe: ProbeConfig | msgspec.UnsetType) -> ProbeConfig | None:
+    """A provider's active probe as the stored document holds it (None: none)."""
+    return None if isinstance(probe, msgspec.UnsetType) else probe
 
 
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
@@ -236,6 +248,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             api_key=resolve_key(name, p.key, file, env, vault),
             auth=p.auth,
             headers=resolve_headers(name, p.headers, file, vault),
+            probe=msgspec.UNSET if p.probe is None else p.probe,
             **kind_fields(p),
         )
         for name, p in doc.providers.items()

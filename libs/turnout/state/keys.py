@@ -114,6 +114,20 @@ PROBE_PREFIX = "turnout:probe:"
 """String per target: the HALF_OPEN probe permit (`SET NX PX`)."""
 
 
+PROBER_KEY = "turnout:prober"
+"""String: the token of the one worker that sends the fleet's active probes, with a TTL it renews
+(`turnout.state.prober_lease`)."""
+
+RAMP_PREFIX = "turnout:ramp:"
+"""String per target in slow start: the theoretical arrival time (epoch µs) of its next call by
+rate (`turnout.core.ramp.rate_slot`), with a TTL of a few seconds."""
+
+
+def ramp_key(target: str) -> str:
+    """Key of a target's slow-start rate counter."""
+    return RAMP_PREFIX + target
+
+
 SPEED_PREFIX = "turnout:speed:"
 """Hash per target: {ttft_ms, tps}, the fleet's rolling measures (`turnout.state.breaker_store`)."""
 
