@@ -258,8 +258,7 @@ def build_plan(
         policy: the policy in force (fallback switches, gateway fallbacks).
         health: target key -> what ordering knows of it (absent: healthy).
         rng: tie-breaking and exploration for offer ranking.
-        orders: model id -> ordering strategy name (`ORDERINGS`); absent
-            models (custom endpoints too) use `health`.
+        orders: model id -> ordering strategy name (`ORDERINGS`); absent ones (custom too): `health`.
         order_settings: knobs and prices of the orderings.
         capped: apply `policy.plan.max_offers` and keep one offer per model where the policy (no
             `cross_provider_same_model`) or the preferences (no `allow_fallbacks`, no `order`)
@@ -269,26 +268,21 @@ def build_plan(
             `allow_fallbacks` the plan keeps only its first model and no special lists.
         keys: the org's credentials, when known: an offer no attempt could carry a credential
             to under `settings.key_mode` is left out before preferences and the cap (SPEC §6:
-            under `own_only`, only the offers of providers the org has a key for are
-            eligible). None: every offer stays (the attempt skips it as NO_CREDENTIAL).
-        classes: catalog model id -> its comparability class (chat models that declare one;
-            `turnout.core.alternates`). None: no model has a class.
+            under `own_only`, only the offers of providers the org has a key for are eligible).
+            None: every offer stays (the attempt skips it as NO_CREDENTIAL).
+        classes: catalog model id -> its class (`turnout.core.alternates`); None: no classes.
 
     Returns:
         The plan. With a reroute list, its models replace the requested one, which is never
         contacted; fallback models come from the maps keyed by the requested model (else `*`),
-        then `policy.fallback.models`, kept to `policy.fallback.only` when it lists models; with
-        `policy.fallback.comparable`, then the comparable alternates of the requested model
-        (`comparable_alternates`: its class's other models in catalog order, within `only`; none
-        for a pinned request or under a firing strategy), each entry `Role.COMPARABLE_ALTERNATE`.
-        A pinned request keeps only the pinned provider's offers
-        of its model, and gets no provider fallback for it; unless
-        `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists
-        keep only that provider's offers too (a model it does not serve drops out; DigitSpace's failover
-        document). The main
-        sequence then keeps its first `policy.plan.max_offers` distinct targets, after ordering
-        and across provider and model fallbacks; each special list (context length, content
-        policy, plan cap) is capped the same way on its own (SPEC §10).
+        then `policy.fallback.models`, kept to `fallback.only`; with `fallback.comparable`, then its
+        comparable alternates (none when pinned or under a firing strategy; `_main_sequence`). A
+        pinned request keeps only the pinned provider's offers of its model, and no provider fallback for it; unless
+        `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists keep
+        only that provider's offers too (a model it does not serve drops out; DigitSpace's failover
+        document). The main sequence then keeps its first `policy.plan.max_offers` distinct targets,
+        after ordering and across provider and model fallbacks; each special list (context length,
+        content policy, plan cap) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
@@ -297,8 +291,7 @@ def build_plan(
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
     base_model, pinned = split_pinned(requested_model, catalog, providers)
-    offers = _Offers(catalog, health, rng, orders or {}, order_settings, settings, policy, preferences, keys, capped)
-    offers.classes = classes or {}  # the requested model's class and its peers (`_main_sequence`)
+    offers = _Offers(catalog, health, rng, orders, order_settings, settings, policy, preferences, keys, capped, classes)
     if base_model not in catalog or (pinned is not None and not offers.of(base_model, pinned, narrowed=False)):
         raise UnknownModel(requested_model)
     confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
@@ -332,18 +325,19 @@ class _Offers:
         catalog: Mapping[str, Sequence[Target]],
         health: Mapping[str, TargetHealth],
         rng: random.Random,
-        orders: Mapping[str, str],
+        orders: Mapping[str, str] | None,
         order_settings: OrderSettings,
         settings: RoutingSettings,
         policy: Policy,
         preferences: Preferences,
         keys: KeyFacts | None,
         capped: bool,
+        classes: Mapping[str, str] | None,
     ) -> None:
-        self.catalog, self.health, self.rng, self.orders = catalog, health, rng, orders
+        self.catalog, self.health, self.rng, self.orders = catalog, health, rng, orders or {}
         self.order_settings, self.settings, self.policy = order_settings, settings, policy
         self.preferences, self.keys, self.capped = preferences, keys, capped
-        self.classes: Mapping[str, str] = {}
+        self.classes: Mapping[str, str] = classes or {}
         self.reshapes = bool(preferences.order) or preferences.narrows
         self.limit = policy.plan.max_offers if capped else None
         self.dropped: list[Considered] = []
