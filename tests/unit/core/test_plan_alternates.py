@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from turnout.core.alternates import comparable_alternates, constrained
 from turnout.core.considered import Why
+from turnout.core.model_types import confined
 from turnout.core.ordering import OrderSettings
 from turnout.core.plan import KeyFacts, NoMatchingOffer, Plan, Role, RoutingSettings, UnknownModel, build_plan
 from turnout.core.policy import FallbackPolicy, PinnedPolicy, PlanPolicy, Policy
@@ -322,3 +323,9 @@ def test_property_alternates_stay_in_the_class_the_constraint_and_the_tenants_re
         providers = frozenset(x.provider for x in catalog[e.target.catalog_model])
         assert keys.usable(e.target, providers, key_mode)
     assert len({e.target.key for e in p.entries}) <= max_offers
+
+
+def test_an_embedding_models_plan_is_confined_to_no_alternate() -> None:
+    """`confined` (`turnout.core.model_types`) turns `comparable` off for an embedding request."""
+    _, kept = confined(RoutingSettings(), policy(models=("plain",)))
+    assert kept.fallback.comparable is False and kept.fallback.models == ()
