@@ -103,6 +103,8 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         return EXIT_NO_PERSISTENCE
     if state.keys_refused:
         return EXIT_SEALED_KEYS
+    if state.config_refused:  # logged in one line
+        return 2
     return 0 if server.started else EXIT_STARTUP_FAILURE
 
 
@@ -220,12 +222,15 @@ def _file_providers(path: str) -> dict[Any, Any]:
 
 
 def _invalid(path: str, errors: list[str]) -> int:
-    """Print a file's errors (one line; or a count and a line each) to stderr; the exit status 1."""
+    """Print a file's errors to stderr, each naming the file (one line; or a count and a line
+    each); the exit status 1."""
     if len(errors) > 1:
         print(f"invalid: {path}: {len(errors)} error(s)", file=sys.stderr)
         print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
-    else:
+    elif errors[0].startswith(f"{path}:"):
         print(f"invalid: {errors[0]}", file=sys.stderr)
+    else:
+        print(f"invalid: {path}: {errors[0]}", file=sys.stderr)
     return 1
 
 

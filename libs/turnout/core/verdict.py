@@ -23,6 +23,11 @@ _TERMINAL_TYPE = {
     FailureKind.CONTENT_POLICY: "invalid_request_error",
 }
 
+_TERMINAL_CODE = {FailureKind.CONTEXT_LENGTH: "context_length_exceeded"}
+"""The OpenAI `code` a terminal kind always answers with, whatever the provider called it
+(Bedrock's `ValidationException`, Anthropic's none): OpenAI's code for a prompt over the
+model's context window, which OpenAI-format clients test for."""
+
 _TERMINAL_STATUS = {FailureKind.AUTH: 401}
 """Status of a terminal error that came without an error status (an error
 envelope inside a 2xx body, SPEC §3); other terminal kinds answer 400."""
@@ -236,7 +241,7 @@ def _terminal(last: AttemptRecord, summary: tuple[AttemptSummary, ...], served: 
     return Verdict(
         status_code=status if status is not None else _TERMINAL_STATUS.get(last.kind, 400),
         error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
-        error_code=last.error_code,
+        error_code=_TERMINAL_CODE.get(last.kind, last.error_code),
         message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
         retry_after_s=None,
         should_retry=False,

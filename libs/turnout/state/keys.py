@@ -226,6 +226,10 @@ CATALOG_VERSION = "turnout:catalog:version"
 CATALOG_FILES = "turnout:catalog:files"
 """Set of the digests of every configuration file whose catalog was applied (a stale file is known)."""
 
+CATALOG_OWNED = "turnout:catalog:owned"
+"""String: JSON entry (`models.<id>`, `providers.<name>`) -> `turnout.catalog.ownership.Owned`: what the
+configuration file wrote last (absent: a catalog written before the record existed)."""
+
 CATALOG_CHANNEL = "turnout:catalog:changed"
 """Pub/sub channel: message = the new catalog version; every process re-reads the catalog."""
 

@@ -87,5 +87,15 @@ class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         return self.providers, self.models
 
 
+class Owned(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A catalog entry the configuration file wrote (`turnout.catalog.ownership`): the fingerprints
+    of the stored entry it wrote (`written`) and of the file's value it wrote it from (`source`;
+    "" when not known: a catalog written before ownership was recorded)."""
+
+    written: str
+    source: str = ""
+
+
 doc_encoder = msgspec.json.Encoder(order="sorted")
 doc_decoder = msgspec.json.Decoder(CatalogDoc)
+owned_decoder = msgspec.json.Decoder(dict[str, Owned])
