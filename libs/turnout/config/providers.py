@@ -15,6 +15,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from turnout.aws import config_rules as aws_rules
+from turnout.core.alternates import CLASS_PATTERN
 from turnout.core.model_types import ModelType
 from turnout.core.ordering import OrderName
 from turnout.core.upstream_auth import ProviderAuth
@@ -200,9 +201,23 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         type: what it serves (`turnout.core.model_types`): `chat` (chat completions,
             messages, legacy completions) or `embedding` (`POST /v1/embeddings`; its
             offers only: no setting may name it, README "Embeddings").
+        klass: its comparability class, written `class:` (`frontier-chat`; a name of
+            `turnout.core.alternates.CLASS_PATTERN`): the models a policy with
+            `fallback.comparable: true` may append as comparable alternates of each other (README
+            "Comparable alternates"); chat models only. Unset (the default) is never encoded, so a
+            stored catalog without classes stays byte for byte what versions before the field wrote
+            (its file digest included); read it as `comparability_class`.
     """
 
     offers: Annotated[list[OfferConfig], msgspec.Meta(min_length=1, description="a model needs at least one offer")]
     context_window: ContextWindow | None = None
     order: OrderName = "health"
     type: ModelType = "chat"
+    klass: Annotated[str, msgspec.Meta(pattern=CLASS_PATTERN)] | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET, name="class"
+    )
+
+    @property
+    def comparability_class(self) -> str | None:
+        """Its `class:`, or None when it declares none."""
+        return None if isinstance(self.klass, msgspec.UnsetType) else self.klass

@@ -99,7 +99,15 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     Attributes:
         enabled: when False the loop never leaves the first target's model.
         cross_provider_same_model: expand a model into all its offers.
-        models: gateway-wide model fallbacks (appended after configured maps).
+        models: gateway-wide model fallbacks (appended after configured maps). It adds models,
+            as it always has; `only` is what constrains them (Mesh API's `models`).
+        comparable: after the configured fallback models, append the other models of the
+            requested model's catalog `class` (comparable alternates, `turnout.core.alternates`);
+            off by default. Never for a pinned `provider/model`, an embedding model, or under a
+            firing spend strategy.
+        only: when not empty, the only models the plan's model fallbacks may use (the scope's
+            `fallbacks`, `models` and comparable alternates); the requested model and its
+            reroutes are not constrained. Empty (default): no constraint.
         backoff_ms: pause before each fallback attempt.
         on_status: statuses (or classes) that allow a fallback.
         max_cycles: passes over the whole plan (1 = no restart).
@@ -114,6 +122,8 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     enabled: bool = True
     cross_provider_same_model: bool = True
     models: tuple[str, ...] = ()
+    comparable: bool = False
+    only: tuple[str, ...] = ()
     backoff_ms: int = 0
     on_status: tuple[StatusEntry, ...] = (408, 429, "5xx")
     max_cycles: int = 1
@@ -353,6 +363,8 @@ class FallbackOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fi
     enabled: bool | UnsetType = UNSET
     cross_provider_same_model: bool | UnsetType = UNSET
     models: tuple[str, ...] | UnsetType = UNSET
+    comparable: bool | UnsetType = UNSET
+    only: tuple[str, ...] | UnsetType = UNSET
     backoff_ms: Count | UnsetType = UNSET
     on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
     max_cycles: AtLeastOne | UnsetType = UNSET

@@ -108,6 +108,11 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     considered: tuple[Considered, ...] = ()
     first_token_ms: float | None = None
 
+    @property
+    def is_comparable(self) -> bool:
+        """Made on a comparable alternate (`Role.COMPARABLE_ALTERNATE`, `turnout.core.alternates`)."""
+        return self.role is Role.COMPARABLE_ALTERNATE
+
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):
     """A target passed over without an attempt (not counted as one).

@@ -60,6 +60,8 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
             (SPEC §10 plan-cap continuity).
         strategy: the spend strategy rule that chose the last attempt's
             model, or None (SPEC §10).
+        comparable: the last attempt was on a comparable alternate (`fallback.comparable`,
+            `turnout.core.alternates`).
     """
 
     provider: str | None
@@ -70,6 +72,7 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
     byok_fallback: bool = False
     plan_fallback: bool = False
     strategy: str | None = None
+    comparable: bool = False
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +115,7 @@ def served_facts(state: LoopState) -> Served:
         byok_fallback=bool(last and last.is_byok_fallback),
         plan_fallback=bool(last and last.is_plan_fallback),
         strategy=state.plan.strategy if last and last.is_strategy else None,
+        comparable=bool(last and last.is_comparable),
     )
 
 

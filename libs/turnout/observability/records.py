@@ -77,6 +77,7 @@ FIELDS = (
     "is_byok_fallback",
     "is_strategy",
     "is_plan_fallback",
+    "is_comparable",
     "strategy",
     "is_rerun",
     "lost",
@@ -84,7 +85,9 @@ FIELDS = (
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
-upstream HTTP status or null; `class` the SPEC §3 disposition. `is_rerun`:
+upstream HTTP status or null; `class` the SPEC §3 disposition.
+`is_comparable`: made on a comparable alternate (`fallback.comparable`, role
+`comparable_alternate`; `is_fallback` is true too). `is_rerun`:
 made by a re-run of the job after the worker running it died; `lost`: the
 attempt's process died before it ended (`kind` and `class` `lost`; status,
 latency, tokens and cost null: unknown, it may have been billed). An
@@ -166,6 +169,7 @@ def attempt_row(
         "is_byok_fallback": record.is_byok_fallback,
         "is_strategy": record.is_strategy,
         "is_plan_fallback": record.is_plan_fallback,
+        "is_comparable": record.is_comparable,
         "strategy": info.strategy if record.is_strategy else None,
         "role": str(record.role),
         "delay_before_s": round(record.delay_before_s, 3),
@@ -206,6 +210,7 @@ def started_row(info: RequestInfo, dispatch: Dispatch, *, attempt_id: str, ts: f
         "is_byok_fallback": dispatch.is_byok_fallback,
         "is_strategy": entry.is_strategy,
         "is_plan_fallback": entry.role is Role.PLAN_FALLBACK,
+        "is_comparable": entry.is_comparable,
         "strategy": info.strategy if entry.is_strategy else None,
         "role": str(entry.role),
         "delay_before_s": round(dispatch.delay_before_s, 3),

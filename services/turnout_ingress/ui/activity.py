@@ -16,7 +16,9 @@ import msgspec
 from turnout.core.attempt_phases import IN_FLIGHT_KIND
 from turnout_ingress.ui.client_view import ClientAnswer, client_answer
 
-MODEL_FALLBACK_ROLES = frozenset({"model_fallback", "context_window_fallback", "content_policy_fallback"})
+MODEL_FALLBACK_ROLES = frozenset(
+    {"model_fallback", "comparable_alternate", "context_window_fallback", "content_policy_fallback"}
+)
 OUTCOMES = ("ok", "failed")
 _CURSOR = re.compile(r"^\(?\d{1,20}-\d{1,20}$")
 
@@ -227,18 +229,20 @@ def valid_cursor(value: str | None) -> str | None:
 def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The badges of a request from its attempt rows (any order), in display order.
 
-    `Retried ×N` counts attempts flagged `is_retry`; a fallback attempt is a
+    `Retried ×N` counts every attempt after the first, retries and fallbacks alike (Mesh API's
+    log row: 503, 503, then 200 on another provider is *Retried ×2* with a *Provider fallback*
+    badge); a fallback attempt is a
     *Model fallback* when its plan role changes the model, else a *Provider
     fallback* (rows written before roles were recorded: provider fallback
     when the provider differs from the first attempt's). Reroute, BYOK
-    fallback, Strategy and Plan fallback follow their record flags; `Re-run`
+    fallback, Strategy, Plan fallback and Comparable alternate follow their record flags; `Re-run`
     marks a job run again after its worker died, `Lost ×N` the attempts that
     died with it (outcome unknown, maybe billed).
     """
     ordered = in_order(rows)
     out: list[str] = []
-    retries = sum(1 for r in ordered if r.get("is_retry"))
-    if retries:
+    retries = len(ordered) - 1
+    if retries > 0:
         out.append(f"Retried ×{retries}")
     first_provider = ordered[0].get("provider") if ordered else None
     provider_fb = model_fb = False
@@ -261,6 +265,7 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
         ("is_byok_fallback", "BYOK fallback"),
         ("is_strategy", "Strategy"),
         ("is_plan_fallback", "Plan fallback"),
+        ("is_comparable", "Comparable alternate"),
     ):
         if any(r.get(flag) for r in ordered):
             out.append(label)
@@ -312,6 +317,7 @@ def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
                 "is_byok_fallback",
                 "is_strategy",
                 "is_plan_fallback",
+                "is_comparable",
                 "is_rerun",
                 "lost",
             )

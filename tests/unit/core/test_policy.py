@@ -41,7 +41,7 @@ SPEC_POLICY_JSON = """
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
 EXTENSIONS = {
     "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stall_retries": 0, "stream_recovery": "none"},
-    "fallback": {"credential_fallback": True, "on_exhausted": "gateway"},
+    "fallback": {"credential_fallback": True, "on_exhausted": "gateway", "comparable": False, "only": []},
     "budget": {},
 }
 
