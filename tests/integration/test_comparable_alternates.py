@@ -1,7 +1,6 @@
 """Comparable alternates through the whole fleet with the official `openai` SDK (issue #45 item 7;
-Mesh API: "If the requested model can't be served anywhere right now, the gateway can route to a
-comparable alternate model so the request still succeeds", "`models` optionally constrains the
-candidate set"). Every offer of the asked model and its configured fallback fail (the simulator's
+seed 002: a comparable alternate model may serve, and a model list may constrain the
+candidates). Every offer of the asked model and its configured fallback fail (the simulator's
 `~503`); a model of the same `class` serves; a model of another class never does; `fallback.only`
 keeps the alternates to the models it lists; a pinned request and a policy without `comparable`
 get none. The records mark the alternate, and the Activity badges count every extra attempt.

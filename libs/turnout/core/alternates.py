@@ -1,14 +1,14 @@
 """Comparable alternates: the models of the requested model's class a plan may end with (issue #45
-item 7; Mesh API: "If the requested model can't be served anywhere right now, the gateway can route
-to a comparable alternate model so the request still succeeds").
+item 7): when no offer of the requested model or its configured fallbacks can serve, another model
+of the same class still answers.
 
 Owns: the rule that picks them and the model constraint of a policy's fallbacks. A catalog model may
 declare a `class` (a comparability class, `frontier-chat`); with `fallback.comparable: true` the
 plan appends, after the requested model's offers and its configured fallback models, the other
 models of that class, in catalog order (the order of `models:` in the file or the stored catalog:
 the operator's own ranking, so no price or health guess picks a weaker model first). They are
-never the requested model, a reroute model or a configured fallback again. `fallback.only` (Mesh
-API: "`models` optionally constrains the candidate set") keeps the policy's model fallbacks, the
+never the requested model, a reroute model or a configured fallback again. `fallback.only` (a
+constraint on the candidate set) keeps the policy's model fallbacks, the
 configured and the comparable ones, to the models it lists; the requested model and its reroutes
 are not fallbacks and are never constrained.
 Must not import: anything outside the standard library, msgspec and `turnout.core`.

@@ -1,6 +1,5 @@
-"""Considered offers: the plan's offers a request did not attempt, and why (issue #45 item 6;
-DigitSpace: "each request's detail shows the provider that served it and the others that were
-considered").
+"""Considered offers: the plan's offers a request did not attempt, and why (issue #45 item 6:
+a request's detail names the provider that served it and every other offer its plan held).
 
 Owns: the reasons (`Why`), one left-out offer (`Considered`), and the list as of one attempt's
 end (`considered_so_far`): the offers the plan builder left out (`Plan.left_out`: past

@@ -279,8 +279,7 @@ def build_plan(
         comparable alternates (none when pinned or under a firing strategy; `_main_sequence`). A
         pinned request keeps only the pinned provider's offers of its model, and no provider fallback for it; unless
         `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists keep
-        only that provider's offers too (a model it does not serve drops out; DigitSpace's failover
-        document). The main sequence then keeps its first `policy.plan.max_offers` distinct targets,
+        only that provider's offers too (a model it does not serve drops out). The main sequence then keeps its first `policy.plan.max_offers` distinct targets,
         after ordering and across provider and model fallbacks; each special list (context length,
         content policy, plan cap) is capped the same way on its own (SPEC §10).
 

@@ -100,7 +100,7 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
         enabled: when False the loop never leaves the first target's model.
         cross_provider_same_model: expand a model into all its offers.
         models: gateway-wide model fallbacks (appended after configured maps). It adds models,
-            as it always has; `only` is what constrains them (Mesh API's `models`).
+            as it always has; `only` is what constrains them.
         comparable: after the configured fallback models, append the other models of the
             requested model's catalog `class` (comparable alternates, `turnout.core.alternates`);
             off by default. Never for a pinned `provider/model`, an embedding model, or under a
@@ -115,8 +115,8 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             rejected with 401/403 is retried once on the shared key for the
             same target (SPEC §6).
         on_exhausted: the answer when every attempt failed: `gateway` (SPEC §7's 502
-            `provider_failed`), `last` (the last attempt's upstream status and error, Edgee)
-            or `original` (the first attempt's, Empryo); see `turnout.core.exhausted`.
+            `provider_failed`), `last` (the last attempt's upstream status and error)
+            or `original` (the first attempt's); see `turnout.core.exhausted`.
     """
 
     enabled: bool = True
@@ -168,8 +168,8 @@ class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class PinnedPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a pinned `provider/model` confines (SPEC §3 step 1; DigitSpace: "With `provider/model`,
-    only that provider's offers are tried"). `allow_other_providers` False (default): the whole
+    """What a pinned `provider/model` confines (SPEC §3 step 1: a pinned request
+    is tried on that provider's offers only). `allow_other_providers` False (default): the whole
     plan (reroutes, fallback models, special lists) keeps only that provider's offers; True: only
     the requested model is confined (`turnout.core.plan.build_plan`)."""
 

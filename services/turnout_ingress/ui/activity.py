@@ -229,9 +229,8 @@ def valid_cursor(value: str | None) -> str | None:
 def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The badges of a request from its attempt rows (any order), in display order.
 
-    `Retried ×N` counts every attempt after the first, retries and fallbacks alike (Mesh API's
-    log row: 503, 503, then 200 on another provider is *Retried ×2* with a *Provider fallback*
-    badge); a fallback attempt is a
+    `Retried ×N` counts every attempt after the first, retries and fallbacks alike (503,
+    503, then 200 on another provider is *Retried ×2* with a *Provider fallback* badge); a fallback attempt is a
     *Model fallback* when its plan role changes the model, else a *Provider
     fallback* (rows written before roles were recorded: provider fallback
     when the provider differs from the first attempt's). Reroute, BYOK

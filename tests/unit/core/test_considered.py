@@ -1,5 +1,5 @@
-"""Table tests for turnout.core.considered and `Plan.left_out` (issue #45 item 6; DigitSpace:
-"each request's detail shows the provider that served it and the others that were considered")."""
+"""Table tests for turnout.core.considered and `Plan.left_out` (issue #45 item 6; seed 001:
+a request's detail names the provider that served it and the other offers considered)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
-"""Comparable alternates and the `fallback.only` constraint in the plan (issue #45 item 7; Mesh API:
-"the gateway can route to a comparable alternate model so the request still succeeds", "`models`
-optionally constrains the candidate set"): table tests, then invariants over generated catalogs."""
+"""Comparable alternates and the `fallback.only` constraint in the plan (issue #45 item 7; seed 002:
+a comparable alternate model may serve, and a model list may constrain the candidates): table tests, then invariants over generated catalogs."""
 
 from __future__ import annotations
 

@@ -94,7 +94,7 @@ OK = {"status": 200, "class": "success", "kind": "success"}
     ],
 )
 def test_badges_follow_the_record_flags_and_roles(rows: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
-    """`Retried ×N` counts every attempt after the first, as Mesh API's log row does: 503, 503,
+    """`Retried ×N` counts every attempt after the first, as seed 002's log row does: 503, 503,
     then 200 on another provider is *Retried ×2* with a *Provider fallback* badge."""
     assert badges(rows) == expected
 
