@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -207,6 +208,16 @@ def _stop(procs: list[subprocess.Popen[bytes]]) -> None:
                 p.kill()
 
 
+def _shown_url(url: str) -> str:
+    """`url` with its password, if any, left out (`redis://:***@host:6379/0`)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.username or ""
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+
+
 def _banner(base: str, key: str, demo: bool, metrics_ports: list[int]) -> str:
     """The text printed once the fleet is ready: where to send requests, with which key,
     and where each process's Prometheus metrics are (`metrics_ports`: the workers' side
@@ -219,6 +230,7 @@ Turnout is up.
   base URL : {base}/v1
   key      : {key}
   metrics  : {base}/metrics (ingress); workers: {workers}
+  dashboard: {base}/ui (log in with an admin key{": the one above" if demo else ""}, or TURNOUT_OPERATOR_KEY)
 
   curl {base}/v1/chat/completions -H "Authorization: Bearer {key}" \\
        -H "Content-Type: application/json" -i \\
@@ -275,6 +287,8 @@ def run_dev(args: argparse.Namespace) -> int:
             if redis_url is None:
                 return 1
             started = procs[-1]
+        else:
+            print(f"redis     : {_shown_url(redis_url)} (yours: --redis-url or TURNOUT_REDIS_URL)")
         problem = _wait_redis(redis_url, 10, started)
         if problem is not None:
             print(f"turnout dev: {problem}.", file=sys.stderr)

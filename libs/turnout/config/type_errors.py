@@ -27,6 +27,8 @@ from typing import Any, Literal, get_args, get_origin
 import msgspec
 from msgspec import inspect as mi
 
+from turnout.core.field_values import described
+
 _UNIONS = (typing.Union, types.UnionType)
 
 
@@ -70,18 +72,6 @@ def _literals(tp: Any) -> tuple[Any, ...]:
     return ()
 
 
-def _described(info: mi.Type) -> str | None:
-    """The rule in words of `info`: its `msgspec.Meta(description=...)`, else the one every arm of
-    a union shares (`StatusEntry`: an int or a string), else None."""
-    if isinstance(info, mi.Metadata):
-        found = (info.extra_json_schema or {}).get("description")
-        return found if isinstance(found, str) else _described(info.type)
-    if isinstance(info, mi.UnionType):
-        shared = {_described(arm) for arm in info.types}
-        return shared.pop() if len(shared) == 1 else None
-    return None
-
-
 def _explained(value: Any, tp: Any, message: str) -> str:
     """msgspec's `message` for `value` against `tp`, with what the type says: the allowed values of
     a wrong enum value, the rule in words of a described type (in place of a regex a string missed)."""
@@ -90,11 +80,11 @@ def _explained(value: Any, tp: Any, message: str) -> str:
     allowed = _literals(tp)
     if any(type(value) is type(v) for v in allowed):  # the right type, not one of the values
         message += f" (allowed: {', '.join(repr(a) for a in allowed)})"
-    described = _described(info)
+    rule = described(info)
     patterns = [arm.pattern for arm in arms if isinstance(arm, mi.StrType) and arm.pattern]
-    if described and isinstance(value, str) and patterns and not any(re.search(p, value) for p in patterns):
-        return f"Expected {described}, got {value[:40]!r}"  # the rule in words, not the pattern
-    return f"{message} ({described})" if described else message
+    if rule and isinstance(value, str) and patterns and not any(re.search(p, value) for p in patterns):
+        return f"Expected {rule}, got {value[:40]!r}"  # the rule in words, not the pattern
+    return f"{message} ({rule})" if rule else message
 
 
 def _struct_errors(value: dict[Any, Any], tp: type[msgspec.Struct], path: str) -> list[str]:

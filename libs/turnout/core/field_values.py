@@ -1,6 +1,7 @@
 """The values a field of a msgspec type accepts, for a 400 that lists them.
 
-Owns: `enum_values`, `with_enum_values` and `with_close_field`. msgspec refuses a string outside a `Literal` or an
+Owns: `enum_values`, `with_enum_values`, `with_close_field`, `described` (a type's rule in
+words) and `in_words` (msgspec's "Expected `int`, got `str`" said in words). msgspec refuses a string outside a `Literal` or an
 `Enum` with "Invalid enum value 'cheap' - at `$.sort`" and names no value it
 would take; the caller finds the field's type from the path msgspec gives
 and lists them ("one of latency, price, throughput"). Only called on the
@@ -99,3 +100,53 @@ def with_close_field(reason: str, tp: Any, path: str, unknown: str) -> str:
     names = [f.encode_name for f in structs[0].fields]
     close = difflib.get_close_matches(unknown, names, n=1, cutoff=0.75)
     return f"{reason} (did you mean `{close[0]}`?)" if close else f"{reason} (known fields: {', '.join(names)})"
+
+
+def described(info: Any) -> str | None:
+    """The rule in words of an inspected type `info`: its `msgspec.Meta(description=...)`, else the
+    one every arm of a union shares (an int or a string of one rule), else None."""
+    if isinstance(info, msgspec.inspect.Metadata):
+        found = (info.extra_json_schema or {}).get("description")
+        return found if isinstance(found, str) else described(info.type)
+    if isinstance(info, msgspec.inspect.UnionType):
+        shared = {described(arm) for arm in info.types}
+        return shared.pop() if len(shared) == 1 else None
+    return None
+
+
+_TYPE_WORDS = {
+    "int": "a whole number",
+    "float": "a number",
+    "str": "text",
+    "bool": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "an object",
+}
+_EXPECTED = re.compile(r"Expected `([^`]+)`, got `([^`]+)`")
+_PATTERN = re.compile(r"Expected `str` matching regex '.*'")
+
+
+def in_words(reason: str, tp: Any, path: str) -> str:
+    """msgspec's `reason` for the field at `path` of `tp` in words: "Expected `int | null`, got
+    `str`" as "Expected a whole number or null, got text"; a string that missed a pattern as the
+    field's rule in words (its `Meta(description=...)`) where it has one. Any other reason as it is."""
+    if _PATTERN.match(reason):
+        info = _at(tp, path)
+        rule = described(info) if info is not None else None
+        return f"Expected {rule}" if rule else reason
+    match = _EXPECTED.fullmatch(reason)
+    if match is None:
+        return reason
+    expected, got = _words(match.group(1)), _words(match.group(2))
+    if got == "a number":  # JSON's 1.5 and 1e3: not a whole number as msgspec reads them
+        got = "a number with a fraction or an exponent"
+    return reason if expected is None or got is None else f"Expected {expected}, got {got}"
+
+
+def _words(types: str) -> str | None:
+    """`int | null` as "a whole number or null"; None when a type has no words here."""
+    parts = [_TYPE_WORDS.get(t.strip()) for t in types.split("|")]
+    if None in parts:
+        return None
+    return " or ".join(p for p in parts if p is not None)

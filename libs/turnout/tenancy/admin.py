@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from turnout.core.field_values import with_close_field, with_enum_values
+from turnout.core.field_values import in_words, with_close_field, with_enum_values
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.json_reason import json_reason, out_of_range
@@ -157,8 +157,8 @@ def decode(body: bytes, tp: type[T], root: str = "") -> T:
         reason = text.split(" - at ")[0]
         if unknown:
             reason = with_close_field(reason, tp, where.group(1) if where else "", unknown.group(1))
-        elif where:  # msgspec names no value of an enum it refuses
-            reason = with_enum_values(reason, tp, where.group(1))
+        elif where:  # msgspec names no value of an enum it refuses, and types by their names
+            reason = in_words(with_enum_values(reason, tp, where.group(1)), tp, where.group(1))
         raise invalid(full, reason) from None
     except msgspec.DecodeError as exc:
         raise invalid("body", f"not valid JSON: {json_reason(body or b'{}', exc)}") from None

@@ -236,10 +236,11 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     when the provider differs from the first attempt's). Reroute, BYOK
     fallback, Strategy, Plan fallback and Comparable alternate follow their record flags; `Re-run`
     marks a job run again after its worker died, `Lost ×N` the attempts that
-    died with it (outcome unknown, maybe billed).
+    died with it (outcome unknown, maybe billed). A `POST /v1/messages/count_tokens` request's
+    calls (`operation: count_tokens` on their rows) lead with *Token count*.
     """
     ordered = in_order(rows)
-    out: list[str] = []
+    out: list[str] = ["Token count"] if any(r.get("operation") == "count_tokens" for r in ordered) else []
     retries = len(ordered) - 1
     if retries > 0:
         out.append(f"Retried ×{retries}")

@@ -17,6 +17,7 @@ as `true` / `false`; a strategy as its JSON; empty: inherit.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
@@ -162,15 +163,15 @@ def _items(text: str) -> list[str]:
 
 
 def _number(text: str, kind: Kind) -> Any:
-    """A number's text as a JSON number; text that is none stays text (the admin API refuses it)."""
+    """A number's text as a JSON number (`1.5` in a whole-number field too: the admin API then
+    says it wants a whole number); text that is no finite number stays text (refused as text)."""
     if _INT.fullmatch(text):
         return int(text)
-    if kind == "float":
-        try:
-            return float(text)
-        except ValueError:
-            return text
-    return text
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def _model_map(text: str) -> dict[str, list[str]] | list[str]:

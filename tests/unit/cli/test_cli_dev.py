@@ -68,6 +68,15 @@ def test_the_banner_names_the_ingress_and_every_worker_metrics_url() -> None:
     assert "http://127.0.0.1:8080/metrics (ingress)" in text
     assert "workers: http://127.0.0.1:9464/metrics, http://127.0.0.1:9465/metrics" in text
     assert "workers: off" in _banner("http://127.0.0.1:8080", DEMO_KEY, True, [])
+    assert "dashboard: http://127.0.0.1:8080/ui (log in with an admin key: the one above" in text
+
+
+def test_a_redis_url_of_yours_is_shown_without_its_password() -> None:
+    from turnout_cli.dev import _shown_url
+
+    assert _shown_url("redis://127.0.0.1:6379/0") == "redis://127.0.0.1:6379/0"
+    assert _shown_url("redis://:s3cret@10.0.0.5:6379/1") == "redis://:***@10.0.0.5:6379/1"
+    assert _shown_url("rediss://app:s3cret@cache.internal:6380/0") == "rediss://app:***@cache.internal:6380/0"
 
 
 def test_dev_workers_metrics_ports_skip_a_port_another_process_holds() -> None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import enum
-from typing import Literal
+from typing import Annotated, Literal
 
 import msgspec
 import pytest
 
-from turnout.core.field_values import enum_values, with_close_field
+from turnout.core.field_values import enum_values, in_words, with_close_field
 
 
 class Mode(enum.Enum):
@@ -81,3 +81,30 @@ def test_an_unknown_field_gets_the_close_name_or_the_known_ones(path: str, unkno
 @pytest.mark.parametrize("path", [".leaf.count", ".nothing", "oops"])
 def test_an_unknown_field_where_no_struct_is_keeps_the_reason(path: str) -> None:
     assert with_close_field("unknown", Root, path, "x") == "unknown"
+
+
+class Ruled(msgspec.Struct):
+    code: Annotated[str, msgspec.Meta(pattern="^[a-z]+$", description="lowercase letters")] = "a"
+    count: int | None = None
+    ratio: float = 0.0
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        (b'{"count": "x"}', "Expected a whole number or null, got text"),
+        (b'{"count": 1.5}', "Expected a whole number or null, got a number with a fraction or an exponent"),
+        (b'{"ratio": null}', "Expected a number, got null"),
+        (b'{"code": "A1"}', "Expected lowercase letters"),
+    ],
+)
+def test_msgspecs_type_names_are_said_in_words(raw: bytes, reason: str) -> None:
+    with pytest.raises(msgspec.ValidationError) as info:
+        msgspec.json.decode(raw, type=Ruled)
+    text, path = str(info.value).split(" - at `$", 1)
+    assert in_words(text, Ruled, path.rstrip("`")) == reason
+
+
+def test_a_reason_with_a_type_without_words_stays_as_it_is() -> None:
+    assert in_words("Expected `int`, got `Decimal`", Ruled, ".count") == "Expected `int`, got `Decimal`"
+    assert in_words("Object missing required field `x`", Ruled, "") == "Object missing required field `x`"

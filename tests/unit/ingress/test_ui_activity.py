@@ -77,6 +77,7 @@ OK = {"status": 200, "class": "success", "kind": "success"}
             ],
             ("Retried ×2", "Provider fallback", "Model fallback", "Comparable alternate"),
         ),
+        ([row(1, operation="count_tokens", **OK)], ("Token count",)),
     ],
     ids=[
         "served-first",
@@ -89,8 +90,9 @@ OK = {"status": 200, "class": "success", "kind": "success"}
         "strategy",
         "plan-fallback",
         "no-role-other-provider",
-        "mesh-503-503-200-elsewhere",
+        "503-503-200-elsewhere",
         "comparable-alternate",
+        "token-count",
     ],
 )
 def test_badges_follow_the_record_flags_and_roles(rows: list[dict[str, Any]], expected: tuple[str, ...]) -> None:

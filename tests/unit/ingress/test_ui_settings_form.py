@@ -88,9 +88,11 @@ def test_the_form_becomes_a_patch_of_only_the_settings_it_changes(edits: dict[st
 
 
 def test_text_the_form_cannot_read_as_a_number_is_passed_on_for_the_admin_api_to_refuse() -> None:
-    patch = to_patch({**form_values(CURRENT), "limits.rpm": "many", "policy.retry.base_ms": "1.5"}, CURRENT)
+    form = {**form_values(CURRENT), "limits.rpm": "many", "policy.retry.base_ms": "1.5", "budget.usd": "nan"}
+    patch = to_patch(form, CURRENT)
     assert patch["limits"] == {"rpm": "many"}
-    assert patch["policy"]["retry"]["base_ms"] == "1.5"
+    assert patch["policy"]["retry"]["base_ms"] == 1.5  # a number: "not a whole number", not "text"
+    assert patch["budget"]["usd"] == "nan"  # no finite number: text
 
 
 def test_a_strategy_that_is_not_json_is_refused_naming_its_field() -> None:

@@ -223,7 +223,11 @@ OUT_OF_DOMAIN = [
     (b'{"policy": {"fallback": {"max_cycles": -2}}}', "settings.policy.fallback.max_cycles", ">= 1"),
     (b'{"policy": {"plan": {"max_offers": 0}}}', "settings.policy.plan.max_offers", ">= 1"),
     (b'{"policy": {"fallback": {"on_exhausted": "first"}}}', "settings.policy.fallback.on_exhausted", "Invalid enum"),
-    (b'{"policy": {"pinned": {"allow_other_providers": 1}}}', "settings.policy.pinned.allow_other_providers", "bool"),
+    (
+        b'{"policy": {"pinned": {"allow_other_providers": 1}}}',
+        "settings.policy.pinned.allow_other_providers",
+        "Expected true or false, got a whole number",
+    ),
     (b'{"budget": {"usd": -1, "period": "day"}}', "settings.budget.usd", "Expected `float` > 0.0"),
 ]
 
