@@ -17,6 +17,8 @@ Header meanings (the gateway's README, "What the client sees"):
                                caller's own key was rejected
     x-turnout-plan-fallback    1 when a `plan_fallbacks` model served after
                                a quota or usage-cap failure
+    x-turnout-comparable       1 when a comparable alternate (a model of the
+                               requested model's class) served
     x-turnout-strategy         the routing strategy in force, when one is
     x-turnout-idempotent-replay  1 when the answer is a replay of an
                                earlier request with the same Idempotency-Key
@@ -56,6 +58,7 @@ class GatewayRouting:
         fallback / reroute / byok_fallback / plan_fallback: the gateway's
             flags (`plan_fallback`: a `plan_fallbacks` model served after a
             quota or usage-cap failure).
+        comparable: a comparable alternate served (`fallback.comparable`).
         strategy: the routing strategy named by the gateway, None when none.
         idempotent_replay: the answer replays an earlier identical request.
         exhausted_answer: `last` / `original` when every attempt failed and
@@ -92,6 +95,7 @@ class GatewayRouting:
     retry_after_s: float | None
     requested_model: str | None = None
     chain_index: int = 0
+    comparable: bool = False
     error_code: str | None = None
 
     @property
@@ -118,6 +122,7 @@ class GatewayRouting:
             "turnout.reroute": self.reroute,
             "turnout.byok_fallback": self.byok_fallback,
             "turnout.plan_fallback": self.plan_fallback,
+            "turnout.comparable": self.comparable,
             "turnout.strategy": self.strategy,
             "turnout.idempotent_replay": self.idempotent_replay,
             "turnout.exhausted_answer": self.exhausted_answer,
@@ -187,6 +192,7 @@ def parse_routing(
         reroute=_flag(headers, "x-turnout-reroute"),
         byok_fallback=_flag(headers, "x-turnout-byok-fallback"),
         plan_fallback=_flag(headers, "x-turnout-plan-fallback"),
+        comparable=_flag(headers, "x-turnout-comparable"),
         strategy=headers.get("x-turnout-strategy"),
         idempotent_replay=_flag(headers, "x-turnout-idempotent-replay"),
         exhausted_answer=headers.get("x-turnout-exhausted-answer"),

@@ -18,6 +18,8 @@
  *                                 caller's own key was rejected
  *     x-turnout-plan-fallback     1 when a `plan_fallbacks` model served after
  *                                 a quota or usage-cap failure
+ *     x-turnout-comparable        1 when a comparable alternate (a model of the
+ *                                 requested model's class) served
  *     x-turnout-strategy          the spend strategy rule whose model served
  *     x-turnout-idempotent-replay 1 when the answer replays an earlier request
  *                                 with the same Idempotency-Key
@@ -52,6 +54,8 @@ export interface GatewayRouting {
   readonly byokFallback: boolean;
   /** A `plan_fallbacks` model served after a quota or usage-cap failure. */
   readonly planFallback: boolean;
+  /** A comparable alternate served (`fallback.comparable`). */
+  readonly comparable: boolean;
   /** The spend strategy rule named by the gateway, null when none fired. */
   readonly strategy: string | null;
   /** The answer replays an earlier identical request (same Idempotency-Key). */
@@ -136,6 +140,7 @@ export function parseRouting(status: number, headers: HeadersLike, options: Pars
     reroute: flag(header(headers, "x-turnout-reroute")),
     byokFallback: flag(header(headers, "x-turnout-byok-fallback")),
     planFallback: flag(header(headers, "x-turnout-plan-fallback")),
+    comparable: flag(header(headers, "x-turnout-comparable")),
     strategy: header(headers, "x-turnout-strategy"),
     idempotentReplay: flag(header(headers, "x-turnout-idempotent-replay")),
     exhaustedAnswer,
@@ -175,6 +180,7 @@ export function routingAttributes(event: GatewayRouting): Record<string, string 
     "turnout.reroute": event.reroute,
     "turnout.byok_fallback": event.byokFallback,
     "turnout.plan_fallback": event.planFallback,
+    "turnout.comparable": event.comparable,
     "turnout.strategy": event.strategy,
     "turnout.idempotent_replay": event.idempotentReplay,
     "turnout.exhausted_answer": event.exhaustedAnswer,
