@@ -24,7 +24,7 @@ Must not import: services, FastAPI, httpx.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import redis
 import redis.sentinel
@@ -55,9 +55,9 @@ def async_client(url: str, *, redis_class: type[R] = Redis, **options: Any) -> R
         Never contacts Redis: the first command connects.
     """
     if not is_sentinel_url(url):
-        return redis_class.from_pool(BufferCheckedPool.from_url(url, **options))
+        return cast(R, redis_class.from_pool(BufferCheckedPool.from_url(url, **options)))
     address = parse_sentinel_url(url)
-    sentinel = Sentinel(address.sentinels, sentinel_kwargs=_sentinel_options(address, options))
+    sentinel = Sentinel(address.sentinels, sentinel_kwargs=_sentinel_options(address, options))  # type: ignore[no-untyped-call]
     return sentinel.master_for(  # type: ignore[no-any-return]
         address.service,
         redis_class=redis_class,
@@ -76,8 +76,11 @@ def blocking_client(url: str, **options: Any) -> redis.Redis:
     if not is_sentinel_url(url):
         return redis.Redis.from_url(url, **options)
     address = parse_sentinel_url(url)
-    sentinel = redis.sentinel.Sentinel(address.sentinels, sentinel_kwargs=_sentinel_options(address, options))
-    return sentinel.master_for(address.service, **_primary_options(address, options))
+    sentinel = redis.sentinel.Sentinel(  # type: ignore[no-untyped-call]
+        address.sentinels, sentinel_kwargs=_sentinel_options(address, options)
+    )
+    primary = sentinel.master_for(address.service, **_primary_options(address, options))  # type: ignore[no-untyped-call]
+    return cast(redis.Redis, primary)
 
 
 def _primary_options(address: SentinelAddress, options: dict[str, Any]) -> dict[str, Any]:

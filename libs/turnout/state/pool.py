@@ -104,4 +104,4 @@ class BufferCheckedSentinelPool(_BufferCheck, SentinelConnectionPool):
     def __init__(self, service_name: str, sentinel_manager: Any, **kwargs: Any) -> None:
         managed = SentinelManagedSSLConnection if kwargs.pop("ssl", False) else SentinelManagedConnection
         kwargs["connection_class"] = hiredis_packing(kwargs.get("connection_class", managed))
-        super().__init__(service_name, sentinel_manager, **kwargs)
+        super().__init__(service_name, sentinel_manager, **kwargs)  # type: ignore[no-untyped-call]

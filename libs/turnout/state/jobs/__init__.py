@@ -49,6 +49,7 @@ from turnout.state.jobs.idempotency import Idempotency, IdempotencyConflict
 from turnout.state.jobs.legacy import ADOPT_EVERY_SCANS, LegacyJobs
 from turnout.state.jobs.liveness import IngressLease, IngressWatch
 from turnout.state.jobs.pickup import Picked, PickupStore
+from turnout.state.jobs.replicated import ReplicaWait
 
 __all__ = [
     "ABANDON_WAIT_S",
@@ -64,6 +65,7 @@ __all__ = [
     "LegacyJobs",
     "Picked",
     "PickupStore",
+    "ReplicaWait",
     "encode_job",
     "job_deserializer",
     "job_serializer",
