@@ -140,9 +140,6 @@ async def _load(case: Case) -> tuple[list[Outcome], float]:
         api_key=KEY,
         max_retries=0,
         timeout=CLIENT_TIMEOUT_S,
-        http_client=openai.DefaultAsyncHttpxClient(
-            limits=httpx.Limits(max_connections=2000, max_keepalive_connections=200)
-        ),
     )
     start = time.monotonic()
     tasks: list[asyncio.Task[Outcome]] = []
