@@ -201,25 +201,24 @@ def _days(raw: str) -> float:
     return value
 
 
-def _port(raw: str) -> int:
+def _whole(raw: str, low: int, high: int) -> int:
+    """`raw` as a whole number from `low` to `high`; ValueError otherwise."""
     value = int(raw)
-    if not 1 <= value <= 65535:
+    if not low <= value <= high:
         raise ValueError(raw)
     return value
+
+
+def _port(raw: str) -> int:
+    return _whole(raw, 1, 65535)
 
 
 def _replicas(raw: str) -> int:
-    value = int(raw)
-    if not 0 <= value <= 16:
-        raise ValueError(raw)
-    return value
+    return _whole(raw, 0, 16)
 
 
 def _wait_ms(raw: str) -> int:
-    value = int(raw)
-    if not 1 <= value <= 60_000:
-        raise ValueError(raw)
-    return value
+    return _whole(raw, 1, 60_000)
 
 
 def _optimize_level(raw: str) -> int:

@@ -41,40 +41,12 @@ def test_the_short_form_takes_the_sentinel_port_and_database_0() -> None:
     assert parse_sentinel_url("redis+sentinel://:pw@h/svc/").db == 0
 
 
-@pytest.mark.parametrize(
-    ("url", "fault"),
-    [
-        ("redis+sentinel://h", "it names no service"),
-        ("redis+sentinel://h/", "it names no service"),
-        ("redis+sentinel://:s3cret@h:26379", "it names no service"),
-        ("redis+sentinel:///svc", "it names no sentinel host"),
-        ("redis+sentinel://h1,,h2/svc", "it names no sentinel host"),
-        ("redis+sentinel://h:99999/svc", "its sentinel `h:99999` has no port from 1 to 65535"),
-        ("redis+sentinel://:s3cret@h:0/svc", "its sentinel `h:0` has no port from 1 to 65535"),
-        ("redis+sentinel://h:x/svc", "its sentinel `h:x` has no port from 1 to 65535"),
-        ("redis+sentinel://h:/svc", "its sentinel `h:` has no port from 1 to 65535"),
-        ("redis+sentinel://:26379/svc", "its sentinel `:26379` names no host"),
-        ("redis+sentinel://::1/svc", "its sentinel `::1` names no host"),
-        ("redis+sentinel://h:1:2/svc", "its sentinel `h:1:2` is not a host[:port]"),
-        ("redis+sentinel://[::1/svc", "its sentinel `[::1` is not a host[:port]"),
-        ("redis+sentinel://h/svc/abc", "its database `abc` is not a whole number"),
-        ("redis+sentinel://h/svc/1/2", "its path has more than a service and a database"),
-        ("redis+sentinel://h/svc?db=x", "its database `x` is not a whole number"),
-        ("redis+sentinel://h/svc/1?db=1", "it gives the database twice"),
-        ("redis+sentinel://h/svc?socket_timeout=1", "its option `socket_timeout` is not one of sentinel_password"),
-        ("redis+sentinel://h/svc?db=1&db=2", "its option `db` is given twice"),
-        ("redis+sentinel://h/svc?ssl=maybe", "its option `ssl` is `maybe`, not true or false"),
-        ("redis+sentinel://h/svc#x", "it has a fragment"),
-    ],
-)
-def test_malformed_sentinel_urls_are_refused_naming_the_fault(url: str, fault: str) -> None:
-    found = redis_url_fault(url)
-    assert found is not None and found.startswith(fault), found
+def test_a_refusal_names_the_sentinel_form() -> None:
     with pytest.raises(ValueError) as caught:
-        check_redis_url(url, name="TURNOUT_REDIS_URL")
+        check_redis_url("redis+sentinel://:s3cret@h1:26379", name="TURNOUT_REDIS_URL")
     message = str(caught.value)
     assert "redis+sentinel://[:password@]host[:port][,host[:port]...]/service[/db]" in message
-    assert fault in message and "s3cret" not in message
+    assert "it names no service" in message and "s3cret" not in message
 
 
 def test_redacted_masks_the_sentinels_password_option() -> None:
