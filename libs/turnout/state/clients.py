@@ -24,7 +24,7 @@ Must not import: services, FastAPI, httpx.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, cast, overload
 
 import redis
 import redis.sentinel
@@ -40,7 +40,15 @@ SENTINEL_TIMEOUT_S = 0.5
 R = TypeVar("R", bound=Redis)
 
 
-def async_client(url: str, *, redis_class: type[R] = Redis, **options: Any) -> R:  # type: ignore[assignment]
+@overload
+def async_client(url: str, *, redis_class: type[R], **options: Any) -> R: ...
+
+
+@overload
+def async_client(url: str, **options: Any) -> Redis: ...
+
+
+def async_client(url: str, *, redis_class: type[Redis] = Redis, **options: Any) -> Redis:
     """An asyncio client of `redis_class` for `url`, on a `BufferCheckedPool` (or, for a
     `redis+sentinel://` URL, a `BufferCheckedSentinelPool` following the primary).
 
@@ -55,7 +63,7 @@ def async_client(url: str, *, redis_class: type[R] = Redis, **options: Any) -> R
         Never contacts Redis: the first command connects.
     """
     if not is_sentinel_url(url):
-        return cast(R, redis_class.from_pool(BufferCheckedPool.from_url(url, **options)))
+        return redis_class.from_pool(BufferCheckedPool.from_url(url, **options))
     address = parse_sentinel_url(url)
     sentinel = Sentinel(address.sentinels, sentinel_kwargs=_sentinel_options(address, options))  # type: ignore[no-untyped-call]
     return sentinel.master_for(  # type: ignore[no-any-return]

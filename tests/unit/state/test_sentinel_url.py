@@ -112,8 +112,10 @@ def test_the_async_client_follows_the_primary_through_the_sentinels() -> None:
 
 def test_a_listener_without_a_read_timeout_still_bounds_its_sentinel_queries() -> None:
     client = async_client("redis+sentinel://s1/svc", socket_connect_timeout=0.5)
-    assert "socket_timeout" not in client.connection_pool.connection_kwargs  # pub/sub waits on the primary
-    for sentinel in client.connection_pool.sentinel_manager.sentinels:
+    pool = client.connection_pool
+    assert isinstance(pool, BufferCheckedSentinelPool)
+    assert "socket_timeout" not in pool.connection_kwargs  # pub/sub waits on the primary
+    for sentinel in pool.sentinel_manager.sentinels:
         assert sentinel.connection_pool.connection_kwargs["socket_timeout"] == SENTINEL_TIMEOUT_S
 
 

@@ -67,7 +67,7 @@ async def run_then_wait(
     are sent again.
 
     Raises:
-        redis.exceptions.RedisError / OSError: Redis unreachable or failed (the caller maps them).
+        One of `turnout.state.errors.STATE_ERRORS`: Redis unreachable or failed (the caller maps them).
     """
     try:
         reply, acked = await _send(client, script, keys, args, wait)
