@@ -83,7 +83,7 @@ from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
 from turnout.state.jobs import ADOPT_EVERY_SCANS, IngressWatch, LegacyJobs, Picked, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
-from turnout.state.redis_url import redacted
+from turnout.state.redis_url import location
 from turnout_worker.connect import connect_when_ready
 from turnout_worker.runner import Claimed, JobRunner
 from turnout_worker.start_gate import START_PASSES, StartGate, leave
@@ -166,7 +166,7 @@ class PushWorker(JobRunner):
         if self._pool is None:
             self._pool = await connect_when_ready(
                 lambda: self.open_pool(self.redis_url),
-                where=redacted(self.redis_url),
+                where=location(self.redis_url),
                 rng=self._rng,
             )
         self._store = PickupStore(self.pool, keys.QUEUE, lease_ms(False, self.lease_s) / 1000)

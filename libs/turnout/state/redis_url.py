@@ -1,11 +1,12 @@
 """The fleet's Redis URL, checked once at start; named in errors without its password.
 
 Owns: `redis_url_fault` (why a URL cannot be used, or None), `check_redis_url`
-(the same as a `ValueError` naming the variable or flag) and `redacted` (the
-URL with its user and password masked).
+(the same as a `ValueError` naming the variable or flag), `redacted` (the
+URL with its user and password masked) and `location` (where it points, for logs).
 
-Why: two libraries read the URL, and each misreads a malformed one in its
-own way. redis-py (`redis.connection.parse_url`) raises a bare `ValueError`
+Why: two libraries read the URL (redis-py, and arq's parser, which read the
+worker's until every client came from `turnout.state.clients`), and each
+misreads a malformed one in its own way. redis-py (`redis.connection.parse_url`) raises a bare `ValueError`
 for an unknown scheme or a port that is not a number, quietly takes
 database 0 for `/abc`, and passes an unknown query option on to its
 connection class, which refuses it only at the first command. arq's
@@ -126,3 +127,22 @@ def check_redis_url(url: str, *, name: str) -> str:
     if fault is not None:
         raise ValueError(f"{name} must be a Redis URL ({ACCEPTED}): {fault}; got {redacted(url)!r}")
     return url
+
+
+def location(url: str) -> str:
+    """Where `url` points, for a log line, without credentials: `host:port` (6379 when absent), a
+    Unix socket's path, or `<service> via sentinels host:port,...`; an unreadable URL `redacted`."""
+    if is_sentinel_url(url):
+        try:
+            address = parse_sentinel_url(url)
+        except ValueError:
+            return redacted(url)
+        return f"{address.service} via sentinels " + ",".join(f"{h}:{p}" for h, p in address.sentinels)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return redacted(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname}:{port or 6379}"

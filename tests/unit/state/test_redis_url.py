@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from turnout.settings import Settings, SettingsError
 from turnout.state.clients import async_client, blocking_client
-from turnout.state.redis_url import check_redis_url, redacted, redis_url_fault
+from turnout.state.redis_url import check_redis_url, location, redacted, redis_url_fault
 from turnout_cli.main import build_parser
 
 ACCEPTED_URLS = [
@@ -162,3 +162,12 @@ def test_the_redis_url_flag_is_checked_by_every_command_taking_it(
     assert build_parser(Settings(env={})).parse_args([command, "--redis-url", "unix:///r.sock"]).redis_url == (
         "unix:///r.sock"
     )
+
+
+def test_location_names_where_a_url_points_without_credentials() -> None:
+    assert location("redis://:s3cret@h:6380/2") == "h:6380"
+    assert location("rediss://u:s3cret@h/0") == "h:6379"
+    assert location("unix://:s3cret@/run/r.sock?db=1") == "/run/r.sock"
+    assert location("redis+sentinel://:s3cret@s1,s2:26380/mymaster") == "mymaster via sentinels s1:26379,s2:26380"
+    assert location("redis+sentinel://:s3cret@s1") == "redis+sentinel://***@s1"
+    assert location("redis://:s3cret@h:port/0") == "redis://***@h:port/0"
