@@ -1,6 +1,6 @@
 """The enqueue's optional `WAIT` for a replica (real `redis-server`, no replica attached): off by
-default, the job accepted when the wait times out (one warning per interval), the script loaded
-again on a primary that does not know it, and the settings that turn it on named when malformed."""
+default, the job accepted when the wait times out (one warning per interval), the script
+run on a primary that never loaded it, and the settings that turn it on named when malformed."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from support.jobs import job_payload
 from turnout.settings import Settings, SettingsError
 from turnout.state import keys
 from turnout.state.jobs import JobQueue, ReplicaWait
+from turnout.state.jobs import door as door_module
 from turnout.state.jobs import replicated as replicated_module
 
 
@@ -63,7 +64,7 @@ async def test_a_wait_no_replica_answers_keeps_the_job_and_warns_once(
     assert len(shortfalls) == 1, "one warning per interval, not one per request"
 
 
-async def test_a_primary_without_the_script_gets_it_loaded(redis_client: Redis) -> None:
+async def test_a_primary_that_never_saw_the_script_runs_it(redis_client: Redis) -> None:
     queue = _queue(redis_client, ReplicaWait(replicas=1, timeout_ms=1))
     await queue._push(job_payload("before", time.time() + 30))
     await redis_client.script_flush()  # as a replica promoted after the scripts were loaded on its primary
@@ -71,18 +72,20 @@ async def test_a_primary_without_the_script_gets_it_loaded(redis_client: Redis) 
     assert await redis_client.zscore(keys.QUEUE, "after") is not None
 
 
-async def test_a_job_whose_enqueue_is_in_flight_is_not_called_lost(redis_client: Redis) -> None:
+async def test_a_job_whose_enqueue_is_in_flight_is_not_called_lost(
+    redis_client: Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """After a failover the listener resubscribes and looks for its waiters' jobs; an enqueue still in
-    flight (here: the new primary lacks the script, and the `WAIT` sent with it holds its connection
-    for the whole timeout) must not be answered `job_lost`: its job is about to exist."""
-    queue = _queue(redis_client, ReplicaWait(replicas=1, timeout_ms=300))
-    await queue._push(job_payload("warm", time.time() + 30))  # the script is loaded
-    await redis_client.script_flush()
+    flight (here: held by a write pause; after a failover, by the new primary's connection being made)
+    must not be answered `job_lost`: its job is about to exist."""
+    monkeypatch.setattr(door_module, "REQUEST_REDIS_TIMEOUT_S", 10.0)  # a loaded machine: no timeout here
+    queue = _queue(redis_client, ReplicaWait(replicas=1, timeout_ms=20))
+    await redis_client.execute_command("CLIENT", "PAUSE", 400, "WRITE")  # reads go on, the enqueue waits
     submitted = asyncio.create_task(queue.submit(job_payload("in-flight", time.time() + 30)))
     await asyncio.sleep(0.1)
     assert not await redis_client.exists(keys.JOB_PREFIX + "in-flight"), "the enqueue is still in flight"
     await queue._settle_lost()  # the resubscribed listener's check
-    await asyncio.sleep(0.6)  # the enqueue lands (script loaded, sent again, its WAIT times out)
+    await asyncio.sleep(0.6)  # the pause ends, the enqueue lands
     assert await redis_client.exists(keys.JOB_PREFIX + "in-flight")
     assert not submitted.done(), "still waiting for its answer, not answered job_lost"
     submitted.cancel()

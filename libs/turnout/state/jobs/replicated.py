@@ -24,7 +24,6 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
 
 log = logging.getLogger("turnout.queue")
 
@@ -60,32 +59,23 @@ class _Shortfall:
 async def run_then_wait(
     client: Redis, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], wait: ReplicaWait
 ) -> Any:
-    """Run `script` (registered on `client`), then `WAIT` on the same connection; the script's reply.
+    """Run `script`, then `WAIT` on the same connection; the script's reply.
 
-    One round trip (a pipeline without MULTI: `WAIT` must follow the write on its connection). A
-    primary that does not know the script (a new one after a failover) gets it loaded, then both
-    are sent again.
+    One round trip (a pipeline without MULTI: `WAIT` must follow the write on its connection). The
+    script goes by its text (`EVAL`, which Redis caches by its digest), not its digest alone: a
+    primary that does not know it yet (a replica just promoted) would answer `NOSCRIPT` while the
+    `WAIT` sent with it still held the connection for its whole timeout.
 
     Raises:
         One of `turnout.state.errors.STATE_ERRORS`: Redis unreachable or failed (the caller maps them).
     """
-    try:
-        reply, acked = await _send(client, script, keys, args, wait)
-    except NoScriptError:
-        await client.script_load(script.script)
-        reply, acked = await _send(client, script, keys, args, wait)
+    async with client.pipeline(transaction=False) as pipe:
+        pipe.eval(str(script.script), len(keys), *keys, *args)  # registered from a str (`JobQueue`)
+        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
+        reply, acked = await pipe.execute()
     if int(acked) < wait.replicas:
         _short(int(acked), wait)
     return reply
-
-
-async def _send(
-    client: Redis, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any], wait: ReplicaWait
-) -> list[Any]:
-    async with client.pipeline(transaction=False) as pipe:
-        pipe.evalsha(script.sha, len(keys), *keys, *args)
-        pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
-        return await pipe.execute()  # type: ignore[no-any-return]
 
 
 def _short(acked: int, wait: ReplicaWait) -> None:
