@@ -70,7 +70,8 @@ async def run_then_wait(
         One of `turnout.state.errors.STATE_ERRORS`: Redis unreachable or failed (the caller maps them).
     """
     async with client.pipeline(transaction=False) as pipe:
-        pipe.eval(str(script.script), len(keys), *keys, *args)  # registered from a str (`JobQueue`)
+        text = script.script if isinstance(script.script, str) else bytes(script.script).decode()
+        pipe.eval(text, len(keys), *keys, *args)
         pipe.execute_command("WAIT", wait.replicas, wait.timeout_ms)
         reply, acked = await pipe.execute()
     if int(acked) < wait.replicas:
