@@ -80,7 +80,8 @@ async def test_a_job_whose_enqueue_is_in_flight_is_not_called_lost(
     must not be answered `job_lost`: its job is about to exist."""
     monkeypatch.setattr(door_module, "REQUEST_REDIS_TIMEOUT_S", 10.0)  # a loaded machine: no timeout here
     queue = _queue(redis_client, ReplicaWait(replicas=1, timeout_ms=20))
-    await redis_client.execute_command("CLIENT", "PAUSE", 400, "WRITE")  # reads go on, the enqueue waits
+    # reads go on while writes wait: the enqueue stays in flight
+    await redis_client.execute_command("CLIENT", "PAUSE", 400, "WRITE")  # type: ignore[no-untyped-call]
     submitted = asyncio.create_task(queue.submit(job_payload("in-flight", time.time() + 30)))
     await asyncio.sleep(0.1)
     assert not await redis_client.exists(keys.JOB_PREFIX + "in-flight"), "the enqueue is still in flight"
