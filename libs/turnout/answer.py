@@ -17,6 +17,7 @@ Headers:
     x-turnout-plan-fallback  1 when a `plan_fallbacks` target served after a
                           quota / usage-cap failure (SPEC §10)
     x-turnout-strategy    the spend strategy rule whose model served (SPEC §10)
+    x-turnout-comparable  1 when a comparable alternate served (`fallback.comparable`)
     retry-after           seconds, on 429 / 503
     x-should-retry        "false" after an exhausted chain (SDKs then do not
                           multiply the attempts already made)
@@ -67,6 +68,7 @@ def served_headers(served: Served, request_id: str) -> dict[str, str]:
         headers["x-turnout-reroute"] = "1" if served.reroute else "0"
         headers["x-turnout-byok-fallback"] = "1" if served.byok_fallback else "0"
         headers["x-turnout-plan-fallback"] = "1" if served.plan_fallback else "0"
+        headers["x-turnout-comparable"] = "1" if served.comparable else "0"
         if served.strategy is not None:
             headers["x-turnout-strategy"] = header_text(served.strategy)
     return headers

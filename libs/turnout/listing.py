@@ -8,7 +8,8 @@ usage caps that read also covers).
 Why: each plan is built twice, once with no health to learn which targets'
 health to read, then with that health. The first build depends only on the
 catalog snapshot, the requested model, the routing settings, the fallback
-policy's `enabled` and `models`, the request's preferences and which
+policy's `enabled`, `models`, `comparable` and `only`, the pinned policy's
+`allow_other_providers`, the request's preferences and which
 credentials its org has (`KeyFacts`: provider names only), never on
 health or time; so one build serves every request that shares them, in the
 ingress and in the worker (bench/README.md "The plan's listing, built once").
@@ -83,7 +84,14 @@ class Listings:
         if catalog is not self._catalog:
             self._catalog, self._memo = catalog, {}
         fallback = policy.fallback
-        key = (model, _encode_settings(settings), fallback.enabled, fallback.models, preferences, keys)
+        shape = (
+            fallback.enabled,
+            fallback.models,
+            fallback.comparable,
+            fallback.only,
+            policy.pinned.allow_other_providers,
+        )
+        key = (model, _encode_settings(settings), *shape, preferences, keys)
         found = self._memo.get(key)
         if found is None:
             plan = self._build(catalog, model, settings, policy, preferences, keys)

@@ -37,6 +37,7 @@ from turnout.catalog.live import LiveCatalog
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
 from turnout.health import BreakerHooks, Breakers
+from turnout.observability.breaker_log import BreakerLog
 from turnout.observability.jsonlog import scrub_logs
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, SpendObserver, route_observers
@@ -296,14 +297,20 @@ def redis_breakers(
 ) -> Breakers:
     """The fleet's breakers over Redis, as every process builds them (one place, so the
     ingress and the workers never drift apart): the configuration's thresholds, outage
-    policy and speed averages, every metrics hook, the catalog's sole offers; `cache_s`
+    policy and speed averages, every metrics hook, the breaker timeline's log
+    (`turnout.observability.breaker_log`), the catalog's sole offers; `cache_s`
     as in `turnout.health.reads.HealthReads`."""
     b, r = config.raw.breaker, config.raw.routing
     return Breakers.over(
         RedisBreakerStore(redis),
         b.settings(),
         on_store_error=b.on_store_error,
-        hooks=BreakerHooks(on_transition=metrics.on_transition, on_alarm=metrics.on_alarm, on_trip=metrics.on_trip),
+        hooks=BreakerHooks(
+            on_transition=metrics.on_transition,
+            on_alarm=metrics.on_alarm,
+            on_trip=metrics.on_trip,
+            on_step=BreakerLog(redis).step,
+        ),
         sole_targets=catalog.current.sole_targets,
         speed_alpha=r.speed_alpha,
         speed_ttl_s=r.speed_ttl_s,

@@ -57,6 +57,10 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         keyed: the request carries an `Idempotency-Key`: the job runs to its end even when its
             ingress is gone (`turnout.core.liveness.may_run`), so a retry gets its answer.
             Encoded only when true: a worker of the version before it refuses a keyed job.
+        holds: the budget reservations the request holds, (reservation set, member) each
+            (`turnout.state.limit_store.Lease.holds`): the worker settles them with the job's
+            cost in one ledger write (`turnout.state.spend_store.SpendLedger.settle`). Encoded
+            only when the key has a hard budget: a worker of the version before it refuses it.
     """
 
     request_id: str
@@ -76,6 +80,7 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     operation: Operation = "chat"
     native: Native | None = None
     keyed: bool = False
+    holds: tuple[tuple[str, str], ...] = ()
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

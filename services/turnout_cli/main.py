@@ -6,6 +6,7 @@
     turnout worker               one worker process (arq)
     turnout sim                  the provider simulator
     turnout config check FILE    validate a configuration file
+    turnout healthcheck          the container image's HEALTHCHECK (`turnout_cli.healthcheck`)
     turnout logs export          download one org's attempt records (admin key, or operator key and --org)
     turnout logs refusals        one org's door refusals, newest first (admin key, or operator key and --org)
     turnout admin ...            tenancy admin: orgs, squads, keys, settings, BYOK,
@@ -103,6 +104,8 @@ def cmd_ingress(args: argparse.Namespace) -> int:
         return EXIT_NO_PERSISTENCE
     if state.keys_refused:
         return EXIT_SEALED_KEYS
+    if state.config_refused:  # logged in one line
+        return 2
     return 0 if server.started else EXIT_STARTUP_FAILURE
 
 
@@ -128,6 +131,13 @@ def cmd_worker(args: argparse.Namespace) -> int:
     except SealedKeysRefused:  # logged
         return EXIT_SEALED_KEYS
     return 0
+
+
+def cmd_healthcheck(args: argparse.Namespace) -> int:
+    """Check the server this container runs (`turnout_cli.healthcheck`; urllib imported only here)."""
+    from turnout_cli.healthcheck import cmd_healthcheck as check_container
+
+    return check_container()
 
 
 EXIT_NO_PERSISTENCE = 3
@@ -220,12 +230,15 @@ def _file_providers(path: str) -> dict[Any, Any]:
 
 
 def _invalid(path: str, errors: list[str]) -> int:
-    """Print a file's errors (one line; or a count and a line each) to stderr; the exit status 1."""
+    """Print a file's errors to stderr, each naming the file (one line; or a count and a line
+    each); the exit status 1."""
     if len(errors) > 1:
         print(f"invalid: {path}: {len(errors)} error(s)", file=sys.stderr)
         print("\n".join(f"  {line}" for line in errors), file=sys.stderr)
-    else:
+    elif errors[0].startswith(f"{path}:"):
         print(f"invalid: {errors[0]}", file=sys.stderr)
+    else:
+        print(f"invalid: {path}: {errors[0]}", file=sys.stderr)
     return 1
 
 
@@ -379,6 +392,8 @@ def build_parser(settings: Settings | None = None) -> argparse.ArgumentParser:
     c = csub.add_parser("check", help="validate a configuration file")
     c.add_argument("file")
     c.set_defaults(func=cmd_config_check)
+    p = sub.add_parser("healthcheck", help="check the server this container runs (the image's HEALTHCHECK)")
+    p.set_defaults(func=cmd_healthcheck)
     add_logs_parser(sub)
     add_admin_parser(sub)
     return parser

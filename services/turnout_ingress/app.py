@@ -23,6 +23,7 @@ from starlette.responses import Response
 
 from turnout.catalog.key_check import SealedKeysRefused
 from turnout.config import Config
+from turnout.errors import ConfigError
 from turnout.observability.tracing import Telemetry
 from turnout.runtime import freeze_startup_heap
 from turnout.settings import Settings
@@ -113,6 +114,21 @@ def create_app(
     return app
 
 
+def _refuse_config(state: IngressState, exc: ConfigError) -> None:
+    """Stop the start: the file's `orgs:` cannot be merged into Redis (`exc` names the paths). Logged as
+    one error; the ingress answers readiness 503 and exits (the CLI's exit code 2, as a bad file)."""
+    log.error(
+        "configuration: the orgs of this file cannot be written to Redis: %s. The catalog in force lacks what "
+        "they name: admin API edits kept over the file's catalog are named in the warning above; fix the file, "
+        "or start one process with TURNOUT_CATALOG_FROM_FILE=1 to replace the catalog with the file's.",
+        exc,
+    )
+    state.config_refused = True
+    state.draining = True
+    if state.stop_serving is not None:
+        state.stop_serving()
+
+
 def _lifespan(
     state: IngressState,
     rows: RefusalWriter | None,
@@ -132,6 +148,10 @@ def _lifespan(
         except SealedKeysRefused:  # logged; the CLI exits with EXIT_SEALED_KEYS
             state.keys_refused = True
             raise
+        except ConfigError as exc:  # the file's orgs do not fit the catalog in force: one clear line, no traceback
+            if state.stop_serving is None:
+                raise
+            _refuse_config(state, exc)
         if rows is not None:
             rows.start()
         later = asyncio.create_task(_check_later(state, persistence_check)) if persistence_check else None

@@ -84,6 +84,7 @@ class IngressState:
         self.draining = False
         self.persistence_refused = False  # Redis answered after the start, without AOF: the process stops
         self.freeze_heap = False  # set by the process entry point: freeze the start-up heap once started
+        self.config_refused = False  # the file's orgs do not fit the catalog in force: the process stops
         self.keys_refused = False  # the catalog's sealed provider keys do not open here (`turnout.catalog.key_check`)
         self.stop_serving: Callable[[], None] | None = None  # set by `turnout ingress` (uvicorn's exit)
         self.limiter = Limiter(redis)

@@ -2,7 +2,7 @@
 
 Owns: the aiohttp `Application` (the OpenAI routes — chat completions,
 legacy text completions, embeddings, responses, models — the same three first ones as Azure
-OpenAI serves them under `/openai/deployments/{deployment}/`, chat completions and embeddings
+OpenAI serves them under `/openai/deployments/{deployment}/` and its models at `/openai/models`, chat completions and embeddings
 under `/keyed/v1/` as a self-hosted endpoint behind its own auth serves them (the key alone in
 `api-key`, no scheme; the request's `x-*` headers kept in the log), the Anthropic Messages route of
 `anthropic_handler`, Amazon Bedrock's Converse and ConverseStream routes of `bedrock_handler`
@@ -255,6 +255,17 @@ async def list_models(request: web.Request) -> web.Response:
     return openai_steps.json_response(env, 200, wire.models_list(1_700_000_000))
 
 
+async def list_azure_models(request: web.Request) -> web.Response:
+    """`GET /openai/models?api-version=...`: Azure OpenAI's list of models (`api-key` required,
+    401 without it; 400 without `api-version`, as Azure answers)."""
+    env = _env(request.app[STATE])
+    if not request.headers.get(KEYED_HEADER, "").strip():
+        return openai_steps.json_response(env, 401, azure_errors.access_denied_error())
+    if not request.query.get("api-version"):
+        return openai_steps.json_response(env, 400, azure_errors.missing_api_version_error())
+    return openai_steps.json_response(env, 200, wire.azure_models_list(1_700_000_000))
+
+
 async def get_log(request: web.Request) -> web.Response:
     """`GET /sim/log[?model=...]`: every attempt, in arrival order.
 
@@ -345,6 +356,7 @@ def create_app(*, clock: Clock = time.time, seed: int = 0) -> web.Application:
     app.router.add_post("/model/{model:.+}/converse-stream", bedrock_handler.route(STATE, stream=True))
     app.router.add_post("/model/{model:.+}/count-tokens", bedrock_handler.count_route(STATE))
     app.router.add_get("/v1/models", list_models)
+    app.router.add_get("/openai/models", list_azure_models)
     app.router.add_get("/sim/log", get_log)
     app.router.add_delete("/sim/log", delete_log)
     app.router.add_get("/sim/health", health)

@@ -389,6 +389,25 @@ MALFORMED_EVENT = b'data: {"choices": [\n\n'
 """An SSE event whose data is truncated JSON (`badchunk`)."""
 
 
+def azure_models_list(created_s: int) -> dict[str, Any]:
+    """The `GET /openai/models?api-version=...` body of Azure OpenAI (its fields: `status`,
+    `created_at`, `capabilities`, `lifecycle_status`)."""
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": m,
+                "object": "model",
+                "status": "succeeded",
+                "created_at": created_s,
+                "capabilities": {"chat_completion": True, "completion": False, "embeddings": False},
+                "lifecycle_status": "generally-available",
+            }
+            for m in MODELS
+        ],
+    }
+
+
 def models_list(created_s: int) -> dict[str, Any]:
     """The `GET /v1/models` body."""
     return {

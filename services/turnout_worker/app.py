@@ -33,9 +33,11 @@ from turnout.runtime import Runtime, build_runtime, freeze_startup_heap
 from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.jobs import JOB_FUNCTION, time_left_s
+from turnout.state.prober_lease import ProberLease
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
+from turnout_worker.prober import ActiveProber, lease_ttl_s
 
 log = logging.getLogger("turnout.worker")
 
@@ -51,12 +53,16 @@ class WorkerServices:
         config: the validated configuration.
         runtime: the shared runtime (`turnout.runtime.build_runtime`, as the ingress builds it).
         obs: the side port and per-job scope.
+        prober: the fleet's active prober (`turnout_worker.prober`; only the lease's holder probes).
     """
 
-    def __init__(self, config: Config, runtime: Runtime, obs: observe.WorkerObservability) -> None:
+    def __init__(
+        self, config: Config, runtime: Runtime, obs: observe.WorkerObservability, prober: ActiveProber
+    ) -> None:
         self.config = config
         self.runtime = runtime
         self.obs = obs
+        self.prober = prober
 
     @property
     def router(self) -> Router:
@@ -97,8 +103,11 @@ async def startup(ctx: dict[str, Any]) -> None:
     live = runtime.catalog_watch.live
     live.on_swap(lambda swapped, _catalog: _warn_unusable_key_files(swapped))
     _warn_unusable_key_files(live.config)
-    ctx["turnout"] = WorkerServices(config, runtime, obs)
+    lease = ProberLease(ctx["redis"], lease_ttl_s())
+    prober = ActiveProber(runtime.catalogs, runtime.breakers, runtime.http, lease, runtime.directory.scrubber)
+    ctx["turnout"] = WorkerServices(config, runtime, obs, prober)
     obs.start()
+    prober.start()
     if ctx.get("freeze_heap"):  # set by the process entry point (`run`)
         log.info("start-up heap frozen: %d objects", freeze_startup_heap())
 
@@ -107,6 +116,7 @@ async def shutdown(ctx: dict[str, Any]) -> None:
     """Shutdown hook (arq's signature): flush, stop the side port, close the upstream clients."""
     services: WorkerServices | None = ctx.get("turnout")
     if services is not None:
+        await services.prober.stop()
         services.obs.stop()
         await services.runtime.stop()
 
@@ -129,9 +139,13 @@ async def _chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:
     payload = payload_decoder.decode(raw_payload)
     obs: observe.WorkerObservability = ctx["turnout"].obs
     with obs.job(payload, ctx.get("enqueue_time")) as span:
-        # a plain success's bookkeeping runs after its delivery (`turnout.router.after_answer`)
-        async with answer_first():
-            result = await _serve_or_500(ctx, payload)
+        try:
+            # a plain success's bookkeeping runs after its delivery (`turnout.router.after_answer`)
+            async with answer_first():
+                result = await _serve_or_500(ctx, payload)
+        finally:  # its costs are in the ledger's batch now: its reservations go with them, in one write
+            if payload.holds:
+                ctx["turnout"].runtime.obs.spend.settle(payload.org, payload.holds)
         observe.set_job_result(span, result)
     return result
 

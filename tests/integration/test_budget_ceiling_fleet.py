@@ -78,6 +78,18 @@ def _spent(gw: Gateway, key_name: str) -> float:
             last = now
 
 
+def _settled_in_s(gw: Gateway, key_name: str) -> float:
+    """Seconds from now until the key's budget holds no reservation (the answers are in; exact
+    settlement removes each with its cost in the next ledger write, every 0.25 s: before it,
+    every reservation stayed 10 s after its answer)."""
+    start = time.monotonic()
+    set_key = keys.reservation_key("acme", f"key:{key_name}", "day", period_id("day", time.time()))
+    with redis.Redis.from_url(gw.redis_url) as store:
+        while store.zcard(set_key) and time.monotonic() - start < 15:
+            time.sleep(0.02)
+    return time.monotonic() - start
+
+
 def _burst(call: Callable[[], int]) -> list[int]:
     """`CONCURRENT` calls at once; their statuses."""
     with concurrent.futures.ThreadPoolExecutor(CONCURRENT) as pool:
@@ -85,9 +97,14 @@ def _burst(call: Callable[[], int]) -> list[int]:
 
 
 def _check(gw: Gateway, key_name: str, statuses: list[int], upstream_model: str) -> None:
+    settled_s = _settled_in_s(gw, key_name)
     spent = _spent(gw, key_name)
     served = statuses.count(200)
-    print(f"\n{key_name}: {served}/{CONCURRENT} served, ${spent:.2f} spent of a ${BUDGET_USD} budget")
+    print(
+        f"\n{key_name}: {served}/{CONCURRENT} served, ${spent:.2f} spent of a ${BUDGET_USD} budget, "
+        f"reservations gone {settled_s:.2f} s after the last answer"
+    )
+    assert settled_s < 3  # the next ledger write, not the 10 s fallback hold
     assert set(statuses) <= {200, 429}, statuses
     assert 1 <= served <= 4, statuses
     assert spent <= BUDGET_USD + WORST_USD + 1e-9
@@ -127,9 +144,14 @@ def test_budget_50_concurrent_streams_spend_at_most_the_budget_plus_one_worst_ca
             return exc.status_code
 
     statuses = _burst(one)
+    settled_s = _settled_in_s(budget_gw, "streams")
     spent = _spent(budget_gw, "streams")
     served = statuses.count(200)
-    print(f"\nstreams: {served}/{CONCURRENT} served, ${spent:.2f} spent of a ${BUDGET_USD} budget")
+    print(
+        f"\nstreams: {served}/{CONCURRENT} served, ${spent:.2f} spent of a ${BUDGET_USD} budget, "
+        f"reservations gone {settled_s:.2f} s after the last answer"
+    )
+    assert settled_s < 3  # the next ledger write, not the 10 s fallback hold
     assert set(statuses) <= {200, 429} and 1 <= served <= 4, statuses
     assert spent <= BUDGET_USD + WORST_USD + 1e-9
     assert len(budget_gw.sim_log("pricey~200i40+300ms")) - before == served

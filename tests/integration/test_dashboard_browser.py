@@ -109,7 +109,7 @@ def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
     assert "org acme admin" in driver.find_element(By.ID, "who").text
     row = request_row(driver, ids["fallback"])
     badges = [b.text for b in row.find_elements(By.CSS_SELECTOR, ".badge")]
-    assert badges == ["Retried ×1", "Provider fallback"]
+    assert badges == ["Retried ×2", "Provider fallback"]
     assert "chat → chat-b" in row.text and "sim-b" in row.text and "acme / research / ci-bot" in row.text
     row.find_element(By.TAG_NAME, "a").click()
     attempts = until(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#attempts tbody tr"), "attempt list")
@@ -122,7 +122,7 @@ def test_admin_logs_in_and_sees_a_fallback_request_with_badges_and_attempts(
     assert cells[1][6].startswith("backoff (full jitter) after retry_then_fallback 503")
     assert cells[2][6] == "fallback after retry_then_fallback 503"
     assert [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#badges .badge")] == [
-        "Retried ×1",
+        "Retried ×2",
         "Provider fallback",
     ]
     # both offers of the plan were attempted: none considered and left out (#45 item 6)

@@ -3,7 +3,8 @@
 Runs `turnout dev` as a user would, in a scratch directory: first with the
 demo catalog, then with its own file — once with the Redis `turnout dev`
 starts (one data directory per configuration), once with an external Redis
-(`--redis-url`) that the demo run had used.
+(`--redis-url`) that the demo run had used, and once with the production
+`turnout ingress` on that Redis; and the demo again after it.
 """
 
 from __future__ import annotations
@@ -102,23 +103,29 @@ def test_dev_own_config_gets_its_own_redis_without_the_demo_key(tmp_path: Path) 
         assert _models(base, DEMO_KEY) == 200
 
 
-def test_dev_own_config_removes_the_demo_org_from_a_shared_redis(tmp_path: Path) -> None:
+@pytest.fixture
+def shared(tmp_path: Path) -> Iterator[tuple[Fleet, str]]:
+    """A Redis of its own (the fleet that runs it, its URL), with `mine.yaml` written in `tmp_path`."""
     require_redis()
     (tmp_path / "mine.yaml").write_text(OWN_CONFIG)
     fleet = Fleet()
     try:
-        _, redis_url = fleet.redis()
-        for base in _dev(tmp_path, "--redis-url", redis_url):
-            assert _models(base, DEMO_KEY) == 200
-        for base in _dev(tmp_path, "--redis-url", redis_url, "--config", "mine.yaml"):
-            assert _models(base, DEMO_KEY) == 401
-            assert _models(base, OWN_KEY) == 200
-        logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("dev-*.log"))
-        assert "removed the demo org" in logs
-        for base in _dev(tmp_path, "--redis-url", redis_url):  # and the demo creates it again
-            assert _models(base, DEMO_KEY) == 200
+        yield fleet, fleet.redis()[1]
     finally:
         fleet.stop_all()
+
+
+def test_dev_own_config_removes_the_demo_org_from_a_shared_redis(tmp_path: Path, shared: tuple[Fleet, str]) -> None:
+    _, redis_url = shared
+    for base in _dev(tmp_path, "--redis-url", redis_url):
+        assert _models(base, DEMO_KEY) == 200
+    for base in _dev(tmp_path, "--redis-url", redis_url, "--config", "mine.yaml"):
+        assert _models(base, DEMO_KEY) == 401
+        assert _models(base, OWN_KEY) == 200
+    logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("dev-*.log"))
+    assert "tenancy: org demo: removed the org and its keys" in logs
+    for base in _dev(tmp_path, "--redis-url", redis_url):  # and the demo creates it again
+        assert _models(base, DEMO_KEY) == 200
 
 
 def test_dev_own_config_after_the_old_shared_data_dir_keeps_its_data_but_not_the_demo_key(tmp_path: Path) -> None:
@@ -130,3 +137,43 @@ def test_dev_own_config_after_the_old_shared_data_dir_keeps_its_data_but_not_the
     for base in _dev(tmp_path, "--config", "mine.yaml"):
         assert _models(base, DEMO_KEY) == 401
         assert _models(base, OWN_KEY) == 200
+
+
+def _listed(base: str, key: str) -> list[str]:
+    answer = httpx.get(f"{base}/v1/models", headers={"authorization": f"Bearer {key}"}, timeout=5)
+    return sorted(m["id"] for m in answer.json()["data"])
+
+
+def test_the_production_ingress_after_the_demo_on_one_redis_refuses_the_demo_key(
+    tmp_path: Path, shared: tuple[Fleet, str]
+) -> None:
+    fleet, redis_url = shared
+    for base in _dev(tmp_path, "--redis-url", redis_url):
+        assert _models(base, DEMO_KEY) == 200
+    proc, base = fleet.ingress(tmp_path / "mine.yaml", redis_url)  # `turnout ingress --config mine.yaml`
+    assert _models(base, DEMO_KEY) == 401
+    assert _listed(base, OWN_KEY) == ["mine"]  # the demo's models went with it
+    assert "tenancy: org demo: removed the org and its keys" in proc.log()
+
+
+def test_the_demo_after_a_production_ingress_on_one_redis_starts_without_a_traceback(
+    tmp_path: Path, shared: tuple[Fleet, str]
+) -> None:
+    fleet, redis_url = shared
+    sim_port = str(free_port())  # the same demo file each time, as `scripts/dev` writes it
+    for base in _dev(tmp_path, "--redis-url", redis_url, "--sim-port", sim_port):
+        assert _models(base, DEMO_KEY) == 200
+    proc, _ = fleet.ingress(tmp_path / "mine.yaml", redis_url)
+    proc.stop()
+    for base in _dev(tmp_path, "--redis-url", redis_url, "--sim-port", sim_port):
+        assert _models(base, OWN_KEY) == 401
+        assert _listed(base, DEMO_KEY) == ["demo-claude", "demo-embed", "demo-gpt", "demo-small"]
+        answer = httpx.post(
+            f"{base}/v1/chat/completions",
+            headers={"authorization": f"Bearer {DEMO_KEY}"},
+            json={"model": "demo-gpt", "messages": [{"role": "user", "content": "hi"}]},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+    logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("dev-*.log"))
+    assert "Traceback" not in logs

@@ -1,7 +1,7 @@
 """The seeds' policies through the whole fleet with the official `openai` SDK (issue #45 items
-2, 4, 5): a pinned `provider/model` confines the plan (DigitSpace), the exhausted answer
-(`fallback.on_exhausted`: Edgee's "error from the last attempt", Empryo's "original error"),
-Empryo's default chain under raised operator ceilings, and Mesh API's policy example verbatim.
+2, 4, 5): a pinned `provider/model` confines the plan (seed 001), the exhausted answer
+(`fallback.on_exhausted`: seed 000's "error from the last attempt", seed 003's "original error"),
+seed 003's default chain under raised operator ceilings, and seed 002's policy example verbatim.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ MESH_POLICY: dict[str, Any] = {
     },
     "budget": {"max_attempts": 6, "max_total_latency_ms": 180000},
 }
-"""Mesh API's "Per-key routing policy" example, verbatim (seed 002)."""
+"""seed 002's "Per-key routing policy" example, verbatim ."""
 MESH_WORKED = {**MESH_POLICY, "retry": {**MESH_POLICY["retry"], "max_retries": 1}, "budget": {"max_attempts": 4}}
 """The seed's worked example: `retry.max_retries = 1`, `budget.max_attempts = 4`."""
 EMPRYO = {
@@ -55,7 +55,7 @@ EMPRYO = {
     "fallback": {"max_cycles": 3},
     "budget": {"max_attempts": 36},
 }
-"""Empryo's defaults (seed 003): `maxTransientRetries` 3 on every model of the chain, 3 cycles:
+"""seed 003's defaults : `maxTransientRetries` 3 on every model of the chain, 3 cycles:
 3 cycles × 3 models × (1 + 3) attempts = 36 (no backoff here, to keep the test short)."""
 
 
@@ -136,7 +136,7 @@ def _statuses(gw: Gateway, model: str) -> list[object]:
 
 
 def test_a_pinned_request_never_leaves_its_provider(gateway: Gateway) -> None:
-    """DigitSpace: "With `provider/model`, only that provider's offers are tried." Before: pa,
+    """seed 001: a pinned `provider/model` is tried on that provider's offers only. Before: pa,
     pa, pa/m4, then m2 on pb; now pa, pa, pa/m4 and the gateway's 502."""
     error = _error(gateway, "sim-a/pin-m1", KEY)
     assert error.status_code == 502 and error.response.headers["x-turnout-attempts"] == "3"
@@ -152,7 +152,7 @@ def test_allow_other_providers_lets_fallback_models_use_any_provider(gateway: Ga
     assert gateway.sim_log("po1-b") == []  # the requested model stays pinned
 
 
-# ------------------------------------------------------------------ Mesh API's policy example
+# ------------------------------------------------------------------ seed 002's policy example
 
 
 def test_mesh_policy_example_retries_the_primary_then_the_second_provider_serves(gateway: Gateway) -> None:
@@ -240,7 +240,7 @@ def test_the_exhausted_answer_on_responses(gateway: Gateway) -> None:
     assert info.value.response.headers["x-turnout-exhausted-answer"] == "original"
 
 
-# ------------------------------------------------------------------ item 5: Empryo's default chain
+# ------------------------------------------------------------------ item 5: seed 003's default chain
 
 
 def test_empryo_default_chain_three_cycles_of_four_attempts_per_model(gateway: Gateway) -> None:
@@ -266,8 +266,8 @@ def _ended_rows(gw: Gateway, request_id: str) -> list[dict[str, Any]]:
 
 
 def test_the_records_list_the_offers_considered_and_not_attempted(gateway: Gateway) -> None:
-    """DigitSpace: "each request's detail shows the provider that served it and the others that
-    were considered". The plan holds three offers (`plan.max_offers`); the fallback model's is
+    """seed 001: a request's detail names the provider that served it and the other offers
+    considered. The plan holds three offers (`plan.max_offers`); the fallback model's is
     capped out; the third offer is not reached once the second serves."""
     headers = _create(gateway, "wide", KEY)
     assert (headers["x-turnout-provider"], headers["x-turnout-attempts"]) == ("sim-b", "3")

@@ -1,11 +1,11 @@
 """The seeds' two stream sentences no fleet test had checked (issue #45 item 10), through the whole
 fleet with the official `openai` SDK streaming:
 
-- Edgee (seed 000), "Immediate fallback: ... Stream parse error — skip retry, move to next
-  provider immediately": an upstream whose first content event cannot be parsed gets no retry;
+- seed 000: a stream parse error falls over to the next provider at once, without a retry: an
+  upstream whose first content event cannot be parsed gets no retry;
   the next provider serves the stream.
-- Empryo (seed 003), "Stalls (no chunks, no abort) hit the watchdog path, which retries on the
-  same model" with `maxStallRetries` opt-in: by default a stream that sends nothing before the
+- seed 003: a stalled stream (no chunks, no abort) is retried on the same model when
+  `maxStallRetries` opts in: by default a stream that sends nothing before the
   first-token limit falls over at once (a timeout, SPEC §3); a policy that opts in with
   `retry.stall_retries` re-sends it to the same target (before: no way to say it — a listed 504
   is never matched by a timeout that received no status).
@@ -28,7 +28,7 @@ WATCHDOG = {"ttft_timeout_ms": 500, "stall_timeout_ms": 500}
 """The stream watchdog of both keys: nothing for 0.5 s before the first token, or between chunks, ends
 the attempt."""
 STALL_RETRIES = {"retry": {**WATCHDOG, "stall_retries": 2, "base_ms": 0}}
-"""Empryo's opt-in stall retries (`maxStallRetries`)."""
+"""seed 003's opt-in stall retries (`maxStallRetries`)."""
 
 
 CONFIG = (
@@ -73,7 +73,7 @@ def _statuses(gw: Gateway, model: str) -> list[object]:
 
 
 def test_a_stream_parse_error_moves_to_the_next_provider_without_a_retry(gateway: Gateway) -> None:
-    """Edgee: a malformed first event is a `malformed` failure, `fallback_now`: one attempt on the
+    """seed 000: a malformed first event is a `malformed` failure, `fallback_now`: one attempt on the
     first provider, none repeated, and the second provider's stream is the client's."""
     text, headers = _stream(gateway, "parse", KEY)
     assert text and len(gateway.sim_log("pe-a~badchunk1")) == 1
@@ -83,14 +83,14 @@ def test_a_stream_parse_error_moves_to_the_next_provider_without_a_retry(gateway
 
 def test_a_stall_before_the_first_token_falls_over_by_default(gateway: Gateway) -> None:
     """The default policy: a stream that sends nothing within `ttft_timeout_ms` is a timeout,
-    which falls over at once (Edgee's "Timeout: skip retry")."""
+    which falls over at once (seed 000's "Timeout: skip retry")."""
     text, headers = _stream(gateway, "stall", KEY)
     assert text and len(gateway.sim_log("st-a~stall0,200")) == 1
     assert headers["x-turnout-provider"] == "sim-b" and headers["x-turnout-attempts"] == "2"
 
 
 def test_stall_retries_on_the_same_model_are_opt_in(gateway: Gateway) -> None:
-    """Empryo's `maxStallRetries`: with `retry.stall_retries`, the stalled stream is re-sent to the
+    """seed 003's `maxStallRetries`: with `retry.stall_retries`, the stalled stream is re-sent to the
     same target, whose second answer serves; the other provider is never asked."""
     text, headers = _stream(gateway, "stall-opt", KEY_STALL)
     assert text and len(gateway.sim_log("so-a~stall0,200")) == 2

@@ -44,7 +44,11 @@ T = "acme/model-a"
 U = "other/model-b"
 ORG = "org-1"
 CRED = credential_subject(ORG, "acme")
-SETTINGS = BreakerSettings()  # cooldown 5 s doubling to 20 s, probe TTL 10 s, slow start 10 s from 10 %
+SETTINGS = BreakerSettings(slow_start_rps=0.0)
+"""Cooldown 5 s doubling to 20 s, probe TTL 10 s, slow start 10 s from 10 % by the share of offered
+attempts (`slow_start_rps: 0`); `RATE_SETTINGS` is the default ramp by rate."""
+RATE_SETTINGS = BreakerSettings()
+"""The defaults: slow start by rate, 5 calls/s fleet-wide right after a close, 50/s at its end."""
 FRESH_RUN = run_needed(CLOSED, 0.0, SETTINGS, sole=False)
 """Failures in a row that open a target with no history (the run rule)."""
 SOLE_RUN = run_needed(CLOSED, 0.0, SETTINGS, sole=True)
@@ -200,6 +204,10 @@ class FlakyStore(CountingStore):
     async def renew_probe(self, target: str, token: str, ttl_s: float) -> bool:
         self._check()
         return await super().renew_probe(target, token, ttl_s)
+
+    async def take_ramp_slot(self, target: str, rate: float) -> float:
+        self._check()
+        return await super().take_ramp_slot(target, rate)
 
 
 class Fleet:

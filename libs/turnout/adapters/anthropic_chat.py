@@ -46,7 +46,9 @@ from turnout.adapters.anthropic_events import DONE as ANTHROPIC_DONE
 from turnout.adapters.anthropic_events import ChunkTranslator, StreamError
 from turnout.adapters.anthropic_wire import (
     ANTHROPIC_VERSION,
+    COUNT_PATH,
     MESSAGES_PATH,
+    count_tokens_body,
     is_message,
     openai_usage,
     to_anthropic_request,
@@ -57,6 +59,7 @@ from turnout.adapters.base import (
     SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
+    CountCall,
     NativeFrames,
     Refusal,
     Usage,
@@ -265,6 +268,16 @@ class AnthropicMessages:
             )
         except WireError as exc:
             return untranslatable(exc)
+
+    def count_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+    ) -> CountCall:
+        """`POST {base_url}/v1/messages/count_tokens` (`count_tokens_body`, the target's model),
+        the key in `x-api-key`, answered `{"input_tokens": N}`; see `TokenCounting`."""
+        headers = [("x-api-key", spec.api_key), ("anthropic-version", ANTHROPIC_VERSION)]
+        body = _encode.encode(count_tokens_body(messages, spec.target.model))
+        built = post_request(client, spec.base_url, COUNT_PATH, [*headers, ("content-type", "application/json")], body)
+        return built, "input_tokens"
 
     def native_frames(self) -> NativeFrames:
         """A gatherer ending with `message_stop`, breaking with an `error` event (`error_event`)."""

@@ -223,6 +223,26 @@ class CallSpec(msgspec.Struct, frozen=True, kw_only=True):
         return auth_headers(self.api_key, self.auth, self.headers)
 
 
+CountCall = tuple[httpx.Request | AttemptResult, str]
+"""A family's token-count request for a call (`TokenCounting.count_request`): the request (or the
+result of a count its API cannot make, answered without a call) and the answer's count field."""
+
+
+class TokenCounting(Protocol):
+    """A family whose API counts a Messages request's input tokens (`turnout.adapters.token_counts`)."""
+
+    def count_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+    ) -> CountCall:
+        """The count-tokens request of `spec` (its credential ready, `api_key`) for the Anthropic
+        Messages body `messages`, whose OpenAI chat form is `request` (None: it has none); pure.
+
+        Raises:
+            WireError: the body cannot be expressed in the family's API (or has no chat form).
+        """
+        ...
+
+
 Upstream = Callable[[httpx.AsyncClient, CallSpec], Awaitable[AttemptResult]]
 """An adapter: performs one call and maps every failure into the result
 (`turnout.adapters.exchange.call_json`, `...exchange.open_stream`)."""

@@ -46,6 +46,7 @@ from turnout.adapters.anthropic_events import StreamError
 from turnout.adapters.base import (
     AttemptResult,
     CallSpec,
+    CountCall,
     NativeFrames,
     Usage,
     endpoint_url,
@@ -58,6 +59,7 @@ from turnout.adapters.bedrock_wire import (
     to_converse_request,
     to_openai_completion,
 )
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.prepared import post_request
 from turnout.adapters.translated import TranslatingChat, content_policy_failure, error_event
@@ -226,6 +228,16 @@ class BedrockConverse(TranslatingChat):
         accept = EVENT_STREAM if stream else "application/json"
         path = converse_path(spec.target.model, stream=stream)
         return signed_request(client, spec, path, _encode.encode(translated), accept=accept)
+
+    def count_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+    ) -> CountCall:
+        """`POST {base_url}/model/{modelId}/count-tokens` (`count_tokens_call`: the Converse fields
+        of the chat form), SigV4-signed, answered `{"inputTokens": N}`; see `TokenCounting`."""
+        if request is None:
+            raise WireError("the request has no chat form to count", "messages")
+        path, raw = count_tokens_call(spec.target.model, request)
+        return signed_request(client, spec, path, raw), "inputTokens"
 
     def read_outcome(
         self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False

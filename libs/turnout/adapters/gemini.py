@@ -39,9 +39,11 @@ from turnout.adapters.base import (
     SSE_MEDIA_TYPE,
     AttemptResult,
     CallSpec,
+    CountCall,
     NativeFrames,
     Usage,
 )
+from turnout.adapters.chat_parts import WireError
 from turnout.adapters.commit import DONE
 from turnout.adapters.gemini_events import GeminiChunks, StreamBlocked
 from turnout.adapters.gemini_wire import blocked, is_answer, openai_usage, to_gemini_request, to_openai_completion
@@ -202,6 +204,16 @@ class GeminiChat(TranslatingChat):
         Turnout's request id goes in `x-request-id`."""
         path, credential = self.endpoint(spec, stream=stream)
         return json_request(client, spec, path, credential, translated, stream=stream)
+
+    def count_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+    ) -> CountCall:
+        """`POST .../models/{model}:countTokens` (`count_tokens_call`: the chat form's counted
+        fields), the key in `x-goog-api-key`, answered `{"totalTokens": N}`; see `TokenCounting`."""
+        if request is None:
+            raise WireError("the request has no chat form to count", "messages")
+        path, payload = count_tokens_call(spec.target.model, request)
+        return json_request(client, spec, path, ("x-goog-api-key", spec.api_key), payload, stream=False), "totalTokens"
 
     def read_outcome(
         self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False

@@ -38,7 +38,7 @@ from turnout.adapters.anthropic_chat import ANTHROPIC_MESSAGES, outcome_of_messa
 from turnout.adapters.anthropic_chat import translated_events as anthropic_events
 from turnout.adapters.anthropic_events import ChunkTranslator
 from turnout.adapters.anthropic_wire import count_tokens_body, to_anthropic_request
-from turnout.adapters.base import AttemptResult, CallSpec, NativeFrames, Refusal
+from turnout.adapters.base import AttemptResult, CallSpec, CountCall, NativeFrames, Refusal
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GeminiChat, json_request, model_path, outcome_of_answer
 from turnout.adapters.gemini_wire import to_gemini_request
@@ -146,6 +146,15 @@ class VertexAI(GeminiChat):
             return raw_predict_request(client, spec, stream=stream)
         except WireError as exc:
             return untranslatable(exc)
+
+    def count_request(
+        self, client: httpx.AsyncClient, spec: CallSpec, messages: dict[str, Any], request: dict[str, Any] | None
+    ) -> CountCall:
+        """Vertex AI's count (`count_tokens_call`: Claude's `count-tokens:rawPredict` or Gemini's
+        `:countTokens`), the access token as a Bearer token; see `TokenCounting`."""
+        path, payload, field = count_tokens_call(spec, messages, request)
+        bearer = ("authorization", f"Bearer {spec.api_key}")
+        return json_request(client, spec, path, bearer, payload, stream=False), field
 
     def read_outcome(
         self, status: int, headers: httpx.Headers, content: bytes, now_epoch_s: float, *, native: bool = False

@@ -6,6 +6,7 @@ Owns, one job per module:
   as references) from a file and back to a validated configuration, with the
   file's rules;
 - `key_check`: whether a process can open the stored catalog's sealed keys;
+- `ownership`: which catalog entries the file owns, and what a start does with each (pure);
 - `seed`: the bootstrap rule between a process's file and Redis;
 - `live`: the catalog in force in one process, swapped whole;
 - `watch`: keeping it in step with Redis (pub/sub + version re-check);

@@ -28,6 +28,7 @@ import msgspec
 
 from turnout.aws.config_rules import FIELDS as BEDROCK_FIELDS
 from turnout.config import Config, ProviderConfig, with_catalog
+from turnout.config.providers import ProbeConfig
 from turnout.rules.provider_rules import check_key_env, key_env_refusal
 from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_encoder
 from turnout.vault import Binding, SecretUnreadable, Vault, VaultUnavailable, header_binding
@@ -60,6 +61,8 @@ def _digested(provider: ProviderConfig) -> dict[str, object]:
     for name in dict.fromkeys((*KIND_FIELDS, "auth", "headers", *BEDROCK_FIELDS)):
         if fields[name] is None:
             del fields[name]
+    if fields["probe"] is msgspec.UNSET:  # no active probe: digested as before the field existed
+        del fields["probe"]
     return fields
 
 
@@ -71,6 +74,51 @@ def file_digest(config: Config) -> str:
     providers = {name: _digested(p) for name, p in config.raw.providers.items()}
     body = doc_encoder.encode([providers, config.raw.models])
     return hashlib.sha256(b"turnout-catalog-file\0" + body).hexdigest()[:32]
+
+
+def _print(kind: bytes, value: object) -> str:
+    return hashlib.sha256(kind + b"\0" + doc_encoder.encode(value)).hexdigest()[:32]
+
+
+def file_entries(config: Config) -> dict[str, str]:
+    """Each catalog entry of the file (`models.<id>`, `providers.<name>`) -> a fingerprint of its
+    value (keys included), to tell which entries the file changed (`turnout.catalog.ownership`)."""
+    found = {f"providers.{name}": _print(b"file-provider", _digested(p)) for name, p in config.raw.providers.items()}
+    found.update({f"models.{name}": _print(b"file-model", m) for name, m in config.raw.models.items()})
+    return found
+
+
+def stored_entries(doc: CatalogDoc) -> dict[str, str]:
+    """Each entry of the stored catalog -> a fingerprint of it as stored (a sealed key's token
+    included, so an admin edit of a key is an edit)."""
+    found = {f"providers.{name}": _print(b"stored-provider", p) for name, p in doc.providers.items()}
+    found.update({f"models.{name}": _print(b"stored-model", m) for name, m in doc.models.items()})
+    return found
+
+
+def same_entries(doc: CatalogDoc, config: Config) -> frozenset[str]:
+    """The entries `doc` holds as the file declares them (`same_catalog`'s comparison, entry by entry)."""
+    same = {f"models.{n}" for n, m in config.raw.models.items() if n in doc.models and _same_model(doc, n, m)}
+    same.update(
+        f"providers.{n}"
+        for n, p in config.raw.providers.items()
+        if n in doc.providers and _provider_view(p) == _provider_view(doc.providers[n])
+    )
+    return frozenset(same)
+
+
+def _same_model(doc: CatalogDoc, name: str, model: object) -> bool:
+    return doc_encoder.encode(doc.models[name]) == doc_encoder.encode(model)
+
+
+def _provider_view(p: ProviderConfig | ProviderEntry) -> tuple[object, ...]:
+    """What a comparison of a file's provider with a stored one looks at: kind, URL, `KIND_FIELDS`,
+    whether a key is set, auth, the header names, the active probe."""
+    if isinstance(p, ProviderConfig):
+        has_key, probe = bool(p.api_key), _probe(p.probe)
+    else:
+        has_key, probe = p.key is not None, p.probe
+    return (p.kind, p.base_url, kind_fields(p), has_key, p.auth, sorted(p.headers or ()), probe)
 
 
 def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
@@ -89,6 +137,7 @@ def doc_from_config(config: Config, vault: Vault) -> CatalogDoc:
             key=key,
             auth=p.auth,
             headers=None if p.headers is None else {h: _header_ref(vault, name, h, v) for h, v in p.headers.items()},
+            probe=_probe(p.probe),
             **kind_fields(p),
         )
     return CatalogDoc(
@@ -131,18 +180,17 @@ def resolve_headers(name: str, refs: dict[str, KeyRef] | None, file: Config, vau
     return out
 
 
+def _probe(probe: ProbeConfig | msgspec.UnsetType) -> ProbeConfig | None:
+    """A provider's active probe as the stored document holds it (None: none)."""
+    return None if isinstance(probe, msgspec.UnsetType) else probe
+
+
 def same_catalog(doc: CatalogDoc, config: Config) -> bool:
     """True when `doc` holds the file's models and providers (kinds, URLs, `KIND_FIELDS`, which keys are set)."""
     if doc_encoder.encode(doc.models) != doc_encoder.encode(config.raw.models):
         return False
-    file_providers = {
-        n: (p.kind, p.base_url, kind_fields(p), bool(p.api_key), p.auth, sorted(p.headers or ()))
-        for n, p in config.raw.providers.items()
-    }
-    return file_providers == {
-        n: (p.kind, p.base_url, kind_fields(p), p.key is not None, p.auth, sorted(p.headers or ()))
-        for n, p in doc.providers.items()
-    }
+    file_providers = {n: _provider_view(p) for n, p in config.raw.providers.items()}
+    return file_providers == {n: _provider_view(p) for n, p in doc.providers.items()}
 
 
 def resolve_key(name: str, ref: KeyRef | None, file: Config, env: Mapping[str, str], vault: Vault) -> str | None:
@@ -200,6 +248,7 @@ def config_of(doc: CatalogDoc, file: Config, env: Mapping[str, str], vault: Vaul
             api_key=resolve_key(name, p.key, file, env, vault),
             auth=p.auth,
             headers=resolve_headers(name, p.headers, file, vault),
+            probe=msgspec.UNSET if p.probe is None else p.probe,
             **kind_fields(p),
         )
         for name, p in doc.providers.items()

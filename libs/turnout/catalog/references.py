@@ -4,7 +4,7 @@ Owns: finding, without side effects, every place a delete of the run-time
 catalog would leave dangling — the places the file's rules refuse a catalog
 without that model or provider (`turnout.config.with_catalog`) — and the
 refusal's words. A model is named by the gateway policy's
-`policy.fallback.models` and by the settings of the file's orgs, squads and
+`policy.fallback.models` and `only` and by the settings of the file's orgs, squads and
 keys (`turnout.core.scopes.named_models`); a provider by the models'
 offers and by the file's orgs' `provider_keys`. Orgs made through the admin
 API (stored in Redis, in no file) count too (`stored`): their settings, squads,
@@ -61,12 +61,18 @@ def model_users(config: Config, model: str, stored: Mapping[str, OrgDoc] | None 
         stored: the orgs stored in Redis, by id; those not in the file count too.
 
     Returns:
-        `policy.fallback.models[i]` of the gateway policy, then every
+        `policy.fallback.models[i]` and `policy.fallback.only[i]` of the gateway policy, then every
         org, squad and key setting naming it (`named_models` paths under
         `orgs.<org>.settings`, `orgs.<org>.squads.<squad>.settings`,
         `orgs.<org>.keys[<i>].settings`); empty when nothing does.
     """
-    found = [f"policy.fallback.models[{i}]" for i, name in enumerate(config.policy.fallback.models) if name == model]
+    fallback = config.policy.fallback
+    found = [
+        f"policy.fallback.{field}[{i}]"
+        for field in ("models", "only")
+        for i, name in enumerate(getattr(fallback, field))
+        if name == model
+    ]
     for path, settings in _org_scopes(config.raw.orgs):
         found += [f"{path}.{where}" for where, name in named_models(settings) if name == model]
     for path, settings in _stored_scopes(stored or {}, config.raw.orgs):

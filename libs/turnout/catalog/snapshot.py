@@ -52,6 +52,8 @@ class Catalog:
             (their breaker opens only at a high failure rate, SPEC §5).
         embedding_models: ids of the models of `type: embedding`
             (`turnout.core.model_types`); every other model is a chat model.
+        classes: chat model id -> its comparability class (`class:`), for the models that declare
+            one (`turnout.core.alternates`); an embedding model never counts, whatever it says.
     """
 
     def __init__(self, config: Config) -> None:
@@ -87,6 +89,11 @@ class Catalog:
         self.price_mix = raw.routing.price_mix
         self.sole_targets = frozenset(t[0].key for t in self.models.values() if len(t) == 1)
         self.embedding_models = embedding_models(raw)
+        self.classes: dict[str, str] = {
+            m: c
+            for m, spec in raw.models.items()
+            if (c := spec.comparability_class) is not None and m not in self.embedding_models
+        }
 
     def type_of(self, model: str) -> ModelType:
         """The type of the model a request names: a catalog id, or a pinned `provider/model`

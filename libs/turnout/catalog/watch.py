@@ -137,7 +137,9 @@ class CatalogWatch:
 
     async def _watch(self, listen_redis: Redis) -> None:
         async def first() -> None:
-            await seed(self.store, self.file, self.vault, force=switch_on(self._env, FROM_FILE_ENV))
+            await seed(
+                self.store, self.file, self.vault, force=switch_on(self._env, FROM_FILE_ENV), check=self.config_of
+            )
 
         async def persistence() -> None:
             await warn_unless_persistent(listen_redis)

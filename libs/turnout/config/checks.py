@@ -12,6 +12,7 @@ Must not import: services, FastAPI, arq, httpx.
 
 from __future__ import annotations
 
+from turnout.config.class_checks import check_classes, check_comparable
 from turnout.config.documents import RawConfig, embedding_models
 from turnout.config.findings import Findings
 from turnout.config.org_checks import check_orgs
@@ -33,15 +34,20 @@ def _check_gateway_sections(found: Findings, raw: RawConfig, broken: frozenset[s
 
 
 def _check_gateway_policy(found: Findings, raw: RawConfig, policy: Policy) -> None:
-    """`policy:` within `ceilings:`, its fallback models in the catalog and none an embedding model."""
+    """`policy:` within `ceilings:`, its fallback models (`models`, `only`) in the catalog and none an
+    embedding model, `comparable` and `only` able to take effect (`check_comparable`)."""
     _, clamps = clamp_policy(policy, raw.ceilings)
     for c in clamps:
         found.add(f"policy.{c.path}: {clamp_reason(c)}")
-    check_models(found, "policy.fallback.models", list(policy.fallback.models), raw.models, None)
-    gateway_named = ((f"policy.fallback.models[{i}]", m) for i, m in enumerate(policy.fallback.models))
-    refused = naming_embedding_models(gateway_named, embedding_models(raw))
-    if refused is not None:
-        found.add(refused)
+    for field in ("models", "only"):
+        named = list(getattr(policy.fallback, field))
+        check_models(found, f"policy.fallback.{field}", named, raw.models, None)
+        refused = naming_embedding_models(
+            ((f"policy.fallback.{field}[{i}]", m) for i, m in enumerate(named)), embedding_models(raw)
+        )
+        if refused is not None:
+            found.add(refused)
+    check_comparable(found, "policy", policy.fallback, raw.models)
 
 
 def check_document(
@@ -74,6 +80,8 @@ def check_document(
         check_providers(found, raw.providers)
     if whole("providers", "models"):
         check_models_section(found, raw.models, raw.providers)
+    if whole("models"):
+        check_classes(found, raw.models)
     if whole("policy", "ceilings", "models"):
         _check_gateway_policy(found, raw, policy)
     if whole("providers", "models", "policy", "ceilings", "orgs"):

@@ -14,17 +14,21 @@ from __future__ import annotations
 import difflib
 import re
 
+import msgspec
+
 from turnout.aws import config_rules as aws_rules
 from turnout.config.findings import Findings
 from turnout.config.providers import (
     API_VERSION_KINDS,
     API_VERSION_PATTERN,
     EMBEDDING_KINDS,
+    MODELS_CALL_KINDS,
     RESPONSES_KINDS,
     SERVICE_ACCOUNT_ONLY,
     TOKEN_KINDS,
     ModelConfig,
     ProviderConfig,
+    has_shared_credential,
 )
 from turnout.core.upstream_auth import AUTH_KINDS, ProviderAuth, Refused, auth_refusal, headers_refusals
 from turnout.errors import ConfigError
@@ -120,6 +124,24 @@ def check_sendable(path: str, auth: ProviderAuth | None, headers: dict[str, str]
         raise ConfigError("\n".join(map(str, refused)), [str(r) for r in refused])
 
 
+def _check_probe(found: Findings, path: str, provider: ProviderConfig) -> None:
+    """`probe`: a `models` call only where the API lists models; an active probe only with the
+    operator's own credential (the fleet probes with it, never with a tenant's key)."""
+    probe = provider.probe
+    if isinstance(probe, msgspec.UnsetType):
+        return
+    if probe.call == "models" and provider.kind not in MODELS_CALL_KINDS:
+        found.add(
+            f"{path}.probe.call: `models` (GET /models) needs a provider of kind {', '.join(MODELS_CALL_KINDS)}; "
+            f"{_a(provider.kind)} `{provider.kind}` provider is probed with `tiny_request` (a one-token request, billed)"
+        )
+    if probe.active and not has_shared_credential(provider):
+        found.add(
+            f"{path}.probe.active: the fleet probes with the provider's own credential (api_key), "
+            "and this provider has none; set api_key or turn the probe off"
+        )
+
+
 def _check_provider(found: Findings, name: str, provider: ProviderConfig) -> None:
     """Every rule of one provider (module doc), each broken one named."""
     path = f"providers.{name}"
@@ -143,6 +165,7 @@ def _check_provider(found: Findings, name: str, provider: ProviderConfig) -> Non
     )
     if provider.kind in TOKEN_KINDS and provider.api_key is not None:
         found.add(f"{path}.api_key: {SERVICE_ACCOUNT_ONLY}")
+    _check_probe(found, path, provider)
 
 
 def check_providers(found: Findings, providers: dict[str, ProviderConfig]) -> None:

@@ -15,6 +15,7 @@ from typing import Annotated, Final, Literal
 import msgspec
 
 from turnout.aws import config_rules as aws_rules
+from turnout.core.alternates import CLASS_PATTERN
 from turnout.core.model_types import ModelType
 from turnout.core.ordering import OrderName
 from turnout.core.upstream_auth import ProviderAuth
@@ -47,6 +48,38 @@ TOKEN_KINDS: tuple[ProviderKind, ...] = ("vertex",)
 `api_key`, and no org registers its own key for them."""
 SERVICE_ACCOUNT_ONLY: Final = "a `vertex` provider's credential is its service account (credentials_file), not a key"
 """Why a key is refused for a `TOKEN_KINDS` provider (the message after its path)."""
+
+ProbeCall = Literal["models", "tiny_request"]
+"""An active probe's call (`ProbeConfig.call`): `models` is `GET /models` (OpenAI's and Azure
+OpenAI's list of models: no tokens, not billed), `tiny_request` a chat request for one token
+of the offer's model (billed as such a request: its prompt and one output token)."""
+MODELS_CALL_KINDS: tuple[ProviderKind, ...] = ("openai", "openai_compatible", "azure_openai")
+"""The provider kinds whose API lists models (`GET {base_url}/models`; Azure's `/openai/models`)."""
+
+
+class ProbeConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A provider's active probe (issue #41 item 6; README "Active probes").
+
+    Attributes:
+        active: the fleet probes this provider's open targets on its own, without waiting
+            for client traffic (off unless turned on).
+        interval_s: seconds between two probes of one target (`turnout.core.active_probe`).
+        call: what a probe sends (`ProbeCall`); None: `models` for `MODELS_CALL_KINDS`,
+            else `tiny_request` (`call_for`).
+    """
+
+    active: bool = False
+    interval_s: Annotated[
+        float, msgspec.Meta(ge=0.5, le=3600, description="seconds between two probes, 0.5 to 3600")
+    ] = 5.0
+    call: ProbeCall | None = None
+
+    def call_for(self, kind: ProviderKind) -> ProbeCall:
+        """The call a probe of a provider of `kind` sends."""
+        if self.call is not None:
+            return self.call
+        return "models" if kind in MODELS_CALL_KINDS else "tiny_request"
+
 
 UsdPerMtok = Annotated[
     float,
@@ -85,6 +118,8 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             Vertex AI location (`us-central1`) and service-account key file (its path), all
             three required for that kind and refused on the others
             (`turnout.rules.google_fields`, README "Providers: Vertex AI").
+        probe: the provider's active probe (`ProbeConfig`); unset: none. Held as UNSET, never
+            encoded, so a stored catalog without probes stays what earlier versions wrote.
     """
 
     kind: ProviderKind
@@ -102,6 +137,12 @@ class ProviderConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     project: str | None = None
     location: str | None = None
     credentials_file: str | None = None
+    probe: ProbeConfig | msgspec.UnsetType = msgspec.UNSET
+
+    @property
+    def active_probe(self) -> ProbeConfig | None:
+        """The provider's active probe when it is turned on, else None."""
+        return self.probe if isinstance(self.probe, ProbeConfig) and self.probe.active else None
 
     def secrets(self) -> list[str]:
         """What the scrubber must never let out for this provider: its key and its extra
@@ -160,9 +201,23 @@ class ModelConfig(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
         type: what it serves (`turnout.core.model_types`): `chat` (chat completions,
             messages, legacy completions) or `embedding` (`POST /v1/embeddings`; its
             offers only: no setting may name it, README "Embeddings").
+        klass: its comparability class, written `class:` (`frontier-chat`; a name of
+            `turnout.core.alternates.CLASS_PATTERN`): the models a policy with
+            `fallback.comparable: true` may append as comparable alternates of each other (README
+            "Comparable alternates"); chat models only. Unset (the default) is never encoded, so a
+            stored catalog without classes stays byte for byte what versions before the field wrote
+            (its file digest included); read it as `comparability_class`.
     """
 
     offers: Annotated[list[OfferConfig], msgspec.Meta(min_length=1, description="a model needs at least one offer")]
     context_window: ContextWindow | None = None
     order: OrderName = "health"
     type: ModelType = "chat"
+    klass: Annotated[str, msgspec.Meta(pattern=CLASS_PATTERN)] | msgspec.UnsetType = msgspec.field(
+        default=msgspec.UNSET, name="class"
+    )
+
+    @property
+    def comparability_class(self) -> str | None:
+        """Its `class:`, or None when it declares none."""
+        return None if isinstance(self.klass, msgspec.UnsetType) else self.klass

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from turnout.config.class_checks import check_comparable
 from turnout.config.documents import Config, OrgConfig, RawConfig, embedding_models
 from turnout.config.findings import Findings
 from turnout.config.providers import ModelConfig
@@ -21,6 +22,7 @@ from turnout.core.model_types import naming_embedding_models
 from turnout.core.policy import (
     Ceilings,
     FallbackOverrides,
+    FallbackPolicy,
     Policy,
     PolicyOverrides,
     clamp_policy,
@@ -125,9 +127,12 @@ def check_scope(
     if isinstance(settings.policy, PolicyOverrides):
         check_policy(found, f"{path}.policy", settings.policy, policy, raw.ceilings)
         fallback = settings.policy.fallback
-        if isinstance(fallback, FallbackOverrides) and isinstance(fallback.models, tuple):
-            # the same check as `settings.fallbacks`
-            check_models(found, f"{path}.policy.fallback.models", list(fallback.models), raw.models, org)
+        if isinstance(fallback, FallbackOverrides):
+            for field in ("models", "only"):  # the same check as `settings.fallbacks`
+                if isinstance(named := getattr(fallback, field), tuple):
+                    check_models(found, f"{path}.policy.fallback.{field}", list(named), raw.models, org)
+            # this scope's own fields only: an `only` may well leave out the gateway's `models`
+            check_comparable(found, f"{path}.policy", FallbackPolicy(**fallback.set_fields()), raw.models)
     _check_strategy(found, path, settings, raw)
 
 

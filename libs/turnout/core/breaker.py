@@ -122,6 +122,12 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
         slow_start_s: after a close, seconds over which the target's share of
             the attempts offered to it grows to 100 %.
         slow_start_min_share: that share right after the close.
+        slow_start_rps: the ramp by rate: calls per second the whole fleet
+            sends a target in slow start at the ramp's end; at `t` s after
+            the close it is `ramp_share(t) · slow_start_rps` (5/s right after
+            the close at the defaults), whatever the offered load
+            (`turnout.core.ramp.ramp_rate`); 0 turns the rate off and slow start admits
+            `ramp_share` of the attempts each process is offered instead.
         tolerance: health scores this close are ties (ordering `health`).
         explore: share of requests that try a degraded but closed target
             first, so its score can recover.
@@ -140,6 +146,7 @@ class BreakerSettings(msgspec.Struct, frozen=True, kw_only=True):
     probe_ttl_s: Annotated[float, Meta(ge=0.3, le=MOST_S)] = 10.0
     slow_start_s: Annotated[float, Meta(ge=0.0, le=MOST_S)] = 10.0
     slow_start_min_share: Annotated[float, Meta(gt=0.0, le=1.0)] = 0.1
+    slow_start_rps: Annotated[float, Meta(ge=0.0, le=1_000_000.0)] = 50.0
     tolerance: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.05
     explore: Annotated[float, Meta(ge=0.0, le=1.0)] = 0.05
     max_not_before_s: Annotated[float, Meta(ge=0.0, le=MOST_S)] = 300.0

@@ -1,6 +1,5 @@
-"""Considered offers: the plan's offers a request did not attempt, and why (issue #45 item 6;
-DigitSpace: "each request's detail shows the provider that served it and the others that were
-considered").
+"""Considered offers: the plan's offers a request did not attempt, and why (issue #45 item 6:
+a request's detail names the provider that served it and every other offer its plan held).
 
 Owns: the reasons (`Why`), one left-out offer (`Considered`), and the list as of one attempt's
 end (`considered_so_far`): the offers the plan builder left out (`Plan.left_out`: past
@@ -28,7 +27,8 @@ class Why(enum.StrEnum):
     """Why an offer of the plan was not attempted. The values of `turnout.core.loop.SkipReason`
     stand as they are beside these."""
 
-    CAPPED = "capped"  # past `plan.max_offers` (or one offer per model without cross_provider_same_model)
+    CAPPED = "capped"  # past `plan.max_offers`
+    ONE_PER_MODEL = "one_per_model"  # a model's offer after its first, without `fallback.cross_provider_same_model`
     PREFERENCES = "preferences"  # the request's `provider` preferences left it out
     NO_CREDENTIAL = "no_credential"  # no key the key mode allows (SPEC §6)
     NOT_REACHED = "not_reached"  # in the plan; the loop served or stopped before it

@@ -2,9 +2,8 @@
 
 Owns: `policy.fallback.on_exhausted` (`OnExhausted`): `gateway` (the default) keeps Turnout's
 own answer (502 `provider_failed`, or 429 when every failure was a rate limit, quoting the
-attempts); `last` answers with the last attempt's upstream status and error (Edgee: "When all
-entries fail: error from the last attempt"); `original` with the first attempt's (Empryo: "the
-original error is rethrown with cause"). Also the one-line attempt summary that goes in the
+attempts); `last` answers with the last attempt's upstream status and error; `original` with the
+first attempt's, as the cause the chain started from. Also the one-line attempt summary that goes in the
 `x-turnout-attempt-summary` header of such an answer, since its body is the upstream's.
 Must not import: anything outside the standard library, msgspec and `turnout.core`.
 """

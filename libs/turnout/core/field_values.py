@@ -1,6 +1,6 @@
 """The values a field of a msgspec type accepts, for a 400 that lists them.
 
-Owns: `enum_values` and `with_enum_values`. msgspec refuses a string outside a `Literal` or an
+Owns: `enum_values`, `with_enum_values` and `with_close_field`. msgspec refuses a string outside a `Literal` or an
 `Enum` with "Invalid enum value 'cheap' - at `$.sort`" and names no value it
 would take; the caller finds the field's type from the path msgspec gives
 and lists them ("one of latency, price, throughput"). Only called on the
@@ -10,6 +10,7 @@ Must not import: anything outside the standard library, msgspec and `turnout.cor
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Any
 
@@ -30,6 +31,12 @@ def enum_values(tp: Any, path: str) -> list[str] | None:
         The accepted values as strings, sorted; None for a path that does not
         parse, leaves the type, or ends at a field that is not a `Literal` or an `Enum`.
     """
+    info = _at(tp, path)
+    return None if info is None else _values(info)
+
+
+def _at(tp: Any, path: str) -> Any:
+    """The inspected type at msgspec's `path` of `tp`, or None when the path does not lead to one."""
     info: Any = msgspec.inspect.type_info(tp)
     at = 0
     while at < len(path):
@@ -40,7 +47,7 @@ def enum_values(tp: Any, path: str) -> list[str] | None:
         info = _step(info, step.group(1))
         if info is None:
             return None
-    return _values(info)
+    return info
 
 
 def _candidates(info: Any) -> list[Any]:
@@ -78,3 +85,17 @@ def with_enum_values(reason: str, tp: Any, path: str) -> str:
     any other reason as it is."""
     values = enum_values(tp, path) if reason.startswith("Invalid enum value") else None
     return f"{reason} (one of {', '.join(values)})" if values else reason
+
+
+def with_close_field(reason: str, tp: Any, path: str, unknown: str) -> str:
+    """msgspec's `reason` for an unknown field `unknown` in the object at `path` of `tp`, with
+    " (did you mean `x`?)" when one of that object's fields is close (difflib ratio ≥ 0.75, as
+    the config file's check), else " (known fields: a, b)"; `reason` as it is when `path` leads
+    to no struct."""
+    info = _at(tp, path)
+    structs = [c for c in _candidates(info) if isinstance(c, msgspec.inspect.StructType)] if info else []
+    if not structs:
+        return reason
+    names = [f.encode_name for f in structs[0].fields]
+    close = difflib.get_close_matches(unknown, names, n=1, cutoff=0.75)
+    return f"{reason} (did you mean `{close[0]}`?)" if close else f"{reason} (known fields: {', '.join(names)})"

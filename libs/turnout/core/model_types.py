@@ -65,10 +65,12 @@ def naming_embedding_models(named: Iterable[tuple[str, str]], embedding_models: 
 
 def confined(settings: RoutingSettings, policy: Policy) -> tuple[RoutingSettings, Policy]:
     """`settings` and `policy` for a plan of an embedding model: no reroute, no model fallback of
-    any list, no strategy (`VECTOR_SPACE_RULE`); the key mode and the retry and provider fallback
+    any list, no comparable alternate, no strategy (`VECTOR_SPACE_RULE`); the key mode and the retry and provider fallback
     rules unchanged. A wildcard (`*`) fallback map of a scope, meant for its chat models, so never
     reaches an embedding request."""
     kept = RoutingSettings(key_mode=settings.key_mode)
-    if policy.fallback.models:
-        policy = msgspec.structs.replace(policy, fallback=msgspec.structs.replace(policy.fallback, models=()))
+    fallback = policy.fallback
+    if fallback.models or fallback.comparable:
+        fallback = msgspec.structs.replace(fallback, models=(), comparable=False)
+        policy = msgspec.structs.replace(policy, fallback=fallback)
     return kept, policy

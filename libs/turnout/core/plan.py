@@ -2,7 +2,9 @@
 
 Owns: reroute substitution, model fallback maps, cross-provider expansion of
 a model into its offers, pinned `provider/model` requests, the special
-fallbacks used only for context-length and content-policy failures. Offers
+fallbacks used only for context-length and content-policy failures, and where
+comparable alternates go (after every configured fallback; which ones:
+`turnout.core.alternates`). Offers
 are ranked by the model's ordering strategy (`turnout.core.ordering`).
 Must not import: anything outside the standard library, msgspec and
 `turnout.core`.
@@ -18,6 +20,7 @@ from typing import Final
 
 import msgspec
 
+from turnout.core.alternates import comparable_alternates, constrained
 from turnout.core.considered import Considered, Why, left_out
 from turnout.core.credentials import credential_choices
 from turnout.core.ordering import ORDERINGS, OrderSettings, TargetHealth
@@ -36,6 +39,7 @@ class Role(enum.StrEnum):
     PRIMARY = "primary"
     PROVIDER_FALLBACK = "provider_fallback"  # same model, another provider
     MODEL_FALLBACK = "model_fallback"  # another model
+    COMPARABLE_ALTERNATE = "comparable_alternate"  # another model of the requested one's class
     CONTEXT_WINDOW_FALLBACK = "context_window_fallback"
     CONTENT_POLICY_FALLBACK = "content_policy_fallback"
     PLAN_FALLBACK = "plan_fallback"  # after a quota / usage-cap failure (SPEC §10)
@@ -60,6 +64,11 @@ class PlanEntry(msgspec.Struct, frozen=True, kw_only=True):
     def is_fallback(self) -> bool:
         """True for every entry but the primary."""
         return self.role is not Role.PRIMARY
+
+    @property
+    def is_comparable(self) -> bool:
+        """True for a comparable alternate (`fallback.comparable`, `turnout.core.alternates`)."""
+        return self.role is Role.COMPARABLE_ALTERNATE
 
 
 class Plan(msgspec.Struct, frozen=True, kw_only=True):
@@ -237,6 +246,7 @@ def build_plan(
     capped: bool = True,
     preferences: Preferences = Preferences(),
     keys: KeyFacts | None = None,
+    classes: Mapping[str, str] | None = None,
 ) -> Plan:
     """Build the plan of one request (SPEC §3 step 1, §6).
 
@@ -248,8 +258,7 @@ def build_plan(
         policy: the policy in force (fallback switches, gateway fallbacks).
         health: target key -> what ordering knows of it (absent: healthy).
         rng: tie-breaking and exploration for offer ranking.
-        orders: model id -> ordering strategy name (`ORDERINGS`); absent
-            models (custom endpoints too) use `health`.
+        orders: model id -> ordering strategy name (`ORDERINGS`); absent ones (custom too): `health`.
         order_settings: knobs and prices of the orderings.
         capped: apply `policy.plan.max_offers` and keep one offer per model where the policy (no
             `cross_provider_same_model`) or the preferences (no `allow_fallbacks`, no `order`)
@@ -259,20 +268,20 @@ def build_plan(
             `allow_fallbacks` the plan keeps only its first model and no special lists.
         keys: the org's credentials, when known: an offer no attempt could carry a credential
             to under `settings.key_mode` is left out before preferences and the cap (SPEC §6:
-            under `own_only`, only the offers of providers the org has a key for are
-            eligible). None: every offer stays (the attempt skips it as NO_CREDENTIAL).
+            under `own_only`, only the offers of providers the org has a key for are eligible).
+            None: every offer stays (the attempt skips it as NO_CREDENTIAL).
+        classes: catalog model id -> its class (`turnout.core.alternates`); None: no classes.
 
     Returns:
         The plan. With a reroute list, its models replace the requested one, which is never
         contacted; fallback models come from the maps keyed by the requested model (else `*`),
-        then `policy.fallback.models`. A pinned request keeps only the pinned provider's offers
-        of its model, and gets no provider fallback for it; unless
-        `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists
-        keep only that provider's offers too (a model it does not serve drops out; DigitSpace's failover
-        document). The main
-        sequence then keeps its first `policy.plan.max_offers` distinct targets, after ordering
-        and across provider and model fallbacks; each special list (context length, content
-        policy, plan cap) is capped the same way on its own (SPEC §10).
+        then `policy.fallback.models`, kept to `fallback.only`; with `fallback.comparable`, then its
+        comparable alternates (none when pinned or under a firing strategy; `_main_sequence`). A
+        pinned request keeps only the pinned provider's offers of its model, and no provider fallback for it; unless
+        `policy.pinned.allow_other_providers`, its reroutes, fallback models and special lists keep
+        only that provider's offers too (a model it does not serve drops out). The main sequence then keeps its first `policy.plan.max_offers` distinct targets,
+        after ordering and across provider and model fallbacks; each special list (context length,
+        content policy, plan cap) is capped the same way on its own (SPEC §10).
 
     Raises:
         UnknownModel: the requested (or pinned) model has no offer.
@@ -281,7 +290,7 @@ def build_plan(
     if settings.custom_targets:
         catalog = {**catalog, **{entry: (t,) for entry, t in settings.custom_targets.items()}}
     base_model, pinned = split_pinned(requested_model, catalog, providers)
-    offers = _Offers(catalog, health, rng, orders or {}, order_settings, settings, policy, preferences, keys, capped)
+    offers = _Offers(catalog, health, rng, orders, order_settings, settings, policy, preferences, keys, capped, classes)
     if base_model not in catalog or (pinned is not None and not offers.of(base_model, pinned, narrowed=False)):
         raise UnknownModel(requested_model)
     confine = None if policy.pinned.allow_other_providers else pinned  # the whole plan's provider, if any
@@ -315,17 +324,19 @@ class _Offers:
         catalog: Mapping[str, Sequence[Target]],
         health: Mapping[str, TargetHealth],
         rng: random.Random,
-        orders: Mapping[str, str],
+        orders: Mapping[str, str] | None,
         order_settings: OrderSettings,
         settings: RoutingSettings,
         policy: Policy,
         preferences: Preferences,
         keys: KeyFacts | None,
         capped: bool,
+        classes: Mapping[str, str] | None,
     ) -> None:
-        self.catalog, self.health, self.rng, self.orders = catalog, health, rng, orders
+        self.catalog, self.health, self.rng, self.orders = catalog, health, rng, orders or {}
         self.order_settings, self.settings, self.policy = order_settings, settings, policy
         self.preferences, self.keys, self.capped = preferences, keys, capped
+        self.classes: Mapping[str, str] = classes or {}
         self.reshapes = bool(preferences.order) or preferences.narrows
         self.limit = policy.plan.max_offers if capped else None
         self.dropped: list[Considered] = []
@@ -355,7 +366,7 @@ class _Offers:
             self.drop(ranked, kept, Why.PREFERENCES, note)
             ranked = kept
         if not self.policy.fallback.cross_provider_same_model and self.capped:  # uncapped lists them all
-            self.drop(ranked, ranked[:1], Why.CAPPED, note)
+            self.drop(ranked, ranked[:1], Why.ONE_PER_MODEL, note)
             ranked = ranked[:1]
         return ranked
 
@@ -374,8 +385,9 @@ class _Offers:
 
 def _main_sequence(offers: _Offers, base_model: str, pinned: str | None, confine: str | None) -> list[PlanEntry]:
     """The main sequence before the cap: the requested model's offers (or its reroute list's),
-    then, with fallback on and allowed, the fallback models' (`build_plan`); else only the
-    first model's offers."""
+    then, with fallback on and allowed, the fallback models' (kept to `fallback.only`) and
+    with `fallback.comparable` the comparable alternates' (`build_plan`); else only the first
+    model's offers."""
     settings, fb, preferences = offers.settings, offers.policy.fallback, offers.preferences
     rerouted, by_strategy = bool(settings.reroutes), settings.strategy_rule is not None
     heads = [(m, confine) for m in _dedupe(settings.reroutes, frozenset())] if rerouted else [(base_model, pinned)]
@@ -395,7 +407,18 @@ def _main_sequence(offers: _Offers, base_model: str, pinned: str | None, confine
     if not (fb.enabled and preferences.allow_fallbacks):
         return [e for e in entries if e.target.catalog_model == entries[0].target.catalog_model] if entries else []
     used = frozenset(m for m, _ in heads) | ({base_model} if rerouted else frozenset())
-    for model in _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used):
-        for target in offers.of(model, confine, note=offers.capped):
-            entries.append(PlanEntry(target=target, role=Role.MODEL_FALLBACK, is_strategy=by_strategy))
+    configured = _dedupe(lookup(settings.fallbacks, base_model) + fb.models, used)
+    alternates: list[str] = []
+    if fb.comparable and pinned is None and not by_strategy:
+        order = offers.catalog.keys()
+        alternates = comparable_alternates(
+            base_model, offers.classes, order, exclude=used | set(configured), only=fb.only
+        )
+    for models, role in (
+        (constrained(configured, fb.only), Role.MODEL_FALLBACK),
+        (alternates, Role.COMPARABLE_ALTERNATE),
+    ):
+        for model in models:
+            for target in offers.of(model, confine, note=offers.capped):
+                entries.append(PlanEntry(target=target, role=role, is_strategy=by_strategy))
     return entries

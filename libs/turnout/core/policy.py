@@ -99,7 +99,15 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     Attributes:
         enabled: when False the loop never leaves the first target's model.
         cross_provider_same_model: expand a model into all its offers.
-        models: gateway-wide model fallbacks (appended after configured maps).
+        models: gateway-wide model fallbacks (appended after configured maps). It adds models,
+            as it always has; `only` is what constrains them.
+        comparable: after the configured fallback models, append the other models of the
+            requested model's catalog `class` (comparable alternates, `turnout.core.alternates`);
+            off by default. Never for a pinned `provider/model`, an embedding model, or under a
+            firing spend strategy.
+        only: when not empty, the only models the plan's model fallbacks may use (the scope's
+            `fallbacks`, `models` and comparable alternates); the requested model and its
+            reroutes are not constrained. Empty (default): no constraint.
         backoff_ms: pause before each fallback attempt.
         on_status: statuses (or classes) that allow a fallback.
         max_cycles: passes over the whole plan (1 = no restart).
@@ -107,13 +115,15 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
             rejected with 401/403 is retried once on the shared key for the
             same target (SPEC §6).
         on_exhausted: the answer when every attempt failed: `gateway` (SPEC §7's 502
-            `provider_failed`), `last` (the last attempt's upstream status and error, Edgee)
-            or `original` (the first attempt's, Empryo); see `turnout.core.exhausted`.
+            `provider_failed`), `last` (the last attempt's upstream status and error)
+            or `original` (the first attempt's); see `turnout.core.exhausted`.
     """
 
     enabled: bool = True
     cross_provider_same_model: bool = True
     models: tuple[str, ...] = ()
+    comparable: bool = False
+    only: tuple[str, ...] = ()
     backoff_ms: int = 0
     on_status: tuple[StatusEntry, ...] = (408, 429, "5xx")
     max_cycles: int = 1
@@ -158,8 +168,8 @@ class PlanPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 class PinnedPolicy(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What a pinned `provider/model` confines (SPEC §3 step 1; DigitSpace: "With `provider/model`,
-    only that provider's offers are tried"). `allow_other_providers` False (default): the whole
+    """What a pinned `provider/model` confines (SPEC §3 step 1: a pinned request
+    is tried on that provider's offers only). `allow_other_providers` False (default): the whole
     plan (reroutes, fallback models, special lists) keeps only that provider's offers; True: only
     the requested model is confined (`turnout.core.plan.build_plan`)."""
 
@@ -353,6 +363,8 @@ class FallbackOverrides(_Overrides, frozen=True, kw_only=True, forbid_unknown_fi
     enabled: bool | UnsetType = UNSET
     cross_provider_same_model: bool | UnsetType = UNSET
     models: tuple[str, ...] | UnsetType = UNSET
+    comparable: bool | UnsetType = UNSET
+    only: tuple[str, ...] | UnsetType = UNSET
     backoff_ms: Count | UnsetType = UNSET
     on_status: tuple[StatusEntry, ...] | UnsetType = UNSET
     max_cycles: AtLeastOne | UnsetType = UNSET

@@ -18,7 +18,9 @@ Rules:
   `spent + reserved + worst ≤ budget`, checked and written in one atomic
   step, so what is spent and held in flight never exceeds the budget
   whatever the concurrency. The reservation is replaced by the actual
-  cost when the ledger is written (`turnout.state.spend_store`); the bound
+  cost in one step: the process that served the request writes its cost
+  to the ledger and removes its reservation in the same script
+  (`turnout.state.spend_store`, "Exact settlement"); the bound
   on spend is therefore `budget + one request's (actual − reserved)`,
   which is 0 when the request's `max_tokens` is sent (prices are the
   dearest offer of its plan, the prompt counted by bytes / 4, an
@@ -41,9 +43,10 @@ MICRO_PER_USD = 1_000_000
 """Micro-USD per USD: the unit reservations are kept in."""
 
 SETTLE_HOLD_MS = 10_000
-"""How long a reservation stays after its answer has been sent, ms: longer than the
-worker's bookkeeping after the answer plus the spend ledger's flush interval (0.25 s),
-so the actual cost is in the ledger before the reservation standing for it goes."""
+"""How long a reservation stays after its answer has been sent when nothing settled it, ms:
+the fallback for a process that died between the answer and its ledger write (the
+settlement itself removes the reservation with the cost, at once). Longer than the
+worker's bookkeeping after the answer plus the spend ledger's flush interval (0.25 s)."""
 
 
 def micro_usd_up(usd: float) -> int:

@@ -105,7 +105,8 @@ def named_models(settings: ScopeSettings) -> Iterator[tuple[str, str]]:
     Paths are as the configuration's validation names them
     (`turnout.config.check_scope_settings`): `reroutes[0]`;
     `fallbacks.gpt-5` for a map's key and `fallbacks.gpt-5[0]` for its
-    entries (`fallbacks[0]` for a plain list); `policy.fallback.models[0]`;
+    entries (`fallbacks[0]` for a plain list); `policy.fallback.models[0]`, then
+    `policy.fallback.only[0]`;
     `strategy[0].model` and `strategy[0].fallback`. Entries are as written:
     a catalog model, `*` (a map's key) or `custom:<endpoint>:<model>`.
     """
@@ -120,8 +121,10 @@ def named_models(settings: ScopeSettings) -> Iterator[tuple[str, str]]:
             yield from ((f"{sub}[{i}]", model) for i, model in enumerate(models))
     if isinstance(settings.policy, PolicyOverrides):
         fallback = settings.policy.fallback
-        if isinstance(fallback, FallbackOverrides) and isinstance(fallback.models, tuple):
-            yield from ((f"policy.fallback.models[{i}]", model) for i, model in enumerate(fallback.models))
+        if isinstance(fallback, FallbackOverrides):
+            for field in ("models", "only"):
+                if isinstance(named := getattr(fallback, field), tuple):
+                    yield from ((f"policy.fallback.{field}[{i}]", model) for i, model in enumerate(named))
     if isinstance(settings.strategy, list):
         for i, rule in enumerate(settings.strategy):
             yield f"strategy[{i}].model", rule.model

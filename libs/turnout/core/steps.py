@@ -78,6 +78,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         should_retry: the provider's `x-should-retry` on this attempt (`Outcome.should_retry`).
         considered: the plan's offers not attempted as of this attempt's end, and why
             (`turnout.core.considered`); the request's last record holds the request's.
+        first_token_ms: a committed stream's time to its first chunk (ms, the attempt's duration
+            at its commit point), or None (not a stream).
     """
 
     number: int
@@ -104,6 +106,12 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     should_retry: bool | None = None
     error_type: str | None = None
     considered: tuple[Considered, ...] = ()
+    first_token_ms: float | None = None
+
+    @property
+    def is_comparable(self) -> bool:
+        """Made on a comparable alternate (`Role.COMPARABLE_ALTERNATE`, `turnout.core.alternates`)."""
+        return self.role is Role.COMPARABLE_ALTERNATE
 
 
 class SkipRecord(msgspec.Struct, frozen=True, kw_only=True):

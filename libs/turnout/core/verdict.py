@@ -23,6 +23,11 @@ _TERMINAL_TYPE = {
     FailureKind.CONTENT_POLICY: "invalid_request_error",
 }
 
+_TERMINAL_CODE = {FailureKind.CONTEXT_LENGTH: "context_length_exceeded"}
+"""The OpenAI `code` a terminal kind always answers with, whatever the provider called it
+(Bedrock's `ValidationException`, Anthropic's none): OpenAI's code for a prompt over the
+model's context window, which OpenAI-format clients test for."""
+
 _TERMINAL_STATUS = {FailureKind.AUTH: 401}
 """Status of a terminal error that came without an error status (an error
 envelope inside a 2xx body, SPEC §3); other terminal kinds answer 400."""
@@ -55,6 +60,8 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
             (SPEC §10 plan-cap continuity).
         strategy: the spend strategy rule that chose the last attempt's
             model, or None (SPEC §10).
+        comparable: the last attempt was on a comparable alternate (`fallback.comparable`,
+            `turnout.core.alternates`).
     """
 
     provider: str | None
@@ -65,6 +72,7 @@ class Served(msgspec.Struct, frozen=True, kw_only=True):
     byok_fallback: bool = False
     plan_fallback: bool = False
     strategy: str | None = None
+    comparable: bool = False
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -107,6 +115,7 @@ def served_facts(state: LoopState) -> Served:
         byok_fallback=bool(last and last.is_byok_fallback),
         plan_fallback=bool(last and last.is_plan_fallback),
         strategy=state.plan.strategy if last and last.is_strategy else None,
+        comparable=bool(last and last.is_comparable),
     )
 
 
@@ -232,7 +241,7 @@ def _terminal(last: AttemptRecord, summary: tuple[AttemptSummary, ...], served: 
     return Verdict(
         status_code=status if status is not None else _TERMINAL_STATUS.get(last.kind, 400),
         error_type=_TERMINAL_TYPE.get(last.kind, "invalid_request_error"),
-        error_code=last.error_code,
+        error_code=_TERMINAL_CODE.get(last.kind, last.error_code),
         message=f"The upstream provider {last.target.provider} rejected the request: {last.message or last.kind}",
         retry_after_s=None,
         should_retry=False,

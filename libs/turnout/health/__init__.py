@@ -72,6 +72,8 @@ class Breakers(msgspec.Struct, frozen=True, kw_only=True):
         store: where snapshots, permits, caps and measures live.
         reads: `view` (one round trip per request, kept a moment), `shipped_view`, `forget`.
         gate: `admit` one attempt to a target.
+        probes: the HALF_OPEN probe permits (`acquire`, `hold`, `release`): the gate takes a client's,
+            the fleet's active prober its own (`turnout_worker.prober`).
         credentials: `admits` a tenant's own credential.
         results: `record` one attempt's result; `drain` the writes queued.
         plan_caps: `cap` a scope's usage cap on a target.
@@ -83,6 +85,7 @@ class Breakers(msgspec.Struct, frozen=True, kw_only=True):
     store: BreakerStore
     reads: HealthReads
     gate: TargetGate
+    probes: ProbePermits
     credentials: CredentialHealth
     results: ResultWriter
     plan_caps: PlanCaps
@@ -148,7 +151,8 @@ class Breakers(msgspec.Struct, frozen=True, kw_only=True):
             settings=settings,
             store=store,
             reads=reads,
-            gate=TargetGate(settings, reads, probes, SlowStart(settings), outage),
+            gate=TargetGate(settings, reads, probes, SlowStart(settings, store), outage),
+            probes=probes,
             credentials=CredentialHealth(reads),
             results=ResultWriter(settings, writes, probes, speed, transitions, outage, on_alarm=hooks.on_alarm),
             plan_caps=PlanCaps(store, outage),

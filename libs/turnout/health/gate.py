@@ -92,12 +92,25 @@ class TargetGate:
         snap = view.snapshot(target)
         return admit(snap, now_s, self._settings, self._slow_start.draw(target, snap, now_s)), snap
 
+    async def _ramp(self, target: str, snap: BreakerSnapshot, now_s: float) -> Gate:
+        """An admitted attempt, unless slow start by rate has no call left for it this moment
+        (`SlowStart.by_rate`; a store outage: the outage policy)."""
+        try:
+            wait_s = await self._slow_start.by_rate(target, snap, now_s)
+        except (StateUnavailable, TimeoutError) as exc:
+            self._outage(exc)
+            return ADMITTED
+        if wait_s <= 0:
+            return ADMITTED
+        return Gate(admitted=False, reopen_in_s=min(wait_s, RAMP_RETRY_S), reason=SkipReason.RAMPING)
+
     async def admit(self, target: str, view: HealthView) -> Gate:
         """Whether an attempt may go to `target` now (SPEC §5).
 
         Takes the probe permit in HALF_OPEN (renewed until
         `turnout.health.results.ResultWriter.record` gives it back); applies the
-        slow-start share and the provider's "not before". A degraded view admits.
+        slow start (by rate: one call of the fleet's shared counter; or the share) and the
+        provider's "not before". A degraded view admits.
 
         Raises:
             GatewayUnavailable: the store is unreachable and the policy is `fail`.
@@ -106,6 +119,8 @@ class TargetGate:
             return ADMITTED
         now = view.store_now()
         decision, snap = self._decide(target, view, now)
+        if decision is Admission.ADMIT:
+            return await self._ramp(target, snap, now)
         if decision is not Admission.PROBE:
             return refusal(decision, snap, now)
         try:
@@ -129,4 +144,6 @@ class TargetGate:
             self._probes.hold(target, token)
             return Gate(admitted=True, probe_token=token)
         await self._probes.release(target, token)
+        if decision is Admission.ADMIT:  # closed by the probe that just ended: slow start applies
+            return await self._ramp(target, snap, view.now_s)
         return refusal(decision, snap, view.now_s)

@@ -26,11 +26,14 @@ class BreakerHooks(msgspec.Struct, frozen=True, kw_only=True):
         on_alarm: called with the target key when the platform key of its provider is
             rejected or out of quota.
         on_trip: called with (subject, rule, sole) after a stored trip.
+        on_step: called with (subject, snapshot before, snapshot after, store-clock time in
+            epoch s) for each step of a stored write (the breaker timeline, `turnout.observability.breaker_log`).
     """
 
     on_transition: Callable[[str, BreakerState, BreakerState], None] | None = None
     on_alarm: Callable[[str], None] | None = None
     on_trip: Callable[[str, str, bool], None] | None = None
+    on_step: Callable[[str, BreakerSnapshot, BreakerSnapshot, float], None] | None = None
 
 
 class Transitions:
@@ -61,6 +64,8 @@ class Transitions:
         """After a stored write of `subject` (`turnout.health.writes`): log and count each
         step's transition; `steps` holds each (snapshot, store-clock time) in order."""
         for after, at in steps:
+            if self._hooks.on_step is not None:
+                self._hooks.on_step(subject, before, after, at)
             self._transitioned(subject, before, after, at)
             before = after
 

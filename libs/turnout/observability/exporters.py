@@ -93,8 +93,7 @@ class ScrubbingSpanExporter(SpanExporter):
         self.inner = inner
         self._scrub = scrub or redact_shapes
 
-    def _copy(self, span: ReadableSpan) -> ReadableSpan:
-        scrub = self._scrub
+    def _copy(self, span: ReadableSpan, scrub: Callable[[str], str]) -> ReadableSpan:
         status = span.status
         if status.description:
             status = Status(status.status_code, scrub(status.description))
@@ -114,8 +113,11 @@ class ScrubbingSpanExporter(SpanExporter):
         )
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        """Export scrubbed copies of `spans`; see `SpanExporter`."""
-        return self.inner.export([self._copy(s) for s in spans])
+        """Export scrubbed copies of `spans`; see `SpanExporter`. Each distinct text of the batch
+        is scrubbed once (a batch repeats its service, provider, model, route and status texts
+        in every span: `once`)."""
+        scrub = once(self._scrub)
+        return self.inner.export([self._copy(s, scrub) for s in spans])
 
     def shutdown(self) -> None:
         """Shut `inner` down."""
@@ -124,6 +126,20 @@ class ScrubbingSpanExporter(SpanExporter):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         """Flush `inner`."""
         return self.inner.force_flush(timeout_millis)
+
+
+def once(scrub: Callable[[str], str]) -> Callable[[str], str]:
+    """`scrub` remembering its answers: the same text is scrubbed once (for one export batch,
+    over which the known credentials do not change; the memory goes with the batch)."""
+    seen: dict[str, str] = {}
+
+    def scrubbed(text: str) -> str:
+        answer = seen.get(text)
+        if answer is None:
+            answer = seen[text] = scrub(text)
+        return answer
+
+    return scrubbed
 
 
 def span_as_dict(span: ReadableSpan) -> dict[str, Any]:

@@ -77,6 +77,7 @@ FIELDS = (
     "is_byok_fallback",
     "is_strategy",
     "is_plan_fallback",
+    "is_comparable",
     "strategy",
     "is_rerun",
     "lost",
@@ -84,7 +85,9 @@ FIELDS = (
 )
 """Columns of a record, in export order. `ts` is the attempt's start (epoch s;
 ISO-8601 UTC in exports); `key` is the gateway key's name; `status` the
-upstream HTTP status or null; `class` the SPEC §3 disposition. `is_rerun`:
+upstream HTTP status or null; `class` the SPEC §3 disposition.
+`is_comparable`: made on a comparable alternate (`fallback.comparable`, role
+`comparable_alternate`; `is_fallback` is true too). `is_rerun`:
 made by a re-run of the job after the worker running it died; `lost`: the
 attempt's process died before it ended (`kind` and `class` `lost`; status,
 latency, tokens and cost null: unknown, it may have been billed). An
@@ -94,7 +97,8 @@ carries, outside the export, `phase` (`started`, `ended`, `lost`), `run`
 target's role in the plan), `delay_before_s` (seconds waited before the
 attempt) and `delay_reason` (`backoff`, `retry_after`, `fallback_backoff`
 or null), which the dashboard shows, `should_retry` (ended rows: the
-provider's `x-should-retry`, true / false, or null when it sent none), and
+provider's `x-should-retry`, true / false, or null when it sent none), `ttft_ms`
+(ended rows: a committed stream's time to its first chunk in ms, else null), and
 `considered` (ended rows: the plan's offers not attempted as of the attempt's
 end, `[{provider, model, catalog_model, reason, reopen_in_s}]`,
 `turnout.core.considered`; the request's last attempt holds the request's:
@@ -165,12 +169,14 @@ def attempt_row(
         "is_byok_fallback": record.is_byok_fallback,
         "is_strategy": record.is_strategy,
         "is_plan_fallback": record.is_plan_fallback,
+        "is_comparable": record.is_comparable,
         "strategy": info.strategy if record.is_strategy else None,
         "role": str(record.role),
         "delay_before_s": round(record.delay_before_s, 3),
         "delay_reason": record.delay_reason,
         "should_retry": record.should_retry,
         "considered": [msgspec.to_builtins(c) for c in record.considered],
+        "ttft_ms": round(record.first_token_ms, 3) if record.first_token_ms is not None else None,
     }
 
 
@@ -204,6 +210,7 @@ def started_row(info: RequestInfo, dispatch: Dispatch, *, attempt_id: str, ts: f
         "is_byok_fallback": dispatch.is_byok_fallback,
         "is_strategy": entry.is_strategy,
         "is_plan_fallback": entry.role is Role.PLAN_FALLBACK,
+        "is_comparable": entry.is_comparable,
         "strategy": info.strategy if entry.is_strategy else None,
         "role": str(entry.role),
         "delay_before_s": round(dispatch.delay_before_s, 3),

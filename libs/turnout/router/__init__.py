@@ -174,6 +174,7 @@ class Router:
             capped=capped,
             preferences=preferences,
             keys=keys,
+            classes=catalog.classes,
         )
 
     def _listing_plan(

@@ -103,6 +103,7 @@ class Recorder:
                 disposition=DISPOSITION[kind],
                 duration_ms=max(0.0, (self._clock() - record.started_s) * 1000.0),
                 message=error if kind is not FailureKind.SUCCESS else "",
+                first_token_ms=record.duration_ms,
             )
             self.observer.attempt_ended(handle, info, final, usage)
             # the time to first token is the attempt's duration at its commit point (`record`)

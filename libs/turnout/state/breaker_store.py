@@ -12,6 +12,9 @@ Redis layout (names in `turnout.state.keys`):
     turnout:probe:{provider/model}    the HALF_OPEN probe permit: a random token
                                       with a TTL, renewed and released only by
                                       its holder
+    turnout:ramp:{provider/model}     slow start by rate: the theoretical arrival
+                                      time (epoch µs) of the target's next call,
+                                      shared by the fleet (`take_ramp_slot`)
     turnout:speed:{provider/model}    hash {ttft_ms, tps}: the fleet's rolling
                                       measures of the target (exponentially
                                       weighted moving averages), read with the
@@ -38,6 +41,7 @@ from redis.asyncio import Redis
 
 from turnout.core.breaker import CLOSED, BreakerSnapshot
 from turnout.core.health_reads import Loaded, Speed, Versioned
+from turnout.core.ramp import rate_slot
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 
@@ -161,6 +165,15 @@ class BreakerStore(Protocol):
         """
         ...
 
+    async def take_ramp_slot(self, target: str, rate: float) -> float:
+        """Take one call of `target`'s slow start at `rate` calls per second, fleet-wide
+        (`turnout.core.ramp.rate_slot`, on the store's clock).
+
+        Returns:
+            0.0 when the call may go; else the seconds until one fits.
+        """
+        ...
+
 
 class MemoryBreakerStore:
     """In-process store with the same semantics (one process, or tests).
@@ -175,6 +188,7 @@ class MemoryBreakerStore:
         self._permits: dict[str, tuple[str, float]] = {}
         self._speeds: dict[str, tuple[Speed, float]] = {}
         self._caps: dict[str, tuple[float, float]] = {}
+        self._ramps: dict[str, float] = {}
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         """See `BreakerStore.load`."""
@@ -250,6 +264,12 @@ class MemoryBreakerStore:
         self._permits[target] = (token, now + ttl_s)
         return True
 
+    async def take_ramp_slot(self, target: str, rate: float) -> float:
+        """See `BreakerStore.take_ramp_slot`."""
+        admitted, tat, wait = rate_slot(self._ramps.get(target, 0.0), self._clock(), rate)
+        self._ramps[target] = tat
+        return 0.0 if admitted else wait
+
 
 # Folds (field, sample) pairs of ARGV from index `first` into the speed hash `key`, in order (a field
 # may come several times: one EWMA step each) with weight `a`; the hash expires `ttl` seconds later.
@@ -294,6 +314,18 @@ return 0
 # KEYS[1] permit   ARGV[1] token, ARGV[2] ttl ms: extend only the holder's own permit
 _RENEW = """
 if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+# KEYS[1] ramp key   ARGV[1] µs between calls (1 / rate): `turnout.core.ramp.rate_slot` on Redis's
+# clock. Returns 0 (go) or the µs until a call fits; the key lives a second past its arrival time.
+_RAMP = """
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat = tonumber(redis.call('get', KEYS[1]) or '0')
+if tat > now then return math.ceil(tat - now) end
+local step = tonumber(ARGV[1])
+redis.call('set', KEYS[1], string.format('%.0f', now + step), 'px', math.ceil(step / 1000) + 1000)
 return 0
 """
 
@@ -374,6 +406,7 @@ class RedisBreakerStore:
         self._renew = redis.register_script(_RENEW)
         self._speed = redis.register_script(_SPEED)
         self._load = redis.register_script(_LOAD)
+        self._ramp = redis.register_script(_RAMP)
 
     async def load(self, targets: Sequence[str], caps: Sequence[str] = ()) -> Loaded:
         """See `BreakerStore.load`: one command (a Lua script: `TIME`, two `HMGET`
@@ -459,3 +492,9 @@ class RedisBreakerStore:
         """See `BreakerStore.renew_probe`: compare-and-`PEXPIRE` in Lua."""
         renewed = await self._renew(keys=[keys.probe_key(target)], args=[token, max(1, int(ttl_s * 1000))])
         return bool(renewed)
+
+    async def take_ramp_slot(self, target: str, rate: float) -> float:
+        """See `BreakerStore.take_ramp_slot`: one Lua round trip (only while `target` is in slow start)."""
+        step_us = max(1, round(1_000_000 / max(rate, 1e-6)))
+        wait_us = await self._ramp(keys=[keys.ramp_key(target)], args=[step_us])
+        return int(wait_us) / 1_000_000

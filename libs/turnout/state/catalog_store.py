@@ -11,6 +11,7 @@ Data model (Redis must run with AOF on: admin edits live only here):
     turnout:catalog:version   INCR per write (0 = never written)
     turnout:catalog:doc       JSON CatalogDoc (models, offers, providers, key references)
     turnout:catalog:files     set of applied file digests
+    turnout:catalog:owned     JSON: the entries the configuration file wrote (`turnout.catalog.ownership`)
     turnout:catalog:changed   pub/sub: the new version, published by every write
 
 A write changes the document, the version, the digest set and publishes
@@ -29,18 +30,19 @@ from redis.asyncio import Redis
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 from turnout.state.tenant_store import CAS_ATTEMPTS, read_counter
-from turnout.stored.catalog import CatalogDoc, doc_decoder, doc_encoder
+from turnout.stored.catalog import CatalogDoc, Owned, doc_decoder, doc_encoder, owned_decoder
 
 T = TypeVar("T")
 
-# KEYS: doc, version counter, applied file digests
-# ARGV: expected version, doc JSON, channel, file digest to remember ("" = none)
+# KEYS: doc, version counter, applied file digests, ownership record
+# ARGV: expected version, doc JSON, channel, file digest to remember ("" = none), record JSON ("" = unchanged)
 _WRITE = """
 local current = redis.call('get', KEYS[2]) or '0'
 if current ~= ARGV[1] then return -1 end
 local v = redis.call('incr', KEYS[2])
 redis.call('set', KEYS[1], ARGV[2])
 if ARGV[4] ~= '' then redis.call('sadd', KEYS[3], ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('set', KEYS[4], ARGV[5]) end
 redis.call('publish', ARGV[3], v)
 return v
 """
@@ -72,22 +74,41 @@ class CatalogStore:
             return None, 0
         return doc_decoder.decode(raw), int(version)
 
+    async def owned(self) -> dict[str, Owned] | None:
+        """The ownership record: the entries the configuration file wrote (None: never recorded)."""
+        raw = await self._redis.get(keys.CATALOG_OWNED)
+        return None if raw is None else owned_decoder.decode(raw)
+
     async def applied(self, digest: str) -> bool:
         """True when a file with this digest was applied before (a stale file)."""
         return bool(await self._redis.sismember(keys.CATALOG_FILES, digest))  # type: ignore[misc]
 
-    async def write(self, doc: CatalogDoc, expected_version: int, *, remember_file: str = "") -> int | None:
+    async def write(
+        self,
+        doc: CatalogDoc,
+        expected_version: int,
+        *,
+        remember_file: str = "",
+        owned: dict[str, Owned] | None = None,
+    ) -> int | None:
         """Compare-and-set: store `doc` if the catalog is still at `expected_version` (0 = never written).
 
         Args:
             remember_file: a file digest to add to the applied set in the same write.
+            owned: the new ownership record, written in the same write (None: left as it is).
 
         Returns:
             The new version, or None when the catalog changed meanwhile.
         """
         result = await self._write(
-            keys=[keys.CATALOG_DOC, keys.CATALOG_VERSION, keys.CATALOG_FILES],
-            args=[str(expected_version), doc_encoder.encode(doc), keys.CATALOG_CHANNEL, remember_file],
+            keys=[keys.CATALOG_DOC, keys.CATALOG_VERSION, keys.CATALOG_FILES, keys.CATALOG_OWNED],
+            args=[
+                str(expected_version),
+                doc_encoder.encode(doc),
+                keys.CATALOG_CHANNEL,
+                remember_file,
+                b"" if owned is None else doc_encoder.encode(owned),
+            ],
         )
         return None if int(result) < 0 else int(result)
 

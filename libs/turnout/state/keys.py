@@ -114,6 +114,20 @@ PROBE_PREFIX = "turnout:probe:"
 """String per target: the HALF_OPEN probe permit (`SET NX PX`)."""
 
 
+PROBER_KEY = "turnout:prober"
+"""String: the token of the one worker that sends the fleet's active probes, with a TTL it renews
+(`turnout.state.prober_lease`)."""
+
+RAMP_PREFIX = "turnout:ramp:"
+"""String per target in slow start: the theoretical arrival time (epoch µs) of its next call by
+rate (`turnout.core.ramp.rate_slot`), with a TTL of a few seconds."""
+
+
+def ramp_key(target: str) -> str:
+    """Key of a target's slow-start rate counter."""
+    return RAMP_PREFIX + target
+
+
 SPEED_PREFIX = "turnout:speed:"
 """Hash per target: {ttft_ms, tps}, the fleet's rolling measures (`turnout.state.breaker_store`)."""
 
@@ -171,6 +185,10 @@ def spend_key(org: str, period: str, period_id: str) -> str:
 RECORDS_STREAM = "turnout:records"
 """Stream of attempt records (SPEC §9): fields {org, r: JSON row}, `MAXLEN ~ gateway.records_max`."""
 
+BREAKER_TRANSITIONS_STREAM = "turnout:breaker:transitions"
+"""Stream of breaker transitions of the targets (opened, closed, resting on a Retry-After): fields
+{r: JSON event, `turnout.observability.breaker_log`}, capped by length and age (the dashboard's timeline)."""
+
 OPEN_ATTEMPTS_PREFIX = "turnout:attempts:open:"
 """Hash per request id: attempt id -> its `started` record row (JSON), removed when the
 attempt ends; what is left when a job re-runs is the dead run's lost attempts."""
@@ -225,6 +243,10 @@ CATALOG_VERSION = "turnout:catalog:version"
 
 CATALOG_FILES = "turnout:catalog:files"
 """Set of the digests of every configuration file whose catalog was applied (a stale file is known)."""
+
+CATALOG_OWNED = "turnout:catalog:owned"
+"""String: JSON entry (`models.<id>`, `providers.<name>`) -> `turnout.catalog.ownership.Owned`: what the
+configuration file wrote last (absent: a catalog written before the record existed)."""
 
 CATALOG_CHANNEL = "turnout:catalog:changed"
 """Pub/sub channel: message = the new catalog version; every process re-reads the catalog."""

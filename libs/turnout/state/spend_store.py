@@ -2,11 +2,24 @@
 
 Owns: adding attempt costs to the ledger of each scope (org, squad, key) for
 each period (UTC day and month, `turnout.core.spend`) with atomic
-increments, and reading an org's ledger. Costs are summed in memory per
-(org, period, field) and flushed in one pipelined round trip every
-`flush_interval_s` (HINCRBYFLOAT: N processes adding at once lose nothing);
-a flush Redis refuses keeps its sums for the next one.
+increments, settling the budget reservations those costs replace, and
+reading an org's ledger. Costs are summed in memory per (org, period,
+field) and flushed in one pipelined round trip every `flush_interval_s`:
+one script per org (`_FLUSH`: HINCRBYFLOAT, so N processes adding at once
+lose nothing); a flush Redis refuses keeps its sums and settlements for the
+next one.
 Must not import: services, FastAPI, httpx.
+
+Exact settlement (issue #40): the process that served a request adds its
+costs, then `settle`s the request's budget reservations (members of the
+budget's reservation set, `turnout.state.limit_store`); the next flush
+writes the costs and removes those members in the same script, so the
+ledger never shows both the cost and its reservation gone missing (no
+moment with neither) and the reservation total drops the moment the cost
+lands. A cost flushed before its `settle` (a flush in between) is counted
+twice for at most one interval: an overcount, never an undercount. The
+ingress's own release keeps a reservation only `SETTLE_HOLD_MS` more, the
+fallback for a process that died holding the settlement.
 
 Redis layout (names in `turnout.state.keys`):
     turnout:spend:{org}:{day|month}:{period id}
@@ -18,11 +31,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from turnout.core.spend import KEY_PREFIX, ORG_FIELD, PERIODS, SQUAD_PREFIX, Period, period_bounds, period_id
 from turnout.state import keys
@@ -33,6 +46,59 @@ log = logging.getLogger("turnout.spend")
 
 RETENTION_S: dict[Period, int] = {"day": 40 * 86_400, "month": 400 * 86_400}
 """How long a period's ledger is kept after its last write."""
+
+Hold = tuple[str, str]
+"""A budget reservation a request holds: (reservation set key, member), `turnout.state.limit_store.Lease.holds`."""
+
+# KEYS: the org's ledger hashes, then one reservation set per member to remove
+# ARGV: hash count, increment count, then per increment: hash index (1-based), field, USD;
+#       then per hash: retention s; then per reservation set: its member
+# Returns: the increments written.
+_FLUSH = """
+local nh, ni = tonumber(ARGV[1]), tonumber(ARGV[2])
+local a = 3
+for _ = 1, ni do
+  redis.call('hincrbyfloat', KEYS[tonumber(ARGV[a])], ARGV[a + 1], ARGV[a + 2])
+  a = a + 3
+end
+for h = 1, nh do
+  redis.call('expire', KEYS[h], ARGV[a])
+  a = a + 1
+end
+for k = nh + 1, #KEYS do
+  redis.call('zrem', KEYS[k], ARGV[a])
+  a = a + 1
+end
+return ni
+"""
+
+
+class _OrgBatch:
+    """One org's part of a flush: its increments and the reservations they settle."""
+
+    __slots__ = ("costs", "holds")
+
+    def __init__(self) -> None:
+        self.costs: dict[tuple[str, Period, str], float] = {}
+        self.holds: list[Hold] = []
+
+    def script_args(self) -> tuple[list[str], list[str]]:
+        """(KEYS, ARGV) of `_FLUSH` for this batch."""
+        hashes = list(dict.fromkeys(k for k, _, _ in self.costs))
+        index = {k: i + 1 for i, k in enumerate(hashes)}
+        periods = {k: p for k, p, _ in self.costs}
+        args = [str(len(hashes)), str(len(self.costs))]
+        for (hash_key, _, field), usd in self.costs.items():
+            args += [str(index[hash_key]), field, repr(usd)]
+        args += [str(RETENTION_S[periods[k]]) for k in hashes]
+        args += [member for _, member in self.holds]
+        return [*hashes, *(set_key for set_key, _ in self.holds)], args
+
+    def merge(self, other: _OrgBatch) -> None:
+        """Add `other`'s increments and settlements to this one (a refused flush's, kept)."""
+        for slot, usd in other.costs.items():
+            self.costs[slot] = self.costs.get(slot, 0.0) + usd
+        self.holds.extend(other.holds)
 
 
 @maps_state_errors
@@ -48,7 +114,8 @@ class SpendLedger:
     def __init__(self, redis: Redis, *, flush_interval_s: float = 0.25, clock: Callable[[], float] = time.time) -> None:
         self._redis = redis
         self._clock = clock
-        self._pending: dict[tuple[str, Period, str], float] = {}
+        self._pending: dict[str, _OrgBatch] = {}
+        self._flush_script = redis.register_script(_FLUSH)
         self._flusher = Flusher(self.flush, interval_s=flush_interval_s, name="turnout-spend-flush")
 
     def add(self, org: str, fields: tuple[str, ...], cost_usd: float, at_s: float | None = None) -> None:
@@ -57,31 +124,58 @@ class SpendLedger:
         if cost_usd <= 0 or not org:
             return
         when = self._clock() if at_s is None else at_s
+        costs = self._batch(org).costs
         for period in PERIODS:
             hash_key = keys.spend_key(org, period, period_id(period, when))
             for field in fields:
                 slot = (hash_key, period, field)
-                self._pending[slot] = self._pending.get(slot, 0.0) + cost_usd
+                costs[slot] = costs.get(slot, 0.0) + cost_usd
+
+    def settle(self, org: str, holds: Sequence[Hold]) -> None:
+        """Remove `holds` (the budget reservations of one request of `org`, ended in this
+        process) in the next flush, in the same script as the costs `add`ed before it
+        (module doc "Exact settlement"). Never blocks; no holds: nothing."""
+        if holds and org:
+            self._batch(org).holds.extend(holds)
+
+    def _batch(self, org: str) -> _OrgBatch:
+        batch = self._pending.get(org)
+        if batch is None:
+            batch = self._pending[org] = _OrgBatch()
+        return batch
 
     async def flush(self) -> int:
-        """Write the pending sums in one round trip. Returns the increments written
-        (0 when Redis refused them: they are kept for the next flush)."""
+        """Write the pending sums and settlements in one round trip (one `_FLUSH` script per org).
+        Returns the increments written (0 when Redis refused them: an org's sums and
+        settlements Redis did not take are kept for the next flush)."""
         if not self._pending:
             return 0
-        batch, self._pending = self._pending, {}
+        batches, self._pending = self._pending, {}
+        calls = {org: batch.script_args() for org, batch in batches.items()}
         try:
             async with self._redis.pipeline(transaction=False) as pipe:
-                for (hash_key, _, field), usd in batch.items():
-                    pipe.hincrbyfloat(hash_key, field, usd)
-                for hash_key, period in {(k, p) for k, p, _ in batch}:
-                    pipe.expire(hash_key, RETENTION_S[period])
-                await pipe.execute()
+                for (
+                    script_keys,
+                    args,
+                ) in calls.values():  # by its SHA: a script object in a pipeline sends SCRIPT EXISTS
+                    pipe.evalsha(self._flush_script.sha, len(script_keys), *script_keys, *args)
+                replies = await pipe.execute(raise_on_error=False)
         except (RedisError, OSError) as exc:
-            for slot, usd in batch.items():
-                self._pending[slot] = self._pending.get(slot, 0.0) + usd
-            log.warning("spend not written (%s); kept for the next flush", type(exc).__name__)
-            return 0
-        return len(batch)
+            replies = [exc] * len(calls)
+        written, refused = 0, None
+        for (org, (script_keys, args)), reply in zip(calls.items(), replies):
+            try:
+                if isinstance(reply, NoScriptError):  # Redis restarted: the script object loads it
+                    await self._flush_script(keys=script_keys, args=args, client=self._redis)
+                elif isinstance(reply, BaseException):
+                    raise reply
+                written += len(batches[org].costs)
+            except (RedisError, OSError) as exc:
+                self._batch(org).merge(batches[org])
+                refused = exc
+        if refused is not None:
+            log.warning("spend not written (%s); kept for the next flush", type(refused).__name__)
+        return written
 
     async def spent(self, org: str, field: str, period: Period, at_s: float) -> float:
         """What `field` of `org` (`turnout.core.spend.scope_fields`) spent in the
@@ -126,4 +220,5 @@ class SpendLedger:
         """Stop the flusher and write what is pending (up to `timeout_s`)."""
         await self._flusher.stop(timeout_s)
         if self._pending:
-            log.warning("spend of %d ledger entries lost at shutdown", len(self._pending))
+            lost = sum(len(batch.costs) for batch in self._pending.values())
+            log.warning("spend of %d ledger entries lost at shutdown (their reservations expire)", lost)

@@ -24,6 +24,7 @@ from typing import Literal
 import msgspec
 
 from turnout.config import ModelConfig, ProviderKind
+from turnout.config.providers import ProbeConfig
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.vault import Sealed
 
@@ -65,6 +66,8 @@ class ProviderEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     project: str | None = None
     location: str | None = None
     credentials_file: str | None = None
+    probe: ProbeConfig | None = None
+    """The provider's active probe (`turnout.config.ProviderConfig.probe`); None: none (not stored)."""
 
 
 class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -87,5 +90,15 @@ class CatalogDoc(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
         return self.providers, self.models
 
 
+class Owned(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A catalog entry the configuration file wrote (`turnout.catalog.ownership`): the fingerprints
+    of the stored entry it wrote (`written`) and of the file's value it wrote it from (`source`;
+    "" when not known: a catalog written before ownership was recorded)."""
+
+    written: str
+    source: str = ""
+
+
 doc_encoder = msgspec.json.Encoder(order="sorted")
 doc_decoder = msgspec.json.Decoder(CatalogDoc)
+owned_decoder = msgspec.json.Decoder(dict[str, Owned])

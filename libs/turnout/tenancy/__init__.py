@@ -9,6 +9,7 @@ Owns the tenancy wing, one job per module:
 - `byok`: from the pure credential choice to a provider to call;
 - `directory`: each process's snapshot of the tenancy store, kept fresh;
 - `bootstrap`: the configuration file's `orgs:` merged into the store;
+- `prune`: what the file wrote and no longer declares, removed from the store;
 - `ceilings`: the operator's ceilings an org's admins cannot lift.
 
 Secrets are sealed by the leaf `turnout.vault`; the rules for what a tenant

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from turnout.core.field_values import with_enum_values
+from turnout.core.field_values import with_close_field, with_enum_values
 from turnout.core.scopes import SETTING_NAMES, ScopeSettings
 from turnout.core.upstream_auth import ProviderAuth
 from turnout.json_reason import json_reason, out_of_range
@@ -155,7 +155,9 @@ def decode(body: bytes, tp: type[T], root: str = "") -> T:
         path = (where.group(1) if where else "") + (f".{unknown.group(1)}" if unknown else "")
         full = (root + path).lstrip(".") or "body"
         reason = text.split(" - at ")[0]
-        if where:  # msgspec names no value of an enum it refuses
+        if unknown:
+            reason = with_close_field(reason, tp, where.group(1) if where else "", unknown.group(1))
+        elif where:  # msgspec names no value of an enum it refuses
             reason = with_enum_values(reason, tp, where.group(1))
         raise invalid(full, reason) from None
     except msgspec.DecodeError as exc:

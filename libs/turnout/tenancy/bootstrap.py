@@ -14,8 +14,10 @@ custom endpoint:
    never touched by the file again — run-time edits win;
 4. deleted through the API (a tombstone, or a deleted org): never
    re-created by the file;
-5. an object that disappears from the file stays in Redis: the file never
-   deletes (delete through the API).
+5. an object the file wrote (`origin: config`) that disappears from the
+   file is removed, and so is an org the file created that it no longer
+   declares (`turnout.tenancy.prune`): the file is the source of truth for
+   what it owns. What the admin API created or edited is never removed.
 
 The merged org is validated whole; a problem refuses the start with the
 offending path (`orgs.acme.custom_endpoints.vllm.base_url: ...`).
@@ -37,10 +39,11 @@ from turnout.config.findings import report
 from turnout.core.scopes import ScopeSettings
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList, UnsafeURL, check_base_url
-from turnout.state.tenant_store import TenantStore
+from turnout.state.tenant_store import CAS_ATTEMPTS, TenantStore, WriteConflict
 from turnout.stored.orgs import EndpointDoc, KeyDoc, Meta, OrgDoc, ProviderKeyDoc, SquadDoc
 from turnout.tenancy.ceilings import ceiling_of
 from turnout.tenancy.orgs import hash_token, lookup_prefix, validate_org
+from turnout.tenancy.prune import prune, prune_undeclared
 from turnout.vault import (
     Binding,
     Sealed,
@@ -237,6 +240,8 @@ def merge_org(
         custom_endpoints=step.endpoints(cfg.custom_endpoints, allow),
         ceilings=step.ceilings,
     )
+    merged, removed = prune(merged, cfg)
+    step.changed += [f"{path} (removed: no longer in the file)" for path in removed]
     if not step.changed and current is not None:
         return current, []
     try:
@@ -252,8 +257,11 @@ async def bootstrap(
 ) -> dict[str, list[str]]:
     """Merge every org of the file into Redis (idempotent; safe from many ingresses at once).
 
+    Then every stored org the file does not declare loses what the file wrote
+    (`turnout.tenancy.prune`): an org the file created goes whole.
+
     Returns:
-        Org id -> the paths the file created or updated (empty lists left out).
+        Org id -> the paths the file created, updated or removed (empty lists left out).
 
     Raises:
         ConfigError: an org of the file cannot be merged (path named).
@@ -273,4 +281,35 @@ async def bootstrap(
         if changed:
             applied[org_id] = changed
             log.info("tenancy: org %s: applied from the file: %s", org_id, ", ".join(changed))
+    undeclared = sorted(set(await store.org_versions()) - set(config.raw.orgs))
+    for org_id in undeclared:
+        removed = await _prune_undeclared(store, org_id)
+        if removed:
+            applied[org_id] = removed
+            what = "the org and its keys" if removed == ["org"] else ", ".join(removed)
+            log.info(
+                "tenancy: org %s: removed %s (written by a configuration file that no longer declares it)", org_id, what
+            )
     return applied
+
+
+async def _prune_undeclared(store: TenantStore, org_id: str) -> list[str]:
+    """Remove what the file wrote in org `org_id`, which the file does not declare (no tombstone).
+
+    Returns:
+        The removed paths (`org` when the whole org went; empty when nothing was removed).
+
+    Raises:
+        WriteConflict: the org kept changing.
+        StateUnavailable: Redis is unreachable.
+    """
+    for _ in range(CAS_ATTEMPTS):
+        doc, version = await store.load(org_id)
+        if doc is None:
+            return []
+        new, removed = prune_undeclared(doc)
+        if not removed:
+            return []
+        if await store.write(new, org_id, version, tombstone=False) is not None:
+            return removed
+    raise WriteConflict(f"org {org_id!r} kept changing while the file's removals were written; retry")

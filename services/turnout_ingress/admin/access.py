@@ -5,7 +5,9 @@ or an org's `admin: true` gateway key), keeping an org admin inside its org
 (another org's objects answer 404, exactly as missing ones), reading an
 org's document from Redis, and applying an edit with compare-and-set: the
 edited document is validated whole (`turnout.tenancy.orgs.validate_org`) and either
-written atomically or refused naming the offending path. Also the
+written atomically or refused naming the offending path (`write`; `write_as` and
+`preview_as` for a caller the dashboard's session identified: the same checks, and
+the edited document without writing it). Also the
 registration-time DNS check of custom endpoint hosts.
 """
 
@@ -130,8 +132,7 @@ class AdminAPI:
     def scope(self, request: Request, org: str) -> Caller:
         """The caller, if it may act on `org` (else 404: another org's data looks missing)."""
         caller = self.caller(request)
-        if not caller.operator and caller.org != org:
-            raise rejected(not_found())
+        self.within(caller, org)
         return caller
 
     def operator(self, request: Request) -> Caller:
@@ -156,7 +157,42 @@ class AdminAPI:
 
     async def write(self, request: Request, org: str, edit: Callable[[OrgDoc], tuple[OrgDoc, T]]) -> T:
         """Apply `edit` to the org's document: validated whole, then written atomically, or refused."""
-        self.scope(request, org)
+        return await self.write_as(self.scope(request, org), org, edit)
+
+    @staticmethod
+    def within(caller: Caller, org: str) -> None:
+        """Refuse (404, as for a missing org) a `caller` that may not act on `org`."""
+        if not caller.operator and caller.org != org:
+            raise rejected(not_found())
+
+    async def write_as(self, caller: Caller, org: str, edit: Callable[[OrgDoc], tuple[OrgDoc, T]]) -> T:
+        """`write` for a `caller` already identified (the dashboard's session): the same
+        validation and compare-and-set; 404 for another org's caller."""
+        self.within(caller, org)
+        return await self._update(org, self._checked(edit))
+
+    async def preview_as(
+        self, caller: Caller, org: str, edit: Callable[[OrgDoc], tuple[OrgDoc, T]]
+    ) -> tuple[OrgDoc, OrgDoc, T]:
+        """What `write_as` would write, not written: (the document now, the edited one, the edit's
+        result), refused exactly as `write_as` would (`RequestRejected`, `GatewayUnavailable`)."""
+        self.within(caller, org)
+        try:
+            current, _ = await self.store.load(org)
+        except StateUnavailable as exc:
+            raise unavailable() from exc
+        try:
+            new, result = self._checked(edit)(current)
+        except AdminError as exc:
+            raise rejected(exc) from None
+        assert new is not None  # `_checked` refuses a missing org
+        assert current is not None
+        return current, new, result
+
+    def _checked(
+        self, edit: Callable[[OrgDoc], tuple[OrgDoc, T]]
+    ) -> Callable[[OrgDoc | None], tuple[OrgDoc | None, T]]:
+        """`edit` as the store's mutation: 404 for a missing org, the edited document validated whole."""
         config, allow = self.directory.config, self.directory.allow
 
         def mutate(current: OrgDoc | None) -> tuple[OrgDoc | None, T]:
@@ -171,7 +207,7 @@ class AdminAPI:
                     raise AdminError(400, str(exc), code="invalid_value", param=path) from None
             return new, result
 
-        return await self._update(org, mutate)
+        return mutate
 
     async def _update(
         self, org: str, mutate: Callable[[OrgDoc | None], tuple[OrgDoc | None, T]], delete: bool = False

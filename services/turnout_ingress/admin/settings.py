@@ -4,21 +4,26 @@ PUT replaces a scope's settings whole (`{}` sets every setting to inherit),
 PATCH changes the fields it names; either way a value outside its field's
 domain (a negative count, a number out of range) is refused with a 400
 naming the field (`turnout.tenancy.admin.decode`), and the policy is
-clamped to the ceilings and the clamps are returned.
+clamped to the ceilings and the clamps are returned. The edit itself
+(`settings_edit`) is also the dashboard's Settings pages' (`turnout_ingress.ui.pages.settings`):
+one write path, one set of checks and error words.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from starlette.responses import Response
 
+from turnout.core.policy import Clamp
+from turnout.core.scopes import ScopeSettings
 from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, decode, scope_settings, settings_patch, with_settings
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_within, operator_wrote
 from turnout.tenancy.views import clamps_view, settings_view
-from turnout_ingress.admin.access import Caller, clamped, decode_settings, ok, safe
+from turnout_ingress.admin.access import AdminAPI, Caller, clamped, decode_settings, ok, safe
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -37,13 +42,26 @@ async def settings_scope(request: Request) -> Scope:
     return ("org", None)
 
 
-async def save(request: Request, api: Admin, caller: Caller, org: str, scope: Scope, patch: bool) -> Response:
-    """Replace (`patch` False) or patch a scope's settings; the new settings and the clamps.
+Edit = Callable[[OrgDoc], tuple[OrgDoc, list[Clamp]]]
+"""An edit of an org's document that also answers the clamps of the policy it wrote."""
 
-    The operator's `limits` and `budget` become the scope's ceilings; an org admin's
-    write that would lift, remove or escape one is refused (403 `operator_ceiling`,
-    `turnout.tenancy.ceilings`)."""
-    raw = await body(request)
+
+def settings_edit(
+    api: AdminAPI, caller: Caller, scope: Scope, raw: bytes, patch: bool, expect: ScopeSettings | None = None
+) -> Edit:
+    """The edit that replaces (`patch` False) or patches a scope's settings from the JSON body `raw`:
+    the one path of the admin API's `PUT|PATCH .../settings` and the dashboard's settings pages.
+
+    The policy is clamped to the ceilings (the clamps are the edit's result). The operator's
+    `limits` and `budget` become the scope's ceilings; an org admin's write that would lift,
+    remove or escape one is refused (403 `operator_ceiling`, `turnout.tenancy.ceilings`).
+    `expect`: the scope's settings the caller saw (the dashboard's review); other settings found
+    there are refused (409 `conflict`), nothing written.
+
+    Raises:
+        AdminError: 400 an empty body (at once) or a bad value (when applied); 403, 404, 409
+            when applied.
+    """
     if not raw.strip():  # an empty PUT must not wipe every setting by mistake
         raise AdminError(
             400,
@@ -56,6 +74,10 @@ async def save(request: Request, api: Admin, caller: Caller, org: str, scope: Sc
 
     def edit(doc: OrgDoc) -> tuple[OrgDoc, list[Any]]:
         current = scope_settings(doc, scope)
+        if expect is not None and current != expect:
+            raise AdminError(
+                409, "The settings changed since they were read; review the change again.", code="conflict"
+            )
         new = settings_patch(current, raw, "settings") if patch else decode_settings(raw)
         new, clamps = clamped(new, api, "settings")
         if caller.operator:
@@ -64,7 +86,13 @@ async def save(request: Request, api: Admin, caller: Caller, org: str, scope: Sc
         check_within(doc, scope, new)
         return with_settings(doc, scope, new, now()), clamps
 
-    clamps = await api.write(request, org, edit)
+    return edit
+
+
+async def save(request: Request, api: Admin, caller: Caller, org: str, scope: Scope, patch: bool) -> Response:
+    """Replace (`patch` False) or patch a scope's settings (`settings_edit`); the new settings and the clamps."""
+    raw = await body(request)
+    clamps = await api.write(request, org, settings_edit(api, caller, scope, raw, patch))
     doc = await api.read(request, org)
     return ok({**settings_view(scope_settings(doc, scope)), "clamped": clamps_view(clamps)})
 

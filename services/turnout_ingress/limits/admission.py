@@ -74,6 +74,10 @@ class Held(msgspec.Struct, frozen=True, kw_only=True):
 
 NOT_LIMITED = Held(lease=Lease(id=""), headers={})
 
+Settle = Callable[[Sequence[tuple[str, str]]], None]
+"""Hands a request's budget reservations (`Lease.holds`) to the spend ledger of the process
+that served it (`SpendLedger.settle`, bound to the request's org)."""
+
 
 def quota_headers(verdict: Verdict) -> dict[str, str]:
     """OpenAI's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` for the tightest scopes."""
@@ -260,16 +264,23 @@ class Limiter:
         except (StateUnavailable, TimeoutError) as exc:
             log.warning("tpm usage of %s not charged (Redis): %s", held.lease.id, type(exc).__name__)
 
-    async def release(self, held: Held) -> None:
-        """Free the request's concurrency slots; never raises (they expire otherwise).
+    async def release(self, held: Held, settle: Settle | None = None) -> None:
+        """Free the request's concurrency slots; never raises (they expire otherwise). With
+        `settle` (the request was served in this process: a stream), its budget reservations
+        go to it first, to leave in the spend ledger's next write with the request's cost
+        (`turnout.state.spend_store.SpendLedger.settle`); the lease's own release keeps them
+        only `SETTLE_HOLD_MS` more, the fallback for a ledger write that never comes.
 
         Shielded: a release started by a cancelled request still completes.
         """
+        if settle is not None and held.lease.holds:
+            settle(held.lease.holds)
         if held.lease.held:
             await asyncio.shield(self.keeper.release(held.lease))
 
-    async def answer(self, held: Held, respond: Awaitable[Response]) -> Response:
-        """Await the route's response; add `held`'s headers; release `held` once it has been sent.
+    async def answer(self, held: Held, respond: Awaitable[Response], settle: Settle | None = None) -> Response:
+        """Await the route's response; add `held`'s headers; release `held` once it has been sent
+        (`settle`: see `release`).
 
         The release runs however the sending ends — complete, failed, the
         client gone before the first byte or in the middle of a stream — or,
@@ -279,20 +290,20 @@ class Limiter:
         try:
             response = await respond
         except BaseException:
-            await self.release(held)
+            await self.release(held, settle)
             raise
         if held.headers:
             response.headers.update(held.headers)
         if not held.lease.held:
             return response
         if isinstance(response, Outlived):  # the client left, its job runs on: the slots stay until it ends
-            response.work.add_done_callback(lambda _: self._release_soon(held))
+            response.work.add_done_callback(lambda _: self._release_soon(held, settle))
             return response
-        return _Releasing(response, lambda: self.release(held))
+        return _Releasing(response, lambda: self.release(held, settle))
 
-    def _release_soon(self, held: Held) -> None:
-        """Start `release(held)` from a callback, keeping the task until it ends."""
-        task = asyncio.get_running_loop().create_task(self.release(held))
+    def _release_soon(self, held: Held, settle: Settle | None) -> None:
+        """Start `release(held, settle)` from a callback, keeping the task until it ends."""
+        task = asyncio.get_running_loop().create_task(self.release(held, settle))
         self._releasing.add(task)
         task.add_done_callback(self._releasing.discard)
 

@@ -142,8 +142,9 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
         serving = idempotency.stream_once(
             state, key, raw, identity, request_id, deadline, lambda: _streamed(state, surface, request, admitted)
         )
-        return await state.limiter.answer(held, serving)
-    return await state.limiter.answer(held, _queued(state, surface, request, admitted))
+        # served here: its reservations leave with its cost in this ingress's next ledger write
+        return await state.limiter.answer(held, serving, functools.partial(state.obs.spend.settle, identity.org))
+    return await state.limiter.answer(held, _queued(state, surface, request, admitted, held.lease.holds))
 
 
 async def _streamed(state: IngressState, surface: Surface, request: Request, admitted: Admitted) -> Response:
@@ -182,9 +183,12 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
     return answer
 
 
-async def _queued(state: IngressState, surface: Surface, request: Request, admitted: Admitted) -> Response:
-    """Non-streaming: the job on the queue (with the health read it was planned with), its
-    result as the answer (or a replay of the request holding its `Idempotency-Key`)."""
+async def _queued(
+    state: IngressState, surface: Surface, request: Request, admitted: Admitted, holds: tuple[tuple[str, str], ...]
+) -> Response:
+    """Non-streaming: the job on the queue (with the health read it was planned with, and the
+    budget reservations `holds` its worker settles with its cost), its result as the answer (or
+    a replay of the request holding its `Idempotency-Key`)."""
     request_id, identity, deadline, key = admitted.request_id, admitted.identity, admitted.deadline, admitted.key
     owner = await idempotency.claim(state, key, admitted.raw, identity, request_id, deadline)
     if owner is not None:
@@ -215,6 +219,7 @@ async def _queued(state: IngressState, surface: Surface, request: Request, admit
         operation=admitted.inbound.operation,
         native=admitted.inbound.native,
         keyed=key is not None,
+        holds=holds,
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
     work = asyncio.ensure_future(state.queue.submit(payload))

@@ -1,8 +1,9 @@
 """The operator dashboard under `/ui`: server-rendered pages over what the gateway recorded.
 
 Owns: the `/ui` routes — login and logout, Activity (requests, live), one
-request's attempts, Providers (breaker state and health, live), Spend, and
-the record export for the logged-in admin — rendered with Jinja2 templates
+request's attempts, Providers (breaker state and health, live), Spend,
+the record export for the logged-in admin, and Settings (a scope's routing
+settings edited through the admin API's own edit, `pages.settings`) — rendered with Jinja2 templates
 (`templates/`) and one stylesheet and script (`static/`), all served by the
 ingress: no build step, nothing loaded from elsewhere (the pages' Content
 Security Policy allows only this origin).
@@ -35,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from turnout_ingress.ui import login
 from turnout_ingress.ui.deps import Dashboard
-from turnout_ingress.ui.pages import activity, export, providers, request_detail, spend
+from turnout_ingress.ui.pages import activity, export, providers, request_detail, settings, spend
 from turnout_ingress.ui.render import HERE
 
 if TYPE_CHECKING:
@@ -50,6 +51,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     providers.router,
     spend.router,
     export.router,
+    settings.router,
 )
 """Every dashboard router, included in this order."""
 

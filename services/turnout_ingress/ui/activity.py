@@ -14,8 +14,11 @@ from typing import Any
 import msgspec
 
 from turnout.core.attempt_phases import IN_FLIGHT_KIND
+from turnout_ingress.ui.client_view import ClientAnswer, client_answer
 
-MODEL_FALLBACK_ROLES = frozenset({"model_fallback", "context_window_fallback", "content_policy_fallback"})
+MODEL_FALLBACK_ROLES = frozenset(
+    {"model_fallback", "comparable_alternate", "context_window_fallback", "content_policy_fallback"}
+)
 OUTCOMES = ("ok", "failed")
 _CURSOR = re.compile(r"^\(?\d{1,20}-\d{1,20}$")
 
@@ -56,6 +59,7 @@ class Attempt(msgspec.Struct, frozen=True, kw_only=True):
 
 CONSIDERED_WHY = {
     "capped": "past plan.max_offers",
+    "one_per_model": "one offer per model (fallback.cross_provider_same_model off)",
     "preferences": "left out by the request's provider preferences",
     "no_credential": "no credential",
     "not_reached": "not reached (served or stopped before it)",
@@ -118,6 +122,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
         badges: labels in a fixed order (`Retried ×2`, `Provider fallback`, ...).
         attempts: its attempts, by number.
         considered: the plan's offers it did not attempt, and why (from its last row).
+        answer: what the client was answered (`client_view.client_answer`).
     """
 
     request_id: str
@@ -137,6 +142,7 @@ class RequestSummary(msgspec.Struct, frozen=True, kw_only=True):
     badges: tuple[str, ...]
     attempts: tuple[Attempt, ...]
     considered: tuple[ConsideredOffer, ...] = ()
+    answer: ClientAnswer | None = None
 
 
 class Filters(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,18 +229,19 @@ def valid_cursor(value: str | None) -> str | None:
 def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
     """The badges of a request from its attempt rows (any order), in display order.
 
-    `Retried ×N` counts attempts flagged `is_retry`; a fallback attempt is a
+    `Retried ×N` counts every attempt after the first, retries and fallbacks alike (503,
+    503, then 200 on another provider is *Retried ×2* with a *Provider fallback* badge); a fallback attempt is a
     *Model fallback* when its plan role changes the model, else a *Provider
     fallback* (rows written before roles were recorded: provider fallback
     when the provider differs from the first attempt's). Reroute, BYOK
-    fallback, Strategy and Plan fallback follow their record flags; `Re-run`
+    fallback, Strategy, Plan fallback and Comparable alternate follow their record flags; `Re-run`
     marks a job run again after its worker died, `Lost ×N` the attempts that
     died with it (outcome unknown, maybe billed).
     """
     ordered = in_order(rows)
     out: list[str] = []
-    retries = sum(1 for r in ordered if r.get("is_retry"))
-    if retries:
+    retries = len(ordered) - 1
+    if retries > 0:
         out.append(f"Retried ×{retries}")
     first_provider = ordered[0].get("provider") if ordered else None
     provider_fb = model_fb = False
@@ -257,6 +264,7 @@ def badges(rows: list[dict[str, Any]]) -> tuple[str, ...]:
         ("is_byok_fallback", "BYOK fallback"),
         ("is_strategy", "Strategy"),
         ("is_plan_fallback", "Plan fallback"),
+        ("is_comparable", "Comparable alternate"),
     ):
         if any(r.get(flag) for r in ordered):
             out.append(label)
@@ -308,6 +316,7 @@ def attempts(rows: list[dict[str, Any]]) -> tuple[Attempt, ...]:
                 "is_byok_fallback",
                 "is_strategy",
                 "is_plan_fallback",
+                "is_comparable",
                 "is_rerun",
                 "lost",
             )
@@ -361,4 +370,5 @@ def summarize(entry_id: str, rows: list[dict[str, Any]]) -> RequestSummary:
         badges=badges(ordered),
         attempts=attempts(ordered),
         considered=considered(last),
+        answer=client_answer(ordered),
     )

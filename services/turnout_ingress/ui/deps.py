@@ -27,6 +27,7 @@ from turnout_ingress.ui.render import page, to_login
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
+    from turnout_ingress.ui.series import Window
 
 
 class Dashboard:
@@ -39,6 +40,7 @@ class Dashboard:
         sessions: the login sessions in Redis.
         trace_url: the request page's tracing link (`{request_id}` in it), or None.
         spend_cache: the Spend page's table per scope (an org, None: the operator's all).
+        glance_cache: the charts' rows per (scope, window) (`turnout_ingress.ui.glance.read_window`).
     """
 
     def __init__(self, state: IngressState) -> None:
@@ -47,6 +49,7 @@ class Dashboard:
         self.sessions = UiSessions(state.redis)
         self.trace_url = state.settings.trace_url
         self.spend_cache: dict[str | None, SpendTable] = {}
+        self.glance_cache: dict[tuple[str | None, str], Window] = {}
 
 
 def dashboard(request: Request) -> Dashboard:

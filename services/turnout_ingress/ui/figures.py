@@ -32,6 +32,12 @@ class Row(msgspec.Struct, frozen=True, kw_only=True):
     status: int | None = None
     cost_usd: float | None = 0.0
     phase: str = "ended"
+    request_id: str = ""
+    attempt: int = 0
+    run: int | None = 1
+    latency_ms: float | None = 0.0
+    ttft_ms: float | None = None
+    is_fallback: bool = False
 
 
 PERIODS = (("Last hour", 3600.0), ("Last 24 h", 86_400.0), ("Last 7 days", 604_800.0))
@@ -87,6 +93,7 @@ class SpendTable(msgspec.Struct, frozen=True, kw_only=True):
 
     Attributes:
         table: the rows (`spend`).
+        days: USD per UTC day, the last 7 days, oldest first (`glance.daily`).
         partial: the scan stopped at its bound of records.
         records: how many records it read.
         as_of_s: when (epoch s).
@@ -100,6 +107,7 @@ class SpendTable(msgspec.Struct, frozen=True, kw_only=True):
     as_of_s: float
     read_ms: float
     made_monotonic_s: float
+    days: list[tuple[str, float]] = []
 
 
 def spend(rows: Iterable[Row], now_s: float, periods: Sequence[tuple[str, float]] = PERIODS) -> list[SpendRow]:

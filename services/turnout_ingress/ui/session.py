@@ -11,9 +11,10 @@ once; and refusing a cross-site POST. The key never appears in a cookie, a
 URL or a page.
 Must not import: the UI's routes.
 
-CSRF: every dashboard route is a GET that changes nothing, except login and
-logout; the cookie is `SameSite=Strict` and those two POSTs are refused when
-their `Origin` (or, without one, `Referer`) names another site.
+CSRF: every dashboard route is a GET that changes nothing, except login,
+logout and the settings forms; the cookie is `SameSite=Strict` and those POSTs
+are refused when their `Origin` (or, without one, `Referer`) names another
+site; the settings forms also carry the session's token (`ui.csrf`).
 """
 
 from __future__ import annotations

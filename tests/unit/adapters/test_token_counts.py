@@ -15,11 +15,12 @@ import pytest
 
 from support.google_keys import write_key_file
 from turnout.adapters.bedrock import count_tokens_call as bedrock_count
-from turnout.adapters.token_counts import COUNTING_KINDS, count_request, count_spec, provider_count
+from turnout.adapters.token_counts import COUNTING_KINDS, CountAttempt, count_request, count_spec, provider_count
 from turnout.adapters.vertex import count_tokens_call as vertex_count
 from turnout.aws.keys import join_key
 from turnout.config import ProviderConfig
-from turnout.core.types import Target
+from turnout.core.classify import classify
+from turnout.core.types import FailureKind, Target
 from turnout_sim.app import start_in_background
 from turnout_sim.credentials import AWS_TEST_KEYS
 
@@ -61,10 +62,14 @@ def _provider(kind: str, url: str, tmp_path: Path, **fields: Any) -> ProviderCon
     return ProviderConfig(**(given | fields))
 
 
-async def _count(provider: ProviderConfig, model: str, request: dict[str, Any] | None = OPENAI) -> int | None:
+async def _attempt(provider: ProviderConfig, model: str, request: dict[str, Any] | None = OPENAI) -> CountAttempt:
     spec = count_spec(provider, Target(provider="p", model=model, catalog_model="m"), timeout_s=5.0)
     async with httpx.AsyncClient() as client:
         return await provider_count(client, spec, MESSAGES, request)
+
+
+async def _count(provider: ProviderConfig, model: str, request: dict[str, Any] | None = OPENAI) -> int | None:
+    return (await _attempt(provider, model, request)).tokens
 
 
 @pytest.mark.parametrize(
@@ -95,6 +100,17 @@ async def test_a_failure_is_none_not_an_exception(sim: str, tmp_path: Path) -> N
     assert await _count(_provider("gemini", sim, tmp_path), "g", request=None) is None  # no chat form
     assert await _count(_provider("vertex", sim, tmp_path), "claude-x", request=None) == 5  # Claude needs none
     assert await _count(_provider("gemini", "http://127.0.0.1:9", tmp_path), "g") is None  # unreachable
+
+
+async def test_each_count_says_its_outcome_for_the_breaker_and_the_record(sim: str, tmp_path: Path) -> None:
+    counted = await _attempt(_provider("anthropic", sim, tmp_path), "claude-x")
+    assert counted.outcome is not None and classify(counted.outcome) is FailureKind.SUCCESS and counted.duration_ms > 0
+    refused = await _attempt(_provider("bedrock", sim, tmp_path, api_key=join_key(AKID, "wrongSecret")), "m")
+    assert refused.outcome is not None and refused.outcome.status == 403
+    unreachable = await _attempt(_provider("gemini", "http://127.0.0.1:9", tmp_path), "g")
+    assert unreachable.outcome is not None and classify(unreachable.outcome) is FailureKind.TRANSPORT
+    no_form = await _attempt(_provider("gemini", sim, tmp_path), "g", request=None)
+    assert no_form.tokens is None and no_form.outcome is None  # no call: says nothing of the provider
 
 
 def test_bedrock_counts_the_converse_fields_count_tokens_reads() -> None:

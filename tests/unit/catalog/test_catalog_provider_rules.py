@@ -169,7 +169,7 @@ def test_turnout_config_check_names_the_field(
     path.write_text(file_text(provider_key="${TURNOUT_SECRET_KEY}"), encoding="utf-8")
     assert main(["config", "check", str(path)]) == 1
     err = capsys.readouterr().err
-    assert err == f"invalid: providers.p.api_key: `${{TURNOUT_SECRET_KEY}}` {OWN_VARIABLE}\n"
+    assert err == f"invalid: {path}: providers.p.api_key: `${{TURNOUT_SECRET_KEY}}` {OWN_VARIABLE}\n"
 
 
 # --------------------------------------------------------------------- base_url

@@ -16,10 +16,9 @@ from turnout.catalog.doc import (
     same_catalog,
 )
 from turnout.catalog.live import LiveCatalog
-from turnout.catalog.seed import decide
 from turnout.config import Config, ModelConfig, OfferConfig, parse_config
 from turnout.errors import ConfigError
-from turnout.stored.catalog import CatalogDoc, KeyRef, ProviderEntry, doc_decoder, doc_encoder
+from turnout.stored.catalog import KeyRef, ProviderEntry, doc_decoder, doc_encoder
 from turnout.vault import Vault, generate_key
 
 FILE = parse_config(
@@ -154,32 +153,6 @@ def test_an_edit_obeys_the_rules_of_the_file(edit: object, path: str) -> None:
         config_of(doc, FILE, {}, VAULT)
     assert str(caught.value).startswith(path + ":")
     config_of(doc, FILE, {}, VAULT, check=False)  # what a disagreeing process serves anyway
-
-
-EMPTY = None
-FROM_FILE = CatalogDoc(providers={}, models={}, origin="file", file_digest="d1")
-FROM_API = CatalogDoc(providers={}, models={}, origin="api", file_digest="d1")
-
-
-@pytest.mark.parametrize(
-    ("doc", "digest", "known", "force", "outcome"),
-    [
-        (EMPTY, "d1", False, False, "seeded"),
-        (EMPTY, "d1", False, True, "seeded"),
-        (FROM_FILE, "d1", True, False, "kept"),  # a restart with the same file writes nothing
-        (FROM_API, "d1", True, False, "kept"),  # admin edits survive a restart
-        (FROM_FILE, "d0", True, False, "kept"),  # a stale file (applied before) never reverts the catalog
-        (FROM_API, "d0", True, False, "kept"),
-        (FROM_FILE, "d2", False, False, "applied"),  # the operator changed the file: it is applied once
-        (FROM_API, "d2", False, False, "kept"),  # ... unless admin edits came after the last file
-        (FROM_API, "d2", False, True, "forced"),  # the operator asked
-        (FROM_API, "d1", True, True, "forced"),
-        (FROM_FILE, "d0", True, True, "forced"),
-        (FROM_FILE, "d1", True, True, "kept"),  # asked, but Redis holds this very file
-    ],
-)
-def test_the_bootstrap_rule(doc: CatalogDoc | None, digest: str, known: bool, force: bool, outcome: str) -> None:
-    assert decide(doc, digest, known, force=force) == outcome
 
 
 def test_a_swap_replaces_the_whole_catalog_and_tells_the_listeners() -> None:

@@ -1,6 +1,6 @@
 """Operator ceilings high enough for the seeds' defaults (issue #45 item 5; SPEC §4 ceilings;
-Empryo's "Model fallback chains": `maxTransientRetries` 3 on the active model, a 3-model chain,
-"Capped at 3 cycles, then the original error is rethrown with cause")."""
+seed 003's model fallback chains: `maxTransientRetries` 3 on the active model, a 3-model chain,
+at most 3 cycles, then the first error as the cause)."""
 
 from __future__ import annotations
 
@@ -21,13 +21,13 @@ CHAIN = plan_of(
     entry("openrouter", "claude-sonnet-4.5", Role.MODEL_FALLBACK),
     entry("openai", "gpt-5", Role.MODEL_FALLBACK),
 )
-"""Empryo's example chain: `anthropic/claude-sonnet-4-5` → `openrouter/…` → `openai/gpt-5`."""
+"""seed 003's example chain: `anthropic/claude-sonnet-4-5` → `openrouter/…` → `openai/gpt-5`."""
 MODELS, RETRIES, CYCLES = 3, 3, 3
 NEEDED = CYCLES * MODELS * (1 + RETRIES)
 
 
 def empryo(*, base_ms: int = 1000, max_attempts: int = NEEDED, latency_ms: int = 180_000) -> Policy:
-    """Empryo's defaults as a Turnout policy (`baseDelayMs` 1000)."""
+    """seed 003's defaults as a Turnout policy (`baseDelayMs` 1000)."""
     return Policy(
         retry=RetryPolicy(max_retries=RETRIES, fallback_target_retries=RETRIES, base_ms=base_ms, max_ms=8000),
         fallback=FallbackPolicy(max_cycles=CYCLES),

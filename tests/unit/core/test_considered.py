@@ -1,5 +1,5 @@
-"""Table tests for turnout.core.considered and `Plan.left_out` (issue #45 item 6; DigitSpace:
-"each request's detail shows the provider that served it and the others that were considered")."""
+"""Table tests for turnout.core.considered and `Plan.left_out` (issue #45 item 6; seed 001:
+a request's detail names the provider that served it and the other offers considered)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from turnout.core.considered import Considered, considered_so_far
 from turnout.core.loop import AttemptRecord, SkipReason
 from turnout.core.ordering import OrderSettings
 from turnout.core.plan import KeyFacts, Role, RoutingSettings, build_plan
-from turnout.core.policy import PlanPolicy, Policy, RetryPolicy
+from turnout.core.policy import FallbackPolicy, PlanPolicy, Policy, RetryPolicy
 from turnout.core.preferences import Preferences
 from turnout.core.types import Target
 
@@ -30,14 +30,19 @@ PROVIDERS = frozenset({"groq", "together", "fireworks"})
 
 
 def left(
-    model: str, *, max_offers: int = 3, prefs: Preferences = Preferences(), keys: KeyFacts | None = None
+    model: str,
+    *,
+    max_offers: int = 3,
+    prefs: Preferences = Preferences(),
+    keys: KeyFacts | None = None,
+    cross: bool = True,
 ) -> list[tuple[str, str]]:
     plan = build_plan(
         model,
         catalog=CATALOG,
         providers=PROVIDERS,
         settings=RoutingSettings(fallbacks={"*": ("small",)}),
-        policy=Policy(plan=PlanPolicy(max_offers=max_offers)),
+        policy=Policy(plan=PlanPolicy(max_offers=max_offers), fallback=FallbackPolicy(cross_provider_same_model=cross)),
         health={},
         rng=random.Random(0),
         orders={"llama": "priority"},
@@ -63,8 +68,12 @@ def left(
             {"prefs": Preferences(only=("groq",))},
             [("together/llama", "preferences"), ("fireworks/llama", "preferences")],
         ),
+        (
+            {"max_offers": 4, "cross": False},
+            [("together/llama", "one_per_model"), ("fireworks/llama", "one_per_model")],
+        ),
     ],
-    ids=["past-max-offers", "max-offers-2", "all-fit", "ignored-provider", "no-credential", "only"],
+    ids=["past-max-offers", "max-offers-2", "all-fit", "ignored-provider", "no-credential", "only", "one-per-model"],
 )
 def test_the_plan_says_which_offers_it_left_out_and_why(
     kwargs: dict[str, object], expected: list[tuple[str, str]]

@@ -1,6 +1,6 @@
 """Table tests for turnout.core.exhausted and `fallback.on_exhausted` (issue #45 item 4; SPEC §7;
-Edgee: "When all entries fail: error from the last attempt"; Empryo: "the original error is
-rethrown with cause")."""
+seed 000: the last attempt's error when every entry fails; seed 003: the first attempt's error,
+as the cause)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ from typing import Literal
 import msgspec
 import pytest
 
-from turnout.core.field_values import enum_values
+from turnout.core.field_values import enum_values, with_close_field
 
 
 class Mode(enum.Enum):
@@ -63,3 +63,21 @@ def test_msgspecs_own_paths_lead_to_the_field(raw: bytes, values: list[str]) -> 
         msgspec.json.decode(raw, type=Root)
     path = str(info.value).split(" - at `$", 1)[1].rstrip("`")
     assert enum_values(Root, path) == values
+
+
+@pytest.mark.parametrize(
+    ("path", "unknown", "hint"),
+    [
+        (".leaf", "knd", " (did you mean `kind`?)"),
+        (".items[2]", "mdoe", " (did you mean `mode`?)"),
+        (".by_name[...]", "zzz", " (known fields: kind, mode, count)"),
+        ("", "other_name", " (did you mean `other-name`?)"),
+    ],
+)
+def test_an_unknown_field_gets_the_close_name_or_the_known_ones(path: str, unknown: str, hint: str) -> None:
+    assert with_close_field("unknown", Root, path, unknown) == f"unknown{hint}"
+
+
+@pytest.mark.parametrize("path", [".leaf.count", ".nothing", "oops"])
+def test_an_unknown_field_where_no_struct_is_keeps_the_reason(path: str) -> None:
+    assert with_close_field("unknown", Root, path, "x") == "unknown"

@@ -254,7 +254,7 @@ def test_plan_without_cross_provider_keeps_the_healthiest_offer() -> None:
 
 ALLOW_OTHERS = Policy(pinned=PinnedPolicy(allow_other_providers=True))
 
-# DigitSpace's failover document: "With `provider/model`, only that provider's offers are tried."
+# seed 001's failover document: a pinned `provider/model` is tried on that provider's offers only.
 PINNED_CATALOG: dict[str, tuple[Target, ...]] = {
     "m1": (t("pa", "m1", "m1"), t("pb", "m1", "m1")),
     "m2": (t("pb", "m2", "m2"),),

@@ -41,7 +41,7 @@ SPEC_POLICY_JSON = """
 # Fields beyond the SPEC's JSON (streaming knobs of SPEC §8); both off by default.
 EXTENSIONS = {
     "retry": {"ttft_timeout_ms": 0, "stall_timeout_ms": 0, "stall_retries": 0, "stream_recovery": "none"},
-    "fallback": {"credential_fallback": True, "on_exhausted": "gateway"},
+    "fallback": {"credential_fallback": True, "on_exhausted": "gateway", "comparable": False, "only": []},
     "budget": {},
 }
 
@@ -62,7 +62,7 @@ def test_policy_defaults_equal_spec_json_exactly() -> None:
         assert extra == EXTENSIONS[section], section
     assert set(ours) == set(spec) | {"plan", "pinned"}
     assert ours["plan"] == {"max_offers": 3}  # SPEC §10: "at most max_offers offers per request (default 3)"
-    assert ours["pinned"] == {"allow_other_providers": False}  # DigitSpace: only that provider's offers
+    assert ours["pinned"] == {"allow_other_providers": False}  # seed 001: only that provider's offers
 
 
 def test_policy_spec_json_decodes_to_defaults() -> None:

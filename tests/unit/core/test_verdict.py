@@ -81,11 +81,19 @@ def open_skip(reopen_in_s: float | None, at: PlanEntry = A) -> SkipRecord:
 )
 def test_verdict_terminal_passes_the_providers_status_on(kind: FailureKind, status: int, error_type: str) -> None:
     v = conclude(state_with(rec(1, kind, status, message="Nope: bad thing", code="some_code")), StopReason.TERMINAL)
-    assert (v.status_code, v.error_type, v.error_code) == (status, error_type, "some_code")
+    code = "context_length_exceeded" if kind is K.CONTEXT_LENGTH else "some_code"
+    assert (v.status_code, v.error_type, v.error_code) == (status, error_type, code)
     assert v.message == "The upstream provider openai rejected the request: Nope: bad thing"
     assert v.retry_after_s is None
     assert v.should_retry is False
     assert v.served == Served(provider="openai", model="gpt-5", attempts=1, fallback=False, reroute=False)
+
+
+@pytest.mark.parametrize("code", [None, "ValidationException", "context_length_exceeded"])
+def test_verdict_a_prompt_over_the_context_window_answers_openais_code(code: str | None) -> None:
+    message = "Input is too long for requested model."  # Bedrock's, with no code or its own
+    v = conclude(state_with(rec(1, K.CONTEXT_LENGTH, 400, message=message, code=code)), StopReason.TERMINAL)
+    assert (v.status_code, v.error_code) == (400, "context_length_exceeded")
 
 
 def test_verdict_terminal_without_a_message_names_the_kind() -> None:

@@ -79,6 +79,9 @@ class DownStore:
     async def renew_probe(self, target: str, token: str, ttl_s: float) -> bool:
         raise self._down("renew_probe")
 
+    async def take_ramp_slot(self, target: str, rate: float) -> float:
+        raise self._down("take_ramp_slot")
+
 
 async def test_breakers_outage_closed_policy_admits_and_reads_degraded(caplog: pytest.LogCaptureFixture) -> None:
     store = DownStore()

@@ -45,20 +45,37 @@ OK = {"status": 200, "class": "success", "kind": "success"}
     [
         ([row(1, **OK)], ()),
         ([row(1), row(2, is_retry=True), row(3, is_retry=True, **OK)], ("Retried ×2",)),
-        ([row(1), row(2, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)], ("Provider fallback",)),
-        ([row(1), row(2, served_model="small", is_fallback=True, role="model_fallback", **OK)], ("Model fallback",)),
-        ([row(1), row(2, is_fallback=True, role="context_window_fallback", **OK)], ("Model fallback",)),
+        (
+            [row(1), row(2, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)],
+            ("Retried ×1", "Provider fallback"),
+        ),
+        (
+            [row(1), row(2, served_model="small", is_fallback=True, role="model_fallback", **OK)],
+            ("Retried ×1", "Model fallback"),
+        ),
+        ([row(1), row(2, is_fallback=True, role="context_window_fallback", **OK)], ("Retried ×1", "Model fallback")),
         ([row(1, is_reroute=True, **OK)], ("Reroute",)),
-        ([row(1, status=401), row(2, is_byok_fallback=True, **OK)], ("BYOK fallback",)),
+        ([row(1, status=401), row(2, is_byok_fallback=True, **OK)], ("Retried ×1", "BYOK fallback")),
         ([row(1, is_strategy=True, **OK)], ("Strategy",)),
         (
             [row(1, status=429), row(2, is_plan_fallback=True, is_fallback=True, role="model_fallback", **OK)],
-            ("Model fallback", "Plan fallback"),
+            ("Retried ×1", "Model fallback", "Plan fallback"),
         ),
-        ([row(2, provider="sim-b", is_fallback=True, role=None, **OK), row(1, role=None)], ("Provider fallback",)),
+        (
+            [row(2, provider="sim-b", is_fallback=True, role=None, **OK), row(1, role=None)],
+            ("Retried ×1", "Provider fallback"),
+        ),
         (
             [row(1), row(2, is_retry=True), row(3, provider="sim-b", is_fallback=True, role="provider_fallback", **OK)],
-            ("Retried ×1", "Provider fallback"),
+            ("Retried ×2", "Provider fallback"),
+        ),
+        (
+            [
+                row(1),
+                row(2, provider="sim-b", is_fallback=True, role="provider_fallback"),
+                row(3, served_model="big-2", is_fallback=True, is_comparable=True, role="comparable_alternate", **OK),
+            ],
+            ("Retried ×2", "Provider fallback", "Model fallback", "Comparable alternate"),
         ),
     ],
     ids=[
@@ -72,10 +89,13 @@ OK = {"status": 200, "class": "success", "kind": "success"}
         "strategy",
         "plan-fallback",
         "no-role-other-provider",
-        "retry-then-fallback",
+        "mesh-503-503-200-elsewhere",
+        "comparable-alternate",
     ],
 )
 def test_badges_follow_the_record_flags_and_roles(rows: list[dict[str, Any]], expected: tuple[str, ...]) -> None:
+    """`Retried ×N` counts every attempt after the first, as seed 002's log row does: 503, 503,
+    then 200 on another provider is *Retried ×2* with a *Provider fallback* badge."""
     assert badges(rows) == expected
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 from redis.asyncio import Redis
 
 from turnout.core.limits import Demand, Limits, ScopeLimits
 from turnout.state import keys
 from turnout.state.limit_store import LimitStore, Reservation
+from turnout.state.spend_store import SpendLedger
 
 T0 = 1_700_000_000_000
 PLAIN = Demand(tokens=0, stream=False, lease_ms=1_000)
@@ -109,3 +111,40 @@ async def test_a_release_after_redis_lost_its_scripts_still_settles(redis_client
     await store.release(held.lease, hold_ms=100, now_ms=T0 + 10)  # settled: stays until T0 + 110
     assert (await store.admit([], PLAIN, "b", reservations=[_budget(600_000)], now_ms=T0 + 109)).budget_refused == 0
     assert (await store.admit([], PLAIN, "c", reservations=[_budget(600_000)], now_ms=T0 + 110)).budget_refused is None
+
+
+async def test_the_ledger_write_settles_the_reservation_with_the_cost_in_one_script(redis_client: Redis) -> None:
+    """Exact settlement: the cost lands and the reservation goes in the same flush, not 10 s later."""
+    store = LimitStore(redis_client, lease_ms=60_000)
+    ledger = SpendLedger(redis_client, clock=lambda: 1_796_131_500.0)  # 2026-12-01
+    reservation = msgspec.structs.replace(
+        _budget(300_000),
+        spend_key=keys.spend_key("acme", "day", "2026-12-01"),
+        set_key=keys.reservation_key("acme", "key:bot", "day", "2026-12-01"),
+    )
+    admitted = await store.admit([], PLAIN, "a", reservations=[reservation])
+    ledger.add("acme", ("org", "key:bot"), 0.12)
+    ledger.settle("acme", admitted.lease.holds)
+    assert await redis_client.zcard(reservation.set_key) == 1  # held until the cost is written
+    assert await ledger.flush() == 4  # 2 fields x (day, month)
+    assert await redis_client.zcard(reservation.set_key) == 0
+    assert float(await redis_client.hget(reservation.spend_key, "key:bot")) == 0.12  # type: ignore[misc]
+    await store.release(admitted.lease)  # the ingress's release after it: nothing comes back
+    assert await redis_client.zcard(reservation.set_key) == 0
+    room = await store.admit([], PLAIN, "b", reservations=[msgspec.structs.replace(reservation, worst_micro=880_000)])
+    assert room.budget_refused is None  # 0.12 spent + 0.88 worst = the budget: fits at once
+
+
+async def test_a_refused_flush_keeps_its_settlements_with_its_costs(redis_client: Redis) -> None:
+    store = LimitStore(redis_client, lease_ms=60_000)
+    admitted = await store.admit([], PLAIN, "a", reservations=[_budget(300_000)])
+    broken = Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+    ledger = SpendLedger(broken, clock=lambda: 1_796_131_500.0)
+    ledger.add("acme", ("key:bot",), 0.1)
+    ledger.settle("acme", admitted.lease.holds)
+    ledger.settle("", admitted.lease.holds)  # no org: nothing
+    assert await ledger.flush() == 0
+    ledger._redis = redis_client
+    assert await ledger.flush() == 2
+    assert await redis_client.zcard(_budget(0).set_key) == 0
+    await broken.aclose()

@@ -106,20 +106,34 @@ async def test_the_bootstrap_rule_against_redis(redis_client: Redis, caplog: pyt
     assert await seed(store, FILE, VAULT) == "kept"  # a restart writes nothing
     assert await store.version() == 1
     assert await seed(store, NEWER, VAULT) == "applied"  # a changed file is applied once
-    with caplog.at_level(logging.WARNING, logger="turnout.catalog"):
-        assert await seed(store, FILE, VAULT) == "kept"  # the old file is stale now
-    assert "differ from the catalog in Redis" in caplog.text and "stale" in caplog.text
+    assert await seed(store, FILE, VAULT) == "applied"  # and a rollback to the earlier file applies too
     doc, _ = await store.load()
-    assert doc is not None and set(doc.models) == {"m1", "m2"}
-    assert await store.update(lambda d: (with_model(d, "admin") if d else None, None))
+    assert doc is not None and set(doc.models) == {"m1"}
+    assert await store.update(lambda d: (with_model(d, "admin") if d else None, None))  # created through the API
+    assert await store.update(lambda d: (edit_m1(d) if d else None, None))  # and an edit of the file's m1
     caplog.clear()
-    third = parse_config(TEXT + "  m3: {offers: [{provider: a, model: m3}]}\n", env={})
+    third = parse_config(
+        TEXT.replace("model: m1}", "model: m1-new}") + "  m3: {offers: [{provider: a, model: m3}]}\n", env={}
+    )
     with caplog.at_level(logging.WARNING, logger="turnout.catalog"):
-        assert await seed(store, third, VAULT) == "kept"  # admin edits are not silently overwritten
-    assert "admin edits" in caplog.text
+        assert await seed(store, third, VAULT) == "applied"  # m3 written; the API's m1 and admin kept
+    assert "kept the admin API's edits of models.m1" in caplog.text
+    doc, _ = await store.load()
+    assert doc is not None and set(doc.models) == {"m1", "admin", "m3"}
+    assert doc.models["m1"].offers[0].model == "edited"
+    assert await seed(store, FILE, VAULT) == "applied"  # m3 goes (the file wrote it); admin stays
+    doc, _ = await store.load()
+    assert doc is not None and set(doc.models) == {"m1", "admin"} and doc.models["m1"].offers[0].model == "edited"
     assert await seed(store, third, VAULT, force=True) == "forced"
-    doc, version = await store.load()
-    assert doc is not None and set(doc.models) == {"m1", "m3"} and version == 4
+    doc, _ = await store.load()
+    assert doc is not None and set(doc.models) == {"m1", "m3"} and doc.models["m1"].offers[0].model == "m1-new"
+    assert await seed(store, third, VAULT, force=True) == "kept"  # asked, but Redis holds this very file
+
+
+def edit_m1(doc: CatalogDoc) -> CatalogDoc:
+    offer = msgspec.structs.replace(doc.models["m1"].offers[0], model="edited")
+    model = msgspec.structs.replace(doc.models["m1"], offers=[offer])
+    return msgspec.structs.replace(doc, models={**doc.models, "m1": model}, origin="api")
 
 
 async def test_two_processes_starting_together_seed_once(redis_client: Redis) -> None:

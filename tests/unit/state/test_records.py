@@ -90,7 +90,7 @@ async def test_every_attempt_is_one_row_with_cost_only_on_success() -> None:
     config = parse_config(CONFIG, env={})
     rows = _ended_rows(await _routed_rows(Catalog(config), config.policy))
     assert [r["attempt"] for r in rows] == [1, 2, 3]
-    extra = {"role", "delay_before_s", "delay_reason", "phase", "run", "should_retry", "considered"}
+    extra = {"role", "delay_before_s", "delay_reason", "phase", "run", "should_retry", "considered", "ttft_ms"}
     assert all(set(r) == set(FIELDS) | extra for r in rows)
     assert not any(r["is_rerun"] or r["lost"] for r in rows)
     assert (rows[0]["role"], rows[0]["delay_reason"]) == ("primary", None)

@@ -12,7 +12,7 @@ from turnout.core.spend import Budget
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
 from turnout.stored.orgs import Ceiling, OrgDoc
-from turnout.tenancy.admin import remove_key, remove_squad, revoke_key, with_settings
+from turnout.tenancy.admin import KeyCreate, add_key, remove_key, remove_squad, revoke_key, with_settings
 from turnout.tenancy.bootstrap import merge_org
 from turnout.tenancy.orgs import hash_token
 from turnout.vault import Vault, generate_key, provider_key_binding
@@ -98,8 +98,8 @@ def test_objects_deleted_at_run_time_are_not_recreated() -> None:
     assert changed == ["settings"]
 
 
-def test_objects_removed_from_the_file_stay() -> None:
-    doc = first()
+def test_objects_removed_from_the_file_are_removed_but_the_apis_stay() -> None:
+    doc, _ = add_key(first(), KeyCreate(name="own", squad="research"), "tk-api-made-key-0001", 150.0)
     slim = parse_config(
         """
 providers:
@@ -113,8 +113,14 @@ orgs:
         env={},
     )
     new, changed = merge_org(doc, "acme", slim.raw.orgs["acme"], slim, VAULT, ALLOW, 300.0)
-    assert new is not None and "ci" in new.keys and "vllm" in new.custom_endpoints
-    assert changed == ["settings"]
+    assert new is not None and set(new.keys) == {"own"} and not new.custom_endpoints and not new.provider_keys
+    assert set(new.squads) == {"research"}  # a key the API made still belongs to it
+    assert changed == [
+        "settings",
+        "keys.ci (removed: no longer in the file)",
+        "provider_keys.a (removed: no longer in the file)",
+        "custom_endpoints.vllm (removed: no longer in the file)",
+    ]
 
 
 def test_endpoint_refused_by_the_ssrf_guard_refuses_the_start_naming_the_path() -> None:

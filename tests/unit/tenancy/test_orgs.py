@@ -163,6 +163,9 @@ def test_an_unknown_policy_field_is_refused_when_settings_are_decoded_naming_its
     with pytest.raises(AdminError) as info:
         decode(b'{"policy": {"retry": {"bogus": 1}}}', ScopeSettings, "settings")
     assert info.value.param == "settings.policy.retry.bogus" and "unknown field" in info.value.message
+    with pytest.raises(AdminError) as info:
+        decode(b'{"policy": {"retry": {"max_retrie": 1}}}', ScopeSettings, "settings")
+    assert info.value.message.endswith("unknown field `max_retrie` (did you mean `max_retries`?)")
 
 
 def test_validate_org_refuses_unknown_byok_provider_and_unknown_squad() -> None:

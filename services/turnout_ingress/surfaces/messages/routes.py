@@ -145,7 +145,7 @@ def install(app: FastAPI, state: IngressState) -> None:
                     param="model",
                 )
             held = await state.limiter.admit_count(identity, request_id)  # 429 over an `rpm`
-            tokens, provider = await count_input_tokens(state, plan, body, identity, view)
+            tokens, provider = await count_input_tokens(state, plan, body, identity, view, request_id)
         except RequestRejected as exc:
             door_refused(request, exc.status_code, exc.code)
             return rejected(exc, request_id)

@@ -15,9 +15,16 @@ answered within `UPSTREAM_TIMEOUT_S` — the count is an estimate: one token
 per `CHARS_PER_TOKEN` characters of the text the model would read (system
 prompt, message text, tool inputs and results, tool definitions), rounded up,
 at least 1. The answer says which in `x-turnout-count-source` (`provider`
-or `estimate`). An offer whose breaker rests (`resting`) is not asked; no
-attempt is recorded and no breaker counts a count: counting is not a model
-call.
+or `estimate`). An offer whose chat breaker rests (`resting`) is not asked;
+each count call is gated by, and counted for, a breaker of its own per
+(provider, model, operation) and written as an attempt record
+(`count_attempts`: a failing count endpoint never opens chat).
+
+Not charged to `tpm`: a count uses no model tokens (the providers' count
+endpoints are free and limited apart from their model calls), so charging
+its input tokens would make a client that counts before it sends pay its
+prompt twice against `tpm`; the count route's own `rpm` counter bounds how
+often a key may count (`Limiter.admit_count`).
 Must not import: `turnout_ingress.app`.
 """
 
@@ -29,8 +36,10 @@ from typing import TYPE_CHECKING, Any
 
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.token_counts import COUNTING_KINDS, count_spec, provider_count
-from turnout.tenancy.byok import resolve_call
+from turnout.core.plan import PlanEntry
+from turnout.tenancy.byok import ResolvedCall, resolve_call
 from turnout.tenancy.identity import Identity
+from turnout_ingress.surfaces.messages.count_attempts import CountCall
 from turnout_ingress.surfaces.messages.wire import to_openai_request
 
 if TYPE_CHECKING:
@@ -81,7 +90,12 @@ def resting(view: HealthView | None, target: str) -> bool:
 
 
 async def count_input_tokens(
-    state: IngressState, plan: Plan, body: dict[str, Any], identity: Identity, view: HealthView | None = None
+    state: IngressState,
+    plan: Plan,
+    body: dict[str, Any],
+    identity: Identity,
+    view: HealthView | None = None,
+    request_id: str = "",
 ) -> tuple[int, str | None]:
     """The input tokens of `body`, and the provider that counted them (None: estimated).
 
@@ -90,6 +104,7 @@ async def count_input_tokens(
         body: the checked Anthropic Messages body (without `stream`).
         identity: the caller (its org's own keys, its policy).
         view: the health read the plan was made with: an offer whose breaker rests is skipped.
+        request_id: the request's id (its count attempts' records).
     """
     tried: set[str] = set()
     tenant = state.keyring.credentials(identity.org)
@@ -97,6 +112,7 @@ async def count_input_tokens(
         request: dict[str, Any] | None = to_openai_request({**body, "max_tokens": 1})
     except WireError:
         request = None  # only the Anthropic-speaking APIs can count it
+    offers: list[tuple[PlanEntry, ResolvedCall]] = []
     for entry in plan.entries:
         target = entry.target
         call = resolve_call(state.catalog, tenant, target, key_mode=plan.key_mode, policy=identity.policy)
@@ -105,8 +121,18 @@ async def count_input_tokens(
         if call.provider.kind not in COUNTING_KINDS or target.key in tried:
             continue
         tried.add(target.key)
-        spec = count_spec(call.provider, target, timeout_s=UPSTREAM_TIMEOUT_S)
-        counted = await provider_count(state.http, spec, body, request)
-        if counted is not None:
-            return counted, target.provider
+        offers.append((entry, call))
+    if not offers:
+        return estimate_input_tokens(body), None
+    calls = CountCall(state, identity, request_id, str(body.get("model", "")))
+    count_view = await calls.view([entry for entry, _ in offers])
+    for entry, call in offers:
+        gate = await calls.admit(entry, count_view)
+        if not gate.admitted:
+            continue
+        spec = count_spec(call.provider, entry.target, timeout_s=UPSTREAM_TIMEOUT_S, request_id=request_id)
+        attempt = await provider_count(state.http, spec, body, request)
+        await calls.ended(entry, call, attempt, count_view, gate.probe_token)
+        if attempt.tokens is not None:
+            return attempt.tokens, entry.target.provider
     return estimate_input_tokens(body), None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import msgspec
 from fastapi import APIRouter, Request
@@ -11,7 +12,7 @@ from starlette.responses import Response
 
 from turnout_ingress.admin.access import Caller
 from turnout_ingress.admin.records import MEDIA_TYPES
-from turnout_ingress.ui import query, reader
+from turnout_ingress.ui import glance, query, reader, series
 from turnout_ingress.ui.activity import OUTCOMES, Filters, valid_cursor
 from turnout_ingress.ui.deps import Board, PageRoute, Viewer
 from turnout_ingress.ui.render import page
@@ -19,15 +20,21 @@ from turnout_ingress.ui.render import page
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
 PAGE_SIZE = 50
-FILTERS = ("org", "squad", "key", "model", "provider", "outcome", "since", "until", "last")
+FILTERS = ("org", "squad", "key", "model", "provider", "outcome", "since", "until", "last", "window")
 """The query parameters the page's links carry over."""
 
 
 @router.get("/ui/activity")
 async def activity(request: Request, caller: Viewer, board: Board) -> Response:
     """The page of requests the query's filters select (an org's admin: its org only), from the
-    query's `cursor` (none: the newest, and the page refreshes live); `fragment`: the rows only."""
+    query's `cursor` (none: the newest, and the page refreshes live); `fragment`: the rows only.
+    The whole page starts with the header's live figures and the charts of the query's `window`
+    (`series.WINDOWS`; of the viewer's scope, the filters aside: `glance`), which refresh live
+    too (`fragment=glance`: those only)."""
     q = request.query_params
+    if q.get("fragment") == "glance":
+        params = {k: q.get(k) for k in FILTERS}
+        return page("glance.html", caller, **await _at_glance(q, caller, board), params=params)
     filters, error = await _filters(q, caller, board)
     cursor = valid_cursor(q.get("cursor"))
     skip = frozenset(s for s in (q.get("skip") or "").split(",") if s)
@@ -47,10 +54,15 @@ async def activity(request: Request, caller: Viewer, board: Board) -> Response:
     older = None
     if result.cursor is not None:
         older = {**params, "cursor": result.cursor, "skip": ",".join(result.skip)}
-    name = "activity_rows.html" if q.get("fragment") else "activity.html"
+    at_glance: dict[str, Any] = {}
+    name = "activity_rows.html"
+    if not q.get("fragment"):
+        at_glance = await _at_glance(q, caller, board)
+        name = "activity.html"
     return page(
         name,
         caller,
+        **at_glance,
         page=result,
         params=params,
         older=older,
@@ -60,6 +72,21 @@ async def activity(request: Request, caller: Viewer, board: Board) -> Response:
         outcomes=OUTCOMES,
         export_formats=tuple(MEDIA_TYPES),
     )
+
+
+async def _at_glance(q: QueryParams, caller: Caller, board: Board) -> dict[str, Any]:
+    """The header's figures and the charts of the query's `window` for `caller` (`glance`).
+
+    Raises:
+        StateUnavailable: Redis unreachable (the page's 503).
+    """
+    window = await glance.read_window(board, caller, q.get("window"))
+    return glance.activity_charts(window) | {
+        "window": window,
+        "windows": tuple(series.WINDOWS),
+        "spend_today": await glance.spend_today(board, caller, window.now_s),
+        "live_min": int(glance.LIVE_S // 60),
+    }
 
 
 async def _filters(q: QueryParams, caller: Caller, board: Board) -> tuple[Filters, str | None]:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from turnout_ingress.ops_routes import provider_rows
-from turnout_ingress.ui import figures, reader, samples
+from turnout_ingress.ui import figures, glance, reader, samples, series
 from turnout_ingress.ui.deps import Board, PageRoute, Viewer
 from turnout_ingress.ui.render import page
 
@@ -21,7 +23,8 @@ TRAFFIC_SCAN_MAX = 50_000
 async def providers(request: Request, caller: Viewer, board: Board) -> Response:
     """The rows `GET /v1/health/providers` shows `caller` (`ops_routes.provider_rows`), each with
     its health-score sparkline (this read adds a sample) and its traffic over `TRAFFIC_WINDOW_S`;
-    `fragment`: the rows only."""
+    `fragment`: the rows only. The whole page adds each target's timeline over the query's
+    `window` (`series.WINDOWS`): breaker states, traffic share, transitions (`glance.provider_lanes`)."""
     state = board.state
     rows, degraded, now_s = await provider_rows(state, caller.org)
     targets = [r["target"] for r in rows]
@@ -35,10 +38,18 @@ async def providers(request: Request, caller: Viewer, board: Board) -> Response:
     )
     traffic = figures.traffic(recent, TRAFFIC_WINDOW_S)
     lines = {t: samples.sparkline(rings.get(t, [])) for t in targets}
-    name = "providers_rows.html" if request.query_params.get("fragment") else "providers.html"
+    at_glance: dict[str, Any] = {}
+    if request.query_params.get("fragment"):
+        name = "providers_rows.html"
+    else:
+        name = "providers.html"
+        window = await glance.read_window(board, caller, request.query_params.get("window"), now_s)
+        lanes, transitions = await glance.provider_lanes(board, caller, window, targets)
+        at_glance = {"window": window, "windows": tuple(series.WINDOWS), "lanes": lanes, "transitions": transitions}
     return page(
         name,
         caller,
+        **at_glance,
         rows=rows,
         degraded=degraded,
         lines=lines,

@@ -8,7 +8,7 @@ from fastapi import APIRouter
 from starlette.responses import Response
 
 from turnout_ingress.admin.access import Caller
-from turnout_ingress.ui import figures, reader
+from turnout_ingress.ui import figures, glance, reader
 from turnout_ingress.ui.deps import Board, PageRoute, Viewer
 from turnout_ingress.ui.render import page
 
@@ -22,7 +22,8 @@ SPEND_CACHE_S = 30.0
 @router.get("/ui/spend")
 async def spend(caller: Viewer, board: Board) -> Response:
     """Cost per period of `caller`'s scope (cached `SPEND_CACHE_S`), and the spend ledger of
-    each org it sees (the operator: every org) with its budgets."""
+    each org it sees (the operator: every org) with its budgets, a scope over its budget flagged,
+    and a bar chart of the spend per day (an org admin's days over the org's daily budget flagged)."""
     cached = board.spend_cache.get(caller.org)
     if cached is None or time.monotonic() - cached.made_monotonic_s > SPEND_CACHE_S:
         cached = await _spend_table(board, caller)
@@ -37,9 +38,11 @@ async def spend(caller: Viewer, board: Board) -> Response:
         )
         for org in orgs
     ]
+    day_budget = glance.org_day_budget(ledger[0]) if caller.org is not None and ledger else None
     return page(
         "spend.html",
         caller,
+        daily_svg=glance.daily_svg(cached.days, day_budget),
         spend=cached,
         periods=[p[0] for p in figures.PERIODS],
         cache_s=int(SPEND_CACHE_S),
@@ -64,4 +67,5 @@ async def _spend_table(board: Board, caller: Caller) -> figures.SpendTable:
         as_of_s=now_s,
         read_ms=(time.perf_counter() - started) * 1000.0,
         made_monotonic_s=time.monotonic(),
+        days=glance.daily(rows, now_s),
     )
