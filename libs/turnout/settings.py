@@ -28,6 +28,9 @@ Variables (README "Configuration"):
                            whose module constant the request path reads)
     TURNOUT_ALLOW_NO_AOF   on (`1`, `true`, `yes`, `on`; `turnout.state.switches`): start on a Redis without AOF
                            (`turnout.state.persistence`)
+    TURNOUT_ENQUEUE_WAIT_REPLICAS  replicas each enqueue waits for (Redis `WAIT`; default 0: no wait;
+                           `turnout.state.jobs.replicated`)
+    TURNOUT_ENQUEUE_WAIT_MS  the longest that wait lasts (ms, default 250, from 1 to 60000)
     TURNOUT_PYTHON_OPTIMIZE  Python optimization level of `turnout ingress` and
                            `turnout worker` (0, 1 or 2; default 2, Python's `-OO`:
                            no docstrings in memory; `turnout_cli.optimize`)
@@ -74,6 +77,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         python_optimize: the Python optimization level a server process runs at (0, 1 or 2).
         audit_retention_days: days an authenticated audit entry is kept (> 0; never evicted by count).
         metrics_token: the bearer token `/metrics` requires, or None (open).
+        enqueue_wait_replicas: replicas each enqueue waits for (`WAIT`); 0: none.
+        enqueue_wait_ms: the longest that wait lasts (ms).
         env: the mapping the settings were read from (for readers of a whole environment).
     """
 
@@ -91,6 +96,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     python_optimize: int = 2
     audit_retention_days: float = 90.0
     metrics_token: str | None = None
+    enqueue_wait_replicas: int = 0
+    enqueue_wait_ms: int = 250
     env: dict[str, str] = {}
 
     @property
@@ -152,6 +159,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             python_optimize=read("TURNOUT_PYTHON_OPTIMIZE", _optimize_level, "0, 1 or 2", 2),
             metrics_token=env.get("TURNOUT_METRICS_TOKEN") or None,
             audit_retention_days=read("TURNOUT_AUDIT_RETENTION_DAYS", _days, "a positive number of days", 90.0),
+            enqueue_wait_replicas=read("TURNOUT_ENQUEUE_WAIT_REPLICAS", _replicas, "a whole number from 0 to 16", 0),
+            enqueue_wait_ms=read("TURNOUT_ENQUEUE_WAIT_MS", _wait_ms, "a whole number of ms from 1 to 60000", 250),
             env=dict(env),
         )
         for check in (_secret_keys, _ssrf_allow):  # read again where used; checked here to fail at start
@@ -192,11 +201,24 @@ def _days(raw: str) -> float:
     return value
 
 
-def _port(raw: str) -> int:
+def _whole(raw: str, low: int, high: int) -> int:
+    """`raw` as a whole number from `low` to `high`; ValueError otherwise."""
     value = int(raw)
-    if not 1 <= value <= 65535:
+    if not low <= value <= high:
         raise ValueError(raw)
     return value
+
+
+def _port(raw: str) -> int:
+    return _whole(raw, 1, 65535)
+
+
+def _replicas(raw: str) -> int:
+    return _whole(raw, 0, 16)
+
+
+def _wait_ms(raw: str) -> int:
+    return _whole(raw, 1, 60_000)
 
 
 def _optimize_level(raw: str) -> int:

@@ -406,11 +406,10 @@ def _demo_tenancy_env(home: Path) -> None:
 def _persistence_args(redis_url: str) -> list[str]:
     """A development fleet runs on the Redis it is given: when that one has AOF
     off, say so and start the processes with `--allow-no-aof` (else they refuse)."""
-    import redis
-
+    from turnout.state.clients import blocking_client
     from turnout.state.persistence import CONSEQUENCE, Persistence, read_persistence
 
-    with redis.Redis.from_url(redis_url, socket_connect_timeout=3, socket_timeout=3) as client:
+    with blocking_client(redis_url, socket_connect_timeout=3, socket_timeout=3) as client:
         if read_persistence(client) is not Persistence.OFF:
             return []
     print(

@@ -18,7 +18,6 @@ from typing import Any
 
 import msgspec
 from fastapi import FastAPI, Request
-from redis.asyncio import Redis
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
@@ -28,8 +27,8 @@ from turnout.errors import ConfigError
 from turnout.observability.tracing import Telemetry
 from turnout.runtime import freeze_startup_heap
 from turnout.settings import Settings
+from turnout.state.clients import async_client
 from turnout.state.persistence import PersistenceRefused
-from turnout.state.pool import BufferCheckedPool
 from turnout.state.server import answers
 from turnout_ingress import admin, errors, observability, ops_routes, ui
 from turnout_ingress.admin.audit import ADMIN_PREFIX
@@ -79,12 +78,8 @@ def create_app(
         SettingsError: a malformed environment variable (named).
     """
     settings = settings if settings is not None else Settings.from_env(os.environ)
-    redis = Redis.from_pool(
-        BufferCheckedPool.from_url(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
-    )
-    listen_redis = Redis.from_pool(
-        BufferCheckedPool.from_url(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
-    )
+    redis = async_client(redis_url, socket_connect_timeout=0.5, socket_timeout=0.5, health_check_interval=10)
+    listen_redis = async_client(redis_url, socket_connect_timeout=0.5, health_check_interval=10)
     state = IngressState(config, redis, listen_redis, settings, telemetry)
     refusals_max = config.raw.gateway.refusals_max_per_org
     rows = (  # door-refusal rows (`turnout_ingress.guard.refusal_writer`); None: not stored

@@ -27,7 +27,7 @@ from turnout.runtime import build_runtime
 from turnout.settings import Settings
 from turnout.state import keys
 from turnout.state.fleet import FleetWatch
-from turnout.state.jobs import JobQueue
+from turnout.state.jobs import JobQueue, ReplicaWait
 from turnout.state.response_store import ResponseStore
 from turnout_ingress.limits.admission import Limiter
 
@@ -79,6 +79,7 @@ class IngressState:
             also={keys.HEALTH_CHANNEL: self.runtime.breakers.reads.forget},  # the health reads kept a moment
             rng=self.rng,
             clock=clock,
+            replica_wait=ReplicaWait.of(settings.enqueue_wait_replicas, settings.enqueue_wait_ms),
         )
         self.draining = False
         self.persistence_refused = False  # Redis answered after the start, without AOF: the process stops

@@ -1,4 +1,4 @@
-"""The worker process: its settings (arq's `func` and `RedisSettings`), startup, and the one thin job function.
+"""The worker process: its settings (arq's `func`, the Redis URL), startup, and the one thin job function.
 
 Owns: building the worker's objects once (config, catalog, shared upstream
 client, router) and the `chat_completion` job: skip a job whose client is
@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
-from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout.answer import answer_of, error_body
@@ -35,7 +34,6 @@ from turnout.settings import Settings
 from turnout.state.errors import StateUnavailable, outage_kind
 from turnout.state.jobs import JOB_FUNCTION, time_left_s
 from turnout.state.prober_lease import ProberLease
-from turnout.state.redis_url import arq_dsn
 from turnout.wire import JobPayload, JobResult, payload_decoder, result_encoder
 from turnout_worker import observe
 from turnout_worker.pickup import PushWorker
@@ -352,7 +350,7 @@ def build_worker(
     timeout_s = config.raw.ceilings.max_total_latency_s + 5
     return PushWorker(
         functions=[func(chat_completion, name=JOB_FUNCTION, timeout=timeout_s, max_tries=3)],
-        redis_settings=RedisSettings.from_dsn(arq_dsn(redis_url)),
+        redis_url=redis_url,
         on_startup=startup,
         on_shutdown=shutdown,
         ctx={"config": config, "settings": settings, "persistence_check": persistence_check},

@@ -41,7 +41,7 @@ async def connect_when_ready(
     """Await `connect()` until it succeeds; its result.
 
     Args:
-        connect: one connection try (e.g. arq's `create_pool` with `conn_retries=0`).
+        connect: one connection try (`PushWorker.open_pool`: a client that answered PING).
         where: the Redis named in the log lines (host:port, never a password).
         rng: the jitter's source (`backoff.delay_s` draw).
         sleep: awaited with each wait (seconds); tests pass a fake clock's.

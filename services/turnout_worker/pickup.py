@@ -64,26 +64,26 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import dataclasses
 import logging
 import os
 import random
 import socket
 import time
 import uuid
-from typing import Any, cast
+from typing import Any
 
-from arq.connections import ArqRedis, RedisSettings, create_pool
+from arq.connections import ArqRedis
 
 from turnout.core.kept_answer import START_RENEW_S, ClaimClock, lease_ms
 from turnout.core.liveness import may_run
 from turnout.core.queue_wait import RecentServiceTimes
 from turnout.state import keys
+from turnout.state.clients import async_client
 from turnout.state.errors import StateUnavailable
 from turnout.state.fleet import FleetBeat
 from turnout.state.jobs import ADOPT_EVERY_SCANS, IngressWatch, LegacyJobs, Picked, PickupStore
 from turnout.state.listen import Backoff, Message, listen_forever
-from turnout.state.pool import use_buffer_checked_pool
+from turnout.state.redis_url import location
 from turnout_worker.connect import connect_when_ready
 from turnout_worker.runner import Claimed, JobRunner
 from turnout_worker.start_gate import START_PASSES, StartGate, leave
@@ -100,6 +100,9 @@ DOORBELL_BACKOFF = Backoff()
 
 SLOT_FREE_WAIT_S = 1.0
 """A job's wait this long or longer (seconds) frees its slot while it lasts (`PushWorker.sleep_off_slot`)."""
+
+CONNECT_TIMEOUT_S = 1.0
+"""Longest the worker's connect to Redis (or to a sentinel, at most its own bound) waits (seconds)."""
 
 SCAN_LIMIT_MIN = 100
 """Fewest queued job ids one scan reads (`max(5 * max_jobs, SCAN_LIMIT_MIN)`, arq's figures)."""
@@ -141,24 +144,29 @@ class PushWorker(JobRunner):
         self._lease_set_ms: dict[str, int] = {}  # the lease each job's last renewal set (ms)
         self._adopt_every = 1  # the first scan looks for jobs the previous version left
 
-    async def open_pool(self, settings: RedisSettings) -> ArqRedis:
-        """arq's pool for `settings` (`create_pool`: one try of `settings.conn_retries + 1`), on a
-        `BufferCheckedPool`.
+    async def open_pool(self, url: str) -> ArqRedis:
+        """A client of arq's class (`ArqRedis`) for `url` (`turnout.state.clients.async_client`:
+        a `BufferCheckedPool`, or the primary a `redis+sentinel://` URL's sentinels name), once it
+        answers PING (connect timeout `CONNECT_TIMEOUT_S`, as arq's `create_pool`).
 
         Raises:
-            What arq's `create_pool` raises when Redis does not answer its PING (`connect_when_ready`
-            logs it and tries again).
+            What redis-py raises when Redis (or every sentinel) does not answer the PING
+            (`connect_when_ready` logs it and tries again).
         """
-        pool = await create_pool(settings)
-        return cast(ArqRedis, await use_buffer_checked_pool(pool))
+        pool = async_client(url, redis_class=ArqRedis, socket_connect_timeout=CONNECT_TIMEOUT_S)
+        try:
+            await pool.ping()
+        except BaseException:
+            await pool.aclose()
+            raise
+        return pool
 
     async def main(self) -> None:
         """Run until stopped: wait for Redis (`connect_when_ready`), startup hook, doorbell listener, scan loop."""
         if self._pool is None:
-            once = dataclasses.replace(self.redis_settings, conn_retries=0)  # we wait instead
             self._pool = await connect_when_ready(
-                lambda: self.open_pool(once),
-                where=once.unix_socket_path or f"{once.host}:{once.port}",
+                lambda: self.open_pool(self.redis_url),
+                where=location(self.redis_url),
                 rng=self._rng,
             )
         self._store = PickupStore(self.pool, keys.QUEUE, lease_ms(False, self.lease_s) / 1000)

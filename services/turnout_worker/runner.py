@@ -18,7 +18,7 @@ claims them with a WATCH transaction on its fixed `arq:*` keys, with a lease of 
 under one hash tag; the earlier worker got them by overriding arq's undocumented methods and
 faking its opening pipeline. arq has no public way to run a job one has claimed oneself, so this
 module runs it, keeping arq's public pieces that still serve: `func`/`Function` for the job
-functions, its hook signatures and `ctx` conventions, `RedisSettings` and `create_pool`.
+functions, its hook signatures and `ctx` conventions, and `ArqRedis` as the pool's client class.
 Must not import: FastAPI, httpx.
 """
 
@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from arq.connections import ArqRedis, RedisSettings
+from arq.connections import ArqRedis
 from arq.worker import Function
 
 from turnout.core.kept_answer import lease_held, lease_ms, may_keep, retry_delay_s, still_kept
@@ -97,7 +97,7 @@ class JobRunner:
 
     Args:
         functions: the job functions (`arq.worker.func(...)`), looked up by name.
-        redis_settings: where Redis is (`RedisSettings`).
+        redis_url: where Redis is (any form `turnout.state.redis_url` accepts, `redis+sentinel://` too).
         on_startup / on_shutdown: called with `ctx` once the pool is open / when the worker stops.
         on_job_start / after_job_end: called with a job's `ctx` around each run.
         ctx: the worker's context; each job's `ctx` adds `job_id`, `job_try`, `enqueue_time`
@@ -116,7 +116,7 @@ class JobRunner:
         self,
         functions: Sequence[Function],
         *,
-        redis_settings: RedisSettings | None = None,
+        redis_url: str = "redis://127.0.0.1:6379/0",
         on_startup: Hook | None = None,
         on_shutdown: Hook | None = None,
         on_job_start: Hook | None = None,
@@ -131,7 +131,7 @@ class JobRunner:
         handle_signals: bool = True,
     ) -> None:
         self.functions = {f.name: f for f in functions}
-        self.redis_settings = redis_settings or RedisSettings()
+        self.redis_url = redis_url
         self.on_startup, self.on_shutdown = on_startup, on_shutdown
         self.on_job_start, self.after_job_end = on_job_start, after_job_end
         self.ctx: dict[str, Any] = ctx if ctx is not None else {}

@@ -31,6 +31,7 @@ from redis.exceptions import RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from turnout.errors import ConfigError
+from turnout.state.clients import blocking_client
 from turnout.state.switches import switch_on
 
 log = logging.getLogger("turnout.persistence")
@@ -208,7 +209,7 @@ def require_persistence(
         DatabaseOutOfRange: the URL's database does not exist on this Redis.
     """
     allowed = allow or allowed_by(os.environ if env is None else env)
-    with redis.Redis.from_url(
+    with blocking_client(
         redis_url,
         socket_connect_timeout=CHECK_TIMEOUT_S,
         socket_timeout=CHECK_TIMEOUT_S,

@@ -1,8 +1,10 @@
 """A Redis connection pool whose check of a pooled connection does not wait a turn of the event loop.
 
-Owns: `BufferCheckedPool` and `use_buffer_checked_pool`, the pool every
+Owns: `BufferCheckedPool`, the pool every
 long-lived Turnout client (the ingress's, the worker's) takes its
-connections from.
+connections from, and `BufferCheckedSentinelPool`, the same check on
+redis-py's Sentinel-managed pool (a `redis+sentinel://` URL:
+`turnout.state.clients`).
 
 Why: redis-py 5.x (`redis.asyncio.ConnectionPool.ensure_connection`) checks
 each connection it hands out with a read under a zero timeout. That read
@@ -34,8 +36,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from redis.asyncio import ConnectionPool, Redis
+from redis.asyncio import ConnectionPool
 from redis.asyncio.connection import AbstractConnection, Connection
+from redis.asyncio.sentinel import SentinelConnectionPool, SentinelManagedConnection, SentinelManagedSSLConnection
 
 from turnout.state.packing import hiredis_packing
 
@@ -61,17 +64,8 @@ def received_nothing(connection: AbstractConnection) -> bool:
     return not stream.at_eof() and stream.exception() is None and not has_data()
 
 
-class BufferCheckedPool(ConnectionPool):
-    """`redis.asyncio.ConnectionPool` that hands out a connection with nothing received at once (module doc).
-
-    Its connections pack their commands with hiredis (`turnout.state.packing`).
-    Same constructor and behaviour as the library's pool otherwise.
-    """
-
-    def __init__(
-        self, connection_class: type[AbstractConnection] = Connection, max_connections: int | None = None, **kwargs: Any
-    ) -> None:
-        super().__init__(connection_class=hiredis_packing(connection_class), max_connections=max_connections, **kwargs)
+class _BufferCheck(ConnectionPool):
+    """The check of a pooled connection by what was received (module doc), for any pool class."""
 
     async def ensure_connection(self, connection: AbstractConnection) -> None:
         """Hand out `connection` as is when `received_nothing`, else check it the library's way.
@@ -85,19 +79,29 @@ class BufferCheckedPool(ConnectionPool):
         await super().ensure_connection(connection)
 
 
-async def use_buffer_checked_pool(client: Redis) -> Redis:
-    """Move `client` onto a `BufferCheckedPool` with its pool's settings; close the old pool's connections.
+class BufferCheckedPool(_BufferCheck):
+    """`redis.asyncio.ConnectionPool` that hands out a connection with nothing received at once (module doc).
 
-    For a client built by a library that makes its own pool (arq's
-    `create_pool`). Returns `client`. Call before the client is shared:
-    commands in flight on the old pool would lose their connection.
+    Its connections pack their commands with hiredis (`turnout.state.packing`).
+    Same constructor and behaviour as the library's pool otherwise.
     """
-    old = client.connection_pool
-    if isinstance(old, BufferCheckedPool):
-        return client
-    kwargs: dict[str, Any] = dict(old.connection_kwargs)
-    client.connection_pool = BufferCheckedPool(
-        connection_class=old.connection_class, max_connections=old.max_connections, **kwargs
-    )
-    await old.disconnect()
-    return client
+
+    def __init__(
+        self, connection_class: type[AbstractConnection] = Connection, max_connections: int | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(connection_class=hiredis_packing(connection_class), max_connections=max_connections, **kwargs)
+
+
+class BufferCheckedSentinelPool(_BufferCheck, SentinelConnectionPool):
+    """redis-py's `SentinelConnectionPool` (the primary's address asked of the sentinels at each
+    new connection) with the check of `BufferCheckedPool` and hiredis packing.
+
+    Same constructor as the library's pool (`service_name, sentinel_manager, **kwargs`; made by
+    `Sentinel.master_for(..., connection_pool_class=BufferCheckedSentinelPool)`). A connection
+    the old primary closed fails the check and reconnects to the address the sentinels give now.
+    """
+
+    def __init__(self, service_name: str, sentinel_manager: Any, **kwargs: Any) -> None:
+        managed = SentinelManagedSSLConnection if kwargs.pop("ssl", False) else SentinelManagedConnection
+        kwargs["connection_class"] = hiredis_packing(kwargs.get("connection_class", managed))
+        super().__init__(service_name, sentinel_manager, **kwargs)  # type: ignore[no-untyped-call]

@@ -1,12 +1,12 @@
 """The fleet's Redis URL, checked once at start; named in errors without its password.
 
 Owns: `redis_url_fault` (why a URL cannot be used, or None), `check_redis_url`
-(the same as a `ValueError` naming the variable or flag), `redacted` (the URL
-with its user and password masked) and `arq_dsn` (the URL as arq's parser
-reads it).
+(the same as a `ValueError` naming the variable or flag), `redacted` (the
+URL with its user and password masked) and `location` (where it points, for logs).
 
-Why: two libraries read the URL, and each misreads a malformed one in its
-own way. redis-py (`redis.connection.parse_url`) raises a bare `ValueError`
+Why: two libraries read the URL (redis-py, and arq's parser, which read the
+worker's until every client came from `turnout.state.clients`), and each
+misreads a malformed one in its own way. redis-py (`redis.connection.parse_url`) raises a bare `ValueError`
 for an unknown scheme or a port that is not a number, quietly takes
 database 0 for `/abc`, and passes an unknown query option on to its
 connection class, which refuses it only at the first command. arq's
@@ -16,24 +16,28 @@ worker` and `turnout dev` with a traceback, or, for `/abc`, ran the ingress
 on database 0. Checked here at start, every such URL is refused with one
 line naming what is wrong (exit 2), never echoing a password.
 
-Accepted forms (redis-py's schemes, README "Configuration"):
+Accepted forms (redis-py's schemes, and Sentinel's; README "Configuration"):
     redis://[[user]:password@]host[:port][/db][?option=value...]
     rediss://...                  the same over TLS
     unix://[[user]:password@]/path/to/redis.sock[?db=N&...]
+    redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/service[/db][?sentinel_password=...]
+                                  a primary found through its sentinels (`turnout.state.sentinel_url`)
 Must not import: services, FastAPI, httpx.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
 
-ACCEPTED = "redis://[:password@]host[:port][/db], rediss://... for TLS, or unix:///path/to/redis.sock[?db=N]"
+from turnout.state.sentinel_url import FORM, is_sentinel_url, parse_sentinel_url
+
+ACCEPTED = "redis://[:password@]host[:port][/db], rediss://... for TLS, unix:///path/to/redis.sock[?db=N], or " + FORM
 """The forms named in every refusal."""
 
 _SCHEMES = ("redis", "rediss", "unix")
 _USERINFO = re.compile(r"(?<=://)[^/?#]*@")
-_CREDENTIAL_OPTION = re.compile(r"(?i)([?&](?:password|username)=)[^&#]*")
+_CREDENTIAL_OPTION = re.compile(r"(?i)([?&](?:sentinel_)?(?:password|username)=)[^&#]*")
 _UNKNOWN_OPTION = re.compile(r"unexpected keyword argument '([^']*)'")
 
 
@@ -41,7 +45,8 @@ def redacted(url: str, *, limit: int = 200) -> str:
     """`url` for an error line: its user and password masked, cut to `limit` characters.
 
     Masks everything before `@` in the authority and the value of a
-    `password` or `username` option; works on any text, parsed or not:
+    `password`, `username`, `sentinel_password` or `sentinel_username`
+    option; works on any text, parsed or not:
     `redis://:s3cret@r:6379/0` -> `redis://***@r:6379/0`,
     `redis://r/0?password=s3cret` -> `redis://r/0?password=***`.
     """
@@ -52,14 +57,21 @@ def redacted(url: str, *, limit: int = 200) -> str:
 def redis_url_fault(url: str) -> str | None:
     """Why `url` cannot be the fleet's Redis URL (a clause naming the part at fault), or None.
 
-    Checks, in order: that it parses as a URL; its scheme (`redis`, `rediss`,
-    `unix`); a port from 1 to 65535; for `redis`/`rediss` a host and a
+    A `redis+sentinel://` URL is read by `parse_sentinel_url` (sentinels,
+    service, database, options). Others are checked, in order: that it parses
+    as a URL; its scheme (`redis`, `rediss`, `unix`); a port from 1 to 65535; for `redis`/`rediss` a host and a
     database that is a whole number (path `/N`, or none); for `unix` a socket
     path; a `db` option that is a whole number; then redis-py's own reading
     of its options (`ConnectionPool.from_url` and the connection it would
     make, built without connecting). Never contacts Redis. The clause never
     holds the password.
     """
+    if is_sentinel_url(url):
+        try:
+            parse_sentinel_url(url)
+        except ValueError as exc:  # a clause naming the part at fault
+            return str(exc)
+        return None
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -70,7 +82,7 @@ def redis_url_fault(url: str) -> str | None:
     if not parts.scheme:
         return "it has no scheme"
     if parts.scheme not in _SCHEMES:
-        return f"its scheme `{parts.scheme}` is not redis, rediss or unix"
+        return f"its scheme `{parts.scheme}` is not redis, rediss, unix or redis+sentinel"
     if port == 0 or (port is None and parts.netloc.rpartition("@")[2].endswith(":")):
         return "its port is not a number from 1 to 65535"
     if parts.scheme == "unix":
@@ -117,13 +129,20 @@ def check_redis_url(url: str, *, name: str) -> str:
     return url
 
 
-def arq_dsn(url: str) -> str:
-    """`url` as arq's `RedisSettings.from_dsn` reads it: a lone trailing `/` after the host dropped.
-
-    redis-py reads `redis://host:6379/` as database 0; arq's parser raises on it.
-    Any other URL is returned unchanged (check it first: `check_redis_url`).
-    """
-    parts = urlsplit(url)
-    if parts.scheme in ("redis", "rediss") and parts.path == "/":
-        return urlunsplit(parts._replace(path=""))
-    return url
+def location(url: str) -> str:
+    """Where `url` points, for a log line, without credentials: `host:port` (6379 when absent), a
+    Unix socket's path, or `<service> via sentinels host:port,...`; an unreadable URL `redacted`."""
+    if is_sentinel_url(url):
+        try:
+            address = parse_sentinel_url(url)
+        except ValueError:
+            return redacted(url)
+        return f"{address.service} via sentinels " + ",".join(f"{h}:{p}" for h, p in address.sentinels)
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return redacted(url)
+    if parts.scheme == "unix":
+        return parts.path
+    return f"{parts.hostname}:{port or 6379}"

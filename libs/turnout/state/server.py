@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 
-import redis
 from redis.asyncio import Redis
 
 from turnout.state import keys
+from turnout.state.clients import blocking_client
 from turnout.state.errors import STATE_ERRORS
 
 
@@ -38,7 +38,7 @@ async def queue_depth(client: Redis) -> int | None:
 def answers_now(url: str, connect_timeout_s: float) -> bool:
     """True when Redis at `url` answers PING (blocking; a refused connect waits at most `connect_timeout_s`)."""
     try:
-        with redis.Redis.from_url(url, socket_connect_timeout=connect_timeout_s) as client:
+        with blocking_client(url, socket_connect_timeout=connect_timeout_s) as client:
             return bool(client.ping())
     except STATE_ERRORS:
         return False

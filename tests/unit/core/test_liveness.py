@@ -5,7 +5,16 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from turnout.core.liveness import FORGET_AFTER_MS, forget, ingress_gone, lease_out, may_run
+from turnout.core.liveness import (
+    BACK_GRACE_MS,
+    CUT_GAP_MS,
+    FORGET_AFTER_MS,
+    forget,
+    ingress_gone,
+    lease_out,
+    may_run,
+    view_came_back,
+)
 
 ms = st.integers(min_value=0, max_value=10**13)
 maybe_ms = st.none() | ms
@@ -37,3 +46,23 @@ def test_a_keyed_job_always_runs_and_an_unkeyed_one_only_while_its_ingress_is_th
 @given(ms, st.integers(min_value=0, max_value=2 * FORGET_AFTER_MS))
 def test_a_lease_is_forgotten_only_long_after_it_ran_out(until: int, past: int) -> None:
     assert forget(until, until + past) == (past > FORGET_AFTER_MS)
+
+
+@given(maybe_ms, ms, listeners, maybe_ms)
+def test_no_ingress_is_gone_within_the_grace_after_the_workers_view_came_back(
+    until: int | None, now: int, heard: int, back: int | None
+) -> None:
+    """A failover or a restart cuts every process off Redis: leases lapse for all, and nobody listens
+    until each resubscribes; within `BACK_GRACE_MS` of the worker's view coming back none is gone."""
+    gone = ingress_gone(until, now, heard, back)
+    if back is not None and now - back < BACK_GRACE_MS:
+        assert not gone
+    else:
+        assert gone == ingress_gone(until, now, heard)
+
+
+@given(st.booleans(), maybe_ms, ms)
+def test_the_view_came_back_after_a_failed_read_or_a_long_gap(failed: bool, last_ok: int | None, now: int) -> None:
+    back = view_came_back(failed, last_ok, now)
+    assert back == (failed or (last_ok is not None and now - last_ok > CUT_GAP_MS))
+    assert not view_came_back(False, now - CUT_GAP_MS, now), "reads a lease apart are no cut"

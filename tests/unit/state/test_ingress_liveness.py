@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from redis.asyncio import Redis
+from redis.exceptions import ConnectionError as RedisConnectionError
 
+from turnout.core.liveness import BACK_GRACE_MS
 from turnout.state import keys
+from turnout.state.errors import StateUnavailable
 from turnout.state.jobs.liveness import IngressLease, IngressWatch
 
 
@@ -43,3 +47,24 @@ async def test_a_stopped_lease_ends_at_once_and_an_unknown_ingress_is_there(redi
     await lease.stop()
     assert await watch.refresh() == {keys.reply_channel("stopping")}
     assert keys.reply_channel("never-seen") not in watch.gone
+
+
+async def test_after_a_failed_read_no_ingress_is_gone_until_each_could_renew(redis_client: Redis) -> None:
+    """A failover cut every process off Redis: the first reads after it see lapsed leases and nobody
+    listening, yet no job is dropped until the ingresses had `BACK_GRACE_MS` to renew."""
+    lapsed = keys.reply_channel("lapsed-in-the-failover")
+    await IngressLease(redis_client, lapsed, lease_ms=1).renew()
+    await asyncio.sleep(0.01)
+    watch = IngressWatch(redis_client)
+    read = watch._read
+
+    async def out_of_reach(**_: object) -> None:
+        raise RedisConnectionError("the primary is gone")
+
+    watch._read = out_of_reach  # type: ignore[assignment]
+    with pytest.raises(StateUnavailable):
+        await watch.refresh()
+    watch._read = read
+    assert await watch.refresh() == frozenset(), "within the grace after Redis came back"
+    watch._back_ms = (watch._last_ok_ms or 0) - BACK_GRACE_MS  # the grace has passed (Redis TIME, not ours)
+    assert await watch.refresh() == {lapsed}

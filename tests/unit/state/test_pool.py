@@ -10,14 +10,13 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
-from arq.connections import RedisSettings
 from arq.worker import func
 from redis.asyncio import ConnectionPool, Redis
 from redis.asyncio.connection import AbstractConnection, Connection
 
 from turnout.config import parse_config
 from turnout.settings import Settings
-from turnout.state.pool import BufferCheckedPool, received_nothing, use_buffer_checked_pool
+from turnout.state.pool import BufferCheckedPool, received_nothing
 from turnout_ingress.app import create_app
 from turnout_worker.pickup import PushWorker
 
@@ -93,31 +92,12 @@ async def test_a_connection_not_connected_or_with_an_unknown_parser_is_not_calle
     assert received_nothing(cast(AbstractConnection, hiredis_like))  # the control: the same, with hiredis's shape
 
 
-async def test_a_client_moves_onto_the_pool_with_its_settings(redis_url: str) -> None:
-    client = Redis.from_url(redis_url + "?socket_timeout=2", max_connections=7)
-    try:
-        assert await client.ping()
-        old = client.connection_pool
-        moved = await use_buffer_checked_pool(client)
-        assert moved is client
-        pool = client.connection_pool
-        assert isinstance(pool, BufferCheckedPool)
-        assert pool.connection_kwargs == old.connection_kwargs
-        assert pool.connection_kwargs["socket_timeout"] == 2
-        assert pool.max_connections == 7
-        assert old._available_connections[0]._reader is None  # closed
-        assert await client.ping()
-        assert await use_buffer_checked_pool(client) is client and client.connection_pool is pool
-    finally:
-        await client.aclose()
-
-
 async def test_the_workers_pool_is_buffer_checked(redis_url: str) -> None:
     async def job(ctx: dict[str, Any]) -> None:
         return None
 
-    worker = PushWorker(functions=[func(job, name="job")], redis_settings=RedisSettings.from_dsn(redis_url))
-    pool = await worker.open_pool(RedisSettings.from_dsn(redis_url))
+    worker = PushWorker(functions=[func(job, name="job")], redis_url=redis_url)
+    pool = await worker.open_pool(redis_url)
     try:
         assert isinstance(pool.connection_pool, BufferCheckedPool)
         assert await pool.ping()

@@ -1,16 +1,16 @@
 """The fleet's Redis URL: every malformed form refused with its fault named, no password shown, and
-every accepted one read alike by redis-py (ingress) and arq (worker)."""
+every accepted one built into a client by the one factory every process uses (`turnout.state.clients`)."""
 
 from __future__ import annotations
 
 import pytest
 import redis
-from arq.connections import RedisSettings
 from hypothesis import given
 from hypothesis import strategies as st
 
 from turnout.settings import Settings, SettingsError
-from turnout.state.redis_url import arq_dsn, check_redis_url, redacted, redis_url_fault
+from turnout.state.clients import async_client, blocking_client
+from turnout.state.redis_url import check_redis_url, location, redacted, redis_url_fault
 from turnout_cli.main import build_parser
 
 ACCEPTED_URLS = [
@@ -34,15 +34,13 @@ def _options(url: str) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("url", ACCEPTED_URLS)
-def test_accepted_urls_are_read_alike_by_redis_py_and_arq(url: str) -> None:
+def test_accepted_urls_build_the_fleets_clients_alike(url: str) -> None:
     assert redis_url_fault(url) is None and check_redis_url(url, name="X") == url
     options = _options(url)
-    arq = RedisSettings.from_dsn(arq_dsn(url))  # raised on `redis://h:6379/` before arq_dsn
-    assert arq.database == options.get("db", 0), "the ingress and the worker use the same database"
-    if url.startswith("unix:"):
-        assert arq.unix_socket_path == options["path"]
-    else:
-        assert (arq.host, arq.port) == (options["host"], options.get("port", 6379))
+    client = async_client(url)  # the ingress's and the worker's (`redis_class=ArqRedis`)
+    assert client.connection_pool.connection_kwargs == options
+    with blocking_client(url) as blocking:  # the start-up checks'
+        assert blocking.connection_pool.connection_kwargs == options
 
 
 @pytest.mark.parametrize(
@@ -50,7 +48,7 @@ def test_accepted_urls_are_read_alike_by_redis_py_and_arq(url: str) -> None:
     [
         ("", "it has no scheme"),
         ("garbage", "it has no scheme"),
-        ("http://h:6379", "its scheme `http` is not redis, rediss or unix"),
+        ("http://h:6379", "its scheme `http` is not redis, rediss, unix or redis+sentinel"),
         ("redis://h:99999/0", "its port is not a number from 1 to 65535"),
         ("redis://h:0/0", "its port is not a number from 1 to 65535"),
         ("redis://h:/0", "its port is not a number from 1 to 65535"),
@@ -66,6 +64,27 @@ def test_accepted_urls_are_read_alike_by_redis_py_and_arq(url: str) -> None:
         ("redis://h/0?foo=1", "its option `foo` is not one the Redis client knows"),
         ("redis://h/0?socket_timeout=soon", "the Redis client refused it: Invalid value for 'socket_timeout'"),
         ("redis://[::1", "it does not parse as a URL (Invalid IPv6 URL)"),
+        ("redis+sentinel://h", "it names no service"),
+        ("redis+sentinel://h/", "it names no service"),
+        ("redis+sentinel://:s3cret@h:26379", "it names no service"),
+        ("redis+sentinel:///svc", "it names no sentinel host"),
+        ("redis+sentinel://h1,,h2/svc", "it names no sentinel host"),
+        ("redis+sentinel://h:99999/svc", "its sentinel `h:99999` has no port from 1 to 65535"),
+        ("redis+sentinel://:s3cret@h:0/svc", "its sentinel `h:0` has no port from 1 to 65535"),
+        ("redis+sentinel://h:x/svc", "its sentinel `h:x` has no port from 1 to 65535"),
+        ("redis+sentinel://h:/svc", "its sentinel `h:` has no port from 1 to 65535"),
+        ("redis+sentinel://:26379/svc", "its sentinel `:26379` names no host"),
+        ("redis+sentinel://::1/svc", "its sentinel `::1` names no host"),
+        ("redis+sentinel://h:1:2/svc", "its sentinel `h:1:2` is not a host[:port]"),
+        ("redis+sentinel://[::1/svc", "its sentinel `[::1` is not a host[:port]"),
+        ("redis+sentinel://h/svc/abc", "its database `abc` is not a whole number"),
+        ("redis+sentinel://h/svc/1/2", "its path has more than a service and a database"),
+        ("redis+sentinel://h/svc?db=x", "its database `x` is not a whole number"),
+        ("redis+sentinel://h/svc/1?db=1", "it gives the database twice"),
+        ("redis+sentinel://h/svc?socket_timeout=1", "its option `socket_timeout` is not one of sentinel_password"),
+        ("redis+sentinel://h/svc?db=1&db=2", "its option `db` is given twice"),
+        ("redis+sentinel://h/svc?ssl=maybe", "its option `ssl` is `maybe`, not true or false"),
+        ("redis+sentinel://h/svc#x", "it has a fragment"),
     ],
 )
 def test_malformed_urls_are_refused_naming_the_fault(url: str, fault: str) -> None:
@@ -83,13 +102,6 @@ def test_redacted_masks_user_password_and_credential_options_and_cuts_long_text(
     assert redacted("redis://h/0?db=1&password=s3cret&Username=me") == "redis://h/0?db=1&password=***&Username=***"
     assert redacted("redis://h:6379/0") == "redis://h:6379/0"
     assert redacted("x" * 500) == "x" * 200 + "..."
-
-
-def test_arq_dsn_changes_only_a_lone_trailing_slash() -> None:
-    assert arq_dsn("redis://h:6379/") == "redis://h:6379"
-    assert arq_dsn("rediss://:p@h/") == "rediss://:p@h"
-    for url in ("redis://h:6379/0", "redis://h", "unix:///r.sock", "unix:///"):
-        assert arq_dsn(url) == url
 
 
 @given(st.text(max_size=80))
@@ -111,7 +123,7 @@ _PATH = st.sampled_from(["", "/", "/0", "/15", "/abc", "/0/1", "/ 1"])
     password=_PASSWORD,
     db=st.sampled_from([None, "1", "x", ""]),
 )
-def test_accepted_means_both_clients_read_it_and_a_password_is_never_shown(
+def test_accepted_means_the_client_reads_it_and_a_password_is_never_shown(
     scheme: str, host: str, port: str | None, path: str, password: str, db: str | None
 ) -> None:
     authority = f":{password}@{host}" + ("" if port is None else f":{port}")
@@ -126,9 +138,7 @@ def test_accepted_means_both_clients_read_it_and_a_password_is_never_shown(
         return
     pool: redis.ConnectionPool = redis.ConnectionPool.from_url(url)  # type: ignore[no-untyped-call]
     pool.make_connection()  # builds without connecting
-    arq = RedisSettings.from_dsn(arq_dsn(url))
-    assert arq.password == password
-    assert arq.database == _options(url).get("db", 0)
+    assert _options(url).get("password") == password
 
 
 def test_settings_refuse_a_malformed_turnout_redis_url_naming_it() -> None:
@@ -152,3 +162,12 @@ def test_the_redis_url_flag_is_checked_by_every_command_taking_it(
     assert build_parser(Settings(env={})).parse_args([command, "--redis-url", "unix:///r.sock"]).redis_url == (
         "unix:///r.sock"
     )
+
+
+def test_location_names_where_a_url_points_without_credentials() -> None:
+    assert location("redis://:s3cret@h:6380/2") == "h:6380"
+    assert location("rediss://u:s3cret@h/0") == "h:6379"
+    assert location("unix://:s3cret@/run/r.sock?db=1") == "/run/r.sock"
+    assert location("redis+sentinel://:s3cret@s1,s2:26380/mymaster") == "mymaster via sentinels s1:26379,s2:26380"
+    assert location("redis+sentinel://:s3cret@s1") == "redis+sentinel://***@s1"
+    assert location("redis://:s3cret@h:port/0") == "redis://***@h:port/0"

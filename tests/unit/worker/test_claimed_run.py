@@ -13,7 +13,6 @@ import time
 from typing import Any
 
 import pytest
-from arq.connections import RedisSettings
 from arq.worker import func
 
 from support.jobs import job_payload
@@ -58,7 +57,6 @@ class _Store:
 def _worker(behaviour: str, max_tries: int = 3) -> tuple[PushWorker, _Store]:
     worker = PushWorker(
         functions=[func(_job, name="chat_completion", timeout=5, max_tries=max_tries)],
-        redis_settings=RedisSettings(),
         max_jobs=2,
     )
     store = _Store()

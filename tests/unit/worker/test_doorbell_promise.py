@@ -13,7 +13,6 @@ import asyncio
 from typing import Any
 
 import pytest
-from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout.state.pickup_store import Picked
@@ -45,7 +44,7 @@ class _Store:
 
 @pytest.fixture
 async def worker(monkeypatch: pytest.MonkeyPatch) -> PushWorker:
-    w = PushWorker(functions=[func(_job, name="job")], redis_settings=RedisSettings(), max_jobs=4)
+    w = PushWorker(functions=[func(_job, name="job")], max_jobs=4)
     w._store = _Store()  # type: ignore[assignment]
 
     async def start(job_id: str, score: Any, claimed: Claimed | None = None) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from arq.connections import RedisSettings
 from arq.worker import func
 
 from turnout_worker.pickup import PushWorker
@@ -16,7 +15,7 @@ async def _job(ctx: dict[str, Any]) -> None:  # never run: the worker is not sta
 
 
 def _worker(max_jobs: int) -> PushWorker:
-    return PushWorker(functions=[func(_job, name="job")], redis_settings=RedisSettings(), max_jobs=max_jobs)
+    return PushWorker(functions=[func(_job, name="job")], max_jobs=max_jobs)
 
 
 async def _hold_slot(worker: PushWorker) -> None:

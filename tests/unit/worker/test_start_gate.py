@@ -176,7 +176,6 @@ def test_passes_in_use_never_exceed_the_bound_and_all_come_back(passes: int, pla
 async def test_the_workers_router_gives_the_pass_back_when_a_job_pauses() -> None:
     """The wiring: `worker_runtime`'s router calls `leave` (`tests/unit/test_router_paused.py`
     shows when a router calls its `paused` hook)."""
-    from arq.connections import RedisSettings
     from arq.worker import func
     from redis.asyncio import Redis
 
@@ -190,7 +189,7 @@ async def test_the_workers_router_gives_the_pass_back_when_a_job_pauses() -> Non
         "models: {m: {offers: [{provider: p, model: m}]}}\n",
         env={},
     )
-    worker = PushWorker(functions=[func(chat_completion, name="job")], redis_settings=RedisSettings(), max_jobs=2)
+    worker = PushWorker(functions=[func(chat_completion, name="job")], max_jobs=2)
     runtime = worker_runtime(config, Redis(), Settings.from_env({}), worker)
     try:
         gate = StartGate(1, LONG_S)

@@ -28,7 +28,7 @@ the earlier worker did (`_poll_iteration`, `start_jobs`, `run_job`, `finish_job`
 this package owns every queue key and script, the worker's runner is a small asyncio loop, and
 arq's public pieces that still serve are kept: `func`/`Function` (job name, coroutine, timeout,
 max tries), the `on_startup`/`on_shutdown`/`on_job_start`/`after_job_end` hooks and the job
-`ctx` (`job_id`, `job_try`, `enqueue_time`, `score`), `RedisSettings` and `create_pool`. The
+`ctx` (`job_id`, `job_try`, `enqueue_time`, `score`), and `ArqRedis` (the worker's client class). The
 envelope keeps arq's byte layout, so a job the previous version queued reads the same.
 Must not import: services, FastAPI, httpx, arq.
 """
@@ -49,6 +49,7 @@ from turnout.state.jobs.idempotency import Idempotency, IdempotencyConflict
 from turnout.state.jobs.legacy import ADOPT_EVERY_SCANS, LegacyJobs
 from turnout.state.jobs.liveness import IngressLease, IngressWatch
 from turnout.state.jobs.pickup import Picked, PickupStore
+from turnout.state.jobs.replicated import ReplicaWait
 
 __all__ = [
     "ABANDON_WAIT_S",
@@ -64,6 +65,7 @@ __all__ = [
     "LegacyJobs",
     "Picked",
     "PickupStore",
+    "ReplicaWait",
     "encode_job",
     "job_deserializer",
     "job_serializer",

@@ -9,6 +9,7 @@ futures (registered before enqueue); a slow read of the stored result so a dropp
 message cannot hang a request; the "nobody picked it up in time" answer; the withdrawal of a
 job whose client left (from the queue, its job key and its org's fair queue, in one Lua call)
 so it never runs; and the join of another caller's request (`Idempotency-Key`, `idempotency.py`).
+With `replica_wait`, the enqueue waits for a replica's acknowledgement (`replicated.py`).
 Every key a script touches carries the queue's hash tag (`keys.JOBS_TAG`): one slot.
 Must not import: services, FastAPI, httpx, arq.
 """
@@ -35,6 +36,7 @@ from turnout.state.fleet import FleetWatch
 from turnout.state.jobs.envelope import encode_job
 from turnout.state.jobs.idempotency import Idempotency, queue_unreachable
 from turnout.state.jobs.liveness import IngressLease
+from turnout.state.jobs.replicated import ReplicaWait, run_then_wait
 from turnout.state.listen import Message, listen_forever
 from turnout.wire import JobPayload, JobResult, result_decoder
 
@@ -121,6 +123,8 @@ class JobQueue:
         clock: epoch seconds (deadlines).
         rng: draws the result listener's reconnect jitter.
         sleep: waits the listener's reconnect backoff (seconds).
+        replica_wait: each enqueue waits (`WAIT`) for that many replicas to hold the job, at most
+            its timeout (`replicated.run_then_wait`); None (the default): no wait.
 
     Attributes:
         idempotency: the `Idempotency-Key` bindings (`idempotency.Idempotency`) on the same client.
@@ -141,8 +145,10 @@ class JobQueue:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        replica_wait: ReplicaWait | None = None,
     ) -> None:
         self._clock = clock
+        self._replica_wait = replica_wait
         self._around_enqueue = around_enqueue
         self._fleet = fleet
         self._rng = rng or random.Random()
@@ -155,6 +161,7 @@ class JobQueue:
         self._result_poll_s = result_poll_s
         self._grace_s = grace_s
         self._waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
+        self._pushing: set[str] = set()  # enqueues in flight: not yet known to Redis, never called lost
         self.idempotency = Idempotency(redis)
         self._enqueue = redis.register_script(_ENQUEUE)
         self._withdraw = redis.register_script(_WITHDRAW)
@@ -231,11 +238,15 @@ class JobQueue:
         job_id = payload.request_id
         fut = self._register(job_id)
         try:
-            if self._around_enqueue is None:
-                await self._push(payload)
-            else:
-                with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
-                    await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
+            self._pushing.add(job_id)
+            try:
+                if self._around_enqueue is None:
+                    await self._push(payload)
+                else:
+                    with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
+                        await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
+            finally:
+                self._pushing.discard(job_id)
             return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
         except asyncio.CancelledError:
             await self._abandon(job_id, payload.org)  # the client left: a queued job must never run
@@ -291,9 +302,11 @@ class JobQueue:
 
         A result published while the listener was away is read from its key;
         a job that no longer exists at all (Redis restarted without it) is
-        answered 503 at once instead of waiting for its deadline.
+        answered 503 at once instead of waiting for its deadline. A job whose
+        enqueue is still in flight is left out: it is not in Redis yet (a
+        `WAIT` after a failover can hold it there for the whole timeout).
         """
-        job_ids = list(self._waiters)
+        job_ids = [job_id for job_id in self._waiters if job_id not in self._pushing]
         if not job_ids:
             return
         async with self._redis.pipeline(transaction=False) as pipe:
@@ -347,27 +360,30 @@ class JobQueue:
         job = encode_job(payload, int(self._clock() * 1000))
         capacity = self._fleet.capacity if self._fleet is not None else None
         try:
-            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
-                added, ahead = await self._enqueue(
-                    keys=[
-                        keys.JOB_PREFIX + job_id,
-                        keys.QUEUE,
-                        keys.result_key(job_id),
-                        keys.fair_org_key(payload.org),
-                        keys.FAIR_RING,
-                        keys.DOORBELL,
-                    ],
-                    args=[
-                        job,
-                        expires_ms,
-                        job_id,
-                        self._max_depth,
-                        keys.FAIR_ORG_PREFIX,
-                        payload.org,
-                        max_jobs_ahead(expires_ms, capacity),
-                        int(payload.keyed),
-                    ],
-                )
+            job_keys = [
+                keys.JOB_PREFIX + job_id,
+                keys.QUEUE,
+                keys.result_key(job_id),
+                keys.fair_org_key(payload.org),
+                keys.FAIR_RING,
+                keys.DOORBELL,
+            ]
+            job_args: list[bytes | str | int] = [
+                job,
+                expires_ms,
+                job_id,
+                self._max_depth,
+                keys.FAIR_ORG_PREFIX,
+                payload.org,
+                max_jobs_ahead(expires_ms, capacity),
+                int(payload.keyed),
+            ]
+            wait = self._replica_wait
+            async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S + (0 if wait is None else wait.timeout_ms / 1000)):
+                if wait is None:
+                    added, ahead = await self._enqueue(keys=job_keys, args=job_args)
+                else:
+                    added, ahead = await run_then_wait(self._redis, self._enqueue, job_keys, job_args, wait)
         except STATE_ERRORS as exc:
             raise queue_unreachable() from exc
         if added == -2 and capacity is not None:

@@ -26,6 +26,7 @@ from turnout.core.liveness import (
     forget,
     ingress_gone,
     lease_out,
+    view_came_back,
 )
 from turnout.state import keys
 from turnout.state.errors import StateUnavailable, state_errors
@@ -166,6 +167,9 @@ class IngressWatch(_EveryTurn):
         self._redis = redis
         self._read = redis.register_script(_READ)
         self.gone: frozenset[str] = frozenset()
+        self._failed = False  # the last read failed
+        self._last_ok_ms: int | None = None  # Redis TIME of the last successful read
+        self._back_ms: int | None = None  # Redis TIME when the view came back after a cut
 
     async def turn(self) -> frozenset[str]:
         """Read (`refresh`)."""
@@ -174,8 +178,28 @@ class IngressWatch(_EveryTurn):
     async def refresh(self) -> frozenset[str]:
         """Read the leases (and, for those past, who listens) and return the gone ingresses' channels.
 
+        After a cut in this view (`turnout.core.liveness.view_came_back`) no ingress is gone for
+        `BACK_GRACE_MS`: they lost Redis too.
+
         Raises:
             StateUnavailable: Redis unreachable (`gone` is left as it was).
+        """
+        try:
+            now_ms, leases, listeners = await self._read_leases()
+        except StateUnavailable:
+            self._failed = True
+            raise
+        if view_came_back(self._failed, self._last_ok_ms, now_ms):
+            self._back_ms = now_ms
+        self._failed, self._last_ok_ms = False, now_ms
+        self.gone = frozenset(c for c in leases if ingress_gone(leases[c], now_ms, listeners.get(c, 0), self._back_ms))
+        return self.gone
+
+    async def _read_leases(self) -> tuple[int, dict[str, int], dict[str, int]]:
+        """Redis `TIME` ms, every lease (channel -> until, ms) and, for those past, their listeners.
+
+        Raises:
+            StateUnavailable: Redis unreachable.
         """
         with state_errors():
             now_ms, flat = await self._read(keys=[keys.INGRESS_LEASES])
@@ -188,8 +212,7 @@ class IngressWatch(_EveryTurn):
                 stale = [channel for channel in out if forget(leases[channel], now_ms)]
                 if stale:
                     await self._redis.hdel(keys.INGRESS_LEASES, *stale)  # type: ignore[misc]
-        self.gone = frozenset(c for c in out if ingress_gone(leases[c], now_ms, listeners.get(c, 0)))
-        return self.gone
+        return now_ms, leases, {c: listeners.get(c, 0) for c in out}
 
 
 __all__ = ["IngressLease", "IngressWatch"]
