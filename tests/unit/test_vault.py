@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from cryptography.fernet import Fernet
-from support.docs import all_text
 
+from support.docs import all_text
 from turnout.vault import (
     TAIL_CHARS,
     Sealed,

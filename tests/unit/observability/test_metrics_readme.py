@@ -7,6 +7,7 @@ A process's series are all on `Metrics`'s registry; each labelled one is observe
 from __future__ import annotations
 
 import re
+
 from support.docs import ROOT
 from support.metric_series import exported, observed
 
