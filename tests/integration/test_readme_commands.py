@@ -1,6 +1,7 @@
-"""The README as written: every fenced block is classified, and the runnable ones run against the dev stack.
+"""The documentation as written (README.md, then the pages of docs/ in mkdocs.yml's order): every
+fenced block is classified, and the runnable ones run against one dev stack, in that order.
 
-Each fence in README.md is preceded by `<!-- readme-test: KIND -->`:
+Each fence is preceded by `<!-- readme-test: KIND -->`:
 
 - `run`: a `bash` block runs in `bash -eo pipefail`, a `python` block with this
   interpreter, against a dev stack (`turnout dev`, started here on free ports
@@ -30,12 +31,11 @@ import httpx
 import pytest
 import yaml
 
+from support.docs import README, ROOT, pages
 from support.procs import free_port, require_redis
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 OPERATOR_KEY = "op-local-dev-0001"  # what the README says to start the dev stack with
 DEMO_KEY = "tk-demo-local-only-0001"
 MARKER = re.compile(r"<!-- readme-test: (run|config|config-fragment|skip: \S.*) -->$")
@@ -43,15 +43,28 @@ MARKER = re.compile(r"<!-- readme-test: (run|config|config-fragment|skip: \S.*) 
 
 @dataclass(frozen=True)
 class Block:
+    page: str
     line: int
     lang: str
     kind: str
     text: str
 
+    @property
+    def where(self) -> str:
+        """`README.md:40`, `docs/routing.md:112`: the page and the fence's line."""
+        return f"{self.page}:{self.line}"
+
 
 def blocks() -> list[Block]:
-    """Every fenced block of the README with its marker (a missing marker is a `missing` kind)."""
-    lines = README.read_text().splitlines()
+    """Every fenced block of every page, in reading order, with its marker (a missing marker is a
+    `missing` kind)."""
+    return [block for page in pages() for block in page_blocks(page)]
+
+
+def page_blocks(page: Path) -> list[Block]:
+    """The fenced blocks of one page."""
+    lines = page.read_text().splitlines()
+    name = str(page.relative_to(ROOT))
     out: list[Block] = []
     i = 0
     while i < len(lines):
@@ -60,6 +73,7 @@ def blocks() -> list[Block]:
             marker = MARKER.match(lines[i - 1]) if i else None
             out.append(
                 Block(
+                    name,
                     i + 1,
                     lines[i][3:].strip(),
                     marker.group(1) if marker else "missing",
@@ -85,13 +99,13 @@ def test_the_cli_is_first_used_after_saying_how_to_reach_it() -> None:
     first_use = next(i for i, line in enumerate(lines) if CLI_USE.search(line))
     note = next((i for i, line in enumerate(lines) if ACTIVATE in line), None)
     assert note is not None and note < first_use, f"first `turnout` command: {lines[first_use]!r}"
-    prefixed = [b.line for b in BLOCKS if ".venv/bin/turnout" in b.text]
+    prefixed = [b.where for b in BLOCKS if ".venv/bin/turnout" in b.text]
     assert not prefixed, f"blocks calling .venv/bin/turnout rather than turnout (venv active): {prefixed}"
 
 
 def test_every_readme_block_is_classified() -> None:
-    missing = [b.line for b in BLOCKS if b.kind == "missing"]
-    assert not missing, f"README.md fences without a `<!-- readme-test: ... -->` line before them: {missing}"
+    missing = [b.where for b in BLOCKS if b.kind == "missing"]
+    assert not missing, f"fences without a `<!-- readme-test: ... -->` line before them: {missing}"
     assert sum(b.kind == "run" for b in BLOCKS) >= 6
 
 
@@ -180,24 +194,24 @@ def _run(dev: DevStack, argv: list[str], stdin: str | None = None) -> subprocess
 RUNNABLE = [b for b in BLOCKS if b.kind in ("run", "config", "config-fragment")]
 
 
-@pytest.mark.parametrize("block", RUNNABLE, ids=[f"line{b.line}-{b.kind}" for b in RUNNABLE])
+@pytest.mark.parametrize("block", RUNNABLE, ids=[f"{b.where}-{b.kind}" for b in RUNNABLE])
 def test_readme_block_works_as_written(dev: DevStack, block: Block) -> None:
     text = dev.localise(block.text)
     if block.kind == "config":
-        path = dev.workdir / f"readme-{block.line}.yaml"
+        path = dev.workdir / f"{block.page.replace('/', '-')}-{block.line}.yaml"
         path.write_text(text)
         done = _run(dev, [sys.executable, "-m", "turnout_cli.main", "config", "check", str(path)])
     elif block.kind == "config-fragment":
-        path = dev.workdir / f"readme-{block.line}.yaml"
+        path = dev.workdir / f"{block.page.replace('/', '-')}-{block.line}.yaml"
         merged = {**yaml.safe_load((dev.workdir / ".turnout" / "demo.yaml").read_text()), **yaml.safe_load(text)}
         path.write_text(yaml.safe_dump(merged))
         done = _run(dev, [sys.executable, "-m", "turnout_cli.main", "config", "check", str(path)])
     elif block.lang == "python":
         done = _run(dev, [sys.executable, "-"], stdin=text)
     else:
-        assert block.lang == "bash", f"README line {block.line}: a `run` block must be bash or python"
+        assert block.lang == "bash", f"{block.where}: a `run` block must be bash or python"
         done = _run(dev, ["bash", "-eo", "pipefail", "-c", text])
-    report = f"README line {block.line}:\n{text}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    report = f"{block.where}:\n{text}\nexit {done.returncode}\n{done.stdout}\n{done.stderr}"
     assert done.returncode == 0, report
     assert '"error"' not in done.stdout and "Traceback" not in done.stderr, report
     if "curl -i" in text:

@@ -3,11 +3,10 @@ legacy unbound tokens refused for use and bound by rotation."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from cryptography.fernet import Fernet
 
+from support.docs import all_text
 from turnout.vault import (
     TAIL_CHARS,
     Sealed,
@@ -41,7 +40,7 @@ def test_short_secret_gets_no_tail() -> None:
 @pytest.mark.parametrize(("secret", "shown"), [("sk-local", "…"), ("sk-local9", "…cal9"), ("", "…")])
 def test_the_tail_starts_past_twice_its_length_as_readme_says(secret: str, shown: str) -> None:
     assert mask(Vault([generate_key()]).seal(secret, HERE).tail) == shown
-    readme = " ".join((Path(__file__).resolve().parents[2] / "README.md").read_text().split())
+    readme = " ".join(all_text().split())
     rule = f"The tail is the key's last {TAIL_CHARS} characters, and only for a key longer than {2 * TAIL_CHARS}"
     assert rule in readme
 

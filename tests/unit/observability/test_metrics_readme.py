@@ -1,4 +1,4 @@
-"""README's metrics table names every series `/metrics` exports, by its exported name, type and labels.
+"""The metrics table (docs/observability.md) names every series `/metrics` exports, by its exported name, type and labels.
 
 A process's series are all on `Metrics`'s registry; each labelled one is observed once here
 (through the hooks the processes use) so its labels show in the exposition.
@@ -7,11 +7,11 @@ A process's series are all on `Metrics`'s registry; each labelled one is observe
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
+from support.docs import ROOT
 from support.metric_series import exported, observed
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+README = ROOT / "docs" / "observability.md"
 ROW = re.compile(r"^\| `(turnout_[a-z_]+)` \| (counter|gauge|histogram) \|([^|]*)\|")
 
 
