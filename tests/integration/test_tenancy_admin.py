@@ -105,7 +105,11 @@ def test_settings_put_patch_and_inherit_reach_the_worker(gw: Gateway, acme: Admi
         ({"reroutes": ["custom:beta-ep"]}, "settings.reroutes[0]", "malformed entry"),
         ({"reroutes": ["custom:beta-ep:m"]}, "settings.reroutes[0]", "names no custom endpoint"),
         ({"fallbacks": ["gpt-99"]}, "settings.fallbacks[0]", "unknown model"),
-        ({"policy": {"retry": {"max_retries": "many"}}}, "settings.policy.retry.max_retries", "Expected a whole number, got text"),
+        (
+            {"policy": {"retry": {"max_retries": "many"}}},
+            "settings.policy.retry.max_retries",
+            "Expected a whole number, got text",
+        ),
         ({"key_mode": "byok"}, "settings.key_mode", "Invalid enum value"),
         ({"strategies": {}}, "settings.strategies", "unknown setting"),
         ({"policy": {"retry": {"max_retries": -1}}}, "settings.policy.retry.max_retries", "Expected `int` >= 0"),
