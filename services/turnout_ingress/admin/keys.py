@@ -3,6 +3,8 @@ update, revoke, delete (SPEC §6)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgspec
 from fastapi import APIRouter, Request
 from msgspec import UnsetType
@@ -24,7 +26,7 @@ from turnout.tenancy.admin import (
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_move, check_within, forget, operator_wrote, scope_path
 from turnout.tenancy.orgs import identity_of, new_gateway_key
 from turnout.tenancy.views import clamps_view, key_view
-from turnout_ingress.admin.access import clamped, ok, rejected
+from turnout_ingress.admin.access import Caller, clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -94,11 +96,16 @@ async def effective(name: str, api: Admin, doc: Doc) -> Response:
     )
 
 
-@router.patch(ORG + "/keys/{name}")
-async def update_key(request: Request, org: str, name: str, api: Admin, caller: OrgAdmin) -> Response:
-    """Change a key's squad, admin flag or expiry; the key's new view (an empty body is a 400, not a no-op).
-    An org admin does not move a key out of a squad whose operator ceiling binds it (403 `operator_ceiling`)."""
-    raw = await body(request)
+def key_edit(caller: Caller, name: str, raw: bytes) -> Callable[[OrgDoc], tuple[OrgDoc, None]]:
+    """The edit of a key's squad, admin flag or expiry from the JSON body `raw` (`KeyPatch`): the one
+    path of the admin API's `PATCH .../keys/{name}` and the dashboard's key form
+    (`turnout_ingress.ui.pages.settings_keys`). An org admin does not move a key out of a squad whose
+    operator ceiling binds it (`turnout.tenancy.ceilings.check_move`).
+
+    Raises:
+        AdminError: 400 an empty body or a bad field (at once); 403 `operator_ceiling`, 404, 400
+            an expiry in the past when applied.
+    """
     if not raw.strip():
         raise AdminError(
             400,
@@ -113,7 +120,19 @@ async def update_key(request: Request, org: str, name: str, api: Admin, caller: 
             check_move(doc, name, spec.squad)
         return patch_key(doc, name, spec, now()), None
 
-    await api.write(request, org, edit)
+    return edit
+
+
+def revoke_edit(name: str) -> Callable[[OrgDoc], tuple[OrgDoc, None]]:
+    """The edit that revokes a key (the admin API's `POST .../keys/{name}/revoke`, the dashboard's revoke)."""
+    return lambda doc: (revoke_key(doc, name, now()), None)
+
+
+@router.patch(ORG + "/keys/{name}")
+async def update_key(request: Request, org: str, name: str, api: Admin, caller: OrgAdmin) -> Response:
+    """Change a key's squad, admin flag or expiry; the key's new view (an empty body is a 400, not a no-op).
+    An org admin does not move a key out of a squad whose operator ceiling binds it (403 `operator_ceiling`)."""
+    await api.write(request, org, key_edit(caller, name, await body(request)))
     return key_answer(await api.read(request, org), name)
 
 
@@ -121,7 +140,7 @@ async def update_key(request: Request, org: str, name: str, api: Admin, caller: 
 async def revoke(request: Request, org: str, name: str, api: Admin) -> Response:
     """Revoke a key (kept, refused from now on); the key's new view. No body, or `{}`: any field is refused."""
     decode(await body(request), NoFields)
-    await api.write(request, org, lambda doc: (revoke_key(doc, name, now()), None))
+    await api.write(request, org, revoke_edit(name))
     return key_answer(await api.read(request, org), name)
 
 
