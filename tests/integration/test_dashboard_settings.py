@@ -289,7 +289,8 @@ def test_a_keys_squad_admin_flag_and_expiry_changed_in_the_dashboard_are_what_th
     past = ui.post(f"{page}/access", {**access, "expires_at": "2001-01-01T00:00:00Z"})
     api = Admin(gw.base_url, ACME_ADMIN).call("PATCH", "/orgs/acme/keys/runner", {"expires_at": "2001-01-01T00:00:00Z"})
     assert past.status_code == api.status_code == 400
-    assert html.escape(api.json()["error"]["message"], quote=False) in past.text
+    said = re.search(r'id="access-error">([^<]*)<', past.text)
+    assert said is not None and html.unescape(said[1]) == api.json()["error"]["message"]
 
 
 def test_an_org_admin_cannot_move_a_key_out_of_a_capped_squad_in_the_dashboard(gw: Gateway) -> None:
@@ -328,7 +329,31 @@ def test_a_provider_key_set_in_the_dashboard_shows_only_its_masked_tail_anywhere
     assert audited(gw, "DELETE", "/admin/v1/orgs/acme/provider-keys/sim-a", 200)
 
 
-@pytest.mark.parametrize("action", ["keys/runner/access", "keys/runner/revoke", "provider-keys"])
+def test_a_key_created_in_the_dashboard_shows_its_secret_once_and_works(gw: Gateway) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    org = "/ui/settings/acme"
+    fields = {"csrf": ui.form(org)["csrf"], "name": "ci", "squad": "ops", "admin": "false", "expires_at": ""}
+    created = ui.post(f"{org}/keys", fields)
+    assert created.status_code == 200, created.text
+    assert created.headers["cache-control"] == "no-store"
+    shown = re.search(r'<code id="new-secret">([^<]+)</code>', created.text)
+    assert shown is not None
+    secret = html.unescape(shown[1])
+    assert chat(gw.base_url, secret, "small").status_code == 200
+    key = Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/ci").json()["key"]
+    assert (key["squad"], key["admin"], key["status"]) == ("ops", False, "active")
+    later = [ui.client.get(p).text for p in (org, f"{org}/keys/ci", "/ui/activity", "/ui/settings")]
+    assert not any(secret in p for p in later)
+    assert not any(secret in proc.log() for proc in gw.fleet.procs)
+    assert audited(gw, "POST", "/admin/v1/orgs/acme/keys", 201)
+    again = ui.post(f"{org}/keys", fields)  # a re-sent form creates nothing, says why
+    api = Admin(gw.base_url, ACME_ADMIN).call("POST", "/orgs/acme/keys", {"name": "ci", "admin": False})
+    assert again.status_code == api.status_code >= 400
+    said = re.search(r'id="create-error">([^<]*)<', again.text)
+    assert said is not None and html.unescape(said[1]) == api.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("action", ["keys", "keys/runner/access", "keys/runner/revoke", "provider-keys"])
 def test_a_key_or_provider_key_post_without_the_csrf_token_is_refused_and_changes_nothing(
     gw: Gateway, action: str
 ) -> None:

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 from msgspec import UnsetType
 from starlette.responses import Response
 
+from turnout.core.policy import Clamp
 from turnout.stored.orgs import KeyDoc, OrgDoc
 from turnout.tenancy.admin import (
     AdminError,
@@ -26,7 +27,7 @@ from turnout.tenancy.admin import (
 from turnout.tenancy.ceilings import CEILING_FIELDS, check_move, check_within, forget, operator_wrote, scope_path
 from turnout.tenancy.orgs import identity_of, new_gateway_key
 from turnout.tenancy.views import clamps_view, key_view
-from turnout_ingress.admin.access import Caller, clamped, ok, rejected
+from turnout_ingress.admin.access import AdminAPI, Caller, clamped, ok, rejected
 from turnout_ingress.admin.deps import ORG, Admin, Doc, OrgAdmin, body, now
 
 router = APIRouter()
@@ -38,14 +39,20 @@ async def list_keys(doc: Doc) -> Response:
     return ok({"keys": [key_view(k, now()) for k in doc.keys.values()]})
 
 
-@router.post(ORG + "/keys")
-async def create_key(request: Request, org: str, api: Admin, caller: OrgAdmin) -> Response:
-    """A new gateway key (201) with its secret, shown in this answer only; an org admin's key's
-    settings stay within the operator's ceilings (`turnout.tenancy.ceilings`)."""
-    spec = decode(await body(request), KeyCreate)
+def key_creation(
+    api: AdminAPI, caller: Caller, raw: bytes, token: str
+) -> tuple[Callable[[OrgDoc], tuple[OrgDoc, KeyDoc]], list[Clamp]]:
+    """The edit that adds the gateway key `token` from the JSON body `raw` (`KeyCreate`), and the
+    clamps of its policy: the one path of the admin API's `POST .../keys` and the dashboard's new
+    key form (`turnout_ingress.ui.pages.settings_keys`). An org admin's key's settings stay within
+    the operator's ceilings (`turnout.tenancy.ceilings`); the operator's become the key's ceilings.
+
+    Raises:
+        AdminError: 400 a bad body (at once); 400, 403, 409 when applied.
+    """
+    spec = decode(raw, KeyCreate)
     settings, clamps = clamped(spec.settings, api, "settings")
     spec = msgspec.structs.replace(spec, settings=settings)
-    token = new_gateway_key()
     scope = ("key", spec.name)
 
     def edit(doc: OrgDoc) -> tuple[OrgDoc, KeyDoc]:
@@ -55,6 +62,15 @@ async def create_key(request: Request, org: str, api: Admin, caller: OrgAdmin) -
         check_within(forget(doc, scope_path(scope)), scope, settings, squad=spec.squad)
         return add_key(doc, spec, token, now())
 
+    return edit, clamps
+
+
+@router.post(ORG + "/keys")
+async def create_key(request: Request, org: str, api: Admin, caller: OrgAdmin) -> Response:
+    """A new gateway key (201) with its secret, shown in this answer only; an org admin's key's
+    settings stay within the operator's ceilings (`turnout.tenancy.ceilings`)."""
+    token = new_gateway_key()
+    edit, clamps = key_creation(api, caller, await body(request), token)
     key = await api.write(request, org, edit)
     return ok(
         {

@@ -1,7 +1,8 @@
 """The dashboard's key and provider key forms as admin API bodies (#45 item 8).
 
 Owns: `key_patch` (a key's form — squad, admin, expiry — as the `PATCH .../keys/{key}` body the
-admin API takes: only what changed; an empty squad or expiry is `null`, which is none) and
+admin API takes: only what changed; an empty squad or expiry is `null`, which is none), `key_create`
+(the new key form as the `POST .../keys` body) and
 `provider_key_put` (the provider key form as the `PUT .../provider-keys/{provider}` body). Nothing
 here validates a value: the admin API's own decoding refuses it in its own words
 (`turnout_ingress.admin.keys.key_edit`, `turnout_ingress.admin.provider_keys.provider_key_edit`).
@@ -44,6 +45,21 @@ def key_patch(form: Mapping[str, str], key: KeyDoc) -> dict[str, Any]:
     if expires != now["expires_at"]:
         patch["expires_at"] = expires or None
     return patch
+
+
+def key_create(form: Mapping[str, str]) -> dict[str, Any]:
+    """The `POST .../keys` body of the new key form: `name` and `admin` always, `squad` and
+    `expires_at` when given (an `admin` other than `true` / `false` passed on for the admin API to refuse)."""
+    admin = form.get("admin", "false").strip().lower()
+    body: dict[str, Any] = {
+        "name": form.get("name", "").strip(),
+        "admin": {"true": True, "false": False}.get(admin, admin),
+    }
+    for field in ("squad", "expires_at"):
+        value = form.get(field, "").strip()
+        if value:
+            body[field] = value
+    return body
 
 
 def provider_key_put(form: Mapping[str, str]) -> bytes:

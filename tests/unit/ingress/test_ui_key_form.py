@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from turnout.stored.orgs import KeyDoc
-from turnout_ingress.ui.key_form import key_patch, key_values, provider_key_put
+from turnout_ingress.ui.key_form import key_create, key_patch, key_values, provider_key_put
 
 KEY = KeyDoc(name="bot", digest="0" * 64, prefix="tk-abcd", squad="research", admin=False, expires_s=1_900_000_000.0)
 
@@ -44,3 +44,13 @@ def test_the_provider_key_form_is_the_put_body_with_the_key_as_typed() -> None:
     body = provider_key_put({"provider": "sim-a", "api_key": "sk-secret value", "csrf": "x"})
     assert msgspec.json.decode(body) == {"api_key": "sk-secret value"}
     assert msgspec.json.decode(provider_key_put({})) == {"api_key": ""}
+
+
+def test_the_new_key_form_is_the_create_body_with_only_what_was_given() -> None:
+    assert key_create({"name": " ci ", "squad": "", "admin": "false", "expires_at": "", "csrf": "x"}) == {
+        "name": "ci",
+        "admin": False,
+    }
+    full = key_create({"name": "ci", "squad": "ops", "admin": "true", "expires_at": "2031-01-01T00:00:00Z"})
+    assert full == {"name": "ci", "squad": "ops", "admin": True, "expires_at": "2031-01-01T00:00:00Z"}
+    assert key_create({"name": "ci", "admin": "yes"})["admin"] == "yes"  # the admin API refuses it in its own words

@@ -53,7 +53,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MAX_FORM_BYTES = 256 * 1024
 CSRF_REFUSED = "This form's CSRF token is missing or wrong (an old page, or another site's form); reload and try again."
 _json = msgspec.json.Encoder()
-_NO_EXTRA: dict[str, Any] = {"access_notice": None, "access_error": None, "byok_error": None}
+_NO_EXTRA: dict[str, Any] = {"access_notice": None, "access_error": None, "byok_error": None, "create_error": None}
 
 
 def _where(request: Request) -> tuple[str, Scope]:
