@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 
 from support.dashboard import browser, browser_available, log_in
 from support.gateway import Gateway, start_gateway
@@ -31,6 +32,9 @@ OPERATOR = "op-settings-operator-Qw3Er5Ty7Ui9"
 ACME_ADMIN = "tk-settings-acme-admin-As2Df4Gh6J"
 ACME_BOT = "tk-settings-acme-bot-Zx1Cv3Bn5Mq"
 BETA_ADMIN = "tk-settings-beta-admin-Lk8Jh6Gf4D"
+ACME_TEMP = "tk-settings-acme-temp-Pq9Wn2Vb4X"
+ACME_RUNNER = "tk-settings-acme-runner-Ty6Re4Wq2Z"
+BYOK_SECRET = "sk-byok-dashboard-canary-7Hq2Lm9Xc4Vb"
 
 CONFIG = """\
 providers:
@@ -45,9 +49,12 @@ orgs:
     settings: {{limits: {{rpm: 600}}}}
     squads:
       research: {{settings: {{budget: {{usd: 250, period: month}}}}}}
+      ops: {{}}
     keys:
       - {{name: admin, key: {acme_admin}, admin: true}}
       - {{name: bot, squad: research, key: {acme_bot}}}
+      - {{name: temp, key: {acme_temp}}}
+      - {{name: runner, key: {acme_runner}}}
   beta:
     keys:
       - {{name: admin, key: {beta_admin}, admin: true}}
@@ -63,8 +70,14 @@ def gw() -> Iterator[Gateway]:
         yield start_gateway(
             fleet,
             CONFIG,
-            env={"TURNOUT_OPERATOR_KEY": OPERATOR, "TURNOUT_METRICS_PORT": "0"},
+            env={
+                "TURNOUT_OPERATOR_KEY": OPERATOR,
+                "TURNOUT_METRICS_PORT": "0",
+                "TURNOUT_SECRET_KEY": Fernet.generate_key().decode(),
+            },
             acme_admin=ACME_ADMIN,
+            acme_temp=ACME_TEMP,
+            acme_runner=ACME_RUNNER,
             acme_bot=ACME_BOT,
             beta_admin=BETA_ADMIN,
         )
@@ -226,6 +239,131 @@ def test_the_review_is_refused_when_the_settings_changed_meanwhile(gw: Gateway) 
     assert (
         "reroutes" not in Admin(gw.base_url, OPERATOR).call("GET", "/orgs/beta/keys/admin/settings").json()["settings"]
     )
+
+
+# --- keys and provider keys -----------------------------------------------------------------------
+
+
+def audited(gw: Gateway, method: str, path: str, status: int) -> bool:
+    """True when the audit log has an entry by acme's admin key of `method` `path` answered `status`."""
+    audit = Admin(gw.base_url, OPERATOR).call("GET", "/audit/export").text.splitlines()
+    return any(
+        '"who":"key acme/admin"' in e
+        and f'"method":"{method}"' in e
+        and f'"path":"{path}"' in e
+        and f'"status":{status}' in e
+        for e in audit
+    )
+
+
+def test_a_key_revoked_in_the_dashboard_gets_401_on_its_next_request(gw: Gateway) -> None:
+    assert chat(gw.base_url, ACME_TEMP, "small").status_code == 200
+    ui = Session(gw, ACME_ADMIN)
+    page = "/ui/settings/acme/keys/temp"
+    csrf = ui.form(page)["csrf"]
+    confirm = ui.post(f"{page}/revoke", {"csrf": csrf})
+    assert confirm.status_code == 200 and "Revoke key temp of acme" in confirm.text
+    assert chat(gw.base_url, ACME_TEMP, "small").status_code == 200  # the confirm page revokes nothing
+    done = ui.post(f"{page}/revoke", hidden(confirm.text))
+    assert (done.status_code, done.headers["location"]) == (303, f"{page}?saved=revoked")
+    assert 'id="key-revoked"' in ui.client.get(page).text
+    assert chat(gw.base_url, ACME_TEMP, "small").status_code == 401
+    assert Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/temp").json()["key"]["status"] == "revoked"
+    assert audited(gw, "POST", "/admin/v1/orgs/acme/keys/temp/revoke", 200)
+
+
+def test_a_keys_squad_admin_flag_and_expiry_changed_in_the_dashboard_are_what_the_admin_api_reads(
+    gw: Gateway,
+) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    page = "/ui/settings/acme/keys/runner"
+    fields = ui.form(page)
+    assert (fields["squad"], fields["admin"], fields["expires_at"]) == ("", "false", "")
+    access = {"csrf": fields["csrf"], "squad": "ops", "admin": "false", "expires_at": "2099-01-01T00:00:00Z"}
+    saved = ui.post(f"{page}/access", access)
+    assert (saved.status_code, saved.headers["location"]) == (303, f"{page}?saved=expires_at,squad")
+    key = Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/runner").json()["key"]
+    assert (key["squad"], key["admin"], key["expires_at"]) == ("ops", False, "2099-01-01T00:00:00Z")
+    assert ui.form(page)["squad"] == "ops"
+    assert audited(gw, "PATCH", "/admin/v1/orgs/acme/keys/runner", 200)
+    past = ui.post(f"{page}/access", {**access, "expires_at": "2001-01-01T00:00:00Z"})
+    api = Admin(gw.base_url, ACME_ADMIN).call("PATCH", "/orgs/acme/keys/runner", {"expires_at": "2001-01-01T00:00:00Z"})
+    assert past.status_code == api.status_code == 400
+    said = re.search(r'id="access-error">([^<]*)<', past.text)
+    assert said is not None and html.unescape(said[1]) == api.json()["error"]["message"]
+
+
+def test_an_org_admin_cannot_move_a_key_out_of_a_capped_squad_in_the_dashboard(gw: Gateway) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    fields = ui.form(KEY_PAGE)
+    assert fields["squad"] == "research"
+    refused = ui.post(f"{KEY_PAGE}/access", {"csrf": fields["csrf"], "squad": "", "admin": "false", "expires_at": ""})
+    assert refused.status_code == 403, refused.text
+    shown = re.search(r'id="access-error">([^<]*)<', refused.text)
+    assert shown is not None
+    assert "bound by the operator's ceiling at squad research" in html.unescape(shown[1])
+    assert Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/bot").json()["key"]["squad"] == "research"
+    assert audited(gw, "PATCH", "/admin/v1/orgs/acme/keys/bot", 403)
+
+
+def test_a_provider_key_set_in_the_dashboard_shows_only_its_masked_tail_anywhere(gw: Gateway) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    org = "/ui/settings/acme"
+    fields = ui.form(org)
+    assert fields["api_key"] == ""
+    saved = ui.post(f"{org}/provider-keys", {"csrf": fields["csrf"], "provider": "sim-a", "api_key": BYOK_SECRET})
+    assert saved.status_code == 303 and BYOK_SECRET not in saved.headers["location"]
+    listed = Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/provider-keys").json()["provider_keys"]
+    assert [p["provider"] for p in listed] == ["sim-a"]
+    text = ui.client.get(org).text
+    assert f'<td class="masked">{html.escape(listed[0]["api_key"])}</td>' in text
+    confirm = ui.post(f"{org}/provider-keys/sim-a/remove", {"csrf": fields["csrf"]})
+    assert confirm.status_code == 200
+    pages = [saved.text, text, confirm.text, ui.client.get(KEY_PAGE).text, ui.client.get("/ui/activity").text]
+    assert not any(BYOK_SECRET in p or BYOK_SECRET[-8:] in p for p in pages)
+    assert not any(BYOK_SECRET in proc.log() for proc in gw.fleet.procs)
+    assert audited(gw, "PUT", "/admin/v1/orgs/acme/provider-keys/sim-a", 200)
+    removed = ui.post(f"{org}/provider-keys/sim-a/remove", hidden(confirm.text))
+    assert removed.status_code == 303
+    assert Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/provider-keys").json()["provider_keys"] == []
+    assert audited(gw, "DELETE", "/admin/v1/orgs/acme/provider-keys/sim-a", 200)
+
+
+def test_a_key_created_in_the_dashboard_shows_its_secret_once_and_works(gw: Gateway) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    org = "/ui/settings/acme"
+    fields = {"csrf": ui.form(org)["csrf"], "name": "ci", "squad": "ops", "admin": "false", "expires_at": ""}
+    created = ui.post(f"{org}/keys", fields)
+    assert created.status_code == 200, created.text
+    assert created.headers["cache-control"] == "no-store"
+    shown = re.search(r'<code id="new-secret">([^<]+)</code>', created.text)
+    assert shown is not None
+    secret = html.unescape(shown[1])
+    assert chat(gw.base_url, secret, "small").status_code == 200
+    key = Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/ci").json()["key"]
+    assert (key["squad"], key["admin"], key["status"]) == ("ops", False, "active")
+    later = [ui.client.get(p).text for p in (org, f"{org}/keys/ci", "/ui/activity", "/ui/settings")]
+    assert not any(secret in p for p in later)
+    assert not any(secret in proc.log() for proc in gw.fleet.procs)
+    assert audited(gw, "POST", "/admin/v1/orgs/acme/keys", 201)
+    again = ui.post(f"{org}/keys", fields)  # a re-sent form creates nothing, says why
+    api = Admin(gw.base_url, ACME_ADMIN).call("POST", "/orgs/acme/keys", {"name": "ci", "admin": False})
+    assert again.status_code == api.status_code >= 400
+    said = re.search(r'id="create-error">([^<]*)<', again.text)
+    assert said is not None and html.unescape(said[1]) == api.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("action", ["keys", "keys/runner/access", "keys/runner/revoke", "provider-keys"])
+def test_a_key_or_provider_key_post_without_the_csrf_token_is_refused_and_changes_nothing(
+    gw: Gateway, action: str
+) -> None:
+    ui = Session(gw, ACME_ADMIN)
+    fields = {"squad": "", "step": "confirm", "provider": "sim-b", "api_key": BYOK_SECRET}
+    refused = ui.post(f"/ui/settings/acme/{action}", fields)
+    assert refused.status_code == 403 and "CSRF token is missing or wrong" in refused.text
+    admin = Admin(gw.base_url, ACME_ADMIN)
+    assert admin.call("GET", "/orgs/acme/keys/runner").json()["key"]["status"] == "active"
+    assert all(p["provider"] != "sim-b" for p in admin.call("GET", "/orgs/acme/provider-keys").json()["provider_keys"])
 
 
 # --- a headless Chromium -------------------------------------------------------------------------

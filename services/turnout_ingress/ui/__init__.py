@@ -3,7 +3,7 @@
 Owns: the `/ui` routes — login and logout, Activity (requests, live), one
 request's attempts, Providers (breaker state and health, live), Spend,
 the record export for the logged-in admin, and Settings (a scope's routing
-settings edited through the admin API's own edit, `pages.settings`) — rendered with Jinja2 templates
+settings, and a key's squad, admin flag, expiry and revocation and an org's provider keys, edited through the admin API's own edits, `pages.settings`, `pages.settings_keys`) — rendered with Jinja2 templates
 (`templates/`) and one stylesheet and script (`static/`), all served by the
 ingress: no build step, nothing loaded from elsewhere (the pages' Content
 Security Policy allows only this origin).
@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 
 from turnout_ingress.ui import login
 from turnout_ingress.ui.deps import Dashboard
-from turnout_ingress.ui.pages import activity, export, providers, request_detail, settings, spend
+from turnout_ingress.ui.pages import activity, export, providers, request_detail, settings, settings_keys, spend
 from turnout_ingress.ui.render import HERE
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ ROUTERS: tuple[APIRouter, ...] = (
     spend.router,
     export.router,
     settings.router,
+    settings_keys.router,
 )
 """Every dashboard router, included in this order."""
 

@@ -36,13 +36,14 @@ from turnout.state.audit_log import AuditEntry
 from turnout.stored.orgs import OrgDoc
 from turnout.tenancy.admin import AdminError, scope_settings
 from turnout.tenancy.ceilings import Scope, ceilings_view, scope_path
-from turnout.tenancy.views import clamps_view
+from turnout.tenancy.views import clamps_view, provider_key_view
 from turnout_ingress.admin.access import Caller, rejected
 from turnout_ingress.admin.audit import AuditRecorder
 from turnout_ingress.admin.settings import settings_edit
 from turnout_ingress.serving.validation import read_body
 from turnout_ingress.ui import csrf
 from turnout_ingress.ui.deps import Board, PageRoute, Viewer
+from turnout_ingress.ui.key_form import key_values
 from turnout_ingress.ui.render import SECURITY_HEADERS, page
 from turnout_ingress.ui.settings_force import in_force
 from turnout_ingress.ui.settings_form import FIELDS, GROUPS, Change, FormError, diff, field_of, form_values, to_patch
@@ -52,6 +53,7 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MAX_FORM_BYTES = 256 * 1024
 CSRF_REFUSED = "This form's CSRF token is missing or wrong (an old page, or another site's form); reload and try again."
 _json = msgspec.json.Encoder()
+_NO_EXTRA: dict[str, Any] = {"access_notice": None, "access_error": None, "byok_error": None, "create_error": None}
 
 
 def _where(request: Request) -> tuple[str, Scope]:
@@ -101,7 +103,7 @@ class Place(msgspec.Struct, frozen=True, kw_only=True):
     current: ScopeSettings
 
 
-async def _place(request: Request, caller: Caller, board: Board) -> Place | None:
+async def place(request: Request, caller: Caller, board: Board) -> Place | None:
     """The org, scope, document and the scope's own settings of a settings URL (None: no such
     org, squad or key for `caller`).
 
@@ -118,7 +120,7 @@ async def _place(request: Request, caller: Caller, board: Board) -> Place | None
         return None
 
 
-def _missing(caller: Caller) -> Response:
+def missing(caller: Caller) -> Response:
     return page("error.html", caller, status=404, message="No such org, squad or key.", nav="settings")
 
 
@@ -136,11 +138,11 @@ async def settings_home(caller: Viewer, board: Board) -> Response:
 @router.get("/ui/settings/{org}/keys/{key}")
 async def settings_page(request: Request, caller: Viewer, board: Board) -> Response:
     """A scope's settings form, filled with its own settings (`saved`: the names just saved)."""
-    at = await _place(request, caller, board)
+    at = await place(request, caller, board)
     if at is None:
-        return _missing(caller)
+        return missing(caller)
     saved = [s for s in request.query_params.get("saved", "").split(",") if s]
-    return _form_page(request, board, caller, at.doc, at.org, at.scope, form_values(at.current), saved=saved)
+    return form_page(request, board, caller, at.doc, at.org, at.scope, form_values(at.current), saved=saved)
 
 
 def _force(board: Board, doc: OrgDoc, scope: Scope) -> dict[str, tuple[str, str]]:
@@ -154,7 +156,7 @@ def _force(board: Board, doc: OrgDoc, scope: Scope) -> dict[str, tuple[str, str]
     return in_force(doc.settings, squad, key.settings, config.policy, config.raw.ceilings)
 
 
-def _form_page(
+def form_page(
     request: Request,
     board: Board,
     caller: Caller,
@@ -167,8 +169,12 @@ def _form_page(
     errors: dict[str, str] | None = None,
     saved: list[str] | None = None,
     notice: str | None = None,
+    **extra: Any,
 ) -> Response:
-    """The form of a scope's settings with `values`, the errors by field (`""`: the form's top)."""
+    """The form of a scope's settings with `values`, the errors by field (`""`: the form's top);
+    `extra`: more of the template's context (the key and provider key forms', `settings_keys`)."""
+    kind, name = scope
+    key = doc.keys.get(name or "") if kind == "key" else None
     return page(
         "settings_scope.html",
         caller,
@@ -187,14 +193,35 @@ def _form_page(
         notice=notice,
         ceilings=ceilings_view(doc),
         csrf=csrf.of_request(request),
+        access=key_values(key) if key is not None else None,
+        provider_keys=[provider_key_view(p, k) for p, k in doc.provider_keys.items()] if kind == "org" else None,
+        providers=sorted(board.access.directory.config.raw.providers) if kind == "org" else [],
+        **{**_NO_EXTRA, **extra},
     )
 
 
-async def _form(request: Request) -> dict[str, str]:
+async def read_form(request: Request) -> dict[str, str]:
     """The POSTed form's fields (the first of each name), bounded to `MAX_FORM_BYTES` (413)."""
     raw = await read_body(request, MAX_FORM_BYTES)
     parsed = parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
     return {k: v[0] for k, v in parsed.items()}
+
+
+async def checked_post(request: Request, caller: Caller, board: Board) -> tuple[dict[str, str], Place] | Response:
+    """A settings POST's form and the place its URL names, or the refusal page: 413 over
+    `MAX_FORM_BYTES`, 403 without the session's CSRF token (nothing else read), 404 no such place.
+
+    Raises:
+        StateUnavailable: Redis unreachable (the page's 503).
+    """
+    try:
+        form = await read_form(request)
+    except RequestRejected as exc:
+        return page("error.html", caller, status=exc.status_code, message=exc.message, nav="settings")
+    if not csrf.valid(request, form):
+        return page("error.html", caller, status=403, message=CSRF_REFUSED, nav="settings")
+    at = await place(request, caller, board)
+    return missing(caller) if at is None else (form, at)
 
 
 @router.post("/ui/settings/{org}")
@@ -203,15 +230,10 @@ async def _form(request: Request) -> dict[str, str]:
 async def settings_post(request: Request, caller: Viewer, board: Board) -> Response:
     """`step=review`: the diff of the form's change (refusals next to their fields);
     `step=confirm`: the reviewed change saved, then the form again (303). 403 without the CSRF token."""
-    try:
-        form = await _form(request)
-    except RequestRejected as exc:
-        return page("error.html", caller, status=exc.status_code, message=exc.message, nav="settings")
-    if not csrf.valid(request, form):
-        return page("error.html", caller, status=403, message=CSRF_REFUSED, nav="settings")
-    at = await _place(request, caller, board)
-    if at is None:
-        return _missing(caller)
+    checked = await checked_post(request, caller, board)
+    if isinstance(checked, Response):
+        return checked
+    form, at = checked
     try:
         if form.get("step") == "confirm":
             return await _confirm(request, caller, board, at.doc, at.org, at.scope, form)
@@ -220,7 +242,7 @@ async def settings_post(request: Request, caller: Viewer, board: Board) -> Respo
         return page("error.html", caller, status=503, message=str(exc), nav="settings")
 
 
-def _refused(exc: RequestRejected | AdminError) -> tuple[int, dict[str, str]]:
+def refused(exc: RequestRejected | AdminError) -> tuple[int, dict[str, str]]:
     """An admin refusal as the form's status and error by field (the admin API's own words)."""
     refusal = rejected(exc) if isinstance(exc, AdminError) else exc
     return refusal.status_code, {field_of(refusal.param) or "": refusal.message}
@@ -241,20 +263,20 @@ async def _review(
     try:
         patch = to_patch(form, current)
     except FormError as exc:
-        return _form_page(request, board, caller, doc, org, scope, values, status=400, errors={exc.name: exc.message})
+        return form_page(request, board, caller, doc, org, scope, values, status=400, errors={exc.name: exc.message})
     if not patch:
-        return _form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
+        return form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
     raw = _json.encode(patch)
     api = board.access
     try:
         before, after, clamps = await api.preview_as(caller, org, settings_edit(api, caller, scope, raw, True))
     except (RequestRejected, AdminError) as exc:
-        status, errors = _refused(exc)
-        return _form_page(request, board, caller, doc, org, scope, values, status=status, errors=errors)
+        status, errors = refused(exc)
+        return form_page(request, board, caller, doc, org, scope, values, status=status, errors=errors)
     old = scope_settings(before, scope)
     changes = diff(old, scope_settings(after, scope)) + _ceiling_changes(before, after, scope)
     if not changes:
-        return _form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
+        return form_page(request, board, caller, doc, org, scope, values, notice="Nothing to change.")
     return page(
         "settings_review.html",
         caller,
@@ -298,11 +320,11 @@ async def _confirm(
     try:
         await api.write_as(caller, org, settings_edit(api, caller, scope, raw, True, expect=expect))
     except (RequestRejected, AdminError) as exc:
-        status, errors = _refused(exc)
+        status, errors = refused(exc)
         await _audit(request, caller, org, scope, fields, status)
         fresh = await _doc(board, caller, org) or doc
         values = form_values(scope_settings(fresh, scope)) if _has(fresh, scope) else {}
-        return _form_page(request, board, caller, fresh, org, scope, values, status=status, errors=errors)
+        return form_page(request, board, caller, fresh, org, scope, values, status=status, errors=errors)
     await _audit(request, caller, org, scope, fields, 200)  # the admin API's PATCH answers 200
     saved = quote(",".join(fields), safe=",")
     return RedirectResponse(f"{_url(org, scope)}?saved={saved}", status_code=303, headers=SECURITY_HEADERS)
@@ -326,10 +348,17 @@ async def _audit(
     request: Request, caller: Caller, org: str, scope: Scope, fields: tuple[str, ...], status: int
 ) -> None:
     """The save's audit entry, as the admin API's `PATCH` of the scope's settings records it."""
+    await record_write(request, caller, org, "PATCH", _admin_path(org, scope), fields, status)
+
+
+async def record_write(
+    request: Request, caller: Caller, org: str, method: str, path: str, fields: tuple[str, ...], status: int
+) -> None:
+    """A dashboard write's audit entry, as the admin API's `method` of `path` (`/admin/v1/...`)
+    records it (`turnout_ingress.admin.audit`): `who` the session's key, the body's field names."""
     recorder: AuditRecorder | None = getattr(request.app.state, "audit_recorder", None)
     if recorder is None:
         return
     who = "operator" if caller.operator else f"key {caller.org}/{caller.key}"
     entry_org = org if caller.operator and status < 400 else caller.org
-    path = _admin_path(org, scope)
-    await recorder.record(AuditEntry(who=who, org=entry_org, method="PATCH", path=path, fields=fields, status=status))
+    await recorder.record(AuditEntry(who=who, org=entry_org, method=method, path=path, fields=fields, status=status))
