@@ -31,6 +31,7 @@ from turnout.catalog.doc import PLATFORM_ORG, doc_from_config, kind_fields, plat
 from turnout.catalog.references import model_users, provider_users, still_used
 from turnout.catalog.watch import CatalogWatch
 from turnout.config import ModelConfig, OfferConfig, ProviderConfig, ProviderKind
+from turnout.config.providers import ProbeConfig
 from turnout.core.upstream_auth import ProviderAuth, headers_refusal
 from turnout.errors import ConfigError, GatewayUnavailable, RequestRejected
 from turnout.rules.provider_rules import key_env_refusal
@@ -74,6 +75,8 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     `secret_access_key` (with `session_token` if any), sealed together as its key
     (`turnout.aws.keys`), or that key itself in `api_key` (`ACCESS_KEY_ID:SECRET_ACCESS_KEY`);
     no key at all: botocore's credential chain of each process.
+    `probe`: the provider's active probe (`turnout.config.ProbeConfig`, README "Active
+    probes"); left out keeps the current one, `null` removes it.
     """
 
     kind: ProviderKind
@@ -91,6 +94,7 @@ class ProviderPut(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     access_key_id: str | None = None
     secret_access_key: str | None = None
     session_token: str | None = None
+    probe: ProbeConfig | None | msgspec.UnsetType = msgspec.UNSET
 
 
 def catalog_view(doc: CatalogDoc, version: int) -> dict[str, Any]:
@@ -129,6 +133,13 @@ def _key_ref(api: AdminAPI, name: str, spec: ProviderPut, current: ProviderEntry
         raise rejected(invalid("api_key", "must not be empty (send `null` to remove the provider's key)"))
     secret_fit("api_key", spec.api_key)
     return KeyRef(source="sealed", sealed=seal(api, spec.api_key, platform_key_binding(name)))
+
+
+def _probe_after(spec: ProviderPut, current: ProviderEntry | None) -> ProbeConfig | None:
+    """The provider's active probe after the edit: kept (left out), removed (`null`) or `spec`'s."""
+    if isinstance(spec.probe, msgspec.UnsetType):
+        return current.probe if current is not None else None
+    return spec.probe
 
 
 def _header_refs(
@@ -272,6 +283,7 @@ async def put_provider(request: Request, provider: str, api: Admin, watch: Watch
             project=spec.project,
             location=spec.location,
             credentials_file=spec.credentials_file,
+            probe=_probe_after(spec, doc.providers.get(provider)),
         )
         return msgspec.structs.replace(doc, providers={**doc.providers, provider: entry})
 
