@@ -123,7 +123,7 @@ def test_dev_own_config_removes_the_demo_org_from_a_shared_redis(tmp_path: Path,
         assert _models(base, DEMO_KEY) == 401
         assert _models(base, OWN_KEY) == 200
     logs = "".join(p.read_text(errors="replace") for p in tmp_path.glob("dev-*.log"))
-    assert "tenancy: org demo: removed the org and its keys" in logs
+    assert "tenancy: org demo: removed the whole org (every key, API-created ones too)" in logs
     for base in _dev(tmp_path, "--redis-url", redis_url):  # and the demo creates it again
         assert _models(base, DEMO_KEY) == 200
 
@@ -153,7 +153,7 @@ def test_the_production_ingress_after_the_demo_on_one_redis_refuses_the_demo_key
     proc, base = fleet.ingress(tmp_path / "mine.yaml", redis_url)  # `turnout ingress --config mine.yaml`
     assert _models(base, DEMO_KEY) == 401
     assert _listed(base, OWN_KEY) == ["mine"]  # the demo's models went with it
-    assert "tenancy: org demo: removed the org and its keys" in proc.log()
+    assert "tenancy: org demo: removed the whole org (every key, API-created ones too)" in proc.log()
 
 
 def test_the_demo_after_a_production_ingress_on_one_redis_starts_without_a_traceback(

@@ -9,6 +9,7 @@ Must not import: services, FastAPI, arq, httpx, Redis.
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -209,7 +210,9 @@ def settings_patch(current: ScopeSettings, body: bytes, path: str) -> ScopeSetti
     merged: dict[str, Any] = msgspec.to_builtins(current)
     for name, value in patch.items():
         if name not in SETTING_NAMES:
-            raise invalid(f"{path}.{name}", f"unknown setting (known: {', '.join(SETTING_NAMES)})")
+            close = difflib.get_close_matches(str(name), SETTING_NAMES, n=1, cutoff=0.75)
+            hint = f"did you mean `{close[0]}`?" if close else f"known: {', '.join(SETTING_NAMES)}"
+            raise invalid(f"{path}.{name}", f"unknown setting ({hint})")
         if value is None:
             merged.pop(name, None)
         else:

@@ -286,7 +286,7 @@ async def bootstrap(
         removed = await _prune_undeclared(store, org_id)
         if removed:
             applied[org_id] = removed
-            what = "the org and its keys" if removed == ["org"] else ", ".join(removed)
+            what = "the whole org (every key, API-created ones too)" if removed == ["org"] else ", ".join(removed)
             log.info(
                 "tenancy: org %s: removed %s (written by a configuration file that no longer declares it)", org_id, what
             )

@@ -13,7 +13,7 @@ from turnout.core.types import Target
 from turnout.errors import ConfigError
 from turnout.rules.ssrf import AllowList
 from turnout.stored.orgs import EndpointDoc, KeyDoc, OrgDoc, SquadDoc
-from turnout.tenancy.admin import AdminError, decode
+from turnout.tenancy.admin import AdminError, decode, settings_patch
 from turnout.tenancy.orgs import (
     clamp_settings,
     hash_token,
@@ -233,3 +233,17 @@ def test_an_admin_error_never_repeats_a_huge_value_whole() -> None:
     assert error.param is not None and len(error.param) < 250
     short = AdminError(400, "keys.k.squad: unknown squad 'ghost'", code="invalid_value", param="keys.k.squad")
     assert short.message == "keys.k.squad: unknown squad 'ghost'" and short.param == "keys.k.squad"  # untouched
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "hint"),
+    [
+        (b'{"reroute": {}}', "settings.reroute", "(did you mean `reroutes`?)"),
+        (b'{"limit": {}}', "settings.limit", "(did you mean `limits`?)"),
+        (b'{"zzz": 1}', "settings.zzz", "(known: "),
+    ],
+)
+def test_a_patch_naming_an_unknown_setting_offers_the_close_one(body: bytes, param: str, hint: str) -> None:
+    with pytest.raises(AdminError) as info:
+        settings_patch(ScopeSettings(), body, "settings")
+    assert info.value.param == param and hint in info.value.message
