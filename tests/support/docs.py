@@ -25,8 +25,9 @@ def nav_files(nav: list[Any] | None = None) -> list[str]:
 
 
 def pages() -> list[Path]:
-    """README.md, then every page of the nav."""
-    return [README, *(ROOT / "docs" / name for name in nav_files())]
+    """README.md, then every page of the nav that is a file (the home page, `index.md`, is
+    README itself, made at build time by `scripts/mkdocs_hooks.py`)."""
+    return [README, *(ROOT / "docs" / name for name in nav_files() if (ROOT / "docs" / name).is_file())]
 
 
 def all_text() -> str:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -15,7 +16,16 @@ NEWCOMER = ["## Quick start", "## Tests", "## A first configuration", "## Respon
 
 def test_every_page_is_in_the_nav_and_every_nav_entry_is_a_page() -> None:
     pages = sorted(p.name for p in (ROOT / "docs").glob("*.md"))
-    assert sorted(nav_files()) == pages
+    assert sorted(nav_files()) == sorted([*pages, "index.md"])  # index.md: README, made by the hook
+
+
+def test_the_sites_home_page_is_readme_with_its_links_made_relative_to_the_site() -> None:
+    spec = importlib.util.spec_from_file_location("mkdocs_hooks", ROOT / "scripts" / "mkdocs_hooks.py")
+    assert spec is not None and spec.loader is not None
+    hooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hooks)
+    text = "see [Reliability](docs/routing.md#reliability); pages in [`docs/`](docs/)"
+    assert hooks.home_page(text) == "see [Reliability](routing.md#reliability); pages in `docs/`"
 
 
 def test_readme_holds_what_a_newcomer_needs_and_links_every_page() -> None:
