@@ -266,7 +266,9 @@ def test_a_key_revoked_in_the_dashboard_gets_401_on_its_next_request(gw: Gateway
     assert chat(gw.base_url, ACME_TEMP, "small").status_code == 200  # the confirm page revokes nothing
     done = ui.post(f"{page}/revoke", hidden(confirm.text))
     assert (done.status_code, done.headers["location"]) == (303, f"{page}?saved=revoked")
-    assert 'id="key-revoked"' in ui.client.get(page).text
+    revoked_page = ui.client.get(page).text
+    assert 'id="key-revoked"' in revoked_page and "key temp (revoked)" in revoked_page
+    assert 'id="access-form"' not in revoked_page and 'id="revoke-form"' not in revoked_page  # nothing left to edit
     assert chat(gw.base_url, ACME_TEMP, "small").status_code == 401
     assert Admin(gw.base_url, ACME_ADMIN).call("GET", "/orgs/acme/keys/temp").json()["key"]["status"] == "revoked"
     assert audited(gw, "POST", "/admin/v1/orgs/acme/keys/temp/revoke", 200)

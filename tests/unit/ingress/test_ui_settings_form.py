@@ -138,3 +138,13 @@ def test_the_diff_names_each_changed_leaf_old_and_new() -> None:
 )
 def test_an_admin_errors_param_finds_its_field(param: str | None, field: str | None) -> None:
     assert field_of(param) == field
+
+
+def test_the_saved_notice_says_only_what_the_dashboards_own_redirects_write() -> None:
+    from turnout_ingress.ui.pages.settings import saved_names
+
+    assert saved_names("limits,policy.retry.max_retries") == ["limits", "policy.retry.max_retries"]
+    assert saved_names("revoked") == ["revoked"]
+    assert saved_names("provider key openai removed") == ["provider key openai removed"]
+    assert saved_names("<b>hacked</b> you have been logged out,limits") == ["limits"]
+    assert saved_names("") == []

@@ -23,6 +23,7 @@ or wrong is a 403 page, nothing read. Plain forms: no script needed.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import parse_qs, quote
 
@@ -141,8 +142,18 @@ async def settings_page(request: Request, caller: Viewer, board: Board) -> Respo
     at = await place(request, caller, board)
     if at is None:
         return missing(caller)
-    saved = [s for s in request.query_params.get("saved", "").split(",") if s]
+    saved = saved_names(request.query_params.get("saved", ""))
     return form_page(request, board, caller, at.doc, at.org, at.scope, form_values(at.current), saved=saved)
+
+
+SAVED_NAME = re.compile(r"[a-z_.]{1,64}|revoked|provider key [A-Za-z0-9._-]{1,64}( removed)?")
+"""What a `?saved=` entry may say: a setting or field name, `revoked`, a provider key set or
+removed: the words this dashboard's own redirects write, nothing a link could put there."""
+
+
+def saved_names(text: str) -> list[str]:
+    """The `?saved=` list (comma-separated) kept to what `SAVED_NAME` allows, at most 40 entries."""
+    return [s for s in text.split(",")[:40] if SAVED_NAME.fullmatch(s)]
 
 
 def _force(board: Board, doc: OrgDoc, scope: Scope) -> dict[str, tuple[str, str]]:
