@@ -293,6 +293,12 @@ def test_a_keys_squad_admin_flag_and_expiry_changed_in_the_dashboard_are_what_th
     assert past.status_code == api.status_code == 400
     said = re.search(r'id="access-error">([^<]*)<', past.text)
     assert said is not None and html.unescape(said[1]) == api.json()["error"]["message"]
+    assert 'value="2001-01-01T00:00:00Z"' in past.text  # the refused form keeps what was typed
+    limited = Admin(gw.base_url, ACME_ADMIN).call("PATCH", "/orgs/acme/keys/runner/settings", {"limits": {"rpm": 50}})
+    assert limited.status_code == 200
+    again = ui.post(f"{page}/access", {**access, "expires_at": "2001-01-01T00:00:00Z"})
+    assert again.status_code == 400
+    assert re.search(r'name="limits\.rpm"[^>]*value="50"', again.text)  # the settings form below: as saved
 
 
 def test_an_org_admin_cannot_move_a_key_out_of_a_capped_squad_in_the_dashboard(gw: Gateway) -> None:

@@ -54,7 +54,13 @@ router = APIRouter(route_class=PageRoute, include_in_schema=False)
 MAX_FORM_BYTES = 256 * 1024
 CSRF_REFUSED = "This form's CSRF token is missing or wrong (an old page, or another site's form); reload and try again."
 _json = msgspec.json.Encoder()
-_NO_EXTRA: dict[str, Any] = {"access_notice": None, "access_error": None, "byok_error": None, "create_error": None}
+_NO_EXTRA: dict[str, Any] = {
+    "access_notice": None,
+    "access_error": None,
+    "byok_error": None,
+    "create_error": None,
+    "new_key": {},
+}
 
 
 def _where(request: Request) -> tuple[str, Scope]:
@@ -204,7 +210,7 @@ def form_page(
         notice=notice,
         ceilings=ceilings_view(doc),
         csrf=csrf.of_request(request),
-        access=key_values(key) if key is not None else None,
+        access=extra.pop("access", None) or (key_values(key) if key is not None else None),
         provider_keys=[provider_key_view(p, k) for p, k in doc.provider_keys.items()] if kind == "org" else None,
         providers=sorted(board.access.directory.config.raw.providers) if kind == "org" else [],
         **{**_NO_EXTRA, **extra},

@@ -41,6 +41,7 @@ from turnout_ingress.ui.deps import Board, PageRoute, Viewer
 from turnout_ingress.ui.key_form import key_create, key_patch, provider_key_put
 from turnout_ingress.ui.pages.settings import Place, checked_post, form_page, place, record_write
 from turnout_ingress.ui.render import SECURITY_HEADERS, page
+from turnout_ingress.ui.settings_form import form_values
 
 router = APIRouter(route_class=PageRoute, include_in_schema=False)
 
@@ -63,6 +64,9 @@ class Write(msgspec.Struct, frozen=True, kw_only=True):
     done: str | Callable[[Any], Response]
     error_at: str
     status: int = 200
+    typed: dict[str, Any] = {}
+    """What the form held, shown again on a refusal (`access`: the key form's texts, `new_key`:
+    the new key form's), so a refusal keeps what was typed."""
 
 
 async def _save(request: Request, caller: Caller, board: Board, at: Place, write: Write) -> Response:
@@ -75,9 +79,10 @@ async def _save(request: Request, caller: Caller, board: Board, at: Place, write
         refusal = rejected(exc) if isinstance(exc, AdminError) else exc
         await record_write(request, caller, at.org, write.method, write.path, write.fields, refusal.status_code)
         fresh = await place(request, caller, board) or at
-        extra: dict[str, Any] = {write.error_at: refusal.message}
+        extra: dict[str, Any] = {write.error_at: refusal.message, **write.typed}
+        values = form_values(fresh.current)  # the settings form below as saved, not emptied
         return form_page(
-            request, board, caller, fresh.doc, fresh.org, fresh.scope, {}, status=refusal.status_code, **extra
+            request, board, caller, fresh.doc, fresh.org, fresh.scope, values, status=refusal.status_code, **extra
         )
     except GatewayUnavailable as exc:
         return page("error.html", caller, status=503, message=str(exc), nav="settings")
@@ -130,14 +135,16 @@ def _access(request: Request, caller: Caller, board: Board, form: dict[str, str]
     patch = key_patch(form, at.doc.keys[name])
     here = f"/ui/settings/{_q(at.org)}/keys/{_q(name)}"
     if not patch:
-        return form_page(request, board, caller, at.doc, at.org, at.scope, {}, access_notice="Nothing to change.")
+        values = form_values(at.current)
+        return form_page(request, board, caller, at.doc, at.org, at.scope, values, access_notice="Nothing to change.")
     raw = _json.encode(patch)
     path = f"/admin/v1/orgs/{_q(at.org)}/keys/{_q(name)}"
     done = f"{here}?saved=" + quote(",".join(sorted(patch)), safe=",")
     write = Write(
         edit=lambda: key_edit(caller, name, raw), method="PATCH", path=path, done=done, error_at="access_error"
     )
-    return msgspec.structs.replace(write, fields=audit_fields(raw))
+    typed = {"access": {field: form.get(field, "") for field in ("squad", "admin", "expires_at")}}
+    return msgspec.structs.replace(write, fields=audit_fields(raw), typed=typed)
 
 
 @router.post("/ui/settings/{org}/keys")
@@ -158,7 +165,8 @@ def _new_key(caller: Caller, board: Board, form: dict[str, str], at: Place) -> W
     path = f"/admin/v1/orgs/{_q(at.org)}/keys"
     edit = lambda: key_creation(board.access, caller, raw, token)[0]
     write = Write(edit=edit, method="POST", path=path, fields=audit_fields(raw), done=shown, error_at="create_error")
-    return msgspec.structs.replace(write, status=201)
+    typed = {"new_key": {field: form.get(field, "") for field in ("name", "squad", "admin", "expires_at")}}
+    return msgspec.structs.replace(write, status=201, typed=typed)
 
 
 @router.post("/ui/settings/{org}/keys/{key}/revoke")
@@ -185,8 +193,17 @@ def _byok(request: Request, caller: Caller, board: Board, form: dict[str, str], 
     provider = form.get("provider", "").strip()
     here = f"/ui/settings/{_q(at.org)}"
     if not provider:
+        values = form_values(at.current)
         return form_page(
-            request, board, caller, at.doc, at.org, at.scope, {}, status=400, byok_error="provider: choose a provider."
+            request,
+            board,
+            caller,
+            at.doc,
+            at.org,
+            at.scope,
+            values,
+            status=400,
+            byok_error="provider: choose a provider.",
         )
     raw = provider_key_put(form)
     path = f"/admin/v1/orgs/{_q(at.org)}/provider-keys/{_q(provider)}"
