@@ -6,7 +6,6 @@ endpoint) and Bedrock's `CountTokens` (SigV4-signed); any failure is None, never
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,6 @@ from turnout.aws.keys import join_key
 from turnout.config import ProviderConfig
 from turnout.core.classify import classify
 from turnout.core.types import FailureKind, Target
-from turnout_sim.app import start_in_background
 from turnout_sim.credentials import AWS_TEST_KEYS
 
 MESSAGES: dict[str, Any] = {
@@ -39,15 +37,6 @@ OPENAI: dict[str, Any] = {
 }
 """The OpenAI chat form of `MESSAGES`."""
 AKID = "AKIASIMULATOR0000001"
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[str]:
-    runner, url = await start_in_background("127.0.0.1", 0)
-    try:
-        yield url
-    finally:
-        await runner.cleanup()
 
 
 def _provider(kind: str, url: str, tmp_path: Path, **fields: Any) -> ProviderConfig:
