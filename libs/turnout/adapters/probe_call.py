@@ -28,6 +28,7 @@ from turnout.adapters.base import (
     upstream_body,
 )
 from turnout.adapters.exchange import call_json
+from turnout.adapters.specs import provider_call
 from turnout.adapters.transport import transport_error_of
 from turnout.config import ProviderConfig
 from turnout.config.providers import ProbeCall
@@ -44,22 +45,8 @@ family translates it as it does a client's)."""
 
 def probe_spec(provider: ProviderConfig, target: Target, *, timeout_s: float, request_id: str) -> CallSpec:
     """The `tiny_request` call of `target` at `provider`, with the provider's own credential."""
-    return CallSpec(
-        target=target,
-        base_url=provider.base_url,
-        api_key=provider.api_key or "",
-        body=upstream_body(TINY_REQUEST, target),
-        timeout_s=timeout_s,
-        request_id=request_id,
-        kind=provider.kind,
-        api_version=provider.api_version,
-        region=provider.region,
-        auth=provider.auth,
-        headers=provider.headers,
-        project=provider.project,
-        location=provider.location,
-        credentials_file=provider.credentials_file,
-    )
+    body = upstream_body(TINY_REQUEST, target)
+    return provider_call(provider, target, body=body, timeout_s=timeout_s, request_id=request_id)
 
 
 def models_request(client: httpx.AsyncClient, spec: CallSpec) -> httpx.Request:

@@ -31,6 +31,7 @@ from turnout.adapters.bedrock import BEDROCK_CONVERSE
 from turnout.adapters.chat_parts import WireError
 from turnout.adapters.gemini import GEMINI_CHAT
 from turnout.adapters.google_tokens import authorized
+from turnout.adapters.specs import provider_call
 from turnout.adapters.transport import transport_error_of
 from turnout.adapters.vertex import VERTEX_AI
 from turnout.config import ProviderConfig, ProviderKind
@@ -47,19 +48,7 @@ COUNTING_KINDS: Final = frozenset(COUNTERS)
 def count_spec(provider: ProviderConfig, target: Target, *, timeout_s: float, request_id: str = "") -> CallSpec:
     """The `CallSpec` of a count on `target` at `provider` (its credential as resolved for the
     caller: `turnout.tenancy.byok.resolve_call`); `timeout_s` bounds the token and the call each."""
-    return CallSpec(
-        target=target,
-        base_url=provider.base_url,
-        api_key=provider.api_key or "",
-        body=b"",
-        timeout_s=timeout_s,
-        request_id=request_id,
-        kind=provider.kind,
-        region=provider.region,
-        project=provider.project,
-        location=provider.location,
-        credentials_file=provider.credentials_file,
-    )
+    return provider_call(provider, target, body=b"", timeout_s=timeout_s, request_id=request_id)
 
 
 def count_request(

@@ -24,6 +24,7 @@ import msgspec
 
 from turnout.adapters.base import AttemptResult, CallSpec, Refusal, Upstream, upstream_body
 from turnout.adapters.families import family_for
+from turnout.adapters.specs import provider_call
 from turnout.catalog import Catalog
 from turnout.config import OfferApi, ProviderConfig
 from turnout.core.admission import BreakerAnswer, Gates, Unsupported, admission, on_refused
@@ -266,25 +267,16 @@ def call_spec(
         passed, native = (native.headers if same_family else ()), None
     elif not same_family:
         native = None  # another family: the translated request
-    return CallSpec(
-        target=target,
-        base_url=provider.base_url,
-        api_key=provider.api_key or "",
+    return provider_call(
+        provider,
+        target,
         body=upstream_body(request, target) if native is None else native_body(native.body, target.model),
         timeout_s=timeout_s,
         request_id=info.request_id,
         ttft_timeout_s=retry.ttft_timeout_s,
         stall_timeout_s=retry.stall_timeout_s,
-        kind=provider.kind,
         operation=info.operation,
         native=native,
-        api_version=provider.api_version,
-        region=provider.region,
         api=api,
-        auth=provider.auth,
-        headers=provider.headers,
         passed=passed,
-        project=provider.project,
-        location=provider.location,
-        credentials_file=provider.credentials_file,
     )
