@@ -38,6 +38,7 @@ from turnout.state.jobs.idempotency import Idempotency, queue_unreachable
 from turnout.state.jobs.liveness import IngressLease
 from turnout.state.jobs.replicated import ReplicaWait, run_then_wait
 from turnout.state.listen import Message, listen_forever
+from turnout.state.script_batch import ScriptBatch
 from turnout.wire import JobPayload, JobResult, result_decoder
 
 log = logging.getLogger("turnout.queue")
@@ -164,6 +165,7 @@ class JobQueue:
         self._pushing: set[str] = set()  # enqueues in flight: not yet known to Redis, never called lost
         self.idempotency = Idempotency(redis)
         self._enqueue = redis.register_script(_ENQUEUE)
+        self._enqueues = ScriptBatch(redis, self._enqueue, name="turnout-enqueue", send_abandoned=False)
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
         self._lease = IngressLease(redis, self._channel)  # its jobs are withdrawn unrun once it is gone
@@ -381,7 +383,7 @@ class JobQueue:
             wait = self._replica_wait
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S + (0 if wait is None else wait.timeout_ms / 1000)):
                 if wait is None:
-                    added, ahead = await self._enqueue(keys=job_keys, args=job_args)
+                    added, ahead = await self._enqueues(job_keys, job_args)  # concurrent enqueues share a round trip
                 else:
                     added, ahead = await run_then_wait(self._redis, self._enqueue, job_keys, job_args, wait)
         except STATE_ERRORS as exc:
