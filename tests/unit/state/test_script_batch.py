@@ -12,6 +12,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.exceptions import ResponseError
 
+from support.redis_trips import CountingRedis
 from turnout.state.script_batch import ScriptBatch
 
 # KEYS: a counter   ARGV: a word ('bad': an error reply)   Returns the word, after counting the call
@@ -20,20 +21,6 @@ if ARGV[1] == 'bad' then return redis.error_reply('bad word') end
 redis.call('incr', KEYS[1])
 return ARGV[1]
 """
-
-
-class CountingRedis(Redis):
-    """A client that counts its round trips: single commands and pipelines."""
-
-    trips = 0
-
-    async def execute_command(self, *args: Any, **options: Any) -> Any:
-        CountingRedis.trips += 1
-        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
-        CountingRedis.trips += 1
-        return super().pipeline(transaction, shard_hint)
 
 
 @pytest.fixture
