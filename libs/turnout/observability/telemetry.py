@@ -94,20 +94,43 @@ _DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.1
 _TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 
 
+_MAX_CALLS = 4096
+"""Most targets whose call attributes a `SpanObserver` keeps (then it starts again)."""
+
+
 def _attrs(values: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes without None values (OpenTelemetry refuses None)."""
     return {k: v for k, v in values.items() if v is not None}
 
 
+def in_dropped_trace() -> bool:
+    """True when the current span belongs to a trace the sampler dropped (valid, not recording).
+
+    Nothing is started beneath such a span: with every sampler `OTEL_TRACES_SAMPLER` names,
+    a child of a dropped span is dropped too (parent-based ones follow the parent; a ratio
+    sampler decides on the trace id, the same for the whole trace), so the child's
+    attributes would be built for nothing. With no current span (no trace), False.
+    """
+    span = trace.get_current_span()
+    return not span.is_recording() and span.get_span_context().is_valid
+
+
 @contextlib.contextmanager
 def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
     """The PRODUCER span around putting one job on the queue (with tracing off
-    the ingress does not call it: the job then carries no trace context).
+    the ingress does not call it: the job then carries no trace context). In a
+    dropped trace (`in_dropped_trace`) no span is started: the carrier then holds
+    the dropped trace's context, so the worker drops it too.
 
     Yields:
         The W3C trace context carrier (`traceparent`, `tracestate`) to put
         in `JobPayload.trace`; empty when no trace is active.
     """
+    carrier: dict[str, str] = {}
+    if in_dropped_trace():
+        propagate.inject(carrier)
+        yield carrier
+        return
     attributes = {
         MESSAGING_SYSTEM: "arq",
         MESSAGING_OPERATION_TYPE: "send",
@@ -116,7 +139,6 @@ def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
         REQUEST_ID: request_id,
     }
     with tracer.start_as_current_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes):
-        carrier: dict[str, str] = {}
         propagate.inject(carrier)
         yield carrier
 
@@ -146,46 +168,62 @@ def job_span(
 def _job_span(
     tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None
 ) -> Iterator[Span]:
-    attributes = _attrs(
-        {
+    span = tracer.start_span(SPAN_JOB, context=propagate.extract(carrier), kind=SpanKind.CONSUMER)
+    if span.is_recording():  # a trace the sampler dropped builds no attribute
+        attributes: dict[str, Any] = {
             MESSAGING_SYSTEM: "arq",
             MESSAGING_OPERATION_TYPE: "process",
             MESSAGING_DESTINATION: QUEUE_NAME,
             MESSAGING_MESSAGE_ID: request_id,
             REQUEST_ID: request_id,
-            QUEUE_WAIT_S: queue_wait_s,
         }
-    )
-    parent = propagate.extract(dict(carrier))
-    with tracer.start_as_current_span(SPAN_JOB, context=parent, kind=SpanKind.CONSUMER, attributes=attributes) as span:
+        if queue_wait_s is not None:
+            attributes[QUEUE_WAIT_S] = queue_wait_s
+        span.set_attributes(attributes)
+    with trace.use_span(span, end_on_exit=True):
         yield span
 
 
-def request_span(tracer: Tracer | None, info: RequestInfo) -> AbstractContextManager[Span]:
+def request_span(tracer: Tracer | None, info: RequestInfo, *, own: bool = True) -> AbstractContextManager[Span]:
     """The span covering one request's whole attempt loop (attempt spans nest in it).
 
     It carries no `gen_ai.*` attribute: GenAI backends count every span with
     `gen_ai.operation.name` as one model call, and the calls are the attempt
-    spans beneath (SPEC §9). `tracer` None (tracing off, `Telemetry.tracing`):
-    `NO_SPAN`, nothing built.
+    spans beneath (SPEC §9). `tracer` None (tracing off, `Telemetry.tracing`),
+    or a trace the sampler dropped (`in_dropped_trace`): `NO_SPAN`, nothing built.
+
+    Args:
+        tracer: see above.
+        info: the request.
+        own: False where the current span already covers the loop (a worker's
+            job span): the request's attributes go on it and no span is started
+            (one span less per request).
     """
-    if tracer is None:
+    if tracer is None or in_dropped_trace():
         return NO_SPAN
+    if not own:
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(_request_attributes(info))
+        return contextlib.nullcontext(span)
     return _request_span(tracer, info)
+
+
+def _request_attributes(info: RequestInfo) -> dict[str, Any]:
+    """The request's attributes (`turnout.org`, `.squad`, `.key`, `.requested_model`, `.streaming`)."""
+    attributes: dict[str, Any] = {REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming}
+    if info.org:
+        attributes[ORG] = info.org
+    if info.squad is not None:
+        attributes[SQUAD] = info.squad
+    if info.key:
+        attributes[KEY] = info.key
+    return attributes
 
 
 @contextlib.contextmanager
 def _request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
-    attributes = _attrs(
-        {
-            REQUEST_ID: info.request_id,
-            ORG: info.org or None,
-            SQUAD: info.squad,
-            KEY: info.key or None,
-            REQUESTED_MODEL: info.requested_model,
-            STREAMING: info.streaming,
-        }
-    )
+    attributes = {REQUEST_ID: info.request_id, **_request_attributes(info)}
     name = f"{SPAN_REQUEST_PREFIX} {info.requested_model}"
     with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes) as span:
         yield span
@@ -225,7 +263,7 @@ class SpanObserver:
     def __init__(self, tracer: Tracer | None, catalog: CatalogSource, meter: Meter | None = None) -> None:
         self._tracer = tracer
         self._catalog = catalog
-        self._servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (host, port)
+        self._calls: dict[Target, tuple[object, dict[str, Any]]] = {}  # target -> (its provider's config, attributes)
         self._duration: Histogram | None = None
         self._tokens: Histogram | None = None
         if meter is not None:
@@ -242,48 +280,49 @@ class SpanObserver:
                 explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
             )
 
-    def _server_of(self, provider: str) -> tuple[str | None, int | None]:
-        """(host, port) of `provider`'s base URL in the catalog in force; (None, None) when unknown."""
-        config = self._catalog.current.providers.get(provider)
-        if config is None:
-            return None, None
-        if config.base_url not in self._servers:
-            self._servers[config.base_url] = _server(config.base_url)
-        return self._servers[config.base_url]
-
-    def _provider_name(self, provider: str) -> str:
-        """`gen_ai.provider.name` of `provider` in the catalog in force (`families.provider_name`:
-        the kind's well-known name, `aws.bedrock`, `gcp.gemini`, ..., else the provider's name)."""
-        config = self._catalog.current.providers.get(provider)
-        return provider if config is None else provider_name(config.kind, provider)
-
     def _call_of(self, target: Target) -> dict[str, Any]:
-        """The GenAI attributes naming one call to `target` (None values included)."""
-        host, port = self._server_of(target.provider)
-        return {
-            GEN_AI_OPERATION: "chat",
-            GEN_AI_PROVIDER: self._provider_name(target.provider),
-            PROVIDER: target.provider,
-            GEN_AI_REQUEST_MODEL: target.model,
-            SERVER_ADDRESS: host,
-            SERVER_PORT: port,
-        }
+        """The GenAI attributes naming one call to `target` (`gen_ai.operation.name`, `gen_ai.provider.name`,
+        `turnout.provider`, `gen_ai.request.model`, `server.address` / `server.port` when known), from the
+        catalog in force; built once per target and provider configuration (do not change the dict).
 
-    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
-        """Start the attempt's span and make it current (tracing off: nothing). See `RouteObserver`."""
-        if self._tracer is None:
-            return None
-        target = dispatch.entry.target
+        `gen_ai.provider.name` is `families.provider_name`: the kind's well-known name, `aws.bedrock`,
+        `gcp.gemini`, ..., else the provider's name; (host, port) come from the provider's base URL.
+        """
+        config = self._catalog.current.providers.get(target.provider)
+        known = self._calls.get(target)
+        if known is not None and known[0] is config:
+            return known[1]
+        host, port = (None, None) if config is None else _server(config.base_url)
         attributes = _attrs(
             {
-                **self._call_of(target),
-                ATTEMPT_NUMBER: dispatch.number,
-                HTTP_RESEND_COUNT: dispatch.resend_count or None,
-                ATTEMPT_IS_RETRY: dispatch.is_retry,
-                ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6),
-                REQUEST_ID: info.request_id,
+                GEN_AI_OPERATION: "chat",
+                GEN_AI_PROVIDER: target.provider if config is None else provider_name(config.kind, target.provider),
+                PROVIDER: target.provider,
+                GEN_AI_REQUEST_MODEL: target.model,
+                SERVER_ADDRESS: host,
+                SERVER_PORT: port,
             }
         )
+        if len(self._calls) >= _MAX_CALLS:
+            self._calls.clear()  # targets of catalogs long replaced
+        self._calls[target] = (config, attributes)
+        return attributes
+
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
+        """Start the attempt's span and make it current (tracing off, or a trace the sampler
+        dropped: nothing). See `RouteObserver`."""
+        if self._tracer is None or in_dropped_trace():
+            return None
+        target = dispatch.entry.target
+        attributes = {
+            **self._call_of(target),
+            ATTEMPT_NUMBER: dispatch.number,
+            ATTEMPT_IS_RETRY: dispatch.is_retry,
+            ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6),
+            REQUEST_ID: info.request_id,
+        }
+        if dispatch.resend_count:
+            attributes[HTTP_RESEND_COUNT] = dispatch.resend_count
         parent = otel_context.get_current()
         span = self._tracer.start_span(
             f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
@@ -307,29 +346,27 @@ class SpanObserver:
         if trace.get_current_span() is span:
             otel_context.attach(handle.parent)
         if span.is_recording():
-            target = record.target
-            span.set_attributes(
-                _attrs(
-                    {
-                        ATTEMPT_CLASS: str(record.disposition),
-                        ATTEMPT_KIND: str(record.kind),
-                        ATTEMPT_IS_FALLBACK: record.is_fallback,
-                        ATTEMPT_IS_REROUTE: record.is_reroute,
-                        HTTP_STATUS: record.status,
-                        ERROR_TYPE: None if ok else str(record.kind),
-                        GEN_AI_RESPONSE_MODEL: target.model if ok else None,
-                        GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
-                        GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
-                    }
-                )
-            )
-            if not ok:
+            attributes: dict[str, Any] = {
+                ATTEMPT_CLASS: str(record.disposition),
+                ATTEMPT_KIND: str(record.kind),
+                ATTEMPT_IS_FALLBACK: record.is_fallback,
+                ATTEMPT_IS_REROUTE: record.is_reroute,
+            }
+            if record.status is not None:
+                attributes[HTTP_STATUS] = record.status
+            if ok:
+                attributes[GEN_AI_RESPONSE_MODEL] = record.target.model
+                attributes[GEN_AI_INPUT_TOKENS] = usage.input_tokens
+                attributes[GEN_AI_OUTPUT_TOKENS] = usage.output_tokens
+            else:
+                attributes[ERROR_TYPE] = str(record.kind)
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
+            span.set_attributes(attributes)
         span.end(end_time=ended_at_ns())  # recorded after the answer: the attempt's own end
 
     def _measure(self, duration: Histogram, tokens: Histogram, record: AttemptRecord, usage: Usage, ok: bool) -> None:
         target = record.target
-        common = _attrs(self._call_of(target))
+        common = self._call_of(target)
         measured = {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
         duration.record(record.duration_ms / 1000.0, measured)
         if ok:
