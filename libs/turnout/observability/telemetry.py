@@ -136,11 +136,16 @@ def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
         MESSAGING_OPERATION_TYPE: "send",
         MESSAGING_DESTINATION: QUEUE_NAME,
         MESSAGING_MESSAGE_ID: request_id,
-        REQUEST_ID: request_id,
     }
-    with tracer.start_as_current_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes):
-        propagate.inject(carrier)
+    span = tracer.start_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes)
+    try:
+        propagate.inject(carrier, context=trace.set_span_in_context(span))  # the job's parent: this span
         yield carrier
+    except Exception as exc:
+        span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
+        raise
+    finally:
+        span.end()
 
 
 NO_SPAN: AbstractContextManager[Span] = contextlib.nullcontext(trace.INVALID_SPAN)
@@ -314,15 +319,13 @@ class SpanObserver:
         if self._tracer is None or in_dropped_trace():
             return None
         target = dispatch.entry.target
-        attributes = {
-            **self._call_of(target),
-            ATTEMPT_NUMBER: dispatch.number,
-            ATTEMPT_IS_RETRY: dispatch.is_retry,
-            ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6),
-            REQUEST_ID: info.request_id,
-        }
+        attributes = {**self._call_of(target), ATTEMPT_NUMBER: dispatch.number}
+        if dispatch.is_retry:
+            attributes[ATTEMPT_IS_RETRY] = True
         if dispatch.resend_count:
             attributes[HTTP_RESEND_COUNT] = dispatch.resend_count
+        if dispatch.delay_before_s > 0:
+            attributes[ATTEMPT_DELAY_BEFORE_S] = round(dispatch.delay_before_s, 6)
         parent = otel_context.get_current()
         span = self._tracer.start_span(
             f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
@@ -346,12 +349,11 @@ class SpanObserver:
         if trace.get_current_span() is span:
             otel_context.attach(handle.parent)
         if span.is_recording():
-            attributes: dict[str, Any] = {
-                ATTEMPT_CLASS: str(record.disposition),
-                ATTEMPT_KIND: str(record.kind),
-                ATTEMPT_IS_FALLBACK: record.is_fallback,
-                ATTEMPT_IS_REROUTE: record.is_reroute,
-            }
+            attributes: dict[str, Any] = {ATTEMPT_CLASS: str(record.disposition), ATTEMPT_KIND: str(record.kind)}
+            if record.is_fallback:
+                attributes[ATTEMPT_IS_FALLBACK] = True
+            if record.is_reroute:
+                attributes[ATTEMPT_IS_REROUTE] = True
             if record.status is not None:
                 attributes[HTTP_STATUS] = record.status
             if ok:
