@@ -65,7 +65,8 @@ def _build(
                 message=f"the provider's URL cannot be used ({type(exc).__name__})",
             )
         )
-    if trace.get_current_span().get_span_context().is_valid:  # a trace is active: it continues upstream
+    if isinstance(request, httpx.Request) and trace.get_current_span().get_span_context().is_valid:
+        # a trace is active: it continues upstream
         propagate.inject(request.headers)
     return request
 

@@ -88,11 +88,10 @@ def _changed(attributes: Attributes, scrub: Callable[[str], str]) -> dict[str, A
     if not attributes:
         return None
     for key, value in attributes.items():
-        kind = type(value)
-        if kind is str:  # the common case first: a text no rule of its key applies to
+        if type(value) is str:  # the common case first: a text no rule of its key applies to
             if (scrub(value) if key not in _URL_KEYS else _scrub_value(key, value, scrub)) != value:
                 return scrub_attributes(attributes, scrub)
-        elif kind not in _PLAIN and _scrub_value(key, value, scrub) != value:
+        elif type(value) not in _PLAIN and _scrub_value(key, value, scrub) != value:
             return scrub_attributes(attributes, scrub)
     return None
 

@@ -2,11 +2,19 @@
 
 Owns: every span name, span attribute key and metric name Turnout emits
 (SPEC §9); the trace context that crosses the queue (W3C `traceparent` in
-`JobPayload.trace`); the span helpers for the enqueue (PRODUCER), job
-(CONSUMER) and request spans; and the trace `RouteObserver` (one CLIENT span
-per attempt with the GenAI semantic-convention attributes, plus the GenAI
-client metrics). `turnout.observability.observers` composes it with the others.
+`JobPayload.trace`); the span helpers for the job (CONSUMER: the queue hop)
+and request spans; and the trace `RouteObserver` (one CLIENT span per attempt
+with the GenAI semantic-convention attributes, plus the GenAI client metrics).
+`turnout.observability.observers` composes it with the others.
 Must not import: services, FastAPI, arq.
+
+The spans of a queued request (bench/README.md "Tracing at an operator's price"):
+the ingress's SERVER span, the worker's CONSUMER span (which also carries the
+request: no span of its own) and one CLIENT span per attempt; a stream, served
+by the ingress, has a request span between its SERVER span and its attempts.
+Each span costs the SDK ~17 µs to make and ~15 µs to encode, plus ~4 µs per
+attribute, so there are no more of either than the trace needs; and below a
+span the sampler dropped nothing is built (`in_dropped_trace`).
 
 Never put prompt or completion text, a provider's error message or any key
 in a span: attributes here are ids, model names, counts and outcomes only
@@ -37,10 +45,8 @@ if TYPE_CHECKING:
     from turnout.router import RequestInfo
 
 QUEUE_NAME = "arq:queue"
-SPAN_ENQUEUE = f"enqueue {QUEUE_NAME}"
-"""PRODUCER span of the ingress putting a job on the queue."""
 SPAN_JOB = f"process {QUEUE_NAME}"
-"""CONSUMER span of a worker running a job (child of the enqueue span)."""
+"""CONSUMER span of a worker running a job (child of the ingress's SERVER span: the queue hop)."""
 SPAN_REQUEST_PREFIX = "route"
 """Request span covering the whole attempt loop: `route {requested model}`."""
 SPAN_ATTEMPT_PREFIX = "chat"
@@ -64,7 +70,6 @@ HTTP_STATUS = "http.response.status_code"
 MESSAGING_SYSTEM = "messaging.system"
 MESSAGING_OPERATION_TYPE = "messaging.operation.type"
 MESSAGING_DESTINATION = "messaging.destination.name"
-MESSAGING_MESSAGE_ID = "messaging.message.id"
 
 # Turnout's own
 REQUEST_ID = "turnout.request_id"
@@ -115,37 +120,24 @@ def in_dropped_trace() -> bool:
     return not span.is_recording() and span.get_span_context().is_valid
 
 
-@contextlib.contextmanager
-def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
-    """The PRODUCER span around putting one job on the queue (with tracing off
-    the ingress does not call it: the job then carries no trace context). In a
-    dropped trace (`in_dropped_trace`) no span is started: the carrier then holds
-    the dropped trace's context, so the worker drops it too.
+def job_trace(request_id: str) -> AbstractContextManager[dict[str, str]]:
+    """The W3C trace context a queued job carries (`JobPayload.trace`): the current span's, the
+    ingress's SERVER span (with tracing off the ingress does not call it: the job then carries none).
 
-    Yields:
-        The W3C trace context carrier (`traceparent`, `tracestate`) to put
-        in `JobPayload.trace`; empty when no trace is active.
+    No span of its own: putting the job on the queue is one Redis call inside the SERVER span, and
+    the hop shows as the worker's CONSUMER span beneath it (`job_span`: the messaging attributes,
+    the queue wait). In a trace the sampler dropped, the context says so (flag not sampled) and the
+    worker drops the trace too.
+
+    Args:
+        request_id: the job id (unused: the shape `JobQueue`'s `around_enqueue` calls).
+
+    Returns:
+        A context manager yielding the carrier (`traceparent`, `tracestate`); empty when no trace is active.
     """
     carrier: dict[str, str] = {}
-    if in_dropped_trace():
-        propagate.inject(carrier)
-        yield carrier
-        return
-    attributes = {
-        MESSAGING_SYSTEM: "arq",
-        MESSAGING_OPERATION_TYPE: "send",
-        MESSAGING_DESTINATION: QUEUE_NAME,
-        MESSAGING_MESSAGE_ID: request_id,
-    }
-    span = tracer.start_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes)
-    try:
-        propagate.inject(carrier, context=trace.set_span_in_context(span))  # the job's parent: this span
-        yield carrier
-    except Exception as exc:
-        span.set_status(Status(StatusCode.ERROR, type(exc).__qualname__))
-        raise
-    finally:
-        span.end()
+    propagate.inject(carrier)
+    return contextlib.nullcontext(carrier)
 
 
 NO_SPAN: AbstractContextManager[Span] = contextlib.nullcontext(trace.INVALID_SPAN)
@@ -179,8 +171,7 @@ def _job_span(
             MESSAGING_SYSTEM: "arq",
             MESSAGING_OPERATION_TYPE: "process",
             MESSAGING_DESTINATION: QUEUE_NAME,
-            MESSAGING_MESSAGE_ID: request_id,
-            REQUEST_ID: request_id,
+            REQUEST_ID: request_id,  # the message id too (`messaging.message.id`: not repeated)
         }
         if queue_wait_s is not None:
             attributes[QUEUE_WAIT_S] = queue_wait_s
@@ -215,8 +206,10 @@ def request_span(tracer: Tracer | None, info: RequestInfo, *, own: bool = True) 
 
 
 def _request_attributes(info: RequestInfo) -> dict[str, Any]:
-    """The request's attributes (`turnout.org`, `.squad`, `.key`, `.requested_model`, `.streaming`)."""
-    attributes: dict[str, Any] = {REQUESTED_MODEL: info.requested_model, STREAMING: info.streaming}
+    """The request's attributes (`turnout.org`, `.squad`, `.key`, `.requested_model`, `.streaming` when true)."""
+    attributes: dict[str, Any] = {REQUESTED_MODEL: info.requested_model}
+    if info.streaming:
+        attributes[STREAMING] = True
     if info.org:
         attributes[ORG] = info.org
     if info.squad is not None:

@@ -281,7 +281,13 @@ def _exporting_provider(
     provider = TracerProvider(resource=_resource(service))
     settings = batch_settings(env)
     for exporter in batch:
-        provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub), **settings))
+        processor = BatchSpanProcessor(
+            ScrubbingSpanExporter(exporter, scrub),
+            max_queue_size=settings["max_queue_size"],
+            schedule_delay_millis=settings["schedule_delay_millis"],
+            max_export_batch_size=settings["max_export_batch_size"],
+        )
+        provider.add_span_processor(processor)
     for exporter in span_exporters:
         provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
     return provider, True

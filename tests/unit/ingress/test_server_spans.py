@@ -15,7 +15,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from starlette.responses import Response
 
 from turnout.observability.metrics import Metrics
-from turnout.observability.telemetry import enqueue_span
+from turnout.observability.telemetry import job_trace
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout_ingress import errors, observability
 from turnout_ingress.hot_path import IngressApp
@@ -38,8 +38,7 @@ def _app(telemetry: Telemetry, carriers: list[dict[str, str]]) -> IngressApp:
         kind = request.headers.get("x-kind", "ok")
         if kind == "boom":
             raise Boom("bug")
-        assert telemetry.tracing is not None
-        with enqueue_span(telemetry.tracing, "rid-7") as carrier:
+        with job_trace("rid-7") as carrier:
             carriers.append(carrier)
         return Response(b"{}", status_code=503 if kind == "503" else 200, headers={"x-request-id": "rid-7"})
 
@@ -95,9 +94,9 @@ async def test_a_hot_path_request_has_one_server_span_in_the_stable_http_names(m
         "turnout.request_id": "rid-7",
     }
     assert not OLD_NAMES & set(attributes) and server.status.status_code is StatusCode.UNSET
-    [producer] = [s for s in spans.get_finished_spans() if s.kind is SpanKind.PRODUCER]
-    assert producer.parent is not None and producer.parent.span_id == server.context.span_id
-    assert len(spans.get_finished_spans()) == 2  # the ingress's share of a queued request: SERVER + PRODUCER
+    assert len(spans.get_finished_spans()) == 1  # the ingress's share of a queued request
+    [carrier] = carriers
+    assert carrier["traceparent"].split("-")[2] == format(server.context.span_id, "016x")  # the job's parent
 
 
 async def test_the_clients_trace_is_continued(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -146,5 +145,5 @@ async def test_a_sampled_client_trace_is_kept_under_a_parent_based_sampler_that_
     carriers: list[dict[str, str]] = []
     parent = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
     await _post(_app(telemetry, carriers), **parent)
-    assert {s.kind for s in spans.get_finished_spans()} == {SpanKind.SERVER, SpanKind.PRODUCER}
+    assert [s.kind for s in spans.get_finished_spans()] == [SpanKind.SERVER]
     assert _sampled(carriers[0])

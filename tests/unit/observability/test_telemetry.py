@@ -33,10 +33,10 @@ from turnout.config import parse_config
 from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
+from turnout.observability import telemetry as telemetry_module
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, PrometheusObserver, SpendObserver, route_observers
-from turnout.observability import telemetry as telemetry_module
-from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
+from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, job_span, job_trace, request_span
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import RequestInfo, Router
 from turnout.scrub import Scrubber
@@ -298,21 +298,28 @@ async def test_served_attempts_count_tokens_and_the_spend_observers_cost_by_prov
     assert b"_created" not in metrics.exposition()
 
 
-def test_enqueue_and_job_spans_continue_one_trace_through_the_carrier() -> None:
+def test_the_job_span_continues_the_ingress_span_through_the_carrier() -> None:
     spans = InMemorySpanExporter()
     ingress = setup_tracing("turnout-ingress", env={}, span_exporters=[spans])
     worker = setup_tracing("turnout-worker", env={}, span_exporters=[spans])
-    with enqueue_span(ingress.tracer, "rid-1") as carrier:
-        pass
+    with ingress.tracer.start_as_current_span("POST /v1/chat/completions", kind=SpanKind.SERVER):
+        with job_trace("rid-1") as carrier:
+            pass
     assert set(carrier) >= {"traceparent"}
     with job_span(worker.tracer, carrier, "rid-1", 0.25):
         pass
-    producer, consumer = spans.get_finished_spans()
-    assert producer.kind is SpanKind.PRODUCER and consumer.kind is SpanKind.CONSUMER
-    assert consumer.context.trace_id == producer.context.trace_id
-    assert consumer.parent is not None and consumer.parent.span_id == producer.context.span_id
+    server, consumer = spans.get_finished_spans()  # no span of the enqueue's own
+    assert consumer.kind is SpanKind.CONSUMER
+    assert consumer.context.trace_id == server.context.trace_id
+    assert consumer.parent is not None and consumer.parent.span_id == server.context.span_id
     assert consumer.resource.attributes["service.name"] == "turnout-worker"
-    assert consumer.attributes is not None and consumer.attributes["turnout.queue.wait_s"] == 0.25
+    assert attributes(consumer) == {
+        "messaging.system": "arq",
+        "messaging.operation.type": "process",
+        "messaging.destination.name": "arq:queue",
+        "turnout.request_id": "rid-1",
+        "turnout.queue.wait_s": 0.25,
+    }
 
 
 def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
@@ -321,8 +328,8 @@ def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
     with telemetry.tracer.start_as_current_span("x") as span:
         assert not span.is_recording()
         assert span.get_span_context().is_valid
-    with enqueue_span(telemetry.tracer, "rid") as carrier:
-        assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
+        with job_trace("rid") as carrier:
+            assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
 
 
 async def test_with_tracing_off_routing_starts_no_span_and_sends_no_trace_header(
@@ -544,7 +551,6 @@ async def test_a_jobs_span_carries_its_request_and_the_attempts_nest_in_it(mock_
         "turnout.request_id": "job-1",
         "turnout.queue.wait_s": 0.1,
         "turnout.requested_model": "chain",
-        "turnout.streaming": False,
         "turnout.org": "acme",
         "turnout.squad": "research",
         "turnout.key": "ci-bot",
