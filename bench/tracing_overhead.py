@@ -23,6 +23,12 @@ worker spent per answered request (ms, user + system, from the processes'
 own counters over the measured runs; in total and split ingress / worker),
 the figure the tracing budget is set in.
 
+`--rate R` paces the load instead (open loop: R requests/s over the same
+connections, the yardstick's client only): every mode then serves the same
+request rate, so CPU per request compares the same work. In the closed loop
+a mode that costs more serves fewer requests/s, and CPU per request rises
+with it (the processes' batching amortises less at a lower rate).
+
 The load comes from the yardstick's raw asyncio client (`bench_gateway.py`'s
 `run_load`, uvloop when installed) when the yardstick is present, else from an
 httpx client (whose own cost at c=50 caps the load near 150 req/s on a 2-core
@@ -197,17 +203,55 @@ def yardstick_client(yardstick: Path) -> ModuleType | None:
 
 
 def drive(
-    client: ModuleType | None, base: str, concurrency: int, duration_s: float, max_requests: int
+    client: ModuleType | None,
+    base: str,
+    concurrency: int,
+    duration_s: float,
+    max_requests: int,
+    rate: float | None = None,
 ) -> tuple[int, int, list[float]]:
-    """Closed-loop load (the yardstick's client when given, else httpx); (ok, failed, latencies in s)."""
+    """Closed-loop load (the yardstick's client when given, else httpx), or `rate` requests/s
+    (the yardstick's client); (ok, failed, latencies in s)."""
     if client is None:
         return asyncio.run(drive_httpx(base, concurrency, duration_s, max_requests))
     body = json.dumps(BODY).encode()
     host, port, request = client.build_request(base, "/v1/chat/completions", body, {"authorization": f"Bearer {KEY}"})
+    if rate is not None:
+        paced = drive_paced(client, host, port, request, concurrency, duration_s, min(rate * duration_s, max_requests))
+        ok, failed = asyncio.run(paced) if client.uvloop is None else client.uvloop.run(paced)
+        return ok, failed, [float("nan"), float("nan")]
     run = client.run_load(host, port, request, concurrency, duration_s, 0.0, False, 0, max_requests)
     result: dict[str, Any] = asyncio.run(run) if client.uvloop is None else client.uvloop.run(run)
     failed = sum(result["errors"].values())
     return result["n"], failed, [result["p50"] / 1000, result["p99"] / 1000]
+
+
+async def drive_paced(
+    client: ModuleType, host: str, port: int, request: bytes, connections: int, duration_s: float, count: float
+) -> tuple[int, int]:
+    """`count` requests spread evenly over `duration_s` on `connections` keep-alive connections
+    (a request waits for a free one); returns (ok, failed)."""
+    free: asyncio.Queue[Any] = asyncio.Queue()
+    for _ in range(connections):
+        free.put_nowait(await client.open_conn(host, port))
+    answers = {"ok": 0, "failed": 0}
+
+    async def one(conn: Any) -> None:
+        await conn.send(request)
+        answers["ok" if conn.status == 200 else "failed"] += 1
+        free.put_nowait(conn)
+
+    start, sent, pending = time.perf_counter(), 0, []
+    while sent < count:
+        due = start + sent * duration_s / count
+        if due > time.perf_counter():
+            await asyncio.sleep(due - time.perf_counter())
+        pending.append(asyncio.ensure_future(one(await free.get())))
+        sent += 1
+    await asyncio.gather(*pending)
+    while not free.empty():
+        free.get_nowait().transport.close()
+    return answers["ok"], answers["failed"]
 
 
 BODY = {"model": "bench", "messages": [{"role": "user", "content": "hello"}], "max_tokens": 16}
@@ -255,12 +299,15 @@ def main() -> int:
     parser.add_argument("--max-requests", type=int, default=200_000)
     parser.add_argument("--modes", default="off,default,full,otlp,sampled,unsampled")
     parser.add_argument("--yardstick", type=Path, default=HERE.parent.parent / "shared" / "bench")
+    parser.add_argument("--rate", type=float, help="requests/s, paced (open loop); default: closed loop")
     parser.add_argument("--sink", type=int, help=argparse.SUPPRESS)  # run as the OTLP sink on this port
     args = parser.parse_args()
     if args.sink:
         serve_sink(args.sink)
     modes = [m for m in args.modes.split(",") if m]
     client = yardstick_client(args.yardstick)
+    if args.rate and client is None:
+        parser.error("--rate needs the yardstick's client (--yardstick)")
     fleet = Fleet()
     try:
         upstream, model = start_upstream(fleet, args.yardstick)
@@ -278,7 +325,8 @@ def main() -> int:
                     f"(ingress {cpu[1]:.3f} / worker {cpu[0]:.3f})  failed {failed}",
                     flush=True,
                 )
-        print(f"\nconcurrency {args.concurrency}, {args.duration:.0f} s x {args.reps} reps, upstream {model}")
+        load = f"paced at {args.rate:.0f} req/s" if args.rate else "closed loop"
+        print(f"\nconcurrency {args.concurrency}, {load}, {args.duration:.0f} s x {args.reps} reps, upstream {model}")
         print(
             f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; client {'yardstick' if client else 'httpx'}"
         )
@@ -296,7 +344,7 @@ def one_run(
     """One measured run of one mode: (req/s, [p50, p99] s, failed, CPU ms per request [worker, ingress])."""
     base, processes = started
     t0, cpu0 = time.monotonic(), cpu_s(processes)
-    ok, failed, lat = drive(client, base, args.concurrency, args.duration, args.max_requests)
+    ok, failed, lat = drive(client, base, args.concurrency, args.duration, args.max_requests, args.rate)
     elapsed, cpu1 = time.monotonic() - t0, cpu_s(processes)
     return ok / elapsed, lat, failed, [(b - a) * 1000 / max(ok, 1) for a, b in zip(cpu0, cpu1, strict=True)]
 

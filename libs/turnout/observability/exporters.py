@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status
@@ -24,6 +25,23 @@ from opentelemetry.util.types import Attributes
 from turnout.scrub import REDACTED, redact_shapes
 
 log = logging.getLogger("turnout.tracing")
+
+
+class HashedResource(Resource):
+    """A `Resource` whose hash is computed once: the OTLP encoder groups every exported span by
+    its resource, hashing it each time (`Resource.__hash__` serialises the attributes to JSON:
+    ~4 µs a span), and a process's resource never changes.
+
+    Args:
+        resource: the resource to copy (attributes and schema URL).
+    """
+
+    def __init__(self, resource: Resource) -> None:
+        super().__init__(resource.attributes, resource.schema_url)
+        self._hashed = super().__hash__()
+
+    def __hash__(self) -> int:
+        return self._hashed
 
 
 def otlp_protocol(env: Mapping[str, str], signal: str) -> str:

@@ -271,14 +271,19 @@ def _exporting_provider(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-    from turnout.observability.exporters import JsonLinesSpanExporter, ScrubbingSpanExporter, span_exporter
+    from turnout.observability.exporters import (
+        HashedResource,
+        JsonLinesSpanExporter,
+        ScrubbingSpanExporter,
+        span_exporter,
+    )
 
     batch = [e for e in (span_exporter(n, env) for n in names) if e is not None]
     if env.get(TRACE_FILE_ENV):
         batch.append(JsonLinesSpanExporter(env[TRACE_FILE_ENV].replace("{service}", service)))
     if not (batch or span_exporters):
         return _unsampled(service), False
-    provider = TracerProvider(resource=_resource(service))
+    provider = TracerProvider(resource=HashedResource(_resource(service)))
     settings = batch_settings(env)
     for exporter in batch:
         processor = BatchSpanProcessor(
