@@ -3,8 +3,8 @@
 Both processes write their spans as JSON lines (`TURNOUT_TRACE_FILE`), the
 worker serves Prometheus on a side port, and attempt records go to Redis.
 A request whose primary answers 503 twice (one retry) and whose second
-provider serves must give ONE trace: server -> enqueue (PRODUCER) -> job
-(CONSUMER) -> request -> three attempt spans, with records that match.
+provider serves must give ONE trace: server -> job (CONSUMER, the queue hop,
+carrying the request) -> three attempt spans, with records that match.
 """
 
 from __future__ import annotations

@@ -245,8 +245,8 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
 class SpanObserver:
     """One CLIENT span per attempt, the `waited` events, the GenAI client metrics.
 
-    The attempt span is made the current span while the upstream call runs,
-    so httpx client spans nest beneath it; the caller's context comes back
+    The attempt span is made the current span while the upstream call runs
+    (the exchange sends its `traceparent` upstream); the caller's context comes back
     when the attempt ends (a committed stream's attempt ends when the stream
     does, possibly in another task: the span is ended there, and the context
     is put back only where the attempt span is still the current one).

@@ -209,19 +209,24 @@ async def test_spans_carry_no_prompt_completion_or_key(mock_harness: Harness) ->
         assert secret not in text
 
 
-async def test_each_attempt_is_one_client_span_whose_context_rides_upstream_as_traceparent(
-    mock_harness: Harness,
-) -> None:
-    seen: list[httpx.Headers] = []
+def _trace_only(harness: Harness, seen: list[httpx.Headers]) -> None:
+    """`harness` with the trace observer alone (GenAI metrics only with a metric reader), its
+    upstream requests' headers appended to `seen`."""
 
     def upstream(request: httpx.Request) -> httpx.Response:
         seen.append(request.headers)
         return _mock_upstream(request)
 
-    mock_harness.http = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
-    mock_harness.router = mock_harness.router_with(
-        SpanObserver(mock_harness.telemetry.tracer, mock_harness.catalog, mock_harness.telemetry.meter)
-    )
+    harness.http = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
+    telemetry = harness.telemetry
+    harness.router = harness.router_with(SpanObserver(telemetry.tracing, harness.catalog, telemetry.metering))
+
+
+async def test_each_attempt_is_one_client_span_whose_context_rides_upstream_as_traceparent(
+    mock_harness: Harness,
+) -> None:
+    seen: list[httpx.Headers] = []
+    _trace_only(mock_harness, seen)
     await mock_harness.route()
     spans = mock_harness.finished()
     attempts = _attempts(spans)
@@ -521,15 +526,7 @@ async def test_an_attempt_span_names_a_google_provider_by_its_semconv_name() -> 
 
 async def _route_as_a_job(harness: Harness, carrier: dict[str, str], seen: list[httpx.Headers]) -> None:
     """Route the chain as a worker's job does: under the job span, which carries the request."""
-
-    def upstream(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers)
-        return _mock_upstream(request)
-
-    harness.http = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
-    harness.router = harness.router_with(
-        SpanObserver(harness.telemetry.tracing, harness.catalog, harness.telemetry.metering)
-    )
+    _trace_only(harness, seen)
     plan, view = await harness.router.plan("chain", RoutingSettings(), harness.policy)
     info = RequestInfo(request_id="job-1", org="acme", squad="research", key="ci-bot", requested_model="chain")
     request = {"model": "chain", "messages": [{"role": "user", "content": PROMPT}]}
