@@ -149,20 +149,6 @@ class Observation:
             spend=SpendObserver(self.spend, catalog, self.metrics),
         )
 
-    def instrument(self, http: httpx.AsyncClient) -> None:
-        """Add httpx client spans (children of the attempt spans) to `http`.
-
-        Only when spans are exported: unsampled client spans would cost CPU on
-        every attempt for nothing (measured: ~18 % of a busy worker's time).
-        """
-        if not self.telemetry.exporting:
-            return
-        from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor  # only when used: ~MiBs of imports
-
-        HTTPXClientInstrumentor.instrument_client(
-            http, tracer_provider=self.telemetry.tracer_provider, meter_provider=self.telemetry.meter_provider
-        )
-
     def start(self) -> None:
         """Start the records and spend flushers (call on the serving loop)."""
         if self.records is not None:
@@ -366,7 +352,6 @@ def build_runtime(
     catalog_watch = attach_catalog(catalog, redis, config, directory=directory, breakers=breakers, env=settings.env)
     clock_check = ClockSkewCheck(redis, obs.metrics.clock_skew, service=shape.service)
     http = make_http_client(max_connections=shape.upstream_connections(config))
-    obs.instrument(http)
     custom_http = make_guarded_client(max_connections=shape.custom_connections(config), allow=directory.allow)
     router = Router(
         catalog=catalog,

@@ -109,8 +109,8 @@ def create_app(
     ui.install(app, state)
     _install_models_and_health(app, state)
     _hot_routes_first(app)
-    if not state.obs.telemetry.exporting:  # with tracing on, the SERVER spans need the whole stack
-        app.serve_hot(RouteCounts(state.metrics))
+    tracer = state.obs.telemetry.tracing  # None: tracing off, no SERVER span
+    app.serve_hot(RouteCounts(state.metrics), None if tracer is None else observability.ServerSpans(tracer))
     return app
 
 

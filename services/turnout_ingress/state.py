@@ -10,7 +10,6 @@ here, never from `app` (which imports them).
 
 from __future__ import annotations
 
-import functools
 import os
 import socket
 import time
@@ -21,7 +20,7 @@ from redis.asyncio import Redis
 
 from turnout.catalog import Catalog
 from turnout.config import Config
-from turnout.observability.telemetry import enqueue_span
+from turnout.observability.telemetry import job_trace
 from turnout.observability.tracing import Telemetry
 from turnout.runtime import build_runtime
 from turnout.settings import Settings
@@ -74,7 +73,7 @@ class IngressState:
             listen_redis=listen_redis,
             ingress_id=self.ingress_id,
             max_depth=config.raw.gateway.max_queue_depth,
-            around_enqueue=None if tracer is None else functools.partial(enqueue_span, tracer),
+            around_enqueue=None if tracer is None else job_trace,
             fleet=self.fleet,
             also={keys.HEALTH_CHANNEL: self.runtime.breakers.reads.forget},  # the health reads kept a moment
             rng=self.rng,

@@ -255,7 +255,7 @@ async def _serve(ctx: dict[str, Any], payload: JobPayload) -> str:
         return f"error {refused.status_code}"
     info = _request_info(payload, request, run, time_left_s)
     started = time.monotonic()
-    with request_span(services.obs.telemetry.tracing, info):
+    with request_span(services.obs.telemetry.tracing, info, own=False):  # the job span is the request's
         routed = await services.router.route(
             request,
             plan=plan,

@@ -3,8 +3,8 @@
 Both processes write their spans as JSON lines (`TURNOUT_TRACE_FILE`), the
 worker serves Prometheus on a side port, and attempt records go to Redis.
 A request whose primary answers 503 twice (one retry) and whose second
-provider serves must give ONE trace: server -> enqueue (PRODUCER) -> job
-(CONSUMER) -> request -> three attempt spans, with records that match.
+provider serves must give ONE trace: server -> job (CONSUMER, the queue hop,
+carrying the request) -> three attempt spans, with records that match.
 """
 
 from __future__ import annotations
@@ -150,35 +150,34 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
         found = [s for s in spans if s["trace_id"] in ids]
         servers = [s for s in found if s["kind"] == "SERVER"]
         attempts = [s for s in found if "turnout.attempt.number" in s["attributes"]]
-        return found if servers and len(attempts) == 3 else []
+        consumers = [s for s in found if s["kind"] == "CONSUMER"]
+        return found if servers and consumers and len(attempts) == 3 else []
 
     spans = _eventually(trace_spans)
     assert spans, "no complete trace for the request"
     by_id = {s["span_id"]: s for s in spans}
     [server] = [s for s in spans if s["kind"] == "SERVER"]
-    [producer] = [s for s in spans if s["kind"] == "PRODUCER"]
     [consumer] = [s for s in spans if s["kind"] == "CONSUMER"]
-    [request] = [s for s in spans if s["name"] == "route obs-chain"]
     attempts = sorted(
         (s for s in spans if "turnout.attempt.number" in s["attributes"]),
         key=lambda s: s["attributes"]["turnout.attempt.number"],
     )
+    assert len(spans) == 2 + len(attempts)  # SERVER, CONSUMER (the queue hop, carrying the request), attempts
     assert server["parent_span_id"] is None and server["service"] == "turnout-ingress"
     assert server["attributes"]["turnout.request_id"] == rid
-    assert producer["parent_span_id"] == server["span_id"] and producer["service"] == "turnout-ingress"
-    assert consumer["parent_span_id"] == producer["span_id"] and consumer["service"] == "turnout-worker"
-    assert request["parent_span_id"] == consumer["span_id"]
-    assert [a["parent_span_id"] for a in attempts] == [request["span_id"]] * 3
+    assert server["attributes"]["http.route"] == "/v1/chat/completions"
+    assert server["attributes"]["http.response.status_code"] == 200
+    assert consumer["parent_span_id"] == server["span_id"] and consumer["service"] == "turnout-worker"
+    assert consumer["attributes"]["turnout.request_id"] == rid
+    assert consumer["attributes"]["turnout.requested_model"] == "obs-chain"
+    assert [a["parent_span_id"] for a in attempts] == [consumer["span_id"]] * 3
     assert [a["name"] for a in attempts] == ["chat obs-a~503", "chat obs-a~503", "chat obs-b"]
     assert [a["attributes"].get("http.request.resend_count", 0) for a in attempts] == [0, 1, 0]
-    assert [a["attributes"]["turnout.attempt.is_fallback"] for a in attempts] == [False, False, True]
+    assert [a["attributes"].get("turnout.attempt.is_fallback", False) for a in attempts] == [False, False, True]
     assert [a["attributes"].get("error.type") for a in attempts] == ["server_error", "server_error", None]
-    assert all(a["kind"] == "CLIENT" for a in attempts)
-    http_children = [
-        s for s in spans if s["kind"] == "CLIENT" and s["parent_span_id"] in {a["span_id"] for a in attempts}
-    ]
-    assert len(http_children) == 3  # httpx client spans beneath each attempt
-    assert any(e["name"] == "waited" for e in request["events"])
+    assert [a["attributes"]["http.response.status_code"] for a in attempts] == [503, 503, 200]
+    assert all(a["kind"] == "CLIENT" and a["attributes"]["server.address"] for a in attempts)
+    assert any(e["name"] == "waited" for e in consumer["events"])
     assert all(s["parent_span_id"] is None or s["parent_span_id"] in by_id for s in spans)
 
     def request_records() -> list[dict[str, Any]]:
@@ -193,7 +192,7 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
         assert record["provider"] == attrs["turnout.provider"]
         assert record["served_model"] == attrs["gen_ai.request.model"]
         assert record["kind"] == attrs["turnout.attempt.kind"] and record["class"] == attrs["turnout.attempt.class"]
-        assert record["is_fallback"] == attrs["turnout.attempt.is_fallback"]
+        assert record["is_fallback"] == attrs.get("turnout.attempt.is_fallback", False)
         assert record["status"] == attrs["http.response.status_code"]
     assert [r["is_retry"] for r in records] == [False, True, False]
     assert records[2]["cost_usd"] > 0 and records[0]["cost_usd"] == 0

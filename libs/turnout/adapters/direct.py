@@ -14,9 +14,9 @@ the answer is decoded as httpx decodes it (`Content-Encoding`) and a
 
 Why: with every other cost of a queued request cut, httpx's layers over aiohttp
 were the largest block left in the worker (bench/README.md, "The upstream call
-without httpx's layers"). Spans: a client whose transport is instrumented
-(`turnout.runtime.Runtime.instrument`, when spans are exported) is left on
-httpx's path (`direct_transport`), so its calls keep their client spans.
+without httpx's layers"). A client whose transport something instrumented is
+left on httpx's path (`direct_transport`); Turnout instruments none (the attempt
+span is the call's client span: `turnout.observability.telemetry`).
 Must not import: services, FastAPI, arq.
 """
 

@@ -8,7 +8,9 @@ therefore every upstream call: the family is looked up by `CallSpec.kind`,
 way the exchange can fail (timeout, transport error) turned into an
 `AttemptResult`; a stream is held until the commit point
 (`turnout.adapters.commit`) and closed otherwise. The families only build
-requests and read answers.
+requests and read answers. With a trace active (the attempt's span is the
+current one), the request carries its W3C trace context (`traceparent`), so an
+upstream that traces (a self-hosted model server) continues the trace.
 Must not import: services, FastAPI, arq.
 """
 
@@ -19,6 +21,7 @@ import time
 
 import httpx
 import msgspec
+from opentelemetry import propagate, trace
 
 from turnout.adapters.base import ApiFamily, AttemptResult, CallSpec, NativeFrames, describe_error
 from turnout.adapters.commit import until_commit
@@ -45,7 +48,8 @@ def _family(spec: CallSpec) -> ApiFamily:
 def _build(
     family: ApiFamily, client: httpx.AsyncClient, spec: CallSpec, *, stream: bool
 ) -> httpx.Request | AttemptResult:
-    """The family's request, or the failed attempt when `spec.base_url` cannot be sent at all.
+    """The family's request (with the trace context when a trace is active: module doc), or the
+    failed attempt when `spec.base_url` cannot be sent at all.
 
     A tenant's stored base URL that httpx cannot parse (bad IPv6 brackets,
     control characters, an invalid IDNA label) is a failed attempt
@@ -53,7 +57,7 @@ def _build(
     out of the adapter: the job is answered like any other failure.
     """
     try:
-        return family.build_request(client, spec, stream=stream)
+        request = family.build_request(client, spec, stream=stream)
     except (httpx.InvalidURL, ValueError) as exc:  # IDNAError is a UnicodeError, a ValueError
         return AttemptResult(
             outcome=Outcome(
@@ -61,6 +65,10 @@ def _build(
                 message=f"the provider's URL cannot be used ({type(exc).__name__})",
             )
         )
+    if isinstance(request, httpx.Request) and trace.get_current_span().get_span_context().is_valid:
+        # a trace is active: it continues upstream
+        propagate.inject(request.headers)
+    return request
 
 
 async def call_json(client: httpx.AsyncClient, spec: CallSpec) -> AttemptResult:

@@ -2,11 +2,19 @@
 
 Owns: every span name, span attribute key and metric name Turnout emits
 (SPEC §9); the trace context that crosses the queue (W3C `traceparent` in
-`JobPayload.trace`); the span helpers for the enqueue (PRODUCER), job
-(CONSUMER) and request spans; and the trace `RouteObserver` (one CLIENT span
-per attempt with the GenAI semantic-convention attributes, plus the GenAI
-client metrics). `turnout.observability.observers` composes it with the others.
+`JobPayload.trace`); the span helpers for the job (CONSUMER: the queue hop)
+and request spans; and the trace `RouteObserver` (one CLIENT span per attempt
+with the GenAI semantic-convention attributes, plus the GenAI client metrics).
+`turnout.observability.observers` composes it with the others.
 Must not import: services, FastAPI, arq.
+
+The spans of a queued request (bench/README.md "Tracing at an operator's price"):
+the ingress's SERVER span, the worker's CONSUMER span (which also carries the
+request: no span of its own) and one CLIENT span per attempt; a stream, served
+by the ingress, has a request span between its SERVER span and its attempts.
+Each span costs the SDK ~17 µs to make and ~15 µs to encode, plus ~4 µs per
+attribute, so there are no more of either than the trace needs; and below a
+span the sampler dropped nothing is built (`in_dropped_trace`).
 
 Never put prompt or completion text, a provider's error message or any key
 in a span: attributes here are ids, model names, counts and outcomes only
@@ -37,10 +45,8 @@ if TYPE_CHECKING:
     from turnout.router import RequestInfo
 
 QUEUE_NAME = "arq:queue"
-SPAN_ENQUEUE = f"enqueue {QUEUE_NAME}"
-"""PRODUCER span of the ingress putting a job on the queue."""
 SPAN_JOB = f"process {QUEUE_NAME}"
-"""CONSUMER span of a worker running a job (child of the enqueue span)."""
+"""CONSUMER span of a worker running a job (child of the ingress's SERVER span: the queue hop)."""
 SPAN_REQUEST_PREFIX = "route"
 """Request span covering the whole attempt loop: `route {requested model}`."""
 SPAN_ATTEMPT_PREFIX = "chat"
@@ -64,7 +70,6 @@ HTTP_STATUS = "http.response.status_code"
 MESSAGING_SYSTEM = "messaging.system"
 MESSAGING_OPERATION_TYPE = "messaging.operation.type"
 MESSAGING_DESTINATION = "messaging.destination.name"
-MESSAGING_MESSAGE_ID = "messaging.message.id"
 
 # Turnout's own
 REQUEST_ID = "turnout.request_id"
@@ -94,31 +99,45 @@ _DURATION_BUCKETS_S = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.1
 _TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 
 
+_MAX_CALLS = 4096
+"""Most targets whose call attributes a `SpanObserver` keeps (then it starts again)."""
+
+
 def _attrs(values: Mapping[str, Any]) -> dict[str, Any]:
     """Attributes without None values (OpenTelemetry refuses None)."""
     return {k: v for k, v in values.items() if v is not None}
 
 
-@contextlib.contextmanager
-def enqueue_span(tracer: Tracer, request_id: str) -> Iterator[dict[str, str]]:
-    """The PRODUCER span around putting one job on the queue (with tracing off
-    the ingress does not call it: the job then carries no trace context).
+def in_dropped_trace() -> bool:
+    """True when the current span belongs to a trace the sampler dropped (valid, not recording).
 
-    Yields:
-        The W3C trace context carrier (`traceparent`, `tracestate`) to put
-        in `JobPayload.trace`; empty when no trace is active.
+    Nothing is started beneath such a span: with every sampler `OTEL_TRACES_SAMPLER` names,
+    a child of a dropped span is dropped too (parent-based ones follow the parent; a ratio
+    sampler decides on the trace id, the same for the whole trace), so the child's
+    attributes would be built for nothing. With no current span (no trace), False.
     """
-    attributes = {
-        MESSAGING_SYSTEM: "arq",
-        MESSAGING_OPERATION_TYPE: "send",
-        MESSAGING_DESTINATION: QUEUE_NAME,
-        MESSAGING_MESSAGE_ID: request_id,
-        REQUEST_ID: request_id,
-    }
-    with tracer.start_as_current_span(SPAN_ENQUEUE, kind=SpanKind.PRODUCER, attributes=attributes):
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        yield carrier
+    span = trace.get_current_span()
+    return not span.is_recording() and span.get_span_context().is_valid
+
+
+def job_trace(request_id: str) -> AbstractContextManager[dict[str, str]]:
+    """The W3C trace context a queued job carries (`JobPayload.trace`): the current span's, the
+    ingress's SERVER span (with tracing off the ingress does not call it: the job then carries none).
+
+    No span of its own: putting the job on the queue is one Redis call inside the SERVER span, and
+    the hop shows as the worker's CONSUMER span beneath it (`job_span`: the messaging attributes,
+    the queue wait). In a trace the sampler dropped, the context says so (flag not sampled) and the
+    worker drops the trace too.
+
+    Args:
+        request_id: the job id (unused: the shape `JobQueue`'s `around_enqueue` calls).
+
+    Returns:
+        A context manager yielding the carrier (`traceparent`, `tracestate`); empty when no trace is active.
+    """
+    carrier: dict[str, str] = {}
+    propagate.inject(carrier)
+    return contextlib.nullcontext(carrier)
 
 
 NO_SPAN: AbstractContextManager[Span] = contextlib.nullcontext(trace.INVALID_SPAN)
@@ -146,46 +165,63 @@ def job_span(
 def _job_span(
     tracer: Tracer, carrier: Mapping[str, str], request_id: str, queue_wait_s: float | None
 ) -> Iterator[Span]:
-    attributes = _attrs(
-        {
+    span = tracer.start_span(SPAN_JOB, context=propagate.extract(carrier), kind=SpanKind.CONSUMER)
+    if span.is_recording():  # a trace the sampler dropped builds no attribute
+        attributes: dict[str, Any] = {
             MESSAGING_SYSTEM: "arq",
             MESSAGING_OPERATION_TYPE: "process",
             MESSAGING_DESTINATION: QUEUE_NAME,
-            MESSAGING_MESSAGE_ID: request_id,
-            REQUEST_ID: request_id,
-            QUEUE_WAIT_S: queue_wait_s,
+            REQUEST_ID: request_id,  # the message id too (`messaging.message.id`: not repeated)
         }
-    )
-    parent = propagate.extract(dict(carrier))
-    with tracer.start_as_current_span(SPAN_JOB, context=parent, kind=SpanKind.CONSUMER, attributes=attributes) as span:
+        if queue_wait_s is not None:
+            attributes[QUEUE_WAIT_S] = queue_wait_s
+        span.set_attributes(attributes)
+    with trace.use_span(span, end_on_exit=True):
         yield span
 
 
-def request_span(tracer: Tracer | None, info: RequestInfo) -> AbstractContextManager[Span]:
+def request_span(tracer: Tracer | None, info: RequestInfo, *, own: bool = True) -> AbstractContextManager[Span]:
     """The span covering one request's whole attempt loop (attempt spans nest in it).
 
     It carries no `gen_ai.*` attribute: GenAI backends count every span with
     `gen_ai.operation.name` as one model call, and the calls are the attempt
-    spans beneath (SPEC §9). `tracer` None (tracing off, `Telemetry.tracing`):
-    `NO_SPAN`, nothing built.
+    spans beneath (SPEC §9). `tracer` None (tracing off, `Telemetry.tracing`),
+    or a trace the sampler dropped (`in_dropped_trace`): `NO_SPAN`, nothing built.
+
+    Args:
+        tracer: see above.
+        info: the request.
+        own: False where the current span already covers the loop (a worker's
+            job span): the request's attributes go on it and no span is started
+            (one span less per request).
     """
-    if tracer is None:
+    if tracer is None or in_dropped_trace():
         return NO_SPAN
+    if not own:
+        span = trace.get_current_span()
+        if span.is_recording():
+            span.set_attributes(_request_attributes(info))
+        return contextlib.nullcontext(span)
     return _request_span(tracer, info)
+
+
+def _request_attributes(info: RequestInfo) -> dict[str, Any]:
+    """The request's attributes (`turnout.org`, `.squad`, `.key`, `.requested_model`, `.streaming` when true)."""
+    attributes: dict[str, Any] = {REQUESTED_MODEL: info.requested_model}
+    if info.streaming:
+        attributes[STREAMING] = True
+    if info.org:
+        attributes[ORG] = info.org
+    if info.squad is not None:
+        attributes[SQUAD] = info.squad
+    if info.key:
+        attributes[KEY] = info.key
+    return attributes
 
 
 @contextlib.contextmanager
 def _request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
-    attributes = _attrs(
-        {
-            REQUEST_ID: info.request_id,
-            ORG: info.org or None,
-            SQUAD: info.squad,
-            KEY: info.key or None,
-            REQUESTED_MODEL: info.requested_model,
-            STREAMING: info.streaming,
-        }
-    )
+    attributes = {REQUEST_ID: info.request_id, **_request_attributes(info)}
     name = f"{SPAN_REQUEST_PREFIX} {info.requested_model}"
     with tracer.start_as_current_span(name, kind=SpanKind.INTERNAL, attributes=attributes) as span:
         yield span
@@ -209,8 +245,8 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
 class SpanObserver:
     """One CLIENT span per attempt, the `waited` events, the GenAI client metrics.
 
-    The attempt span is made the current span while the upstream call runs,
-    so httpx client spans nest beneath it; the caller's context comes back
+    The attempt span is made the current span while the upstream call runs
+    (the exchange sends its `traceparent` upstream); the caller's context comes back
     when the attempt ends (a committed stream's attempt ends when the stream
     does, possibly in another task: the span is ended there, and the context
     is put back only where the attempt span is still the current one).
@@ -225,7 +261,7 @@ class SpanObserver:
     def __init__(self, tracer: Tracer | None, catalog: CatalogSource, meter: Meter | None = None) -> None:
         self._tracer = tracer
         self._catalog = catalog
-        self._servers: dict[str, tuple[str | None, int | None]] = {}  # base URL -> (host, port)
+        self._calls: dict[Target, tuple[object, dict[str, Any]]] = {}  # target -> (its provider's config, attributes)
         self._duration: Histogram | None = None
         self._tokens: Histogram | None = None
         if meter is not None:
@@ -242,48 +278,47 @@ class SpanObserver:
                 explicit_bucket_boundaries_advisory=_TOKEN_BUCKETS,
             )
 
-    def _server_of(self, provider: str) -> tuple[str | None, int | None]:
-        """(host, port) of `provider`'s base URL in the catalog in force; (None, None) when unknown."""
-        config = self._catalog.current.providers.get(provider)
-        if config is None:
-            return None, None
-        if config.base_url not in self._servers:
-            self._servers[config.base_url] = _server(config.base_url)
-        return self._servers[config.base_url]
-
-    def _provider_name(self, provider: str) -> str:
-        """`gen_ai.provider.name` of `provider` in the catalog in force (`families.provider_name`:
-        the kind's well-known name, `aws.bedrock`, `gcp.gemini`, ..., else the provider's name)."""
-        config = self._catalog.current.providers.get(provider)
-        return provider if config is None else provider_name(config.kind, provider)
-
     def _call_of(self, target: Target) -> dict[str, Any]:
-        """The GenAI attributes naming one call to `target` (None values included)."""
-        host, port = self._server_of(target.provider)
-        return {
-            GEN_AI_OPERATION: "chat",
-            GEN_AI_PROVIDER: self._provider_name(target.provider),
-            PROVIDER: target.provider,
-            GEN_AI_REQUEST_MODEL: target.model,
-            SERVER_ADDRESS: host,
-            SERVER_PORT: port,
-        }
+        """The GenAI attributes naming one call to `target` (`gen_ai.operation.name`, `gen_ai.provider.name`,
+        `turnout.provider`, `gen_ai.request.model`, `server.address` / `server.port` when known), from the
+        catalog in force; built once per target and provider configuration (do not change the dict).
 
-    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
-        """Start the attempt's span and make it current (tracing off: nothing). See `RouteObserver`."""
-        if self._tracer is None:
-            return None
-        target = dispatch.entry.target
+        `gen_ai.provider.name` is `families.provider_name`: the kind's well-known name, `aws.bedrock`,
+        `gcp.gemini`, ..., else the provider's name; (host, port) come from the provider's base URL.
+        """
+        config = self._catalog.current.providers.get(target.provider)
+        known = self._calls.get(target)
+        if known is not None and known[0] is config:
+            return known[1]
+        host, port = (None, None) if config is None else _server(config.base_url)
         attributes = _attrs(
             {
-                **self._call_of(target),
-                ATTEMPT_NUMBER: dispatch.number,
-                HTTP_RESEND_COUNT: dispatch.resend_count or None,
-                ATTEMPT_IS_RETRY: dispatch.is_retry,
-                ATTEMPT_DELAY_BEFORE_S: round(dispatch.delay_before_s, 6),
-                REQUEST_ID: info.request_id,
+                GEN_AI_OPERATION: "chat",
+                GEN_AI_PROVIDER: target.provider if config is None else provider_name(config.kind, target.provider),
+                PROVIDER: target.provider,
+                GEN_AI_REQUEST_MODEL: target.model,
+                SERVER_ADDRESS: host,
+                SERVER_PORT: port,
             }
         )
+        if len(self._calls) >= _MAX_CALLS:
+            self._calls.clear()  # targets of catalogs long replaced
+        self._calls[target] = (config, attributes)
+        return attributes
+
+    def attempt_started(self, info: RequestInfo, dispatch: Dispatch) -> object:
+        """Start the attempt's span and make it current (tracing off, or a trace the sampler
+        dropped: nothing). See `RouteObserver`."""
+        if self._tracer is None or in_dropped_trace():
+            return None
+        target = dispatch.entry.target
+        attributes = {**self._call_of(target), ATTEMPT_NUMBER: dispatch.number}
+        if dispatch.is_retry:
+            attributes[ATTEMPT_IS_RETRY] = True
+        if dispatch.resend_count:
+            attributes[HTTP_RESEND_COUNT] = dispatch.resend_count
+        if dispatch.delay_before_s > 0:
+            attributes[ATTEMPT_DELAY_BEFORE_S] = round(dispatch.delay_before_s, 6)
         parent = otel_context.get_current()
         span = self._tracer.start_span(
             f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
@@ -307,29 +342,26 @@ class SpanObserver:
         if trace.get_current_span() is span:
             otel_context.attach(handle.parent)
         if span.is_recording():
-            target = record.target
-            span.set_attributes(
-                _attrs(
-                    {
-                        ATTEMPT_CLASS: str(record.disposition),
-                        ATTEMPT_KIND: str(record.kind),
-                        ATTEMPT_IS_FALLBACK: record.is_fallback,
-                        ATTEMPT_IS_REROUTE: record.is_reroute,
-                        HTTP_STATUS: record.status,
-                        ERROR_TYPE: None if ok else str(record.kind),
-                        GEN_AI_RESPONSE_MODEL: target.model if ok else None,
-                        GEN_AI_INPUT_TOKENS: usage.input_tokens if ok else None,
-                        GEN_AI_OUTPUT_TOKENS: usage.output_tokens if ok else None,
-                    }
-                )
-            )
-            if not ok:
+            attributes: dict[str, Any] = {ATTEMPT_CLASS: str(record.disposition), ATTEMPT_KIND: str(record.kind)}
+            if record.is_fallback:
+                attributes[ATTEMPT_IS_FALLBACK] = True
+            if record.is_reroute:
+                attributes[ATTEMPT_IS_REROUTE] = True
+            if record.status is not None:
+                attributes[HTTP_STATUS] = record.status
+            if ok:
+                attributes[GEN_AI_RESPONSE_MODEL] = record.target.model
+                attributes[GEN_AI_INPUT_TOKENS] = usage.input_tokens
+                attributes[GEN_AI_OUTPUT_TOKENS] = usage.output_tokens
+            else:
+                attributes[ERROR_TYPE] = str(record.kind)
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
+            span.set_attributes(attributes)
         span.end(end_time=ended_at_ns())  # recorded after the answer: the attempt's own end
 
     def _measure(self, duration: Histogram, tokens: Histogram, record: AttemptRecord, usage: Usage, ok: bool) -> None:
         target = record.target
-        common = _attrs(self._call_of(target))
+        common = self._call_of(target)
         measured = {**common, GEN_AI_RESPONSE_MODEL: target.model} if ok else {**common, ERROR_TYPE: str(record.kind)}
         duration.record(record.duration_ms / 1000.0, measured)
         if ok:

@@ -16,7 +16,9 @@ Exporters (SPEC §12: the standard variables):
     OTEL_EXPORTER_OTLP_PROTOCOL  `http/protobuf` (default) or `grpc` (needs
                            `opentelemetry-exporter-otlp-proto-grpc`).
     OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER,
-    OTEL_BSP_*, OTEL_EXPORTER_OTLP_ENDPOINT, ...: read by the SDK itself.
+    OTEL_BSP_*, OTEL_EXPORTER_OTLP_ENDPOINT, ...: read by the SDK itself
+                           (the batch processor's queue, batch and delay have
+                           Turnout's defaults when unset: `BSP_DEFAULTS`).
     TURNOUT_TRACE_FILE     Turnout's own: append every finished span as one
                            JSON line to this file (tests, debugging);
                            `{service}` in the path becomes the service name.
@@ -66,6 +68,40 @@ TRACE_FILE_ENV = "TURNOUT_TRACE_FILE"
 SEMCONV_OPT_IN_ENV = "OTEL_SEMCONV_STABILITY_OPT_IN"
 STABLE_HTTP = "http"
 """The opt-in value for the stable HTTP semantic conventions only (no old attribute names)."""
+
+
+BSP_DEFAULTS: dict[str, tuple[str, int]] = {
+    "OTEL_BSP_MAX_QUEUE_SIZE": ("max_queue_size", 8192),
+    "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": ("max_export_batch_size", 2048),
+    "OTEL_BSP_SCHEDULE_DELAY": ("schedule_delay_millis", 2000),
+}
+"""Turnout's batch span processor settings, each used unless the operator sets its variable (the SDK
+then reads it): variable -> (`BatchSpanProcessor` argument, value). Chosen for a gateway (docs/observability.md):
+a batch of 2,048 spans costs ~8 % less CPU per span to send than the SDK's 512 (fewer HTTP posts); the
+queue holds four batches (~6 s of a busy ingress's spans, at most a few tens of MiB while a collector
+stalls); a span waits at most 2 s (the SDK: 5 s) before it is sent when traffic is light."""
+
+
+def batch_settings(env: Mapping[str, str]) -> dict[str, int | None]:
+    """The `BatchSpanProcessor` arguments: Turnout's (`BSP_DEFAULTS`) for each variable unset in `env`
+    and `os.environ`, None (the SDK reads the operator's) for each set; our queue is raised to the
+    operator's batch size and our batch lowered to the operator's queue size (the SDK refuses a batch
+    larger than the queue)."""
+    given: dict[str, int] = {}
+    for name in BSP_DEFAULTS:
+        text = env.get(name, os.environ.get(name))
+        if text is not None:
+            try:
+                given[name] = int(text)
+            except ValueError:
+                given[name] = BSP_DEFAULTS[name][1]  # the SDK logs it and uses its own default
+    settings: dict[str, int | None] = {arg: None if n in given else v for n, (arg, v) in BSP_DEFAULTS.items()}
+    queue, size = "OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE"
+    if queue not in given and size in given:
+        settings["max_queue_size"] = max(BSP_DEFAULTS[queue][1], given[size])
+    if size not in given and queue in given:
+        settings["max_export_batch_size"] = min(BSP_DEFAULTS[size][1], given[queue])
+    return settings
 
 
 def opt_in_stable_http(environ: MutableMapping[str, str] = os.environ) -> None:
@@ -235,16 +271,28 @@ def _exporting_provider(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 
-    from turnout.observability.exporters import JsonLinesSpanExporter, ScrubbingSpanExporter, span_exporter
+    from turnout.observability.exporters import (
+        HashedResource,
+        JsonLinesSpanExporter,
+        ScrubbingSpanExporter,
+        span_exporter,
+    )
 
     batch = [e for e in (span_exporter(n, env) for n in names) if e is not None]
     if env.get(TRACE_FILE_ENV):
         batch.append(JsonLinesSpanExporter(env[TRACE_FILE_ENV].replace("{service}", service)))
     if not (batch or span_exporters):
         return _unsampled(service), False
-    provider = TracerProvider(resource=_resource(service))
+    provider = TracerProvider(resource=HashedResource(_resource(service)))
+    settings = batch_settings(env)
     for exporter in batch:
-        provider.add_span_processor(BatchSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
+        processor = BatchSpanProcessor(
+            ScrubbingSpanExporter(exporter, scrub),
+            max_queue_size=settings["max_queue_size"],
+            schedule_delay_millis=settings["schedule_delay_millis"],
+            max_export_batch_size=settings["max_export_batch_size"],
+        )
+        provider.add_span_processor(processor)
     for exporter in span_exporters:
         provider.add_span_processor(SimpleSpanProcessor(ScrubbingSpanExporter(exporter, scrub)))
     return provider, True

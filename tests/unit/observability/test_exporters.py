@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from turnout.observability.exporters import ScrubbingSpanExporter, once
+from turnout.observability.exporters import HashedResource, ScrubbingSpanExporter, once
+from turnout.observability.tracing import setup_tracing
 
 
 def test_once_scrubs_each_distinct_text_one_time() -> None:
@@ -47,3 +51,17 @@ def test_a_batch_of_spans_repeating_texts_asks_the_scrubber_once_per_text_and_ke
     exported = spans.get_finished_spans()
     assert [(s.attributes or {}).get("note") for s in exported] == [f"[redacted] {n % 2}" for n in range(5)]
     assert sorted(calls) == ["openai", "sk-live 0", "sk-live 1"]
+
+
+def test_a_hashed_resource_equals_and_hashes_as_its_resource() -> None:
+    resource = Resource.create({"service.name": "turnout-worker"})
+    hashed = HashedResource(resource)
+    assert hashed == resource and hash(hashed) == hash(resource)
+    assert dict(hashed.attributes) == dict(resource.attributes) and hashed.schema_url == resource.schema_url
+    assert {resource: 1}[hashed] == 1  # the encoder's grouping finds it
+
+
+def test_spans_are_exported_with_the_hashed_resource(tmp_path: Path) -> None:
+    telemetry = setup_tracing("turnout-worker", env={"TURNOUT_TRACE_FILE": str(tmp_path / "spans.jsonl")})
+    assert isinstance(telemetry.tracer_provider.resource, HashedResource)
+    telemetry.shutdown()

@@ -27,15 +27,16 @@ from redis.asyncio import Redis
 
 from support.clocks import FakeClock
 from turnout.adapters.base import Usage
-from turnout.adapters.transport import make_http_client
+from turnout.adapters.transport import direct_transport, make_http_client
 from turnout.catalog import Catalog
 from turnout.config import parse_config
 from turnout.core.loop import Dispatch
 from turnout.core.plan import RoutingSettings
 from turnout.core.policy import Policy
+from turnout.observability import telemetry as telemetry_module
 from turnout.observability.metrics import Metrics
 from turnout.observability.observers import Observers, PrometheusObserver, SpendObserver, route_observers
-from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, enqueue_span, job_span, request_span
+from turnout.observability.telemetry import EVENT_WAITED, SpanObserver, job_span, job_trace, request_span
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.router import RequestInfo, Router
 from turnout.scrub import Scrubber
@@ -166,7 +167,11 @@ async def test_route_retry_then_fallback_gives_three_attempt_spans_under_the_req
     assert "http.request.resend_count" not in first
     assert retry["http.request.resend_count"] == 1
     assert "http.request.resend_count" not in fallback
-    assert [a["turnout.attempt.is_fallback"] for a in (first, retry, fallback)] == [False, False, True]
+    # the flags are set only when true, the delay only when there was one: absent means false / none
+    assert [a.get("turnout.attempt.is_fallback", False) for a in (first, retry, fallback)] == [False, False, True]
+    assert [a.get("turnout.attempt.is_retry", False) for a in (first, retry, fallback)] == [False, True, False]
+    assert "turnout.attempt.is_fallback" not in first and "turnout.attempt.delay_before_s" not in first
+    assert not [a for a in (first, retry, fallback) if "turnout.request_id" in a]  # on the request's span
     assert first["error.type"] == "server_error" and first["turnout.attempt.class"] == "retry_then_fallback"
     assert first["turnout.attempt.kind"] == "server_error" and first["http.response.status_code"] == 503
     assert first["server.address"] == "pa.test" and first["server.port"] == 8443
@@ -204,35 +209,43 @@ async def test_spans_carry_no_prompt_completion_or_key(mock_harness: Harness) ->
         assert secret not in text
 
 
-async def test_httpx_client_spans_nest_under_attempt_spans(mock_harness: Harness) -> None:
-    HTTPXClientInstrumentor.instrument_client(mock_harness.http, tracer_provider=mock_harness.telemetry.tracer_provider)
+def _trace_only(harness: Harness, seen: list[httpx.Headers]) -> None:
+    """`harness` with the trace observer alone (GenAI metrics only with a metric reader), its
+    upstream requests' headers appended to `seen`."""
+
+    def upstream(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers)
+        return _mock_upstream(request)
+
+    harness.http = httpx.AsyncClient(transport=httpx.MockTransport(upstream))
+    telemetry = harness.telemetry
+    harness.router = harness.router_with(SpanObserver(telemetry.tracing, harness.catalog, telemetry.metering))
+
+
+async def test_each_attempt_is_one_client_span_whose_context_rides_upstream_as_traceparent(
+    mock_harness: Harness,
+) -> None:
+    seen: list[httpx.Headers] = []
+    _trace_only(mock_harness, seen)
     await mock_harness.route()
     spans = mock_harness.finished()
     attempts = _attempts(spans)
-    http_spans = [s for s in spans if s.kind is SpanKind.CLIENT and s not in attempts]
-    assert len(http_spans) == 3
-    assert sorted(s.parent.span_id for s in http_spans if s.parent) == sorted(a.context.span_id for a in attempts)
+    assert [s.kind for s in spans].count(SpanKind.CLIENT) == len(attempts) == 3  # no HTTP client span beneath
+    sent = [propagate.extract(dict(h)) for h in seen]
+    assert [trace.get_current_span(c).get_span_context().span_id for c in sent] == [a.context.span_id for a in attempts]
 
 
-async def test_httpx_instrumentation_works_with_the_aiohttp_transport() -> None:
+async def test_the_production_client_keeps_its_direct_path_with_tracing_on() -> None:
     runner, sim_url = await start_in_background("127.0.0.1", 0)
     http = make_http_client(max_connections=10)
     try:
         harness = _harness(http, a=sim_url, b=sim_url, ma="tel-a~503,503", mb="tel-b")
-        HTTPXClientInstrumentor.instrument_client(http, tracer_provider=harness.telemetry.tracer_provider)
+        assert direct_transport(http) is not None  # nothing wraps the transport: httpx's layers stay skipped
         result = await harness.route()
         assert result.verdict is None and len(result.records) == 3
-        spans = harness.finished()
-        attempts = _attempts(spans)
+        attempts = _attempts(harness.finished())
         assert [s.name for s in attempts] == ["chat tel-a~503,503", "chat tel-a~503,503", "chat tel-b"]
-        http_spans = [s for s in spans if s.kind is SpanKind.CLIENT and s not in attempts]
-        assert len(http_spans) == 3
-        parents = {s.parent.span_id for s in http_spans if s.parent}
-        assert parents == {a.context.span_id for a in attempts}
-        codes = sorted(
-            int(attributes(s).get("http.response.status_code") or attributes(s)["http.status_code"]) for s in http_spans
-        )
-        assert codes == [200, 503, 503]
+        assert [attributes(s)["http.response.status_code"] for s in attempts] == [503, 503, 200]
     finally:
         await http.aclose()
         await runner.cleanup()
@@ -290,21 +303,28 @@ async def test_served_attempts_count_tokens_and_the_spend_observers_cost_by_prov
     assert b"_created" not in metrics.exposition()
 
 
-def test_enqueue_and_job_spans_continue_one_trace_through_the_carrier() -> None:
+def test_the_job_span_continues_the_ingress_span_through_the_carrier() -> None:
     spans = InMemorySpanExporter()
     ingress = setup_tracing("turnout-ingress", env={}, span_exporters=[spans])
     worker = setup_tracing("turnout-worker", env={}, span_exporters=[spans])
-    with enqueue_span(ingress.tracer, "rid-1") as carrier:
-        pass
+    with ingress.tracer.start_as_current_span("POST /v1/chat/completions", kind=SpanKind.SERVER):
+        with job_trace("rid-1") as carrier:
+            pass
     assert set(carrier) >= {"traceparent"}
     with job_span(worker.tracer, carrier, "rid-1", 0.25):
         pass
-    producer, consumer = spans.get_finished_spans()
-    assert producer.kind is SpanKind.PRODUCER and consumer.kind is SpanKind.CONSUMER
-    assert consumer.context.trace_id == producer.context.trace_id
-    assert consumer.parent is not None and consumer.parent.span_id == producer.context.span_id
+    server, consumer = spans.get_finished_spans()  # no span of the enqueue's own
+    assert consumer.kind is SpanKind.CONSUMER
+    assert consumer.context.trace_id == server.context.trace_id
+    assert consumer.parent is not None and consumer.parent.span_id == server.context.span_id
     assert consumer.resource.attributes["service.name"] == "turnout-worker"
-    assert consumer.attributes is not None and consumer.attributes["turnout.queue.wait_s"] == 0.25
+    assert attributes(consumer) == {
+        "messaging.system": "arq",
+        "messaging.operation.type": "process",
+        "messaging.destination.name": "arq:queue",
+        "turnout.request_id": "rid-1",
+        "turnout.queue.wait_s": 0.25,
+    }
 
 
 def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
@@ -313,8 +333,8 @@ def test_without_an_exporter_spans_are_unrecorded_but_carry_trace_ids() -> None:
     with telemetry.tracer.start_as_current_span("x") as span:
         assert not span.is_recording()
         assert span.get_span_context().is_valid
-    with enqueue_span(telemetry.tracer, "rid") as carrier:
-        assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
+        with job_trace("rid") as carrier:
+            assert int(carrier["traceparent"].rsplit("-", 1)[1], 16) & 1 == 0  # propagated, not sampled
 
 
 async def test_with_tracing_off_routing_starts_no_span_and_sends_no_trace_header(
@@ -413,9 +433,7 @@ async def test_attempt_ended_in_another_task_ends_the_span_without_touching_that
         await loop.create_task(relay(handle))
     assert not caplog.records
     assert not trace.get_current_span().get_span_context().is_valid
-    ended = [
-        s for s in mock_harness.finished() if s.attributes and s.attributes.get("turnout.request_id") == "stream-1"
-    ]
+    ended = [s for s in mock_harness.finished() if s.parent is None and s.name.startswith("chat ")]
     assert len(ended) == 1 and ended[0].attributes["gen_ai.usage.output_tokens"] == 2  # type: ignore[index]
 
 
@@ -504,3 +522,50 @@ async def test_an_attempt_span_names_a_google_provider_by_its_semconv_name() -> 
     assert result.verdict is None
     [attempt] = (attributes(s) for s in _attempts(harness.finished()))
     assert attempt["gen_ai.provider.name"] == "gcp.gemini" and attempt["turnout.provider"] == "pa"
+
+
+async def _route_as_a_job(harness: Harness, carrier: dict[str, str], seen: list[httpx.Headers]) -> None:
+    """Route the chain as a worker's job does: under the job span, which carries the request."""
+    _trace_only(harness, seen)
+    plan, view = await harness.router.plan("chain", RoutingSettings(), harness.policy)
+    info = RequestInfo(request_id="job-1", org="acme", squad="research", key="ci-bot", requested_model="chain")
+    request = {"model": "chain", "messages": [{"role": "user", "content": PROMPT}]}
+    with (
+        job_span(harness.telemetry.tracing, carrier, "job-1", 0.1),
+        request_span(harness.telemetry.tracing, info, own=False),
+    ):
+        await harness.router.route(request, plan=plan, view=view, policy=harness.policy, time_left_s=30, info=info)
+
+
+async def test_a_jobs_span_carries_its_request_and_the_attempts_nest_in_it(mock_harness: Harness) -> None:
+    await _route_as_a_job(mock_harness, {}, [])
+    spans = mock_harness.finished()
+    [job] = [s for s in spans if s.kind is SpanKind.CONSUMER]
+    attempts = _attempts(spans)
+    assert len(spans) == 1 + len(attempts) == 4  # no request span of its own, no HTTP span beneath an attempt
+    assert all(a.parent is not None and a.parent.span_id == job.context.span_id for a in attempts)
+    assert {k: v for k, v in attributes(job).items() if k.startswith("turnout.")} == {
+        "turnout.request_id": "job-1",
+        "turnout.queue.wait_s": 0.1,
+        "turnout.requested_model": "chain",
+        "turnout.org": "acme",
+        "turnout.squad": "research",
+        "turnout.key": "ci-bot",
+    }
+    assert [e.name for e in job.events] == [EVENT_WAITED]
+
+
+async def test_a_trace_the_sampler_dropped_builds_nothing_below_the_job_and_still_propagates(
+    mock_harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "parentbased_always_off")
+    mock_harness.telemetry = setup_tracing("turnout-worker", env={}, span_exporters=[mock_harness.spans])
+    built: list[str] = []
+    monkeypatch.setattr(SpanObserver, "_call_of", lambda self, target: built.append("attempt"))
+    monkeypatch.setattr(telemetry_module, "_request_attributes", lambda info: built.append("request"))
+    dropped = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"  # the ingress's sampler said no
+    seen: list[httpx.Headers] = []
+    await _route_as_a_job(mock_harness, {"traceparent": dropped}, seen)
+    assert mock_harness.finished() == [] and built == []
+    assert len(seen) == 3 and {h["traceparent"].split("-")[1] for h in seen} == {"4bf92f3577b34da6a3ce929d0e0e4736"}
+    assert {h["traceparent"][-2:] for h in seen} == {"00"}  # the upstream is told the trace is not sampled

@@ -1,4 +1,4 @@
-"""The trace context a queued job carries (SPEC §9): a `traceparent` from the enqueue span when
+"""The trace context a queued job carries (SPEC §9): the current (SERVER) span's `traceparent` when
 tracing is on, nothing at all when it is off (no span, no header built). Real `redis-server`."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from redis.asyncio import Redis
 
 from support.jobs import job_payload
 from turnout.config import parse_config
-from turnout.observability.telemetry import SPAN_ENQUEUE
 from turnout.observability.tracing import Telemetry, setup_tracing
 from turnout.settings import Settings
 from turnout.state import keys
@@ -47,13 +46,13 @@ async def test_with_tracing_off_the_job_carries_no_trace_context(redis_client: R
     assert (await _queued(redis_client, telemetry, "off-1")).trace == {}
 
 
-async def test_with_tracing_on_the_job_carries_the_enqueue_spans_traceparent(redis_client: Redis) -> None:
+async def test_with_tracing_on_the_job_carries_the_server_spans_traceparent(redis_client: Redis) -> None:
     spans = InMemorySpanExporter()
     telemetry = setup_tracing("turnout-ingress", env={}, span_exporters=[spans])
-    carried = (await _queued(redis_client, telemetry, "on-1")).trace
-    (enqueue,) = [s for s in spans.get_finished_spans() if s.name == SPAN_ENQUEUE]
-    assert enqueue.context is not None
+    with telemetry.tracer.start_as_current_span("POST /v1/chat/completions") as server:
+        carried = (await _queued(redis_client, telemetry, "on-1")).trace
+    assert [s.name for s in spans.get_finished_spans()] == ["POST /v1/chat/completions"]  # no enqueue span
     assert carried["traceparent"].split("-")[1:3] == [
-        format(enqueue.context.trace_id, "032x"),
-        format(enqueue.context.span_id, "016x"),
+        format(server.get_span_context().trace_id, "032x"),
+        format(server.get_span_context().span_id, "016x"),
     ]

@@ -111,7 +111,7 @@ class JobQueue:
         result_poll_s: interval of the slow fallback read of a stored result.
         grace_s: extra seconds past the deadline to wait for a worker's answer.
         around_enqueue: called with the job id around putting the job on the
-            queue (the enqueue span); yields the W3C trace context to put in
+            queue; yields the W3C trace context to put in
             `JobPayload.trace` (None, the default: nothing around it, no trace context).
         fleet: the fleet's capacity (workers' heartbeats); with it, a job whose
             expected wait plus one service time exceeds its budget is shed at
