@@ -162,7 +162,11 @@ def test_retry_and_fallback_give_one_trace_from_ingress_to_each_attempt(obs: Obs
         (s for s in spans if "turnout.attempt.number" in s["attributes"]),
         key=lambda s: s["attributes"]["turnout.attempt.number"],
     )
-    assert len(spans) == 2 + len(attempts)  # SERVER, CONSUMER (the queue hop, carrying the request), attempts
+    # SERVER, CONSUMER (the queue hop, carrying the request), attempts, the HTTP client span beneath each (SPEC §9)
+    assert len(spans) == 2 + 2 * len(attempts)
+    http = [s for s in spans if s["name"] == "POST"]
+    assert sorted(h["parent_span_id"] for h in http) == sorted(a["span_id"] for a in attempts)
+    assert all(h["kind"] == "CLIENT" and h["attributes"]["http.request.method"] == "POST" for h in http)
     assert server["parent_span_id"] is None and server["service"] == "turnout-ingress"
     assert server["attributes"]["turnout.request_id"] == rid
     assert server["attributes"]["http.route"] == "/v1/chat/completions"

@@ -4,14 +4,18 @@ Owns: every span name, span attribute key and metric name Turnout emits
 (SPEC §9); the trace context that crosses the queue (W3C `traceparent` in
 `JobPayload.trace`); the span helpers for the job (CONSUMER: the queue hop)
 and request spans; and the trace `RouteObserver` (one CLIENT span per attempt
-with the GenAI semantic-convention attributes, plus the GenAI client metrics).
+with the GenAI semantic-convention attributes and, beneath it, the HTTP client
+span of its upstream call; plus the GenAI client metrics).
 `turnout.observability.observers` composes it with the others.
 Must not import: services, FastAPI, arq.
 
 The spans of a queued request (bench/README.md "Tracing at an operator's price"):
 the ingress's SERVER span, the worker's CONSUMER span (which also carries the
-request: no span of its own) and one CLIENT span per attempt; a stream, served
-by the ingress, has a request span between its SERVER span and its attempts.
+request: no span of its own), one CLIENT span per attempt and the HTTP client span
+of its upstream call beneath it (SPEC §9: `http.request.method`, `server.address` /
+`server.port`, `http.response.status_code`; its context is the `traceparent` the
+upstream is sent); a stream, served by the ingress, has a request span between its
+SERVER span and its attempts.
 Each span costs the SDK ~17 µs to make and ~15 µs to encode, plus ~4 µs per
 attribute, so there are no more of either than the trace needs; and below a
 span the sampler dropped nothing is built (`in_dropped_trace`).
@@ -50,6 +54,9 @@ SPAN_JOB = f"process {QUEUE_NAME}"
 SPAN_REQUEST_PREFIX = "route"
 """Request span covering the whole attempt loop: `route {requested model}`."""
 SPAN_ATTEMPT_PREFIX = "chat"
+SPAN_HTTP = "POST"
+"""The HTTP client span beneath an attempt (HTTP semantic conventions: the method; every upstream call is a POST)."""
+HTTP_METHOD = "http.request.method"
 """CLIENT span per attempt: `chat {model}` (GenAI: `{operation} {request model}`)."""
 EVENT_WAITED = "waited"
 """Event on the request span for each backoff wait."""
@@ -228,10 +235,11 @@ def _request_span(tracer: Tracer, info: RequestInfo) -> Iterator[Span]:
 
 
 class _AttemptHandle:
-    __slots__ = ("parent", "span")
+    __slots__ = ("http", "parent", "span")
 
-    def __init__(self, span: Span, parent: otel_context.Context) -> None:
+    def __init__(self, span: Span, http: Span, parent: otel_context.Context) -> None:
         self.span = span
+        self.http = http
         self.parent = parent
 
 
@@ -243,10 +251,11 @@ def _server(base_url: str) -> tuple[str | None, int | None]:
 
 
 class SpanObserver:
-    """One CLIENT span per attempt, the `waited` events, the GenAI client metrics.
+    """One CLIENT span per attempt and the HTTP client span beneath it, the `waited` events, the
+    GenAI client metrics.
 
-    The attempt span is made the current span while the upstream call runs
-    (the exchange sends its `traceparent` upstream); the caller's context comes back
+    The HTTP span is made the current span while the upstream call runs (the exchange
+    sends its `traceparent` upstream); the caller's context comes back
     when the attempt ends (a committed stream's attempt ends when the stream
     does, possibly in another task: the span is ended there, and the context
     is put back only where the attempt span is still the current one).
@@ -323,8 +332,19 @@ class SpanObserver:
         span = self._tracer.start_span(
             f"{SPAN_ATTEMPT_PREFIX} {target.model}", context=parent, kind=SpanKind.CLIENT, attributes=attributes
         )
-        otel_context.attach(trace.set_span_in_context(span, parent))
-        return _AttemptHandle(span, parent)
+        http = self._tracer.start_span(
+            SPAN_HTTP,
+            context=trace.set_span_in_context(span, parent),
+            kind=SpanKind.CLIENT,
+            attributes=self._http_of(target),
+        )
+        otel_context.attach(trace.set_span_in_context(http, parent))
+        return _AttemptHandle(span, http, parent)
+
+    def _http_of(self, target: Target) -> dict[str, Any]:
+        """The HTTP client span's request attributes: the method and the call's server (`_call_of`)."""
+        call = self._call_of(target)
+        return {HTTP_METHOD: SPAN_HTTP, **{k: call[k] for k in (SERVER_ADDRESS, SERVER_PORT) if k in call}}
 
     async def attempt_dispatched(self, handle: object) -> None:
         """Nothing: the span started with the attempt. See `RouteObserver`."""
@@ -338,9 +358,17 @@ class SpanObserver:
             self._measure(self._duration, self._tokens, record, usage, ok)
 
     def _end_span(self, handle: _AttemptHandle, record: AttemptRecord, usage: Usage, ok: bool) -> None:
-        span = handle.span
-        if trace.get_current_span() is span:
+        span, http = handle.span, handle.http
+        if trace.get_current_span() is http:
             otel_context.attach(handle.parent)
+        ended = ended_at_ns()  # recorded after the answer: the attempt's own end
+        if http.is_recording():
+            if record.status is not None:
+                http.set_attribute(HTTP_STATUS, record.status)
+            if record.status is None or record.status >= 400:
+                http.set_attribute(ERROR_TYPE, str(record.status or record.kind))
+                http.set_status(Status(StatusCode.ERROR))
+        http.end(end_time=ended)
         if span.is_recording():
             attributes: dict[str, Any] = {ATTEMPT_CLASS: str(record.disposition), ATTEMPT_KIND: str(record.kind)}
             if record.is_fallback:
@@ -357,7 +385,7 @@ class SpanObserver:
                 attributes[ERROR_TYPE] = str(record.kind)
                 span.set_status(Status(StatusCode.ERROR, str(record.kind)))
             span.set_attributes(attributes)
-        span.end(end_time=ended_at_ns())  # recorded after the answer: the attempt's own end
+        span.end(end_time=ended)
 
     def _measure(self, duration: Histogram, tokens: Histogram, record: AttemptRecord, usage: Usage, ok: bool) -> None:
         target = record.target

@@ -222,7 +222,7 @@ def _trace_only(harness: Harness, seen: list[httpx.Headers]) -> None:
     harness.router = harness.router_with(SpanObserver(telemetry.tracing, harness.catalog, telemetry.metering))
 
 
-async def test_each_attempt_is_one_client_span_whose_context_rides_upstream_as_traceparent(
+async def test_each_attempt_has_an_http_client_span_beneath_whose_context_rides_upstream_as_traceparent(
     mock_harness: Harness,
 ) -> None:
     seen: list[httpx.Headers] = []
@@ -230,9 +230,15 @@ async def test_each_attempt_is_one_client_span_whose_context_rides_upstream_as_t
     await mock_harness.route()
     spans = mock_harness.finished()
     attempts = _attempts(spans)
-    assert [s.kind for s in spans].count(SpanKind.CLIENT) == len(attempts) == 3  # no HTTP client span beneath
+    http = [s for s in spans if s.name == "POST"]
+    assert [s.kind for s in spans].count(SpanKind.CLIENT) == len(attempts) + len(http) == 6  # SPEC §9
+    assert [h.parent.span_id for h in http if h.parent] == [a.context.span_id for a in attempts]
+    assert [attributes(h)["http.response.status_code"] for h in http] == [503, 503, 200]
+    assert [attributes(h).get("error.type") for h in http] == ["503", "503", None]
+    assert {attributes(h)["http.request.method"] for h in http} == {"POST"}
+    assert {attributes(h)["server.address"] for h in http} == {"pa.test", "pb.test"}
     sent = [propagate.extract(dict(h)) for h in seen]
-    assert [trace.get_current_span(c).get_span_context().span_id for c in sent] == [a.context.span_id for a in attempts]
+    assert [trace.get_current_span(c).get_span_context().span_id for c in sent] == [h.context.span_id for h in http]
 
 
 async def test_the_production_client_keeps_its_direct_path_with_tracing_on() -> None:
@@ -542,7 +548,7 @@ async def test_a_jobs_span_carries_its_request_and_the_attempts_nest_in_it(mock_
     spans = mock_harness.finished()
     [job] = [s for s in spans if s.kind is SpanKind.CONSUMER]
     attempts = _attempts(spans)
-    assert len(spans) == 1 + len(attempts) == 4  # no request span of its own, no HTTP span beneath an attempt
+    assert len(spans) == 1 + 2 * len(attempts) == 7  # no request span of its own; an HTTP span beneath each attempt
     assert all(a.parent is not None and a.parent.span_id == job.context.span_id for a in attempts)
     assert {k: v for k, v in attributes(job).items() if k.startswith("turnout.")} == {
         "turnout.request_id": "job-1",
