@@ -34,6 +34,7 @@ import argparse
 import os
 import statistics
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,16 +132,16 @@ def measure(
     args: argparse.Namespace, mock: str, load: Load, sender: Callable[[str, str], Callable[[], None]]
 ) -> dict[str, Any]:
     """Every variant's figures (module doc); {variant: {rps, cpu_ms_*, redis commands}}."""
-    sink = start_sink()
     plain_fleet, traced_fleet = Fleet(), Fleet()
     rows = {name: Row() for name, _, _ in VARIANTS}
     try:
+        sink, sink_log = start_sink(traced_fleet)
         fleets = {False: start_fleet(plain_fleet, mock, {}), True: start_fleet(traced_fleet, mock, otlp_env(sink))}
         print(f"variants: plain fleet {fleets[False].base}, traced fleet {fleets[True].base}", flush=True)
         for name, traced, key in VARIANTS:
             counted = commands_per_request(fleets[traced].redis_url, sender(fleets[traced].base, key), n=args.count)
             rows[name].client_cmds, rows[name].inside_cmds = counted.fewest, counted.fewest_inside_scripts
-        sunk = sink_bytes()
+        sunk = sink_bytes(sink_log)
         for rep in range(args.reps):
             for name, traced, key in VARIANTS:
                 fleet = fleets[traced]
@@ -150,7 +151,8 @@ def measure(
                 rows[name].rps.append(gateway["rps"])
                 for role, pid in fleet.pids.items():
                     rows[name].cpu[role].append(1000 * (cpu_s(pid) - before[role]) / max(answered, 1))
-        exported = sink_bytes() - sunk
+        time.sleep(1.5)  # the sink prints its count every second
+        exported = sink_bytes(sink_log) - sunk
     finally:
         traced_fleet.stop_all()
         plain_fleet.stop_all()
@@ -185,7 +187,8 @@ def litellm_traced(
     work = Path(os.environ.get("LITELLM_WORKDIR") or (Path(os.environ.get("TMPDIR") or "/tmp") / "turnout-litellm"))
     config = workdir / "litellm-otel.yaml"
     config.write_text((scripts / "litellm_config.yaml").read_text() + LITELLM_OTEL)
-    sink = start_sink()
+    sinks = Fleet()
+    sink, sink_log = start_sink(sinks)
     env = {
         **os.environ,
         "LITELLM_MASTER_KEY": key,
@@ -207,12 +210,13 @@ def litellm_traced(
         if proc.poll() is not None:
             print(f"LiteLLM with its otel callback did not start; see {workdir / 'litellm-otel.log'}", flush=True)
             return None
-        sunk = sink_bytes()
+        sunk = sink_bytes(sink_log)
         rows = [load(base, key, [proc.pid], f"litellm-otel-{rep}") for rep in range(args.reps)]
+        time.sleep(1.5)  # the sink prints its count every second
         return {
             "rps": statistics.median(r["rps"] for r in rows),
             "cpu_ms_per_req": statistics.median(r["gw_cpu_ms_per_req"] for r in rows),
-            "otlp_bytes": sink_bytes() - sunk,
+            "otlp_bytes": sink_bytes(sink_log) - sunk,
         }
     finally:
         proc.terminate()
@@ -221,6 +225,7 @@ def litellm_traced(
         except subprocess.TimeoutExpired:
             proc.kill()
         log.close()
+        sinks.stop_all()
 
 
 def fmt(value: float | None, digits: int) -> str:

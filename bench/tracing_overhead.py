@@ -150,11 +150,6 @@ def sink_bytes(log: Path) -> int:
     return int(lines[-1]) if lines else 0
 
 
-def sink_bytes() -> int:
-    """OTLP bytes the local sinks of this process have received so far."""
-    return _Sink.received
-
-
 def start_upstream(fleet: Fleet, yardstick: Path) -> tuple[str, str]:
     """The mock upstream's base URL and the model name to route to."""
     mock = yardstick / "mock_upstream.py"
