@@ -35,6 +35,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -135,3 +136,13 @@ def reported_tokens(answer: Mapping[str, Any]) -> int | None:
     if isinstance(metadata, Mapping) and "totalTokenCount" in metadata:
         return _count(metadata.get("totalTokenCount"))
     return None
+
+
+def answer_tokens(body: bytes) -> int | None:
+    """The tokens a successful answer's body reports (`reported_tokens`), or None: not JSON,
+    or no usage in it."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return reported_tokens(answer) if isinstance(answer, dict) else None
