@@ -44,7 +44,7 @@ from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import StateUnavailable
 from turnout.state.jobs.door import Gate
 from turnout.state.lease_keeper import LeaseKeeper
-from turnout.state.limit_store import Admission, AdmitCall, Lease, LimitStore, Reservation
+from turnout.state.limit_store import Admission, AdmitCall, Lease, LimitStore, Reservation, keys_of
 from turnout.state.token_charge import TokenCharger
 from turnout.tenancy.identity import Identity
 from turnout_ingress.limits.reservations import over_budget
@@ -88,6 +88,13 @@ class Pending(msgspec.Struct, frozen=True, kw_only=True):
     demand: Demand
     call: AdmitCall
     reservations: tuple[Reservation, ...] = ()
+
+
+def worker_settles(pending: Pending) -> dict[str, Any]:
+    """The job fields (`turnout.wire.JobPayload`) by which its worker frees the request's slots
+    in its answer's delivery and charges its `tpm` to the answer's usage in its ledger write."""
+    tpm = tuple((keys_of(s)[1], s.limits.tpm) for s in pending.call.scopes if s.limits.tpm is not None)
+    return {"lease_sets": pending.call.lease.sets, "tpm": tpm, "estimate": pending.demand.tokens if tpm else 0}
 
 
 class LateHeld:
@@ -205,6 +212,16 @@ class Limiter:
             GatewayUnavailable: 503 `redis_unavailable`.
         """
         return self._held(pending, await self._run(pending.call))
+
+    def delivered(self, held: Held) -> Held:
+        """`held` once its job's worker delivered the answer: that worker freed its slots in the
+        delivery and charges its `tpm` and settles its reservations in its ledger write (the job
+        carried them, `worker_settles`); this process only stops renewing its lease. Returns what
+        is left to do here: its headers, nothing to release or charge."""
+        if not held.lease.held:
+            return held
+        self.keeper.forget(held.lease)
+        return Held(lease=Lease(id=held.lease.id), headers=held.headers)
 
     def gate(self, pending: Pending, late: LateHeld) -> Gate:
         """`pending`'s admission for the enqueue's script (`turnout.state.jobs.door.Gate`): its

@@ -41,7 +41,7 @@ from turnout.errors import RequestRejected
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
-from turnout_ingress.limits.admission import NOT_LIMITED, LateHeld, Pending
+from turnout_ingress.limits.admission import NOT_LIMITED, LateHeld, Pending, worker_settles
 from turnout_ingress.limits.budgets import budgeted
 from turnout_ingress.limits.reservations import reservations
 from turnout_ingress.serving import idempotency
@@ -237,6 +237,7 @@ async def _queued(
         native=admitted.inbound.native,
         keyed=key is not None,
         holds=late.held.lease.holds if pending is None else pending.call.lease.holds,
+        **({} if pending is None else worker_settles(pending)),
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
     gate = None if pending is None else state.limiter.gate(pending, late)
@@ -251,6 +252,8 @@ async def _queued(
         result = submit.result()
     except TimeoutError:
         return _budget_exhausted(surface, admitted)
+    if pending is not None:  # its worker freed its slots and settles the rest (`Limiter.delivered`)
+        late.held = state.limiter.delivered(late.held)
     if result.status_code == 200 and late.held.scopes:
         state.limiter.used(late.held, answer_tokens(result.body))
     answer = _headed(
