@@ -50,6 +50,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 sys.path.insert(0, str(HERE))
 
+import perf_variants
 from run_gateway_bench import CONFIG, KEY
 
 from support.procs import Fleet, free_port, http_ok, wait_until
@@ -329,10 +330,43 @@ def measure_litellm(args: argparse.Namespace, py: str, scripts: Path, workdir: P
         out.update(
             figures_of(load(py, args.yardstick, base, LITELLM_KEY, mock, [pid], "litellm-1w", CELLS, args, workdir))
         )
+        subprocess.run([str(scripts / "stop_litellm.sh")], check=False)
+        if args.variants:
+            one_rep = rep_loader(args, py, mock, workdir)
+            out["variants"] = {
+                "plain": {"rps": out["rps_0ms_c50"], "cpu_ms_per_req": out["cpu_ms_per_req"]},
+                "tracing": perf_variants.litellm_traced(args, scripts, free_port(), one_rep, LITELLM_KEY, workdir),
+            }
     finally:
         subprocess.run([str(scripts / "stop_litellm.sh")], check=False)
         fleet.stop_all()
     return out
+
+
+def rep_loader(args: argparse.Namespace, py: str, mock: str, workdir: Path) -> perf_variants.Load:
+    """One rep of the c=50, 0 ms cell against a gateway, its key and PIDs: the load generator's gateway row."""
+    once = argparse.Namespace(**{**vars(args), "reps": 1})
+
+    def one_rep(gateway: str, key: str, pids: list[int], label: str) -> dict[str, Any]:
+        rows = load(py, args.yardstick, gateway, key, mock, pids, label, [PAIRED_CELL], once, workdir, direct=False)
+        return dict(rows[("nonstream", 0, 50)]["gateway"])
+
+    return one_rep
+
+
+def measure_variants(args: argparse.Namespace, py: str, workdir: Path) -> dict[str, Any]:
+    """The four operator variants (`perf_variants`), against a mock of their own."""
+    fleet = Fleet()
+    port = free_port()
+    fleet.spawn("mock", [py, str(args.yardstick / "mock_upstream.py"), "--port", str(port)])
+    mock = f"http://127.0.0.1:{port}"
+    try:
+        wait_until(lambda: http_ok(f"{mock}/health"), 10, "mock upstream")
+        return perf_variants.measure(
+            args, mock, rep_loader(args, py, mock, workdir), lambda base, key: chat_sender(base, key, "mock-d0")
+        )
+    finally:
+        fleet.stop_all()
 
 
 def fmt(value: float | None, digits: int = 1) -> str:
@@ -406,6 +440,12 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 1 rep of 3 s")
     parser.add_argument("--quiet", action="store_true", help="only the table, not the load generator's lines")
     parser.add_argument("--yardstick", type=Path, default=HERE.parent.parent / "shared" / "bench")
+    parser.add_argument(
+        "--variants",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the four operator variants: plain, tracing, limits + budget, both (bench/perf_variants.py)",
+    )
     parser.add_argument("--json")
     args = parser.parse_args()
     if args.quick:
@@ -421,10 +461,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="turnout-perf-") as tmp:
         workdir = Path(tmp)
         turnout = measure_turnout(args, py, free_port(), workdir)
+        variants = measure_variants(args, py, workdir) if args.variants else None
         lite = measure_litellm(args, py, scripts, workdir) if scripts is not None else None
     print_table(turnout, lite)
+    perf_variants.print_variants(variants, (lite or {}).get("variants"))
     if args.json:
-        Path(args.json).write_text(json.dumps({"turnout": turnout, "litellm": lite}, indent=1))
+        Path(args.json).write_text(json.dumps({"turnout": turnout, "variants": variants, "litellm": lite}, indent=1))
     return 0
 
 

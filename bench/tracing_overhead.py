@@ -108,6 +108,11 @@ def start_sink() -> str:
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def sink_bytes() -> int:
+    """OTLP bytes the local sinks of this process have received so far."""
+    return _Sink.received
+
+
 def start_upstream(fleet: Fleet, yardstick: Path) -> tuple[str, str]:
     """The mock upstream's base URL and the model name to route to."""
     mock = yardstick / "mock_upstream.py"
