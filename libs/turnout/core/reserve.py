@@ -90,8 +90,9 @@ def worst_case_usd(prompt: int, completion: int, n: int, prices: Sequence[tuple[
 
 def fits(budget_micro: int, spent_micro: int, reserved_micro: int, worst_micro: int) -> bool:
     """True when a request of worst case `worst_micro` fits a budget of `budget_micro`
-    already spent `spent_micro` with `reserved_micro` held by requests in flight."""
-    return spent_micro + reserved_micro + worst_micro <= budget_micro
+    already spent `spent_micro` with `reserved_micro` held by requests in flight; a budget
+    already spent fits nothing, not even a worst case of 0 (`turnout.core.budget.decide`)."""
+    return spent_micro < budget_micro and spent_micro + reserved_micro + worst_micro <= budget_micro
 
 
 def charged(level: int, estimate: int, used: int, window_ms: int) -> int:

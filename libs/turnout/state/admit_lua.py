@@ -18,7 +18,11 @@ Reply (`admit_out`): {refused limit, 'budget' or '', refused scope or budget (0-
    (-1 never fits), now ms, spent µUSD and held µUSD of the refusing budget (else 0, 0), then per
    scope: rpm level before, rpm level after, tpm before, tpm after (-1 = no limit)}.
 A reservation is a member `<lease id> <µUSD>` of the budget's set, scored by its expiry (epoch
-ms): expired members are dropped before the sum (`turnout.core.reserve.fits`).
+ms): expired members are left out of the sum (`turnout.core.reserve.fits`), and dropped when there
+are any. A lease set is counted first and its expired leases dropped only when it looks full
+(a lease set under its limit needs no cleaning to decide: one command instead of two). A budget already
+spent (spent >= budget) refuses even a request whose worst case is 0 (`turnout.core.budget.decide`):
+no read of the spend is needed before the admission.
 """
 
 from __future__ import annotations
@@ -27,6 +31,11 @@ ADMIT_FUNCTIONS = """
 local function admit_longer(w, than)
   if than == -1 then return false end
   return w == -1 or w > than
+end
+local function admit_full(set, limit, now)
+  if redis.call('zcard', set) < limit then return false end
+  redis.call('zremrangebyscore', set, '-inf', now)
+  return redis.call('zcard', set) >= limit
 end
 local function admit_meter(s, name, limit, cost, key, waits)
   if limit <= 0 then
@@ -57,12 +66,18 @@ local function admit_budgets(K, A, s)
     local sk, rk = K[4 * n + 2 * b - 1], K[4 * n + 2 * b]
     local ba = 8 + 4 * n + 3 * (b - 1)
     local spent = math.ceil((tonumber(redis.call('hget', sk, A[ba + 1])) or 0) * 1000000 - 0.000001)
-    redis.call('zremrangebyscore', rk, '-inf', s.now)
-    local reserved = 0
-    for _, m in ipairs(redis.call('zrange', rk, 0, -1)) do
-      reserved = reserved + (tonumber(string.match(m, ' (%d+)$')) or 0)
+    local reserved, expired = 0, false
+    local held = redis.call('zrange', rk, 0, -1, 'WITHSCORES')
+    for i = 1, #held, 2 do
+      if tonumber(held[i + 1]) > s.now then
+        reserved = reserved + (tonumber(string.match(held[i], ' (%d+)$')) or 0)
+      else
+        expired = true
+      end
     end
-    if spent + reserved + tonumber(A[ba + 3]) > tonumber(A[ba + 2]) then
+    if expired then redis.call('zremrangebyscore', rk, '-inf', s.now) end
+    local budget = tonumber(A[ba + 2])
+    if spent >= budget or spent + reserved + tonumber(A[ba + 3]) > budget then
       s.refused, s.scope, s.wait, s.spent, s.held = 'budget', b - 1, -1, spent, reserved
       return
     end
@@ -81,13 +96,9 @@ local function admit_check(K, A)
     local k, a = (i - 1) * 4, 8 + (i - 1) * 4
     local conc, streams = tonumber(A[a + 3]), tonumber(A[a + 4])
     local waits = {}
-    if conc > 0 then
-      redis.call('zremrangebyscore', K[k + 3], '-inf', now)
-      if redis.call('zcard', K[k + 3]) >= conc then waits[#waits + 1] = {'max_concurrent', RETRY} end
-    end
-    if stream and streams > 0 then
-      redis.call('zremrangebyscore', K[k + 4], '-inf', now)
-      if redis.call('zcard', K[k + 4]) >= streams then waits[#waits + 1] = {'max_streams', RETRY} end
+    if conc > 0 and admit_full(K[k + 3], conc, now) then waits[#waits + 1] = {'max_concurrent', RETRY} end
+    if stream and streams > 0 and admit_full(K[k + 4], streams, now) then
+      waits[#waits + 1] = {'max_streams', RETRY}
     end
     admit_meter(s, 'rpm', tonumber(A[a + 1]), 1, K[k + 1], waits)
     admit_meter(s, 'tpm', tonumber(A[a + 2]), tokens, K[k + 2], waits)
