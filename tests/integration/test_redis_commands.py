@@ -55,6 +55,20 @@ lease with one `SET NX PX` and counted a first try with one `SET NX EX`, the pic
 ring instead of popping it empty, read the org's next job with its head and took the doorbell
 entries with one `LPOP count`, and the enqueue looked a job id up only for keyed jobs): enqueue 8,
 pick 10, deliver 4."""
+LIMITED_QUEUED_MAX = QUEUED_MAX
+"""Commands per queued request of a key with `rpm`, `tpm`, `max_concurrent` and a hard budget (9
+before, issue #43: a spend read, the admission script, the enqueue; the `tpm` charge, the lease's
+`ZREM` and the reservation's settlement script after the answer): the same round trips as a plain
+key's. Its admission runs in the enqueue's script; its worker frees its slots in the delivery
+script; its `tpm` charge and its reservation's settlement ride with the worker's spend write, one
+script per org per flush (every 0.25 s, shared by every request of the org then: not counted here)."""
+LIMITED_INSIDE_MAX = QUEUED_INSIDE_MAX + 15
+"""Commands scripts run for such a request (measured 37 before this bound: enqueue 22, pick 10,
+deliver 5; 46 before issue #43). Its admission inside the enqueue: `TIME` (the enqueue then uses
+it, none of its own), the lease set's `ZCARD` (cleaned only when it looks full), 2 `HMGET`, the
+spend's `HGET`, the reservations' `ZRANGE` (cleaned only when one expired), then 2 × (`HSET` +
+`PEXPIRE`) for the buckets and `ZADD` + `PEXPIRE` for the reservation and for the lease; the
+delivery's `ZREM` of the lease."""
 STREAM_MAX = 1
 """Commands per stream, served by the ingress (5 before, 2 before the ingress kept its health reads):
 the breaker record with the speed sample (often after the window, as above: the fewest is then 0)."""
@@ -129,3 +143,7 @@ def test_commands_per_queued_request_of_a_key_with_limits_and_a_hard_budget(
         f"limited over plain: +{limited.fewest - plain.fewest} client commands, "
         f"+{len(_inside(limited)) - len(_inside(plain))} inside scripts"
     )
+    assert limited.fewest <= LIMITED_QUEUED_MAX
+    round_trips = [line for line in limited.commands if not line.startswith("lua:")]
+    if len(round_trips) == LIMITED_QUEUED_MAX - 1 and all("{jobs}" in line for line in round_trips):
+        assert len(_inside(limited)) <= LIMITED_INSIDE_MAX, _inside(limited)
