@@ -5,7 +5,9 @@ either a held admission (its lease renewed until the answer has been sent,
 its `x-ratelimit-*` headers) or a `RequestRejected`: 400 for a `max_tokens`
 / `max_completion_tokens` / `n` above a ceiling, 429 `rate_limit_exceeded`
 with `Retry-After`, `retry-after-ms` and OpenAI's `x-ratelimit-*` headers
-for a limit reached. A key with no counted limit costs no Redis call.
+for a limit reached. A key with no counted limit costs no Redis call; an
+unkeyed queued request's admission runs in its enqueue's script (`Limiter.gate`),
+and its worker frees its slots and charges its `tpm` (`worker_settles`).
 Must not import: `turnout_ingress.app`.
 
 Redis unreachable: 503 `redis_unavailable` (the queue needs Redis anyway;

@@ -5,7 +5,8 @@ pipeline behind it, written once: authenticate (401) → read the body (413) →
 surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
 `prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
 (`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits and
-the worst case reserved against a hard budget, one Lua call (429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
+the worst case reserved against a hard budget, one Lua call (429; for an unkeyed queued request
+the enqueue's own script, `Limiter.gate`, and its worker frees and settles it) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
 the queue (SPEC §1: no upstream call on the ingress for it), answered by the worker →
 the answer rendered by the surface in its own shape (its usage settles `tpm`), then a stateful surface's `settle`
 hook (a stream settles in its own renderer, before its last frame). A refusal at any step raises
