@@ -18,7 +18,10 @@ the calls per request and the median and mean µs per call from the slow log
 (its last `--slowlog` entries: the end of that run; wall time, so a busy
 machine inflates them).
 
-Usage: .venv/bin/python bench/redis_time.py [--concurrency 50] [--duration 8]
+`--unix`: the processes reach Redis on a Unix socket instead of TCP on
+127.0.0.1 (what a co-located Redis saves of each round trip).
+
+Usage: .venv/bin/python bench/redis_time.py [--concurrency 50] [--duration 8] [--unix]
 
 Bounded by time; traffic goes to 127.0.0.1 only.
 """
@@ -59,10 +62,10 @@ def load(py: str, yardstick: Path, base: str, mock: str, concurrency: int, durat
     return float(json.loads(out.read_text())["summary"][0]["gateway"]["rps"])
 
 
-def cpu_s(client: redis.Redis) -> float:
-    """Redis's own CPU seconds so far (user + system)."""
+def cpu_s(client: redis.Redis) -> tuple[float, float]:
+    """Redis's own CPU seconds so far: (user, system)."""
     info = client.info("cpu")
-    return float(info["used_cpu_sys"]) + float(info["used_cpu_user"])
+    return float(info["used_cpu_user"]), float(info["used_cpu_sys"])
 
 
 def by_script(entries: list[dict[str, object]]) -> dict[str, list[int]]:
@@ -82,12 +85,13 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=50)
     parser.add_argument("--duration", type=float, default=8)
     parser.add_argument("--slowlog", type=int, default=50_000)
+    parser.add_argument("--unix", action="store_true", help="Redis on a Unix socket instead of TCP on 127.0.0.1")
     parser.add_argument("--yardstick", type=Path, default=HERE.parent.parent / "shared" / "bench")
     args = parser.parse_args()
     py = yardstick_python()
     fleet = Fleet()
     try:
-        _, url = fleet.redis()
+        _, url = fleet.redis(unix=args.unix)
         port = free_port()
         fleet.spawn("mock", [py, str(args.yardstick / "mock_upstream.py"), "--port", str(port)])
         mock = f"http://127.0.0.1:{port}"
@@ -100,10 +104,14 @@ def main() -> int:
         out = Path(tempfile.mkdtemp(prefix="turnout-redis-time-")) / "load.json"
         load(py, args.yardstick, base, mock, args.concurrency, 3, out)
         client.config_resetstat()
+        reads = int(client.info("stats")["total_reads_processed"])
         before = cpu_s(client)
         rps = load(py, args.yardstick, base, mock, args.concurrency, args.duration, out)
-        spent = cpu_s(client) - before
+        after = cpu_s(client)
+        user, system = after[0] - before[0], after[1] - before[1]
+        spent = user + system
         stats = client.info("commandstats")
+        reads = int(client.info("stats")["total_reads_processed"]) - reads
         client.config_set("slowlog-log-slower-than", 0)  # a run of its own: the log costs Redis CPU
         client.config_set("slowlog-max-len", args.slowlog)
         client.slowlog_reset()
@@ -111,8 +119,10 @@ def main() -> int:
         requests = rps * (args.duration + 1)  # as the load generator counts (its warm-up included)
         per_request = 1000 * spent / requests
         print(
-            f"c={args.concurrency}, {rps:,.0f} req/s, ~{requests:,.0f} requests; Redis CPU {per_request:.3f} ms per request"
+            f"c={args.concurrency}, {rps:,.0f} req/s, ~{requests:,.0f} requests; Redis CPU {per_request:.3f} ms per request "
+            f"(user {1000 * user / requests:.3f}, system {1000 * system / requests:.3f})"
         )
+        print(f"socket reads per request (about one per round trip): {reads / requests:.2f}")
         print(f"one Redis core's ceiling for the fleet: ~{1000 / per_request:,.0f} req/s\n")
         print("| command | calls per request | µs per request | µs per call |\n|---|---|---|---|")
         for name, row in sorted(stats.items(), key=lambda kv: -float(kv[1]["usec"]))[:20]:

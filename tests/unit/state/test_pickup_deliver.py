@@ -11,22 +11,9 @@ from typing import Any
 
 from redis.asyncio import Redis
 
+from support.redis_trips import CountingRedis
 from turnout.state import keys
 from turnout.state.pickup_store import PickupStore
-
-
-class CountingRedis(Redis):
-    """A client that counts its round trips: single commands and pipeline executions."""
-
-    trips = 0
-
-    async def execute_command(self, *args: Any, **options: Any) -> Any:
-        CountingRedis.trips += 1
-        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
-
-    def pipeline(self, transaction: bool = True, shard_hint: Any = None) -> Any:
-        CountingRedis.trips += 1
-        return super().pipeline(transaction, shard_hint)
 
 
 async def _queued_job(redis: Redis, job_id: str) -> None:

@@ -43,6 +43,7 @@ from turnout.state.jobs.liveness import IngressLease
 from turnout.state.jobs.replicated import ReplicaWait, run_then_wait
 from turnout.state.limit_store import Admission, AdmitCall
 from turnout.state.listen import Message, listen_forever
+from turnout.state.script_batch import ScriptBatch
 from turnout.wire import JobPayload, JobResult, result_decoder
 
 log = logging.getLogger("turnout.queue")
@@ -146,7 +147,11 @@ class JobQueue:
         self._pushing: set[str] = set()  # enqueues in flight: not yet known to Redis, never called lost
         self.idempotency = Idempotency(redis)
         self._enqueue = redis.register_script(ENQUEUE)
+        self._enqueues = ScriptBatch(redis, self._enqueue, name="turnout-enqueue", send_abandoned=False)
         self._admit_enqueue = redis.register_script(ADMIT_ENQUEUE)
+        self._admit_enqueues = ScriptBatch(
+            redis, self._admit_enqueue, name="turnout-admit-enqueue", send_abandoned=False
+        )
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
         self._lease = IngressLease(redis, self._channel)  # its jobs are withdrawn unrun once it is gone
@@ -363,17 +368,14 @@ class JobQueue:
                 max_jobs_ahead(expires_ms, capacity),
                 int(payload.keyed),
             ]
-            script = self._enqueue
+            script, batch = self._enqueue, self._enqueues
             if gate is not None:
-                script, job_keys, job_args = (
-                    self._admit_enqueue,
-                    [*job_keys, *gate.call.keys],
-                    [*job_args, *gate.call.args],
-                )
+                script, batch = self._admit_enqueue, self._admit_enqueues
+                job_keys, job_args = [*job_keys, *gate.call.keys], [*job_args, *gate.call.args]
             wait = self._replica_wait
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S + (0 if wait is None else wait.timeout_ms / 1000)):
                 if wait is None:
-                    reply = await script(keys=job_keys, args=job_args)
+                    reply = await batch(job_keys, job_args)  # concurrent enqueues share a round trip
                 else:
                     reply = await run_then_wait(self._redis, script, job_keys, job_args, wait)
         except STATE_ERRORS as exc:

@@ -12,7 +12,6 @@ Must not import: services, FastAPI, httpx, arq.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
@@ -22,6 +21,7 @@ from redis.exceptions import NoScriptError
 
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
+from turnout.state.script_batch import ScriptBatch
 
 # KEYS: in-progress key, queue, try key, job key   ARGV: job id, in-progress ttl ms
 # Claims one queued job that no worker holds and that is due (a re-queued one: its worker died or
@@ -146,16 +146,6 @@ return 1
 """
 
 
-_Delivery = tuple[list[str], list[Any], "asyncio.Future[None]"]
-"""One answer waiting to be delivered: `_DELIVER`'s keys and arguments, and its caller's future."""
-
-
-def _retrieved(done: asyncio.Future[None]) -> None:
-    """Mark a failed delivery's exception as seen (its caller may have stopped waiting)."""
-    if not done.cancelled():
-        done.exception()
-
-
 class Picked(NamedTuple):
     """One job `_PICK` or `_CLAIM` claimed, with what its run needs.
 
@@ -205,10 +195,8 @@ class PickupStore:
         self._ttl_ms = int(lease_s * 1000)
         self._claim = redis.register_script(_CLAIM)
         self._pick = redis.register_script(_PICK)
-        self._deliver = redis.register_script(_DELIVER)
+        self._deliver = ScriptBatch(redis, redis.register_script(_DELIVER), name="turnout-deliver", send_abandoned=True)
         self._drop = redis.register_script(_DROP)
-        self._deliveries: list[_Delivery] = []  # waiting for the next round trip
-        self._delivering: asyncio.Task[None] | None = None
 
     def _pick_args(self, free: int, rung: int) -> list[Any]:
         """`_PICK`'s arguments: claim up to `free` jobs, `rung` doorbell entries popped by the caller."""
@@ -331,9 +319,6 @@ class PickupStore:
         (one pipeline of `_DELIVER` calls, each its own script run). The delivery runs in its own
         task: a caller cancelled while it waits does not withdraw an answer already handed over.
         """
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[None] = loop.create_future()
-        done.add_done_callback(_retrieved)
         names = [
             keys.result_key(job_id),
             keys.IN_PROGRESS_PREFIX + job_id,
@@ -342,39 +327,4 @@ class PickupStore:
             self._queue,
             *release,
         ]
-        self._deliveries.append((names, [result, ttl_s, reply_to, job_id], done))
-        if self._delivering is None or self._delivering.done() or self._delivering.get_loop() is not loop:
-            self._delivering = loop.create_task(self._deliver_queued(), name="turnout-deliver")
-        await done  # not shielded (a step fewer): a caller cancelled cancels only its wait, `_deliver_queued` skips it
-
-    async def _deliver_queued(self) -> None:
-        """Deliver what is queued, a round trip per batch, until nothing is."""
-        while self._deliveries:
-            batch, self._deliveries = self._deliveries, []
-            try:
-                if len(batch) == 1:
-                    names, args, _ = batch[0]
-                    await self._deliver(keys=names, args=args)
-                else:
-                    await self._deliver_batch(batch)
-            except Exception as exc:  # noqa: BLE001 - handed to each caller, which raises it (`maps_state_errors`)
-                for *_, done in batch:
-                    if not done.done():
-                        done.set_exception(exc)
-                continue
-            for *_, done in batch:
-                if not done.done():
-                    done.set_result(None)
-
-    async def _deliver_batch(self, batch: list[_Delivery]) -> None:
-        """`_DELIVER` for each of `batch` in one pipeline; a script Redis does not hold (restarted)
-        is run again one by one, which loads it."""
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for names, args, _ in batch:
-                pipe.evalsha(self._deliver.sha, len(names), *names, *args)
-            replies = await pipe.execute(raise_on_error=False)
-        for (names, args, _), reply in zip(batch, replies):
-            if isinstance(reply, NoScriptError):
-                await self._deliver(keys=names, args=args)
-            elif isinstance(reply, Exception):
-                raise reply
+        await self._deliver(names, [result, ttl_s, reply_to, job_id])
