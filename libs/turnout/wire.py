@@ -61,6 +61,14 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
             (`turnout.state.limit_store.Lease.holds`): the worker settles them with the job's
             cost in one ledger write (`turnout.state.spend_store.SpendLedger.settle`). Encoded
             only when the key has a hard budget: a worker of the version before it refuses it.
+        lease_sets: the concurrency lease sets the request holds (`Lease.sets`, the job id its
+            member): the worker frees them in its answer's delivery (`PickupStore.deliver`).
+        tpm: (`tpm` bucket, its limit) of each scope of the key with a `tpm` limit, and
+        estimate: the tokens admission charged them: the worker charges the difference from
+            its answer's usage in its ledger write (`SpendLedger.charge`).
+            `lease_sets`, `tpm` and `estimate` are set only when the request was admitted in its
+            enqueue's own script (issue #43), encoded only then: a worker of the version before
+            them refuses the job instead of leaving its slots held and its usage uncharged.
     """
 
     request_id: str
@@ -81,6 +89,9 @@ class JobPayload(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     native: Native | None = None
     keyed: bool = False
     holds: tuple[tuple[str, str], ...] = ()
+    lease_sets: tuple[str, ...] = ()
+    tpm: tuple[tuple[str, int], ...] = ()
+    estimate: int = 0
 
 
 class JobResult(msgspec.Struct, frozen=True, kw_only=True):

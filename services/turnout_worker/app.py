@@ -23,6 +23,7 @@ from turnout.catalog.watch import CatalogWatch
 from turnout.config import Config
 from turnout.core.liveness import may_run
 from turnout.core.plan import NoMatchingOffer, UnknownModel
+from turnout.core.reserve import answer_tokens
 from turnout.errors import GatewayUnavailable
 from turnout.observability.jsonlog import configure_logging
 from turnout.observability.telemetry import request_span
@@ -122,9 +123,16 @@ async def shutdown(ctx: dict[str, Any]) -> None:
 
 
 async def _deliver(ctx: dict[str, Any], payload: JobPayload, result: JobResult) -> None:
+    """Deliver `result`, freeing the request's concurrency slots in the same script; its `tpm`
+    charge settled to the answer's usage goes with the ledger's next write (issue #43)."""
     worker: PushWorker = ctx["worker"]
     ttl_s = ctx["turnout"].config.raw.gateway.result_ttl_s
-    await worker.deliver(payload.request_id, payload.reply_to, result_encoder.encode(result), ttl_s)
+    if payload.tpm and result.status_code == 200:
+        used = answer_tokens(result.body)
+        if used is not None:
+            ctx["turnout"].runtime.obs.spend.charge(payload.org, payload.tpm, used - payload.estimate)
+    encoded = result_encoder.encode(result)
+    await worker.deliver(payload.request_id, payload.reply_to, encoded, ttl_s, payload.lease_sets)
 
 
 async def chat_completion(ctx: dict[str, Any], raw_payload: bytes) -> str:

@@ -307,8 +307,9 @@ class JobRunner:
             del self.job_tasks[job_id]
         return "drop"
 
-    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
-        """Store and publish a job's answer and finish the job, in one round trip (`PickupStore.deliver`).
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int, release: Sequence[str] = ()) -> None:
+        """Store and publish a job's answer and finish the job, in one round trip (`PickupStore.deliver`),
+        freeing the concurrency slots of `release` (the request's lease sets) in it.
 
         After this, a re-run of the job (its worker died before the job's end) finds the stored
         answer and makes no upstream call; the run's own end writes nothing.
@@ -323,15 +324,17 @@ class JobRunner:
             StateUnavailable: Redis unreachable, and the answer not kept (bounds) or let go (`KEEP_S`).
         """
         try:
-            await self.store.deliver(job_id, reply_to, result, ttl_s)
+            await self.store.deliver(job_id, reply_to, result, ttl_s, release)
         except StateUnavailable as exc:
             if not may_keep(len(self._kept), sum(self._kept.values()), len(result), max_answers=self.max_jobs):
                 raise
             log.warning("job %s: answer not delivered (%s); kept until Redis is back", job_id, exc.kind)
-            await self._deliver_kept(job_id, reply_to, result, ttl_s)
+            await self._deliver_kept(job_id, reply_to, result, ttl_s, release)
         self._delivered.add(job_id)
 
-    async def _deliver_kept(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+    async def _deliver_kept(
+        self, job_id: str, reply_to: str, result: bytes, ttl_s: int, release: Sequence[str] = ()
+    ) -> None:
         """Deliver a kept answer until Redis takes it or `KEEP_S` pass (`deliver`)."""
         claimed = self.claims.get(job_id)
         if claimed is not None:
@@ -343,7 +346,7 @@ class JobRunner:
             while True:
                 await asyncio.sleep(retry_delay_s(failures))
                 try:
-                    await self.store.deliver(job_id, reply_to, result, ttl_s)
+                    await self.store.deliver(job_id, reply_to, result, ttl_s, release)
                 except StateUnavailable as exc:
                     failures += 1
                     if not still_kept(first, time.monotonic()):

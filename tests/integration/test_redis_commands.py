@@ -21,8 +21,20 @@ from support.redis_count import RequestCommands, commands_per_request
 pytestmark = pytest.mark.integration
 
 KEY = "tk-test-rediscount-000001"
+LIMITED_KEY = "tk-test-rediscount-limited"
 
-CONFIG = one_model_config("count-ok")
+CONFIG = (
+    one_model_config("count-ok")
+    + """\
+      - name: limited
+        key: {limited}
+        settings:
+          limits: {{rpm: 10000000, tpm: 1000000000, max_concurrent: 100000}}
+          budget: {{usd: 1000000, period: day, hard: true}}
+"""
+)
+"""Org `acme`'s key `main`, and a key with limits (`rpm`, `tpm`, `max_concurrent`) and a hard
+budget, never reached."""
 
 QUEUED_MAX = 5
 """Commands per queued (non-streaming) request (18 before folding, 6 before the ingress kept its
@@ -43,16 +55,32 @@ lease with one `SET NX PX` and counted a first try with one `SET NX EX`, the pic
 ring instead of popping it empty, read the org's next job with its head and took the doorbell
 entries with one `LPOP count`, and the enqueue looked a job id up only for keyed jobs): enqueue 8,
 pick 10, deliver 4."""
+LIMITED_QUEUED_MAX = QUEUED_MAX
+"""Commands per queued request of a key with `rpm`, `tpm`, `max_concurrent` and a hard budget (9
+before, issue #43: a spend read, the admission script, the enqueue; the `tpm` charge, the lease's
+`ZREM` and the reservation's settlement script after the answer): the same round trips as a plain
+key's. Its admission runs in the enqueue's script; its worker frees its slots in the delivery
+script; its `tpm` charge and its reservation's settlement ride with the worker's spend write, one
+script per org per flush (every 0.25 s, shared by every request of the org then: not counted here)."""
+LIMITED_INSIDE_MAX = QUEUED_INSIDE_MAX + 15
+"""Commands scripts run for such a request (measured 37 before this bound: enqueue 22, pick 10,
+deliver 5; 46 before issue #43). Its admission inside the enqueue: `TIME` (the enqueue then uses
+it, none of its own), the lease set's `ZCARD` (cleaned only when it looks full), 2 `HMGET`, the
+spend's `HGET`, the reservations' `ZRANGE` (cleaned only when one expired), then 2 × (`HSET` +
+`PEXPIRE`) for the buckets and `ZADD` + `PEXPIRE` for the reservation and for the lease; the
+delivery's `ZREM` of the lease."""
 STREAM_MAX = 1
 """Commands per stream, served by the ingress (5 before, 2 before the ingress kept its health reads):
 the breaker record with the speed sample (often after the window, as above: the fewest is then 0)."""
 
 
-def _sender(gw: Gateway, client: httpx.Client, *, stream: bool) -> Callable[[], None]:
+def _sender(gw: Gateway, client: httpx.Client, *, stream: bool, key: str = KEY) -> Callable[[], None]:
     body = {"model": "ok", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 5, "stream": stream}
 
     def send() -> None:
-        response = client.post(f"{gw.base_url}/v1/chat/completions", json=body)
+        response = client.post(
+            f"{gw.base_url}/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}
+        )
         assert response.status_code == 200, response.text
         assert not stream or b"[DONE]" in response.content
 
@@ -73,7 +101,7 @@ def fleet_gw(request: pytest.FixtureRequest) -> Iterator[tuple[int, Gateway]]:
     require_redis()
     fleet = Fleet()
     try:
-        yield request.param, start_gateway(fleet, CONFIG, workers=request.param, key=KEY)
+        yield request.param, start_gateway(fleet, CONFIG, workers=request.param, key=KEY, limited=LIMITED_KEY)
     finally:
         fleet.stop_all()
 
@@ -93,3 +121,29 @@ def test_commands_per_queued_request_and_stream(fleet_gw: tuple[int, Gateway]) -
         inside = [line for line in queued.commands if line.startswith("lua:")]
         assert len(inside) <= QUEUED_INSIDE_MAX, inside
     assert streamed.fewest <= STREAM_MAX
+
+
+def _inside(counted: RequestCommands) -> list[str]:
+    """The commands scripts ran in the fewest window, when it holds one request's round trips alone."""
+    return [line for line in counted.commands if line.startswith("lua:")]
+
+
+def test_commands_per_queued_request_of_a_key_with_limits_and_a_hard_budget(
+    fleet_gw: tuple[int, Gateway],
+) -> None:
+    workers, gw = fleet_gw
+    if workers != 1:
+        pytest.skip("counted with one worker")
+    with httpx.Client(timeout=30) as client:
+        plain = commands_per_request(gw.redis_url, _sender(gw, client, stream=False), n=20)
+        limited = commands_per_request(gw.redis_url, _sender(gw, client, stream=False, key=LIMITED_KEY), n=20)
+    _show("queued request, plain key", plain)
+    _show("queued request, key with limits and a hard budget", limited)
+    print(
+        f"limited over plain: +{limited.fewest - plain.fewest} client commands, "
+        f"+{len(_inside(limited)) - len(_inside(plain))} inside scripts"
+    )
+    assert limited.fewest <= LIMITED_QUEUED_MAX
+    round_trips = [line for line in limited.commands if not line.startswith("lua:")]
+    if len(round_trips) == LIMITED_QUEUED_MAX - 1 and all("{jobs}" in line for line in round_trips):
+        assert len(_inside(limited)) <= LIMITED_INSIDE_MAX, _inside(limited)

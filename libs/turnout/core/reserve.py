@@ -35,6 +35,7 @@ Rules:
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -89,8 +90,9 @@ def worst_case_usd(prompt: int, completion: int, n: int, prices: Sequence[tuple[
 
 def fits(budget_micro: int, spent_micro: int, reserved_micro: int, worst_micro: int) -> bool:
     """True when a request of worst case `worst_micro` fits a budget of `budget_micro`
-    already spent `spent_micro` with `reserved_micro` held by requests in flight."""
-    return spent_micro + reserved_micro + worst_micro <= budget_micro
+    already spent `spent_micro` with `reserved_micro` held by requests in flight; a budget
+    already spent fits nothing, not even a worst case of 0 (`turnout.core.budget.decide`)."""
+    return spent_micro < budget_micro and spent_micro + reserved_micro + worst_micro <= budget_micro
 
 
 def charged(level: int, estimate: int, used: int, window_ms: int) -> int:
@@ -135,3 +137,13 @@ def reported_tokens(answer: Mapping[str, Any]) -> int | None:
     if isinstance(metadata, Mapping) and "totalTokenCount" in metadata:
         return _count(metadata.get("totalTokenCount"))
     return None
+
+
+def answer_tokens(body: bytes) -> int | None:
+    """The tokens a successful answer's body reports (`reported_tokens`), or None: not JSON,
+    or no usage in it."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return None
+    return reported_tokens(answer) if isinstance(answer, dict) else None

@@ -37,6 +37,11 @@ class LeaseKeeper:
         if lease.held:
             self._held[lease.id] = lease
 
+    def forget(self, lease: Lease) -> None:
+        """Stop renewing `lease` without freeing it (whoever ended its request frees it: a worker
+        in its answer's delivery); a renewal already sent keeps a freed lease freed (`ZADD XX`)."""
+        self._held.pop(lease.id, None)
+
     async def release(self, lease: Lease) -> None:
         """Stop renewing `lease` and free its slots; safe to call twice; never raises."""
         self._held.pop(lease.id, None)

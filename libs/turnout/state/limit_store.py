@@ -38,6 +38,7 @@ from turnout.core.limits import (
 )
 from turnout.core.reserve import SETTLE_HOLD_MS
 from turnout.state import keys
+from turnout.state.admit_lua import ADMIT
 from turnout.state.errors import maps_state_errors
 
 log = logging.getLogger("turnout.limits")
@@ -53,127 +54,6 @@ def now_ms_lua(arg: int | str) -> str:
         "end\n"
     )
 
-
-# KEYS: per scope, 4 keys: rpm bucket, tpm bucket, lease set, stream lease set;
-#       then per hard budget, 2 keys: its period's spend hash, its reservation set
-# ARGV: now ms ('' = Redis TIME), lease id, lease ms, tokens, stream (0/1), window ms,
-#       concurrency retry ms, scope count, then per scope: rpm, tpm, max_concurrent,
-#       max_streams (0 = none), then per budget: ledger field, budget µUSD, worst case µUSD
-# Returns: {refused limit, 'budget' or '', refused scope or budget (0-based), wait ms (-1 never
-#           fits), now ms, spent µUSD and held µUSD of the refusing budget (else 0, 0),
-#           then per scope: rpm level before, rpm level after, tpm before, tpm after (-1 = no limit)}
-# A reservation is a member `<lease id> <µUSD>` of the budget's set, scored by its expiry
-# (epoch ms): expired members are dropped before the sum (`turnout.core.reserve.fits`).
-_ADMIT = (
-    now_ms_lua(1)
-    + """
-local lease_ms = tonumber(ARGV[3])
-local tokens = tonumber(ARGV[4])
-local stream = ARGV[5] == '1'
-local W = tonumber(ARGV[6])
-local RETRY = tonumber(ARGV[7])
-local n = tonumber(ARGV[8])
-local refused, refused_scope, refused_wait = '', 0, 0
-local levels = {}
-local writes = {}
-local function longer(w, than)
-  if than == -1 then return false end
-  return w == -1 or w > than
-end
-for i = 1, n do
-  local k = (i - 1) * 4
-  local a = 8 + (i - 1) * 4
-  local rpm, tpm = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
-  local conc, streams = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local waits = {}
-  if conc > 0 then
-    redis.call('zremrangebyscore', KEYS[k + 3], '-inf', now)
-    if redis.call('zcard', KEYS[k + 3]) >= conc then waits[#waits + 1] = {'max_concurrent', RETRY} end
-  end
-  if stream and streams > 0 then
-    redis.call('zremrangebyscore', KEYS[k + 4], '-inf', now)
-    if redis.call('zcard', KEYS[k + 4]) >= streams then waits[#waits + 1] = {'max_streams', RETRY} end
-  end
-  local meters = {{'rpm', rpm, 1, KEYS[k + 1]}, {'tpm', tpm, tokens, KEYS[k + 2]}}
-  for j = 1, 2 do
-    local name, limit, cost, key = meters[j][1], meters[j][2], meters[j][3], meters[j][4]
-    if limit > 0 then
-      local st = redis.call('hmget', key, 'l', 't')
-      local level = tonumber(st[1]) or 0
-      local elapsed = now - (tonumber(st[2]) or 0)
-      if elapsed > 0 then
-        level = math.max(0, level - elapsed * limit)
-      end
-      local capacity = limit * W
-      local new = level + cost * W
-      if cost > limit then
-        waits[#waits + 1] = {name, -1}
-        new = level
-      elseif new > capacity then
-        waits[#waits + 1] = {name, math.ceil((new - capacity) / limit)}
-        new = level
-      else
-        writes[#writes + 1] = {key, new}
-      end
-      levels[#levels + 1] = level
-      levels[#levels + 1] = new
-    else
-      levels[#levels + 1] = -1
-      levels[#levels + 1] = -1
-    end
-  end
-  for _, w in ipairs(waits) do
-    if refused == '' or longer(w[2], refused_wait) then
-      refused, refused_scope, refused_wait = w[1], i - 1, w[2]
-    end
-  end
-end
-local nb = (#KEYS - 4 * n) / 2
-local b_spent, b_held = 0, 0
-if refused == '' then
-  for b = 1, nb do
-    local sk, rk = KEYS[4 * n + 2 * b - 1], KEYS[4 * n + 2 * b]
-    local ba = 8 + 4 * n + 3 * (b - 1)
-    local spent = math.ceil((tonumber(redis.call('hget', sk, ARGV[ba + 1])) or 0) * 1000000 - 0.000001)
-    redis.call('zremrangebyscore', rk, '-inf', now)
-    local reserved = 0
-    for _, m in ipairs(redis.call('zrange', rk, 0, -1)) do
-      reserved = reserved + (tonumber(string.match(m, ' (%d+)$')) or 0)
-    end
-    if spent + reserved + tonumber(ARGV[ba + 3]) > tonumber(ARGV[ba + 2]) then
-      refused, refused_scope, refused_wait, b_spent, b_held = 'budget', b - 1, -1, spent, reserved
-      break
-    end
-  end
-end
-if refused == '' then
-  for _, w in ipairs(writes) do
-    redis.call('hset', w[1], 'l', string.format('%d', w[2]), 't', string.format('%d', now))
-    redis.call('pexpire', w[1], W)
-  end
-  for b = 1, nb do
-    local rk = KEYS[4 * n + 2 * b]
-    redis.call('zadd', rk, now + lease_ms, ARGV[2] .. ' ' .. ARGV[8 + 4 * n + 3 * (b - 1) + 3])
-    redis.call('pexpire', rk, lease_ms * 2)
-  end
-  for i = 1, n do
-    local k = (i - 1) * 4
-    local a = 8 + (i - 1) * 4
-    if tonumber(ARGV[a + 3]) > 0 then
-      redis.call('zadd', KEYS[k + 3], now + lease_ms, ARGV[2])
-      redis.call('pexpire', KEYS[k + 3], lease_ms * 2)
-    end
-    if stream and tonumber(ARGV[a + 4]) > 0 then
-      redis.call('zadd', KEYS[k + 4], now + lease_ms, ARGV[2])
-      redis.call('pexpire', KEYS[k + 4], lease_ms * 2)
-    end
-  end
-end
-local out = {refused, refused_scope, refused_wait, now, string.format('%d', b_spent), string.format('%d', b_held)}
-for _, v in ipairs(levels) do out[#out + 1] = string.format('%d', v) end
-return out
-"""
-)
 
 # KEYS: lease sets   ARGV: lease id, lease ms, now ms ('' = Redis TIME)
 _RENEW = (
@@ -255,6 +135,49 @@ class Admission(msgspec.Struct, frozen=True, kw_only=True):
     held_micro: int = 0
 
 
+class AdmitCall(msgspec.Struct, frozen=True, kw_only=True):
+    """One admission as a script's KEYS and ARGV slice (`turnout.state.admit_lua`), and its reply's reading.
+
+    Attributes:
+        keys / args: the admission's KEYS and ARGV.
+        scopes: the scopes it checks (order of the reply's levels).
+        lease: what the request holds once admitted (its lease sets and reservations).
+    """
+
+    keys: list[str]
+    args: list[str | int]
+    scopes: tuple[ScopeLimits, ...]
+    lease: Lease
+
+    def parse(self, raw: Sequence[Any]) -> Admission:
+        """The `Admission` the script's reply (`admit_out`) says."""
+        refused, scope_index, wait_ms = _text(raw[0]), int(raw[1]), int(raw[2])
+        levels = [int(v) for v in raw[6:]]
+        admitted = refused == ""
+        pick = 1 if admitted else 0
+        meters: dict[str, list[Quota]] = {"rpm": [], "tpm": []}
+        for i, scope in enumerate(self.scopes):
+            for j, (name, limit) in enumerate((("rpm", scope.limits.rpm), ("tpm", scope.limits.tpm))):
+                if limit is not None:
+                    meters[name].append(quota(levels[i * 4 + j * 2 + pick], limit))
+        requests, tokens = tightest(meters["rpm"]), tightest(meters["tpm"])
+        if refused == "budget":
+            return Admission(
+                verdict=Verdict(refusal=None, requests=requests, tokens=tokens),
+                lease=Lease(id=self.lease.id),
+                budget_refused=scope_index,
+                spent_micro=int(raw[4]),
+                held_micro=int(raw[5]),
+            )
+        if admitted:
+            return Admission(verdict=Verdict(refusal=None, requests=requests, tokens=tokens), lease=self.lease)
+        limit_name: LimitName = refused  # type: ignore[assignment]
+        refusal = Refusal(limit=limit_name, scope=scope_index, retry_after_ms=None if wait_ms < 0 else wait_ms)
+        return Admission(
+            verdict=Verdict(refusal=refusal, requests=requests, tokens=tokens), lease=Lease(id=self.lease.id)
+        )
+
+
 def keys_of(scope: ScopeLimits, family: str = "") -> list[str]:
     """The scope's counters: rpm bucket, tpm bucket, lease set, stream lease set (`family`
     prefixed to their names: a route with counters of its own, `count:` for count_tokens)."""
@@ -275,11 +198,28 @@ class LimitStore:
     def __init__(self, redis: Redis, *, lease_ms: int = 30_000) -> None:
         self._redis = redis
         self.lease_ms = lease_ms
-        self._admit = redis.register_script(_ADMIT)
+        self._admit = redis.register_script(ADMIT)
         self._renew = redis.register_script(_RENEW)
         self._settle = redis.register_script(_SETTLE)
 
-    async def admit(
+    async def admit(self, scopes: Sequence[ScopeLimits], demand: Demand, lease_id: str, **options: Any) -> Admission:
+        """Admit or refuse a request against every scope's limits in one Lua call (`call`'s
+        arguments and options: `reservations`, `family`, `now_ms`).
+
+        Raises:
+            StateUnavailable: Redis unreachable (the caller decides what that means).
+        """
+        return await self.run(self.call(scopes, demand, lease_id, **options))
+
+    async def run(self, call: AdmitCall) -> Admission:
+        """Run an admission `call` (`call`) alone: `admit` in two steps.
+
+        Raises:
+            StateUnavailable: Redis unreachable.
+        """
+        return call.parse(await self._admit(keys=call.keys, args=call.args))
+
+    def call(
         self,
         scopes: Sequence[ScopeLimits],
         demand: Demand,
@@ -288,8 +228,9 @@ class LimitStore:
         reservations: Sequence[Reservation] = (),
         family: str = "",
         now_ms: int | None = None,
-    ) -> Admission:
-        """Admit or refuse a request against every scope's limits in one Lua call.
+    ) -> AdmitCall:
+        """The admission's KEYS and ARGV (`turnout.state.admit_lua`) and how to read its reply,
+        for `run` or a script that runs it with its own work (the enqueue's).
 
         Args:
             scopes: the limits that apply (org, squad, key order).
@@ -299,9 +240,6 @@ class LimitStore:
             reservations: the hard budgets to reserve the worst case against (all or none).
             family: the counters' family (`keys_of`): "" for model calls.
             now_ms: the time to decide at, epoch ms; None = Redis `TIME`.
-
-        Raises:
-            StateUnavailable: Redis unreachable (the caller decides what that means).
         """
         key_list: list[str] = []
         args: list[str | int] = [
@@ -314,47 +252,23 @@ class LimitStore:
             CONCURRENCY_RETRY_MS,
             len(scopes),
         ]
+        sets: list[str] = []
         for scope in scopes:
-            key_list += keys_of(scope, family)
+            scope_keys = keys_of(scope, family)
+            key_list += scope_keys
             lim = scope.limits
             args += [lim.rpm or 0, lim.tpm or 0, lim.max_concurrent or 0, lim.max_streams or 0]
+            if lim.max_concurrent is not None:
+                sets.append(scope_keys[2])
+            if demand.stream and lim.max_streams is not None:
+                sets.append(scope_keys[3])
         for reservation in reservations:
             key_list += [reservation.spend_key, reservation.set_key]
             args += [reservation.field, reservation.budget_micro, reservation.worst_micro]
-        raw = await self._admit(keys=key_list, args=args)
-        refused, scope_index, wait_ms = _text(raw[0]), int(raw[1]), int(raw[2])
-        levels = [int(v) for v in raw[6:]]
-        admitted = refused == ""
-        pick = 1 if admitted else 0
-        meters: dict[str, list[Quota]] = {"rpm": [], "tpm": []}
-        for i, scope in enumerate(scopes):
-            for j, (name, limit) in enumerate((("rpm", scope.limits.rpm), ("tpm", scope.limits.tpm))):
-                if limit is not None:
-                    meters[name].append(quota(levels[i * 4 + j * 2 + pick], limit))
-        refusal = None
-        if refused == "budget":
-            verdict = Verdict(refusal=None, requests=tightest(meters["rpm"]), tokens=tightest(meters["tpm"]))
-            return Admission(
-                verdict=verdict,
-                lease=Lease(id=lease_id),
-                budget_refused=scope_index,
-                spent_micro=int(raw[4]),
-                held_micro=int(raw[5]),
-            )
-        if not admitted:
-            limit_name: LimitName = refused  # type: ignore[assignment]
-            refusal = Refusal(limit=limit_name, scope=scope_index, retry_after_ms=None if wait_ms < 0 else wait_ms)
-        verdict = Verdict(refusal=refusal, requests=tightest(meters["rpm"]), tokens=tightest(meters["tpm"]))
-        sets: list[str] = []
-        if admitted:
-            for scope in scopes:
-                conc_key, streams_key = keys_of(scope, family)[2:]
-                if scope.limits.max_concurrent is not None:
-                    sets.append(conc_key)
-                if demand.stream and scope.limits.max_streams is not None:
-                    sets.append(streams_key)
         holds = tuple((r.set_key, f"{lease_id} {r.worst_micro}") for r in reservations)
-        return Admission(verdict=verdict, lease=Lease(id=lease_id, sets=tuple(sets), holds=holds))
+        return AdmitCall(
+            keys=key_list, args=args, scopes=tuple(scopes), lease=Lease(id=lease_id, sets=tuple(sets), holds=holds)
+        )
 
     async def renew(self, leases: Sequence[Lease], *, now_ms: int | None = None) -> None:
         """Push each lease's expiry to now + `lease_ms`, in one round trip (a released lease stays released).

@@ -37,10 +37,12 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
+from turnout.core.limits import WINDOW_MS
 from turnout.core.spend import KEY_PREFIX, ORG_FIELD, PERIODS, SQUAD_PREFIX, Period, period_bounds, period_id
 from turnout.state import keys
 from turnout.state.errors import maps_state_errors
 from turnout.state.flusher import Flusher
+from turnout.state.token_charge import CHARGE_FUNCTION
 
 log = logging.getLogger("turnout.spend")
 
@@ -50,13 +52,17 @@ RETENTION_S: dict[Period, int] = {"day": 40 * 86_400, "month": 400 * 86_400}
 Hold = tuple[str, str]
 """A budget reservation a request holds: (reservation set key, member), `turnout.state.limit_store.Lease.holds`."""
 
-# KEYS: the org's ledger hashes, then one reservation set per member to remove
-# ARGV: hash count, increment count, then per increment: hash index (1-based), field, USD;
-#       then per hash: retention s; then per reservation set: its member
+# KEYS: the org's ledger hashes, then the `tpm` buckets to charge, then one reservation set per
+#       member to remove
+# ARGV: hash count, increment count, bucket count, window ms, then per increment: hash index
+#       (1-based), field, USD; then per hash: retention s; then per bucket: its limit, token
+#       difference (`token_charge.tpm_charge`); then per reservation set: its member
 # Returns: the increments written.
-_FLUSH = """
-local nh, ni = tonumber(ARGV[1]), tonumber(ARGV[2])
-local a = 3
+_FLUSH = (
+    CHARGE_FUNCTION
+    + """
+local nh, ni, nc, W = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local a = 5
 for _ = 1, ni do
   redis.call('hincrbyfloat', KEYS[tonumber(ARGV[a])], ARGV[a + 1], ARGV[a + 2])
   a = a + 3
@@ -65,39 +71,54 @@ for h = 1, nh do
   redis.call('expire', KEYS[h], ARGV[a])
   a = a + 1
 end
-for k = nh + 1, #KEYS do
+if nc > 0 then
+  local t = redis.call('time')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  for c = nh + 1, nh + nc do
+    tpm_charge(KEYS[c], tonumber(ARGV[a]), tonumber(ARGV[a + 1]), W, now)
+    a = a + 2
+  end
+end
+for k = nh + nc + 1, #KEYS do
   redis.call('zrem', KEYS[k], ARGV[a])
   a = a + 1
 end
 return ni
 """
+)
 
 
 class _OrgBatch:
     """One org's part of a flush: its increments and the reservations they settle."""
 
-    __slots__ = ("costs", "holds")
+    __slots__ = ("charges", "costs", "holds")
 
     def __init__(self) -> None:
         self.costs: dict[tuple[str, Period, str], float] = {}
         self.holds: list[Hold] = []
+        self.charges: dict[tuple[str, int], int] = {}  # (tpm bucket, limit) -> token difference
 
     def script_args(self) -> tuple[list[str], list[str]]:
         """(KEYS, ARGV) of `_FLUSH` for this batch."""
         hashes = list(dict.fromkeys(k for k, _, _ in self.costs))
         index = {k: i + 1 for i, k in enumerate(hashes)}
         periods = {k: p for k, p, _ in self.costs}
-        args = [str(len(hashes)), str(len(self.costs))]
+        args = [str(len(hashes)), str(len(self.costs)), str(len(self.charges)), str(WINDOW_MS)]
         for (hash_key, _, field), usd in self.costs.items():
             args += [str(index[hash_key]), field, repr(usd)]
         args += [str(RETENTION_S[periods[k]]) for k in hashes]
+        for (_, limit), delta in self.charges.items():
+            args += [str(limit), str(delta)]
         args += [member for _, member in self.holds]
-        return [*hashes, *(set_key for set_key, _ in self.holds)], args
+        buckets = [bucket for bucket, _ in self.charges]
+        return [*hashes, *buckets, *(set_key for set_key, _ in self.holds)], args
 
     def merge(self, other: _OrgBatch) -> None:
         """Add `other`'s increments and settlements to this one (a refused flush's, kept)."""
         for slot, usd in other.costs.items():
             self.costs[slot] = self.costs.get(slot, 0.0) + usd
+        for bucket, delta in other.charges.items():
+            self.charges[bucket] = self.charges.get(bucket, 0) + delta
         self.holds.extend(other.holds)
 
 
@@ -137,6 +158,16 @@ class SpendLedger:
         (module doc "Exact settlement"). Never blocks; no holds: nothing."""
         if holds and org:
             self._batch(org).holds.extend(holds)
+
+    def charge(self, org: str, buckets: Sequence[tuple[str, int]], delta: int) -> None:
+        """Move each `tpm` bucket of `buckets` ((bucket key, its limit) of a request of `org`) by
+        `delta` tokens (used − estimated, `turnout.core.reserve.charged`) in the next flush
+        (`token_charge.tpm_charge`). Never blocks; no difference: nothing."""
+        if not delta or not org:
+            return
+        charges = self._batch(org).charges
+        for bucket in buckets:
+            charges[bucket] = charges.get(bucket, 0) + delta
 
     def _batch(self, org: str) -> _OrgBatch:
         batch = self._pending.get(org)

@@ -18,16 +18,8 @@ from turnout.core.limits import WINDOW_MS, ScopeLimits
 from turnout.state.errors import maps_state_errors
 from turnout.state.limit_store import keys_of, now_ms_lua
 
-# KEYS: tpm buckets   ARGV: limit per key..., token difference (used − estimated), window ms,
-#       now ms ('' = Redis TIME). Each bucket drains to now, then moves by the difference
-# (`turnout.core.reserve.charged`); a level above the capacity is a debt, kept until drained.
-_CHARGE = (
-    now_ms_lua("#ARGV")
-    + """
-local n = #KEYS
-local delta, W = tonumber(ARGV[n + 1]), tonumber(ARGV[n + 2])
-for i, key in ipairs(KEYS) do
-  local limit = tonumber(ARGV[i])
+CHARGE_FUNCTION = """
+local function tpm_charge(key, limit, delta, W, now)
   local st = redis.call('hmget', key, 'l', 't')
   local level = tonumber(st[1]) or 0
   local elapsed = now - (tonumber(st[2]) or 0)
@@ -36,6 +28,19 @@ for i, key in ipairs(KEYS) do
   redis.call('hset', key, 'l', string.format('%d', level), 't', string.format('%d', now))
   redis.call('pexpire', key, math.ceil(level / limit) + W)
 end
+"""
+"""Lua defining `tpm_charge(bucket, limit, token difference, window ms, now ms)`: the bucket drains
+to now, then moves by the difference (`turnout.core.reserve.charged`); a level above the capacity
+is a debt, kept until drained. The spend ledger's flush runs it too (`turnout.state.spend_store`)."""
+
+# KEYS: tpm buckets   ARGV: limit per key..., token difference (used − estimated), window ms,
+#       now ms ('' = Redis TIME).
+_CHARGE = (
+    CHARGE_FUNCTION
+    + now_ms_lua("#ARGV")
+    + """
+local n = #KEYS
+for i, key in ipairs(KEYS) do tpm_charge(key, tonumber(ARGV[i]), tonumber(ARGV[n + 1]), tonumber(ARGV[n + 2]), now) end
 return 1
 """
 )

@@ -5,7 +5,9 @@ either a held admission (its lease renewed until the answer has been sent,
 its `x-ratelimit-*` headers) or a `RequestRejected`: 400 for a `max_tokens`
 / `max_completion_tokens` / `n` above a ceiling, 429 `rate_limit_exceeded`
 with `Retry-After`, `retry-after-ms` and OpenAI's `x-ratelimit-*` headers
-for a limit reached. A key with no counted limit costs no Redis call.
+for a limit reached. A key with no counted limit costs no Redis call; an
+unkeyed queued request's admission runs in its enqueue's script (`Limiter.gate`),
+and its worker frees its slots and charges its `tpm` (`worker_settles`).
 Must not import: `turnout_ingress.app`.
 
 Redis unreachable: 503 `redis_unavailable` (the queue needs Redis anyway;
@@ -15,7 +17,6 @@ serving a limited key unmetered would break the limit silently).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -40,12 +41,12 @@ from turnout.core.limits import (
     is_limited,
     lowest,
 )
-from turnout.core.reserve import reported_tokens
 from turnout.errors import GatewayUnavailable, RequestRejected
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import StateUnavailable
+from turnout.state.jobs.door import Gate
 from turnout.state.lease_keeper import LeaseKeeper
-from turnout.state.limit_store import Lease, LimitStore, Reservation
+from turnout.state.limit_store import Admission, AdmitCall, Lease, LimitStore, Reservation, keys_of
 from turnout.state.token_charge import TokenCharger
 from turnout.tenancy.identity import Identity
 from turnout_ingress.limits.reservations import over_budget
@@ -74,6 +75,40 @@ class Held(msgspec.Struct, frozen=True, kw_only=True):
 
 NOT_LIMITED = Held(lease=Lease(id=""), headers={})
 
+
+class Pending(msgspec.Struct, frozen=True, kw_only=True):
+    """A request past its ceilings, its admission not yet run (`Limiter.prepare`).
+
+    Attributes:
+        identity: the caller.
+        demand: what it asks (tokens estimated, stream or not).
+        reservations: its hard budgets' reservations (the order of `Admission.budget_refused`).
+        call: the admission's Lua call (`LimitStore.call`).
+    """
+
+    identity: Identity
+    demand: Demand
+    call: AdmitCall
+    reservations: tuple[Reservation, ...] = ()
+
+
+def worker_settles(pending: Pending) -> dict[str, Any]:
+    """The job fields (`turnout.wire.JobPayload`) by which its worker frees the request's slots
+    in its answer's delivery and charges its `tpm` to the answer's usage in its ledger write."""
+    tpm = tuple((keys_of(s)[1], s.limits.tpm) for s in pending.call.scopes if s.limits.tpm is not None)
+    return {"lease_sets": pending.call.lease.sets, "tpm": tpm, "estimate": pending.demand.tokens if tpm else 0}
+
+
+class LateHeld:
+    """The `Held` of a request admitted in its enqueue's script: `NOT_LIMITED` until then
+    (`Limiter.gate`); `Limiter.answer` reads it once the response is there."""
+
+    __slots__ = ("held",)
+
+    def __init__(self) -> None:
+        self.held = NOT_LIMITED
+
+
 Settle = Callable[[Sequence[tuple[str, str]]], None]
 """Hands a request's budget reservations (`Lease.holds`) to the spend ledger of the process
 that served it (`SpendLedger.settle`, bound to the request's org)."""
@@ -89,16 +124,6 @@ def quota_headers(verdict: Verdict) -> dict[str, str]:
             headers[f"x-ratelimit-remaining-{unit}"] = str(quota.remaining)
             headers[f"x-ratelimit-reset-{unit}"] = header_duration(quota.reset_ms)
     return headers
-
-
-def answer_tokens(body: bytes) -> int | None:
-    """The tokens a successful answer's body reports (`turnout.core.reserve.reported_tokens`),
-    or None: not JSON, or no usage in it."""
-    try:
-        answer = json.loads(body)
-    except ValueError:
-        return None
-    return reported_tokens(answer) if isinstance(answer, dict) else None
 
 
 def _requested(body: Mapping[str, Any]) -> dict[str, int]:
@@ -122,7 +147,7 @@ class Limiter:
         """Stop renewing (leases still held then expire by themselves)."""
         await self.keeper.stop()
 
-    async def admit(
+    def prepare(
         self,
         identity: Identity,
         body: Mapping[str, Any],
@@ -131,9 +156,10 @@ class Limiter:
         *,
         stream: bool,
         reservations: Sequence[Reservation] = (),
-    ) -> Held:
-        """Check the ceilings, then admit the request against every limit of its key and reserve
-        its worst case against its hard budgets, in one Lua call (all or nothing).
+    ) -> Pending | None:
+        """Check the ceilings, and make the Lua call that admits the request against every limit
+        of its key and reserves its worst case against its hard budgets (all or nothing): run it
+        alone (`decide`) or in the enqueue's own script (`gate`).
 
         Args:
             identity: the caller (its `limits`, org first).
@@ -144,18 +170,14 @@ class Limiter:
             reservations: its hard budgets (`turnout_ingress.limits.budgets.reservations`).
 
         Returns:
-            What to release once the answer has been sent, and the
-            `x-ratelimit-*` headers for the answer.
+            The admission to run; None: nothing to admit (no counted limit, no hard budget).
 
         Raises:
-            RequestRejected: 400 (`param` the field) above a ceiling; 429
-                `rate_limit_exceeded` at a limit; 429 `budget_exceeded` when its
-                worst case exceeds what is left of a hard budget.
-            GatewayUnavailable: 503 `redis_unavailable`.
+            RequestRejected: 400 (`param` the field) above a ceiling.
         """
         scopes = identity.limits
         if not scopes and not reservations:
-            return NOT_LIMITED
+            return None
         requested = _requested(body)
         over = check_ceilings(scopes, requested)
         if over is not None:
@@ -167,7 +189,7 @@ class Limiter:
                 code="invalid_request",
             )
         if not is_limited(scopes) and not reservations:
-            return NOT_LIMITED
+            return None
         completion = requested.get("max_completion_tokens", requested.get("max_tokens"))
         if completion is None and (bound := lowest(scopes, "max_tokens")) is not None:
             completion = bound[0]
@@ -176,7 +198,41 @@ class Limiter:
             stream=stream,
             lease_ms=self.store.lease_ms,
         )
-        return await self._decide(identity, scopes, demand, request_id, reservations)
+        call = self.store.call(scopes, demand, request_id, reservations=reservations)
+        return Pending(identity=identity, demand=demand, reservations=tuple(reservations), call=call)
+
+    async def decide(self, pending: Pending) -> Held:
+        """Run `pending`'s admission alone (its own Lua call).
+
+        Returns:
+            What to release once the answer has been sent, and the `x-ratelimit-*` headers
+            for the answer.
+
+        Raises:
+            RequestRejected: 429 `rate_limit_exceeded` at a limit; 429 `budget_exceeded` when
+                its worst case exceeds what is left of a hard budget.
+            GatewayUnavailable: 503 `redis_unavailable`.
+        """
+        return self._held(pending, await self._run(pending.call))
+
+    def delivered(self, held: Held) -> Held:
+        """`held` once its job's worker delivered the answer: that worker freed its slots in the
+        delivery and charges its `tpm` and settles its reservations in its ledger write (the job
+        carried them, `worker_settles`); this process only stops renewing its lease. Returns what
+        is left to do here: its headers, nothing to release or charge."""
+        if not held.lease.held:
+            return held
+        self.keeper.forget(held.lease)
+        return Held(lease=Lease(id=held.lease.id), headers=held.headers)
+
+    def gate(self, pending: Pending, late: LateHeld) -> Gate:
+        """`pending`'s admission for the enqueue's script (`turnout.state.jobs.door.Gate`): its
+        decision raises the refusal, or keeps the lease renewed and puts the `Held` in `late`."""
+
+        def decide(admission: Admission) -> None:
+            late.held = self._held(pending, admission)
+
+        return Gate(call=pending.call, decide=decide)
 
     async def admit_count(self, identity: Identity, request_id: str) -> Held:
         """Admit a `POST /v1/messages/count_tokens` against the `rpm` of every scope of its key,
@@ -193,30 +249,35 @@ class Limiter:
         if not scopes:
             return NOT_LIMITED
         demand = Demand(tokens=0, stream=False, lease_ms=self.store.lease_ms)
-        return await self._decide(identity, scopes, demand, request_id, (), family="count:")
+        call = self.store.call(scopes, demand, request_id, family="count:")
+        return self._held(Pending(identity=identity, demand=demand, call=call), await self._run(call))
 
-    async def _decide(
-        self,
-        identity: Identity,
-        scopes: Sequence[ScopeLimits],
-        demand: Demand,
-        request_id: str,
-        reservations: Sequence[Reservation],
-        family: str = "",
-    ) -> Held:
-        """`admit`'s Lua call and its answer: the held admission, or the refusal raised."""
+    async def _run(self, call: AdmitCall) -> Admission:
+        """The admission's own Lua call.
+
+        Raises:
+            GatewayUnavailable: 503 `redis_unavailable`.
+        """
         try:
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S):
-                admission = await self.store.admit(scopes, demand, request_id, reservations=reservations, family=family)
+                return await self.store.run(call)
         except (StateUnavailable, TimeoutError) as exc:
             raise GatewayUnavailable(
                 "The gateway cannot check this key's limits now (Redis unreachable); retry shortly.",
                 retry_after_s=1,
                 code="redis_unavailable",
             ) from exc
+
+    def _held(self, pending: Pending, admission: Admission) -> Held:
+        """The admitted request's `Held` (its lease renewed from now on), or its refusal raised.
+
+        Raises:
+            RequestRejected: 429 `rate_limit_exceeded` or `budget_exceeded` (`decide`).
+        """
+        identity, demand, scopes = pending.identity, pending.demand, pending.call.scopes
         if admission.budget_refused is not None:
             raise over_budget(
-                identity, reservations[admission.budget_refused], admission.spent_micro, admission.held_micro
+                identity, pending.reservations[admission.budget_refused], admission.spent_micro, admission.held_micro
             )
         verdict = admission.verdict
         headers = quota_headers(verdict)
@@ -278,9 +339,12 @@ class Limiter:
         if held.lease.held:
             await asyncio.shield(self.keeper.release(held.lease))
 
-    async def answer(self, held: Held, respond: Awaitable[Response], settle: Settle | None = None) -> Response:
+    async def answer(
+        self, held: Held | LateHeld, respond: Awaitable[Response], settle: Settle | None = None
+    ) -> Response:
         """Await the route's response; add `held`'s headers; release `held` once it has been sent
-        (`settle`: see `release`).
+        (`settle`: see `release`). A `LateHeld` is read once the response is there (admitted by
+        the enqueue's script meanwhile, or not).
 
         The release runs however the sending ends — complete, failed, the
         client gone before the first byte or in the middle of a stream — or,
@@ -290,16 +354,17 @@ class Limiter:
         try:
             response = await respond
         except BaseException:
-            await self.release(held, settle)
+            await self.release(held.held if isinstance(held, LateHeld) else held, settle)
             raise
-        if held.headers:
-            response.headers.update(held.headers)
-        if not held.lease.held:
+        now = held.held if isinstance(held, LateHeld) else held
+        if now.headers:
+            response.headers.update(now.headers)
+        if not now.lease.held:
             return response
         if isinstance(response, Outlived):  # the client left, its job runs on: the slots stay until it ends
-            response.work.add_done_callback(lambda _: self._release_soon(held, settle))
+            response.work.add_done_callback(lambda _: self._release_soon(now, settle))
             return response
-        return _Releasing(response, lambda: self.release(held, settle))
+        return _Releasing(response, lambda: self.release(now, settle))
 
     def _release_soon(self, held: Held, settle: Settle | None) -> None:
         """Start `release(held, settle)` from a callback, keeping the task until it ends."""

@@ -1,9 +1,11 @@
 """Budgets and spend strategies at the ingress (SPEC §10).
 
 Owns: reading what the scope of a key's budget has spent this period (one
-Redis round trip, only for keys under a budget or strategy), refusing a
-request whose hard budget is spent (429 `budget_exceeded`, `Retry-After`
-until the period resets), and handing on an identity whose routing settings
+Redis round trip, only for keys under a budget with strategy rules: a hard
+budget without them is checked by the admission script, which reads the
+spend itself, `reservations.over_budget`), refusing a request whose hard
+budget is spent (429 `budget_exceeded`, `Retry-After` until the period
+resets), and handing on an identity whose routing settings
 the strategy's rule has shaped (its model in place of the requested one, its
 own fallback; the reroute list ignored). The decision itself is
 `turnout.core.budget.decide`. The reservation of a request's worst case
@@ -13,16 +15,15 @@ against a hard budget, once its plan is known, is `turnout_ingress.limits.reserv
 from __future__ import annotations
 
 import time
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from turnout.core.budget import Refused, decide, with_strategy
-from turnout.errors import GatewayUnavailable, RequestRejected
+from turnout.errors import GatewayUnavailable
 from turnout.state.errors import StateUnavailable
 from turnout.tenancy.identity import Identity
-from turnout_ingress.limits.reservations import whose
+from turnout_ingress.limits.reservations import spent_refusal
 
 if TYPE_CHECKING:
     from turnout_ingress.state import IngressState
@@ -44,6 +45,8 @@ async def budgeted(state: IngressState, identity: Identity, now_s: float | None 
     scope = identity.budget
     if scope is None:
         return identity
+    if not scope.rules:  # no strategy to shape routing: a hard budget is checked in the admission script
+        return identity
     now = time.time() if now_s is None else now_s
     spent = 0.0
     if scope.budget is not None:
@@ -57,16 +60,7 @@ async def budgeted(state: IngressState, identity: Identity, now_s: float | None 
             ) from exc
     decision = decide(scope, spent, now)
     if isinstance(decision, Refused):
-        resets = datetime.fromtimestamp(decision.resets_at_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        raise RequestRejected(
-            429,
-            f"The {whose(scope.field)} budget of {decision.budget_usd:g} USD per "
-            f"{scope.budget.period if scope.budget else 'period'} is spent ({decision.spent_usd:.6g} USD); "
-            f"it resets at {resets}.",
-            error_type="insufficient_quota",
-            code="budget_exceeded",
-            # nothing changes before the period resets: SDKs should not retry it
-            headers={"retry-after": str(decision.retry_after_s), "x-should-retry": "false"},
-        )
+        period = scope.budget.period if scope.budget else "period"
+        raise spent_refusal(scope.field, decision.budget_usd, period, decision.spent_usd, decision.resets_at_s, now)
     settings = with_strategy(identity.settings, decision, bool(scope.rules))
     return msgspec.structs.replace(identity, settings=settings)

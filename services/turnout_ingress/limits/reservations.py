@@ -43,6 +43,23 @@ def whose(field: str) -> str:
     return "organization"
 
 
+def spent_refusal(
+    field: str, budget_usd: float, period: str, spent_usd: float, resets_at_s: float, now_s: float
+) -> RequestRejected:
+    """The 429 `budget_exceeded` of a hard budget already spent: names the budget, its period and
+    what was spent; `Retry-After` until the period resets (UTC), `x-should-retry: false`."""
+    resets = datetime.fromtimestamp(resets_at_s, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return RequestRejected(
+        429,
+        f"The {whose(field)} budget of {budget_usd:g} USD per {period} is spent ({spent_usd:.6g} USD); "
+        f"it resets at {resets}.",
+        error_type="insufficient_quota",
+        code="budget_exceeded",
+        # nothing changes before the period resets: SDKs should not retry it
+        headers={"retry-after": str(max(1, int(resets_at_s - now_s + 0.999))), "x-should-retry": "false"},
+    )
+
+
 def _int_field(body: Mapping[str, Any], name: str) -> int | None:
     value = body.get(name)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
@@ -111,12 +128,15 @@ def over_budget(
 
     `Retry-After`: 1 s when requests in flight hold the room it needs (their reservations
     settle to their actual cost, which may leave it); until the period resets
-    (`x-should-retry: false`) when the spend alone leaves no room for it.
+    (`x-should-retry: false`) when the spend alone leaves no room for it. A budget already
+    spent is `spent_refusal`'s answer (the admission script checks it: no read before it).
     """
     scope = identity.budget
     assert scope is not None and scope.budget is not None
     now = time.time() if now_s is None else now_s
     _, end = period_bounds(scope.budget.period, now)
+    if spent_micro >= reservation.budget_micro:
+        return spent_refusal(scope.field, scope.budget.usd, scope.budget.period, spent_micro / MICRO_PER_USD, end, now)
     resets = datetime.fromtimestamp(end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     left = max(0, reservation.budget_micro - spent_micro - held_micro) / MICRO_PER_USD
     headers = {"retry-after": "1"}

@@ -5,7 +5,8 @@ pipeline behind it, written once: authenticate (401) → read the body (413) →
 surface parses it into the canonical request (400) → budgets (429) → a stateful surface's
 `prepare` hook (its own I/O, e.g. a stored conversation: 404, 503) → the pre-flight plan
 (`preflight.check_plan`: 404, 400, 503) → `Idempotency-Key` checked (400) → limits and
-the worst case reserved against a hard budget, one Lua call (429) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
+the worst case reserved against a hard budget, one Lua call (429; for an unkeyed queued request
+the enqueue's own script, `Limiter.gate`, and its worker frees and settles it) → a stream on the direct path (`streaming.serve_stream`), anything else a job on
 the queue (SPEC §1: no upstream call on the ingress for it), answered by the worker →
 the answer rendered by the surface in its own shape (its usage settles `tpm`), then a stateful surface's `settle`
 hook (a stream settles in its own renderer, before its last frame). A refusal at any step raises
@@ -36,11 +37,12 @@ from turnout.catalog import Catalog
 from turnout.core.deadline import Deadline
 from turnout.core.native import CHAT
 from turnout.core.plan import Plan
+from turnout.core.reserve import answer_tokens
 from turnout.errors import RequestRejected
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
-from turnout_ingress.limits.admission import answer_tokens
+from turnout_ingress.limits.admission import NOT_LIMITED, LateHeld, Pending, worker_settles
 from turnout_ingress.limits.budgets import budgeted
 from turnout_ingress.limits.reservations import reservations
 from turnout_ingress.serving import idempotency
@@ -109,7 +111,7 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
     plan, view = await check_plan(state, inbound.model, identity, inbound.preferences, catalog, inbound.operation)
     key = idempotency.key_of(request.headers)  # before admission: a refused key costs nothing
     try:
-        held = await state.limiter.admit(
+        pending = state.limiter.prepare(
             identity,
             inbound.body,
             len(raw),
@@ -136,6 +138,13 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
             param=client,
             headers=exc.headers,
         ) from None
+    if pending is not None and not inbound.stream and key is None:
+        # admitted in the enqueue's own script (`Limiter.gate`): one round trip for both
+        late = LateHeld()
+        admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog, None)
+        return await state.limiter.answer(late, _queued(state, surface, request, admitted, pending, late))
+    # a stream, or a keyed request (admitted before its key is bound: a refused one leaves it free)
+    held = NOT_LIMITED if pending is None else await state.limiter.decide(pending)
     used = functools.partial(state.limiter.used, held) if held.scopes else None
     admitted = Admitted(request_id, identity, raw, inbound, deadline, key, plan, view, catalog, used)
     if inbound.stream:  # a stream is never replayed (turnout_ingress.serving.idempotency)
@@ -144,7 +153,9 @@ async def serve(state: IngressState, surface: Surface, request: Request) -> Resp
         )
         # served here: its reservations leave with its cost in this ingress's next ledger write
         return await state.limiter.answer(held, serving, functools.partial(state.obs.spend.settle, identity.org))
-    return await state.limiter.answer(held, _queued(state, surface, request, admitted, held.lease.holds))
+    late = LateHeld()
+    late.held = held
+    return await state.limiter.answer(held, _queued(state, surface, request, admitted, None, late))
 
 
 async def _streamed(state: IngressState, surface: Surface, request: Request, admitted: Admitted) -> Response:
@@ -184,11 +195,18 @@ async def _streamed(state: IngressState, surface: Surface, request: Request, adm
 
 
 async def _queued(
-    state: IngressState, surface: Surface, request: Request, admitted: Admitted, holds: tuple[tuple[str, str], ...]
+    state: IngressState,
+    surface: Surface,
+    request: Request,
+    admitted: Admitted,
+    pending: Pending | None,
+    late: LateHeld,
 ) -> Response:
     """Non-streaming: the job on the queue (with the health read it was planned with, and the
-    budget reservations `holds` its worker settles with its cost), its result as the answer (or
-    a replay of the request holding its `Idempotency-Key`)."""
+    budget reservations its worker settles with its cost), its result as the answer (or
+    a replay of the request holding its `Idempotency-Key`). With `pending`, the request is
+    admitted in the enqueue's own script (`Limiter.gate`, its `Held` put in `late`); else
+    `late` holds what it was admitted with."""
     request_id, identity, deadline, key = admitted.request_id, admitted.identity, admitted.deadline, admitted.key
     owner = await idempotency.claim(state, key, admitted.raw, identity, request_id, deadline)
     if owner is not None:
@@ -219,10 +237,12 @@ async def _queued(
         operation=admitted.inbound.operation,
         native=admitted.inbound.native,
         keyed=key is not None,
-        holds=holds,
+        holds=late.held.lease.holds if pending is None else pending.call.lease.holds,
+        **({} if pending is None else worker_settles(pending)),
     )
     # a keyed job outlives its client: its stored result answers the retry the key announces
-    work = asyncio.ensure_future(state.queue.submit(payload))
+    gate = None if pending is None else state.limiter.gate(pending, late)
+    work = asyncio.ensure_future(state.queue.submit(payload, gate))
     submit = await unless_client_leaves(request, work, outlive_client=key is not None)
     if submit is None:
         if key is not None:
@@ -233,8 +253,10 @@ async def _queued(
         result = submit.result()
     except TimeoutError:
         return _budget_exhausted(surface, admitted)
-    if result.status_code == 200 and admitted.used is not None:
-        admitted.used(answer_tokens(result.body))
+    if pending is not None:  # its worker freed its slots and settles the rest (`Limiter.delivered`)
+        late.held = state.limiter.delivered(late.held)
+    if result.status_code == 200 and late.held.scopes:
+        state.limiter.used(late.held, answer_tokens(result.body))
     answer = _headed(
         surface.render(result.status_code, result.body, result.headers, request_id, admitted.inbound, result.shape),
         admitted.inbound,

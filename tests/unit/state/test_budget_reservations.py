@@ -148,3 +148,35 @@ async def test_a_refused_flush_keeps_its_settlements_with_its_costs(redis_client
     assert await ledger.flush() == 2
     assert await redis_client.zcard(_budget(0).set_key) == 0
     await broken.aclose()
+
+
+async def test_the_ledger_write_charges_tpm_like_the_charge_script(redis_client: Redis) -> None:
+    """A queued request's `tpm` settlement goes with its worker's ledger write (issue #43): the
+    bucket ends where `TokenCharger` (and `turnout.core.reserve.charged`) would put it."""
+    from turnout.core.limits import WINDOW_MS, Bucket, drained
+    from turnout.core.reserve import charged
+
+    scopes = [ScopeLimits(kind="key", org="acme", id="bot", limits=Limits(tpm=1_000))]
+    bucket = keys.limit_key("key", "acme", "bot", "tpm")
+    demand = Demand(tokens=20, stream=False, lease_ms=1_000)
+    seconds, micros = await redis_client.time()
+    admitted_at = seconds * 1000 + micros // 1000
+    assert (await LimitStore(redis_client).admit(scopes, demand, "a", now_ms=admitted_at)).verdict.admitted
+    ledger = SpendLedger(redis_client)
+    ledger.charge("acme", [(bucket, 1_000)], 2_000 - 20)  # the charge alone makes a flush
+    await ledger.flush()
+    level, at = (int(v) for v in await redis_client.hmget(bucket, ["l", "t"]))  # type: ignore[misc]
+    assert level == charged(drained(Bucket(level=20 * WINDOW_MS, at_ms=admitted_at), 1_000, at), 20, 2_000, WINDOW_MS)
+    assert level > 1_000 * WINDOW_MS  # over the capacity: a debt later requests wait out
+    assert await redis_client.pttl(bucket) > WINDOW_MS  # kept until drained
+
+
+async def test_a_delivery_frees_the_requests_concurrency_slots(redis_client: Redis) -> None:
+    from turnout.state.jobs.pickup import PickupStore
+
+    scopes = [ScopeLimits(kind="key", org="acme", id="bot", limits=Limits(max_concurrent=1))]
+    store = LimitStore(redis_client, lease_ms=60_000)
+    held = await store.admit(scopes, PLAIN, "job-1")
+    assert not (await store.admit(scopes, PLAIN, "job-2")).verdict.admitted
+    await PickupStore(redis_client, keys.QUEUE, 1.0).deliver("job-1", "turnout:reply:x", b"answer", 60, held.lease.sets)
+    assert (await store.admit(scopes, PLAIN, "job-3")).verdict.admitted

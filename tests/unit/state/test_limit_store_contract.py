@@ -12,6 +12,7 @@ import random
 import pytest
 from redis.asyncio import Redis
 
+from support.admit_enqueue import admit_enqueue
 from turnout.core.limits import Counters, Demand, Limits, ScopeLimits, decide
 from turnout.state.lease_keeper import LeaseKeeper
 from turnout.state.limit_store import LimitStore
@@ -23,8 +24,11 @@ SQUAD = ScopeLimits(kind="squad", org="acme", id="r&d:1", limits=Limits(tpm=2_00
 KEY = ScopeLimits(kind="key", org="acme", id="bot", limits=Limits(rpm=7, max_concurrent=4, max_streams=1))
 
 
+@pytest.mark.parametrize("composed", [False, True], ids=["alone", "in-the-enqueue"])
 @pytest.mark.parametrize("seed", range(12))
-async def test_limit_store_matches_the_pure_decision_on_random_sequences(redis_client: Redis, seed: int) -> None:
+async def test_limit_store_matches_the_pure_decision_on_random_sequences(
+    redis_client: Redis, seed: int, composed: bool
+) -> None:
     rng = random.Random(seed)
     store = LimitStore(redis_client, lease_ms=2_000)
     scopes = [ORG, SQUAD, KEY]
@@ -35,8 +39,12 @@ async def test_limit_store_matches_the_pure_decision_on_random_sequences(redis_c
         now += rng.choice([0, 0, 1, 50, 400, 3_000, 9_000])
         demand = Demand(tokens=rng.choice([0, 10, 120, 700, 2_500]), stream=rng.random() < 0.4, lease_ms=2_000)
         expected = decide(scopes, counters, demand, now)
-        got = await store.admit(scopes, demand, f"r{i}", now_ms=now)
-        assert got.verdict == expected.verdict, f"step {i}"
+        if composed:  # in the enqueue's own script: the job is queued exactly when admitted
+            added, got = await admit_enqueue(redis_client, store.call(scopes, demand, f"r{i}", now_ms=now))
+            assert added == (1 if expected.verdict.admitted else 2)
+        else:
+            got = await store.admit(scopes, demand, f"r{i}", now_ms=now)
+        assert got is not None and got.verdict == expected.verdict, f"step {i}"
         counters = expected.counters
         refused += not got.verdict.admitted
         admitted += got.verdict.admitted

@@ -41,7 +41,7 @@ class _Store:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
 
-    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int, release: object = ()) -> None:
         self.calls.append(("deliver", job_id))
 
     async def drop(self, job_id: str) -> None:
@@ -154,7 +154,7 @@ class _Flaky(_Store):
         super().__init__()
         self.failures = failures
 
-    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int, release: object = ()) -> None:
         self.calls.append(("deliver", job_id))
         if self.failures > 0:
             self.failures -= 1

@@ -4,7 +4,9 @@ Owns: one Lua round trip that checks depth and the expected wait (plus service) 
 job's budget (shedding at the door, `turnout.core.queue_wait`), stores the job's envelope
 (`envelope.encode_job`), adds it to the queue and to its org's fair queue (the worker's pick,
 `pickup.py`, claims round robin across orgs) and rings the doorbell (one entry on a list, which
-wakes one worker); one shared pub/sub listener per ingress process that resolves per-request
+wakes one worker), behind a limited key's admission in the same script when given its `Gate`
+(`enqueue_lua.ADMIT_ENQUEUE`: a queued request of a key with limits and a hard budget costs the
+one round trip of a plain one); one shared pub/sub listener per ingress process that resolves per-request
 futures (registered before enqueue); a slow read of the stored result so a dropped pub/sub
 message cannot hang a request; the "nobody picked it up in time" answer; the withdrawal of a
 job whose client left (from the queue, its job key and its org's fair queue, in one Lua call)
@@ -23,6 +25,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager
+from typing import NamedTuple
 
 import msgspec
 from redis.asyncio import Redis
@@ -33,10 +36,12 @@ from turnout.state import keys
 from turnout.state.bounds import REQUEST_REDIS_TIMEOUT_S
 from turnout.state.errors import STATE_ERRORS
 from turnout.state.fleet import FleetWatch
+from turnout.state.jobs.enqueue_lua import ADMIT_ENQUEUE, ENQUEUE
 from turnout.state.jobs.envelope import encode_job
 from turnout.state.jobs.idempotency import Idempotency, queue_unreachable
 from turnout.state.jobs.liveness import IngressLease
 from turnout.state.jobs.replicated import ReplicaWait, run_then_wait
+from turnout.state.limit_store import Admission, AdmitCall
 from turnout.state.listen import Message, listen_forever
 from turnout.state.script_batch import ScriptBatch
 from turnout.wire import JobPayload, JobResult, result_decoder
@@ -46,42 +51,19 @@ log = logging.getLogger("turnout.queue")
 ABANDON_WAIT_S = 1.0
 """Longest a request whose client left waits for its job's withdrawal (seconds)."""
 
-RING_SCAN = 128
-"""Orgs of the fair ring the door counts when estimating a new job's wait (bounds the script's work)."""
 
-# KEYS: job key, queue, result key, the org's fair queue, fair ring, doorbell
-# ARGV: job bytes, expiry ms, job id, max depth, fair queue prefix, org, most jobs ahead allowed (-1: any),
-#       keyed (1: an Idempotency-Key's job, whose id may come again; 0: a fresh random id, not looked up)
-# Returns {1, 0} added, {0, 0} duplicate (keyed only), {-1, 0} queue full, {-2, jobs ahead} shed (cannot be served in its budget).
-# Jobs ahead: `turnout.core.queue_wait.jobs_ahead` (own org's waiting jobs, plus per other org on the
-# ring at most one more than that), over the first `RING_SCAN` orgs of the ring.
-_ENQUEUE = (
+class Gate(NamedTuple):
+    """A limited key's admission, run in the enqueue's own script (`enqueue_lua.ADMIT_ENQUEUE`).
+
+    Attributes:
+        call: the admission's KEYS, ARGV and reply reading (`LimitStore.call`).
+        decide: takes the `Admission` before anything else happens: raises the request's
+            refusal (the job was not queued), or keeps the admitted lease (the job was queued).
     """
-if ARGV[8] == '1' and redis.call('exists', KEYS[1], KEYS[3]) > 0 then return {0, 0} end
-if redis.call('zcard', KEYS[2]) >= tonumber(ARGV[4]) then return {-1, 0} end
-local limit = tonumber(ARGV[7])
-local own = -1
-if limit >= 0 then
-  own = redis.call('zcard', KEYS[4])
-  local ahead = own
-  for _, org in ipairs(redis.call('lrange', KEYS[5], 0, """
-    + str(RING_SCAN - 1)
-    + """)) do
-    if org ~= ARGV[6] then ahead = ahead + math.min(redis.call('zcard', ARGV[5] .. org), own + 1) end
-  end
-  if ahead > limit then return {-2, ahead} end
-end
-local t = redis.call('time')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('psetex', KEYS[1], ARGV[2], ARGV[1])
-redis.call('zadd', KEYS[2], now_ms, ARGV[3])
-redis.call('zadd', KEYS[4], now_ms, ARGV[3])
-if own < 0 then own = redis.call('zcard', KEYS[4]) - 1 end
-if own == 0 then redis.call('rpush', KEYS[5], ARGV[6]) end
-redis.call('rpush', KEYS[6], '1')
-return {1, 0}
-"""
-)
+
+    call: AdmitCall
+    decide: Callable[[Admission], None]
+
 
 # KEYS: queue, in-progress key, job key, the org's fair queue, fair ring   ARGV: job id, org, force (0/1)
 # Takes a job out of every queue structure so it never runs (late or at all): the queue, its job
@@ -164,8 +146,12 @@ class JobQueue:
         self._waiters: dict[str, list[asyncio.Future[JobResult]]] = {}
         self._pushing: set[str] = set()  # enqueues in flight: not yet known to Redis, never called lost
         self.idempotency = Idempotency(redis)
-        self._enqueue = redis.register_script(_ENQUEUE)
+        self._enqueue = redis.register_script(ENQUEUE)
         self._enqueues = ScriptBatch(redis, self._enqueue, name="turnout-enqueue", send_abandoned=False)
+        self._admit_enqueue = redis.register_script(ADMIT_ENQUEUE)
+        self._admit_enqueues = ScriptBatch(
+            redis, self._admit_enqueue, name="turnout-admit-enqueue", send_abandoned=False
+        )
         self._withdraw = redis.register_script(_WITHDRAW)
         self._listener: asyncio.Task[None] | None = None
         self._lease = IngressLease(redis, self._channel)  # its jobs are withdrawn unrun once it is gone
@@ -222,13 +208,15 @@ class JobQueue:
             if not fut.done():
                 fut.set_result(result)
 
-    async def submit(self, payload: JobPayload) -> JobResult:
-        """Enqueue `payload` and wait for its result, up to its deadline.
+    async def submit(self, payload: JobPayload, gate: Gate | None = None) -> JobResult:
+        """Enqueue `payload` and wait for its result, up to its deadline; with `gate`, admit
+        it against its key's limits and budget in the same script first (`Gate`).
 
         Returns:
             The worker's `JobResult`.
 
         Raises:
+            RequestRejected: what `gate.decide` raises (a limit or a budget refused it).
             GatewayUnavailable: Redis unreachable (`redis_unavailable`), the
                 queue is full (`queue_full`), or no worker picked the job before
                 its deadline (`no_worker`); all answered 503 + Retry-After.
@@ -243,10 +231,10 @@ class JobQueue:
             self._pushing.add(job_id)
             try:
                 if self._around_enqueue is None:
-                    await self._push(payload)
+                    await self._push(payload, gate)
                 else:
                     with self._around_enqueue(job_id) as carrier:  # trace context rides in the job (SPEC §9)
-                        await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload)
+                        await self._push(msgspec.structs.replace(payload, trace=carrier) if carrier else payload, gate)
             finally:
                 self._pushing.discard(job_id)
             return await self._wait(job_id, payload.org, fut, payload.deadline_epoch_s)
@@ -355,7 +343,7 @@ class JobQueue:
         finally:
             self._unregister(job_id, fut)
 
-    async def _push(self, payload: JobPayload) -> None:
+    async def _push(self, payload: JobPayload, gate: Gate | None = None) -> None:
         job_id = payload.request_id
         expires_ms = max(1, int((payload.deadline_epoch_s - self._clock()) * 1000))
         payload = msgspec.structs.replace(payload, budget_ms=expires_ms)  # measured from the score (Redis TIME)
@@ -380,14 +368,23 @@ class JobQueue:
                 max_jobs_ahead(expires_ms, capacity),
                 int(payload.keyed),
             ]
+            script, batch = self._enqueue, self._enqueues
+            if gate is not None:
+                script, batch = self._admit_enqueue, self._admit_enqueues
+                job_keys, job_args = [*job_keys, *gate.call.keys], [*job_args, *gate.call.args]
             wait = self._replica_wait
             async with asyncio.timeout(REQUEST_REDIS_TIMEOUT_S + (0 if wait is None else wait.timeout_ms / 1000)):
                 if wait is None:
-                    added, ahead = await self._enqueues(job_keys, job_args)  # concurrent enqueues share a round trip
+                    reply = await batch(job_keys, job_args)  # concurrent enqueues share a round trip
                 else:
-                    added, ahead = await run_then_wait(self._redis, self._enqueue, job_keys, job_args, wait)
+                    reply = await run_then_wait(self._redis, script, job_keys, job_args, wait)
         except STATE_ERRORS as exc:
             raise queue_unreachable() from exc
+        added, ahead = int(reply[0]), reply[1]
+        if gate is not None and len(reply) > 2:  # admitted and queued, or refused (2) with nothing written
+            gate.decide(gate.call.parse(reply[2]))
+        if added == 2:
+            raise RuntimeError(f"the admission refused job {job_id} but its gate did not raise")
         if added == -2 and capacity is not None:
             raise GatewayUnavailable(
                 f"The gateway is at capacity: about {ahead} jobs are ahead of this one, more than its time budget "

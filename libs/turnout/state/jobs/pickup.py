@@ -123,9 +123,11 @@ return picked
 )
 
 
-# KEYS: result key, in-progress key, job key, retry key, queue
-# ARGV: result bytes, result ttl s, reply channel, job id
+# KEYS: result key, in-progress key, job key, retry key, queue, then the lease sets the request
+#       holds (`turnout.state.limit_store.Lease.sets`: its slots free before its ingress hears)
+# ARGV: result bytes, result ttl s, reply channel, job id (its lease id too)
 _DELIVER = """
+for i = 6, #KEYS do redis.call('zrem', KEYS[i], ARGV[4]) end
 redis.call('set', KEYS[1], ARGV[1], 'EX', ARGV[2])
 redis.call('publish', ARGV[3], ARGV[1])
 redis.call('del', KEYS[2], KEYS[3], KEYS[4])
@@ -309,8 +311,9 @@ class PickupStore:
         again (a run cut by this worker's stop)."""
         await self._redis.delete(keys.IN_PROGRESS_PREFIX + job_id)
 
-    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int) -> None:
-        """Store and publish a job's answer (`ttl_s` seconds) and remove its queue keys, in one round trip.
+    async def deliver(self, job_id: str, reply_to: str, result: bytes, ttl_s: int, release: Sequence[str] = ()) -> None:
+        """Store and publish a job's answer (`ttl_s` seconds) and remove its queue keys, in one round trip;
+        free the concurrency slots of `release` (its lease sets, the job id its member) in the same script.
 
         Answers that finish while one delivery is in flight go together in the next round trip
         (one pipeline of `_DELIVER` calls, each its own script run). The delivery runs in its own
@@ -322,5 +325,6 @@ class PickupStore:
             keys.JOB_PREFIX + job_id,
             keys.RETRY_PREFIX + job_id,
             self._queue,
+            *release,
         ]
         await self._deliver(names, [result, ttl_s, reply_to, job_id])
