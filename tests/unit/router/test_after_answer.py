@@ -281,7 +281,8 @@ async def test_a_span_ended_after_the_answer_ends_at_the_attempts_own_end(spans:
     ticks.now_ns = 5_000_000_000_000
     async with answer_first(clock_ns=ticks):
         await _route(router, config)
-        assert [s.name for s in spans.get_finished_spans()] == ["chat m-a"]  # the failure, in place
-    attempt = spans.get_finished_spans()[-1]
-    assert attempt.name == "chat m-b"
-    assert attempt.end_time == 5_000_000_001_000  # the hand-over time, not the time it was recorded
+        # the failure and its HTTP span beneath, in place
+        assert [s.name for s in spans.get_finished_spans()] == ["POST", "chat m-a"]
+    http, attempt = spans.get_finished_spans()[-2:]
+    assert (http.name, attempt.name) == ("POST", "chat m-b")
+    assert attempt.end_time == http.end_time == 5_000_000_001_000  # the hand-over time, not the time it was recorded
