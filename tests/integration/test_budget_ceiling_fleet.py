@@ -32,6 +32,7 @@ KEYS = {
     "messages": "tk-test-budget-messages-1",
     "tpm": "tk-test-budget-tpm-000001",
     "tpm-stream": "tk-test-budget-tpm-stream",
+    "replays": "tk-test-budget-replays-01",
 }
 BUDGET_USD = 0.9
 WORST_USD = 0.2
@@ -53,6 +54,7 @@ orgs:
       - {{name: messages, key: {messages}, settings: {{budget: {{usd: 0.9, period: day, hard: true}}}}}}
       - {{name: tpm, key: {tpm}, settings: {{limits: {{tpm: 1000}}}}}}
       - {{name: tpm-stream, key: {tpm_stream}, settings: {{limits: {{tpm: 1000}}}}}}
+      - {{name: replays, key: {replays}, settings: {{budget: {{usd: 0.9, period: day, hard: true}}, limits: {{tpm: 100000}}}}}}
 """
 
 HELLO: Any = [{"role": "user", "content": "hi"}]
@@ -212,3 +214,24 @@ def test_tpm_is_settled_by_usage_so_requests_without_max_tokens_stay_bounded(bud
     print(f"\ntpm 1000 ({'streams' if stream else 'queued'}): {statuses.count(200)}/6 served, {used} tokens used")
     assert statuses == [200] + [429] * 5
     assert used <= 1000 + 2_100  # the limit plus one request
+
+
+def test_an_idempotent_replay_holds_no_budget_and_no_tpm_once_answered(budget_gw: Gateway) -> None:
+    """A replay (same `Idempotency-Key`) is admitted like any request, then answered from its key's
+    request without an upstream call: its reservation leaves with no cost in the next ledger
+    write and its `tpm` estimate comes back (found by a new user: both stayed held ~30 s)."""
+    client = budget_gw.client(KEYS["replays"])
+    sent = {"model": "pricey", "messages": HELLO, "max_tokens": 10}
+    first = client.chat.completions.with_raw_response.create(**sent, extra_headers={"Idempotency-Key": "replay-1"})
+    first_left = int(first.headers["x-ratelimit-remaining-tokens"])
+    for _ in range(3):
+        again = client.chat.completions.with_raw_response.create(**sent, extra_headers={"Idempotency-Key": "replay-1"})
+        assert again.headers["x-turnout-idempotent-replay"] == "1"
+    assert _settled_in_s(budget_gw, "replays") < 3  # the ledger's next write, not the lease's expiry
+    assert _spent(budget_gw, "replays") == pytest.approx(WORST_USD)  # one upstream call, paid once
+    probe = client.chat.completions.with_raw_response.create(**sent)
+    probe_left = int(probe.headers["x-ratelimit-remaining-tokens"])
+    used = first.parse().usage
+    assert used is not None
+    # the probe's own estimate and two answers' usage are gone from the bucket, not four estimates
+    assert first_left - probe_left <= 2 * used.total_tokens + 100, (first_left, probe_left, used)

@@ -42,7 +42,7 @@ from turnout.errors import RequestRejected
 from turnout.health import HealthView
 from turnout.tenancy.identity import Identity
 from turnout.wire import JobPayload
-from turnout_ingress.limits.admission import NOT_LIMITED, LateHeld, Pending, worker_settles
+from turnout_ingress.limits.admission import NOT_LIMITED, Held, LateHeld, Pending, worker_settles
 from turnout_ingress.limits.budgets import budgeted
 from turnout_ingress.limits.reservations import reservations
 from turnout_ingress.serving import idempotency
@@ -210,6 +210,7 @@ async def _queued(
     request_id, identity, deadline, key = admitted.request_id, admitted.identity, admitted.deadline, admitted.key
     owner = await idempotency.claim(state, key, admitted.raw, identity, request_id, deadline)
     if owner is not None:
+        _nothing_spent(state, identity.org, late.held)
         try:
             replayed = await state.queue.join(owner, deadline.at_s)
         except TimeoutError:
@@ -265,6 +266,15 @@ async def _queued(
     if surface.stateful:  # never raises (`Surface.settle`)
         await surface.settle(state, admitted.inbound)
     return answer
+
+
+def _nothing_spent(state: IngressState, org: str, held: Held) -> None:
+    """A replay (its key's request answers it) makes no upstream call: its budget reservations
+    leave in this ingress's next ledger write with no cost, and its `tpm` estimate is given back
+    (charged to 0 tokens); its `rpm` and concurrency slot count as any request's."""
+    state.obs.spend.settle(org, held.lease.holds)
+    if held.scopes:
+        state.limiter.used(held, 0)
 
 
 def _headed(response: Response, inbound: Inbound, shape: str = CHAT) -> Response:
