@@ -19,6 +19,7 @@ Must not import: `turnout_ingress.app`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import time
@@ -27,6 +28,7 @@ from typing import Final, Protocol
 
 import msgspec
 
+from turnout.observability.jsonlog import request_context
 from turnout.observability.metrics import Metrics
 from turnout_ingress.surfaces.registry import SURFACES
 
@@ -250,15 +252,16 @@ class DoorRefusals:
     ) -> None:
         """Count, (sampled) log and store one refusal of a request for `path` with `status` and `code`;
         `key` / `org`: the caller's key name and org once it was authenticated, else None;
-        `method` and `request_id` (the answer's `x-request-id`) go into the stored row."""
+        `method` and `request_id` (the answer's `x-request-id`) go into the stored row; the log line
+        (sampled: one per route, status and code at most every so often) carries `request_id` and,
+        as every log line of a request, its `trace_id`."""
         route = route_label(path, self._served, self._admin_prefix)
         shown = code if code is not None and CODE_PATTERN.fullmatch(code) else ("none" if code is None else "other")
         self._counter.labels(route=route, status=str(status), code=shown).inc()
         count = self._sampler.take((route, status, shown))
-        if count is not None:
-            log.info(
-                "door refusal",
-                extra={"route": route, "status": status, "code": shown, "key": key, "refusals": count},
-            )
+        if count is not None:  # the line carries the request's id, and the trace id it stands for (jsonlog)
+            fields = {"route": route, "status": status, "code": shown, "key": key, "refusals": count}
+            with request_context(request_id) if request_id else contextlib.nullcontext():
+                log.info("door refusal", extra={**fields, "request_id": request_id} if request_id else fields)
         if self._rows is not None:
             self._rows.add(refusal_row(self._clock(), request_id, method, route, status, shown, org, key))

@@ -77,7 +77,7 @@ def test_refusals_are_counted_by_route_status_and_code_and_logged_with_the_key(
     door = DoorRefusals(metrics, PUBLIC_ROUTES, ADMIN, LogSampler(clock=FakeClock(0.0)))
     with caplog.at_level(logging.INFO, logger="turnout.ingress.door"):
         door.refused("/v1/images/generations", 404, "unknown_route", None)
-        door.refused("/v1/embeddings", 429, "rate_limit_exceeded", "ci-bot")
+        door.refused("/v1/embeddings", 429, "rate_limit_exceeded", "ci-bot", request_id="a" * 32)
         door.refused("/v1/embeddings", 429, "rate_limit_exceeded", "ci-bot")
         door.refused("/v1/chat/completions", 400, "Not A Code!", None)
     assert _sample(metrics, route="/v1/images", status="404", code="unknown_route") == 1
@@ -89,6 +89,8 @@ def test_refusals_are_counted_by_route_status_and_code_and_logged_with_the_key(
         ("/v1/embeddings", 429, "ci-bot"),  # the second 429 folded into the next line
         ("/v1/chat/completions", 400, None),
     ]
+    assert getattr(lines[1], "request_id", None) == "a" * 32  # the line names the request it stands for
+    assert not hasattr(lines[0], "request_id")
 
 
 KEYS = st.sampled_from([("other", 401, "invalid_api_key"), ("other", 404, "unknown_route"), ("/v1/images", 404, "x")])
